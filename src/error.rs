@@ -1,0 +1,350 @@
+//! The crate-wide error type.
+//!
+//! Every fallible operation returns [`Error`]. Callers that need to branch do so on
+//! [`Error::kind`], which groups the variants into the few categories a caller (or the
+//! daemon, when it picks an HTTP or gRPC status) can act on. Messages are lowercase, name
+//! the offending input, and never contain secrets.
+
+use std::fmt;
+
+use crate::map::MapError;
+
+/// Result type used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in shardlite.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A route keyspace or key was empty after trimming white space.
+    #[error("route {field} is required (it was empty or only white space)")]
+    BlankRoutePart {
+        /// `"keyspace"` or `"key"`.
+        field: &'static str,
+    },
+
+    /// An operation that must run on one shard was called without a route.
+    #[error(
+        "a route is required for this operation: bind one with ShardedClient::for_route, or send the \
+         X-CSharpDB-Keyspace and X-CSharpDB-Shard-Key headers (metadata) on remote calls"
+    )]
+    RouteRequired,
+
+    /// The route named a keyspace the shard map does not serve.
+    #[error("route keyspace '{keyspace}' does not match the shard map keyspace '{expected}'")]
+    UnknownKeyspace {
+        /// The keyspace the caller sent.
+        keyspace: String,
+        /// The keyspace of the active shard map.
+        expected: String,
+    },
+
+    /// The route resolved to a shard that is disabled in the map.
+    #[error("route key '{key}' resolves to shard '{shard_id}', which is disabled")]
+    ShardDisabled {
+        /// The route key.
+        key: String,
+        /// The disabled shard.
+        shard_id: String,
+    },
+
+    /// A shard id that the map does not define.
+    #[error("shard '{shard_id}' is not defined in the shard map")]
+    UnknownShard {
+        /// The shard id that was asked for.
+        shard_id: String,
+    },
+
+    /// A shard id that is defined but disabled was addressed directly.
+    #[error("shard '{shard_id}' is disabled")]
+    ShardIsDisabled {
+        /// The disabled shard.
+        shard_id: String,
+    },
+
+    /// The shard map failed validation.
+    #[error(transparent)]
+    InvalidMap(#[from] MapError),
+
+    /// The master catalog holds no active shard map.
+    #[error("the master catalog has no active shard map")]
+    NoMap,
+
+    /// The master catalog is not in a state this release can use.
+    #[error("master catalog problem: {reason}")]
+    Catalog {
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// A transaction id that is not `csdbshard:{mapVersion}:{shardId}:{inner}`.
+    #[error(
+        "malformed transaction id '{input}': expected 'csdbshard:{{mapVersion}}:{{shardId}}:{{innerId}}' ({reason})"
+    )]
+    MalformedTransactionId {
+        /// The id as received.
+        input: String,
+        /// Which part was wrong.
+        reason: &'static str,
+    },
+
+    /// A transaction id that names no open transaction (committed, rolled back, expired, or never begun).
+    #[error("transaction '{transaction_id}' is not open (it was committed, rolled back, expired, or never begun)")]
+    TransactionNotFound {
+        /// The id as received.
+        transaction_id: String,
+    },
+
+    /// A transaction id was used together with a route that resolves to another shard.
+    #[error(
+        "the route resolves to shard '{route_shard_id}', but transaction '{transaction_id}' belongs to shard '{transaction_shard_id}'"
+    )]
+    TransactionRouteConflict {
+        /// The transaction id.
+        transaction_id: String,
+        /// The shard the id names.
+        transaction_shard_id: String,
+        /// The shard the supplied route resolves to.
+        route_shard_id: String,
+    },
+
+    /// A transaction id was created under another shard map version.
+    #[error(
+        "transaction '{transaction_id}' was begun under shard map version {transaction_version}, but the active version is {active_version}"
+    )]
+    StaleMapVersion {
+        /// The transaction id.
+        transaction_id: String,
+        /// The version the id carries.
+        transaction_version: u64,
+        /// The live map version.
+        active_version: u64,
+    },
+
+    /// A shard has reached its limit of open transactions, or could not take the write lock in time.
+    #[error("shard '{shard_id}' is busy: {reason}")]
+    Busy {
+        /// The shard.
+        shard_id: String,
+        /// Why it could not take the request.
+        reason: String,
+    },
+
+    /// Read-only fan-out was given a statement that can write.
+    #[error("read-only SQL accepts only SELECT, VALUES, WITH ... SELECT and EXPLAIN statements; rejected: {reason}")]
+    ReadOnlyViolation {
+        /// Which statement was refused and why.
+        reason: String,
+    },
+
+    /// A request argument was missing or malformed.
+    #[error("invalid {name}: {reason}")]
+    InvalidArgument {
+        /// The argument's name.
+        name: &'static str,
+        /// What was wrong with it.
+        reason: String,
+    },
+
+    /// A table, row, collection, document, saved query or procedure that does not exist.
+    #[error("{what} '{name}' was not found")]
+    NotFound {
+        /// The kind of object (`"table"`, `"row"`, ...).
+        what: &'static str,
+        /// Its name or key.
+        name: String,
+    },
+
+    /// SQLite refused the statement.
+    #[error("sqlite error {code} ({code_name}): {message}")]
+    Sql {
+        /// The SQLite extended result code.
+        code: i32,
+        /// The symbolic name of the primary code, e.g. `SQLITE_CONSTRAINT`.
+        code_name: &'static str,
+        /// SQLite's message.
+        message: String,
+    },
+
+    /// A file could not be created or opened.
+    #[error("i/o error on {what}: {source}")]
+    Io {
+        /// What was being accessed (never a secret).
+        what: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A shard's worker stopped or the client was closed.
+    #[error("shard '{shard_id}' is closed")]
+    Closed {
+        /// The shard (or data source) that is closed.
+        shard_id: String,
+    },
+
+    /// A connection string (ADO.NET or URL form) with an unknown key or a bad value.
+    #[error("connection string: {reason}")]
+    ConnectionString {
+        /// What is wrong, naming the key.
+        reason: String,
+    },
+
+    /// A paging continuation token that was tampered with or belongs to another map version.
+    #[error("invalid continuation token: {reason}")]
+    InvalidCursor {
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// JSON that could not be parsed.
+    #[error("invalid JSON in {what}: {source}")]
+    Json {
+        /// What was being parsed.
+        what: &'static str,
+        /// The parser's error, which names line and column.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// The category of an [`Error`]: what a caller can do about it.
+///
+/// The daemon maps each kind to an HTTP status and a gRPC code in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The request lacked a route, or its route was blank.
+    RouteRequired,
+    /// The route's keyspace is not the map's.
+    UnknownKeyspace,
+    /// The input was malformed (bad id, bad argument, bad JSON, invalid map).
+    InvalidInput,
+    /// The shard map is invalid.
+    InvalidMap,
+    /// The named object or shard does not exist.
+    NotFound,
+    /// The request conflicts with the transaction or map it names.
+    Conflict,
+    /// The shard map changed since the transaction began.
+    StaleMapVersion,
+    /// The shard is temporarily unable to take the request; retry later.
+    Busy,
+    /// The addressed shard is disabled or closed.
+    Unavailable,
+    /// Read-only SQL would have written.
+    ReadOnly,
+    /// SQLite refused the SQL (syntax, constraint, type).
+    Sql,
+    /// A constraint (unique, foreign key, not null, check) was violated.
+    Constraint,
+    /// The master catalog has no map.
+    NoMap,
+    /// Storage or other internal failure.
+    Internal,
+}
+
+impl ErrorKind {
+    /// A stable snake_case code for this kind, used as `errorCode` on the wire.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::RouteRequired => "route_required",
+            Self::UnknownKeyspace => "unknown_keyspace",
+            Self::InvalidInput => "invalid_input",
+            Self::InvalidMap => "invalid_map",
+            Self::NotFound => "not_found",
+            Self::Conflict => "conflict",
+            Self::StaleMapVersion => "stale_map_version",
+            Self::Busy => "busy",
+            Self::Unavailable => "unavailable",
+            Self::ReadOnly => "read_only",
+            Self::Sql => "sql",
+            Self::Constraint => "constraint",
+            Self::NoMap => "no_map",
+            Self::Internal => "internal",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+impl Error {
+    /// The category of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::BlankRoutePart { .. } | Self::RouteRequired => ErrorKind::RouteRequired,
+            Self::UnknownKeyspace { .. } => ErrorKind::UnknownKeyspace,
+            Self::ShardDisabled { .. } | Self::ShardIsDisabled { .. } | Self::Closed { .. } => {
+                ErrorKind::Unavailable
+            }
+            Self::UnknownShard { .. } | Self::NotFound { .. } | Self::TransactionNotFound { .. } => {
+                ErrorKind::NotFound
+            }
+            Self::InvalidMap(_) => ErrorKind::InvalidMap,
+            Self::NoMap => ErrorKind::NoMap,
+            Self::MalformedTransactionId { .. }
+            | Self::InvalidArgument { .. }
+            | Self::Json { .. }
+            | Self::ConnectionString { .. }
+            | Self::InvalidCursor { .. } => ErrorKind::InvalidInput,
+            Self::TransactionRouteConflict { .. } => ErrorKind::Conflict,
+            Self::StaleMapVersion { .. } => ErrorKind::StaleMapVersion,
+            Self::Busy { .. } => ErrorKind::Busy,
+            Self::ReadOnlyViolation { .. } => ErrorKind::ReadOnly,
+            Self::Sql { code, .. } => match code & 0xff {
+                rusqlite::ffi::SQLITE_CONSTRAINT => ErrorKind::Constraint,
+                rusqlite::ffi::SQLITE_BUSY | rusqlite::ffi::SQLITE_LOCKED => ErrorKind::Busy,
+                rusqlite::ffi::SQLITE_READONLY => ErrorKind::ReadOnly,
+                rusqlite::ffi::SQLITE_IOERR
+                | rusqlite::ffi::SQLITE_CORRUPT
+                | rusqlite::ffi::SQLITE_FULL
+                | rusqlite::ffi::SQLITE_CANTOPEN
+                | rusqlite::ffi::SQLITE_NOMEM => ErrorKind::Internal,
+                _ => ErrorKind::Sql,
+            },
+            Self::Catalog { .. } | Self::Io { .. } => ErrorKind::Internal,
+        }
+    }
+
+    /// The SQLite extended result code, when SQLite produced this error.
+    pub fn sqlite_code(&self) -> Option<i32> {
+        match self {
+            Self::Sql { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn invalid_argument(name: &'static str, reason: impl Into<String>) -> Self {
+        Self::InvalidArgument {
+            name,
+            reason: reason.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constraint_codes_map_to_constraint_kind() {
+        let err = Error::Sql {
+            code: 2067,
+            code_name: "SQLITE_CONSTRAINT",
+            message: "UNIQUE constraint failed: t.id".into(),
+        };
+        assert_eq!(err.kind(), ErrorKind::Constraint);
+        assert_eq!(err.sqlite_code(), Some(2067));
+    }
+
+    #[test]
+    fn route_required_message_says_how_to_fix_it() {
+        let text = Error::RouteRequired.to_string();
+        assert!(text.contains("for_route"), "{text}");
+        assert!(text.contains("X-CSharpDB-Shard-Key"), "{text}");
+    }
+}

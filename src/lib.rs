@@ -1,0 +1,51 @@
+//! # shardlite
+//!
+//! Application-level sharding for SQLite. A **master catalog** (one SQLite file) holds a
+//! versioned **shard map**; every data shard is an ordinary SQLite file. Applications name a
+//! business route (keyspace `orders_by_month`, key `2026-06`) and shardlite resolves it,
+//! through SHA-256 virtual buckets and operator pins, to exactly one shard.
+//!
+//! ```
+//! use shardlite::map::ShardMap;
+//!
+//! let map = ShardMap::from_json(r#"{
+//!     "keyspace": "orders_by_month",
+//!     "virtualBucketCount": 16,
+//!     "shards": [
+//!         { "shardId": "shard-0", "dataSource": "shard-0.db" },
+//!         { "shardId": "shard-1", "dataSource": "shard-1.db" }
+//!     ],
+//!     "bucketRanges": [
+//!         { "startBucketInclusive": 0, "endBucketExclusive": 8, "shardId": "shard-0" },
+//!         { "startBucketInclusive": 8, "endBucketExclusive": 16, "shardId": "shard-1" }
+//!     ]
+//! }"#)?;
+//! let resolution = map.resolve("orders_by_month", "2026-06")?;
+//! assert_eq!(resolution.bucket, 15);
+//! assert_eq!(resolution.shard_id, "shard-1");
+//! # Ok::<(), shardlite::Error>(())
+//! ```
+//!
+//! ## Layout
+//!
+//! - [`routing`]: route normalisation, canonical text, token, bucket and resolution: the
+//!   persisted-format contract.
+//! - [`map`]: the shard-map JSON model, its validation and secret-free snapshots.
+//! - [`error`]: the crate's [`Error`] and [`ErrorKind`].
+//! - `cli` (feature `cli`): the `shardlite` command line; `src/bin/shardlite.rs` only dispatches.
+//!
+//! ## Features
+//!
+//! - `cli` (default): the `shardlite` binary.
+//! - `full`: everything.
+
+pub mod error;
+pub mod map;
+pub mod routing;
+
+#[cfg(feature = "cli")]
+pub mod cli;
+
+pub use error::{Error, ErrorKind, Result};
+pub use map::{ShardMap, ShardingOptions};
+pub use routing::{RouteContext, RouteSource, ShardResolution};

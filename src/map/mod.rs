@@ -1,0 +1,557 @@
+//! The shard map: its JSON model, validation, and secret-free snapshots.
+//!
+//! [`ShardingOptions`] is what operators write; [`ShardMap::new`] validates it into the
+//! immutable structure routing runs against. Validation refuses, with a [`MapError`] naming
+//! the offending item: gaps and overlaps in bucket coverage, empty or out-of-range ranges,
+//! unknown shards, buckets or pins owned by replicas, inconsistent replica metadata, blank
+//! pin keys, and maps without an enabled shard. Unknown JSON fields are refused when parsing.
+
+mod error;
+mod options;
+mod snapshot;
+
+pub use error::MapError;
+pub use options::{BucketRange, Secret, ShardDefinition, ShardingOptions};
+pub use snapshot::{ShardMapSnapshot, ShardSnapshot};
+
+use std::collections::HashMap;
+
+/// The largest `virtualBucketCount` accepted: one owner slot per bucket is allocated.
+pub const MAX_VIRTUAL_BUCKETS: u32 = 1 << 20;
+
+/// Default header that carries an API key.
+pub const DEFAULT_API_KEY_HEADER: &str = "X-CSharpDB-Api-Key";
+
+/// A shard's role. Replicas are metadata only: they never own buckets or pins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum ShardRole {
+    /// Owns data; may own buckets and pins.
+    Primary,
+    /// Follows a primary (metadata only).
+    Replica,
+}
+
+impl ShardRole {
+    /// `"Primary"` or `"Replica"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Primary => "Primary",
+            Self::Replica => "Replica",
+        }
+    }
+}
+
+/// How a remote shard is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// A local file, opened in-process.
+    Direct,
+    /// A daemon over REST.
+    Http,
+    /// A daemon over gRPC.
+    Grpc,
+}
+
+impl Transport {
+    /// Parses `direct`, `http` or `grpc`, ignoring case and surrounding white space.
+    pub fn parse(text: &str) -> Option<Self> {
+        let text = text.trim();
+        [Self::Direct, Self::Http, Self::Grpc]
+            .into_iter()
+            .find(|t| t.as_str().eq_ignore_ascii_case(text))
+    }
+
+    /// `"direct"`, `"http"` or `"grpc"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Direct => "direct",
+            Self::Http => "http",
+            Self::Grpc => "grpc",
+        }
+    }
+}
+
+/// Where a shard's data lives.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ShardTarget {
+    /// A local SQLite file.
+    DataSource(String),
+    /// A daemon serving one plain database.
+    Endpoint {
+        /// The daemon's base URL.
+        endpoint: String,
+        /// REST or gRPC.
+        transport: Transport,
+    },
+    /// A connection string (a secret: it may carry credentials).
+    ConnectionString(Secret),
+}
+
+/// A validated shard definition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shard {
+    /// The shard id as defined.
+    pub id: String,
+    /// Whether routes may resolve to it.
+    pub enabled: bool,
+    /// Primary or replica.
+    pub role: ShardRole,
+    /// For replicas, the primary they follow.
+    pub primary_shard_id: Option<String>,
+    /// For replicas, whether promotion is allowed.
+    pub promotion_eligible: bool,
+    /// For replicas, the reported lag.
+    pub replication_lag_bytes: Option<i64>,
+    /// For replicas, the last catch-up time.
+    pub last_replicated_utc: Option<String>,
+    /// Where the data lives.
+    pub target: ShardTarget,
+    /// API key for a remote shard.
+    pub api_key: Option<Secret>,
+    /// Header carrying the API key (default [`DEFAULT_API_KEY_HEADER`]).
+    pub api_key_header_name: Option<String>,
+}
+
+/// A validated, immutable shard map.
+///
+/// ```
+/// use shardlite::map::{BucketRange, ShardDefinition, ShardMap, ShardingOptions};
+///
+/// let map = ShardMap::new(ShardingOptions {
+///     keyspace: "tenants".into(),
+///     map_version: 1,
+///     virtual_bucket_count: 4,
+///     shards: vec![ShardDefinition::local("s0", "s0.db"), ShardDefinition::local("s1", "s1.db")],
+///     bucket_ranges: vec![BucketRange::new(0, 2, "s0"), BucketRange::new(2, 4, "s1")],
+///     exact_key_pins: [("tenant-a".to_owned(), "s0".to_owned())].into(),
+/// })?;
+/// assert_eq!(map.resolve("tenants", "tenant-a")?.shard_id, "s0");
+/// # Ok::<(), shardlite::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct ShardMap {
+    options: ShardingOptions,
+    keyspace: String,
+    map_version: u64,
+    bucket_count: u32,
+    shards: Vec<Shard>,
+    /// Index into `shards` of each bucket's owner.
+    owners: Vec<u32>,
+    /// Pinned route key (trimmed, case-sensitive) to index into `shards`.
+    pins: HashMap<String, u32>,
+}
+
+impl ShardMap {
+    /// Validates `options`, returning the first problem found.
+    pub fn new(options: ShardingOptions) -> Result<Self, MapError> {
+        let keyspace = options.keyspace.trim().to_owned();
+        if keyspace.is_empty() {
+            return Err(MapError::BlankKeyspace);
+        }
+        let map_version = u64::try_from(options.map_version)
+            .ok()
+            .filter(|v| *v > 0)
+            .ok_or(MapError::InvalidMapVersion {
+                value: options.map_version,
+            })?;
+        let bucket_count = u32::try_from(options.virtual_bucket_count)
+            .ok()
+            .filter(|c| (1..=MAX_VIRTUAL_BUCKETS).contains(c))
+            .ok_or(MapError::InvalidBucketCount {
+                value: options.virtual_bucket_count,
+                max: MAX_VIRTUAL_BUCKETS,
+            })?;
+        if options.shards.is_empty() {
+            return Err(MapError::NoShards);
+        }
+
+        let mut shards: Vec<Shard> = Vec::with_capacity(options.shards.len());
+        for (index, def) in options.shards.iter().enumerate() {
+            let id = normalize_shard_id(&def.shard_id).map_err(|e| match e {
+                ShardIdProblem::Blank => MapError::BlankShardId { index },
+                other => other.into_error(&def.shard_id),
+            })?;
+            if shards.iter().any(|s| s.id.eq_ignore_ascii_case(&id)) {
+                return Err(MapError::DuplicateShardId { shard_id: id });
+            }
+            shards.push(validate_shard(id, def)?);
+        }
+        if !shards.iter().any(|s| s.enabled) {
+            return Err(MapError::NoEnabledShard);
+        }
+        validate_replication(&shards)?;
+
+        let owners = assign_buckets(&options, &shards, bucket_count)?;
+        let pins = validate_pins(&options, &shards)?;
+
+        Ok(Self {
+            options,
+            keyspace,
+            map_version,
+            bucket_count,
+            shards,
+            owners,
+            pins,
+        })
+    }
+
+    /// Parses and validates a map from JSON.
+    pub fn from_json(json: &str) -> crate::Result<Self> {
+        Ok(Self::new(ShardingOptions::from_json(json)?)?)
+    }
+
+    /// The map's keyspace, as configured (trimmed).
+    pub fn keyspace(&self) -> &str {
+        &self.keyspace
+    }
+
+    /// The map version.
+    pub fn version(&self) -> u64 {
+        self.map_version
+    }
+
+    /// The number of virtual buckets.
+    pub fn bucket_count(&self) -> u32 {
+        self.bucket_count
+    }
+
+    /// The shards, in definition order.
+    pub fn shards(&self) -> &[Shard] {
+        &self.shards
+    }
+
+    /// The shard with this id (ignoring case).
+    pub fn shard(&self, shard_id: &str) -> Option<&Shard> {
+        self.shard_index(shard_id).map(|i| &self.shards[i])
+    }
+
+    /// Position of the shard with this id (ignoring case and surrounding white space).
+    pub fn shard_index(&self, shard_id: &str) -> Option<usize> {
+        let shard_id = shard_id.trim();
+        self.shards.iter().position(|s| s.id.eq_ignore_ascii_case(shard_id))
+    }
+
+    /// The options this map was built from, as submitted (secrets included).
+    pub fn options(&self) -> &ShardingOptions {
+        &self.options
+    }
+
+    /// The owner (index into [`shards`](Self::shards)) of a bucket.
+    pub(crate) fn bucket_owner(&self, bucket: u32) -> usize {
+        usize::try_from(self.owners[usize::try_from(bucket).unwrap_or(usize::MAX)]).unwrap_or(usize::MAX)
+    }
+
+    /// The pinned shard index of a (trimmed) route key, if pinned.
+    pub(crate) fn pinned_shard(&self, key: &str) -> Option<usize> {
+        self.pins.get(key).and_then(|i| usize::try_from(*i).ok())
+    }
+
+    /// Whether a (trimmed) route key is pinned.
+    pub fn is_pinned(&self, key: &str) -> bool {
+        self.pins.contains_key(key)
+    }
+
+    /// The bucket ranges in canonical form: ordered by start, adjacent buckets with the
+    /// same owner coalesced, covering `[0, virtualBucketCount)`.
+    pub fn canonical_ranges(&self) -> Vec<BucketRange> {
+        let mut ranges: Vec<BucketRange> = Vec::new();
+        for (bucket, owner) in self.owners.iter().enumerate() {
+            let bucket = i64::try_from(bucket).unwrap_or(i64::MAX);
+            let id = &self.shards[usize::try_from(*owner).unwrap_or(0)].id;
+            match ranges.last_mut() {
+                Some(last) if last.shard_id == *id => last.end_bucket_exclusive = bucket + 1,
+                _ => ranges.push(BucketRange::new(bucket, bucket + 1, id.clone())),
+            }
+        }
+        ranges
+    }
+}
+
+enum ShardIdProblem {
+    Blank,
+    Colon,
+    Characters,
+}
+
+impl ShardIdProblem {
+    fn into_error(self, raw: &str) -> MapError {
+        let shard_id = raw.trim().to_owned();
+        match self {
+            Self::Blank => MapError::BlankShardId { index: 0 },
+            Self::Colon => MapError::ShardIdHasColon { shard_id },
+            Self::Characters => MapError::InvalidShardIdCharacters { shard_id },
+        }
+    }
+}
+
+fn normalize_shard_id(raw: &str) -> Result<String, ShardIdProblem> {
+    let id = raw.trim();
+    if id.is_empty() {
+        return Err(ShardIdProblem::Blank);
+    }
+    if id.contains(':') {
+        return Err(ShardIdProblem::Colon);
+    }
+    if !id
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+    {
+        return Err(ShardIdProblem::Characters);
+    }
+    Ok(id.to_owned())
+}
+
+/// Finds a defined shard for an id written in a range, pin or `primaryShardId`.
+fn find_shard<'a>(shards: &'a [Shard], raw: &str) -> Option<(usize, &'a Shard)> {
+    let id = raw.trim();
+    shards
+        .iter()
+        .enumerate()
+        .find(|(_, s)| s.id.eq_ignore_ascii_case(id))
+}
+
+fn non_blank(value: &Option<String>) -> Option<String> {
+    value
+        .as_deref()
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+}
+
+fn validate_shard(id: String, def: &ShardDefinition) -> Result<Shard, MapError> {
+    let role = match def.role.as_deref().map(str::trim) {
+        None => ShardRole::Primary,
+        Some(r) if r.eq_ignore_ascii_case("primary") => ShardRole::Primary,
+        Some(r) if r.eq_ignore_ascii_case("replica") => ShardRole::Replica,
+        Some(r) => {
+            return Err(MapError::InvalidRole {
+                shard_id: id,
+                role: r.to_owned(),
+            });
+        }
+    };
+
+    let data_source = non_blank(&def.data_source);
+    let endpoint = non_blank(&def.endpoint);
+    let connection_string = def.connection_string.clone().filter(|s| !s.is_blank());
+    let mut set = Vec::new();
+    if data_source.is_some() {
+        set.push("dataSource");
+    }
+    if endpoint.is_some() {
+        set.push("endpoint");
+    }
+    if connection_string.is_some() {
+        set.push("connectionString");
+    }
+    if set.len() > 1 {
+        return Err(MapError::MultipleTargets {
+            shard_id: id,
+            targets: set.join(" and "),
+        });
+    }
+
+    let transport = match def.transport.as_deref() {
+        None => None,
+        Some(t) => Some(Transport::parse(t).ok_or_else(|| MapError::InvalidTransport {
+            shard_id: id.clone(),
+            transport: t.to_owned(),
+            reason: "expected 'direct', 'http' or 'grpc'",
+        })?),
+    };
+    let target = if let Some(path) = data_source {
+        if matches!(transport, Some(Transport::Http | Transport::Grpc)) {
+            return Err(MapError::InvalidTransport {
+                shard_id: id,
+                transport: def.transport.clone().unwrap_or_default(),
+                reason: "a dataSource shard is opened directly; use endpoint for a daemon",
+            });
+        }
+        ShardTarget::DataSource(path)
+    } else if let Some(endpoint) = endpoint {
+        match transport {
+            Some(transport @ (Transport::Http | Transport::Grpc)) => ShardTarget::Endpoint { endpoint, transport },
+            _ => {
+                return Err(MapError::InvalidTransport {
+                    shard_id: id,
+                    transport: def.transport.clone().unwrap_or_else(|| "(none)".to_owned()),
+                    reason: "an endpoint shard needs transport 'http' or 'grpc'",
+                });
+            }
+        }
+    } else if let Some(cs) = connection_string {
+        ShardTarget::ConnectionString(cs)
+    } else {
+        return Err(MapError::MissingTarget { shard_id: id });
+    };
+
+    Ok(Shard {
+        enabled: def.enabled,
+        role,
+        primary_shard_id: non_blank(&def.primary_shard_id),
+        promotion_eligible: def.promotion_eligible,
+        replication_lag_bytes: def.replication_lag_bytes,
+        last_replicated_utc: non_blank(&def.last_replicated_utc),
+        target,
+        api_key: def.api_key.clone().filter(|k| !k.is_blank()),
+        api_key_header_name: non_blank(&def.api_key_header_name),
+        id,
+    })
+}
+
+fn validate_replication(shards: &[Shard]) -> Result<(), MapError> {
+    for shard in shards {
+        let shard_id = || shard.id.clone();
+        if let Some(value) = shard.replication_lag_bytes.filter(|v| *v < 0) {
+            return Err(MapError::NegativeReplicationLag {
+                shard_id: shard_id(),
+                value,
+            });
+        }
+        if let Some(value) = &shard.last_replicated_utc
+            && time::OffsetDateTime::parse(value, &time::format_description::well_known::Rfc3339).is_err()
+        {
+            return Err(MapError::InvalidTimestamp {
+                shard_id: shard_id(),
+                value: value.clone(),
+            });
+        }
+        match shard.role {
+            ShardRole::Replica => {
+                let Some(primary) = &shard.primary_shard_id else {
+                    return Err(MapError::ReplicaWithoutPrimary { shard_id: shard_id() });
+                };
+                if primary.eq_ignore_ascii_case(&shard.id) {
+                    return Err(MapError::ReplicaOfItself { shard_id: shard_id() });
+                }
+                match find_shard(shards, primary) {
+                    None => {
+                        return Err(MapError::ReplicaOfUnknownShard {
+                            shard_id: shard_id(),
+                            primary_shard_id: primary.clone(),
+                        });
+                    }
+                    Some((_, p)) if p.role != ShardRole::Primary => {
+                        return Err(MapError::ReplicaOfReplica {
+                            shard_id: shard_id(),
+                            primary_shard_id: primary.clone(),
+                        });
+                    }
+                    Some(_) => {}
+                }
+            }
+            ShardRole::Primary => {
+                let field = if shard.primary_shard_id.is_some() {
+                    Some("primaryShardId")
+                } else if shard.promotion_eligible {
+                    Some("promotionEligible")
+                } else if shard.replication_lag_bytes.is_some() {
+                    Some("replicationLagBytes")
+                } else if shard.last_replicated_utc.is_some() {
+                    Some("lastReplicatedUtc")
+                } else {
+                    None
+                };
+                if let Some(field) = field {
+                    return Err(MapError::PrimaryWithReplicaField {
+                        shard_id: shard_id(),
+                        field,
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn assign_buckets(options: &ShardingOptions, shards: &[Shard], bucket_count: u32) -> Result<Vec<u32>, MapError> {
+    let len = usize::try_from(bucket_count).unwrap_or(usize::MAX);
+    if options.bucket_ranges.is_empty() {
+        if shards.len() == 1 {
+            return Ok(vec![0; len]);
+        }
+        return Err(MapError::BucketRangesRequired);
+    }
+    const UNASSIGNED: u32 = u32::MAX;
+    let mut owners = vec![UNASSIGNED; len];
+    for range in &options.bucket_ranges {
+        let (start, end) = (range.start_bucket_inclusive, range.end_bucket_exclusive);
+        let Some((index, shard)) = find_shard(shards, &range.shard_id) else {
+            return Err(MapError::RangeUnknownShard {
+                shard_id: range.shard_id.trim().to_owned(),
+                start,
+                end,
+            });
+        };
+        if shard.role != ShardRole::Primary {
+            return Err(MapError::RangeOwnedByReplica {
+                shard_id: shard.id.clone(),
+                start,
+                end,
+            });
+        }
+        if start < 0 || end > i64::from(bucket_count) || start >= end {
+            return Err(MapError::InvalidRange {
+                shard_id: shard.id.clone(),
+                start,
+                end,
+                bucket_count,
+            });
+        }
+        let owner = u32::try_from(index).unwrap_or(UNASSIGNED);
+        // In range: 0 <= start < end <= bucket_count.
+        let (lo, hi) = (
+            usize::try_from(start).unwrap_or(0),
+            usize::try_from(end).unwrap_or(0),
+        );
+        for (offset, slot) in owners[lo..hi].iter_mut().enumerate() {
+            if *slot != UNASSIGNED {
+                return Err(MapError::BucketOverlap {
+                    bucket: u32::try_from(lo + offset).unwrap_or(u32::MAX),
+                    first: shards[usize::try_from(*slot).unwrap_or(0)].id.clone(),
+                    second: shard.id.clone(),
+                });
+            }
+            *slot = owner;
+        }
+    }
+    if let Some(gap) = owners.iter().position(|o| *o == UNASSIGNED) {
+        return Err(MapError::BucketGap {
+            bucket: u32::try_from(gap).unwrap_or(u32::MAX),
+        });
+    }
+    Ok(owners)
+}
+
+fn validate_pins(options: &ShardingOptions, shards: &[Shard]) -> Result<HashMap<String, u32>, MapError> {
+    let mut pins = HashMap::with_capacity(options.exact_key_pins.len());
+    for (raw_key, raw_shard) in &options.exact_key_pins {
+        let key = raw_key.trim();
+        if key.is_empty() {
+            return Err(MapError::BlankPinKey {
+                shard_id: raw_shard.trim().to_owned(),
+            });
+        }
+        let Some((index, shard)) = find_shard(shards, raw_shard) else {
+            return Err(MapError::PinUnknownShard {
+                key: key.to_owned(),
+                shard_id: raw_shard.trim().to_owned(),
+            });
+        };
+        if shard.role != ShardRole::Primary {
+            return Err(MapError::PinOwnedByReplica {
+                key: key.to_owned(),
+                shard_id: shard.id.clone(),
+            });
+        }
+        if pins
+            .insert(key.to_owned(), u32::try_from(index).unwrap_or(u32::MAX))
+            .is_some()
+        {
+            return Err(MapError::DuplicatePinKey { key: key.to_owned() });
+        }
+    }
+    Ok(pins)
+}

@@ -1,0 +1,114 @@
+//! Secret-free views of a shard map, for operators and the wire.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{BucketRange, ShardMap, ShardRole, ShardTarget, Transport};
+
+/// A shard map as shown to operators: no connection strings or API keys, only whether
+/// they are set, and bucket ranges in canonical coalesced order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardMapSnapshot {
+    /// The map keyspace.
+    pub keyspace: String,
+    /// The map version.
+    pub map_version: u64,
+    /// The number of virtual buckets.
+    pub virtual_bucket_count: u32,
+    /// The shards in definition order.
+    pub shards: Vec<ShardSnapshot>,
+    /// Canonical bucket ranges.
+    pub bucket_ranges: Vec<BucketRange>,
+    /// Exact pins, route key to shard id.
+    pub exact_key_pins: BTreeMap<String, String>,
+}
+
+/// One shard in a [`ShardMapSnapshot`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardSnapshot {
+    /// The shard id.
+    pub shard_id: String,
+    /// Whether routes may resolve to it.
+    pub enabled: bool,
+    /// Primary or replica.
+    pub role: ShardRole,
+    /// For replicas, the primary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary_shard_id: Option<String>,
+    /// For replicas, whether promotion is allowed.
+    pub promotion_eligible: bool,
+    /// For replicas, the reported lag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication_lag_bytes: Option<i64>,
+    /// For replicas, the last catch-up time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_replicated_utc: Option<String>,
+    /// The transport to the shard.
+    pub transport: Transport,
+    /// The daemon endpoint, for remote shards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// The local file, for direct shards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_source: Option<String>,
+    /// Whether a connection string is configured (its value is never shown).
+    pub has_connection_string: bool,
+    /// Whether an API key is configured (its value is never shown).
+    pub has_api_key: bool,
+    /// The header carrying the API key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_header_name: Option<String>,
+}
+
+impl ShardMap {
+    /// A secret-free snapshot of this map.
+    pub fn snapshot(&self) -> ShardMapSnapshot {
+        let shards = self
+            .shards()
+            .iter()
+            .map(|s| {
+                let (transport, endpoint, data_source) = match &s.target {
+                    ShardTarget::DataSource(path) => (Transport::Direct, None, Some(path.clone())),
+                    ShardTarget::Endpoint { endpoint, transport } => (*transport, Some(endpoint.clone()), None),
+                    ShardTarget::ConnectionString(_) => (Transport::Direct, None, None),
+                };
+                ShardSnapshot {
+                    shard_id: s.id.clone(),
+                    enabled: s.enabled,
+                    role: s.role,
+                    primary_shard_id: s.primary_shard_id.clone(),
+                    promotion_eligible: s.promotion_eligible,
+                    replication_lag_bytes: s.replication_lag_bytes,
+                    last_replicated_utc: s.last_replicated_utc.clone(),
+                    transport,
+                    endpoint,
+                    data_source,
+                    has_connection_string: matches!(s.target, ShardTarget::ConnectionString(_)),
+                    has_api_key: s.api_key.is_some(),
+                    api_key_header_name: s.api_key_header_name.clone(),
+                }
+            })
+            .collect();
+        let exact_key_pins = self
+            .options()
+            .exact_key_pins
+            .iter()
+            .filter_map(|(key, _)| {
+                let key = key.trim();
+                let shard = self.pinned_shard(key)?;
+                Some((key.to_owned(), self.shards()[shard].id.clone()))
+            })
+            .collect();
+        ShardMapSnapshot {
+            keyspace: self.keyspace().to_owned(),
+            map_version: self.version(),
+            virtual_bucket_count: self.bucket_count(),
+            shards,
+            bucket_ranges: self.canonical_ranges(),
+            exact_key_pins,
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! Resolving a route against a shard map.
+
+use serde::{Deserialize, Serialize};
+
+use super::{RouteToken, bucket_for_token, keyspace_eq, normalize_route, token::token_unchecked};
+use crate::error::{Error, Result};
+use crate::map::ShardMap;
+
+/// What decided the shard of a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RouteSource {
+    /// An exact route-key pin.
+    Pin,
+    /// The owner of the route's bucket.
+    BucketRange,
+}
+
+/// The result of resolving a route, borrowing from the map and the input: no allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardResolution<'a> {
+    /// The map's keyspace (its configured spelling, which is what was hashed).
+    pub keyspace: &'a str,
+    /// The trimmed route key.
+    pub key: &'a str,
+    /// The route token.
+    pub token: RouteToken,
+    /// The hash bucket (reported even when a pin decided).
+    pub bucket: u32,
+    /// Position of the shard in the map's definition order.
+    pub shard_index: usize,
+    /// The shard id as defined in the map.
+    pub shard_id: &'a str,
+    /// The map version resolved against.
+    pub map_version: u64,
+    /// Whether a pin or a bucket range decided.
+    pub source: RouteSource,
+}
+
+impl ShardResolution<'_> {
+    /// An owned, serialisable copy.
+    pub fn to_resolved(&self) -> ResolvedRoute {
+        ResolvedRoute {
+            keyspace: self.keyspace.to_owned(),
+            key: self.key.to_owned(),
+            token: self.token.0,
+            token_hex: self.token.to_hex(),
+            bucket: self.bucket,
+            shard_id: self.shard_id.to_owned(),
+            map_version: self.map_version,
+            source: self.source,
+        }
+    }
+}
+
+/// An owned route resolution, as returned over the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedRoute {
+    /// The map's keyspace.
+    pub keyspace: String,
+    /// The trimmed route key.
+    pub key: String,
+    /// The route token (an unsigned 64-bit number).
+    pub token: u64,
+    /// The token as 16 lowercase hex digits.
+    pub token_hex: String,
+    /// The hash bucket.
+    pub bucket: u32,
+    /// The shard the route resolves to.
+    pub shard_id: String,
+    /// The map version.
+    pub map_version: u64,
+    /// Whether a pin or a bucket range decided.
+    pub source: RouteSource,
+}
+
+impl ShardMap {
+    /// Resolves a route to exactly one enabled shard.
+    ///
+    /// The keyspace must equal the map's ignoring case; the token hashes the map's spelling.
+    /// An exact pin for the (trimmed, case-sensitive) key wins over the bucket owner.
+    pub fn resolve<'a>(&'a self, keyspace: &'a str, key: &'a str) -> Result<ShardResolution<'a>> {
+        let (keyspace, key) = normalize_route(keyspace, key)?;
+        if !keyspace_eq(keyspace, self.keyspace()) {
+            return Err(Error::UnknownKeyspace {
+                keyspace: keyspace.to_owned(),
+                expected: self.keyspace().to_owned(),
+            });
+        }
+        let token = token_unchecked(self.keyspace(), key);
+        let bucket = bucket_for_token(token.0, self.bucket_count());
+        let (shard_index, source) = match self.pinned_shard(key) {
+            Some(index) => (index, RouteSource::Pin),
+            None => (self.bucket_owner(bucket), RouteSource::BucketRange),
+        };
+        let shard = &self.shards()[shard_index];
+        if !shard.enabled {
+            return Err(Error::ShardDisabled {
+                key: key.to_owned(),
+                shard_id: shard.id.clone(),
+            });
+        }
+        Ok(ShardResolution {
+            keyspace: self.keyspace(),
+            key,
+            token,
+            bucket,
+            shard_index,
+            shard_id: &shard.id,
+            map_version: self.version(),
+            source,
+        })
+    }
+}
