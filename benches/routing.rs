@@ -1,1 +1,2 @@
-fn main(){}
+//! Routing benchmark (placeholder).
+fn main() {}

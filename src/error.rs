@@ -278,12 +278,8 @@ impl Error {
         match self {
             Self::BlankRoutePart { .. } | Self::RouteRequired => ErrorKind::RouteRequired,
             Self::UnknownKeyspace { .. } => ErrorKind::UnknownKeyspace,
-            Self::ShardDisabled { .. } | Self::ShardIsDisabled { .. } | Self::Closed { .. } => {
-                ErrorKind::Unavailable
-            }
-            Self::UnknownShard { .. } | Self::NotFound { .. } | Self::TransactionNotFound { .. } => {
-                ErrorKind::NotFound
-            }
+            Self::ShardDisabled { .. } | Self::ShardIsDisabled { .. } | Self::Closed { .. } => ErrorKind::Unavailable,
+            Self::UnknownShard { .. } | Self::NotFound { .. } | Self::TransactionNotFound { .. } => ErrorKind::NotFound,
             Self::InvalidMap(_) => ErrorKind::InvalidMap,
             Self::NoMap => ErrorKind::NoMap,
             Self::MalformedTransactionId { .. }

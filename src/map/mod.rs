@@ -150,12 +150,13 @@ impl ShardMap {
         if keyspace.is_empty() {
             return Err(MapError::BlankKeyspace);
         }
-        let map_version = u64::try_from(options.map_version)
-            .ok()
-            .filter(|v| *v > 0)
-            .ok_or(MapError::InvalidMapVersion {
-                value: options.map_version,
-            })?;
+        let map_version =
+            u64::try_from(options.map_version)
+                .ok()
+                .filter(|v| *v > 0)
+                .ok_or(MapError::InvalidMapVersion {
+                    value: options.map_version,
+                })?;
         let bucket_count = u32::try_from(options.virtual_bucket_count)
             .ok()
             .filter(|c| (1..=MAX_VIRTUAL_BUCKETS).contains(c))
@@ -306,10 +307,7 @@ fn normalize_shard_id(raw: &str) -> Result<String, ShardIdProblem> {
 /// Finds a defined shard for an id written in a range, pin or `primaryShardId`.
 fn find_shard<'a>(shards: &'a [Shard], raw: &str) -> Option<(usize, &'a Shard)> {
     let id = raw.trim();
-    shards
-        .iter()
-        .enumerate()
-        .find(|(_, s)| s.id.eq_ignore_ascii_case(id))
+    shards.iter().enumerate().find(|(_, s)| s.id.eq_ignore_ascii_case(id))
 }
 
 fn non_blank(value: &Option<String>) -> Option<String> {
@@ -502,10 +500,7 @@ fn assign_buckets(options: &ShardingOptions, shards: &[Shard], bucket_count: u32
         }
         let owner = u32::try_from(index).unwrap_or(UNASSIGNED);
         // In range: 0 <= start < end <= bucket_count.
-        let (lo, hi) = (
-            usize::try_from(start).unwrap_or(0),
-            usize::try_from(end).unwrap_or(0),
-        );
+        let (lo, hi) = (usize::try_from(start).unwrap_or(0), usize::try_from(end).unwrap_or(0));
         for (offset, slot) in owners[lo..hi].iter_mut().enumerate() {
             if *slot != UNASSIGNED {
                 return Err(MapError::BucketOverlap {

@@ -208,7 +208,10 @@ mod tests {
     fn unknown_fields_are_refused_by_name_at_every_level() {
         for (json, field) in [
             (r#"{"shards":[],"bucketRangez":[]}"#, "bucketRangez"),
-            (r#"{"shards":[{"shardId":"a","dataSource":"a.db","enabeld":false}]}"#, "enabeld"),
+            (
+                r#"{"shards":[{"shardId":"a","dataSource":"a.db","enabeld":false}]}"#,
+                "enabeld",
+            ),
             (
                 r#"{"shards":[],"bucketRanges":[{"startBucketInclusive":0,"endBucketExclusive":1,"shardId":"a","owner":"b"}]}"#,
                 "owner",

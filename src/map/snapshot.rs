@@ -95,8 +95,8 @@ impl ShardMap {
         let exact_key_pins = self
             .options()
             .exact_key_pins
-            .iter()
-            .filter_map(|(key, _)| {
+            .keys()
+            .filter_map(|key| {
                 let key = key.trim();
                 let shard = self.pinned_shard(key)?;
                 Some((key.to_owned(), self.shards()[shard].id.clone()))
