@@ -55,6 +55,15 @@ pub enum Error {
         shard_id: String,
     },
 
+    /// A shard that could not be opened or reached.
+    #[error("shard '{shard_id}' is unavailable: {reason}")]
+    ShardUnavailable {
+        /// The shard.
+        shard_id: String,
+        /// Why it is unavailable.
+        reason: String,
+    },
+
     /// A shard id that is defined but disabled was addressed directly.
     #[error("shard '{shard_id}' is disabled")]
     ShardIsDisabled {
@@ -91,6 +100,13 @@ pub enum Error {
     /// A transaction id that names no open transaction (committed, rolled back, expired, or never begun).
     #[error("transaction '{transaction_id}' is not open (it was committed, rolled back, expired, or never begun)")]
     TransactionNotFound {
+        /// The id as received.
+        transaction_id: String,
+    },
+
+    /// A transaction that was rolled back because it stayed idle past its timeout.
+    #[error("transaction '{transaction_id}' expired: it stayed idle past its timeout and was rolled back")]
+    TransactionExpired {
         /// The id as received.
         transaction_id: String,
     },
@@ -228,6 +244,8 @@ pub enum ErrorKind {
     Conflict,
     /// The shard map changed since the transaction began.
     StaleMapVersion,
+    /// The transaction expired and was rolled back.
+    Expired,
     /// The shard is temporarily unable to take the request; retry later.
     Busy,
     /// The addressed shard is disabled or closed.
@@ -255,6 +273,7 @@ impl ErrorKind {
             Self::NotFound => "not_found",
             Self::Conflict => "conflict",
             Self::StaleMapVersion => "stale_map_version",
+            Self::Expired => "expired",
             Self::Busy => "busy",
             Self::Unavailable => "unavailable",
             Self::ReadOnly => "read_only",
@@ -278,7 +297,10 @@ impl Error {
         match self {
             Self::BlankRoutePart { .. } | Self::RouteRequired => ErrorKind::RouteRequired,
             Self::UnknownKeyspace { .. } => ErrorKind::UnknownKeyspace,
-            Self::ShardDisabled { .. } | Self::ShardIsDisabled { .. } | Self::Closed { .. } => ErrorKind::Unavailable,
+            Self::ShardDisabled { .. }
+            | Self::ShardIsDisabled { .. }
+            | Self::ShardUnavailable { .. }
+            | Self::Closed { .. } => ErrorKind::Unavailable,
             Self::UnknownShard { .. } | Self::NotFound { .. } | Self::TransactionNotFound { .. } => ErrorKind::NotFound,
             Self::InvalidMap(_) => ErrorKind::InvalidMap,
             Self::NoMap => ErrorKind::NoMap,
@@ -289,6 +311,7 @@ impl Error {
             | Self::InvalidCursor { .. } => ErrorKind::InvalidInput,
             Self::TransactionRouteConflict { .. } => ErrorKind::Conflict,
             Self::StaleMapVersion { .. } => ErrorKind::StaleMapVersion,
+            Self::TransactionExpired { .. } => ErrorKind::Expired,
             Self::Busy { .. } => ErrorKind::Busy,
             Self::ReadOnlyViolation { .. } => ErrorKind::ReadOnly,
             Self::Sql { code, .. } => match code & 0xff {

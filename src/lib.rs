@@ -31,6 +31,14 @@
 //! - [`routing`]: route normalisation, canonical text, token, bucket and resolution: the
 //!   persisted-format contract.
 //! - [`map`]: the shard-map JSON model, its validation and secret-free snapshots.
+//! - [`catalog`]: the master catalog file that owns the active map, pending map and history.
+//! - [`engine`]: the only module that calls rusqlite: per-file writer, reader and transaction
+//!   threads, and the value model.
+//! - [`client`]: the [`DataClient`](client::DataClient) interface, the local client, the
+//!   [`ShardedClient`](client::ShardedClient) and its route-bound clients.
+//! - [`transaction`]: shard-prefixed transaction ids.
+//! - [`options`]: connection strings (ADO.NET and URL forms).
+//! - [`paging`]: page fill across route keys, bounded merge, month keys and signed cursors.
 //! - [`error`]: the crate's [`Error`] and [`ErrorKind`].
 //! - `cli` (feature `cli`): the `shardlite` command line; `src/bin/shardlite.rs` only dispatches.
 //!
@@ -39,9 +47,17 @@
 //! - `cli` (default): the `shardlite` binary.
 //! - `full`: everything.
 
+#![warn(clippy::unwrap_used)]
+
+pub mod catalog;
+pub mod client;
+pub mod engine;
 pub mod error;
 pub mod map;
+pub mod options;
+pub mod paging;
 pub mod routing;
+pub mod transaction;
 
 #[cfg(feature = "cli")]
 pub mod cli;

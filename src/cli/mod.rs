@@ -1,5 +1,6 @@
 //! The `shardlite` command line: argument parsing and one module per command.
 
+mod seed;
 mod token;
 
 use std::process::ExitCode;
@@ -18,6 +19,8 @@ pub struct Cli {
 enum Command {
     /// Print the canonical route text, token and bucket of a route.
     Token(token::TokenArgs),
+    /// Validate a shard map and store it as the active map of a master catalog.
+    Seed(seed::SeedArgs),
 }
 
 impl Cli {
@@ -25,6 +28,7 @@ impl Cli {
     pub fn run(self) -> ExitCode {
         let outcome = match self.command {
             Command::Token(args) => token::run(&args),
+            Command::Seed(args) => block_on(seed::run(&args)),
         };
         match outcome {
             Ok(()) => ExitCode::SUCCESS,
@@ -34,6 +38,18 @@ impl Cli {
             }
         }
     }
+}
+
+/// Runs an async command on a runtime of its own.
+fn block_on<F: std::future::Future<Output = crate::Result<()>>>(future: F) -> crate::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| crate::Error::Io {
+            what: "the async runtime".to_owned(),
+            source,
+        })?
+        .block_on(future)
 }
 
 /// Parses the process arguments and runs the command.

@@ -1,0 +1,44 @@
+//! `shardlite seed --master PATH --map MAP.json [--replace]`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::catalog::Catalog;
+use crate::error::{Error, Result};
+use crate::map::{ShardMap, ShardingOptions};
+
+/// Arguments of `shardlite seed`.
+#[derive(Debug, Args)]
+pub struct SeedArgs {
+    /// The master catalog file to create or update.
+    #[arg(long)]
+    master: PathBuf,
+    /// The shard map (JSON, camelCase).
+    #[arg(long)]
+    map: PathBuf,
+    /// Replace a different active map (this reroutes keys away from their data).
+    #[arg(long)]
+    replace: bool,
+}
+
+pub async fn run(args: &SeedArgs) -> Result<()> {
+    let json = tokio::fs::read_to_string(&args.map).await.map_err(|source| Error::Io {
+        what: format!("map file '{}'", args.map.display()),
+        source,
+    })?;
+    let options = ShardingOptions::from_json(&json)?;
+    // Validate before touching the master, so a broken map leaves no file behind.
+    ShardMap::new(options.clone())?;
+    let catalog = Catalog::open(&args.master).await?;
+    let map = catalog.seed(options, args.replace).await?;
+    println!(
+        "seeded {} with keyspace '{}', map version {}, {} shard(s), {} bucket(s)",
+        args.master.display(),
+        map.keyspace(),
+        map.version(),
+        map.shards().len(),
+        map.bucket_count()
+    );
+    Ok(())
+}

@@ -1,0 +1,287 @@
+//! The data types of the data-operation interface, shared by every transport.
+
+use std::collections::BTreeMap;
+
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+
+pub use crate::engine::Value;
+
+/// Parameters bound to SQL placeholders: an array for positional placeholders (`?`, `?NNN`)
+/// or an object for named ones (`:name`, `@name`, `$name`, keyed without the sigil).
+///
+/// Values are always bound, never spliced into SQL text.
+///
+/// ```
+/// use shardlite::client::{Params, Value};
+///
+/// let positional: Params = serde_json::from_str(r#"[1, "two", null]"#)?;
+/// assert_eq!(positional, Params::Positional(vec![Value::Integer(1), "two".into(), Value::Null]));
+/// let named: Params = serde_json::from_str(r#"{"month": "2026-06"}"#)?;
+/// assert!(matches!(named, Params::Named(_)));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Params {
+    /// Values for `?` / `?NNN` placeholders, first value is `?1`.
+    Positional(Vec<Value>),
+    /// Values for `:name` / `@name` / `$name` placeholders, keyed by name without the sigil.
+    Named(BTreeMap<String, Value>),
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Self::Positional(Vec::new())
+    }
+}
+
+impl Params {
+    /// No parameters.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Whether there are no parameters.
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Self::Positional(v) => v.is_empty(),
+            Self::Named(m) => m.is_empty(),
+        }
+    }
+
+    /// Named parameters from `(name, value)` pairs.
+    pub fn named<K: Into<String>, V: Into<Value>>(pairs: impl IntoIterator<Item = (K, V)>) -> Self {
+        Self::Named(pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
+    }
+}
+
+impl<V: Into<Value>> From<Vec<V>> for Params {
+    fn from(values: Vec<V>) -> Self {
+        Self::Positional(values.into_iter().map(Into::into).collect())
+    }
+}
+
+impl<'de> Deserialize<'de> for Params {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ParamsVisitor;
+        impl<'de> Visitor<'de> for ParamsVisitor {
+            type Value = Params;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array of positional parameters or an object of named parameters")
+            }
+            fn visit_unit<E>(self) -> Result<Params, E> {
+                Ok(Params::default())
+            }
+            fn visit_none<E>(self) -> Result<Params, E> {
+                Ok(Params::default())
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Params, A::Error> {
+                let mut values = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(value) = seq.next_element()? {
+                    values.push(value);
+                }
+                Ok(Params::Positional(values))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params, A::Error> {
+                let mut values = BTreeMap::new();
+                while let Some((name, value)) = map.next_entry::<String, Value>()? {
+                    let bare = name.trim_start_matches([':', '@', '$']).to_owned();
+                    if bare.is_empty() {
+                        return Err(de::Error::custom("a named parameter needs a name"));
+                    }
+                    if values.insert(bare, value).is_some() {
+                        return Err(de::Error::custom(format!("parameter '{name}' is given twice")));
+                    }
+                }
+                Ok(Params::Named(values))
+            }
+        }
+        deserializer.deserialize_any(ParamsVisitor)
+    }
+}
+
+/// The result of executing SQL.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SqlResult {
+    /// Whether a statement returned rows (columns).
+    pub is_query: bool,
+    /// Column names of the last statement that returned rows.
+    pub column_names: Vec<String>,
+    /// Rows of the last statement that returned rows; values in `column_names` order.
+    pub rows: Vec<Vec<Value>>,
+    /// Rows changed by the statements that write.
+    pub rows_affected: u64,
+    /// Wall time spent executing, in milliseconds.
+    pub elapsed_ms: f64,
+}
+
+impl SqlResult {
+    /// The value at `row`, `column` (by name), if present.
+    pub fn value(&self, row: usize, column: &str) -> Option<&Value> {
+        let index = self.column_names.iter().position(|c| c == column)?;
+        self.rows.get(row)?.get(index)
+    }
+}
+
+/// One column of a table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ColumnInfo {
+    /// Column name.
+    pub name: String,
+    /// Declared type (may be empty).
+    pub declared_type: String,
+    /// Whether the column is NOT NULL.
+    pub not_null: bool,
+    /// Position in the primary key (1-based), or 0.
+    pub primary_key_position: u32,
+    /// The default value expression, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_value: Option<String>,
+}
+
+/// A table's schema.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TableSchema {
+    /// Table name as stored.
+    pub name: String,
+    /// Columns in declaration order.
+    pub columns: Vec<ColumnInfo>,
+    /// The column row operations address by primary key (`rowid` when the table has none).
+    pub primary_key: String,
+    /// The table's `CREATE` statement.
+    pub sql: String,
+}
+
+/// A row as a map from column name to value.
+pub type Row = BTreeMap<String, Value>;
+
+/// One page of a table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RowPage {
+    /// Column names.
+    pub column_names: Vec<String>,
+    /// Rows in primary-key order, values in `column_names` order.
+    pub rows: Vec<Vec<Value>>,
+    /// Rows in the table.
+    pub total_rows: u64,
+    /// The page (1-based).
+    pub page: u32,
+    /// Rows per page.
+    pub page_size: u32,
+    /// Pages in the table (at least 1).
+    pub total_pages: u64,
+}
+
+/// A JSON document in a collection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Document {
+    /// The document key.
+    pub key: String,
+    /// The document.
+    pub document: serde_json::Value,
+}
+
+/// One page of a collection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentPage {
+    /// The collection.
+    pub collection_name: String,
+    /// Documents in key order.
+    pub documents: Vec<Document>,
+    /// Documents in the collection.
+    pub total_count: u64,
+    /// The page (1-based).
+    pub page: u32,
+    /// Documents per page.
+    pub page_size: u32,
+    /// Pages (at least 1).
+    pub total_pages: u64,
+}
+
+/// A named, stored SQL text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SavedQuery {
+    /// Its name.
+    pub name: String,
+    /// The SQL.
+    pub sql_text: String,
+    /// When it was created (RFC 3339).
+    pub created_utc: String,
+    /// When it was last changed (RFC 3339).
+    pub updated_utc: String,
+}
+
+/// A declared procedure parameter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProcedureParameter {
+    /// Name, bound as `:name` in the body.
+    pub name: String,
+    /// Whether a caller must supply it (default true). Optional parameters default to `default`.
+    #[serde(default = "default_true")]
+    pub required: bool,
+    /// Value used when an optional parameter is not supplied.
+    #[serde(default)]
+    pub default: Value,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// A named, parameterised SQL body, executed atomically.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProcedureDefinition {
+    /// Its name.
+    pub name: String,
+    /// The SQL statements, run in one transaction with the arguments bound by name.
+    pub body_sql: String,
+    /// Declared parameters.
+    #[serde(default)]
+    pub parameters: Vec<ProcedureParameter>,
+    /// A description for operators.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// Counts describing one database (or, aggregated, a sharded keyspace).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DatabaseInfo {
+    /// Which database this describes (a file path or `sharded://keyspace?version=N`).
+    pub data_source: String,
+    /// User tables.
+    pub table_count: u64,
+    /// User indexes.
+    pub index_count: u64,
+    /// Views.
+    pub view_count: u64,
+    /// Triggers.
+    pub trigger_count: u64,
+    /// Collections.
+    pub collection_count: u64,
+    /// Saved queries.
+    pub saved_query_count: u64,
+    /// Procedures.
+    pub procedure_count: u64,
+}
+
+/// An open transaction, as returned by begin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TransactionInfo {
+    /// The id to pass to execute, commit and rollback.
+    pub transaction_id: String,
+    /// When the transaction is rolled back if left idle (RFC 3339), if it can expire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at_utc: Option<String>,
+}

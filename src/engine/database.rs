@@ -1,0 +1,616 @@
+//! One SQLite file served by a writer thread, a few reader threads and per-transaction
+//! session threads.
+//!
+//! WAL lets one writer and many readers work at once. Ordinary writes are serialised on
+//! the writer thread's connection, so concurrent callers never race for the write lock and
+//! never see "database is locked". Reads run on read-only connections (`SQLITE_OPEN_READ_ONLY`
+//! plus `PRAGMA query_only`). An explicit transaction is a session: it owns a connection on a
+//! thread of its own, holds the write lock from `BEGIN IMMEDIATE` to commit or rollback, and
+//! is rolled back if it stays idle past its timeout. Async callers talk to all of these
+//! threads over channels; no blocking call ever runs on the async runtime.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
+
+use rusqlite::{Connection, OpenFlags};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+
+use super::sql::{self, Access, sql_error};
+use crate::client::{Params, SqlResult};
+use crate::error::{Error, Result};
+
+/// Tuning for one database file.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Reader threads (read-only connections). Default 2.
+    pub readers: usize,
+    /// How long a statement waits for a lock held by another connection. Default 5 s.
+    pub busy_timeout: Duration,
+    /// Prepared statements cached per connection. Default 64.
+    pub statement_cache_capacity: usize,
+    /// Open transactions allowed at once; beyond it, begin answers busy. Default 8.
+    pub max_open_transactions: usize,
+    /// An open transaction idle this long is rolled back. `None` never expires. Default 60 s.
+    pub transaction_idle_timeout: Option<Duration>,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            readers: 2,
+            busy_timeout: Duration::from_secs(5),
+            statement_cache_capacity: 64,
+            max_open_transactions: 8,
+            transaction_idle_timeout: Some(Duration::from_secs(60)),
+        }
+    }
+}
+
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// A handle to one open SQLite file. Cheap to clone; the threads stop when the last clone drops.
+#[derive(Clone)]
+pub struct Database {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    path: PathBuf,
+    label: String,
+    config: EngineConfig,
+    writer: flume::Sender<Job>,
+    readers: flume::Sender<Job>,
+    transaction_slots: Arc<Semaphore>,
+    sessions: Mutex<HashMap<String, Session>>,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database")
+            .field("label", &self.shared.label)
+            .field("path", &self.shared.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What kind of file is being opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// A data database: gets the internal tables for collections, saved queries and procedures.
+    Data,
+    /// The master catalog.
+    Catalog,
+}
+
+impl Database {
+    /// Opens (creating if needed, with its parent folder) a database file.
+    ///
+    /// `label` names the database in errors (a shard id, say); it is never a secret.
+    pub async fn open(path: impl AsRef<Path>, label: impl Into<String>, config: EngineConfig) -> Result<Self> {
+        Self::open_as(path.as_ref(), label.into(), config, Role::Data).await
+    }
+
+    pub(crate) async fn open_as(path: &Path, label: String, config: EngineConfig, role: Role) -> Result<Self> {
+        let path = path.to_path_buf();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            let parent = parent.to_path_buf();
+            tokio::task::spawn_blocking(move || std::fs::create_dir_all(&parent))
+                .await
+                .map_err(|_| Error::Closed {
+                    shard_id: label.clone(),
+                })?
+                .map_err(|source| Error::Io {
+                    what: format!("the folder of database '{label}'"),
+                    source,
+                })?;
+        }
+
+        let (writer, writer_rx) = flume::unbounded::<Job>();
+        let (ready_tx, ready_rx) = oneshot::channel();
+        {
+            let path = path.clone();
+            let config = config.clone();
+            spawn_thread(&format!("shardlite-writer-{label}"), move || {
+                let conn = match open_writer(&path, &config, role) {
+                    Ok(conn) => {
+                        let _ = ready_tx.send(Ok(()));
+                        conn
+                    }
+                    Err(err) => {
+                        let _ = ready_tx.send(Err(err));
+                        return;
+                    }
+                };
+                serve(conn, &writer_rx);
+            })?;
+        }
+        ready_rx.await.map_err(|_| Error::Closed {
+            shard_id: label.clone(),
+        })??;
+
+        let (readers, readers_rx) = flume::unbounded::<Job>();
+        for n in 0..config.readers.max(1) {
+            let (ready_tx, ready_rx) = oneshot::channel();
+            let path = path.clone();
+            let config = config.clone();
+            let rx = readers_rx.clone();
+            spawn_thread(&format!("shardlite-reader-{label}-{n}"), move || {
+                match open_reader(&path, &config) {
+                    Ok(conn) => {
+                        let _ = ready_tx.send(Ok(()));
+                        serve(conn, &rx);
+                    }
+                    Err(err) => {
+                        let _ = ready_tx.send(Err(err));
+                    }
+                }
+            })?;
+            ready_rx.await.map_err(|_| Error::Closed {
+                shard_id: label.clone(),
+            })??;
+        }
+
+        Ok(Self {
+            shared: Arc::new(Shared {
+                transaction_slots: Arc::new(Semaphore::new(config.max_open_transactions.max(1))),
+                path,
+                label,
+                config,
+                writer,
+                readers,
+                sessions: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// The file this database lives in.
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// The label used in errors.
+    pub fn label(&self) -> &str {
+        &self.shared.label
+    }
+
+    fn closed(&self) -> Error {
+        Error::Closed {
+            shard_id: self.shared.label.clone(),
+        }
+    }
+
+    async fn call<T: Send + 'static>(
+        &self,
+        queue: &flume::Sender<Job>,
+        f: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let (tx, rx) = oneshot::channel();
+        queue
+            .send(Box::new(move |conn: &mut Connection| {
+                let _ = tx.send(f(conn));
+            }))
+            .map_err(|_| self.closed())?;
+        rx.await.map_err(|_| self.closed())?
+    }
+
+    /// Runs `f` on the writer connection.
+    pub(crate) async fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.call(&self.shared.writer, f).await
+    }
+
+    /// Runs `f` on a read-only connection.
+    pub(crate) async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.call(&self.shared.readers, f).await
+    }
+
+    /// Runs `f` inside `BEGIN IMMEDIATE` ... `COMMIT` on the writer, rolling back if it fails.
+    pub(crate) async fn write_atomic<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.write(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(sql_error)?;
+            let value = f(&tx)?;
+            tx.commit().map_err(sql_error)?;
+            Ok(value)
+        })
+        .await
+    }
+
+    /// Executes SQL with bound parameters. Queries run on a reader; anything that writes on the writer.
+    pub async fn execute(&self, sql: &str, params: Params) -> Result<SqlResult> {
+        if matches!(
+            sql::leading_keyword(sql).as_str(),
+            "SELECT" | "VALUES" | "WITH" | "EXPLAIN"
+        ) {
+            let text = sql.to_owned();
+            let bound = params.clone();
+            match self
+                .read(move |conn| sql::execute(conn, &text, &bound, Access::ReadOnly))
+                .await
+            {
+                // `WITH ... DELETE` and friends start like queries: send them to the writer.
+                Err(Error::ReadOnlyViolation { .. }) => {}
+                other => return other,
+            }
+        }
+        let text = sql.to_owned();
+        self.write(move |conn| sql::execute(conn, &text, &params, Access::ReadWrite))
+            .await
+    }
+
+    /// Executes a script atomically on the writer: all of it commits, or none of it does.
+    pub async fn execute_atomic(&self, sql: &str, params: Params) -> Result<SqlResult> {
+        let text = sql.to_owned();
+        self.write_atomic(move |conn| sql::execute(conn, &text, &params, Access::ReadWrite))
+            .await
+    }
+
+    /// Executes SQL that must not write, on a read-only connection. Every statement must be a
+    /// query (SELECT, VALUES, WITH ... SELECT, EXPLAIN) that SQLite itself reports as read-only;
+    /// otherwise nothing runs and [`Error::ReadOnlyViolation`] is returned.
+    pub async fn execute_read_only(&self, sql: &str, params: Params) -> Result<SqlResult> {
+        let text = sql.to_owned();
+        self.read(move |conn| sql::execute(conn, &text, &params, Access::ReadOnly))
+            .await
+    }
+
+    /// A cheap health probe: a read on a reader connection.
+    pub async fn probe(&self) -> Result<()> {
+        self.read(|conn| {
+            conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
+                .map_err(sql_error)
+        })
+        .await
+    }
+}
+
+fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) -> Result<()> {
+    std::thread::Builder::new()
+        .name(name.chars().take(60).collect())
+        .spawn(f)
+        .map(|_| ())
+        .map_err(|source| Error::Io {
+            what: "a database worker thread".to_owned(),
+            source,
+        })
+}
+
+fn serve(mut conn: Connection, jobs: &flume::Receiver<Job>) {
+    while let Ok(job) = jobs.recv() {
+        job(&mut conn);
+    }
+}
+
+fn configure(conn: &Connection, config: &EngineConfig) -> Result<()> {
+    conn.busy_timeout(config.busy_timeout).map_err(sql_error)?;
+    conn.set_prepared_statement_cache_capacity(config.statement_cache_capacity);
+    conn.execute_batch("PRAGMA foreign_keys = ON;").map_err(sql_error)
+}
+
+fn open_writer(path: &Path, config: &EngineConfig, role: Role) -> Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(sql_error)?;
+    configure(&conn, config)?;
+    conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+        .map_err(sql_error)?;
+    conn.execute_batch("PRAGMA synchronous = NORMAL;").map_err(sql_error)?;
+    if role == Role::Data {
+        super::store::create_internal_tables(&conn)?;
+    }
+    Ok(conn)
+}
+
+fn open_reader(path: &Path, config: &EngineConfig) -> Result<Connection> {
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .map_err(sql_error)?;
+    configure(&conn, config)?;
+    conn.execute_batch("PRAGMA query_only = ON;").map_err(sql_error)?;
+    Ok(conn)
+}
+
+fn open_session(path: &Path, config: &EngineConfig) -> Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(sql_error)?;
+    configure(&conn, config)?;
+    conn.execute_batch("PRAGMA synchronous = NORMAL;").map_err(sql_error)?;
+    Ok(conn)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transactions as sessions.
+
+enum SessionJob {
+    Execute {
+        sql: String,
+        params: Params,
+        reply: oneshot::Sender<Result<SqlResult>>,
+    },
+    Commit(oneshot::Sender<Result<()>>),
+    Rollback(Option<oneshot::Sender<Result<()>>>),
+}
+
+struct Session {
+    jobs: flume::Sender<SessionJob>,
+    expired: Arc<AtomicBool>,
+    last_used: Instant,
+    ended_at: Option<Instant>,
+}
+
+/// How long an ended session is remembered, so a late caller hears "expired" rather than "unknown".
+const TOMBSTONE_TTL: Duration = Duration::from_secs(600);
+
+/// An open session's id and expiry.
+#[derive(Debug, Clone)]
+pub struct SessionInfo {
+    /// The session (inner transaction) id: 32 lowercase hex digits.
+    pub id: String,
+    /// When it expires if left idle.
+    pub expires_at: Option<SystemTime>,
+}
+
+impl Database {
+    /// Begins a transaction on a connection of its own (`BEGIN IMMEDIATE`).
+    ///
+    /// Answers [`Error::Busy`] at once when the open-transaction limit is reached, and after the
+    /// busy timeout when another transaction holds the write lock.
+    pub async fn begin(&self) -> Result<SessionInfo> {
+        let permit = Arc::clone(&self.shared.transaction_slots)
+            .try_acquire_owned()
+            .map_err(|_| Error::Busy {
+                shard_id: self.shared.label.clone(),
+                reason: format!(
+                    "{} transactions are already open, the most allowed",
+                    self.shared.config.max_open_transactions
+                ),
+            })?;
+        let (jobs, rx) = flume::unbounded();
+        let expired = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready_rx) = oneshot::channel();
+        {
+            let path = self.shared.path.clone();
+            let config = self.shared.config.clone();
+            let expired = Arc::clone(&expired);
+            spawn_thread(&format!("shardlite-tx-{}", self.shared.label), move || {
+                run_session(&path, &config, &rx, &expired, permit, ready_tx);
+            })?;
+        }
+        ready_rx.await.map_err(|_| self.closed())?.map_err(|err| match err {
+            Error::Sql { code, .. } if code & 0xff == rusqlite::ffi::SQLITE_BUSY => Error::Busy {
+                shard_id: self.shared.label.clone(),
+                reason: "another transaction holds the write lock".to_owned(),
+            },
+            other => other,
+        })?;
+
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let now = Instant::now();
+        let mut sessions = self.sessions();
+        sessions.retain(|_, s| s.ended_at.is_none_or(|at| now.duration_since(at) < TOMBSTONE_TTL));
+        sessions.insert(
+            id.clone(),
+            Session {
+                jobs,
+                expired,
+                last_used: now,
+                ended_at: None,
+            },
+        );
+        drop(sessions);
+        Ok(SessionInfo {
+            expires_at: self.expiry_from_now(),
+            id,
+        })
+    }
+
+    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
+        self.shared.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn expiry_from_now(&self) -> Option<SystemTime> {
+        self.shared
+            .config
+            .transaction_idle_timeout
+            .map(|idle| SystemTime::now() + idle)
+    }
+
+    /// The idle timeout of sessions.
+    pub fn transaction_idle_timeout(&self) -> Option<Duration> {
+        self.shared.config.transaction_idle_timeout
+    }
+
+    fn session_gone(&self, id: &str) -> Error {
+        let mut sessions = self.sessions();
+        let expired = sessions
+            .get_mut(id)
+            .map(|s| {
+                s.ended_at.get_or_insert_with(Instant::now);
+                s.expired.load(Ordering::Acquire)
+            })
+            .unwrap_or(false);
+        if expired {
+            Error::TransactionExpired {
+                transaction_id: id.to_owned(),
+            }
+        } else {
+            sessions.remove(id);
+            Error::TransactionNotFound {
+                transaction_id: id.to_owned(),
+            }
+        }
+    }
+
+    fn session_sender(&self, id: &str, ending: bool) -> Result<flume::Sender<SessionJob>> {
+        let mut sessions = self.sessions();
+        match sessions.get_mut(id) {
+            Some(s) if s.ended_at.is_none() && !s.jobs.is_disconnected() => {
+                s.last_used = Instant::now();
+                let jobs = s.jobs.clone();
+                if ending {
+                    s.ended_at = Some(Instant::now());
+                    sessions.remove(id);
+                }
+                Ok(jobs)
+            }
+            _ => {
+                drop(sessions);
+                Err(self.session_gone(id))
+            }
+        }
+    }
+
+    /// Runs SQL inside an open session, extending its idle deadline.
+    pub async fn session_execute(&self, id: &str, sql: &str, params: Params) -> Result<SqlResult> {
+        let jobs = self.session_sender(id, false)?;
+        let (reply, rx) = oneshot::channel();
+        jobs.send(SessionJob::Execute {
+            sql: sql.to_owned(),
+            params,
+            reply,
+        })
+        .map_err(|_| self.session_gone(id))?;
+        match rx.await {
+            Ok(result) => result,
+            Err(_) => Err(self.session_gone(id)),
+        }
+    }
+
+    /// When the session expires if left idle from now.
+    pub fn session_expires_at(&self, id: &str) -> Option<SystemTime> {
+        let sessions = self.sessions();
+        let session = sessions.get(id)?;
+        let idle = self.shared.config.transaction_idle_timeout?;
+        let remaining = idle.checked_sub(session.last_used.elapsed()).unwrap_or_default();
+        Some(SystemTime::now() + remaining)
+    }
+
+    /// Commits and closes a session.
+    pub async fn session_commit(&self, id: &str) -> Result<()> {
+        let jobs = self.session_sender(id, true)?;
+        let (reply, rx) = oneshot::channel();
+        jobs.send(SessionJob::Commit(reply))
+            .map_err(|_| Error::TransactionExpired {
+                transaction_id: id.to_owned(),
+            })?;
+        rx.await.map_err(|_| Error::TransactionExpired {
+            transaction_id: id.to_owned(),
+        })?
+    }
+
+    /// Rolls back and closes a session.
+    pub async fn session_rollback(&self, id: &str) -> Result<()> {
+        let jobs = self.session_sender(id, true)?;
+        let (reply, rx) = oneshot::channel();
+        if jobs.send(SessionJob::Rollback(Some(reply))).is_err() {
+            return Ok(()); // The session already ended, and an ended session has rolled back.
+        }
+        rx.await.unwrap_or(Ok(()))
+    }
+
+    /// Rolls back a session without waiting (for guards being dropped).
+    pub fn session_abandon(&self, id: &str) {
+        if let Ok(jobs) = self.session_sender(id, true) {
+            let _ = jobs.send(SessionJob::Rollback(None));
+        }
+    }
+
+    /// Number of open sessions.
+    pub fn open_sessions(&self) -> usize {
+        self.sessions().values().filter(|s| s.ended_at.is_none()).count()
+    }
+}
+
+fn run_session(
+    path: &Path,
+    config: &EngineConfig,
+    jobs: &flume::Receiver<SessionJob>,
+    expired: &AtomicBool,
+    permit: OwnedSemaphorePermit,
+    ready: oneshot::Sender<Result<()>>,
+) {
+    // Frees the connection and the transaction slot before the final reply, so a caller that
+    // hears "committed" can begin again at once.
+    let finish = |conn: Connection, permit: OwnedSemaphorePermit| {
+        drop(conn);
+        drop(permit);
+    };
+    let conn = match open_session(path, config).and_then(|conn| {
+        conn.execute_batch("BEGIN IMMEDIATE").map_err(sql_error)?;
+        Ok(conn)
+    }) {
+        Ok(conn) => conn,
+        Err(err) => {
+            let _ = ready.send(Err(err));
+            return;
+        }
+    };
+    if ready.send(Ok(())).is_err() {
+        let _ = conn.execute_batch("ROLLBACK");
+        return;
+    }
+    loop {
+        let job = match config.transaction_idle_timeout {
+            Some(idle) => jobs.recv_timeout(idle),
+            None => jobs.recv().map_err(|_| flume::RecvTimeoutError::Disconnected),
+        };
+        match job {
+            Ok(SessionJob::Execute { sql, params, reply }) => {
+                let result = sql::execute(&conn, &sql, &params, Access::ReadWrite);
+                let _ = reply.send(result);
+                if conn.is_autocommit() {
+                    // The SQL ended the transaction itself (COMMIT in the text, or an error that
+                    // made SQLite roll back): the session is over.
+                    return;
+                }
+            }
+            Ok(SessionJob::Commit(reply)) => {
+                let result = conn.execute_batch("COMMIT").map_err(sql_error);
+                if result.is_err() && !conn.is_autocommit() {
+                    let _ = conn.execute_batch("ROLLBACK");
+                }
+                finish(conn, permit);
+                let _ = reply.send(result);
+                return;
+            }
+            Ok(SessionJob::Rollback(reply)) => {
+                let result = if conn.is_autocommit() {
+                    Ok(())
+                } else {
+                    conn.execute_batch("ROLLBACK").map_err(sql_error)
+                };
+                finish(conn, permit);
+                if let Some(reply) = reply {
+                    let _ = reply.send(result);
+                }
+                return;
+            }
+            Err(flume::RecvTimeoutError::Timeout) => {
+                expired.store(true, Ordering::Release);
+                let _ = conn.execute_batch("ROLLBACK");
+                tracing::info!(database = %path.display(), "transaction idle past its timeout; rolled back");
+                return;
+            }
+            Err(flume::RecvTimeoutError::Disconnected) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! The storage engine: the only module that calls rusqlite.
+//!
+//! A [`Database`] serves one SQLite file in WAL mode with `synchronous=NORMAL`, foreign keys
+//! on and a busy timeout: a writer thread owns the read-write connection (so writes are
+//! serialised and never fight over the lock), reader threads own read-only connections
+//! (`SQLITE_OPEN_READ_ONLY` and `PRAGMA query_only`), and each open transaction owns a
+//! connection on a thread of its own. Async callers reach them over channels, so blocking
+//! SQLite calls never run on the async runtime. Connections cache prepared statements.
+
+mod database;
+mod sql;
+pub(crate) mod store;
+mod value;
+
+pub(crate) use database::Role;
+pub use database::{Database, EngineConfig, SessionInfo};
+pub use store::{INTERNAL_PREFIX, MAX_PAGE_SIZE};
+pub use value::Value;

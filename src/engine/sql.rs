@@ -1,0 +1,320 @@
+//! Running SQL text on one connection: binding, script execution, read-only enforcement,
+//! and mapping SQLite errors into [`Error`].
+
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+use rusqlite::fallible_iterator::FallibleIterator;
+use rusqlite::{Batch, Connection, Statement};
+
+use super::value::Value;
+use crate::client::{Params, SqlResult};
+use crate::error::{Error, Result};
+
+/// Whether statements may write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Anything SQLite accepts.
+    ReadWrite,
+    /// Only queries; refused before anything runs otherwise.
+    ReadOnly,
+}
+
+/// Converts a rusqlite error into the crate's error, keeping SQLite's codes.
+pub(crate) fn sql_error(err: rusqlite::Error) -> Error {
+    match err {
+        rusqlite::Error::SqliteFailure(inner, message) => Error::Sql {
+            code: inner.extended_code,
+            code_name: code_name(inner.extended_code),
+            message: message.unwrap_or_else(|| inner.to_string()),
+        },
+        rusqlite::Error::InvalidParameterCount(given, expected) => Error::invalid_argument(
+            "parameters",
+            format!("the statement has {expected} placeholder(s) but {given} value(s) were given"),
+        ),
+        rusqlite::Error::InvalidParameterName(name) => {
+            Error::invalid_argument("parameters", format!("the statement has no parameter named '{name}'"))
+        }
+        rusqlite::Error::MultipleStatement => {
+            Error::invalid_argument("sql", "expected a single statement but found several")
+        }
+        rusqlite::Error::InvalidPath(_) => Error::invalid_argument("data source", "the path is not valid UTF-8"),
+        other => Error::Sql {
+            code: rusqlite::ffi::SQLITE_ERROR,
+            code_name: "SQLITE_ERROR",
+            message: other.to_string(),
+        },
+    }
+}
+
+fn code_name(extended: i32) -> &'static str {
+    use rusqlite::ffi::*;
+    match extended & 0xff {
+        SQLITE_ERROR => "SQLITE_ERROR",
+        SQLITE_INTERNAL => "SQLITE_INTERNAL",
+        SQLITE_PERM => "SQLITE_PERM",
+        SQLITE_ABORT => "SQLITE_ABORT",
+        SQLITE_BUSY => "SQLITE_BUSY",
+        SQLITE_LOCKED => "SQLITE_LOCKED",
+        SQLITE_NOMEM => "SQLITE_NOMEM",
+        SQLITE_READONLY => "SQLITE_READONLY",
+        SQLITE_INTERRUPT => "SQLITE_INTERRUPT",
+        SQLITE_IOERR => "SQLITE_IOERR",
+        SQLITE_CORRUPT => "SQLITE_CORRUPT",
+        SQLITE_FULL => "SQLITE_FULL",
+        SQLITE_CANTOPEN => "SQLITE_CANTOPEN",
+        SQLITE_CONSTRAINT => "SQLITE_CONSTRAINT",
+        SQLITE_MISMATCH => "SQLITE_MISMATCH",
+        SQLITE_MISUSE => "SQLITE_MISUSE",
+        SQLITE_RANGE => "SQLITE_RANGE",
+        SQLITE_NOTADB => "SQLITE_NOTADB",
+        SQLITE_TOOBIG => "SQLITE_TOOBIG",
+        SQLITE_SCHEMA => "SQLITE_SCHEMA",
+        _ => "SQLITE_ERROR",
+    }
+}
+
+/// Binds `params` to one statement. Returns the named parameters it used.
+fn bind<'p>(stmt: &mut Statement<'_>, params: &'p Params, used: &mut BTreeSet<&'p str>) -> Result<()> {
+    let count = stmt.parameter_count();
+    match params {
+        Params::Positional(values) => {
+            if count > values.len() {
+                return Err(Error::invalid_argument(
+                    "parameters",
+                    format!(
+                        "the statement has {count} positional placeholder(s) but {} value(s) were given",
+                        values.len()
+                    ),
+                ));
+            }
+            for index in 1..=count {
+                if let Some(name) = stmt.parameter_name(index)
+                    && !name.starts_with('?')
+                {
+                    return Err(Error::invalid_argument(
+                        "parameters",
+                        format!("placeholder '{name}' is named: pass parameters as a JSON object, not an array"),
+                    ));
+                }
+                stmt.raw_bind_parameter(index, &values[index - 1]).map_err(sql_error)?;
+            }
+        }
+        Params::Named(values) => {
+            for index in 1..=count {
+                let Some(name) = stmt.parameter_name(index) else {
+                    continue;
+                };
+                if name.starts_with('?') {
+                    return Err(Error::invalid_argument(
+                        "parameters",
+                        format!("placeholder '{name}' is positional: pass parameters as a JSON array, not an object"),
+                    ));
+                }
+                let bare = &name[1..];
+                let Some((key, value)) = values.get_key_value(bare) else {
+                    return Err(Error::invalid_argument(
+                        "parameters",
+                        format!("no value was given for placeholder '{name}'"),
+                    ));
+                };
+                used.insert(key.as_str());
+                stmt.raw_bind_parameter(index, value).map_err(sql_error)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs one bound statement, collecting rows if it returns any and counting rows changed.
+fn run(conn: &Connection, stmt: &mut Statement<'_>, out: &mut SqlResult) -> Result<()> {
+    let columns = stmt.column_count();
+    let before = conn.total_changes();
+    if columns > 0 {
+        out.is_query = true;
+        out.column_names = stmt.column_names().into_iter().map(str::to_owned).collect();
+        out.rows.clear();
+        let mut rows = stmt.raw_query();
+        while let Some(row) = rows.next().map_err(sql_error)? {
+            let mut values = Vec::with_capacity(columns);
+            for i in 0..columns {
+                values.push(Value::from_ref(row.get_ref(i).map_err(sql_error)?));
+            }
+            out.rows.push(values);
+        }
+    } else {
+        stmt.raw_execute().map_err(sql_error)?;
+    }
+    out.rows_affected += conn.total_changes().saturating_sub(before);
+    Ok(())
+}
+
+/// Whether a statement is a query that read-only SQL may run.
+fn check_read_only(stmt: &Statement<'_>) -> Result<()> {
+    let text = stmt.expanded_sql().unwrap_or_default();
+    let keyword = leading_keyword(&text);
+    let allowed = matches!(keyword.as_str(), "SELECT" | "VALUES" | "WITH" | "EXPLAIN");
+    if !allowed || !stmt.readonly() || stmt.column_count() == 0 {
+        let shown: String = text.trim().chars().take(80).collect();
+        return Err(Error::ReadOnlyViolation {
+            reason: format!("'{shown}' is not a read-only query"),
+        });
+    }
+    Ok(())
+}
+
+/// The first SQL keyword of `sql`, upper-cased, skipping white space and comments.
+pub(crate) fn leading_keyword(sql: &str) -> String {
+    let mut rest = sql;
+    loop {
+        rest = rest.trim_start();
+        if let Some(after) = rest.strip_prefix("--") {
+            rest = after.split_once('\n').map_or("", |(_, tail)| tail);
+        } else if let Some(after) = rest.strip_prefix("/*") {
+            rest = after.split_once("*/").map_or("", |(_, tail)| tail);
+        } else {
+            break;
+        }
+    }
+    rest.chars()
+        .take_while(char::is_ascii_alphabetic)
+        .collect::<String>()
+        .to_ascii_uppercase()
+}
+
+/// Executes SQL text (one statement or a script) with bound parameters.
+///
+/// A single statement goes through the prepared-statement cache. In read-only mode every
+/// statement is prepared and checked before any runs, so a script either runs whole or not at all.
+pub(crate) fn execute(conn: &Connection, sql: &str, params: &Params, access: Access) -> Result<SqlResult> {
+    if sql.trim().is_empty() {
+        return Err(Error::invalid_argument("sql", "the SQL text is empty"));
+    }
+    let started = Instant::now();
+    let mut out = SqlResult::default();
+    let mut used = BTreeSet::new();
+    match conn.prepare_cached(sql) {
+        Ok(mut stmt) => {
+            if access == Access::ReadOnly {
+                check_read_only(&stmt)?;
+            }
+            bind(&mut stmt, params, &mut used)?;
+            run(conn, &mut stmt, &mut out)?;
+            check_positional_surplus(params, &[stmt.parameter_count()])?;
+        }
+        // rusqlite detects a script by preparing its tail, which fails when the tail depends
+        // on an earlier statement (CREATE TABLE t; INSERT INTO t): run any `;` text as a script.
+        Err(_) if sql.trim_end().trim_end_matches(';').contains(';') => {
+            let mut statements = Vec::new();
+            let mut batch = Batch::new(conn, sql);
+            while let Some(stmt) = batch.next().map_err(sql_error)? {
+                if access == Access::ReadOnly {
+                    check_read_only(&stmt)?;
+                    statements.push(stmt);
+                } else {
+                    // Later statements may depend on earlier ones (CREATE then INSERT): run as we go.
+                    let mut stmt = stmt;
+                    bind(&mut stmt, params, &mut used)?;
+                    run(conn, &mut stmt, &mut out)?;
+                    statements.push(stmt);
+                }
+            }
+            if access == Access::ReadOnly {
+                for stmt in &mut statements {
+                    bind(stmt, params, &mut used)?;
+                    run(conn, stmt, &mut out)?;
+                }
+            }
+            let counts: Vec<usize> = statements.iter().map(Statement::parameter_count).collect();
+            check_positional_surplus(params, &counts)?;
+        }
+        Err(err) => return Err(sql_error(err)),
+    }
+    if let Params::Named(values) = params
+        && let Some(unused) = values.keys().find(|k| !used.contains(k.as_str()))
+    {
+        return Err(Error::invalid_argument(
+            "parameters",
+            format!("parameter '{unused}' does not match any placeholder in the SQL"),
+        ));
+    }
+    out.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+    Ok(out)
+}
+
+fn check_positional_surplus(params: &Params, counts: &[usize]) -> Result<()> {
+    if let Params::Positional(values) = params {
+        let most = counts.iter().copied().max().unwrap_or(0);
+        if values.len() > most {
+            return Err(Error::invalid_argument(
+                "parameters",
+                format!(
+                    "{} value(s) were given but the SQL has only {most} positional placeholder(s)",
+                    values.len()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leading_keyword_skips_comments() {
+        assert_eq!(leading_keyword("  -- hi\n /* x */ select 1"), "SELECT");
+        assert_eq!(leading_keyword("with x as (select 1) delete from t"), "WITH");
+        assert_eq!(leading_keyword("/* unterminated"), "");
+    }
+
+    #[test]
+    fn parameters_bind_by_position_and_name() {
+        let conn = Connection::open_in_memory().unwrap();
+        let r = execute(&conn, "SELECT ?1 + ?2", &Params::from(vec![2, 3]), Access::ReadWrite).unwrap();
+        assert_eq!(r.rows, vec![vec![Value::Integer(5)]]);
+        let r = execute(
+            &conn,
+            "SELECT :a || @b || $c",
+            &Params::named([("a", "x"), ("b", "y"), ("c", "z")]),
+            Access::ReadWrite,
+        )
+        .unwrap();
+        assert_eq!(r.rows, vec![vec![Value::Text("xyz".into())]]);
+    }
+
+    #[test]
+    fn parameter_mismatches_are_named() {
+        let conn = Connection::open_in_memory().unwrap();
+        let err = execute(&conn, "SELECT ?", &Params::none(), Access::ReadWrite).unwrap_err();
+        assert!(err.to_string().contains("1 positional placeholder"), "{err}");
+        let err = execute(&conn, "SELECT :a", &Params::named([("b", 1)]), Access::ReadWrite).unwrap_err();
+        assert!(err.to_string().contains(":a"), "{err}");
+        let err = execute(
+            &conn,
+            "SELECT :a",
+            &Params::named([("a", 1), ("zz", 2)]),
+            Access::ReadWrite,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("zz"), "{err}");
+        let err = execute(&conn, "SELECT 1", &Params::from(vec![1]), Access::ReadWrite).unwrap_err();
+        assert!(err.to_string().contains("1 value"), "{err}");
+    }
+
+    #[test]
+    fn scripts_run_in_order_and_report_the_last_query() {
+        let conn = Connection::open_in_memory().unwrap();
+        let r = execute(
+            &conn,
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t (v) VALUES ('a'), ('b'); SELECT count(*) AS n FROM t;",
+            &Params::none(),
+            Access::ReadWrite,
+        )
+        .unwrap();
+        assert!(r.is_query);
+        assert_eq!(r.rows_affected, 2);
+        assert_eq!(r.value(0, "n"), Some(&Value::Integer(2)));
+    }
+}

@@ -1,0 +1,72 @@
+//! Shared fixtures: temp dirs and the reference two-shard `tenants` map.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use shardlite::map::{BucketRange, ShardDefinition, ShardMap, ShardingOptions};
+
+/// A fresh temp dir for one test.
+pub fn temp_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("shardlite-test")
+        .tempdir()
+        .expect("temp dir")
+}
+
+pub fn path_str(path: &Path) -> String {
+    path.to_str().expect("utf-8 temp path").to_owned()
+}
+
+/// Keyspace `tenants`, version 1, four buckets, s0 owns [0,2), s1 owns [2,4),
+/// pins tenant-a -> s0 (its bucket 3 belongs to s1) and tenant-b -> s1 (bucket 0 belongs to s0).
+pub fn tenants_options(dir: &Path) -> ShardingOptions {
+    ShardingOptions {
+        keyspace: "tenants".into(),
+        map_version: 1,
+        virtual_bucket_count: 4,
+        shards: vec![
+            ShardDefinition::local("s0", path_str(&dir.join("s0.db"))),
+            ShardDefinition::local("s1", path_str(&dir.join("s1.db"))),
+        ],
+        bucket_ranges: vec![BucketRange::new(0, 2, "s0"), BucketRange::new(2, 4, "s1")],
+        exact_key_pins: [
+            ("tenant-a".to_owned(), "s0".to_owned()),
+            ("tenant-b".to_owned(), "s1".to_owned()),
+        ]
+        .into(),
+    }
+}
+
+pub fn tenants_map(dir: &Path) -> ShardMap {
+    ShardMap::new(tenants_options(dir)).expect("valid fixture map")
+}
+
+/// The seed's four-shard `orders_by_month` map with files under `dir`.
+pub fn orders_options(dir: &Path) -> ShardingOptions {
+    ShardingOptions {
+        keyspace: "orders_by_month".into(),
+        map_version: 1,
+        virtual_bucket_count: 16,
+        shards: (0..4)
+            .map(|i| ShardDefinition::local(format!("shard-{i}"), path_str(&dir.join(format!("shard-{i}.db")))))
+            .collect(),
+        bucket_ranges: (0..4)
+            .map(|i| BucketRange::new(i * 4, i * 4 + 4, format!("shard-{i}")))
+            .collect(),
+        exact_key_pins: [
+            ("2026-06", "shard-0"),
+            ("2026-05", "shard-1"),
+            ("2026-04", "shard-2"),
+            ("2025-12", "shard-3"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect(),
+    }
+}
+
+pub fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    files
+}
