@@ -57,6 +57,8 @@ pub mod map;
 pub mod options;
 pub mod paging;
 pub mod routing;
+#[cfg(feature = "server")]
+pub mod server;
 pub mod transaction;
 
 #[cfg(feature = "cli")]

@@ -81,6 +81,23 @@ pub struct CatalogHistoryEntry {
     pub metadata_only_ownership_change: bool,
 }
 
+/// The catalog as operators see it: active and pending maps (secret-free) and history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CatalogState {
+    /// `"master-catalog"` when a catalog file backs the map, `"in-memory"` otherwise.
+    pub source: String,
+    /// Whether a catalog file backs the map.
+    pub is_catalog_enabled: bool,
+    /// The live map.
+    pub active_map: crate::map::ShardMapSnapshot,
+    /// A stored map with another version than the live one, waiting for activation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_map: Option<crate::map::ShardMapSnapshot>,
+    /// Catalog history, newest first.
+    pub history: Vec<CatalogHistoryEntry>,
+}
+
 /// A handle to a master catalog file.
 #[derive(Debug, Clone)]
 pub struct Catalog {

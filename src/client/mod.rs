@@ -18,7 +18,28 @@ pub use types::{
 
 use async_trait::async_trait;
 
+use crate::catalog::CatalogState;
 use crate::error::Result;
+use crate::map::ShardMapSnapshot;
+use crate::routing::{ResolvedRoute, RouteContext};
+
+/// Operator operations on a sharded deployment, implemented in-process by [`ShardedClient`]
+/// and remotely by the HTTP and gRPC clients.
+#[async_trait]
+pub trait ShardAdmin: Send + Sync {
+    /// A secret-free snapshot of the live map.
+    async fn shard_map(&self) -> Result<ShardMapSnapshot>;
+    /// Where a route resolves.
+    async fn resolve_route(&self, route: &RouteContext) -> Result<ResolvedRoute>;
+    /// Every shard's health, in definition order.
+    async fn shard_status(&self) -> Result<Vec<ShardStatus>>;
+    /// SQL on every enabled shard (schema setup); per-shard results.
+    async fn execute_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>>;
+    /// Read-only SQL on every enabled shard, enforced by the engine.
+    async fn execute_read_only_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>>;
+    /// Active and pending maps and catalog history.
+    async fn catalog_state(&self) -> Result<CatalogState>;
+}
 
 /// Data operations on one database: SQL, rows, collections, saved queries, procedures,
 /// transactions and info.

@@ -232,6 +232,33 @@ impl ShardedClient {
         self.inner.catalog.as_ref()
     }
 
+    /// The catalog state: live map, pending map (if a different version is stored) and history.
+    pub async fn catalog_state(&self) -> Result<crate::catalog::CatalogState> {
+        let active_map = self.map_snapshot();
+        let Some(catalog) = &self.inner.catalog else {
+            return Ok(crate::catalog::CatalogState {
+                source: "in-memory".to_owned(),
+                is_catalog_enabled: false,
+                active_map,
+                pending_map: None,
+                history: Vec::new(),
+            });
+        };
+        let pending_map = match catalog.pending_options().await? {
+            Some(options) if u64::try_from(options.map_version).ok() != Some(self.map().version()) => {
+                Some(ShardMap::new(options)?.snapshot())
+            }
+            _ => None,
+        };
+        Ok(crate::catalog::CatalogState {
+            source: "master-catalog".to_owned(),
+            is_catalog_enabled: true,
+            active_map,
+            pending_map,
+            history: catalog.history().await?,
+        })
+    }
+
     /// Resolves a route against the active map.
     pub fn resolve_route(&self, route: &RouteContext) -> Result<ResolvedRoute> {
         Ok(self.inner.map.resolve(route.keyspace(), route.key())?.to_resolved())
@@ -723,6 +750,28 @@ impl DataClient for RoutedClient {
     }
     async fn rollback_transaction(&self, transaction_id: &str) -> Result<()> {
         self.sharded.tx_rollback(transaction_id, Some(&self.route)).await
+    }
+}
+
+#[async_trait]
+impl super::ShardAdmin for ShardedClient {
+    async fn shard_map(&self) -> Result<ShardMapSnapshot> {
+        Ok(self.map_snapshot())
+    }
+    async fn resolve_route(&self, route: &RouteContext) -> Result<ResolvedRoute> {
+        ShardedClient::resolve_route(self, route)
+    }
+    async fn shard_status(&self) -> Result<Vec<ShardStatus>> {
+        Ok(self.status().await)
+    }
+    async fn execute_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
+        ShardedClient::execute_sql_on_all_shards(self, sql).await
+    }
+    async fn execute_read_only_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
+        ShardedClient::execute_read_only_sql_on_all_shards(self, sql).await
+    }
+    async fn catalog_state(&self) -> Result<crate::catalog::CatalogState> {
+        ShardedClient::catalog_state(self).await
     }
 }
 

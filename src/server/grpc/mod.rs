@@ -1,0 +1,1 @@
+//! gRPC service (to be written).

@@ -1,0 +1,1 @@
+//! REST endpoints (to be written).

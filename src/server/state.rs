@@ -1,0 +1,133 @@
+//! What every request handler shares: the backend (sharded or plain) and the server settings.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::client::{DataClient, LocalClient, ShardedClient, ShardedClientOptions};
+use crate::engine::EngineConfig;
+use crate::error::{Error, Result};
+use crate::map::{DEFAULT_API_KEY_HEADER, Secret};
+use crate::routing::RouteContext;
+
+/// Header (HTTP) / metadata key (gRPC, lower-cased) carrying the route keyspace.
+pub const KEYSPACE_HEADER: &str = "X-CSharpDB-Keyspace";
+/// Header (HTTP) / metadata key (gRPC, lower-cased) carrying the route key.
+pub const SHARD_KEY_HEADER: &str = "X-CSharpDB-Shard-Key";
+
+/// Daemon settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// When set, every REST, gRPC and admin request must present this key.
+    pub api_key: Option<Secret>,
+    /// The header carrying the API key (default `X-CSharpDB-Api-Key`).
+    pub api_key_header: String,
+    /// Largest accepted request body in bytes (default 8 MiB); larger bodies get 413.
+    pub body_limit: usize,
+    /// Remote transactions idle this long are rolled back (default 30 s).
+    pub transaction_idle_timeout: Duration,
+    /// Open transactions allowed per shard (default 8).
+    pub max_open_transactions: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            api_key: None,
+            api_key_header: DEFAULT_API_KEY_HEADER.to_owned(),
+            body_limit: 8 * 1024 * 1024,
+            transaction_idle_timeout: Duration::from_secs(30),
+            max_open_transactions: 8,
+        }
+    }
+}
+
+/// The data behind the daemon.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    /// A master catalog with an active map.
+    Sharded(ShardedClient),
+    /// A file without a map, served as one plain database.
+    Plain(LocalClient),
+}
+
+/// Shared state of a running daemon. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct ServerState {
+    inner: Arc<StateInner>,
+}
+
+#[derive(Debug)]
+struct StateInner {
+    backend: Backend,
+    config: ServerConfig,
+}
+
+impl ServerState {
+    /// Opens `master`: sharded when it holds an active map, otherwise as one plain database.
+    pub async fn open(master: impl AsRef<Path>, config: ServerConfig) -> Result<Self> {
+        let master = master.as_ref();
+        let engine = EngineConfig {
+            transaction_idle_timeout: Some(config.transaction_idle_timeout),
+            max_open_transactions: config.max_open_transactions,
+            ..EngineConfig::default()
+        };
+        let backend = match ShardedClient::open_with(master, ShardedClientOptions { engine: engine.clone() }).await {
+            Ok(sharded) => Backend::Sharded(sharded),
+            Err(Error::NoMap) => Backend::Plain(LocalClient::open_with(master, "database", engine).await?),
+            Err(err) => return Err(err),
+        };
+        Ok(Self::new(backend, config))
+    }
+
+    /// State over an already opened backend.
+    pub fn new(backend: Backend, config: ServerConfig) -> Self {
+        Self {
+            inner: Arc::new(StateInner { backend, config }),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ServerConfig {
+        &self.inner.config
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &Backend {
+        &self.inner.backend
+    }
+
+    /// The sharded client, when the daemon serves a sharded master.
+    pub fn sharded(&self) -> Option<&ShardedClient> {
+        match &self.inner.backend {
+            Backend::Sharded(sharded) => Some(sharded),
+            Backend::Plain(_) => None,
+        }
+    }
+
+    /// The client a data request runs on: the route's shard when a route is given, the
+    /// sharded client itself (which answers "route required") when not, and the plain
+    /// database (which ignores routes) when unsharded.
+    pub fn data_client(&self, route: Option<RouteContext>) -> Arc<dyn DataClient> {
+        match (&self.inner.backend, route) {
+            (Backend::Sharded(sharded), Some(route)) => Arc::new(sharded.for_route(route)),
+            (Backend::Sharded(sharded), None) => Arc::new(sharded.clone()),
+            (Backend::Plain(local), _) => Arc::new(local.clone()),
+        }
+    }
+
+    /// Whether `presented` is the configured API key (always true when none is configured).
+    /// Compares SHA-256 digests in constant time, so timing reveals nothing about the key.
+    pub fn api_key_matches(&self, presented: Option<&[u8]>) -> bool {
+        let Some(expected) = &self.inner.config.api_key else {
+            return true;
+        };
+        let Some(presented) = presented else {
+            return false;
+        };
+        use sha2::{Digest, Sha256};
+        let a = Sha256::digest(expected.expose().as_bytes());
+        let b = Sha256::digest(presented);
+        a.iter().zip(b.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    }
+}
