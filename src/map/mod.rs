@@ -246,7 +246,11 @@ impl ShardMap {
 
     /// The pinned shard index of a (trimmed) route key, if pinned.
     pub(crate) fn pinned_shard(&self, key: &str) -> Option<usize> {
-        self.pins.get(key).and_then(|i| usize::try_from(*i).ok())
+        if self.pins.is_empty() {
+            return None;
+        }
+        self.pins
+            .get(key).and_then(|i| usize::try_from(*i).ok())
     }
 
     /// Whether a (trimmed) route key is pinned.

@@ -107,7 +107,10 @@ pub fn normalize_route<'a>(keyspace: &'a str, key: &'a str) -> Result<(&'a str, 
     Ok((keyspace, key))
 }
 
-/// Compares two keyspaces ignoring case (simple Unicode case folding), without allocating.
+/// Compares two keyspaces ignoring case, without allocating.
+///
+/// Uses simple (one-to-one) case mapping, like .NET's ordinal ignore-case comparison: a char
+/// whose upper case is several chars (`ß` → `SS`) is compared as itself.
 pub fn keyspace_eq(a: &str, b: &str) -> bool {
     if a.eq_ignore_ascii_case(b) {
         return true;
@@ -115,9 +118,14 @@ pub fn keyspace_eq(a: &str, b: &str) -> bool {
     if a.is_ascii() && b.is_ascii() {
         return false;
     }
-    a.chars()
-        .flat_map(char::to_uppercase)
-        .eq(b.chars().flat_map(char::to_uppercase))
+    fn simple_upper(c: char) -> char {
+        let mut upper = c.to_uppercase();
+        match (upper.next(), upper.next()) {
+            (Some(u), None) => u,
+            _ => c,
+        }
+    }
+    a.chars().map(simple_upper).eq(b.chars().map(simple_upper))
 }
 
 #[cfg(test)]
@@ -144,6 +152,8 @@ mod tests {
         assert!(keyspace_eq("ÉTÉ", "été"));
         assert!(!keyspace_eq("orders", "order"));
         assert!(!keyspace_eq("été", "ete"));
+        assert!(!keyspace_eq("straße", "STRASSE"));
+        assert!(keyspace_eq("straße", "STRAßE"));
     }
 
     #[test]

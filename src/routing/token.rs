@@ -29,7 +29,10 @@ impl std::fmt::Display for RouteToken {
 /// assert_eq!(shardlite::routing::utf16_len("🙂"), 2);
 /// ```
 pub fn utf16_len(s: &str) -> usize {
-    // ASCII and most text is one unit per char; only supplementary-plane chars take two.
+    if s.is_ascii() {
+        return s.len();
+    }
+    // Most chars are one unit; only supplementary-plane chars take two.
     s.chars().map(char::len_utf16).sum()
 }
 
@@ -64,18 +67,31 @@ pub fn route_token(keyspace: &str, key: &str) -> Result<RouteToken> {
     Ok(token_unchecked(keyspace, key))
 }
 
-/// Hashes the canonical text piece by piece, so no string is built.
+/// Hashes the canonical text without allocating: short texts are assembled in a stack buffer
+/// and hashed in one call (SHA-256 is fastest fed whole); long ones are fed piece by piece.
 pub(crate) fn token_unchecked(keyspace: &str, key: &str) -> RouteToken {
-    let mut digits = [0u8; 20];
-    let mut hasher = Sha256::new();
-    hasher.update(decimal(utf16_len(keyspace), &mut digits));
-    hasher.update(b":");
-    hasher.update(keyspace.as_bytes());
-    hasher.update(b"|");
-    hasher.update(decimal(utf16_len(key), &mut digits));
-    hasher.update(b":");
-    hasher.update(key.as_bytes());
-    let digest = hasher.finalize();
+    const STACK: usize = 192;
+    let mut ks_digits = [0u8; 20];
+    let mut key_digits = [0u8; 20];
+    let ks_len = decimal(utf16_len(keyspace), &mut ks_digits);
+    let key_len = decimal(utf16_len(key), &mut key_digits);
+    let parts: [&[u8]; 7] = [ks_len, b":", keyspace.as_bytes(), b"|", key_len, b":", key.as_bytes()];
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let digest = if total <= STACK {
+        let mut buf = [0u8; STACK];
+        let mut at = 0;
+        for part in parts {
+            buf[at..at + part.len()].copy_from_slice(part);
+            at += part.len();
+        }
+        Sha256::digest(&buf[..at])
+    } else {
+        let mut hasher = Sha256::new();
+        for part in parts {
+            hasher.update(part);
+        }
+        hasher.finalize()
+    };
     let mut first = [0u8; 8];
     first.copy_from_slice(&digest[..8]);
     RouteToken(u64::from_be_bytes(first))
