@@ -28,23 +28,143 @@ const HISTORY_PAGE_SIZE: u64 = 10;
 const MONTHS_NEWEST_FIRST: [&str; 4] = ["2026-06", "2026-05", "2026-04", "2025-12"];
 
 /// (id, month, customer, order number, order date, amount, status)
-type Order = (i64, &'static str, &'static str, &'static str, &'static str, f64, &'static str);
+type Order = (
+    i64,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    f64,
+    &'static str,
+);
 
 const ORDERS: [Order; 14] = [
-    (1001, "2026-06", CUSTOMER, "SO-202606-1001", "2026-06-01T10:15:00Z", 129.95, "placed"),
-    (1002, "2026-06", CUSTOMER, "SO-202606-1002", "2026-06-01T09:05:00Z", 42.50, "placed"),
-    (1003, "2026-06", CUSTOMER, "SO-202606-1003", "2026-06-01T08:30:00Z", 310.00, "packed"),
-    (1004, "2026-06", CUSTOMER, "SO-202606-1004", "2026-06-01T07:55:00Z", 18.75, "delivered"),
-    (1013, "2026-06", CUSTOMER, "SO-202606-1013", "2026-06-01T07:15:00Z", 61.00, "delivered"),
-    (1005, "2026-05", CUSTOMER, "SO-202605-1005", "2026-05-29T10:00:00Z", 88.40, "delivered"),
-    (1006, "2026-05", CUSTOMER, "SO-202605-1006", "2026-05-22T10:00:00Z", 54.10, "delivered"),
-    (1007, "2026-05", CUSTOMER, "SO-202605-1007", "2026-05-07T10:00:00Z", 219.99, "returned"),
-    (1014, "2026-05", CUSTOMER, "SO-202605-1014", "2026-05-01T10:00:00Z", 34.99, "delivered"),
-    (1008, "2026-04", CUSTOMER, "SO-202604-1008", "2026-04-17T10:00:00Z", 73.35, "delivered"),
-    (1009, "2026-04", CUSTOMER, "SO-202604-1009", "2026-04-03T10:00:00Z", 19.99, "delivered"),
-    (1010, "2025-12", CUSTOMER, "SO-202512-1010", "2025-12-19T10:00:00Z", 540.00, "delivered"),
-    (1011, "2026-06", "customer-2002", "SO-202606-2002", "2026-06-02T09:00:00Z", 64.25, "placed"),
-    (1012, "2026-05", "customer-2002", "SO-202605-2002", "2026-05-15T09:00:00Z", 121.00, "delivered"),
+    (
+        1001,
+        "2026-06",
+        CUSTOMER,
+        "SO-202606-1001",
+        "2026-06-01T10:15:00Z",
+        129.95,
+        "placed",
+    ),
+    (
+        1002,
+        "2026-06",
+        CUSTOMER,
+        "SO-202606-1002",
+        "2026-06-01T09:05:00Z",
+        42.50,
+        "placed",
+    ),
+    (
+        1003,
+        "2026-06",
+        CUSTOMER,
+        "SO-202606-1003",
+        "2026-06-01T08:30:00Z",
+        310.00,
+        "packed",
+    ),
+    (
+        1004,
+        "2026-06",
+        CUSTOMER,
+        "SO-202606-1004",
+        "2026-06-01T07:55:00Z",
+        18.75,
+        "delivered",
+    ),
+    (
+        1013,
+        "2026-06",
+        CUSTOMER,
+        "SO-202606-1013",
+        "2026-06-01T07:15:00Z",
+        61.00,
+        "delivered",
+    ),
+    (
+        1005,
+        "2026-05",
+        CUSTOMER,
+        "SO-202605-1005",
+        "2026-05-29T10:00:00Z",
+        88.40,
+        "delivered",
+    ),
+    (
+        1006,
+        "2026-05",
+        CUSTOMER,
+        "SO-202605-1006",
+        "2026-05-22T10:00:00Z",
+        54.10,
+        "delivered",
+    ),
+    (
+        1007,
+        "2026-05",
+        CUSTOMER,
+        "SO-202605-1007",
+        "2026-05-07T10:00:00Z",
+        219.99,
+        "returned",
+    ),
+    (
+        1014,
+        "2026-05",
+        CUSTOMER,
+        "SO-202605-1014",
+        "2026-05-01T10:00:00Z",
+        34.99,
+        "delivered",
+    ),
+    (
+        1008,
+        "2026-04",
+        CUSTOMER,
+        "SO-202604-1008",
+        "2026-04-17T10:00:00Z",
+        73.35,
+        "delivered",
+    ),
+    (
+        1009,
+        "2026-04",
+        CUSTOMER,
+        "SO-202604-1009",
+        "2026-04-03T10:00:00Z",
+        19.99,
+        "delivered",
+    ),
+    (
+        1010,
+        "2025-12",
+        CUSTOMER,
+        "SO-202512-1010",
+        "2025-12-19T10:00:00Z",
+        540.00,
+        "delivered",
+    ),
+    (
+        1011,
+        "2026-06",
+        "customer-2002",
+        "SO-202606-2002",
+        "2026-06-02T09:00:00Z",
+        64.25,
+        "placed",
+    ),
+    (
+        1012,
+        "2026-05",
+        "customer-2002",
+        "SO-202605-2002",
+        "2026-05-15T09:00:00Z",
+        121.00,
+        "delivered",
+    ),
 ];
 
 #[tokio::main]
@@ -283,7 +403,13 @@ fn print_orders(result: &SqlResult) {
 fn print_order_row(row: &[Value]) {
     let text = |i: usize| row.get(i).and_then(Value::as_str).unwrap_or("");
     let amount = row.get(2).and_then(Value::as_f64).unwrap_or(0.0);
-    println!("{:<15} {:<20} {:>8} {}", text(0), text(1), format!("${amount:.2}"), text(3));
+    println!(
+        "{:<15} {:<20} {:>8} {}",
+        text(0),
+        text(1),
+        format!("${amount:.2}"),
+        text(3)
+    );
 }
 
 fn scalar_u64(result: &SqlResult) -> u64 {

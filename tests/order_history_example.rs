@@ -10,16 +10,28 @@ fn example_binary() -> PathBuf {
     let binary = profile_dir
         .join("examples")
         .join(format!("order_history{}", std::env::consts::EXE_SUFFIX));
-    assert!(binary.exists(), "{} missing: run through `cargo test`, which builds examples", binary.display());
+    assert!(
+        binary.exists(),
+        "{} missing: run through `cargo test`, which builds examples",
+        binary.display()
+    );
     binary
 }
 
 #[test]
 fn order_history_sample_tells_the_seed_story() {
     let kept = tempfile::tempdir().expect("temp dir");
-    let output = Command::new(example_binary()).arg(kept.path()).output().expect("run example");
+    let output = Command::new(example_binary())
+        .arg(kept.path())
+        .output()
+        .expect("run example");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "exit {:?}\n{stdout}\n{}", output.status, String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "exit {:?}\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
 
     for expected in [
         "2026-06 bucket=15 shard=shard-0 token=e4a2b07827a7778f (pin)",
