@@ -249,8 +249,7 @@ impl ShardMap {
         if self.pins.is_empty() {
             return None;
         }
-        self.pins
-            .get(key).and_then(|i| usize::try_from(*i).ok())
+        self.pins.get(key).and_then(|i| usize::try_from(*i).ok())
     }
 
     /// Whether a (trimmed) route key is pinned.
