@@ -79,6 +79,12 @@ pub enum Error {
     #[error("the master catalog has no active shard map")]
     NoMap,
 
+    /// A shard-admin operation on a daemon that serves one plain, unsharded database.
+    #[error(
+        "shard-admin operations are unavailable: this daemon serves one unsharded database (its master has no shard map)"
+    )]
+    NotSharded,
+
     /// The master catalog is not in a state this release can use.
     #[error("master catalog problem: {reason}")]
     Catalog {
@@ -222,6 +228,27 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+
+    /// An error a remote daemon reported, decoded from the wire with its kind preserved, so callers
+    /// branch on [`Error::kind`] the same way in-process and over the network.
+    #[error("{message}")]
+    Remote {
+        /// The kind the daemon reported.
+        kind: ErrorKind,
+        /// The daemon's message (never a file path or a secret).
+        message: String,
+        /// The SQLite extended result code, for SQL errors.
+        sqlite_code: Option<i32>,
+    },
+
+    /// A daemon could not be reached, or did not answer within the timeout.
+    #[error("daemon at {endpoint} is unreachable: {reason}")]
+    Transport {
+        /// The endpoint that was called (without credentials).
+        endpoint: String,
+        /// What went wrong (connection refused, timed out, bad endpoint, ...).
+        reason: String,
+    },
 }
 
 /// The category of an [`Error`]: what a caller can do about it.
@@ -258,8 +285,12 @@ pub enum ErrorKind {
     Constraint,
     /// The master catalog has no map.
     NoMap,
+    /// A shard-admin operation reached a daemon that serves an unsharded database.
+    NotSharded,
     /// Storage or other internal failure.
     Internal,
+    /// The daemon requires an API key and none, or a wrong one, was presented.
+    Unauthenticated,
 }
 
 impl ErrorKind {
@@ -280,8 +311,35 @@ impl ErrorKind {
             Self::Sql => "sql",
             Self::Constraint => "constraint",
             Self::NoMap => "no_map",
+            Self::NotSharded => "not_sharded",
             Self::Internal => "internal",
+            Self::Unauthenticated => "unauthenticated",
         }
+    }
+
+    /// The kind whose [`code`](Self::code) is `code`, for decoding errors received over the wire.
+    pub fn from_code(code: &str) -> Option<Self> {
+        [
+            Self::RouteRequired,
+            Self::UnknownKeyspace,
+            Self::InvalidInput,
+            Self::InvalidMap,
+            Self::NotFound,
+            Self::Conflict,
+            Self::StaleMapVersion,
+            Self::Expired,
+            Self::Busy,
+            Self::Unavailable,
+            Self::ReadOnly,
+            Self::Sql,
+            Self::Constraint,
+            Self::NoMap,
+            Self::NotSharded,
+            Self::Internal,
+            Self::Unauthenticated,
+        ]
+        .into_iter()
+        .find(|kind| kind.code() == code)
     }
 }
 
@@ -304,6 +362,7 @@ impl Error {
             Self::UnknownShard { .. } | Self::NotFound { .. } | Self::TransactionNotFound { .. } => ErrorKind::NotFound,
             Self::InvalidMap(_) => ErrorKind::InvalidMap,
             Self::NoMap => ErrorKind::NoMap,
+            Self::NotSharded => ErrorKind::NotSharded,
             Self::MalformedTransactionId { .. }
             | Self::InvalidArgument { .. }
             | Self::Json { .. }
@@ -326,6 +385,8 @@ impl Error {
                 _ => ErrorKind::Sql,
             },
             Self::Catalog { .. } | Self::Io { .. } => ErrorKind::Internal,
+            Self::Remote { kind, .. } => *kind,
+            Self::Transport { .. } => ErrorKind::Unavailable,
         }
     }
 
@@ -333,6 +394,7 @@ impl Error {
     pub fn sqlite_code(&self) -> Option<i32> {
         match self {
             Self::Sql { code, .. } => Some(*code),
+            Self::Remote { sqlite_code, .. } => *sqlite_code,
             _ => None,
         }
     }
@@ -358,6 +420,26 @@ mod tests {
         };
         assert_eq!(err.kind(), ErrorKind::Constraint);
         assert_eq!(err.sqlite_code(), Some(2067));
+    }
+
+    #[test]
+    fn every_kind_code_decodes_back() {
+        for kind in [
+            ErrorKind::RouteRequired,
+            ErrorKind::Constraint,
+            ErrorKind::Internal,
+            ErrorKind::Unauthenticated,
+        ] {
+            assert_eq!(ErrorKind::from_code(kind.code()), Some(kind));
+        }
+        assert_eq!(ErrorKind::from_code("no_such_code"), None);
+        let remote = Error::Remote {
+            kind: ErrorKind::Constraint,
+            message: "UNIQUE constraint failed: t.id".into(),
+            sqlite_code: Some(2067),
+        };
+        assert_eq!(remote.kind(), ErrorKind::Constraint);
+        assert_eq!(remote.sqlite_code(), Some(2067));
     }
 
     #[test]

@@ -672,3 +672,33 @@ async fn row_operations_by_primary_key_use_the_schema() {
     assert_eq!(a.count_rows("missing").await.unwrap_err().kind(), ErrorKind::NotFound);
     assert!(a.browse_rows(table, 0, 10).await.is_err());
 }
+
+#[tokio::test]
+async fn a_connection_string_shard_opens_its_data_source_and_a_bad_one_is_reported_in_status() {
+    let dir = temp_dir();
+    let mut options = tenants_options(dir.path());
+    let s1 = common::path_str(&dir.path().join("s1-by-string.db"));
+    options.shards[1].data_source = None;
+    options.shards[1].connection_string = Some(shardlite::map::Secret::new(format!(
+        "Data Source='{s1}';Busy Timeout=2000"
+    )));
+    let sharded = ShardedClient::from_map(ShardMap::new(options.clone()).unwrap())
+        .await
+        .unwrap();
+    let b = sharded.for_route(route("tenant-b"));
+    b.execute_sql("CREATE TABLE t (id INTEGER)", Params::none())
+        .await
+        .unwrap();
+    assert!(std::path::Path::new(&s1).exists());
+    let snapshot = serde_json::to_string(&sharded.map_snapshot()).unwrap();
+    assert!(!snapshot.contains("s1-by-string"), "{snapshot}");
+    assert!(snapshot.contains("\"hasConnectionString\":true"));
+
+    options.shards[1].connection_string = Some(shardlite::map::Secret::new("Data Sorce=x.db;Api Key=hunter2"));
+    let sharded = ShardedClient::from_map(ShardMap::new(options).unwrap()).await.unwrap();
+    let status = sharded.status().await;
+    let error = status[1].error.as_deref().unwrap();
+    assert!(!status[1].healthy && error.contains("Data Sorce"), "{error}");
+    assert!(!error.contains("hunter2"));
+    assert!(status[1].data_source.is_none());
+}

@@ -195,8 +195,8 @@ impl ShardedClient {
                         "remote shards over {} are not supported by this build",
                         transport.as_str()
                     )),
-                    ShardTarget::ConnectionString(_) => {
-                        ShardSlot::Unavailable("connection-string shards are not supported by this build".to_owned())
+                    ShardTarget::ConnectionString(secret) => {
+                        open_connection_string_shard(&shard.id, secret, engine).await
                     }
                 }
             }
@@ -531,6 +531,41 @@ impl ShardedClient {
             total.procedure_count += info.procedure_count;
         }
         Ok(total)
+    }
+}
+
+/// Opens a shard defined by a connection string. A `Data Source` is opened in-process; the
+/// string's busy and transaction timeouts override the map-wide settings.
+async fn open_connection_string_shard(
+    shard_id: &str,
+    secret: &crate::map::Secret,
+    mut engine: EngineConfig,
+) -> ShardSlot {
+    // Parse errors name the key but never echo the secret itself.
+    let options = match crate::options::ConnectionOptions::parse(secret.expose()) {
+        Ok(options) => options,
+        Err(err) => return ShardSlot::Unavailable(err.to_string()),
+    };
+    if options.route().is_some() {
+        return ShardSlot::Unavailable(
+            "a shard's connection string must not carry Shard Keyspace/Shard Key: the map routes to it".to_owned(),
+        );
+    }
+    let Some(path) = options.data_source() else {
+        return ShardSlot::Unavailable("remote shards are not supported by this build".to_owned());
+    };
+    if let Some(busy) = options.busy_timeout() {
+        engine.busy_timeout = busy;
+    }
+    if let Some(idle) = options.idle_transaction_timeout() {
+        engine.transaction_idle_timeout = (!idle.is_zero()).then_some(idle);
+    }
+    match LocalClient::open_with(path, shard_id.to_owned(), engine).await {
+        Ok(local) => ShardSlot::Ready {
+            client: Arc::new(local.clone()),
+            local: Some(local),
+        },
+        Err(err) => ShardSlot::Unavailable(err.to_string()),
     }
 }
 
