@@ -1,0 +1,369 @@
+//! One behavioural suite, run in-process, over HTTP and over gRPC: the transcripts of results
+//! and error kinds must be identical.
+
+mod common;
+
+use std::sync::Arc;
+
+use shardlite::client::{DataClient, Params, ProcedureDefinition, ShardAdmin, ShardedClient, Value};
+use shardlite::{ErrorKind, RouteContext};
+
+/// One way of reaching a sharded deployment.
+struct Surface {
+    name: &'static str,
+    /// A data client bound to a route.
+    routed: Box<dyn Fn(RouteContext) -> Arc<dyn DataClient> + Send + Sync>,
+    /// A data client with no route.
+    unrouted: Arc<dyn DataClient>,
+    /// The shard-admin client.
+    admin: Arc<dyn ShardAdmin>,
+}
+
+fn route(key: &str) -> RouteContext {
+    RouteContext::new("tenants", key).unwrap()
+}
+
+/// Records outcomes in a transport-neutral form: values as JSON, errors as their kind.
+#[derive(Default)]
+struct Transcript(Vec<String>);
+
+impl Transcript {
+    fn ok<T: serde::Serialize>(&mut self, step: &str, value: &T) {
+        let mut json = serde_json::to_value(value).unwrap();
+        scrub(&mut json);
+        self.0.push(format!("{step}: ok {json}"));
+    }
+
+    fn record<T: serde::Serialize>(&mut self, step: &str, outcome: shardlite::Result<T>) -> Option<T> {
+        match outcome {
+            Ok(value) => {
+                self.ok(step, &value);
+                Some(value)
+            }
+            Err(err) => {
+                self.0.push(format!("{step}: error {}", err.kind()));
+                None
+            }
+        }
+    }
+
+    fn expect_kind<T: std::fmt::Debug>(&mut self, step: &str, outcome: shardlite::Result<T>, kind: ErrorKind) {
+        match outcome {
+            Ok(value) => panic!("{step}: expected {kind}, got {value:?}"),
+            Err(err) => {
+                assert_eq!(err.kind(), kind, "{step}: {err}");
+                self.0.push(format!("{step}: error {}", err.kind()));
+            }
+        }
+    }
+}
+
+/// Removes what legitimately differs between runs: timings, random transaction ids, file paths.
+fn scrub(json: &mut serde_json::Value) {
+    match json {
+        serde_json::Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                match key.as_str() {
+                    "elapsedMs" => *value = serde_json::Value::from(0),
+                    "createdUtc" | "updatedUtc" | "expiresAtUtc" | "dataSource" | "appliedUtc" => {
+                        *value = serde_json::Value::from("-")
+                    }
+                    "transactionId" => {
+                        let text = value.as_str().unwrap_or_default();
+                        let prefix = text.rfind(':').map_or(text, |i| &text[..i]);
+                        *value = serde_json::Value::from(format!("{prefix}:*"));
+                    }
+                    _ => scrub(value),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(scrub),
+        _ => {}
+    }
+}
+
+async fn behaviour_suite(surface: &Surface) -> Vec<String> {
+    let mut t = Transcript::default();
+    let a = (surface.routed)(route("tenant-a"));
+    let b = (surface.routed)(route("tenant-b"));
+
+    // Schema on every shard, then SQL with positional and named parameters.
+    t.record(
+        "create",
+        surface
+            .admin
+            .execute_sql_on_all_shards(
+                "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, qty INTEGER, price REAL, data BLOB)",
+            )
+            .await,
+    );
+    t.record(
+        "insert positional",
+        a.execute_sql(
+            "INSERT INTO items VALUES (?1, ?2, ?3, ?4, ?5)",
+            Params::from(vec![
+                Value::Integer(1),
+                Value::Text("alpha\0🙂".into()),
+                Value::Integer(i64::MAX),
+                Value::Real(-0.0),
+                Value::Blob(vec![0, 255]),
+            ]),
+        )
+        .await,
+    );
+    t.record(
+        "insert named",
+        b.execute_sql(
+            "INSERT INTO items (id, name, qty, price) VALUES (:id, @name, $qty, :price)",
+            Params::named([
+                ("id", Value::Integer(2)),
+                ("name", "beta".into()),
+                ("qty", Value::Integer(i64::MIN)),
+                ("price", Value::Real(f64::MIN_POSITIVE / 2.0)),
+            ]),
+        )
+        .await,
+    );
+    t.record(
+        "select a",
+        a.execute_sql("SELECT * FROM items ORDER BY id", Params::none()).await,
+    );
+    t.record(
+        "select b",
+        b.execute_sql("SELECT * FROM items ORDER BY id", Params::none()).await,
+    );
+    t.expect_kind(
+        "sql error",
+        a.execute_sql("SELEC nonsense", Params::none()).await,
+        ErrorKind::Sql,
+    );
+    t.expect_kind(
+        "unique violation",
+        a.execute_sql("INSERT INTO items (id) VALUES (1)", Params::none()).await,
+        ErrorKind::Constraint,
+    );
+    t.expect_kind(
+        "missing parameter",
+        a.execute_sql("SELECT :nope", Params::none()).await,
+        ErrorKind::InvalidInput,
+    );
+
+    // Rows.
+    t.record("tables", a.list_tables().await);
+    t.record("schema", a.table_schema("items").await);
+    t.record("count", a.count_rows("items").await);
+    t.record("browse", a.browse_rows("items", 1, 10).await);
+    t.record(
+        "insert row",
+        a.insert_row(
+            "items",
+            [
+                ("id".to_owned(), Value::Integer(3)),
+                ("name".to_owned(), "gamma".into()),
+            ]
+            .into(),
+        )
+        .await,
+    );
+    t.record(
+        "update row",
+        a.update_row(
+            "items",
+            Value::Integer(3),
+            [("qty".to_owned(), Value::Integer(7))].into(),
+        )
+        .await,
+    );
+    t.record("get row", a.get_row("items", Value::Integer(3)).await);
+    t.record("get missing row", a.get_row("items", Value::Integer(99)).await);
+    t.record("delete row", a.delete_row("items", Value::Integer(3)).await);
+    t.expect_kind("missing table", a.count_rows("nope").await, ErrorKind::NotFound);
+
+    // Collections.
+    t.record(
+        "put document",
+        a.put_document("orders", "doc-1", serde_json::json!({"status": "paid", "n": 1}))
+            .await,
+    );
+    t.record("get document", a.get_document("orders", "doc-1").await);
+    t.record("get document elsewhere", b.get_document("orders", "doc-1").await);
+    t.record("collections", a.list_collections().await);
+    t.record("count documents", a.count_documents("orders").await);
+    t.record("browse documents", a.browse_documents("orders", 1, 5).await);
+    t.record("delete document", a.delete_document("orders", "doc-1").await);
+    t.record("drop collection", a.drop_collection("orders").await);
+
+    // Saved queries and procedures.
+    t.record("put saved query", a.put_saved_query("all", "SELECT * FROM items").await);
+    t.record("get saved query", a.get_saved_query("all").await);
+    t.record("saved queries", a.list_saved_queries().await);
+    t.record("delete saved query", a.delete_saved_query("all").await);
+    let procedure: ProcedureDefinition = serde_json::from_value(serde_json::json!({
+        "name": "bump",
+        "bodySql": "UPDATE items SET qty = coalesce(qty, 0) + :by WHERE id = :id; SELECT qty FROM items WHERE id = :id",
+        "parameters": [{"name": "id"}, {"name": "by", "required": false, "default": 1}],
+        "description": "adds to a quantity"
+    }))
+    .unwrap();
+    t.record("put procedure", a.put_procedure(procedure).await);
+    t.record("procedures", a.list_procedures().await);
+    t.record("get procedure", a.get_procedure("bump").await);
+    t.record(
+        "execute procedure",
+        a.execute_procedure("bump", Params::named([("id", 1), ("by", -5)]))
+            .await,
+    );
+    t.expect_kind(
+        "procedure on another shard",
+        b.execute_procedure("bump", Params::named([("id", 2)])).await,
+        ErrorKind::NotFound,
+    );
+    t.expect_kind(
+        "procedure missing argument",
+        a.execute_procedure("bump", Params::none()).await,
+        ErrorKind::InvalidInput,
+    );
+    t.record("delete procedure", a.delete_procedure("bump").await);
+    t.record("info", a.info().await);
+
+    // Transactions: commit, rollback, conflicting route, id-only routing.
+    let tx = t.record("begin", a.begin_transaction().await).unwrap();
+    t.record(
+        "tx insert",
+        a.execute_in_transaction(
+            &tx.transaction_id,
+            "INSERT INTO items (id, name) VALUES (10, 'tx')",
+            Params::none(),
+        )
+        .await,
+    );
+    t.expect_kind(
+        "tx conflicting route",
+        b.execute_in_transaction(&tx.transaction_id, "SELECT 1", Params::none())
+            .await,
+        ErrorKind::Conflict,
+    );
+    t.record(
+        "tx commit by id",
+        surface.unrouted.commit_transaction(&tx.transaction_id).await,
+    );
+    let tx = t.record("begin 2", a.begin_transaction().await).unwrap();
+    t.record(
+        "tx2 insert",
+        surface
+            .unrouted
+            .execute_in_transaction(
+                &tx.transaction_id,
+                "INSERT INTO items (id, name) VALUES (11, 'gone')",
+                Params::none(),
+            )
+            .await,
+    );
+    t.record("tx2 rollback", a.rollback_transaction(&tx.transaction_id).await);
+    t.expect_kind(
+        "tx2 after rollback",
+        a.commit_transaction(&tx.transaction_id).await,
+        ErrorKind::NotFound,
+    );
+    t.record(
+        "after transactions",
+        a.execute_sql("SELECT id, name FROM items ORDER BY id", Params::none())
+            .await,
+    );
+    t.expect_kind(
+        "malformed transaction id",
+        surface.unrouted.commit_transaction("csdbshard:one:s0:x").await,
+        ErrorKind::InvalidInput,
+    );
+    t.expect_kind(
+        "stale transaction id",
+        surface.unrouted.commit_transaction("csdbshard:7:s0:x").await,
+        ErrorKind::StaleMapVersion,
+    );
+
+    // Routing errors.
+    t.expect_kind(
+        "no route",
+        surface.unrouted.execute_sql("SELECT 1", Params::none()).await,
+        ErrorKind::RouteRequired,
+    );
+    t.expect_kind(
+        "unknown keyspace",
+        (surface.routed)(RouteContext::new("nope", "k").unwrap())
+            .execute_sql("SELECT 1", Params::none())
+            .await,
+        ErrorKind::UnknownKeyspace,
+    );
+
+    // Shard admin.
+    t.record("map", surface.admin.shard_map().await);
+    t.record("resolve", surface.admin.resolve_route(&route("tenant-b")).await);
+    t.record("status", surface.admin.shard_status().await);
+    t.record(
+        "read-all",
+        surface
+            .admin
+            .execute_read_only_sql_on_all_shards("SELECT count(*) AS n FROM items")
+            .await,
+    );
+    t.expect_kind(
+        "read-all write",
+        surface
+            .admin
+            .execute_read_only_sql_on_all_shards("DELETE FROM items")
+            .await,
+        ErrorKind::ReadOnly,
+    );
+    t.record("catalog", surface.admin.catalog_state().await);
+    t.0
+}
+
+fn in_process(sharded: ShardedClient) -> Surface {
+    let for_route = sharded.clone();
+    Surface {
+        name: "in-process",
+        routed: Box::new(move |route| Arc::new(for_route.for_route(route)) as Arc<dyn DataClient>),
+        unrouted: Arc::new(sharded.clone()),
+        admin: Arc::new(sharded),
+    }
+}
+
+async fn seeded_master(dir: &std::path::Path) -> std::path::PathBuf {
+    let master = dir.join("master.db");
+    shardlite::catalog::Catalog::open(&master)
+        .await
+        .unwrap()
+        .seed(common::tenants_options(dir), false)
+        .await
+        .unwrap();
+    master
+}
+
+async fn transcript_in_process() -> Vec<String> {
+    let dir = common::temp_dir();
+    let master = seeded_master(dir.path()).await;
+    let surface = in_process(ShardedClient::open(&master).await.unwrap());
+    let transcript = behaviour_suite(&surface).await;
+    assert!(!surface.name.is_empty());
+    transcript
+}
+
+#[tokio::test]
+async fn the_in_process_suite_behaves_as_documented() {
+    let transcript = transcript_in_process().await;
+    let text = transcript.join("\n");
+    if std::env::var_os("SHOW_TRANSCRIPT").is_some() {
+        println!("{text}");
+    }
+    // Spot checks that the transcript holds real results, not just "ok".
+    assert!(
+        text.contains(r#"select a: ok {"columnNames":["id","name","qty","price","data"]"#),
+        "{text}"
+    );
+    assert!(text.contains("9223372036854775807"), "{text}");
+    assert!(text.contains(r#"tx commit by id: ok null"#), "{text}");
+    assert!(text.contains(r#"execute procedure: ok {"columnNames":["qty"]"#) && text.contains("9223372036854775802"));
+    assert!(
+        text.contains(r#"after transactions: ok"#) && text.contains(r#"[10,"tx"]"#) && !text.contains(r#"[11,"gone"]"#)
+    );
+}
