@@ -1,5 +1,7 @@
 //! The `shardlite` command line: argument parsing and one module per command.
 
+mod connection;
+mod data;
 mod seed;
 mod token;
 
@@ -21,6 +23,18 @@ enum Command {
     Token(token::TokenArgs),
     /// Validate a shard map and store it as the active map of a master catalog.
     Seed(seed::SeedArgs),
+    /// Show where a route resolves (route from --keyspace/--key or the connection string).
+    Resolve(data::ResolveArgs),
+    /// Show the active shard map (no secrets).
+    Map(data::AdminArgs),
+    /// Probe every shard and show its health.
+    Status(data::AdminArgs),
+    /// Run SQL on the shard a route resolves to (or on a plain database).
+    Sql(data::SqlArgs),
+    /// Run SQL (schema setup) on every enabled shard; fails if any shard fails.
+    ExecAll(data::FanOutArgs),
+    /// Run read-only SQL on every enabled shard (writes are refused by the engine).
+    ReadAll(data::FanOutArgs),
 }
 
 impl Cli {
@@ -29,6 +43,12 @@ impl Cli {
         let outcome = match self.command {
             Command::Token(args) => token::run(&args),
             Command::Seed(args) => block_on(seed::run(&args)),
+            Command::Resolve(args) => block_on(data::resolve(&args)),
+            Command::Map(args) => block_on(data::map(&args)),
+            Command::Status(args) => block_on(data::status(&args)),
+            Command::Sql(args) => block_on(data::sql(&args)),
+            Command::ExecAll(args) => block_on(data::exec_all(&args)),
+            Command::ReadAll(args) => block_on(data::read_all(&args)),
         };
         match outcome {
             Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,112 @@
+//! Opening what a `--connection` string names, for the data commands.
+
+use std::sync::Arc;
+
+use clap::Args;
+
+use crate::catalog::Catalog;
+use crate::client::{DataClient, LocalClient, ShardAdmin, ShardedClient};
+use crate::error::{Error, Result};
+use crate::options::ConnectionOptions;
+use crate::routing::RouteContext;
+
+/// The `--connection` argument and an optional route given on the command line.
+#[derive(Debug, Args)]
+pub struct ConnectionArgs {
+    /// A connection string: `Data Source=master.db` for a local master, or
+    /// `Endpoint=http://127.0.0.1:61818;Transport=Grpc` for a daemon (URL forms work too).
+    #[arg(long, short = 'c', env = "SHARDLITE_CONNECTION")]
+    pub connection: String,
+}
+
+/// A route given with `--keyspace` and `--key` (overrides the connection string's).
+#[derive(Debug, Args)]
+pub struct RouteArgs {
+    /// The route keyspace.
+    #[arg(long, requires = "key")]
+    pub keyspace: Option<String>,
+    /// The route key.
+    #[arg(long, requires = "keyspace")]
+    pub key: Option<String>,
+}
+
+impl RouteArgs {
+    /// The route from the flags, if given.
+    pub fn route(&self) -> Result<Option<RouteContext>> {
+        match (&self.keyspace, &self.key) {
+            (Some(keyspace), Some(key)) => RouteContext::new(keyspace, key).map(Some),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// What a connection string opened.
+pub struct Opened {
+    /// Shard-admin operations, when the target is sharded.
+    admin: Option<Arc<dyn ShardAdmin>>,
+    /// Data operations on the route (or unrouted).
+    pub data: Arc<dyn DataClient>,
+    /// The route the data client is bound to, if any.
+    pub route: Option<RouteContext>,
+}
+
+impl Opened {
+    /// The shard-admin client, or an error saying the target is one plain database.
+    pub fn admin(&self) -> Result<&Arc<dyn ShardAdmin>> {
+        self.admin.as_ref().ok_or_else(|| {
+            Error::invalid_argument(
+                "--connection",
+                "the target is a plain database without a shard map; shard commands need a sharded master or daemon",
+            )
+        })
+    }
+}
+
+/// Opens the target of `args`, bound to `route` (flags) or the string's own route.
+pub async fn open(args: &ConnectionArgs, route: Option<RouteContext>) -> Result<Opened> {
+    let options = ConnectionOptions::parse(&args.connection)?;
+    let route = route.or_else(|| options.route().cloned());
+    if let Some(path) = options.data_source() {
+        // A command-line typo must not leave an empty database behind.
+        if !std::path::Path::new(path).exists() {
+            return Err(Error::invalid_argument(
+                "--connection",
+                format!("Data Source '{path}' does not exist"),
+            ));
+        }
+        let catalog = Catalog::open(path).await?;
+        if catalog.active_options().await?.is_none() {
+            drop(catalog);
+            let local = LocalClient::open(path).await?;
+            return Ok(Opened {
+                admin: None,
+                data: Arc::new(local),
+                route,
+            });
+        }
+        drop(catalog);
+        let sharded = ShardedClient::open(path).await?;
+        let data: Arc<dyn DataClient> = match &route {
+            Some(route) => Arc::new(sharded.for_route(route.clone())),
+            None => Arc::new(sharded.clone()),
+        };
+        return Ok(Opened {
+            admin: Some(Arc::new(sharded)),
+            data,
+            route,
+        });
+    }
+    open_remote(&options, route)
+}
+
+#[allow(clippy::unnecessary_wraps)]
+fn open_remote(options: &ConnectionOptions, route: Option<RouteContext>) -> Result<Opened> {
+    let _ = route;
+    Err(Error::invalid_argument(
+        "--connection",
+        format!(
+            "connecting to a daemon over {} needs a build with the http and grpc features",
+            options.transport().map_or("the network", |t| t.as_str())
+        ),
+    ))
+}

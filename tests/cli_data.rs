@@ -1,0 +1,180 @@
+//! The data commands (`resolve`, `map`, `status`, `sql`, `exec-all`, `read-all`) end to end
+//! against a local master.
+#![cfg(feature = "cli")]
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn shardlite(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_shardlite"))
+        .args(args)
+        .env_remove("SHARDLITE_CONNECTION")
+        .output()
+        .expect("run shardlite")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn seeded(dir: &Path) -> String {
+    let map = dir.join("map.json");
+    std::fs::write(&map, serde_json::to_string(&common::tenants_options(dir)).unwrap()).unwrap();
+    let master = dir.join("master.db");
+    let out = shardlite(&[
+        "seed",
+        "--master",
+        master.to_str().unwrap(),
+        "--map",
+        map.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    format!("Data Source={}", master.display())
+}
+
+#[test]
+fn data_commands_work_against_a_local_master() {
+    let dir = common::temp_dir();
+    let conn = seeded(dir.path());
+
+    let out = shardlite(&[
+        "exec-all",
+        "-c",
+        &conn,
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(results.as_array().unwrap().len(), 2);
+
+    let routed = format!("{conn};Shard Keyspace=tenants;Shard Key=tenant-a");
+    let out = shardlite(&[
+        "sql",
+        "-c",
+        &routed,
+        "INSERT INTO t (id, v) VALUES (?1, ?2)",
+        "--params",
+        r#"[1, "a"]"#,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("1 row(s) affected"));
+
+    // Route from flags overrides; tenant-b lives on the other shard and sees nothing.
+    let out = shardlite(&[
+        "sql",
+        "-c",
+        &conn,
+        "--keyspace",
+        "tenants",
+        "--key",
+        "tenant-b",
+        "SELECT count(*) AS n FROM t",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let result: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(result["rows"], serde_json::json!([[0]]));
+    let out = shardlite(&["sql", "-c", &routed, "SELECT v FROM t"]);
+    assert!(stdout(&out).contains("│ a"), "{}", stdout(&out));
+
+    let out = shardlite(&[
+        "resolve",
+        "-c",
+        &conn,
+        "--keyspace",
+        "tenants",
+        "--key",
+        "tenant-a",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let resolved: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        (resolved["shardId"].as_str(), resolved["bucket"].as_u64()),
+        (Some("s0"), Some(3))
+    );
+    assert_eq!(resolved["source"], "pin");
+
+    let out = shardlite(&["map", "-c", &conn]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("[0, 2)") && stdout(&out).contains("tenant-a"));
+
+    let out = shardlite(&["status", "-c", &conn, "--json"]);
+    let status: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(status.as_array().unwrap().iter().all(|s| s["healthy"] == true));
+
+    let out = shardlite(&["read-all", "-c", &conn, "SELECT count(*) FROM t"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("== s0") && stdout(&out).contains("== s1"));
+}
+
+#[test]
+fn data_commands_fail_clearly_with_non_zero_exit() {
+    let dir = common::temp_dir();
+    let conn = seeded(dir.path());
+    for (args, needle) in [
+        (vec!["read-all", "-c", &conn, "CREATE TABLE x (id INTEGER)"], "read-only"),
+        (vec!["sql", "-c", &conn, "SELECT 1"], "route is required"),
+        (vec!["sql", "-c", "Data Sorce=x.db", "SELECT 1"], "Data Sorce"),
+        (
+            vec!["sql", "-c", "Data Source=does-not-exist.db", "SELECT 1"],
+            "does not exist",
+        ),
+        (
+            vec![
+                "exec-all",
+                "-c",
+                &conn,
+                "CREATE TABLE dup (id INTEGER); CREATE TABLE dup (id INTEGER)",
+            ],
+            "failed on shard(s) s0, s1",
+        ),
+        (
+            vec!["sql", "-c", &conn, "--keyspace", "other", "--key", "k", "SELECT 1"],
+            "'other'",
+        ),
+        (
+            vec![
+                "sql",
+                "-c",
+                &conn,
+                "--keyspace",
+                "tenants",
+                "--key",
+                "k",
+                "SELECT ?",
+                "--params",
+                "[1,",
+            ],
+            "--params",
+        ),
+    ] {
+        let out = shardlite(&args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(
+            stderr(&out).contains(needle),
+            "{args:?}: expected '{needle}' in {}",
+            stderr(&out)
+        );
+    }
+    assert!(!Path::new("does-not-exist.db").exists());
+
+    // Shard commands on a plain database say so.
+    let plain = dir.path().join("plain.db");
+    let out = shardlite(&["sql", "-c", &format!("Data Source={}", plain.display()), "SELECT 1"]);
+    assert!(!out.status.success());
+    std::fs::write(&plain, b"").unwrap();
+    let conn = format!("Data Source={}", plain.display());
+    let out = shardlite(&["sql", "-c", &conn, "SELECT 41 + 1 AS answer", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = shardlite(&["status", "-c", &conn]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("without a shard map"), "{}", stderr(&out));
+}
