@@ -230,22 +230,27 @@ impl Database {
 
     /// Executes SQL with bound parameters. Queries run on a reader; anything that writes on the writer.
     pub async fn execute(&self, sql: &str, params: Params) -> Result<SqlResult> {
-        if matches!(
+        let text: Arc<str> = Arc::from(sql);
+        let params = if matches!(
             sql::leading_keyword(sql).as_str(),
             "SELECT" | "VALUES" | "WITH" | "EXPLAIN"
         ) {
-            let text = sql.to_owned();
-            let bound = params.clone();
+            let query = Arc::clone(&text);
+            // The reader hands the parameters back when the text turns out to write
+            // (`WITH ... DELETE`), so the writer can run it without a copy having been made.
             match self
-                .read(move |conn| sql::execute(conn, &text, &bound, Access::ReadOnly))
-                .await
+                .read(move |conn| match sql::execute(conn, &query, &params, Access::ReadOnly) {
+                    Err(Error::ReadOnlyViolation { .. }) => Ok(Err(params)),
+                    other => other.map(Ok),
+                })
+                .await?
             {
-                // `WITH ... DELETE` and friends start like queries: send them to the writer.
-                Err(Error::ReadOnlyViolation { .. }) => {}
-                other => return other,
+                Ok(result) => return Ok(result),
+                Err(params) => params,
             }
-        }
-        let text = sql.to_owned();
+        } else {
+            params
+        };
         self.write(move |conn| sql::execute(conn, &text, &params, Access::ReadWrite))
             .await
     }
