@@ -7,7 +7,7 @@
 
 use std::hint::black_box;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::Criterion;
 use shardlite::RouteContext;
 use shardlite::client::{DataClient, LocalClient, Params, ShardedClient, Value};
 use shardlite::map::{ShardDefinition, ShardMap, ShardingOptions};
@@ -93,5 +93,8 @@ fn point_query(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, point_query);
-criterion_main!(benches);
+fn main() {
+    let mut criterion = Criterion::default().configure_from_args();
+    point_query(&mut criterion);
+    criterion.final_summary();
+}

@@ -242,7 +242,7 @@ pub enum Error {
     },
 
     /// A daemon could not be reached, or did not answer within the timeout.
-    #[error("daemon at {endpoint} is unreachable: {reason}")]
+    #[error("call to the daemon at {endpoint} failed: {reason}")]
     Transport {
         /// The endpoint that was called (without credentials).
         endpoint: String,

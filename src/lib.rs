@@ -51,6 +51,8 @@
 
 pub mod catalog;
 pub mod client;
+#[cfg(feature = "sqlx")]
+pub mod driver;
 pub mod engine;
 pub mod error;
 pub mod map;
@@ -60,6 +62,8 @@ pub mod routing;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod transaction;
+#[cfg(any(feature = "grpc", feature = "http"))]
+pub mod transport;
 
 #[cfg(feature = "cli")]
 pub mod cli;

@@ -4,8 +4,7 @@ use std::sync::Arc;
 
 use clap::Args;
 
-use crate::catalog::Catalog;
-use crate::client::{DataClient, LocalClient, ShardAdmin, ShardedClient};
+use crate::client::{DataClient, ShardAdmin, connect};
 use crate::error::{Error, Result};
 use crate::options::ConnectionOptions;
 use crate::routing::RouteContext;
@@ -64,49 +63,23 @@ impl Opened {
 
 /// Opens the target of `args`, bound to `route` (flags) or the string's own route.
 pub async fn open(args: &ConnectionArgs, route: Option<RouteContext>) -> Result<Opened> {
-    let options = ConnectionOptions::parse(&args.connection)?;
-    let route = route.or_else(|| options.route().cloned());
-    if let Some(path) = options.data_source() {
-        // A command-line typo must not leave an empty database behind.
-        if !std::path::Path::new(path).exists() {
-            return Err(Error::invalid_argument(
-                "--connection",
-                format!("Data Source '{path}' does not exist"),
-            ));
-        }
-        let catalog = Catalog::open(path).await?;
-        if catalog.active_options().await?.is_none() {
-            drop(catalog);
-            let local = LocalClient::open(path).await?;
-            return Ok(Opened {
-                admin: None,
-                data: Arc::new(local),
-                route,
-            });
-        }
-        drop(catalog);
-        let sharded = ShardedClient::open(path).await?;
-        let data: Arc<dyn DataClient> = match &route {
-            Some(route) => Arc::new(sharded.for_route(route.clone())),
-            None => Arc::new(sharded.clone()),
-        };
-        return Ok(Opened {
-            admin: Some(Arc::new(sharded)),
-            data,
-            route,
-        });
+    let mut options = ConnectionOptions::parse(&args.connection)?;
+    if let Some(route) = route {
+        options = options.with_route(route);
     }
-    open_remote(&options, route)
-}
-
-#[allow(clippy::unnecessary_wraps)]
-fn open_remote(options: &ConnectionOptions, route: Option<RouteContext>) -> Result<Opened> {
-    let _ = route;
-    Err(Error::invalid_argument(
-        "--connection",
-        format!(
-            "connecting to a daemon over {} needs a build with the http and grpc features",
-            options.transport().map_or("the network", |t| t.as_str())
-        ),
-    ))
+    // A command-line typo must not leave an empty database behind.
+    if let Some(path) = options.data_source()
+        && !std::path::Path::new(path).exists()
+    {
+        return Err(Error::invalid_argument(
+            "--connection",
+            format!("Data Source '{path}' does not exist"),
+        ));
+    }
+    let connected = connect(&options).await?;
+    Ok(Opened {
+        admin: connected.admin().cloned(),
+        route: connected.route().cloned(),
+        data: connected.into_client(),
+    })
 }

@@ -3,6 +3,8 @@
 mod connection;
 mod data;
 mod seed;
+#[cfg(feature = "server")]
+mod serve;
 mod token;
 
 use std::process::ExitCode;
@@ -35,6 +37,9 @@ enum Command {
     ExecAll(data::FanOutArgs),
     /// Run read-only SQL on every enabled shard (writes are refused by the engine).
     ReadAll(data::FanOutArgs),
+    /// Serve a master catalog over REST and gRPC on one port until SIGINT or SIGTERM.
+    #[cfg(feature = "server")]
+    Serve(serve::ServeArgs),
 }
 
 impl Cli {
@@ -49,6 +54,8 @@ impl Cli {
             Command::Sql(args) => block_on(data::sql(&args)),
             Command::ExecAll(args) => block_on(data::exec_all(&args)),
             Command::ReadAll(args) => block_on(data::read_all(&args)),
+            #[cfg(feature = "server")]
+            Command::Serve(args) => block_on(serve::run(&args)),
         };
         match outcome {
             Ok(()) => ExitCode::SUCCESS,

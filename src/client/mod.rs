@@ -5,10 +5,12 @@
 //! [`ShardedClient::for_route`], and (with their features) the HTTP and gRPC clients. Code
 //! written against `dyn DataClient` works unchanged in-process and over the network.
 
+mod connect;
 mod local;
 mod sharded;
 mod types;
 
+pub use connect::{ConnectedClient, ConnectionTarget, connect, connect_with, engine_config_for};
 pub use local::LocalClient;
 pub use sharded::{RoutedClient, ShardSqlResult, ShardStatus, ShardedClient, ShardedClientOptions, ShardedTransaction};
 pub use types::{

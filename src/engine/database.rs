@@ -239,10 +239,12 @@ impl Database {
             // The reader hands the parameters back when the text turns out to write
             // (`WITH ... DELETE`), so the writer can run it without a copy having been made.
             match self
-                .read(move |conn| match sql::execute(conn, &query, &params, Access::ReadOnly) {
-                    Err(Error::ReadOnlyViolation { .. }) => Ok(Err(params)),
-                    other => other.map(Ok),
-                })
+                .read(
+                    move |conn| match sql::execute(conn, &query, &params, Access::ReadOnly) {
+                        Err(Error::ReadOnlyViolation { .. }) => Ok(Err(params)),
+                        other => other.map(Ok),
+                    },
+                )
                 .await?
             {
                 Ok(result) => return Ok(result),

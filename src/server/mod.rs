@@ -1,10 +1,94 @@
 //! The daemon: REST and gRPC on one port.
 //!
 //! [`run`] takes a bound listener, the shared [`ServerState`] and a shutdown future, so tests
-//! start it on `127.0.0.1:0` and the CLI on the configured address.
+//! start it on `127.0.0.1:0` and the CLI on the configured address. [`router`] is the service it
+//! serves: the [`rest`] router merged with the [`grpc`] routes, and one fallback that answers
+//! gRPC requests for unknown methods with `UNIMPLEMENTED` and everything else with a 404 problem.
+//!
+//! ```no_run
+//! # async fn demo() -> shardlite::Result<()> {
+//! use shardlite::server::{self, ServerConfig, ServerState};
+//!
+//! let state = ServerState::open("data/master.db", ServerConfig::default()).await?;
+//! let bound = async {
+//!     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//!     let address = listener.local_addr()?;
+//!     Ok((listener, address))
+//! };
+//! let (listener, address) = bound
+//!     .await
+//!     .map_err(|source| shardlite::Error::Io { what: "the listen address".into(), source })?;
+//! println!("listening on http://{address}");
+//! server::run(listener, state, async {
+//!     let _ = tokio::signal::ctrl_c().await;
+//! })
+//! .await?;
+//! # Ok(()) }
+//! ```
 
 pub mod grpc;
 pub mod rest;
 mod state;
 
+use std::future::Future;
+
+use axum::extract::Request;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+
 pub use state::{Backend, KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState};
+
+use crate::error::{Error, Result};
+
+/// Serves REST and gRPC on `listener` until `shutdown` completes.
+///
+/// Shutdown is graceful: the listener stops accepting, requests in flight finish, and then every
+/// remote transaction still open is rolled back (see [`ServerState::close`]) before this returns.
+pub async fn run(
+    listener: tokio::net::TcpListener,
+    state: ServerState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let app = router(&state)?;
+    let address = listener.local_addr().map_err(|source| Error::Io {
+        what: "the daemon's listen address".to_owned(),
+        source,
+    })?;
+    tracing::info!(
+        %address,
+        sharded = state.sharded().is_some(),
+        authenticated = state.config().api_key.is_some(),
+        "serving REST and gRPC"
+    );
+    let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    tracing::info!(%address, "stopped accepting; requests in flight have finished");
+    state.close().await;
+    served.map_err(|source| Error::Io {
+        what: "the daemon's listener".to_owned(),
+        source,
+    })
+}
+
+/// The service the daemon serves: REST and gRPC on one router.
+///
+/// Fails when the configuration is unusable (an invalid API-key header name, a blank API key).
+pub fn router(state: &ServerState) -> Result<axum::Router> {
+    // Any fallback of the gRPC routes is dropped, so this one serves both protocols.
+    let grpc = grpc::routes(state.clone()).reset_fallback();
+    let fallback_state = state.clone();
+    Ok(rest::router(state)?
+        .merge(grpc)
+        .fallback(move |request: Request| fallback(fallback_state.clone(), request)))
+}
+
+async fn fallback(state: ServerState, request: Request) -> Response {
+    let is_grpc = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes().starts_with(b"application/grpc"));
+    if is_grpc {
+        let status = tonic::Status::unimplemented(format!("no gRPC method at {}", request.uri().path()));
+        return status.into_http::<axum::body::Body>().into_response();
+    }
+    rest::not_found(&state, &request)
+}

@@ -1,12 +1,15 @@
 //! What every request handler shares: the backend (sharded or plain) and the server settings.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
-use crate::client::{DataClient, LocalClient, ShardedClient, ShardedClientOptions};
+use futures_util::future::join_all;
+
+use crate::client::{DataClient, LocalClient, Params, ShardedClient, ShardedClientOptions, SqlResult, TransactionInfo};
 use crate::engine::EngineConfig;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::map::{DEFAULT_API_KEY_HEADER, Secret};
 use crate::routing::RouteContext;
 
@@ -61,6 +64,9 @@ pub struct ServerState {
 struct StateInner {
     backend: Backend,
     config: ServerConfig,
+    /// Remote transactions begun through this daemon and not yet ended, with their last use, so
+    /// shutdown can roll them back.
+    transactions: Mutex<HashMap<String, Instant>>,
 }
 
 impl ServerState {
@@ -83,7 +89,11 @@ impl ServerState {
     /// State over an already opened backend.
     pub fn new(backend: Backend, config: ServerConfig) -> Self {
         Self {
-            inner: Arc::new(StateInner { backend, config }),
+            inner: Arc::new(StateInner {
+                backend,
+                config,
+                transactions: Mutex::new(HashMap::new()),
+            }),
         }
     }
 
@@ -129,5 +139,116 @@ impl ServerState {
         let a = Sha256::digest(expected.expose().as_bytes());
         let b = Sha256::digest(presented);
         a.iter().zip(b.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Remote transactions. The REST and gRPC surfaces go through these (rather than through
+    // `data_client` directly) so the daemon knows which transactions are open and can roll them
+    // back on shutdown.
+
+    /// Begins a transaction on the route's shard and remembers it until it ends.
+    pub async fn begin_transaction(&self, route: Option<RouteContext>) -> Result<TransactionInfo> {
+        let info = self.data_client(route).begin_transaction().await?;
+        let now = Instant::now();
+        let forget_after = self
+            .inner
+            .config
+            .transaction_idle_timeout
+            .saturating_mul(2)
+            .saturating_add(Duration::from_secs(1));
+        let mut open = self.open_transactions();
+        // Abandoned transactions expire in the engine; forget them here too, so the set stays small.
+        open.retain(|_, last_used| now.duration_since(*last_used) < forget_after);
+        open.insert(info.transaction_id.clone(), now);
+        Ok(info)
+    }
+
+    /// Executes SQL in a transaction (checking `route` against the id when one is given).
+    pub async fn execute_in_transaction(
+        &self,
+        route: Option<RouteContext>,
+        transaction_id: &str,
+        sql: &str,
+        params: Params,
+    ) -> Result<SqlResult> {
+        let outcome = self
+            .data_client(route)
+            .execute_in_transaction(transaction_id, sql, params)
+            .await;
+        match &outcome {
+            Err(err) if matches!(err.kind(), ErrorKind::NotFound | ErrorKind::Expired) => {
+                self.forget_transaction(transaction_id);
+            }
+            _ => {
+                if let Some(last_used) = self.open_transactions().get_mut(transaction_id) {
+                    *last_used = Instant::now();
+                }
+            }
+        }
+        outcome
+    }
+
+    /// Commits a transaction (checking `route` against the id when one is given).
+    pub async fn commit_transaction(&self, route: Option<RouteContext>, transaction_id: &str) -> Result<()> {
+        let outcome = self.data_client(route).commit_transaction(transaction_id).await;
+        self.settle(transaction_id, &outcome);
+        outcome
+    }
+
+    /// Rolls back a transaction (checking `route` against the id when one is given).
+    pub async fn rollback_transaction(&self, route: Option<RouteContext>, transaction_id: &str) -> Result<()> {
+        let outcome = self.data_client(route).rollback_transaction(transaction_id).await;
+        self.settle(transaction_id, &outcome);
+        outcome
+    }
+
+    /// Remote transactions begun through this daemon that have not ended (some may have expired
+    /// in the engine without anyone asking since).
+    pub fn open_transaction_count(&self) -> usize {
+        self.open_transactions().len()
+    }
+
+    /// Rolls back every remote transaction still open and waits for the rollbacks. Called by
+    /// [`run`](super::run) after the last request finished.
+    pub async fn close(&self) {
+        let ids: Vec<String> = self.open_transactions().drain().map(|(id, _)| id).collect();
+        if ids.is_empty() {
+            return;
+        }
+        let client = self.data_client(None);
+        let outcomes = join_all(ids.iter().map(|id| client.rollback_transaction(id))).await;
+        let rolled_back = outcomes.iter().filter(|outcome| outcome.is_ok()).count();
+        tracing::info!(
+            rolled_back,
+            already_ended = ids.len() - rolled_back,
+            "rolled back open remote transactions at shutdown"
+        );
+    }
+
+    /// After commit or rollback: the transaction is over unless the call was refused before it
+    /// reached the transaction (malformed id, conflicting route, other map version).
+    fn settle(&self, transaction_id: &str, outcome: &Result<()>) {
+        let refused_up_front = matches!(
+            outcome,
+            Err(err) if matches!(
+                err.kind(),
+                ErrorKind::InvalidInput
+                    | ErrorKind::Conflict
+                    | ErrorKind::StaleMapVersion
+                    | ErrorKind::RouteRequired
+                    | ErrorKind::UnknownKeyspace
+            )
+        );
+        if !refused_up_front {
+            self.forget_transaction(transaction_id);
+        }
+    }
+
+    fn forget_transaction(&self, transaction_id: &str) {
+        self.open_transactions().remove(transaction_id);
+    }
+
+    fn open_transactions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
+        self.inner.transactions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

@@ -1,6 +1,9 @@
 //! Shared fixtures: temp dirs and the reference two-shard `tenants` map.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+#[cfg(feature = "server")]
+pub mod daemon;
+
 use std::path::{Path, PathBuf};
 
 use shardlite::map::{BucketRange, ShardDefinition, ShardMap, ShardingOptions};

@@ -1,1 +1,221 @@
-//! REST endpoints (to be written).
+//! The REST surface of the daemon: the router, its middleware, and one module per area.
+//!
+//! Every request passes, outermost first, through: the body limit ([`ServerConfig::body_limit`],
+//! 413 beyond it), a tracing span per request (method, path template, route, resolved shard,
+//! status, latency; never API keys, bodies or SQL parameters), the API-key check (401 when a key
+//! is configured and not presented; this covers `/openapi.json` too), and, on `/api/...`, the
+//! route-header check (400 when only one of the two headers is sent). Handlers then run on
+//! [`ServerState::data_client`] for the request's route.
+//!
+//! - `/api/info` and `/api/sql/...` live in [`data`], `/api/transactions/...` in
+//!   [`transactions`], rows in [`tables`], documents in [`collections`], saved queries and
+//!   procedures in [`procedures`], `/api/sharding/...` in [`admin`], and `/openapi.json`
+//!   (generated from the handlers) in [`openapi`].
+//! - The problem body and the one error-to-status function are in [`error`], extractors whose
+//!   rejections become that body in [`extract`], and the wire types in [`schema`].
+//!
+//! [`ServerConfig::body_limit`]: crate::server::ServerConfig::body_limit
+
+pub mod admin;
+pub mod collections;
+pub mod data;
+pub mod error;
+pub mod extract;
+pub mod openapi;
+pub mod procedures;
+pub mod schema;
+pub mod tables;
+pub mod transactions;
+
+use std::time::Instant;
+
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
+use axum::middleware::{Next, from_fn, from_fn_with_state};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Extension, Router};
+use tracing::Instrument as _;
+use tracing::field::Empty;
+use utoipa::openapi::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub use error::{ApiError, PROBLEM_CONTENT_TYPE, Problem, problem};
+
+use crate::error::{Error, Result};
+use crate::server::ServerState;
+
+/// The REST router for `state`, with its middleware and `/openapi.json`, and without a fallback
+/// (the daemon adds one after merging the gRPC routes; see [`not_found`]).
+///
+/// Fails when the configured API-key header is not a valid header name or the API key is blank.
+pub fn router(state: &ServerState) -> Result<Router> {
+    let config = state.config();
+    HeaderName::try_from(config.api_key_header.as_str()).map_err(|_| {
+        Error::invalid_argument(
+            "api key header",
+            format!("'{}' is not a valid HTTP header name", config.api_key_header),
+        )
+    })?;
+    if config
+        .api_key
+        .as_ref()
+        .is_some_and(|key| key.expose().trim().is_empty())
+    {
+        return Err(Error::invalid_argument("api key", "must not be blank"));
+    }
+
+    let (api, doc) = api_routes().split_for_parts();
+    let doc = openapi::complete(doc, config);
+    let json = serde_json::to_vec(&doc).map_err(|source| Error::Json {
+        what: "the OpenAPI document",
+        source,
+    })?;
+
+    Ok(api
+        .route_layer(from_fn_with_state(state.clone(), route_context))
+        .route(
+            "/openapi.json",
+            get(openapi::openapi_json).layer(Extension(openapi::OpenApiJson(json.into()))),
+        )
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(from_fn_with_state(state.clone(), require_api_key))
+        .layer(from_fn(trace_request))
+        .layer(DefaultBodyLimit::max(config.body_limit))
+        .with_state(state.clone()))
+}
+
+/// The OpenAPI document the daemon serves for `config` (without starting anything).
+pub fn openapi_document(config: &crate::server::ServerConfig) -> OpenApi {
+    openapi::complete(api_routes().into_openapi(), config)
+}
+
+fn api_routes() -> OpenApiRouter<ServerState> {
+    OpenApiRouter::with_openapi(openapi::base())
+        .routes(routes!(data::info))
+        .routes(routes!(data::execute_sql))
+        .routes(routes!(data::execute_read_only_sql))
+        .routes(routes!(transactions::begin))
+        .routes(routes!(transactions::execute))
+        .routes(routes!(transactions::commit))
+        .routes(routes!(transactions::rollback))
+        .routes(routes!(tables::list_tables))
+        .routes(routes!(tables::table_schema))
+        .routes(routes!(tables::count_rows))
+        .routes(routes!(tables::browse_rows, tables::insert_row))
+        .routes(routes!(tables::get_row, tables::update_row, tables::delete_row))
+        .routes(routes!(collections::list_collections))
+        .routes(routes!(collections::browse_documents, collections::drop_collection))
+        .routes(routes!(collections::count_documents))
+        .routes(routes!(
+            collections::get_document,
+            collections::put_document,
+            collections::delete_document
+        ))
+        .routes(routes!(procedures::list_saved_queries))
+        .routes(routes!(
+            procedures::get_saved_query,
+            procedures::put_saved_query,
+            procedures::delete_saved_query
+        ))
+        .routes(routes!(procedures::list_procedures, procedures::create_procedure))
+        .routes(routes!(
+            procedures::get_procedure,
+            procedures::put_procedure,
+            procedures::delete_procedure
+        ))
+        .routes(routes!(procedures::execute_procedure))
+        .routes(routes!(admin::shard_map))
+        .routes(routes!(admin::resolve))
+        .routes(routes!(admin::status))
+        .routes(routes!(admin::execute_all))
+        .routes(routes!(admin::read_all))
+        .routes(routes!(admin::catalog))
+}
+
+/// The answer for a path no REST endpoint serves: 401 without a required API key, else 404.
+pub fn not_found(state: &ServerState, request: &Request) -> Response {
+    if !api_key_presented(state, request.headers()) {
+        return unauthenticated(state);
+    }
+    tracing::info!(method = %request.method(), status = 404, "request for a path no endpoint serves");
+    ApiError::NoEndpoint.into_response()
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}
+
+fn api_key_presented(state: &ServerState, headers: &HeaderMap) -> bool {
+    let presented = headers
+        .get(state.config().api_key_header.as_str())
+        .map(HeaderValue::as_bytes);
+    state.api_key_matches(presented)
+}
+
+fn unauthenticated(state: &ServerState) -> Response {
+    let mut response = ApiError::Unauthenticated.into_response();
+    let challenge = format!("ApiKey header=\"{}\"", state.config().api_key_header);
+    if let Ok(value) = HeaderValue::try_from(challenge) {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// 401 unless the request presents the configured API key (compared in constant time).
+async fn require_api_key(State(state): State<ServerState>, request: Request, next: Next) -> Response {
+    if api_key_presented(&state, request.headers()) {
+        next.run(request).await
+    } else {
+        unauthenticated(&state)
+    }
+}
+
+/// Parses the route headers once (400 when only one is sent), records the route and its shard
+/// on the request span, and hands the route to the handler's [`extract::Route`].
+async fn route_context(
+    State(state): State<ServerState>,
+    mut request: Request,
+    next: Next,
+) -> std::result::Result<Response, ApiError> {
+    let route = extract::route_from_headers(request.headers())?;
+    if let Some(route) = &route {
+        let span = tracing::Span::current();
+        span.record("keyspace", route.keyspace());
+        span.record("key", route.key());
+        if let Some(resolved) = state.sharded().and_then(|sharded| sharded.resolve_route(route).ok()) {
+            span.record("shard", resolved.shard_id.as_str());
+        }
+    }
+    request.extensions_mut().insert(extract::Route(route));
+    Ok(next.run(request).await)
+}
+
+/// One span and one event per request.
+async fn trace_request(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let path = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "-".to_owned(), |path| path.as_str().to_owned());
+    let span = tracing::info_span!(
+        "request",
+        method = %request.method(),
+        path = %path,
+        keyspace = Empty,
+        key = Empty,
+        shard = Empty,
+    );
+    let response = next.run(request).instrument(span.clone()).await;
+    let status = response.status().as_u16();
+    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+    span.in_scope(|| {
+        if status >= 500 {
+            tracing::warn!(status, latency_ms = format_args!("{latency_ms:.3}"), "request finished");
+        } else {
+            tracing::info!(status, latency_ms = format_args!("{latency_ms:.3}"), "request finished");
+        }
+    });
+    response
+}

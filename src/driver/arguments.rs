@@ -1,0 +1,181 @@
+//! [`ShardliteArguments`]: values bound to a statement's placeholders.
+
+use sqlx_core::arguments::Arguments;
+use sqlx_core::encode::{Encode, IsNull};
+use sqlx_core::error::BoxDynError;
+use sqlx_core::types::Type;
+
+use super::Shardlite;
+use crate::client::{Params, Value};
+
+/// Values for the positional placeholders of one statement (`?` and `?NNN`; the first value is
+/// `?1`). They are bound by the engine, never spliced into the SQL text.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ShardliteArguments {
+    values: ShardliteArgumentBuffer,
+}
+
+impl ShardliteArguments {
+    /// The values added so far, in placeholder order.
+    pub fn values(&self) -> &[Value] {
+        &self.values.0
+    }
+
+    /// The values as parameters for `sql`: positional for `?` and `?NNN`; by number when the SQL
+    /// writes its placeholders `$1`, `$2`, … (which SQLite reads as names, and sqlx's SQLite driver
+    /// accepts too).
+    pub(crate) fn into_params_for(self, sql: &str) -> Params {
+        if uses_dollar_numbers(sql) {
+            Params::Named(
+                self.values
+                    .0
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, value)| ((index + 1).to_string(), value))
+                    .collect(),
+            )
+        } else {
+            Params::Positional(self.values.0)
+        }
+    }
+}
+
+/// Whether `sql` has a `$N` placeholder outside string literals, quoted identifiers and comments.
+fn uses_dollar_numbers(sql: &str) -> bool {
+    let bytes = sql.as_bytes();
+    let at = |i: usize| bytes.get(i).copied();
+    let mut i = 0;
+    while let Some(byte) = at(i) {
+        match byte {
+            b'\'' | b'"' | b'`' => {
+                // A doubled quote stands for itself; either way scanning resumes after the pair.
+                i += 1;
+                while let Some(inner) = at(i) {
+                    i += 1;
+                    if inner == byte {
+                        if at(i) == Some(byte) {
+                            i += 1;
+                        } else {
+                            break;
+                        }
+                    }
+                }
+            }
+            b'[' => {
+                while at(i).is_some_and(|inner| inner != b']') {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'-' if at(i + 1) == Some(b'-') => {
+                while at(i).is_some_and(|inner| inner != b'\n') {
+                    i += 1;
+                }
+            }
+            b'/' if at(i + 1) == Some(b'*') => {
+                i += 2;
+                while at(i).is_some() && !(at(i) == Some(b'*') && at(i + 1) == Some(b'/')) {
+                    i += 1;
+                }
+                i += 2;
+            }
+            b'$' if at(i + 1).is_some_and(|next| next.is_ascii_digit()) => {
+                // `$` may also sit inside an identifier (`price$1`), which is not a placeholder.
+                let inside_identifier = i
+                    .checked_sub(1)
+                    .and_then(at)
+                    .is_some_and(|before| before.is_ascii_alphanumeric() || before == b'_' || before == b'$');
+                if !inside_identifier {
+                    return true;
+                }
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    false
+}
+
+/// Where an [`Encode`] implementation writes its value: exactly one [`push`](Self::push) per
+/// encoded value, or nothing when it reports [`IsNull::Yes`] (the arguments then record the NULL).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ShardliteArgumentBuffer(Vec<Value>);
+
+impl ShardliteArgumentBuffer {
+    /// Writes one value.
+    pub fn push(&mut self, value: Value) {
+        self.0.push(value);
+    }
+}
+
+impl Arguments for ShardliteArguments {
+    type Database = Shardlite;
+
+    fn reserve(&mut self, additional: usize, _size: usize) {
+        self.values.0.reserve(additional);
+    }
+
+    fn add<'t, T>(&mut self, value: T) -> Result<(), BoxDynError>
+    where
+        T: Encode<'t, Shardlite> + Type<Shardlite>,
+    {
+        let before = self.values.0.len();
+        let outcome = value.encode(&mut self.values);
+        let written = self.values.0.len() - before;
+        match (outcome, written) {
+            // `Option::None` encodes as `IsNull::Yes` without writing: record the NULL here.
+            (Ok(IsNull::Yes), 0) => self.values.0.push(Value::Null),
+            (Ok(IsNull::Yes | IsNull::No), 1) => {}
+            (Ok(_), written) => {
+                self.values.0.truncate(before);
+                return Err(format!("an encoder must write exactly one value, but it wrote {written}").into());
+            }
+            (Err(err), _) => {
+                self.values.0.truncate(before);
+                return Err(err);
+            }
+        }
+        Ok(())
+    }
+
+    fn len(&self) -> usize {
+        self.values.0.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn none_is_recorded_as_null_and_values_keep_their_order() {
+        let mut args = ShardliteArguments::default();
+        args.add(7_i64).unwrap();
+        args.add(None::<String>).unwrap();
+        args.add("text").unwrap();
+        assert_eq!(args.len(), 3);
+        assert_eq!(
+            args.clone().into_params_for("SELECT ?, ?, ?"),
+            Params::Positional(vec![Value::Integer(7), Value::Null, Value::Text("text".into())])
+        );
+        assert_eq!(
+            args.into_params_for("SELECT $1, $3, $2"),
+            Params::named([
+                ("1", Value::Integer(7)),
+                ("2", Value::Null),
+                ("3", Value::Text("text".into()))
+            ])
+        );
+    }
+
+    #[test]
+    fn dollar_numbers_are_found_only_where_they_are_placeholders() {
+        assert!(uses_dollar_numbers("SELECT * FROM t WHERE a = $1"));
+        assert!(uses_dollar_numbers("SELECT '$1''s', ($2)"));
+        assert!(!uses_dollar_numbers(
+            "SELECT ?1, '$1', \"$2\", `$3`, [$4] -- $5\n /* $6 */"
+        ));
+        assert!(!uses_dollar_numbers("SELECT price$1 FROM t WHERE a = ?"));
+        assert!(!uses_dollar_numbers("SELECT $name, 'unterminated $1"));
+    }
+}

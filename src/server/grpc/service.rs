@@ -1,0 +1,446 @@
+//! The `shardlite.v1.Shardlite` service: one handler per RPC, each a thin translation between
+//! protobuf messages and the [`DataClient`] / [`ShardedClient`] call it stands for.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tonic::{Request, Response, Status};
+
+use super::gate::CallRoute;
+use super::status::status_from_error;
+use crate::client::{DataClient, ShardedClient};
+use crate::error::{Error, Result};
+use crate::routing::RouteContext;
+use crate::server::ServerState;
+use crate::transport::grpc::convert::{document_from_json, params_from_pb, required_value, row_from_pb, row_to_pb};
+use crate::transport::grpc::proto::{self as pb, shardlite_server::Shardlite};
+
+/// The service implementation; the [`CallGate`](super::gate::CallGate) interceptor runs first.
+#[derive(Debug, Clone)]
+pub(super) struct ShardliteService {
+    state: ServerState,
+}
+
+impl ShardliteService {
+    pub(super) fn new(state: ServerState) -> Self {
+        Self { state }
+    }
+
+    /// Runs one RPC: hands the handler the call's route and state, maps its error to a status
+    /// in the one mapping function, and logs the outcome (never parameters or keys).
+    async fn run<Req, Resp, F, Fut>(
+        &self,
+        rpc: &'static str,
+        request: Request<Req>,
+        handler: F,
+    ) -> std::result::Result<Response<Resp>, Status>
+    where
+        F: FnOnce(Call, Req) -> Fut,
+        Fut: Future<Output = Result<Resp>>,
+    {
+        let started = Instant::now();
+        let route = request.extensions().get::<CallRoute>().and_then(|r| r.0.clone());
+        let call = Call {
+            state: self.state.clone(),
+            route: route.clone(),
+        };
+        let outcome = handler(call, request.into_inner()).await;
+        if tracing::enabled!(tracing::Level::INFO) {
+            let shard = match (&route, self.state.sharded()) {
+                (Some(route), Some(sharded)) => sharded.resolve_route(route).ok().map(|r| r.shard_id),
+                _ => None,
+            };
+            let code = match &outcome {
+                Ok(_) => "ok",
+                Err(err) => err.kind().code(),
+            };
+            tracing::info!(
+                rpc,
+                keyspace = route.as_ref().map(RouteContext::keyspace),
+                key = route.as_ref().map(RouteContext::key),
+                shard = shard.as_deref(),
+                code,
+                elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+                "gRPC call"
+            );
+        }
+        outcome.map(Response::new).map_err(|err| status_from_error(&err))
+    }
+}
+
+/// What a handler works with: the daemon state and the call's route.
+struct Call {
+    state: ServerState,
+    route: Option<RouteContext>,
+}
+
+impl Call {
+    /// The route's shard, the sharded client (which answers "route required"), or the plain database.
+    fn data(&self) -> Arc<dyn DataClient> {
+        self.state.data_client(self.route.clone())
+    }
+
+    /// The sharded client; shard-admin RPCs on an unsharded daemon fail with `not_sharded`.
+    fn admin(&self) -> Result<ShardedClient> {
+        self.state.sharded().cloned().ok_or(Error::NotSharded)
+    }
+}
+
+type RpcResult<T> = std::result::Result<Response<T>, Status>;
+
+#[tonic::async_trait]
+impl Shardlite for ShardliteService {
+    // ---------------------------------------------------------------- shard administration
+
+    async fn get_shard_map(&self, request: Request<pb::Empty>) -> RpcResult<pb::ShardMapSnapshot> {
+        self.run("GetShardMap", request, |call, _| async move {
+            Ok(call.admin()?.map_snapshot().into())
+        })
+        .await
+    }
+
+    async fn resolve_shard_route(
+        &self,
+        request: Request<pb::ResolveShardRouteRequest>,
+    ) -> RpcResult<pb::ShardResolution> {
+        self.run("ResolveShardRoute", request, |call, req| async move {
+            let sharded = call.admin()?;
+            let route = RouteContext::new(&req.keyspace, &req.key)?;
+            Ok(sharded.resolve_route(&route)?.into())
+        })
+        .await
+    }
+
+    async fn get_shard_status(&self, request: Request<pb::Empty>) -> RpcResult<pb::ShardStatusList> {
+        self.run("GetShardStatus", request, |call, _| async move {
+            let statuses = call.admin()?.status().await;
+            Ok(pb::ShardStatusList {
+                items: statuses.into_iter().map(Into::into).collect(),
+            })
+        })
+        .await
+    }
+
+    async fn execute_sql_on_all_shards(
+        &self,
+        request: Request<pb::FanOutSqlRequest>,
+    ) -> RpcResult<pb::ShardSqlResultList> {
+        self.run("ExecuteSqlOnAllShards", request, |call, req| async move {
+            let results = call.admin()?.execute_sql_on_all_shards(&req.sql).await?;
+            Ok(pb::ShardSqlResultList {
+                items: results.into_iter().map(Into::into).collect(),
+            })
+        })
+        .await
+    }
+
+    async fn execute_read_only_sql_on_all_shards(
+        &self,
+        request: Request<pb::FanOutSqlRequest>,
+    ) -> RpcResult<pb::ShardSqlResultList> {
+        self.run("ExecuteReadOnlySqlOnAllShards", request, |call, req| async move {
+            let results = call.admin()?.execute_read_only_sql_on_all_shards(&req.sql).await?;
+            Ok(pb::ShardSqlResultList {
+                items: results.into_iter().map(Into::into).collect(),
+            })
+        })
+        .await
+    }
+
+    async fn get_shard_catalog(&self, request: Request<pb::Empty>) -> RpcResult<pb::ShardCatalogState> {
+        self.run("GetShardCatalog", request, |call, _| async move {
+            Ok(call.admin()?.catalog_state().await?.into())
+        })
+        .await
+    }
+
+    // ---------------------------------------------------------------- SQL
+
+    async fn execute_sql(&self, request: Request<pb::SqlRequest>) -> RpcResult<pb::SqlResult> {
+        self.run("ExecuteSql", request, |call, req| async move {
+            let params = params_from_pb(req.params)?;
+            Ok(call.data().execute_sql(&req.sql, params).await?.into())
+        })
+        .await
+    }
+
+    async fn execute_read_only_sql(&self, request: Request<pb::SqlRequest>) -> RpcResult<pb::SqlResult> {
+        self.run("ExecuteReadOnlySql", request, |call, req| async move {
+            let params = params_from_pb(req.params)?;
+            Ok(call.data().execute_read_only_sql(&req.sql, params).await?.into())
+        })
+        .await
+    }
+
+    // ---------------------------------------------------------------- transactions
+    // Through the state, which tracks open remote transactions so shutdown can roll them back.
+
+    async fn begin_transaction(&self, request: Request<pb::Empty>) -> RpcResult<pb::TransactionInfo> {
+        self.run("BeginTransaction", request, |call, _| async move {
+            Ok(call.state.begin_transaction(call.route).await?.into())
+        })
+        .await
+    }
+
+    async fn execute_in_transaction(&self, request: Request<pb::TransactionSqlRequest>) -> RpcResult<pb::SqlResult> {
+        self.run("ExecuteInTransaction", request, |call, req| async move {
+            let params = params_from_pb(req.params)?;
+            let result = call
+                .state
+                .execute_in_transaction(call.route, &req.transaction_id, &req.sql, params)
+                .await?;
+            Ok(result.into())
+        })
+        .await
+    }
+
+    async fn commit_transaction(&self, request: Request<pb::TransactionRequest>) -> RpcResult<pb::Empty> {
+        self.run("CommitTransaction", request, |call, req| async move {
+            call.state.commit_transaction(call.route, &req.transaction_id).await?;
+            Ok(pb::Empty {})
+        })
+        .await
+    }
+
+    async fn rollback_transaction(&self, request: Request<pb::TransactionRequest>) -> RpcResult<pb::Empty> {
+        self.run("RollbackTransaction", request, |call, req| async move {
+            call.state.rollback_transaction(call.route, &req.transaction_id).await?;
+            Ok(pb::Empty {})
+        })
+        .await
+    }
+
+    // ---------------------------------------------------------------- info, tables and rows
+
+    async fn get_info(&self, request: Request<pb::Empty>) -> RpcResult<pb::DatabaseInfo> {
+        self.run("GetInfo", request, |call, _| async move {
+            Ok(call.data().info().await?.into())
+        })
+        .await
+    }
+
+    async fn list_tables(&self, request: Request<pb::Empty>) -> RpcResult<pb::NameList> {
+        self.run("ListTables", request, |call, _| async move {
+            Ok(pb::NameList {
+                names: call.data().list_tables().await?,
+            })
+        })
+        .await
+    }
+
+    async fn get_table_schema(&self, request: Request<pb::TableRequest>) -> RpcResult<pb::TableSchema> {
+        self.run("GetTableSchema", request, |call, req| async move {
+            Ok(call.data().table_schema(&req.table).await?.into())
+        })
+        .await
+    }
+
+    async fn count_rows(&self, request: Request<pb::TableRequest>) -> RpcResult<pb::Count> {
+        self.run("CountRows", request, |call, req| async move {
+            Ok(pb::Count {
+                count: call.data().count_rows(&req.table).await?,
+            })
+        })
+        .await
+    }
+
+    async fn browse_rows(&self, request: Request<pb::BrowseRequest>) -> RpcResult<pb::RowPage> {
+        self.run("BrowseRows", request, |call, req| async move {
+            Ok(call
+                .data()
+                .browse_rows(&req.name, req.page, req.page_size)
+                .await?
+                .into())
+        })
+        .await
+    }
+
+    async fn get_row(&self, request: Request<pb::RowKeyRequest>) -> RpcResult<pb::OptionalRow> {
+        self.run("GetRow", request, |call, req| async move {
+            let key = required_value(req.key, "key")?;
+            let row = call.data().get_row(&req.table, key).await?;
+            Ok(pb::OptionalRow {
+                row: row.map(|values| pb::ValueMap {
+                    values: row_to_pb(values),
+                }),
+            })
+        })
+        .await
+    }
+
+    async fn insert_row(&self, request: Request<pb::InsertRowRequest>) -> RpcResult<pb::Count> {
+        self.run("InsertRow", request, |call, req| async move {
+            let count = call.data().insert_row(&req.table, row_from_pb(req.values)).await?;
+            Ok(pb::Count { count })
+        })
+        .await
+    }
+
+    async fn update_row(&self, request: Request<pb::UpdateRowRequest>) -> RpcResult<pb::Count> {
+        self.run("UpdateRow", request, |call, req| async move {
+            let key = required_value(req.key, "key")?;
+            let count = call.data().update_row(&req.table, key, row_from_pb(req.values)).await?;
+            Ok(pb::Count { count })
+        })
+        .await
+    }
+
+    async fn delete_row(&self, request: Request<pb::RowKeyRequest>) -> RpcResult<pb::Count> {
+        self.run("DeleteRow", request, |call, req| async move {
+            let key = required_value(req.key, "key")?;
+            let count = call.data().delete_row(&req.table, key).await?;
+            Ok(pb::Count { count })
+        })
+        .await
+    }
+
+    // ---------------------------------------------------------------- collections
+
+    async fn list_collections(&self, request: Request<pb::Empty>) -> RpcResult<pb::NameList> {
+        self.run("ListCollections", request, |call, _| async move {
+            Ok(pb::NameList {
+                names: call.data().list_collections().await?,
+            })
+        })
+        .await
+    }
+
+    async fn count_documents(&self, request: Request<pb::CollectionRequest>) -> RpcResult<pb::Count> {
+        self.run("CountDocuments", request, |call, req| async move {
+            Ok(pb::Count {
+                count: call.data().count_documents(&req.collection).await?,
+            })
+        })
+        .await
+    }
+
+    async fn browse_documents(&self, request: Request<pb::BrowseRequest>) -> RpcResult<pb::DocumentPage> {
+        self.run("BrowseDocuments", request, |call, req| async move {
+            let page = call.data().browse_documents(&req.name, req.page, req.page_size).await?;
+            Ok(page.into())
+        })
+        .await
+    }
+
+    async fn get_document(&self, request: Request<pb::DocumentKeyRequest>) -> RpcResult<pb::OptionalDocument> {
+        self.run("GetDocument", request, |call, req| async move {
+            let document = call.data().get_document(&req.collection, &req.key).await?;
+            Ok(pb::OptionalDocument {
+                json: document.map(|d| d.to_string()),
+            })
+        })
+        .await
+    }
+
+    async fn put_document(&self, request: Request<pb::PutDocumentRequest>) -> RpcResult<pb::Empty> {
+        self.run("PutDocument", request, |call, req| async move {
+            let document = document_from_json(&req.json)?;
+            call.data().put_document(&req.collection, &req.key, document).await?;
+            Ok(pb::Empty {})
+        })
+        .await
+    }
+
+    async fn delete_document(&self, request: Request<pb::DocumentKeyRequest>) -> RpcResult<pb::Existed> {
+        self.run("DeleteDocument", request, |call, req| async move {
+            Ok(pb::Existed {
+                existed: call.data().delete_document(&req.collection, &req.key).await?,
+            })
+        })
+        .await
+    }
+
+    async fn drop_collection(&self, request: Request<pb::CollectionRequest>) -> RpcResult<pb::Existed> {
+        self.run("DropCollection", request, |call, req| async move {
+            Ok(pb::Existed {
+                existed: call.data().drop_collection(&req.collection).await?,
+            })
+        })
+        .await
+    }
+
+    // ---------------------------------------------------------------- saved queries
+
+    async fn list_saved_queries(&self, request: Request<pb::Empty>) -> RpcResult<pb::SavedQueryList> {
+        self.run("ListSavedQueries", request, |call, _| async move {
+            let queries = call.data().list_saved_queries().await?;
+            Ok(pb::SavedQueryList {
+                items: queries.into_iter().map(Into::into).collect(),
+            })
+        })
+        .await
+    }
+
+    async fn get_saved_query(&self, request: Request<pb::NameRequest>) -> RpcResult<pb::OptionalSavedQuery> {
+        self.run("GetSavedQuery", request, |call, req| async move {
+            let query = call.data().get_saved_query(&req.name).await?;
+            Ok(pb::OptionalSavedQuery {
+                saved_query: query.map(Into::into),
+            })
+        })
+        .await
+    }
+
+    async fn put_saved_query(&self, request: Request<pb::PutSavedQueryRequest>) -> RpcResult<pb::SavedQuery> {
+        self.run("PutSavedQuery", request, |call, req| async move {
+            Ok(call.data().put_saved_query(&req.name, &req.sql_text).await?.into())
+        })
+        .await
+    }
+
+    async fn delete_saved_query(&self, request: Request<pb::NameRequest>) -> RpcResult<pb::Existed> {
+        self.run("DeleteSavedQuery", request, |call, req| async move {
+            Ok(pb::Existed {
+                existed: call.data().delete_saved_query(&req.name).await?,
+            })
+        })
+        .await
+    }
+
+    // ---------------------------------------------------------------- procedures
+
+    async fn list_procedures(&self, request: Request<pb::Empty>) -> RpcResult<pb::ProcedureList> {
+        self.run("ListProcedures", request, |call, _| async move {
+            let procedures = call.data().list_procedures().await?;
+            Ok(pb::ProcedureList {
+                items: procedures.into_iter().map(Into::into).collect(),
+            })
+        })
+        .await
+    }
+
+    async fn get_procedure(&self, request: Request<pb::NameRequest>) -> RpcResult<pb::OptionalProcedure> {
+        self.run("GetProcedure", request, |call, req| async move {
+            let procedure = call.data().get_procedure(&req.name).await?;
+            Ok(pb::OptionalProcedure {
+                procedure: procedure.map(Into::into),
+            })
+        })
+        .await
+    }
+
+    async fn put_procedure(&self, request: Request<pb::ProcedureDefinition>) -> RpcResult<pb::ProcedureDefinition> {
+        self.run("PutProcedure", request, |call, req| async move {
+            Ok(call.data().put_procedure(req.into()).await?.into())
+        })
+        .await
+    }
+
+    async fn delete_procedure(&self, request: Request<pb::NameRequest>) -> RpcResult<pb::Existed> {
+        self.run("DeleteProcedure", request, |call, req| async move {
+            Ok(pb::Existed {
+                existed: call.data().delete_procedure(&req.name).await?,
+            })
+        })
+        .await
+    }
+
+    async fn execute_procedure(&self, request: Request<pb::ExecuteProcedureRequest>) -> RpcResult<pb::SqlResult> {
+        self.run("ExecuteProcedure", request, |call, req| async move {
+            let args = params_from_pb(req.args)?;
+            Ok(call.data().execute_procedure(&req.name, args).await?.into())
+        })
+        .await
+    }
+}

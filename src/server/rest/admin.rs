@@ -1,0 +1,140 @@
+//! Shard-admin endpoints for operators: `/api/sharding/...`.
+//!
+//! They ignore the route headers. On a daemon serving an unsharded database each answers 404
+//! with `errorCode` `not_sharded`.
+
+use axum::extract::State;
+
+use super::error::{ApiError, Problem};
+use super::extract::Json;
+use super::schema::{
+    AllShardsSqlRequest, CatalogStateBody, ResolveRequest, ResolvedRouteBody, ShardMapSnapshotBody, ShardSqlResultBody,
+    ShardStatusBody,
+};
+use crate::client::{ShardSqlResult, ShardedClient};
+use crate::error::{Error, ErrorKind};
+use crate::routing::RouteContext;
+use crate::server::ServerState;
+
+/// What a fan-out reports for a shard that failed internally; the real error is logged.
+const INTERNAL_SHARD_ERROR: &str = "the shard could not complete the request; the daemon log has the details";
+
+fn sharded(state: &ServerState) -> Result<&ShardedClient, ApiError> {
+    state.sharded().ok_or(ApiError::Data(Error::NotSharded))
+}
+
+/// A secret-free snapshot of the live shard map.
+#[utoipa::path(
+    get,
+    path = "/api/sharding/map",
+    tag = "sharding",
+    operation_id = "getShardMap",
+    responses((status = 200, description = "The map", body = ShardMapSnapshotBody))
+)]
+pub async fn shard_map(State(state): State<ServerState>) -> Result<axum::Json<ShardMapSnapshotBody>, ApiError> {
+    Ok(axum::Json(sharded(&state)?.map_snapshot().into()))
+}
+
+/// Where a route resolves: token, bucket, shard and whether a pin or a bucket range decided.
+#[utoipa::path(
+    post,
+    path = "/api/sharding/resolve",
+    tag = "sharding",
+    operation_id = "resolveShardRoute",
+    request_body = ResolveRequest,
+    responses((status = 200, description = "The resolution", body = ResolvedRouteBody))
+)]
+pub async fn resolve(
+    State(state): State<ServerState>,
+    Json(request): Json<ResolveRequest>,
+) -> Result<axum::Json<ResolvedRouteBody>, ApiError> {
+    let sharded = sharded(&state)?;
+    let route = RouteContext::new(&request.keyspace, &request.key)?;
+    Ok(axum::Json(sharded.resolve_route(&route)?.into()))
+}
+
+/// Every shard's health (a real probe) and metadata, in definition order.
+#[utoipa::path(
+    get,
+    path = "/api/sharding/status",
+    tag = "sharding",
+    operation_id = "getShardStatus",
+    responses((status = 200, description = "Per-shard status", body = Vec<ShardStatusBody>))
+)]
+pub async fn status(State(state): State<ServerState>) -> Result<axum::Json<Vec<ShardStatusBody>>, ApiError> {
+    let statuses = sharded(&state)?.status().await;
+    Ok(axum::Json(statuses.into_iter().map(Into::into).collect()))
+}
+
+/// Runs SQL (typically schema setup) on every enabled shard in parallel. One failing shard
+/// does not stop the others; each reports its result or error.
+#[utoipa::path(
+    post,
+    path = "/api/sharding/sql/execute-all",
+    tag = "sharding",
+    operation_id = "executeSqlOnAllShards",
+    request_body = AllShardsSqlRequest,
+    responses((status = 200, description = "Per-shard outcome, in definition order", body = Vec<ShardSqlResultBody>))
+)]
+pub async fn execute_all(
+    State(state): State<ServerState>,
+    Json(request): Json<AllShardsSqlRequest>,
+) -> Result<axum::Json<Vec<ShardSqlResultBody>>, ApiError> {
+    let outcomes = sharded(&state)?.execute_sql_on_all_shards(&request.sql).await?;
+    Ok(axum::Json(fan_out_bodies(outcomes)))
+}
+
+/// Runs read-only SQL on every enabled shard in parallel, on connections that cannot write.
+/// Any statement that could write refuses the whole request (400 `read_only`) and nothing runs.
+#[utoipa::path(
+    post,
+    path = "/api/sharding/sql/read-all",
+    tag = "sharding",
+    operation_id = "executeReadOnlySqlOnAllShards",
+    request_body = AllShardsSqlRequest,
+    responses(
+        (status = 200, description = "Per-shard outcome, in definition order", body = Vec<ShardSqlResultBody>),
+        (status = 400, description = "A statement is not a read-only query (`read_only`), or other bad input",
+            body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn read_all(
+    State(state): State<ServerState>,
+    Json(request): Json<AllShardsSqlRequest>,
+) -> Result<axum::Json<Vec<ShardSqlResultBody>>, ApiError> {
+    let outcomes = sharded(&state)?
+        .execute_read_only_sql_on_all_shards(&request.sql)
+        .await?;
+    Ok(axum::Json(fan_out_bodies(outcomes)))
+}
+
+/// The master catalog: active and pending maps (secret-free) and history.
+#[utoipa::path(
+    get,
+    path = "/api/sharding/catalog",
+    tag = "sharding",
+    operation_id = "getShardCatalog",
+    responses((status = 200, description = "The catalog state", body = CatalogStateBody))
+)]
+pub async fn catalog(State(state): State<ServerState>) -> Result<axum::Json<CatalogStateBody>, ApiError> {
+    Ok(axum::Json(sharded(&state)?.catalog_state().await?.into()))
+}
+
+/// Per-shard outcomes for the wire: internal failures are logged and reported generically, like
+/// every other internal error.
+fn fan_out_bodies(outcomes: Vec<ShardSqlResult>) -> Vec<ShardSqlResultBody> {
+    outcomes
+        .into_iter()
+        .map(|mut outcome| {
+            if outcome.error_code.as_deref() == Some(ErrorKind::Internal.code()) {
+                tracing::error!(
+                    shard = %outcome.shard_id,
+                    error = outcome.error.as_deref().unwrap_or_default(),
+                    "shard failed during fan-out"
+                );
+                outcome.error = Some(INTERNAL_SHARD_ERROR.to_owned());
+            }
+            outcome.into()
+        })
+        .collect()
+}

@@ -1,0 +1,90 @@
+//! `GET /api/info`, `POST /api/sql/execute` and `POST /api/sql/read-only`.
+
+use axum::extract::State;
+
+use super::error::ApiError;
+use super::extract::{Json, Route};
+use super::schema::{DatabaseInfoBody, SqlRequest, SqlResultBody};
+use crate::server::{Backend, ServerState};
+
+/// Counts of tables, indexes, views, triggers, collections, saved queries and procedures: of the
+/// route's shard, or summed over every shard when no route is sent.
+#[utoipa::path(
+    get,
+    path = "/api/info",
+    tag = "data",
+    operation_id = "getInfo",
+    responses((status = 200, description = "Counts", body = DatabaseInfoBody))
+)]
+pub async fn info(
+    State(state): State<ServerState>,
+    Route(route): Route,
+) -> Result<axum::Json<DatabaseInfoBody>, ApiError> {
+    let mut info = state.data_client(route.clone()).info().await?;
+    // Clients learn which database answered, never where its file lives.
+    info.data_source = match (state.backend(), &route) {
+        (Backend::Sharded(sharded), Some(route)) => {
+            let resolved = sharded.resolve_route(route)?;
+            format!("{}&shard={}", sharded.data_source(), resolved.shard_id)
+        }
+        (Backend::Sharded(sharded), None) => sharded.data_source().to_owned(),
+        (Backend::Plain(local), _) => local
+            .database()
+            .path()
+            .file_name()
+            .map_or_else(|| "database".to_owned(), |name| name.to_string_lossy().into_owned()),
+    };
+    Ok(axum::Json(info.into()))
+}
+
+/// Executes SQL (one statement or a script) with bound parameters on the route's shard.
+#[utoipa::path(
+    post,
+    path = "/api/sql/execute",
+    tag = "data",
+    operation_id = "executeSql",
+    request_body = SqlRequest,
+    responses(
+        (status = 200, description = "The result of the last statement that returned rows", body = SqlResultBody),
+        (status = 409, description = "A constraint was violated (`constraint`)", body = super::error::Problem,
+            content_type = "application/problem+json"),
+    )
+)]
+pub async fn execute_sql(
+    State(state): State<ServerState>,
+    Route(route): Route,
+    Json(request): Json<SqlRequest>,
+) -> Result<axum::Json<SqlResultBody>, ApiError> {
+    let result = state
+        .data_client(route)
+        .execute_sql(&request.sql, request.parameters.unwrap_or_default())
+        .await?;
+    Ok(axum::Json(result.into()))
+}
+
+/// Executes SQL that must not write, on the route's shard: every statement must be a query that
+/// SQLite reports as read-only, run on a connection that cannot write; otherwise nothing runs
+/// (400 `read_only`).
+#[utoipa::path(
+    post,
+    path = "/api/sql/read-only",
+    tag = "data",
+    operation_id = "executeReadOnlySql",
+    request_body = SqlRequest,
+    responses(
+        (status = 200, description = "The result of the last statement that returned rows", body = SqlResultBody),
+        (status = 400, description = "A statement could write (`read_only`), or other bad input", body = super::error::Problem,
+            content_type = "application/problem+json"),
+    )
+)]
+pub async fn execute_read_only_sql(
+    State(state): State<ServerState>,
+    Route(route): Route,
+    Json(request): Json<SqlRequest>,
+) -> Result<axum::Json<SqlResultBody>, ApiError> {
+    let result = state
+        .data_client(route)
+        .execute_read_only_sql(&request.sql, request.parameters.unwrap_or_default())
+        .await?;
+    Ok(axum::Json(result.into()))
+}

@@ -1,0 +1,212 @@
+//! The OpenAPI document served at `/openapi.json`.
+//!
+//! Operations come from the handlers' `#[utoipa::path]` annotations, collected by utoipa-axum as
+//! the router is built, so an endpoint cannot exist without being documented. [`complete`] then
+//! adds what every operation shares, in one place: the route headers of data endpoints, the
+//! problem responses (400, 500; 401 when an API key is configured; 413 and 415 where there is a
+//! body; 503 on data endpoints; 404 `not_sharded` on shard-admin endpoints) and the API-key
+//! security scheme.
+
+use axum::Extension;
+use axum::body::Bytes;
+use axum::http::{HeaderValue, header};
+use axum::response::IntoResponse;
+use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn, PathItem};
+use utoipa::openapi::request_body::RequestBody;
+use utoipa::openapi::response::{Response, ResponseBuilder};
+use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{Content, Header, OpenApi, Ref, RefOr, Required};
+use utoipa::{OpenApi as _, ToSchema};
+
+use super::error::{PROBLEM_CONTENT_TYPE, Problem};
+use super::schema::{ParamsSchema, ValueSchema};
+use crate::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig};
+
+/// The static part of the document; operations are added by the router.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(
+        title = "shardlite daemon",
+        description = "Application-level sharding for SQLite. Data endpoints run on the shard that the \
+            route headers X-CSharpDB-Keyspace and X-CSharpDB-Shard-Key resolve to (send both or neither); \
+            shard-admin endpoints are under /api/sharding. Errors are application/problem+json bodies with \
+            title, status, detail and a stable errorCode."
+    ),
+    paths(openapi_json),
+    components(schemas(Problem, ValueSchema, ParamsSchema)),
+    tags(
+        (name = "data", description = "SQL and database information"),
+        (name = "transactions", description = "Remote transactions with an idle timeout"),
+        (name = "tables", description = "Tables and rows by primary key"),
+        (name = "collections", description = "JSON documents by key"),
+        (name = "saved queries", description = "Named SQL texts, stored per shard"),
+        (name = "procedures", description = "Named, parameterised SQL bodies, executed atomically"),
+        (name = "sharding", description = "Shard-admin endpoints for operators (404 on an unsharded daemon)"),
+        (name = "meta", description = "This document"),
+    )
+)]
+pub struct ApiDoc;
+
+/// The static part of the document.
+pub fn base() -> OpenApi {
+    ApiDoc::openapi()
+}
+
+/// The finished document, serialised once when the router is built.
+#[derive(Debug, Clone)]
+pub struct OpenApiJson(pub Bytes);
+
+/// This document.
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    tag = "meta",
+    operation_id = "getOpenApiDocument",
+    responses((status = 200, description = "The OpenAPI document of this daemon", body = Object,
+        content_type = "application/json"))
+)]
+pub async fn openapi_json(Extension(OpenApiJson(json)): Extension<OpenApiJson>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        json,
+    )
+}
+
+/// Adds the shared parameters, responses and security to every operation of `doc`.
+pub fn complete(mut doc: OpenApi, config: &ServerConfig) -> OpenApi {
+    let authenticated = config.api_key.is_some();
+    for (path, item) in &mut doc.paths.paths {
+        let area = Area::of(path);
+        for operation in operations(item) {
+            if area == Area::Data {
+                add_route_headers(operation);
+            }
+            let has_body = operation.request_body.as_ref().is_some_and(has_content);
+            let responses = &mut operation.responses.responses;
+            let mut add = |status: &str, response: Response| {
+                responses.entry(status.to_owned()).or_insert(RefOr::T(response));
+            };
+            add(
+                "400",
+                problem_response("Bad input: a malformed body, query, path, header or id"),
+            );
+            add(
+                "500",
+                problem_response("An internal failure (details are only in the daemon log)"),
+            );
+            if authenticated {
+                add(
+                    "401",
+                    problem_response("The API key is missing or wrong (`unauthenticated`)"),
+                );
+            }
+            if has_body {
+                add(
+                    "413",
+                    problem_response("The body is larger than the daemon's limit (`payload_too_large`)"),
+                );
+                add(
+                    "415",
+                    problem_response("The body is not application/json (`unsupported_media_type`)"),
+                );
+            }
+            match area {
+                Area::Data => add("503", busy_response()),
+                Area::Sharding => add("404", problem_response("The daemon is not sharded (`not_sharded`)")),
+                Area::Meta => {}
+            }
+        }
+    }
+    if authenticated {
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.security_schemes.insert(
+            "apiKey".to_owned(),
+            RefOr::T(SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new(
+                config.api_key_header.clone(),
+            )))),
+        );
+        doc.security = Some(vec![SecurityRequirement::new("apiKey", Vec::<String>::new())]);
+    }
+    doc
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Area {
+    Data,
+    Sharding,
+    Meta,
+}
+
+impl Area {
+    fn of(path: &str) -> Self {
+        if path.starts_with("/api/sharding/") {
+            Self::Sharding
+        } else if path.starts_with("/api/") {
+            Self::Data
+        } else {
+            Self::Meta
+        }
+    }
+}
+
+fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+    [
+        item.get.as_mut(),
+        item.put.as_mut(),
+        item.post.as_mut(),
+        item.delete.as_mut(),
+        item.patch.as_mut(),
+    ]
+    .into_iter()
+    .flatten()
+}
+
+fn has_content(body: &RefOr<RequestBody>) -> bool {
+    match body {
+        RefOr::T(body) => !body.content.is_empty(),
+        RefOr::Ref(_) => true,
+    }
+}
+
+fn add_route_headers(operation: &mut Operation) {
+    let parameters = operation.parameters.get_or_insert_with(Vec::new);
+    for (name, what) in [(KEYSPACE_HEADER, "keyspace"), (SHARD_KEY_HEADER, "key")] {
+        let description = format!(
+            "The route {what}. Send both route headers or neither; a blank value counts as absent. Operations \
+             that need a route answer 400 `route_required` without one."
+        );
+        parameters.push(RefOr::T(
+            ParameterBuilder::new()
+                .name(name)
+                .parameter_in(ParameterIn::Header)
+                .required(Required::False)
+                .description(Some(description))
+                .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+                .build(),
+        ));
+    }
+}
+
+fn problem_content() -> Content {
+    Content::new(Some(RefOr::Ref(Ref::from_schema_name(Problem::name()))))
+}
+
+fn problem_response(description: &str) -> Response {
+    ResponseBuilder::new()
+        .description(description)
+        .content(PROBLEM_CONTENT_TYPE, problem_content())
+        .build()
+}
+
+fn busy_response() -> Response {
+    let retry_after = Header::new(ObjectBuilder::new().schema_type(Type::Integer));
+    ResponseBuilder::new()
+        .description(
+            "The shard is busy (`busy`: too many open transactions or the write lock is held; retry after \
+             Retry-After seconds) or unavailable (`unavailable`: disabled or closed)",
+        )
+        .content(PROBLEM_CONTENT_TYPE, problem_content())
+        .header("Retry-After", retry_after)
+        .build()
+}

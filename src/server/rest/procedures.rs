@@ -1,0 +1,242 @@
+//! Saved queries (`/api/saved-queries/...`) and procedures (`/api/procedures/...`), both stored
+//! per shard.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+
+use super::error::{ApiError, Problem};
+use super::extract::{Json, Path, Route};
+use super::schema::{
+    ExecuteProcedureRequest, ProcedureBody, ProcedureUpdateRequest, SavedQueryBody, SavedQueryRequest, SqlResultBody,
+};
+use crate::client::ProcedureDefinition;
+use crate::server::ServerState;
+
+/// Saved queries, by name.
+#[utoipa::path(
+    get,
+    path = "/api/saved-queries",
+    tag = "saved queries",
+    operation_id = "listSavedQueries",
+    responses((status = 200, description = "Saved queries", body = Vec<SavedQueryBody>))
+)]
+pub async fn list_saved_queries(
+    State(state): State<ServerState>,
+    Route(route): Route,
+) -> Result<axum::Json<Vec<SavedQueryBody>>, ApiError> {
+    let queries = state.data_client(route).list_saved_queries().await?;
+    Ok(axum::Json(queries.into_iter().map(Into::into).collect()))
+}
+
+/// A saved query by name.
+#[utoipa::path(
+    get,
+    path = "/api/saved-queries/{name}",
+    tag = "saved queries",
+    operation_id = "getSavedQuery",
+    params(("name" = String, Path, description = "The saved query")),
+    responses(
+        (status = 200, description = "The saved query", body = SavedQueryBody),
+        (status = 404, description = "No such saved query", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_saved_query(
+    State(state): State<ServerState>,
+    Route(route): Route,
+    Path(name): Path<String>,
+) -> Result<axum::Json<SavedQueryBody>, ApiError> {
+    match state.data_client(route).get_saved_query(&name).await? {
+        Some(query) => Ok(axum::Json(query.into())),
+        None => Err(ApiError::not_found("saved query", name)),
+    }
+}
+
+/// Creates or replaces a saved query.
+#[utoipa::path(
+    put,
+    path = "/api/saved-queries/{name}",
+    tag = "saved queries",
+    operation_id = "putSavedQuery",
+    params(("name" = String, Path, description = "The saved query")),
+    request_body = SavedQueryRequest,
+    responses((status = 200, description = "The stored query", body = SavedQueryBody))
+)]
+pub async fn put_saved_query(
+    State(state): State<ServerState>,
+    Route(route): Route,
+    Path(name): Path<String>,
+    Json(request): Json<SavedQueryRequest>,
+) -> Result<axum::Json<SavedQueryBody>, ApiError> {
+    let query = state
+        .data_client(route)
+        .put_saved_query(&name, &request.sql_text)
+        .await?;
+    Ok(axum::Json(query.into()))
+}
+
+/// Deletes a saved query.
+#[utoipa::path(
+    delete,
+    path = "/api/saved-queries/{name}",
+    tag = "saved queries",
+    operation_id = "deleteSavedQuery",
+    params(("name" = String, Path, description = "The saved query")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such saved query", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn delete_saved_query(
+    State(state): State<ServerState>,
+    Route(route): Route,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    if state.data_client(route).delete_saved_query(&name).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found("saved query", name))
+    }
+}
+
+/// Procedures, by name.
+#[utoipa::path(
+    get,
+    path = "/api/procedures",
+    tag = "procedures",
+    operation_id = "listProcedures",
+    responses((status = 200, description = "Procedures", body = Vec<ProcedureBody>))
+)]
+pub async fn list_procedures(
+    State(state): State<ServerState>,
+    Route(route): Route,
+) -> Result<axum::Json<Vec<ProcedureBody>>, ApiError> {
+    let procedures = state.data_client(route).list_procedures().await?;
+    Ok(axum::Json(procedures.into_iter().map(Into::into).collect()))
+}
+
+/// Creates (or replaces) a procedure.
+#[utoipa::path(
+    post,
+    path = "/api/procedures",
+    tag = "procedures",
+    operation_id = "createProcedure",
+    request_body = ProcedureBody,
+    responses((status = 201, description = "The stored procedure", body = ProcedureBody))
+)]
+pub async fn create_procedure(
+    State(state): State<ServerState>,
+    Route(route): Route,
+    Json(request): Json<ProcedureBody>,
+) -> Result<(StatusCode, axum::Json<ProcedureBody>), ApiError> {
+    let stored = state.data_client(route).put_procedure(request.into()).await?;
+    Ok((StatusCode::CREATED, axum::Json(stored.into())))
+}
+
+/// A procedure by name.
+#[utoipa::path(
+    get,
+    path = "/api/procedures/{name}",
+    tag = "procedures",
+    operation_id = "getProcedure",
+    params(("name" = String, Path, description = "The procedure")),
+    responses(
+        (status = 200, description = "The procedure", body = ProcedureBody),
+        (status = 404, description = "No such procedure", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_procedure(
+    State(state): State<ServerState>,
+    Route(route): Route,
+    Path(name): Path<String>,
+) -> Result<axum::Json<ProcedureBody>, ApiError> {
+    match state.data_client(route).get_procedure(&name).await? {
+        Some(procedure) => Ok(axum::Json(procedure.into())),
+        None => Err(ApiError::not_found("procedure", name)),
+    }
+}
+
+/// Creates or replaces the procedure named in the path.
+#[utoipa::path(
+    put,
+    path = "/api/procedures/{name}",
+    tag = "procedures",
+    operation_id = "putProcedure",
+    params(("name" = String, Path, description = "The procedure")),
+    request_body = ProcedureUpdateRequest,
+    responses((status = 200, description = "The stored procedure", body = ProcedureBody))
+)]
+pub async fn put_procedure(
+    State(state): State<ServerState>,
+    Route(route): Route,
+    Path(name): Path<String>,
+    Json(request): Json<ProcedureUpdateRequest>,
+) -> Result<axum::Json<ProcedureBody>, ApiError> {
+    if let Some(body_name) = &request.name
+        && body_name != &name
+    {
+        return Err(ApiError::invalid(
+            "name",
+            format!("the body names procedure '{body_name}' but the path names '{name}'"),
+        ));
+    }
+    let definition = ProcedureDefinition {
+        name,
+        body_sql: request.body_sql,
+        parameters: request.parameters.into_iter().map(Into::into).collect(),
+        description: request.description,
+    };
+    let stored = state.data_client(route).put_procedure(definition).await?;
+    Ok(axum::Json(stored.into()))
+}
+
+/// Deletes a procedure.
+#[utoipa::path(
+    delete,
+    path = "/api/procedures/{name}",
+    tag = "procedures",
+    operation_id = "deleteProcedure",
+    params(("name" = String, Path, description = "The procedure")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such procedure", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn delete_procedure(
+    State(state): State<ServerState>,
+    Route(route): Route,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    if state.data_client(route).delete_procedure(&name).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found("procedure", name))
+    }
+}
+
+/// Runs a procedure atomically with arguments: every statement takes effect, or none does.
+#[utoipa::path(
+    post,
+    path = "/api/procedures/{name}/execute",
+    tag = "procedures",
+    operation_id = "executeProcedure",
+    params(("name" = String, Path, description = "The procedure")),
+    request_body = ExecuteProcedureRequest,
+    responses(
+        (status = 200, description = "The result of the body's last statement that returned rows", body = SqlResultBody),
+        (status = 404, description = "No such procedure", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "A constraint was violated; nothing was written", body = Problem,
+            content_type = "application/problem+json"),
+    )
+)]
+pub async fn execute_procedure(
+    State(state): State<ServerState>,
+    Route(route): Route,
+    Path(name): Path<String>,
+    Json(request): Json<ExecuteProcedureRequest>,
+) -> Result<axum::Json<SqlResultBody>, ApiError> {
+    let result = state
+        .data_client(route)
+        .execute_procedure(&name, request.args.unwrap_or_default())
+        .await?;
+    Ok(axum::Json(result.into()))
+}

@@ -1,0 +1,110 @@
+//! Remote transactions: `POST /api/transactions` and `/api/transactions/{id}/execute|commit|rollback`.
+//!
+//! Begin needs a route; the returned id (`csdbshard:{mapVersion}:{shardId}:{innerId}` on a sharded
+//! daemon) routes the later calls by itself. A route sent with an id must resolve to the id's
+//! shard (409 otherwise), and an id from another map version is refused (409). A transaction left
+//! idle past the daemon's timeout is rolled back and then answers `expired` (409).
+
+use axum::extract::State;
+use axum::http::StatusCode;
+
+use super::error::{ApiError, Problem};
+use super::extract::{Json, Path, Route};
+use super::schema::{SqlRequest, SqlResultBody, TransactionInfoBody};
+use crate::server::ServerState;
+
+/// Begins a transaction on the route's shard. It holds the shard's write lock until commit,
+/// rollback or expiry.
+#[utoipa::path(
+    post,
+    path = "/api/transactions",
+    tag = "transactions",
+    operation_id = "beginTransaction",
+    responses(
+        (status = 200, description = "The transaction id and its idle expiry", body = TransactionInfoBody),
+    )
+)]
+pub async fn begin(
+    State(state): State<ServerState>,
+    Route(route): Route,
+) -> Result<axum::Json<TransactionInfoBody>, ApiError> {
+    let info = state.begin_transaction(route).await?;
+    Ok(axum::Json(info.into()))
+}
+
+/// Executes SQL inside a transaction and extends its idle expiry.
+#[utoipa::path(
+    post,
+    path = "/api/transactions/{id}/execute",
+    tag = "transactions",
+    operation_id = "executeInTransaction",
+    params(("id" = String, Path, description = "The transaction id, URL-encoded")),
+    request_body = SqlRequest,
+    responses(
+        (status = 200, description = "The result", body = SqlResultBody),
+        (status = 404, description = "No such open transaction", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 409, description = "The route conflicts with the transaction's shard (`conflict`), the id is \
+            from another map version (`stale_map_version`), the transaction expired (`expired`), or a constraint \
+            was violated (`constraint`)", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn execute(
+    State(state): State<ServerState>,
+    Route(route): Route,
+    Path(id): Path<String>,
+    Json(request): Json<SqlRequest>,
+) -> Result<axum::Json<SqlResultBody>, ApiError> {
+    let result = state
+        .execute_in_transaction(route, &id, &request.sql, request.parameters.unwrap_or_default())
+        .await?;
+    Ok(axum::Json(result.into()))
+}
+
+/// Commits a transaction.
+#[utoipa::path(
+    post,
+    path = "/api/transactions/{id}/commit",
+    tag = "transactions",
+    operation_id = "commitTransaction",
+    params(("id" = String, Path, description = "The transaction id, URL-encoded")),
+    responses(
+        (status = 204, description = "Committed"),
+        (status = 404, description = "No such open transaction", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 409, description = "Route conflict, stale map version, or expired", body = Problem,
+            content_type = "application/problem+json"),
+    )
+)]
+pub async fn commit(
+    State(state): State<ServerState>,
+    Route(route): Route,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    state.commit_transaction(route, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Rolls back a transaction.
+#[utoipa::path(
+    post,
+    path = "/api/transactions/{id}/rollback",
+    tag = "transactions",
+    operation_id = "rollbackTransaction",
+    params(("id" = String, Path, description = "The transaction id, URL-encoded")),
+    responses(
+        (status = 204, description = "Rolled back"),
+        (status = 404, description = "No such open transaction", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 409, description = "Route conflict, stale map version, or expired", body = Problem,
+            content_type = "application/problem+json"),
+    )
+)]
+pub async fn rollback(
+    State(state): State<ServerState>,
+    Route(route): Route,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    state.rollback_transaction(route, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
