@@ -120,7 +120,10 @@ fn data_commands_fail_clearly_with_non_zero_exit() {
     let dir = common::temp_dir();
     let conn = seeded(dir.path());
     for (args, needle) in [
-        (vec!["read-all", "-c", &conn, "CREATE TABLE x (id INTEGER)"], "read-only"),
+        (
+            vec!["read-all", "-c", &conn, "CREATE TABLE x (id INTEGER)"],
+            "read-only",
+        ),
         (vec!["sql", "-c", &conn, "SELECT 1"], "route is required"),
         (vec!["sql", "-c", "Data Sorce=x.db", "SELECT 1"], "Data Sorce"),
         (
