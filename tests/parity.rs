@@ -348,6 +348,67 @@ async fn transcript_in_process() -> Vec<String> {
     transcript
 }
 
+#[cfg(all(feature = "server", feature = "grpc", feature = "http"))]
+mod remote {
+    use super::*;
+    use common::daemon::start_daemon_on;
+    use shardlite::server::ServerConfig;
+    use shardlite::transport::RemoteOptions;
+    use shardlite::transport::grpc::GrpcClient;
+    use shardlite::transport::http::HttpClient;
+
+    fn over_grpc(endpoint: &str) -> Surface {
+        let client = GrpcClient::new(RemoteOptions::new(endpoint)).unwrap();
+        let routed = client.clone();
+        Surface {
+            name: "grpc",
+            routed: Box::new(move |route| Arc::new(routed.with_route(route)) as Arc<dyn DataClient>),
+            unrouted: Arc::new(client.clone()),
+            admin: Arc::new(client),
+        }
+    }
+
+    fn over_http(endpoint: &str) -> Surface {
+        let client = HttpClient::new(RemoteOptions::new(endpoint)).unwrap();
+        let routed = client.clone();
+        Surface {
+            name: "http",
+            routed: Box::new(move |route| Arc::new(routed.with_route(route)) as Arc<dyn DataClient>),
+            unrouted: Arc::new(client.clone()),
+            admin: Arc::new(client),
+        }
+    }
+
+    async fn transcript_over(surface: fn(&str) -> Surface) -> Vec<String> {
+        let dir = common::temp_dir();
+        let master = seeded_master(dir.path()).await;
+        let daemon = start_daemon_on(&master, ServerConfig::default()).await;
+        let surface = surface(&daemon.base_url);
+        let transcript = behaviour_suite(&surface).await;
+        daemon.stop().await.unwrap();
+        transcript
+    }
+
+    fn assert_same(name: &str, expected: &[String], actual: &[String]) {
+        for (i, (want, got)) in expected.iter().zip(actual).enumerate() {
+            assert_eq!(want, got, "{name}: step {i} differs from in-process");
+        }
+        assert_eq!(expected.len(), actual.len(), "{name}: transcript lengths differ");
+    }
+
+    #[tokio::test]
+    async fn grpc_behaves_exactly_like_in_process() {
+        let expected = transcript_in_process().await;
+        assert_same("grpc", &expected, &transcript_over(over_grpc).await);
+    }
+
+    #[tokio::test]
+    async fn http_behaves_exactly_like_in_process() {
+        let expected = transcript_in_process().await;
+        assert_same("http", &expected, &transcript_over(over_http).await);
+    }
+}
+
 #[tokio::test]
 async fn the_in_process_suite_behaves_as_documented() {
     let transcript = transcript_in_process().await;

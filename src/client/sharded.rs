@@ -191,10 +191,12 @@ impl ShardedClient {
                             Err(err) => ShardSlot::Unavailable(err.to_string()),
                         }
                     }
-                    ShardTarget::Endpoint { transport, .. } => ShardSlot::Unavailable(format!(
-                        "remote shards over {} are not supported by this build",
-                        transport.as_str()
-                    )),
+                    ShardTarget::Endpoint { endpoint, transport } => {
+                        let mut remote = RemoteShard::new(endpoint.clone(), *transport);
+                        remote.api_key = shard.api_key.clone();
+                        remote.api_key_header = shard.api_key_header_name.clone();
+                        remote.open()
+                    }
                     ShardTarget::ConnectionString(secret) => {
                         open_connection_string_shard(&shard.id, secret, engine).await
                     }
@@ -534,6 +536,76 @@ impl ShardedClient {
     }
 }
 
+/// A shard served by another daemon (one plain database behind it).
+struct RemoteShard {
+    endpoint: String,
+    transport: crate::map::Transport,
+    api_key: Option<crate::map::Secret>,
+    api_key_header: Option<String>,
+    connect_timeout: Option<std::time::Duration>,
+    request_timeout: Option<std::time::Duration>,
+}
+
+impl RemoteShard {
+    fn new(endpoint: String, transport: crate::map::Transport) -> Self {
+        Self {
+            endpoint,
+            transport,
+            api_key: None,
+            api_key_header: None,
+            connect_timeout: None,
+            request_timeout: None,
+        }
+    }
+
+    /// A client for the shard's daemon. Remote clients connect lazily, so an unreachable daemon
+    /// does not stop the others from opening: it shows as unhealthy in status and its routes fail
+    /// with a transport error naming the endpoint.
+    #[cfg(any(feature = "grpc", feature = "http"))]
+    fn open(self) -> ShardSlot {
+        use crate::map::Transport;
+        use crate::transport::RemoteOptions;
+
+        let mut options = RemoteOptions::new(self.endpoint);
+        if let Some(key) = self.api_key {
+            options = options.with_api_key(key.expose());
+        }
+        if let Some(header) = self.api_key_header {
+            options = options.with_api_key_header(header);
+        }
+        if let Some(timeout) = self.connect_timeout {
+            options = options.with_connect_timeout(timeout);
+        }
+        if let Some(timeout) = self.request_timeout {
+            options = options.with_request_timeout(timeout);
+        }
+        let client: Result<Arc<dyn DataClient>> = match self.transport {
+            #[cfg(feature = "grpc")]
+            Transport::Grpc => crate::transport::grpc::GrpcClient::new(options).map(|c| Arc::new(c) as _),
+            #[cfg(feature = "http")]
+            Transport::Http => crate::transport::http::HttpClient::new(options).map(|c| Arc::new(c) as _),
+            other => Err(Error::invalid_argument(
+                "transport",
+                format!("remote shards over {} need a build with that feature", other.as_str()),
+            )),
+        };
+        match client {
+            Ok(client) => ShardSlot::Ready { client, local: None },
+            Err(err) => ShardSlot::Unavailable(err.to_string()),
+        }
+    }
+
+    #[cfg(not(any(feature = "grpc", feature = "http")))]
+    fn open(self) -> ShardSlot {
+        ShardSlot::Unavailable(format!(
+            "the shard at {} is reached over {}, which needs a build with the '{}' feature",
+            self.endpoint,
+            self.transport.as_str(),
+            self.transport.as_str()
+        ))
+    }
+}
+
 /// Opens a shard defined by a connection string. A `Data Source` is opened in-process; the
 /// string's busy and transaction timeouts override the map-wide settings.
 async fn open_connection_string_shard(
@@ -552,7 +624,15 @@ async fn open_connection_string_shard(
         );
     }
     let Some(path) = options.data_source() else {
-        return ShardSlot::Unavailable("remote shards are not supported by this build".to_owned());
+        let (Some(endpoint), Some(transport)) = (options.endpoint(), options.transport()) else {
+            return ShardSlot::Unavailable("the connection string names neither Data Source nor Endpoint".to_owned());
+        };
+        let mut remote = RemoteShard::new(endpoint.to_owned(), transport);
+        remote.api_key = options.api_key().cloned();
+        remote.api_key_header = options.api_key_header().map(str::to_owned);
+        remote.connect_timeout = options.connect_timeout();
+        remote.request_timeout = options.command_timeout();
+        return remote.open();
     };
     if let Some(busy) = options.busy_timeout() {
         engine.busy_timeout = busy;

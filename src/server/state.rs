@@ -55,6 +55,10 @@ pub enum Backend {
 }
 
 /// Shared state of a running daemon. Cheap to clone.
+///
+/// Data requests run on [`data_client`](Self::data_client). Remote transactions go through
+/// [`begin_transaction`](Self::begin_transaction) and its siblings instead, so the daemon knows
+/// which are open and [`close`](Self::close) can roll them back at shutdown.
 #[derive(Debug, Clone)]
 pub struct ServerState {
     inner: Arc<StateInner>,
