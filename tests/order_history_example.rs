@@ -1,27 +1,13 @@
 //! Runs `examples/order_history.rs` (built by `cargo test`) and checks the story it tells.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
 
-fn example_binary() -> PathBuf {
-    // target/<profile>/deps/<this test> -> target/<profile>/examples/order_history
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe.parent().and_then(|deps| deps.parent()).expect("target profile dir");
-    let binary = profile_dir
-        .join("examples")
-        .join(format!("order_history{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        binary.exists(),
-        "{} missing: run through `cargo test`, which builds examples",
-        binary.display()
-    );
-    binary
-}
+use std::process::Command;
 
 #[test]
 fn order_history_sample_tells_the_seed_story() {
     let kept = tempfile::tempdir().expect("temp dir");
-    let output = Command::new(example_binary())
+    let output = Command::new(common::example_binary("order_history"))
         .arg(kept.path())
         .output()
         .expect("run example");

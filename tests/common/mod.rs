@@ -73,3 +73,19 @@ pub fn files_in(dir: &Path) -> Vec<PathBuf> {
     files.sort();
     files
 }
+
+/// The binary of example `name`, which `cargo test` builds next to the test binaries.
+pub fn example_binary(name: &str) -> PathBuf {
+    // target/<profile>/deps/<test binary> -> target/<profile>/examples/<name>
+    let exe = std::env::current_exe().expect("test binary path");
+    let profile_dir = exe.parent().and_then(|deps| deps.parent()).expect("target profile dir");
+    let binary = profile_dir
+        .join("examples")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        binary.exists(),
+        "{} missing: run through `cargo test`, which builds examples",
+        binary.display()
+    );
+    binary
+}
