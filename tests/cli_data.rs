@@ -181,3 +181,110 @@ fn data_commands_fail_clearly_with_non_zero_exit() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("without a shard map"), "{}", stderr(&out));
 }
+
+/// The same commands against a running daemon, over both transports.
+#[cfg(all(feature = "server", feature = "http", feature = "grpc"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_commands_work_against_a_running_daemon() {
+    let dir = common::temp_dir();
+    let master = dir.path().join("master.db");
+    shardlite::catalog::Catalog::open(&master)
+        .await
+        .unwrap()
+        .seed(common::tenants_options(dir.path()), false)
+        .await
+        .unwrap();
+    let daemon = common::daemon::start_daemon_on(&master, shardlite::server::ServerConfig::default()).await;
+    let run = |args: Vec<String>| async move {
+        tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            shardlite(&args)
+        })
+        .await
+        .unwrap()
+    };
+    let own = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+
+    for transport in ["Grpc", "Http"] {
+        let conn = format!("Endpoint={};Transport={transport}", daemon.base_url);
+        let table = format!("t_{}", transport.to_ascii_lowercase());
+        let out = run(own(&[
+            "exec-all",
+            "-c",
+            &conn,
+            &format!("CREATE TABLE {table} (id INTEGER PRIMARY KEY)"),
+        ]))
+        .await;
+        assert!(out.status.success(), "{transport}: {}", stderr(&out));
+
+        let routed = format!("{conn};Shard Keyspace=tenants;Shard Key=tenant-b");
+        let out = run(own(&[
+            "sql",
+            "-c",
+            &routed,
+            &format!("INSERT INTO {table} VALUES (?1)"),
+            "--params",
+            "[7]",
+        ]))
+        .await;
+        assert!(out.status.success(), "{transport}: {}", stderr(&out));
+        let out = run(own(&[
+            "sql",
+            "-c",
+            &routed,
+            &format!("SELECT id FROM {table}"),
+            "--json",
+        ]))
+        .await;
+        let result: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(result["rows"], serde_json::json!([[7]]), "{transport}");
+
+        let out = run(own(&[
+            "resolve",
+            "-c",
+            &conn,
+            "--keyspace",
+            "tenants",
+            "--key",
+            "tenant-b",
+            "--json",
+        ]))
+        .await;
+        let resolved: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(resolved["shardId"], "s1", "{transport}");
+
+        let out = run(own(&["status", "-c", &conn, "--json"])).await;
+        let status: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(status.as_array().unwrap().len(), 2, "{transport}");
+
+        let out = run(own(&["map", "-c", &conn, "--json"])).await;
+        let map: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(map["keyspace"], "tenants");
+
+        let out = run(own(&[
+            "read-all",
+            "-c",
+            &conn,
+            &format!("SELECT count(*) FROM {table}"),
+            "--json",
+        ]))
+        .await;
+        let counts: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(counts[1]["result"]["rows"], serde_json::json!([[1]]), "{transport}");
+
+        // Errors keep their meaning and exit non-zero.
+        let out = run(own(&["sql", "-c", &conn, "SELECT 1"])).await;
+        assert!(!out.status.success());
+        assert!(
+            stderr(&out).contains("route is required"),
+            "{transport}: {}",
+            stderr(&out)
+        );
+        let out = run(own(&["read-all", "-c", &conn, "DROP TABLE x"])).await;
+        assert!(!out.status.success());
+    }
+    let gone = "Endpoint=http://127.0.0.1:9;Transport=Http;Connect Timeout=2";
+    let out = run(own(&["status", "-c", gone])).await;
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("127.0.0.1:9"), "{}", stderr(&out));
+}
