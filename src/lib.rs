@@ -40,11 +40,19 @@
 //! - [`options`]: connection strings (ADO.NET and URL forms).
 //! - [`paging`]: page fill across route keys, bounded merge, month keys and signed cursors.
 //! - [`error`]: the crate's [`Error`] and [`ErrorKind`].
+//! - `transport` (features `grpc`, `http`): the remote clients, `GrpcClient` and `HttpClient`,
+//!   implementing the same interfaces over the network; header and metadata names in one place.
+//! - `server` (feature `server`): the daemon: REST and gRPC on one port, one error-to-status
+//!   function per protocol, and `/openapi.json`.
+//! - `driver` (feature `sqlx`): the sqlx-core driver, laid out like `sqlx-sqlite`.
 //! - `cli` (feature `cli`): the `shardlite` command line; `src/bin/shardlite.rs` only dispatches.
 //!
 //! ## Features
 //!
 //! - `cli` (default): the `shardlite` binary.
+//! - `server`: the daemon (`shardlite serve`), REST and gRPC on one port; implies `grpc`.
+//! - `grpc`, `http`: the remote clients, remote shards and remote connection strings.
+//! - `sqlx`: the sqlx driver (`Shardlite`, `ShardliteConnection`, `ShardlitePool`).
 //! - `full`: everything.
 
 #![warn(clippy::unwrap_used)]

@@ -578,3 +578,25 @@ proptest! {
         prop_assert_eq!(reparsed.api_key(), options.api_key());
     }
 }
+
+/// The connection strings the README shows parse, and its URL form means the same as the ADO.NET form.
+#[test]
+fn readme_connection_strings_parse() {
+    for text in [
+        "Data Source=data/master.db;Shard Keyspace=orders_by_month;Shard Key=2026-06",
+        "Data Source=app.db",
+        "Endpoint=http://127.0.0.1:61818;Transport=Grpc;Shard Keyspace=orders_by_month;Shard Key=2026-06;Api Key=abc==",
+        "shardlite:///srv/data/master.db?shard_keyspace=orders_by_month&shard_key=2026-06",
+        "shardlite+http://127.0.0.1:61818/?shard_keyspace=orders_by_month&shard_key=2026-06",
+    ] {
+        ConnectionOptions::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    }
+    let url =
+        ConnectionOptions::parse("shardlite+http://127.0.0.1:61818/?shard_keyspace=orders_by_month&shard_key=2026-06")
+            .unwrap();
+    let ado = ConnectionOptions::parse(
+        "Endpoint=http://127.0.0.1:61818;Transport=Http;Shard Keyspace=orders_by_month;Shard Key=2026-06",
+    )
+    .unwrap();
+    assert_eq!(url, ado);
+}

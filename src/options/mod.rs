@@ -673,7 +673,7 @@ fn round_up_to_seconds(duration: Duration) -> Duration {
 
 fn round_up_to_millis(duration: Duration) -> Duration {
     let mut millis = duration.as_millis();
-    if duration.subsec_nanos() % 1_000_000 != 0 {
+    if !duration.subsec_nanos().is_multiple_of(1_000_000) {
         millis += 1;
     }
     Duration::from_millis(u64::try_from(millis).unwrap_or(u64::MAX))

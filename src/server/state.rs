@@ -13,10 +13,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::map::{DEFAULT_API_KEY_HEADER, Secret};
 use crate::routing::RouteContext;
 
-/// Header (HTTP) / metadata key (gRPC, lower-cased) carrying the route keyspace.
-pub const KEYSPACE_HEADER: &str = "X-CSharpDB-Keyspace";
-/// Header (HTTP) / metadata key (gRPC, lower-cased) carrying the route key.
-pub const SHARD_KEY_HEADER: &str = "X-CSharpDB-Shard-Key";
+pub use crate::transport::{KEYSPACE_HEADER, SHARD_KEY_HEADER};
 
 /// Daemon settings.
 #[derive(Debug, Clone)]
