@@ -63,6 +63,7 @@ CREATE TABLE IF NOT EXISTS shardlite_migration_history (
 
 /// One row of catalog history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CatalogHistoryEntry {
     /// When the change was written (RFC 3339).
@@ -83,6 +84,7 @@ pub struct CatalogHistoryEntry {
 
 /// The catalog as operators see it: active and pending maps (secret-free) and history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CatalogState {
     /// `"master-catalog"` when a catalog file backs the map, `"in-memory"` otherwise.

@@ -71,6 +71,7 @@ impl std::fmt::Debug for ShardedClient {
 
 /// One shard's health and metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ShardStatus {
     /// The shard.
@@ -107,6 +108,7 @@ pub struct ShardStatus {
 
 /// One shard's outcome in a fan-out.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ShardSqlResult {
     /// The shard.
@@ -114,10 +116,10 @@ pub struct ShardSqlResult {
     /// Its result, on success.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<SqlResult>,
-    /// Its error, on failure.
+    /// Its error, on failure (the daemon reports internal errors generically).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// The error's [`ErrorKind`](crate::ErrorKind) code, on failure.
+    /// The error's kind code (`ErrorKind::code`), on failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_code: Option<String>,
 }

@@ -103,13 +103,15 @@ impl<'de> Deserialize<'de> for Params {
 
 /// The result of executing SQL.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SqlResult {
     /// Whether a statement returned rows (columns).
     pub is_query: bool,
     /// Column names of the last statement that returned rows.
     pub column_names: Vec<String>,
-    /// Rows of the last statement that returned rows; values in `column_names` order.
+    /// Rows of the last statement that returned rows; values in the order of the column names.
+    #[cfg_attr(feature = "server", schema(value_type = Vec<Vec<crate::server::rest::schema::ValueSchema>>))]
     pub rows: Vec<Vec<Value>>,
     /// Rows changed by the statements that write.
     pub rows_affected: u64,
@@ -127,6 +129,7 @@ impl SqlResult {
 
 /// One column of a table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ColumnInfo {
     /// Column name.
@@ -144,13 +147,15 @@ pub struct ColumnInfo {
 
 /// A table's schema.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct TableSchema {
     /// Table name as stored.
     pub name: String,
     /// Columns in declaration order.
     pub columns: Vec<ColumnInfo>,
-    /// The column row operations address by primary key (`rowid` when the table has none).
+    /// The column row operations address by primary key: `rowid` when the table declares none,
+    /// empty when the key is composite (row operations then refuse; use SQL).
     pub primary_key: String,
     /// The table's `CREATE` statement.
     pub sql: String,
@@ -161,11 +166,13 @@ pub type Row = BTreeMap<String, Value>;
 
 /// One page of a table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RowPage {
     /// Column names.
     pub column_names: Vec<String>,
-    /// Rows in primary-key order, values in `column_names` order.
+    /// Rows in primary-key order, values in the order of the column names.
+    #[cfg_attr(feature = "server", schema(value_type = Vec<Vec<crate::server::rest::schema::ValueSchema>>))]
     pub rows: Vec<Vec<Value>>,
     /// Rows in the table.
     pub total_rows: u64,
@@ -179,6 +186,7 @@ pub struct RowPage {
 
 /// A JSON document in a collection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Document {
     /// The document key.
@@ -189,6 +197,7 @@ pub struct Document {
 
 /// One page of a collection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct DocumentPage {
     /// The collection.
@@ -207,6 +216,7 @@ pub struct DocumentPage {
 
 /// A named, stored SQL text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SavedQuery {
     /// Its name.
@@ -221,15 +231,19 @@ pub struct SavedQuery {
 
 /// A declared procedure parameter.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProcedureParameter {
     /// Name, bound as `:name` in the body.
+    #[cfg_attr(feature = "server", schema(min_length = 1))]
     pub name: String,
     /// Whether a caller must supply it (default true). Optional parameters default to `default`.
     #[serde(default = "default_true")]
+    #[cfg_attr(feature = "server", schema(default = true))]
     pub required: bool,
     /// Value used when an optional parameter is not supplied.
     #[serde(default)]
+    #[cfg_attr(feature = "server", schema(value_type = crate::server::rest::schema::ValueSchema))]
     pub default: Value,
 }
 
@@ -239,11 +253,14 @@ fn default_true() -> bool {
 
 /// A named, parameterised SQL body, executed atomically.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProcedureDefinition {
     /// Its name.
+    #[cfg_attr(feature = "server", schema(min_length = 1, pattern = r"\S"))]
     pub name: String,
     /// The SQL statements, run in one transaction with the arguments bound by name.
+    #[cfg_attr(feature = "server", schema(min_length = 1, pattern = r"\S"))]
     pub body_sql: String,
     /// Declared parameters.
     #[serde(default)]
@@ -255,9 +272,11 @@ pub struct ProcedureDefinition {
 
 /// Counts describing one database (or, aggregated, a sharded keyspace).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct DatabaseInfo {
-    /// Which database this describes (a file path or `sharded://keyspace?version=N`).
+    /// Which database this describes: its file (the daemon sends only the file name), or
+    /// `sharded://keyspace?version=N` for the aggregate of a sharded keyspace.
     pub data_source: String,
     /// User tables.
     pub table_count: u64,
@@ -277,9 +296,15 @@ pub struct DatabaseInfo {
 
 /// An open transaction, as returned by begin.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct TransactionInfo {
-    /// The id to pass to execute, commit and rollback.
+    /// The id to pass to execute, commit and rollback: `csdbshard:{mapVersion}:{shardId}:{innerId}`
+    /// for routed transactions (URL-encode it in REST paths).
+    #[cfg_attr(
+        feature = "server",
+        schema(example = "csdbshard:1:s0:4f1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e")
+    )]
     pub transaction_id: String,
     /// When the transaction is rolled back if left idle (RFC 3339), if it can expire.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -231,10 +231,7 @@ impl Database {
     /// Executes SQL with bound parameters. Queries run on a reader; anything that writes on the writer.
     pub async fn execute(&self, sql: &str, params: Params) -> Result<SqlResult> {
         let text: Arc<str> = Arc::from(sql);
-        let params = if matches!(
-            sql::leading_keyword(sql).as_str(),
-            "SELECT" | "VALUES" | "WITH" | "EXPLAIN"
-        ) {
+        let params = if sql::starts_like_query(sql) {
             let query = Arc::clone(&text);
             // The reader hands the parameters back when the text turns out to write
             // (`WITH ... DELETE`), so the writer can run it without a copy having been made.

@@ -152,9 +152,7 @@ fn run(conn: &Connection, stmt: &mut Statement<'_>, out: &mut SqlResult) -> Resu
 /// Whether a statement is a query that read-only SQL may run.
 fn check_read_only(stmt: &Statement<'_>) -> Result<()> {
     let text = stmt.expanded_sql().unwrap_or_default();
-    let keyword = leading_keyword(&text);
-    let allowed = matches!(keyword.as_str(), "SELECT" | "VALUES" | "WITH" | "EXPLAIN");
-    if !allowed || !stmt.readonly() || stmt.column_count() == 0 {
+    if !starts_like_query(&text) || !stmt.readonly() || stmt.column_count() == 0 {
         let shown: String = text.trim().chars().take(80).collect();
         return Err(Error::ReadOnlyViolation {
             reason: format!("'{shown}' is not a read-only query"),
@@ -163,8 +161,9 @@ fn check_read_only(stmt: &Statement<'_>) -> Result<()> {
     Ok(())
 }
 
-/// The first SQL keyword of `sql`, upper-cased, skipping white space and comments.
-pub(crate) fn leading_keyword(sql: &str) -> String {
+/// The first SQL keyword of `sql` as written, skipping white space and comments. Borrowed: this
+/// runs on every statement, so it must not allocate.
+pub(crate) fn leading_keyword(sql: &str) -> &str {
     let mut rest = sql;
     loop {
         rest = rest.trim_start();
@@ -176,10 +175,16 @@ pub(crate) fn leading_keyword(sql: &str) -> String {
             break;
         }
     }
-    rest.chars()
-        .take_while(char::is_ascii_alphabetic)
-        .collect::<String>()
-        .to_ascii_uppercase()
+    let end = rest.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(rest.len());
+    &rest[..end]
+}
+
+/// Whether `sql` starts with a query keyword (SELECT, VALUES, WITH, EXPLAIN), in any case.
+pub(crate) fn starts_like_query(sql: &str) -> bool {
+    let keyword = leading_keyword(sql);
+    ["SELECT", "VALUES", "WITH", "EXPLAIN"]
+        .iter()
+        .any(|k| k.eq_ignore_ascii_case(keyword))
 }
 
 /// Executes SQL text (one statement or a script) with bound parameters.
@@ -264,9 +269,13 @@ mod tests {
 
     #[test]
     fn leading_keyword_skips_comments() {
-        assert_eq!(leading_keyword("  -- hi\n /* x */ select 1"), "SELECT");
-        assert_eq!(leading_keyword("with x as (select 1) delete from t"), "WITH");
+        assert_eq!(leading_keyword("  -- hi\n /* x */ select 1"), "select");
+        assert_eq!(leading_keyword("with x as (select 1) delete from t"), "with");
         assert_eq!(leading_keyword("/* unterminated"), "");
+        assert!(starts_like_query("  -- hi\n /* x */ SeLeCt 1"));
+        assert!(starts_like_query("VALUES (1)"));
+        assert!(!starts_like_query("selective"));
+        assert!(!starts_like_query("DELETE FROM t"));
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub const DEFAULT_API_KEY_HEADER: &str = "X-CSharpDB-Api-Key";
 
 /// A shard's role. Replicas are metadata only: they never own buckets or pins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub enum ShardRole {
     /// Owns data; may own buckets and pins.
     Primary,
@@ -43,6 +44,7 @@ impl ShardRole {
 
 /// How a remote shard is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Transport {
     /// A local file, opened in-process.

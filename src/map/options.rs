@@ -142,6 +142,7 @@ impl ShardDefinition {
 
 /// A half-open range of buckets `[startBucketInclusive, endBucketExclusive)` owned by one shard.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BucketRange {
     /// First bucket of the range.

@@ -9,6 +9,7 @@ use super::{BucketRange, ShardMap, ShardRole, ShardTarget, Transport};
 /// A shard map as shown to operators: no connection strings or API keys, only whether
 /// they are set, and bucket ranges in canonical coalesced order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ShardMapSnapshot {
     /// The map keyspace.
@@ -27,6 +28,7 @@ pub struct ShardMapSnapshot {
 
 /// One shard in a [`ShardMapSnapshot`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ShardSnapshot {
     /// The shard id.

@@ -8,6 +8,7 @@ use crate::map::ShardMap;
 
 /// What decided the shard of a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum RouteSource {
     /// An exact route-key pin.
@@ -55,13 +56,14 @@ impl ShardResolution<'_> {
 
 /// An owned route resolution, as returned over the wire.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ResolvedRoute {
     /// The map's keyspace.
     pub keyspace: String,
     /// The trimmed route key.
     pub key: String,
-    /// The route token (an unsigned 64-bit number).
+    /// The route token, an unsigned 64-bit number (in JSON it may exceed 2^53).
     pub token: u64,
     /// The token as 16 lowercase hex digits.
     pub token_hex: String,

@@ -13,7 +13,7 @@
 //!   [`Error::Transport`] naming the endpoint. Every call is bounded by the request timeout
 //!   (connecting included), so nothing hangs.
 //! - `https://` endpoints use TLS through rustls with the `ring` provider. Trusted roots are the
-//!   ones tonic's `tls-*-roots` features enable plus any CA given with
+//!   operating system's (tonic's `tls-native-roots`) plus any CA given with
 //!   [`RemoteOptions::with_ca_certificate_pem`].
 //!
 //! ```no_run

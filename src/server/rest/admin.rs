@@ -7,13 +7,12 @@ use axum::extract::State;
 
 use super::error::{ApiError, Problem};
 use super::extract::Json;
-use super::schema::{
-    AllShardsSqlRequest, CatalogStateBody, ResolveRequest, ResolvedRouteBody, ShardMapSnapshotBody, ShardSqlResultBody,
-    ShardStatusBody,
-};
-use crate::client::{ShardSqlResult, ShardedClient};
+use super::schema::{AllShardsSqlRequest, ResolveRequest};
+use crate::catalog::CatalogState;
+use crate::client::{ShardSqlResult, ShardStatus, ShardedClient};
 use crate::error::{Error, ErrorKind};
-use crate::routing::RouteContext;
+use crate::map::ShardMapSnapshot;
+use crate::routing::{ResolvedRoute, RouteContext};
 use crate::server::ServerState;
 
 /// What a fan-out reports for a shard that failed internally; the real error is logged.
@@ -29,10 +28,10 @@ fn sharded(state: &ServerState) -> Result<&ShardedClient, ApiError> {
     path = "/api/sharding/map",
     tag = "sharding",
     operation_id = "getShardMap",
-    responses((status = 200, description = "The map", body = ShardMapSnapshotBody))
+    responses((status = 200, description = "The map", body = ShardMapSnapshot))
 )]
-pub async fn shard_map(State(state): State<ServerState>) -> Result<axum::Json<ShardMapSnapshotBody>, ApiError> {
-    Ok(axum::Json(sharded(&state)?.map_snapshot().into()))
+pub async fn shard_map(State(state): State<ServerState>) -> Result<axum::Json<ShardMapSnapshot>, ApiError> {
+    Ok(axum::Json(sharded(&state)?.map_snapshot()))
 }
 
 /// Where a route resolves: token, bucket, shard and whether a pin or a bucket range decided.
@@ -42,15 +41,15 @@ pub async fn shard_map(State(state): State<ServerState>) -> Result<axum::Json<Sh
     tag = "sharding",
     operation_id = "resolveShardRoute",
     request_body = ResolveRequest,
-    responses((status = 200, description = "The resolution", body = ResolvedRouteBody))
+    responses((status = 200, description = "The resolution", body = ResolvedRoute))
 )]
 pub async fn resolve(
     State(state): State<ServerState>,
     Json(request): Json<ResolveRequest>,
-) -> Result<axum::Json<ResolvedRouteBody>, ApiError> {
+) -> Result<axum::Json<ResolvedRoute>, ApiError> {
     let sharded = sharded(&state)?;
     let route = RouteContext::new(&request.keyspace, &request.key)?;
-    Ok(axum::Json(sharded.resolve_route(&route)?.into()))
+    Ok(axum::Json(sharded.resolve_route(&route)?))
 }
 
 /// Every shard's health (a real probe) and metadata, in definition order.
@@ -59,11 +58,11 @@ pub async fn resolve(
     path = "/api/sharding/status",
     tag = "sharding",
     operation_id = "getShardStatus",
-    responses((status = 200, description = "Per-shard status", body = Vec<ShardStatusBody>))
+    responses((status = 200, description = "Per-shard status", body = Vec<ShardStatus>))
 )]
-pub async fn status(State(state): State<ServerState>) -> Result<axum::Json<Vec<ShardStatusBody>>, ApiError> {
+pub async fn status(State(state): State<ServerState>) -> Result<axum::Json<Vec<ShardStatus>>, ApiError> {
     let statuses = sharded(&state)?.status().await;
-    Ok(axum::Json(statuses.into_iter().map(Into::into).collect()))
+    Ok(axum::Json(statuses))
 }
 
 /// Runs SQL (typically schema setup) on every enabled shard in parallel. One failing shard
@@ -74,14 +73,14 @@ pub async fn status(State(state): State<ServerState>) -> Result<axum::Json<Vec<S
     tag = "sharding",
     operation_id = "executeSqlOnAllShards",
     request_body = AllShardsSqlRequest,
-    responses((status = 200, description = "Per-shard outcome, in definition order", body = Vec<ShardSqlResultBody>))
+    responses((status = 200, description = "Per-shard outcome, in definition order", body = Vec<ShardSqlResult>))
 )]
 pub async fn execute_all(
     State(state): State<ServerState>,
     Json(request): Json<AllShardsSqlRequest>,
-) -> Result<axum::Json<Vec<ShardSqlResultBody>>, ApiError> {
+) -> Result<axum::Json<Vec<ShardSqlResult>>, ApiError> {
     let outcomes = sharded(&state)?.execute_sql_on_all_shards(&request.sql).await?;
-    Ok(axum::Json(fan_out_bodies(outcomes)))
+    Ok(axum::Json(redact_internal_errors(outcomes)))
 }
 
 /// Runs read-only SQL on every enabled shard in parallel, on connections that cannot write.
@@ -93,7 +92,7 @@ pub async fn execute_all(
     operation_id = "executeReadOnlySqlOnAllShards",
     request_body = AllShardsSqlRequest,
     responses(
-        (status = 200, description = "Per-shard outcome, in definition order", body = Vec<ShardSqlResultBody>),
+        (status = 200, description = "Per-shard outcome, in definition order", body = Vec<ShardSqlResult>),
         (status = 400, description = "A statement is not a read-only query (`read_only`), or other bad input",
             body = Problem, content_type = "application/problem+json"),
     )
@@ -101,11 +100,11 @@ pub async fn execute_all(
 pub async fn read_all(
     State(state): State<ServerState>,
     Json(request): Json<AllShardsSqlRequest>,
-) -> Result<axum::Json<Vec<ShardSqlResultBody>>, ApiError> {
+) -> Result<axum::Json<Vec<ShardSqlResult>>, ApiError> {
     let outcomes = sharded(&state)?
         .execute_read_only_sql_on_all_shards(&request.sql)
         .await?;
-    Ok(axum::Json(fan_out_bodies(outcomes)))
+    Ok(axum::Json(redact_internal_errors(outcomes)))
 }
 
 /// The master catalog: active and pending maps (secret-free) and history.
@@ -114,27 +113,24 @@ pub async fn read_all(
     path = "/api/sharding/catalog",
     tag = "sharding",
     operation_id = "getShardCatalog",
-    responses((status = 200, description = "The catalog state", body = CatalogStateBody))
+    responses((status = 200, description = "The catalog state", body = CatalogState))
 )]
-pub async fn catalog(State(state): State<ServerState>) -> Result<axum::Json<CatalogStateBody>, ApiError> {
-    Ok(axum::Json(sharded(&state)?.catalog_state().await?.into()))
+pub async fn catalog(State(state): State<ServerState>) -> Result<axum::Json<CatalogState>, ApiError> {
+    Ok(axum::Json(sharded(&state)?.catalog_state().await?))
 }
 
 /// Per-shard outcomes for the wire: internal failures are logged and reported generically, like
 /// every other internal error.
-fn fan_out_bodies(outcomes: Vec<ShardSqlResult>) -> Vec<ShardSqlResultBody> {
+fn redact_internal_errors(mut outcomes: Vec<ShardSqlResult>) -> Vec<ShardSqlResult> {
+    for outcome in &mut outcomes {
+        if outcome.error_code.as_deref() == Some(ErrorKind::Internal.code()) {
+            tracing::error!(
+                shard = %outcome.shard_id,
+                error = outcome.error.as_deref().unwrap_or_default(),
+                "shard failed during fan-out"
+            );
+            outcome.error = Some(INTERNAL_SHARD_ERROR.to_owned());
+        }
+    }
     outcomes
-        .into_iter()
-        .map(|mut outcome| {
-            if outcome.error_code.as_deref() == Some(ErrorKind::Internal.code()) {
-                tracing::error!(
-                    shard = %outcome.shard_id,
-                    error = outcome.error.as_deref().unwrap_or_default(),
-                    "shard failed during fan-out"
-                );
-                outcome.error = Some(INTERNAL_SHARD_ERROR.to_owned());
-            }
-            outcome.into()
-        })
-        .collect()
 }

@@ -5,7 +5,8 @@ use axum::http::StatusCode;
 
 use super::error::{ApiError, Problem};
 use super::extract::{Json, Path, Query, Route};
-use super::schema::{CollectionCountBody, DocumentBody, DocumentPageBody, DocumentRequest, PageQuery};
+use super::schema::{CollectionCountBody, DocumentRequest, PageQuery};
+use crate::client::{Document, DocumentPage};
 use crate::server::ServerState;
 
 /// Collection names, sorted.
@@ -30,20 +31,20 @@ pub async fn list_collections(
     tag = "collections",
     operation_id = "browseDocuments",
     params(("name" = String, Path, description = "The collection"), PageQuery),
-    responses((status = 200, description = "The page", body = DocumentPageBody))
+    responses((status = 200, description = "The page", body = DocumentPage))
 )]
 pub async fn browse_documents(
     State(state): State<ServerState>,
     Route(route): Route,
     Path(name): Path<String>,
     Query(paging): Query<PageQuery>,
-) -> Result<axum::Json<DocumentPageBody>, ApiError> {
+) -> Result<axum::Json<DocumentPage>, ApiError> {
     let (page, page_size) = paging.resolve();
     let documents = state
         .data_client(route)
         .browse_documents(&name, page, page_size)
         .await?;
-    Ok(axum::Json(documents.into()))
+    Ok(axum::Json(documents))
 }
 
 /// Deletes a collection and all its documents.
@@ -103,7 +104,7 @@ pub async fn count_documents(
         ("key" = String, Path, description = "The document key"),
     ),
     responses(
-        (status = 200, description = "The document", body = DocumentBody),
+        (status = 200, description = "The document", body = Document),
         (status = 404, description = "No such document", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -111,9 +112,9 @@ pub async fn get_document(
     State(state): State<ServerState>,
     Route(route): Route,
     Path((name, key)): Path<(String, String)>,
-) -> Result<axum::Json<DocumentBody>, ApiError> {
+) -> Result<axum::Json<Document>, ApiError> {
     match state.data_client(route).get_document(&name, &key).await? {
-        Some(document) => Ok(axum::Json(DocumentBody { key, document })),
+        Some(document) => Ok(axum::Json(Document { key, document })),
         None => Err(document_not_found(&name, &key)),
     }
 }

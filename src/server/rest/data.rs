@@ -4,7 +4,8 @@ use axum::extract::State;
 
 use super::error::ApiError;
 use super::extract::{Json, Route};
-use super::schema::{DatabaseInfoBody, SqlRequest, SqlResultBody};
+use super::schema::SqlRequest;
+use crate::client::{DatabaseInfo, SqlResult};
 use crate::server::{Backend, ServerState};
 
 /// Counts of tables, indexes, views, triggers, collections, saved queries and procedures: of the
@@ -14,12 +15,9 @@ use crate::server::{Backend, ServerState};
     path = "/api/info",
     tag = "data",
     operation_id = "getInfo",
-    responses((status = 200, description = "Counts", body = DatabaseInfoBody))
+    responses((status = 200, description = "Counts", body = DatabaseInfo))
 )]
-pub async fn info(
-    State(state): State<ServerState>,
-    Route(route): Route,
-) -> Result<axum::Json<DatabaseInfoBody>, ApiError> {
+pub async fn info(State(state): State<ServerState>, Route(route): Route) -> Result<axum::Json<DatabaseInfo>, ApiError> {
     let mut info = state.data_client(route.clone()).info().await?;
     // Clients learn which database answered, never where its file lives.
     info.data_source = match (state.backend(), &route) {
@@ -34,7 +32,7 @@ pub async fn info(
             .file_name()
             .map_or_else(|| "database".to_owned(), |name| name.to_string_lossy().into_owned()),
     };
-    Ok(axum::Json(info.into()))
+    Ok(axum::Json(info))
 }
 
 /// Executes SQL (one statement or a script) with bound parameters on the route's shard.
@@ -45,7 +43,7 @@ pub async fn info(
     operation_id = "executeSql",
     request_body = SqlRequest,
     responses(
-        (status = 200, description = "The result of the last statement that returned rows", body = SqlResultBody),
+        (status = 200, description = "The result of the last statement that returned rows", body = SqlResult),
         (status = 409, description = "A constraint was violated (`constraint`)", body = super::error::Problem,
             content_type = "application/problem+json"),
     )
@@ -54,12 +52,12 @@ pub async fn execute_sql(
     State(state): State<ServerState>,
     Route(route): Route,
     Json(request): Json<SqlRequest>,
-) -> Result<axum::Json<SqlResultBody>, ApiError> {
+) -> Result<axum::Json<SqlResult>, ApiError> {
     let result = state
         .data_client(route)
         .execute_sql(&request.sql, request.parameters.unwrap_or_default())
         .await?;
-    Ok(axum::Json(result.into()))
+    Ok(axum::Json(result))
 }
 
 /// Executes SQL that must not write, on the route's shard: every statement must be a query that
@@ -72,7 +70,7 @@ pub async fn execute_sql(
     operation_id = "executeReadOnlySql",
     request_body = SqlRequest,
     responses(
-        (status = 200, description = "The result of the last statement that returned rows", body = SqlResultBody),
+        (status = 200, description = "The result of the last statement that returned rows", body = SqlResult),
         (status = 400, description = "A statement could write (`read_only`), or other bad input", body = super::error::Problem,
             content_type = "application/problem+json"),
     )
@@ -81,10 +79,10 @@ pub async fn execute_read_only_sql(
     State(state): State<ServerState>,
     Route(route): Route,
     Json(request): Json<SqlRequest>,
-) -> Result<axum::Json<SqlResultBody>, ApiError> {
+) -> Result<axum::Json<SqlResult>, ApiError> {
     let result = state
         .data_client(route)
         .execute_read_only_sql(&request.sql, request.parameters.unwrap_or_default())
         .await?;
-    Ok(axum::Json(result.into()))
+    Ok(axum::Json(result))
 }

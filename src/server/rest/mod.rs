@@ -12,7 +12,9 @@
 //!   procedures in [`procedures`], `/api/sharding/...` in [`admin`], and `/openapi.json`
 //!   (generated from the handlers) in [`openapi`].
 //! - The problem body and the one error-to-status function are in [`error`], extractors whose
-//!   rejections become that body in [`extract`], and the wire types in [`schema`].
+//!   rejections become that body in [`extract`], and the request bodies in [`schema`]. Responses
+//!   are the client types themselves, which derive their OpenAPI schemas under the `server`
+//!   feature.
 //!
 //! [`ServerConfig::body_limit`]: crate::server::ServerConfig::body_limit
 

@@ -20,7 +20,7 @@ use utoipa::openapi::{Content, Header, OpenApi, Ref, RefOr, Required};
 use utoipa::{OpenApi as _, ToSchema};
 
 use super::error::{PROBLEM_CONTENT_TYPE, Problem};
-use super::schema::{ParamsSchema, ValueSchema};
+use super::schema::{ParamsSchema, PkType, ValueSchema};
 use crate::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig};
 
 /// The static part of the document; operations are added by the router.
@@ -34,7 +34,7 @@ use crate::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig};
             title, status, detail and a stable errorCode."
     ),
     paths(openapi_json),
-    components(schemas(Problem, ValueSchema, ParamsSchema)),
+    components(schemas(Problem, ValueSchema, ParamsSchema, PkType)),
     tags(
         (name = "data", description = "SQL and database information"),
         (name = "transactions", description = "Remote transactions with an idle timeout"),

@@ -6,10 +6,8 @@ use axum::http::StatusCode;
 
 use super::error::{ApiError, Problem};
 use super::extract::{Json, Path, Route};
-use super::schema::{
-    ExecuteProcedureRequest, ProcedureBody, ProcedureUpdateRequest, SavedQueryBody, SavedQueryRequest, SqlResultBody,
-};
-use crate::client::ProcedureDefinition;
+use super::schema::{ExecuteProcedureRequest, ProcedureUpdateRequest, SavedQueryRequest};
+use crate::client::{ProcedureDefinition, SavedQuery, SqlResult};
 use crate::server::ServerState;
 
 /// Saved queries, by name.
@@ -18,14 +16,14 @@ use crate::server::ServerState;
     path = "/api/saved-queries",
     tag = "saved queries",
     operation_id = "listSavedQueries",
-    responses((status = 200, description = "Saved queries", body = Vec<SavedQueryBody>))
+    responses((status = 200, description = "Saved queries", body = Vec<SavedQuery>))
 )]
 pub async fn list_saved_queries(
     State(state): State<ServerState>,
     Route(route): Route,
-) -> Result<axum::Json<Vec<SavedQueryBody>>, ApiError> {
+) -> Result<axum::Json<Vec<SavedQuery>>, ApiError> {
     let queries = state.data_client(route).list_saved_queries().await?;
-    Ok(axum::Json(queries.into_iter().map(Into::into).collect()))
+    Ok(axum::Json(queries))
 }
 
 /// A saved query by name.
@@ -36,7 +34,7 @@ pub async fn list_saved_queries(
     operation_id = "getSavedQuery",
     params(("name" = String, Path, description = "The saved query")),
     responses(
-        (status = 200, description = "The saved query", body = SavedQueryBody),
+        (status = 200, description = "The saved query", body = SavedQuery),
         (status = 404, description = "No such saved query", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -44,9 +42,9 @@ pub async fn get_saved_query(
     State(state): State<ServerState>,
     Route(route): Route,
     Path(name): Path<String>,
-) -> Result<axum::Json<SavedQueryBody>, ApiError> {
+) -> Result<axum::Json<SavedQuery>, ApiError> {
     match state.data_client(route).get_saved_query(&name).await? {
-        Some(query) => Ok(axum::Json(query.into())),
+        Some(query) => Ok(axum::Json(query)),
         None => Err(ApiError::not_found("saved query", name)),
     }
 }
@@ -59,19 +57,19 @@ pub async fn get_saved_query(
     operation_id = "putSavedQuery",
     params(("name" = String, Path, description = "The saved query")),
     request_body = SavedQueryRequest,
-    responses((status = 200, description = "The stored query", body = SavedQueryBody))
+    responses((status = 200, description = "The stored query", body = SavedQuery))
 )]
 pub async fn put_saved_query(
     State(state): State<ServerState>,
     Route(route): Route,
     Path(name): Path<String>,
     Json(request): Json<SavedQueryRequest>,
-) -> Result<axum::Json<SavedQueryBody>, ApiError> {
+) -> Result<axum::Json<SavedQuery>, ApiError> {
     let query = state
         .data_client(route)
         .put_saved_query(&name, &request.sql_text)
         .await?;
-    Ok(axum::Json(query.into()))
+    Ok(axum::Json(query))
 }
 
 /// Deletes a saved query.
@@ -104,14 +102,14 @@ pub async fn delete_saved_query(
     path = "/api/procedures",
     tag = "procedures",
     operation_id = "listProcedures",
-    responses((status = 200, description = "Procedures", body = Vec<ProcedureBody>))
+    responses((status = 200, description = "Procedures", body = Vec<ProcedureDefinition>))
 )]
 pub async fn list_procedures(
     State(state): State<ServerState>,
     Route(route): Route,
-) -> Result<axum::Json<Vec<ProcedureBody>>, ApiError> {
+) -> Result<axum::Json<Vec<ProcedureDefinition>>, ApiError> {
     let procedures = state.data_client(route).list_procedures().await?;
-    Ok(axum::Json(procedures.into_iter().map(Into::into).collect()))
+    Ok(axum::Json(procedures))
 }
 
 /// Creates (or replaces) a procedure.
@@ -120,16 +118,16 @@ pub async fn list_procedures(
     path = "/api/procedures",
     tag = "procedures",
     operation_id = "createProcedure",
-    request_body = ProcedureBody,
-    responses((status = 201, description = "The stored procedure", body = ProcedureBody))
+    request_body = ProcedureDefinition,
+    responses((status = 201, description = "The stored procedure", body = ProcedureDefinition))
 )]
 pub async fn create_procedure(
     State(state): State<ServerState>,
     Route(route): Route,
-    Json(request): Json<ProcedureBody>,
-) -> Result<(StatusCode, axum::Json<ProcedureBody>), ApiError> {
-    let stored = state.data_client(route).put_procedure(request.into()).await?;
-    Ok((StatusCode::CREATED, axum::Json(stored.into())))
+    Json(request): Json<ProcedureDefinition>,
+) -> Result<(StatusCode, axum::Json<ProcedureDefinition>), ApiError> {
+    let stored = state.data_client(route).put_procedure(request).await?;
+    Ok((StatusCode::CREATED, axum::Json(stored)))
 }
 
 /// A procedure by name.
@@ -140,7 +138,7 @@ pub async fn create_procedure(
     operation_id = "getProcedure",
     params(("name" = String, Path, description = "The procedure")),
     responses(
-        (status = 200, description = "The procedure", body = ProcedureBody),
+        (status = 200, description = "The procedure", body = ProcedureDefinition),
         (status = 404, description = "No such procedure", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -148,9 +146,9 @@ pub async fn get_procedure(
     State(state): State<ServerState>,
     Route(route): Route,
     Path(name): Path<String>,
-) -> Result<axum::Json<ProcedureBody>, ApiError> {
+) -> Result<axum::Json<ProcedureDefinition>, ApiError> {
     match state.data_client(route).get_procedure(&name).await? {
-        Some(procedure) => Ok(axum::Json(procedure.into())),
+        Some(procedure) => Ok(axum::Json(procedure)),
         None => Err(ApiError::not_found("procedure", name)),
     }
 }
@@ -163,14 +161,14 @@ pub async fn get_procedure(
     operation_id = "putProcedure",
     params(("name" = String, Path, description = "The procedure")),
     request_body = ProcedureUpdateRequest,
-    responses((status = 200, description = "The stored procedure", body = ProcedureBody))
+    responses((status = 200, description = "The stored procedure", body = ProcedureDefinition))
 )]
 pub async fn put_procedure(
     State(state): State<ServerState>,
     Route(route): Route,
     Path(name): Path<String>,
     Json(request): Json<ProcedureUpdateRequest>,
-) -> Result<axum::Json<ProcedureBody>, ApiError> {
+) -> Result<axum::Json<ProcedureDefinition>, ApiError> {
     if let Some(body_name) = &request.name
         && body_name != &name
     {
@@ -182,11 +180,11 @@ pub async fn put_procedure(
     let definition = ProcedureDefinition {
         name,
         body_sql: request.body_sql,
-        parameters: request.parameters.into_iter().map(Into::into).collect(),
+        parameters: request.parameters,
         description: request.description,
     };
     let stored = state.data_client(route).put_procedure(definition).await?;
-    Ok(axum::Json(stored.into()))
+    Ok(axum::Json(stored))
 }
 
 /// Deletes a procedure.
@@ -222,7 +220,7 @@ pub async fn delete_procedure(
     params(("name" = String, Path, description = "The procedure")),
     request_body = ExecuteProcedureRequest,
     responses(
-        (status = 200, description = "The result of the body's last statement that returned rows", body = SqlResultBody),
+        (status = 200, description = "The result of the body's last statement that returned rows", body = SqlResult),
         (status = 404, description = "No such procedure", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "A constraint was violated; nothing was written", body = Problem,
             content_type = "application/problem+json"),
@@ -233,10 +231,10 @@ pub async fn execute_procedure(
     Route(route): Route,
     Path(name): Path<String>,
     Json(request): Json<ExecuteProcedureRequest>,
-) -> Result<axum::Json<SqlResultBody>, ApiError> {
+) -> Result<axum::Json<SqlResult>, ApiError> {
     let result = state
         .data_client(route)
         .execute_procedure(&name, request.args.unwrap_or_default())
         .await?;
-    Ok(axum::Json(result.into()))
+    Ok(axum::Json(result))
 }

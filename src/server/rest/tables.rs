@@ -11,11 +11,8 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_S
 
 use super::error::{ApiError, Problem};
 use super::extract::{Json, Path, Query, Route};
-use super::schema::{
-    PageQuery, PkQuery, PkType, RowBody, RowPageBody, RowValuesRequest, RowsAffectedBody, TableCountBody,
-    TableSchemaBody,
-};
-use crate::client::{DataClient, TableSchema, Value};
+use super::schema::{PageQuery, PkQuery, PkType, RowBody, RowValuesRequest, RowsAffectedBody, TableCountBody};
+use crate::client::{DataClient, RowPage, TableSchema, Value};
 use crate::server::ServerState;
 
 /// User table names, sorted.
@@ -41,7 +38,7 @@ pub async fn list_tables(
     operation_id = "getTableSchema",
     params(("name" = String, Path, description = "The table")),
     responses(
-        (status = 200, description = "The schema", body = TableSchemaBody),
+        (status = 200, description = "The schema", body = TableSchema),
         (status = 404, description = "No such table", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -49,8 +46,8 @@ pub async fn table_schema(
     State(state): State<ServerState>,
     Route(route): Route,
     Path(name): Path<String>,
-) -> Result<axum::Json<TableSchemaBody>, ApiError> {
-    Ok(axum::Json(state.data_client(route).table_schema(&name).await?.into()))
+) -> Result<axum::Json<TableSchema>, ApiError> {
+    Ok(axum::Json(state.data_client(route).table_schema(&name).await?))
 }
 
 /// Rows in a table.
@@ -85,7 +82,7 @@ pub async fn count_rows(
     operation_id = "browseRows",
     params(("name" = String, Path, description = "The table"), PageQuery),
     responses(
-        (status = 200, description = "The page", body = RowPageBody),
+        (status = 200, description = "The page", body = RowPage),
         (status = 404, description = "No such table", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -94,10 +91,10 @@ pub async fn browse_rows(
     Route(route): Route,
     Path(name): Path<String>,
     Query(paging): Query<PageQuery>,
-) -> Result<axum::Json<RowPageBody>, ApiError> {
+) -> Result<axum::Json<RowPage>, ApiError> {
     let (page, page_size) = paging.resolve();
     let rows = state.data_client(route).browse_rows(&name, page, page_size).await?;
-    Ok(axum::Json(rows.into()))
+    Ok(axum::Json(rows))
 }
 
 /// Inserts a row.

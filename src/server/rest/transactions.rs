@@ -10,7 +10,8 @@ use axum::http::StatusCode;
 
 use super::error::{ApiError, Problem};
 use super::extract::{Json, Path, Route};
-use super::schema::{SqlRequest, SqlResultBody, TransactionInfoBody};
+use super::schema::SqlRequest;
+use crate::client::{SqlResult, TransactionInfo};
 use crate::server::ServerState;
 
 /// Begins a transaction on the route's shard. It holds the shard's write lock until commit,
@@ -21,15 +22,15 @@ use crate::server::ServerState;
     tag = "transactions",
     operation_id = "beginTransaction",
     responses(
-        (status = 200, description = "The transaction id and its idle expiry", body = TransactionInfoBody),
+        (status = 200, description = "The transaction id and its idle expiry", body = TransactionInfo),
     )
 )]
 pub async fn begin(
     State(state): State<ServerState>,
     Route(route): Route,
-) -> Result<axum::Json<TransactionInfoBody>, ApiError> {
+) -> Result<axum::Json<TransactionInfo>, ApiError> {
     let info = state.begin_transaction(route).await?;
-    Ok(axum::Json(info.into()))
+    Ok(axum::Json(info))
 }
 
 /// Executes SQL inside a transaction and extends its idle expiry.
@@ -41,7 +42,7 @@ pub async fn begin(
     params(("id" = String, Path, description = "The transaction id, URL-encoded")),
     request_body = SqlRequest,
     responses(
-        (status = 200, description = "The result", body = SqlResultBody),
+        (status = 200, description = "The result", body = SqlResult),
         (status = 404, description = "No such open transaction", body = Problem,
             content_type = "application/problem+json"),
         (status = 409, description = "The route conflicts with the transaction's shard (`conflict`), the id is \
@@ -54,11 +55,11 @@ pub async fn execute(
     Route(route): Route,
     Path(id): Path<String>,
     Json(request): Json<SqlRequest>,
-) -> Result<axum::Json<SqlResultBody>, ApiError> {
+) -> Result<axum::Json<SqlResult>, ApiError> {
     let result = state
         .execute_in_transaction(route, &id, &request.sql, request.parameters.unwrap_or_default())
         .await?;
-    Ok(axum::Json(result.into()))
+    Ok(axum::Json(result))
 }
 
 /// Commits a transaction.
