@@ -235,7 +235,7 @@ pub struct SavedQuery {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProcedureParameter {
     /// Name, bound as `:name` in the body.
-    #[cfg_attr(feature = "server", schema(min_length = 1))]
+    #[cfg_attr(feature = "server", schema(min_length = 1, pattern = r"\S"))]
     pub name: String,
     /// Whether a caller must supply it (default true). Optional parameters default to `default`.
     #[serde(default = "default_true")]

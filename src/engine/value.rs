@@ -6,7 +6,17 @@
 //! `{"$real":"inf"}`, `{"$real":"-inf"}` or `{"$real":"nan"}`.
 
 use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD as BASE64};
+use base64::engine::DecodePaddingMode;
+
+/// Decoding accepts base64 with or without padding and ignores stray trailing bits, so any
+/// reasonable encoder's output is taken; encoding is always canonical standard base64.
+const LENIENT_BASE64: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    GeneralPurposeConfig::new()
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+        .with_decode_allow_trailing_bits(true),
+);
 use rusqlite::types::{FromSql, FromSqlResult, ToSqlOutput, ValueRef};
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeMap;
@@ -238,7 +248,7 @@ impl<'de> Visitor<'de> for ValueVisitor {
             return Err(de::Error::custom(format!("a {tag} object must have exactly one field")));
         }
         match tag.as_str() {
-            "$blob" => BASE64
+            "$blob" => LENIENT_BASE64
                 .decode(text.as_bytes())
                 .map(Value::Blob)
                 .map_err(|e| de::Error::custom(format!("invalid base64 in $blob: {e}"))),
@@ -295,6 +305,15 @@ mod tests {
             r#"{"$blob":"aGk="}"#
         );
         assert!(serde_json::from_str::<Value>(r#"{"$blob":"***"}"#).is_err());
+        // Unpadded and non-canonical trailing bits are accepted on input.
+        assert_eq!(
+            serde_json::from_str::<Value>(r#"{"$blob":"aGk"}"#).unwrap(),
+            Value::Blob(b"hi".to_vec())
+        );
+        assert_eq!(
+            serde_json::from_str::<Value>(r#"{"$blob":"aGl="}"#).unwrap(),
+            Value::Blob(b"hi".to_vec())
+        );
         assert!(serde_json::from_str::<Value>(r#"{"$other":"x"}"#).is_err());
         assert!(serde_json::from_str::<Value>("[1]").is_err());
         assert!(serde_json::from_str::<Value>("18446744073709551615").is_err());

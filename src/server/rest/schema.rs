@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 use utoipa::openapi::schema::{
-    AdditionalProperties, ArrayBuilder, KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat, Type,
+    AdditionalProperties, AnyOfBuilder, ArrayBuilder, KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat, Type,
 };
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{IntoParams, PartialSchema, ToSchema};
@@ -25,6 +25,9 @@ use crate::client::{Params, ProcedureParameter, Row};
 #[derive(Debug)]
 pub struct ValueSchema;
 
+/// Standard base64 with canonical padding.
+const BASE64_PATTERN: &str = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$";
+
 impl PartialSchema for ValueSchema {
     fn schema() -> RefOr<Schema> {
         let blob = ObjectBuilder::new()
@@ -33,6 +36,7 @@ impl PartialSchema for ValueSchema {
                 ObjectBuilder::new()
                     .schema_type(Type::String)
                     .content_encoding("base64")
+                    .pattern(Some(BASE64_PATTERN))
                     .description(Some("the bytes, standard base64")),
             )
             .required("$blob")
@@ -48,7 +52,8 @@ impl PartialSchema for ValueSchema {
             .required("$real")
             .additional_properties(Some(AdditionalProperties::<Schema>::FreeForm(false)))
             .description(Some("a float JSON cannot carry"));
-        OneOfBuilder::new()
+        // anyOf, not oneOf: an integer is also a JSON Schema number.
+        AnyOfBuilder::new()
             .item(ObjectBuilder::new().schema_type(Type::Null))
             .item(
                 ObjectBuilder::new()

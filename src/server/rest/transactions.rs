@@ -39,7 +39,7 @@ pub async fn begin(
     path = "/api/transactions/{id}/execute",
     tag = "transactions",
     operation_id = "executeInTransaction",
-    params(("id" = String, Path, description = "The transaction id, URL-encoded")),
+    params(("id" = String, Path, description = "The transaction id, URL-encoded", pattern = r"^csdbshard:[0-9]+:[A-Za-z0-9_.-]+:.*\S.*$")),
     request_body = SqlRequest,
     responses(
         (status = 200, description = "The result", body = SqlResult),
@@ -68,7 +68,7 @@ pub async fn execute(
     path = "/api/transactions/{id}/commit",
     tag = "transactions",
     operation_id = "commitTransaction",
-    params(("id" = String, Path, description = "The transaction id, URL-encoded")),
+    params(("id" = String, Path, description = "The transaction id, URL-encoded", pattern = r"^csdbshard:[0-9]+:[A-Za-z0-9_.-]+:.*\S.*$")),
     responses(
         (status = 204, description = "Committed"),
         (status = 404, description = "No such open transaction", body = Problem,
@@ -92,7 +92,7 @@ pub async fn commit(
     path = "/api/transactions/{id}/rollback",
     tag = "transactions",
     operation_id = "rollbackTransaction",
-    params(("id" = String, Path, description = "The transaction id, URL-encoded")),
+    params(("id" = String, Path, description = "The transaction id, URL-encoded", pattern = r"^csdbshard:[0-9]+:[A-Za-z0-9_.-]+:.*\S.*$")),
     responses(
         (status = 204, description = "Rolled back"),
         (status = 404, description = "No such open transaction", body = Problem,
