@@ -6,8 +6,8 @@
 //! `{"$real":"inf"}`, `{"$real":"-inf"}` or `{"$real":"nan"}`.
 
 use base64::Engine as _;
-use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD as BASE64};
 use base64::engine::DecodePaddingMode;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD as BASE64};
 
 /// Decoding accepts base64 with or without padding and ignores stray trailing bits, so any
 /// reasonable encoder's output is taken; encoding is always canonical standard base64.
