@@ -14,7 +14,7 @@ pub use error::MapError;
 pub use options::{BucketRange, Secret, ShardDefinition, ShardingOptions};
 pub use snapshot::{ShardMapSnapshot, ShardSnapshot};
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 /// The largest `virtualBucketCount` accepted: one owner slot per bucket is allocated.
 pub const MAX_VIRTUAL_BUCKETS: u32 = 1 << 20;
@@ -141,8 +141,9 @@ pub struct ShardMap {
     shards: Vec<Shard>,
     /// Index into `shards` of each bucket's owner.
     owners: Vec<u32>,
-    /// Pinned route key (trimmed, case-sensitive) to index into `shards`.
-    pins: HashMap<String, u32>,
+    /// Pinned route keys (trimmed, case-sensitive), sorted, with the index into `shards`.
+    /// A sorted vector: binary search over a few keys beats hashing the key on every resolve.
+    pins: Vec<(String, u32)>,
 }
 
 impl ShardMap {
@@ -251,12 +252,13 @@ impl ShardMap {
         if self.pins.is_empty() {
             return None;
         }
-        self.pins.get(key).and_then(|i| usize::try_from(*i).ok())
+        let found = self.pins.binary_search_by(|(pinned, _)| pinned.as_str().cmp(key)).ok()?;
+        usize::try_from(self.pins[found].1).ok()
     }
 
     /// Whether a (trimmed) route key is pinned.
     pub fn is_pinned(&self, key: &str) -> bool {
-        self.pins.contains_key(key)
+        self.pinned_shard(key).is_some()
     }
 
     /// The bucket ranges in canonical form: ordered by start, adjacent buckets with the
@@ -525,8 +527,8 @@ fn assign_buckets(options: &ShardingOptions, shards: &[Shard], bucket_count: u32
     Ok(owners)
 }
 
-fn validate_pins(options: &ShardingOptions, shards: &[Shard]) -> Result<HashMap<String, u32>, MapError> {
-    let mut pins = HashMap::with_capacity(options.exact_key_pins.len());
+fn validate_pins(options: &ShardingOptions, shards: &[Shard]) -> Result<Vec<(String, u32)>, MapError> {
+    let mut pins = BTreeMap::new();
     for (raw_key, raw_shard) in &options.exact_key_pins {
         let key = raw_key.trim();
         if key.is_empty() {
@@ -553,5 +555,5 @@ fn validate_pins(options: &ShardingOptions, shards: &[Shard]) -> Result<HashMap<
             return Err(MapError::DuplicatePinKey { key: key.to_owned() });
         }
     }
-    Ok(pins)
+    Ok(pins.into_iter().collect())
 }
