@@ -252,7 +252,10 @@ impl ShardMap {
         if self.pins.is_empty() {
             return None;
         }
-        let found = self.pins.binary_search_by(|(pinned, _)| pinned.as_str().cmp(key)).ok()?;
+        let found = self
+            .pins
+            .binary_search_by(|(pinned, _)| pinned.as_str().cmp(key))
+            .ok()?;
         usize::try_from(self.pins[found].1).ok()
     }
 
