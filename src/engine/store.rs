@@ -196,21 +196,38 @@ fn get_document(conn: &Connection, collection: &str, key: &str) -> Result<Option
 }
 
 impl Database {
-    /// User tables, sorted by name (internal tables excluded).
-    pub async fn list_tables(&self) -> Result<Vec<String>> {
-        self.read(|conn| {
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT name FROM sqlite_master WHERE type = 'table' \
-                     AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_shardlite\\_%' ESCAPE '\\' \
-                     ORDER BY name",
-                )
-                .map_err(sql_error)?;
+    /// Runs a query returning one text column, on a reader.
+    async fn read_names(&self, sql: &'static str) -> Result<Vec<String>> {
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(sql).map_err(sql_error)?;
             stmt.query_map([], |r| r.get(0))
                 .map_err(sql_error)?
                 .collect::<rusqlite::Result<Vec<String>>>()
                 .map_err(sql_error)
         })
+        .await
+    }
+
+    /// Runs a `DELETE` with text parameters on the writer; returns whether it removed anything.
+    async fn delete_where(&self, sql: &'static str, params: Vec<String>) -> Result<bool> {
+        self.write(move |conn| {
+            let n = conn
+                .prepare_cached(sql)
+                .map_err(sql_error)?
+                .execute(rusqlite::params_from_iter(params.iter()))
+                .map_err(sql_error)?;
+            Ok(n > 0)
+        })
+        .await
+    }
+
+    /// User tables, sorted by name (internal tables excluded).
+    pub async fn list_tables(&self) -> Result<Vec<String>> {
+        self.read_names(
+            "SELECT name FROM sqlite_master WHERE type = 'table' \
+             AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_shardlite\\_%' ESCAPE '\\' \
+             ORDER BY name",
+        )
         .await
     }
 
@@ -359,16 +376,8 @@ impl Database {
 
     /// Collection names, sorted.
     pub async fn list_collections(&self) -> Result<Vec<String>> {
-        self.read(|conn| {
-            let mut stmt = conn
-                .prepare_cached("SELECT DISTINCT collection FROM _shardlite_collections ORDER BY collection")
-                .map_err(sql_error)?;
-            stmt.query_map([], |r| r.get(0))
-                .map_err(sql_error)?
-                .collect::<rusqlite::Result<Vec<String>>>()
-                .map_err(sql_error)
-        })
-        .await
+        self.read_names("SELECT DISTINCT collection FROM _shardlite_collections ORDER BY collection")
+            .await
     }
 
     /// Documents in a collection.
@@ -463,30 +472,20 @@ impl Database {
     pub async fn delete_document(&self, collection: &str, key: &str) -> Result<bool> {
         require_name("collection", collection)?;
         require_name("document key", key)?;
-        let (collection, key) = (collection.to_owned(), key.to_owned());
-        self.write(move |conn| {
-            let n = conn
-                .prepare_cached("DELETE FROM _shardlite_collections WHERE collection = ?1 AND key = ?2")
-                .map_err(sql_error)?
-                .execute([&collection, &key])
-                .map_err(sql_error)?;
-            Ok(n > 0)
-        })
+        self.delete_where(
+            "DELETE FROM _shardlite_collections WHERE collection = ?1 AND key = ?2",
+            vec![collection.to_owned(), key.to_owned()],
+        )
         .await
     }
 
     /// Deletes every document of a collection; returns whether it had any.
     pub async fn drop_collection(&self, collection: &str) -> Result<bool> {
         require_name("collection", collection)?;
-        let collection = collection.to_owned();
-        self.write(move |conn| {
-            let n = conn
-                .prepare_cached("DELETE FROM _shardlite_collections WHERE collection = ?1")
-                .map_err(sql_error)?
-                .execute([&collection])
-                .map_err(sql_error)?;
-            Ok(n > 0)
-        })
+        self.delete_where(
+            "DELETE FROM _shardlite_collections WHERE collection = ?1",
+            vec![collection.to_owned()],
+        )
         .await
     }
 
@@ -552,15 +551,10 @@ impl Database {
     /// Deletes a saved query; returns whether it existed.
     pub async fn delete_saved_query(&self, name: &str) -> Result<bool> {
         require_name("saved query name", name)?;
-        let name = name.to_owned();
-        self.write(move |conn| {
-            let n = conn
-                .prepare_cached("DELETE FROM _shardlite_saved_queries WHERE name = ?1")
-                .map_err(sql_error)?
-                .execute([&name])
-                .map_err(sql_error)?;
-            Ok(n > 0)
-        })
+        self.delete_where(
+            "DELETE FROM _shardlite_saved_queries WHERE name = ?1",
+            vec![name.to_owned()],
+        )
         .await
     }
 
@@ -626,15 +620,10 @@ impl Database {
     /// Deletes a procedure; returns whether it existed.
     pub async fn delete_procedure(&self, name: &str) -> Result<bool> {
         require_name("procedure name", name)?;
-        let name = name.to_owned();
-        self.write(move |conn| {
-            let n = conn
-                .prepare_cached("DELETE FROM _shardlite_procedures WHERE name = ?1")
-                .map_err(sql_error)?
-                .execute([&name])
-                .map_err(sql_error)?;
-            Ok(n > 0)
-        })
+        self.delete_where(
+            "DELETE FROM _shardlite_procedures WHERE name = ?1",
+            vec![name.to_owned()],
+        )
         .await
     }
 
