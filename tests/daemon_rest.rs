@@ -1691,3 +1691,32 @@ async fn the_crate_http_client_round_trips_through_the_daemon() {
     assert_eq!(admin.catalog_state().await.unwrap().active_map.keyspace, "tenants");
     daemon.stop().await.unwrap();
 }
+
+/// Remote SQL cannot reach files beside the shard: ATTACH and VACUUM INTO are refused.
+#[tokio::test]
+async fn remote_sql_cannot_attach_or_vacuum_into_other_files() {
+    let fixture = Fixture::sharded().await;
+    let daemon = fixture.start().await;
+    let http = http_client();
+    let dir = fixture.dir_text();
+    let target = format!("{dir}/stolen");
+    for sql in [
+        format!("ATTACH DATABASE '{target}' AS x"),
+        format!("VACUUM INTO '{target}'"),
+    ] {
+        let response = routed(http.post(daemon.url("/api/sql/execute")), "tenant-a")
+            .json(&json!({ "sql": sql }))
+            .fetch()
+            .await;
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{sql}: {text}");
+        assert!(text.contains("\"errorCode\":\"sql\""), "{text}");
+    }
+    assert!(!std::path::Path::new(&target).exists());
+    let vacuum = routed(http.post(daemon.url("/api/sql/execute")), "tenant-a")
+        .json(&json!({ "sql": "VACUUM" }))
+        .fetch()
+        .await;
+    json_ok(vacuum, StatusCode::OK).await;
+}

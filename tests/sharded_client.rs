@@ -702,3 +702,50 @@ async fn a_connection_string_shard_opens_its_data_source_and_a_bad_one_is_report
     assert!(!error.contains("hunter2"));
     assert!(status[1].data_source.is_none());
 }
+
+#[tokio::test]
+async fn with_attach_disallowed_sql_cannot_reach_other_files() {
+    let dir = temp_dir();
+    let engine = EngineConfig {
+        allow_attach: false,
+        ..EngineConfig::default()
+    };
+    let db = LocalClient::open_with(dir.path().join("shard.db"), "shard", engine)
+        .await
+        .unwrap();
+    db.execute_sql(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY); INSERT INTO t VALUES (1)",
+        Params::none(),
+    )
+    .await
+    .unwrap();
+    let other = dir.path().join("other.db");
+    let copy = dir.path().join("copy.db");
+    for sql in [
+        format!("ATTACH DATABASE '{}' AS other", other.display()),
+        format!("VACUUM INTO '{}'", copy.display()),
+    ] {
+        let err = db.execute_sql(&sql, Params::none()).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Sql, "{sql}: {err}");
+        let tx = db.begin_transaction().await.unwrap();
+        assert!(
+            db.execute_in_transaction(&tx.transaction_id, &sql, Params::none())
+                .await
+                .is_err()
+        );
+        db.rollback_transaction(&tx.transaction_id).await.unwrap();
+    }
+    assert!(!other.exists() && !copy.exists());
+    // Ordinary maintenance still works.
+    db.execute_sql("VACUUM", Params::none()).await.unwrap();
+    assert_eq!(db.count_rows("t").await.unwrap(), 1);
+
+    // In-process use keeps ATTACH by default.
+    let open = LocalClient::open(dir.path().join("open.db")).await.unwrap();
+    open.execute_sql(
+        &format!("ATTACH DATABASE '{}' AS other", other.display()),
+        Params::none(),
+    )
+    .await
+    .unwrap();
+}

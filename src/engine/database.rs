@@ -35,6 +35,9 @@ pub struct EngineConfig {
     pub max_open_transactions: usize,
     /// An open transaction idle this long is rolled back. `None` never expires. Default 60 s.
     pub transaction_idle_timeout: Option<Duration>,
+    /// Whether SQL may `ATTACH` other files (and so `VACUUM INTO` a path). Default true for
+    /// in-process use; the daemon turns it off so remote SQL cannot reach files beside the shard.
+    pub allow_attach: bool,
 }
 
 impl Default for EngineConfig {
@@ -45,6 +48,7 @@ impl Default for EngineConfig {
             statement_cache_capacity: 64,
             max_open_transactions: 8,
             transaction_idle_timeout: Some(Duration::from_secs(60)),
+            allow_attach: true,
         }
     }
 }
@@ -299,8 +303,22 @@ fn serve(mut conn: Connection, jobs: &flume::Receiver<Job>) {
 
 fn configure(conn: &Connection, config: &EngineConfig) -> Result<()> {
     conn.busy_timeout(config.busy_timeout).map_err(sql_error)?;
+    if !config.allow_attach {
+        refuse_attaching_files(conn)?;
+    }
     conn.set_prepared_statement_cache_capacity(config.statement_cache_capacity);
     conn.execute_batch("PRAGMA foreign_keys = ON;").map_err(sql_error)
+}
+
+/// Refuses `ATTACH` of any file, which also refuses `VACUUM INTO` a path (SQLite runs it as an
+/// attach of the target). A plain `VACUUM` attaches an unnamed temporary database and still works.
+fn refuse_attaching_files(conn: &Connection) -> Result<()> {
+    use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+    conn.authorizer(Some(|context: AuthContext<'_>| match context.action {
+        AuthAction::Attach { filename } if !filename.is_empty() && filename != ":memory:" => Authorization::Deny,
+        _ => Authorization::Allow,
+    }))
+    .map_err(sql_error)
 }
 
 fn open_writer(path: &Path, config: &EngineConfig, role: Role) -> Result<Connection> {

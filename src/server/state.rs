@@ -77,6 +77,8 @@ impl ServerState {
         let engine = EngineConfig {
             transaction_idle_timeout: Some(config.transaction_idle_timeout),
             max_open_transactions: config.max_open_transactions,
+            // Remote SQL must not reach other files on the daemon's machine.
+            allow_attach: false,
             ..EngineConfig::default()
         };
         let backend = match ShardedClient::open_with(master, ShardedClientOptions { engine: engine.clone() }).await {
