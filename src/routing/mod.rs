@@ -7,7 +7,7 @@
 //! modulo the map's virtual bucket count is the **bucket**. Changing any step silently moves
 //! data to another shard, so the golden vectors in `tests/data/route_tokens.json` pin it.
 //!
-//! Resolution against a [`ShardMap`](crate::map::ShardMap) lives in [`resolve`].
+//! Resolution against a [`ShardMap`](crate::map::ShardMap) is [`ShardMap::resolve`](crate::map::ShardMap::resolve).
 
 mod resolve;
 mod token;
