@@ -797,44 +797,43 @@ async fn malformed_requests_get_problem_bodies() {
         .await;
     problem(no_body, StatusCode::BAD_REQUEST, "invalid_input", &dir).await;
 
-    let bad_query = routed(http.get(daemon.url("/api/tables/items/rows?page=abc")), "tenant-a")
-        .fetch()
-        .await;
-    problem(bad_query, StatusCode::BAD_REQUEST, "invalid_input", &dir).await;
-    let zero_page = routed(http.get(daemon.url("/api/tables/items/rows?page=0")), "tenant-a")
-        .fetch()
-        .await;
-    problem(zero_page, StatusCode::BAD_REQUEST, "invalid_input", &dir).await;
-    let huge_page = routed(
-        http.get(daemon.url("/api/tables/items/rows?pageSize=100000")),
-        "tenant-a",
-    )
-    .fetch()
-    .await;
-    problem(huge_page, StatusCode::BAD_REQUEST, "invalid_input", &dir).await;
-    let unknown_query = routed(http.get(daemon.url("/api/tables/items/rows?pagesize=10")), "tenant-a")
-        .fetch()
-        .await;
-    problem(unknown_query, StatusCode::BAD_REQUEST, "invalid_input", &dir).await;
-    let bad_pk_type = routed(http.get(daemon.url("/api/tables/items/rows/1?pkType=uuid")), "tenant-a")
-        .fetch()
-        .await;
-    problem(bad_pk_type, StatusCode::BAD_REQUEST, "invalid_input", &dir).await;
-    let not_an_integer = routed(
-        http.get(daemon.url("/api/tables/items/rows/x?pkType=integer")),
-        "tenant-a",
-    )
-    .fetch()
-    .await;
-    problem(not_an_integer, StatusCode::BAD_REQUEST, "invalid_input", &dir).await;
-    let bad_utf8_path = routed(http.get(daemon.url("/api/tables/items/rows/%FF")), "tenant-a")
-        .fetch()
-        .await;
-    problem(bad_utf8_path, StatusCode::BAD_REQUEST, "invalid_input", &dir).await;
-    let no_table = routed(http.get(daemon.url("/api/tables/nope/rows/1")), "tenant-a")
-        .fetch()
-        .await;
-    problem(no_table, StatusCode::NOT_FOUND, "not_found", &dir).await;
+    for (path, status, code) in [
+        (
+            "/api/tables/items/rows?page=abc",
+            StatusCode::BAD_REQUEST,
+            "invalid_input",
+        ),
+        (
+            "/api/tables/items/rows?page=0",
+            StatusCode::BAD_REQUEST,
+            "invalid_input",
+        ),
+        (
+            "/api/tables/items/rows?pageSize=100000",
+            StatusCode::BAD_REQUEST,
+            "invalid_input",
+        ),
+        (
+            "/api/tables/items/rows?pagesize=10",
+            StatusCode::BAD_REQUEST,
+            "invalid_input",
+        ),
+        (
+            "/api/tables/items/rows/1?pkType=uuid",
+            StatusCode::BAD_REQUEST,
+            "invalid_input",
+        ),
+        (
+            "/api/tables/items/rows/x?pkType=integer",
+            StatusCode::BAD_REQUEST,
+            "invalid_input",
+        ),
+        ("/api/tables/items/rows/%FF", StatusCode::BAD_REQUEST, "invalid_input"),
+        ("/api/tables/nope/rows/1", StatusCode::NOT_FOUND, "not_found"),
+    ] {
+        let response = routed(http.get(daemon.url(path)), "tenant-a").fetch().await;
+        problem(response, status, code, &dir).await;
+    }
     let no_column = insert_item(&http, &daemon, "tenant-a", 1).await;
     json_ok(no_column, StatusCode::CREATED).await;
     let duplicate = insert_item(&http, &daemon, "tenant-a", 1).await;
