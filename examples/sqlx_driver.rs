@@ -13,7 +13,8 @@
 use std::error::Error;
 
 use shardlite::catalog::Catalog;
-use shardlite::client::{ConnectionTarget, DataClient, LocalClient, Params, ShardedClient};
+use shardlite::client::{DataClient, LocalClient, Params, ShardedClient};
+use shardlite::connect::ConnectionTarget;
 use shardlite::driver::{ShardliteConnection, ShardlitePool};
 use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
 use sqlx::Connection;

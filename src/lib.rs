@@ -59,6 +59,8 @@
 
 pub mod catalog;
 pub mod client;
+pub mod connect;
+pub mod data;
 #[cfg(feature = "sqlx")]
 pub mod driver;
 pub mod engine;
@@ -72,6 +74,7 @@ pub mod server;
 pub mod transaction;
 #[cfg(any(feature = "grpc", feature = "http"))]
 pub mod transport;
+pub mod wire;
 
 #[cfg(feature = "cli")]
 pub mod cli;

@@ -6,7 +6,8 @@ use std::path::Path;
 
 use common::{orders_options, temp_dir};
 use shardlite::catalog::Catalog;
-use shardlite::client::{ConnectionTarget, DataClient, LocalClient, Params, connect};
+use shardlite::client::{DataClient, LocalClient, Params};
+use shardlite::connect::{ConnectionTarget, connect};
 use shardlite::map::ShardingOptions;
 use shardlite::options::ConnectionOptions;
 use shardlite::{Error, ErrorKind, RouteSource};

@@ -17,7 +17,7 @@ use shardlite::server::{ServerConfig, ServerState};
 use shardlite::transport::RemoteOptions;
 use shardlite::transport::grpc::GrpcClient;
 use shardlite::transport::grpc::proto::{self as pb, shardlite_client::ShardliteClient};
-use shardlite::transport::{ERROR_CODE_METADATA, KEYSPACE_METADATA, SQLITE_CODE_METADATA};
+use shardlite::wire::{ERROR_CODE_METADATA, KEYSPACE_METADATA, SQLITE_CODE_METADATA};
 use shardlite::{Error, ErrorKind, RouteContext};
 use tokio::net::TcpListener;
 
@@ -578,7 +578,7 @@ async fn route_metadata_errors() {
         .insert(KEYSPACE_METADATA, "tenants".parse().unwrap());
     request
         .metadata_mut()
-        .insert(shardlite::transport::SHARD_KEY_METADATA, "tenant-a".parse().unwrap());
+        .insert(shardlite::wire::SHARD_KEY_METADATA, "tenant-a".parse().unwrap());
     let status = raw.execute_sql(request).await.unwrap_err();
     assert_eq!(status.code(), tonic::Code::InvalidArgument);
     assert_eq!(metadata_text(&status, ERROR_CODE_METADATA), Some("sql"));

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use common::{orders_options, temp_dir};
 use shardlite::catalog::Catalog;
-use shardlite::client::{ConnectionTarget, DataClient, LocalClient, Params, ShardedClient, Value};
+use shardlite::client::{DataClient, LocalClient, Params, ShardedClient, Value};
+use shardlite::connect::ConnectionTarget;
 use shardlite::driver::{ShardliteConnectOptions, ShardliteConnection, ShardlitePool};
 use sqlx::{Connection, Row};
 

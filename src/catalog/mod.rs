@@ -7,9 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
-use crate::client::{Params, SqlResult, Value};
+use crate::data::{CatalogHistoryEntry, Params, SqlResult, Value};
 use crate::engine::{Database, EngineConfig, Role};
 use crate::error::{Error, Result};
 use crate::map::{ShardMap, ShardTarget, ShardingOptions};
@@ -60,45 +58,6 @@ CREATE TABLE IF NOT EXISTS shardlite_migration_history (
     payload_json TEXT NOT NULL
 );
 ";
-
-/// One row of catalog history.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
-#[serde(rename_all = "camelCase")]
-pub struct CatalogHistoryEntry {
-    /// When the change was written (RFC 3339).
-    pub applied_utc: String,
-    /// The keyspace.
-    pub keyspace: String,
-    /// The map version written.
-    pub map_version: u64,
-    /// Who made the change.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub operator: Option<String>,
-    /// Why.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub comment: Option<String>,
-    /// Whether bucket or pin ownership changed without a data migration.
-    pub metadata_only_ownership_change: bool,
-}
-
-/// The catalog as operators see it: active and pending maps (secret-free) and history.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
-#[serde(rename_all = "camelCase")]
-pub struct CatalogState {
-    /// `"master-catalog"` when a catalog file backs the map, `"in-memory"` otherwise.
-    pub source: String,
-    /// Whether a catalog file backs the map.
-    pub is_catalog_enabled: bool,
-    /// The live map.
-    pub active_map: crate::map::ShardMapSnapshot,
-    /// A stored map with another version than the live one, waiting for activation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pending_map: Option<crate::map::ShardMapSnapshot>,
-    /// Catalog history, newest first.
-    pub history: Vec<CatalogHistoryEntry>,
-}
 
 /// A handle to a master catalog file.
 #[derive(Debug, Clone)]

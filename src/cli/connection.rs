@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use clap::Args;
 
-use crate::client::{DataClient, ShardAdmin, connect};
+use crate::connect::connect;
+use crate::data::{DataClient, ShardAdmin};
 use crate::error::{Error, Result};
 use crate::options::ConnectionOptions;
 use crate::routing::RouteContext;

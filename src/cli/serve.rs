@@ -11,8 +11,9 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::error::{Error, Result};
-use crate::map::{DEFAULT_API_KEY_HEADER, Secret};
+use crate::map::Secret;
 use crate::server::{self, ServerConfig, ServerState};
+use crate::wire::DEFAULT_API_KEY_HEADER;
 
 /// Arguments of `shardlite serve`.
 #[derive(Debug, Args)]

@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures_util::future::join_all;
-use serde::{Deserialize, Serialize};
 
-use super::{
-    DataClient, DatabaseInfo, DocumentPage, LocalClient, Params, ProcedureDefinition, Row, RowPage, SavedQuery,
-    SqlResult, TableSchema, TransactionInfo, Value,
-};
+use super::LocalClient;
 use crate::catalog::Catalog;
+use crate::data::{
+    CatalogState, DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery,
+    ShardSqlResult, ShardStatus, SqlResult, TableSchema, TransactionInfo, Value,
+};
 use crate::engine::EngineConfig;
 use crate::error::{Error, Result};
 use crate::map::{ShardMap, ShardMapSnapshot, ShardRole, ShardTarget};
@@ -66,80 +66,6 @@ impl std::fmt::Debug for ShardedClient {
         f.debug_struct("ShardedClient")
             .field("data_source", &self.inner.data_source)
             .finish_non_exhaustive()
-    }
-}
-
-/// One shard's health and metadata.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
-#[serde(rename_all = "camelCase")]
-pub struct ShardStatus {
-    /// The shard.
-    pub shard_id: String,
-    /// Its file or endpoint (never a connection string).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data_source: Option<String>,
-    /// Whether it is enabled in the map.
-    pub enabled: bool,
-    /// Whether the probe succeeded.
-    pub healthy: bool,
-    /// Primary or replica.
-    pub role: ShardRole,
-    /// For replicas, the primary.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub primary_shard_id: Option<String>,
-    /// For replicas, whether promotion is allowed.
-    pub promotion_eligible: bool,
-    /// A healthy, promotion-eligible replica.
-    pub can_promote: bool,
-    /// For replicas, the reported lag.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replication_lag_bytes: Option<i64>,
-    /// For replicas, the last catch-up time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_replicated_utc: Option<String>,
-    /// Why the shard is unhealthy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// The probe's counts, when healthy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub info: Option<DatabaseInfo>,
-}
-
-/// One shard's outcome in a fan-out.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
-#[serde(rename_all = "camelCase")]
-pub struct ShardSqlResult {
-    /// The shard.
-    pub shard_id: String,
-    /// Its result, on success.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<SqlResult>,
-    /// Its error, on failure (the daemon reports internal errors generically).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// The error's kind code (`ErrorKind::code`), on failure.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_code: Option<String>,
-}
-
-impl ShardSqlResult {
-    fn from_outcome(shard_id: &str, outcome: Result<SqlResult>) -> Self {
-        match outcome {
-            Ok(result) => Self {
-                shard_id: shard_id.to_owned(),
-                result: Some(result),
-                error: None,
-                error_code: None,
-            },
-            Err(err) => Self {
-                shard_id: shard_id.to_owned(),
-                result: None,
-                error_code: Some(err.kind().code().to_owned()),
-                error: Some(err.to_string()),
-            },
-        }
     }
 }
 
@@ -237,10 +163,10 @@ impl ShardedClient {
     }
 
     /// The catalog state: live map, pending map (if a different version is stored) and history.
-    pub async fn catalog_state(&self) -> Result<crate::catalog::CatalogState> {
+    pub async fn catalog_state(&self) -> Result<CatalogState> {
         let active_map = self.map_snapshot();
         let Some(catalog) = &self.inner.catalog else {
-            return Ok(crate::catalog::CatalogState {
+            return Ok(CatalogState {
                 source: "in-memory".to_owned(),
                 is_catalog_enabled: false,
                 active_map,
@@ -254,7 +180,7 @@ impl ShardedClient {
             }
             _ => None,
         };
-        Ok(crate::catalog::CatalogState {
+        Ok(CatalogState {
             source: "master-catalog".to_owned(),
             is_catalog_enabled: true,
             active_map,
@@ -887,7 +813,7 @@ impl super::ShardAdmin for ShardedClient {
     async fn execute_read_only_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
         ShardedClient::execute_read_only_sql_on_all_shards(self, sql).await
     }
-    async fn catalog_state(&self) -> Result<crate::catalog::CatalogState> {
+    async fn catalog_state(&self) -> Result<CatalogState> {
         ShardedClient::catalog_state(self).await
     }
 }

@@ -21,7 +21,8 @@ use super::{
     ShardliteTypeInfo,
 };
 use crate::ErrorKind;
-use crate::client::{ConnectedClient, ConnectionTarget, DataClient, Params, SqlResult, TransactionInfo};
+use crate::connect::{ConnectedClient, ConnectionTarget};
+use crate::data::{DataClient, Params, SqlResult, TransactionInfo};
 
 /// A connection bound to what its connection string names: one shard of a master catalog (the
 /// route resolved in-process), or a plain database file.

@@ -12,7 +12,7 @@ use sqlx_core::error::Error;
 use sqlx_core::pool::PoolOptions;
 
 use super::{Shardlite, ShardliteConnection};
-use crate::client::{ConnectedClient, ConnectionTarget, connect_with};
+use crate::connect::{ConnectedClient, ConnectionTarget, connect_with};
 use crate::engine::EngineConfig;
 use crate::options::ConnectionOptions;
 

@@ -19,7 +19,7 @@ use rusqlite::{Connection, OpenFlags};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 use super::sql::{self, Access, sql_error};
-use crate::client::{Params, SqlResult};
+use crate::data::{Params, SqlResult};
 use crate::error::{Error, Result};
 
 /// Tuning for one database file.

@@ -15,4 +15,3 @@ mod value;
 pub(crate) use database::Role;
 pub use database::{Database, EngineConfig, SessionInfo};
 pub use store::{INTERNAL_PREFIX, MAX_PAGE_SIZE};
-pub use value::Value;

@@ -7,8 +7,8 @@ use std::time::Instant;
 use rusqlite::fallible_iterator::FallibleIterator;
 use rusqlite::{Batch, Connection, Statement};
 
-use super::value::Value;
-use crate::client::{Params, SqlResult};
+use super::value::value_from_ref;
+use crate::data::{Params, SqlResult};
 use crate::error::{Error, Result};
 
 /// Whether statements may write.
@@ -138,7 +138,7 @@ fn run(conn: &Connection, stmt: &mut Statement<'_>, out: &mut SqlResult) -> Resu
         while let Some(row) = rows.next().map_err(sql_error)? {
             let mut values = Vec::with_capacity(columns);
             for i in 0..columns {
-                values.push(Value::from_ref(row.get_ref(i).map_err(sql_error)?));
+                values.push(value_from_ref(row.get_ref(i).map_err(sql_error)?));
             }
             out.rows.push(values);
         }
@@ -266,6 +266,7 @@ fn check_positional_surplus(params: &Params, counts: &[usize]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::Value;
 
     #[test]
     fn leading_keyword_skips_comments() {

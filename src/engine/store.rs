@@ -10,8 +10,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::database::Database;
 use super::sql::{self, Access, sql_error};
-use super::value::Value;
-use crate::client::{
+use super::value::value_from_ref;
+use crate::data::Value;
+use crate::data::{
     ColumnInfo, DatabaseInfo, Document, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery, SqlResult,
     TableSchema,
 };
@@ -174,7 +175,7 @@ fn check_columns<'v>(schema: &TableSchema, values: &'v Row) -> Result<Vec<(&'v S
 fn read_row(stmt_row: &rusqlite::Row<'_>, names: &[String]) -> rusqlite::Result<Row> {
     let mut row = BTreeMap::new();
     for (i, name) in names.iter().enumerate() {
-        row.insert(name.clone(), Value::from_ref(stmt_row.get_ref(i)?));
+        row.insert(name.clone(), value_from_ref(stmt_row.get_ref(i)?));
     }
     Ok(row)
 }

@@ -6,11 +6,10 @@
 //! unknown shards, buckets or pins owned by replicas, inconsistent replica metadata, blank
 //! pin keys, and maps without an enabled shard. Unknown JSON fields are refused when parsing.
 
-mod error;
 mod options;
 mod snapshot;
 
-pub use error::MapError;
+pub use crate::error::MapError;
 pub use options::{BucketRange, Secret, ShardDefinition, ShardingOptions};
 pub use snapshot::{ShardMapSnapshot, ShardSnapshot};
 
@@ -18,9 +17,6 @@ use std::collections::BTreeMap;
 
 /// The largest `virtualBucketCount` accepted: one owner slot per bucket is allocated.
 pub const MAX_VIRTUAL_BUCKETS: u32 = 1 << 20;
-
-/// Default header that carries an API key.
-pub const DEFAULT_API_KEY_HEADER: &str = "X-CSharpDB-Api-Key";
 
 /// A shard's role. Replicas are metadata only: they never own buckets or pins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -112,7 +108,7 @@ pub struct Shard {
     pub target: ShardTarget,
     /// API key for a remote shard.
     pub api_key: Option<Secret>,
-    /// Header carrying the API key (default [`DEFAULT_API_KEY_HEADER`]).
+    /// Header carrying the API key (default [`DEFAULT_API_KEY_HEADER`](crate::wire::DEFAULT_API_KEY_HEADER)).
     pub api_key_header_name: Option<String>,
 }
 

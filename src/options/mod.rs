@@ -88,8 +88,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::map::{DEFAULT_API_KEY_HEADER, Secret, Transport};
+use crate::map::{Secret, Transport};
 use crate::routing::RouteContext;
+use crate::wire::DEFAULT_API_KEY_HEADER;
 
 /// How a connection opened with [`ConnectionOptions`] should behave: where it goes, which route it is bound
 /// to, and its timeouts and pool size.

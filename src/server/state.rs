@@ -10,10 +10,11 @@ use futures_util::future::join_all;
 use crate::client::{DataClient, LocalClient, Params, ShardedClient, ShardedClientOptions, SqlResult, TransactionInfo};
 use crate::engine::EngineConfig;
 use crate::error::{Error, ErrorKind, Result};
-use crate::map::{DEFAULT_API_KEY_HEADER, Secret};
+use crate::map::Secret;
 use crate::routing::RouteContext;
+use crate::wire::DEFAULT_API_KEY_HEADER;
 
-pub use crate::transport::{KEYSPACE_HEADER, SHARD_KEY_HEADER};
+pub use crate::wire::{KEYSPACE_HEADER, SHARD_KEY_HEADER};
 
 /// Daemon settings.
 #[derive(Debug, Clone)]

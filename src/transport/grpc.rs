@@ -34,11 +34,7 @@
 
 pub(crate) mod convert;
 
-/// The messages and the client and server stubs generated from `proto/shardlite.proto`.
-#[allow(missing_docs, clippy::all, clippy::pedantic)]
-pub mod proto {
-    tonic::include_proto!("shardlite.v1");
-}
+pub use crate::wire::proto;
 
 use std::fmt;
 use std::future::Future;
@@ -53,18 +49,18 @@ use tonic::{Code, Request, Response, Status};
 use self::convert::{document_from_json, row_from_pb, row_to_pb};
 use self::proto as pb;
 use self::proto::shardlite_client::ShardliteClient;
-use super::{
-    ERROR_CODE_METADATA, KEYSPACE_METADATA, KEYSPACE_METADATA_BIN, RemoteOptions, SHARD_KEY_METADATA,
-    SHARD_KEY_METADATA_BIN, SQLITE_CODE_METADATA,
-};
-use crate::catalog::CatalogState;
-use crate::client::{
-    DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery, ShardAdmin,
-    ShardSqlResult, ShardStatus, SqlResult, TableSchema, TransactionInfo, Value,
+use super::RemoteOptions;
+use crate::data::{
+    CatalogState, DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery,
+    ShardAdmin, ShardSqlResult, ShardStatus, SqlResult, TableSchema, TransactionInfo, Value,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::map::ShardMapSnapshot;
 use crate::routing::{ResolvedRoute, RouteContext};
+use crate::wire::{
+    ERROR_CODE_METADATA, KEYSPACE_METADATA, KEYSPACE_METADATA_BIN, SHARD_KEY_METADATA, SHARD_KEY_METADATA_BIN,
+    SQLITE_CODE_METADATA,
+};
 
 /// A gRPC client of a shardlite daemon, implementing [`DataClient`] and [`ShardAdmin`].
 ///

@@ -31,15 +31,16 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use super::{KEYSPACE_HEADER, RemoteOptions, SHARD_KEY_HEADER};
-use crate::catalog::CatalogState;
-use crate::client::{
+use super::RemoteOptions;
+use crate::data::CatalogState;
+use crate::data::{
     DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery, ShardAdmin,
     ShardSqlResult, ShardStatus, SqlResult, TableSchema, TransactionInfo, Value,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::map::ShardMapSnapshot;
 use crate::routing::{ResolvedRoute, RouteContext};
+use crate::wire::{KEYSPACE_HEADER, SHARD_KEY_HEADER};
 
 /// A REST client of a shardlite daemon. Cloning is cheap; clones and
 /// [`with_route`](Self::with_route) share one connection pool.

@@ -3,9 +3,10 @@
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::map::{DEFAULT_API_KEY_HEADER, Secret, Transport};
+use crate::map::{Secret, Transport};
 use crate::options::ConnectionOptions;
 use crate::routing::RouteContext;
+use crate::wire::DEFAULT_API_KEY_HEADER;
 
 /// How long connecting may take by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

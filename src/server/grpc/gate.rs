@@ -9,7 +9,7 @@ use super::status::{status_from_error, unauthenticated};
 use crate::error::{Error, Result};
 use crate::routing::RouteContext;
 use crate::server::ServerState;
-use crate::transport::{KEYSPACE_METADATA, KEYSPACE_METADATA_BIN, SHARD_KEY_METADATA, SHARD_KEY_METADATA_BIN};
+use crate::wire::{KEYSPACE_METADATA, KEYSPACE_METADATA_BIN, SHARD_KEY_METADATA, SHARD_KEY_METADATA_BIN};
 
 /// The route a call carried, stored in the request extensions for the handler.
 #[derive(Debug, Clone)]

@@ -23,7 +23,7 @@ pub mod status;
 pub use status::status_from_error;
 
 use crate::server::ServerState;
-use crate::transport::grpc::proto::shardlite_server::{SERVICE_NAME, ShardliteServer};
+use crate::wire::proto::shardlite_server::{SERVICE_NAME, ShardliteServer};
 
 /// The gRPC service as an axum router, to merge into the REST router so both share one port.
 ///

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::routing::RouteContext;
 use crate::server::ServerState;
 use crate::transport::grpc::convert::{document_from_json, params_from_pb, required_value, row_from_pb, row_to_pb};
-use crate::transport::grpc::proto::{self as pb, shardlite_server::Shardlite};
+use crate::wire::proto::{self as pb, shardlite_server::Shardlite};
 
 /// The service implementation; the [`CallGate`](super::gate::CallGate) interceptor runs first.
 #[derive(Debug, Clone)]

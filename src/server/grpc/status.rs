@@ -18,7 +18,7 @@ use tonic::metadata::{AsciiMetadataValue, MetadataMap};
 use tonic::{Code, Status};
 
 use crate::error::{Error, ErrorKind};
-use crate::transport::{ERROR_CODE_METADATA, SQLITE_CODE_METADATA};
+use crate::wire::{ERROR_CODE_METADATA, SQLITE_CODE_METADATA};
 
 /// The message of every `internal` error; the real error is logged, never sent.
 const INTERNAL_MESSAGE: &str = "the daemon could not complete the request; the daemon log has the details";

@@ -20,7 +20,8 @@ use utoipa::openapi::{Content, Header, OpenApi, Ref, RefOr, Required};
 use utoipa::{OpenApi as _, ToSchema};
 
 use super::error::{PROBLEM_CONTENT_TYPE, Problem};
-use super::schema::{ParamsSchema, PkType, ValueSchema};
+use super::schema::PkType;
+use crate::data::openapi::{ParamsSchema, ValueSchema};
 use crate::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig};
 
 /// The static part of the document; operations are added by the router.

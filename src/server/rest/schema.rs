@@ -1,116 +1,16 @@
-//! The bodies the REST API accepts, the small responses that have no client type, and the
-//! OpenAPI schemas of the types with hand-written serde formats.
+//! The bodies the REST API accepts and the small responses that have no data type.
 //!
-//! Every other response is a client type itself ([`SqlResult`](crate::client::SqlResult),
-//! [`ShardStatus`](crate::client::ShardStatus), [`ResolvedRoute`](crate::routing::ResolvedRoute),
+//! Every other response is a data type itself ([`SqlResult`](crate::data::SqlResult),
+//! [`ShardStatus`](crate::data::ShardStatus), [`ResolvedRoute`](crate::routing::ResolvedRoute),
 //! ...), deriving its schema when the `server` feature is on, so `/openapi.json` describes the
-//! very types a remote client deserialises. Their fields that hold a
-//! [`Value`](crate::client::Value) name [`ValueSchema`] as their `value_type`, because utoipa
-//! reads any type named `Value` as `serde_json::Value` (any JSON).
+//! very types a remote client deserialises; the schemas of hand-written serde formats are in
+//! [`crate::data::openapi`].
 
 use serde::{Deserialize, Serialize};
-use utoipa::openapi::schema::{
-    AdditionalProperties, AnyOfBuilder, ArrayBuilder, KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat,
-    Type,
-};
-use utoipa::openapi::{Ref, RefOr};
-use utoipa::{IntoParams, PartialSchema, ToSchema};
+use utoipa::{IntoParams, ToSchema};
 
-use crate::client::{Params, ProcedureParameter, Row};
-
-// ---------------------------------------------------------------------------------------------
-// Schemas of types with hand-written serde formats.
-
-/// Schema of one SQLite value: `null`, an integer, a float, a string, `{"$blob": "<base64>"}`, or
-/// `{"$real": "inf" | "-inf" | "nan"}` for floats JSON cannot carry.
-#[derive(Debug)]
-pub struct ValueSchema;
-
-/// Standard base64 with canonical padding.
-const BASE64_PATTERN: &str = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$";
-
-impl PartialSchema for ValueSchema {
-    fn schema() -> RefOr<Schema> {
-        let blob = ObjectBuilder::new()
-            .property(
-                "$blob",
-                ObjectBuilder::new()
-                    .schema_type(Type::String)
-                    .content_encoding("base64")
-                    .pattern(Some(BASE64_PATTERN))
-                    .description(Some("the bytes, standard base64")),
-            )
-            .required("$blob")
-            .additional_properties(Some(AdditionalProperties::<Schema>::FreeForm(false)))
-            .description(Some("a blob"));
-        let real = ObjectBuilder::new()
-            .property(
-                "$real",
-                ObjectBuilder::new()
-                    .schema_type(Type::String)
-                    .enum_values(Some(["inf", "-inf", "nan"])),
-            )
-            .required("$real")
-            .additional_properties(Some(AdditionalProperties::<Schema>::FreeForm(false)))
-            .description(Some("a float JSON cannot carry"));
-        // anyOf, not oneOf: an integer is also a JSON Schema number.
-        AnyOfBuilder::new()
-            .item(ObjectBuilder::new().schema_type(Type::Null))
-            .item(
-                ObjectBuilder::new()
-                    .schema_type(Type::Integer)
-                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64))),
-            )
-            .item(
-                ObjectBuilder::new()
-                    .schema_type(Type::Number)
-                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::Double))),
-            )
-            .item(ObjectBuilder::new().schema_type(Type::String))
-            .item(blob)
-            .item(real)
-            .description(Some(
-                "an SQLite value: null, a 64-bit integer (exact beyond 2^53), a float, text, or a blob",
-            ))
-            .into()
-    }
-}
-
-impl ToSchema for ValueSchema {
-    fn name() -> std::borrow::Cow<'static, str> {
-        "Value".into()
-    }
-}
-
-/// Schema of SQL parameters: an array for positional placeholders or an object for named ones.
-#[derive(Debug)]
-pub struct ParamsSchema;
-
-impl PartialSchema for ParamsSchema {
-    fn schema() -> RefOr<Schema> {
-        let value = || RefOr::Ref(Ref::from_schema_name(ValueSchema::name()));
-        OneOfBuilder::new()
-            .item(
-                ArrayBuilder::new()
-                    .items(value())
-                    .description(Some("values for ?, ?NNN placeholders; the first is ?1")),
-            )
-            .item(
-                ObjectBuilder::new()
-                    .additional_properties(Some(value()))
-                    .description(Some("values for :name, @name, $name placeholders, keyed by name")),
-            )
-            .item(ObjectBuilder::new().schema_type(Type::Null))
-            .description(Some("parameters bound to placeholders (never spliced into the SQL)"))
-            .into()
-    }
-}
-
-impl ToSchema for ParamsSchema {
-    fn name() -> std::borrow::Cow<'static, str> {
-        "Parameters".into()
-    }
-}
+use crate::data::openapi::{ParamsSchema, ValueSchema};
+use crate::data::{Params, ProcedureParameter, Row};
 
 // ---------------------------------------------------------------------------------------------
 // Requests.

@@ -8,8 +8,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::proto as pb;
-use crate::catalog::{CatalogHistoryEntry, CatalogState};
-use crate::client::{
+use crate::data::{CatalogHistoryEntry, CatalogState};
+use crate::data::{
     ColumnInfo, DatabaseInfo, Document, DocumentPage, Params, ProcedureDefinition, ProcedureParameter, Row, RowPage,
     SavedQuery, ShardSqlResult, ShardStatus, SqlResult, TableSchema, TransactionInfo, Value,
 };

@@ -6,7 +6,8 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{DataClient, LocalClient, ShardAdmin, ShardedClient, ShardedClientOptions};
+use crate::client::{LocalClient, ShardedClient, ShardedClientOptions};
+use crate::data::{DataClient, ShardAdmin};
 use crate::engine::EngineConfig;
 use crate::error::{Error, ErrorKind, Result};
 use crate::map::{ShardTarget, Transport};
@@ -78,7 +79,8 @@ impl fmt::Display for ConnectionTarget {
 ///
 /// ```no_run
 /// # async fn demo() -> shardlite::Result<()> {
-/// use shardlite::client::{connect, ConnectionTarget, Params};
+/// use shardlite::client::Params;
+/// use shardlite::connect::{connect, ConnectionTarget};
 /// use shardlite::options::ConnectionOptions;
 ///
 /// let options = ConnectionOptions::parse(
@@ -150,7 +152,7 @@ impl ConnectedClient {
 ///
 /// ```
 /// use std::time::Duration;
-/// use shardlite::client::engine_config_for;
+/// use shardlite::connect::engine_config_for;
 /// use shardlite::engine::EngineConfig;
 /// use shardlite::options::ConnectionOptions;
 ///

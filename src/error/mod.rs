@@ -7,7 +7,9 @@
 
 use std::fmt;
 
-use crate::map::MapError;
+mod map;
+
+pub use map::MapError;
 
 /// Result type used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,110 @@
+//! The two interfaces every way of reaching data implements: [`DataClient`] for data
+//! operations on one database (or one route's shard) and [`ShardAdmin`] for operator
+//! operations on a sharded deployment.
+
+use async_trait::async_trait;
+
+use super::{
+    CatalogState, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery, ShardSqlResult,
+    ShardStatus, SqlResult, TableSchema, TransactionInfo, Value,
+};
+use crate::error::Result;
+use crate::map::ShardMapSnapshot;
+use crate::routing::{ResolvedRoute, RouteContext};
+
+/// Operator operations on a sharded deployment, implemented in-process by `ShardedClient`
+/// and remotely by the HTTP and gRPC clients.
+#[async_trait]
+pub trait ShardAdmin: Send + Sync {
+    /// A secret-free snapshot of the live map.
+    async fn shard_map(&self) -> Result<ShardMapSnapshot>;
+    /// Where a route resolves.
+    async fn resolve_route(&self, route: &RouteContext) -> Result<ResolvedRoute>;
+    /// Every shard's health, in definition order.
+    async fn shard_status(&self) -> Result<Vec<ShardStatus>>;
+    /// SQL on every enabled shard (schema setup); per-shard results.
+    async fn execute_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>>;
+    /// Read-only SQL on every enabled shard, enforced by the engine.
+    async fn execute_read_only_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>>;
+    /// Active and pending maps and catalog history.
+    async fn catalog_state(&self) -> Result<CatalogState>;
+}
+
+/// Data operations on one database: SQL, rows, collections, saved queries, procedures,
+/// transactions and info.
+///
+/// Implemented by `LocalClient`, `RoutedClient`, `ShardedClient` (which requires a
+/// route for everything except `info` and id-routed transaction calls) and the remote clients.
+#[async_trait]
+pub trait DataClient: Send + Sync {
+    /// Executes SQL (one statement or a script) with bound parameters.
+    async fn execute_sql(&self, sql: &str, params: Params) -> Result<SqlResult>;
+
+    /// Executes SQL that must not write: every statement must be a query that SQLite reports as
+    /// read-only, run on a connection that cannot write; otherwise nothing runs.
+    async fn execute_read_only_sql(&self, sql: &str, params: Params) -> Result<SqlResult>;
+
+    /// Counts of tables, collections, saved queries and procedures.
+    async fn info(&self) -> Result<DatabaseInfo>;
+
+    /// User table names.
+    async fn list_tables(&self) -> Result<Vec<String>>;
+    /// A table's schema.
+    async fn table_schema(&self, table: &str) -> Result<TableSchema>;
+    /// Rows in a table.
+    async fn count_rows(&self, table: &str) -> Result<u64>;
+    /// One page of a table (pages start at 1).
+    async fn browse_rows(&self, table: &str, page: u32, page_size: u32) -> Result<RowPage>;
+    /// A row by primary key.
+    async fn get_row(&self, table: &str, key: Value) -> Result<Option<Row>>;
+    /// Inserts a row; returns rows inserted.
+    async fn insert_row(&self, table: &str, values: Row) -> Result<u64>;
+    /// Updates a row by primary key; returns rows updated.
+    async fn update_row(&self, table: &str, key: Value, values: Row) -> Result<u64>;
+    /// Deletes a row by primary key; returns rows deleted.
+    async fn delete_row(&self, table: &str, key: Value) -> Result<u64>;
+
+    /// Collection names.
+    async fn list_collections(&self) -> Result<Vec<String>>;
+    /// Documents in a collection.
+    async fn count_documents(&self, collection: &str) -> Result<u64>;
+    /// One page of a collection.
+    async fn browse_documents(&self, collection: &str, page: u32, page_size: u32) -> Result<DocumentPage>;
+    /// A document by key.
+    async fn get_document(&self, collection: &str, key: &str) -> Result<Option<serde_json::Value>>;
+    /// Stores a document.
+    async fn put_document(&self, collection: &str, key: &str, document: serde_json::Value) -> Result<()>;
+    /// Deletes a document; returns whether it existed.
+    async fn delete_document(&self, collection: &str, key: &str) -> Result<bool>;
+    /// Deletes a collection; returns whether it had documents.
+    async fn drop_collection(&self, collection: &str) -> Result<bool>;
+
+    /// Saved queries.
+    async fn list_saved_queries(&self) -> Result<Vec<SavedQuery>>;
+    /// A saved query by name.
+    async fn get_saved_query(&self, name: &str) -> Result<Option<SavedQuery>>;
+    /// Creates or replaces a saved query.
+    async fn put_saved_query(&self, name: &str, sql_text: &str) -> Result<SavedQuery>;
+    /// Deletes a saved query; returns whether it existed.
+    async fn delete_saved_query(&self, name: &str) -> Result<bool>;
+
+    /// Procedures.
+    async fn list_procedures(&self) -> Result<Vec<ProcedureDefinition>>;
+    /// A procedure by name.
+    async fn get_procedure(&self, name: &str) -> Result<Option<ProcedureDefinition>>;
+    /// Creates or replaces a procedure.
+    async fn put_procedure(&self, definition: ProcedureDefinition) -> Result<ProcedureDefinition>;
+    /// Deletes a procedure; returns whether it existed.
+    async fn delete_procedure(&self, name: &str) -> Result<bool>;
+    /// Executes a procedure atomically with arguments (named, or positional in declaration order).
+    async fn execute_procedure(&self, name: &str, args: Params) -> Result<SqlResult>;
+
+    /// Begins a transaction; the returned id routes later calls.
+    async fn begin_transaction(&self) -> Result<TransactionInfo>;
+    /// Executes SQL inside a transaction.
+    async fn execute_in_transaction(&self, transaction_id: &str, sql: &str, params: Params) -> Result<SqlResult>;
+    /// Commits a transaction.
+    async fn commit_transaction(&self, transaction_id: &str) -> Result<()>;
+    /// Rolls back a transaction.
+    async fn rollback_transaction(&self, transaction_id: &str) -> Result<()>;
+}

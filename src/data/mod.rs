@@ -1,0 +1,25 @@
+//! The data model every layer shares: values, parameters, results, rows, documents and schema
+//! types, transaction info, shard status and catalog snapshots, and the [`DataClient`] and
+//! [`ShardAdmin`] interfaces.
+//!
+//! These types sit below the engine that produces them and the transports that carry them, so
+//! the engine, the catalog, the remote clients, the in-process clients and the daemon all speak
+//! the same types without knowing each other. Code written against `dyn DataClient` works
+//! unchanged in-process and over the network.
+
+mod admin;
+mod interface;
+#[cfg(feature = "server")]
+pub mod openapi;
+mod params;
+mod records;
+mod value;
+
+pub use admin::{CatalogHistoryEntry, CatalogState, ShardSqlResult, ShardStatus};
+pub use interface::{DataClient, ShardAdmin};
+pub use params::Params;
+pub use records::{
+    ColumnInfo, DatabaseInfo, Document, DocumentPage, ProcedureDefinition, ProcedureParameter, Row, RowPage,
+    SavedQuery, SqlResult, TableSchema, TransactionInfo,
+};
+pub use value::Value;
