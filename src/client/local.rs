@@ -3,12 +3,8 @@
 use std::path::Path;
 use std::time::SystemTime;
 
-use async_trait::async_trait;
-
-use super::{
-    DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery, SqlResult,
-    TableSchema, TransactionInfo, Value,
-};
+use super::forward::impl_data_client;
+use crate::data::{DatabaseInfo, Params, SqlResult, TransactionInfo};
 use crate::engine::{Database, EngineConfig};
 use crate::error::Result;
 
@@ -72,8 +68,7 @@ pub(crate) fn format_utc(at: SystemTime) -> String {
         .unwrap_or_default()
 }
 
-#[async_trait]
-impl DataClient for LocalClient {
+impl_data_client!(LocalClient, |this| Ok::<_, crate::Error>(&this.db), {
     async fn execute_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
         self.db.execute(sql, params).await
     }
@@ -82,78 +77,6 @@ impl DataClient for LocalClient {
     }
     async fn info(&self) -> Result<DatabaseInfo> {
         self.db.info().await
-    }
-    async fn list_tables(&self) -> Result<Vec<String>> {
-        self.db.list_tables().await
-    }
-    async fn table_schema(&self, table: &str) -> Result<TableSchema> {
-        self.db.table_schema(table).await
-    }
-    async fn count_rows(&self, table: &str) -> Result<u64> {
-        self.db.count_rows(table).await
-    }
-    async fn browse_rows(&self, table: &str, page: u32, page_size: u32) -> Result<RowPage> {
-        self.db.browse_rows(table, page, page_size).await
-    }
-    async fn get_row(&self, table: &str, key: Value) -> Result<Option<Row>> {
-        self.db.get_row(table, key).await
-    }
-    async fn insert_row(&self, table: &str, values: Row) -> Result<u64> {
-        self.db.insert_row(table, values).await
-    }
-    async fn update_row(&self, table: &str, key: Value, values: Row) -> Result<u64> {
-        self.db.update_row(table, key, values).await
-    }
-    async fn delete_row(&self, table: &str, key: Value) -> Result<u64> {
-        self.db.delete_row(table, key).await
-    }
-    async fn list_collections(&self) -> Result<Vec<String>> {
-        self.db.list_collections().await
-    }
-    async fn count_documents(&self, collection: &str) -> Result<u64> {
-        self.db.count_documents(collection).await
-    }
-    async fn browse_documents(&self, collection: &str, page: u32, page_size: u32) -> Result<DocumentPage> {
-        self.db.browse_documents(collection, page, page_size).await
-    }
-    async fn get_document(&self, collection: &str, key: &str) -> Result<Option<serde_json::Value>> {
-        self.db.get_document(collection, key).await
-    }
-    async fn put_document(&self, collection: &str, key: &str, document: serde_json::Value) -> Result<()> {
-        self.db.put_document(collection, key, document).await
-    }
-    async fn delete_document(&self, collection: &str, key: &str) -> Result<bool> {
-        self.db.delete_document(collection, key).await
-    }
-    async fn drop_collection(&self, collection: &str) -> Result<bool> {
-        self.db.drop_collection(collection).await
-    }
-    async fn list_saved_queries(&self) -> Result<Vec<SavedQuery>> {
-        self.db.list_saved_queries().await
-    }
-    async fn get_saved_query(&self, name: &str) -> Result<Option<SavedQuery>> {
-        self.db.get_saved_query(name).await
-    }
-    async fn put_saved_query(&self, name: &str, sql_text: &str) -> Result<SavedQuery> {
-        self.db.put_saved_query(name, sql_text).await
-    }
-    async fn delete_saved_query(&self, name: &str) -> Result<bool> {
-        self.db.delete_saved_query(name).await
-    }
-    async fn list_procedures(&self) -> Result<Vec<ProcedureDefinition>> {
-        self.db.list_procedures().await
-    }
-    async fn get_procedure(&self, name: &str) -> Result<Option<ProcedureDefinition>> {
-        self.db.get_procedure(name).await
-    }
-    async fn put_procedure(&self, definition: ProcedureDefinition) -> Result<ProcedureDefinition> {
-        self.db.put_procedure(definition).await
-    }
-    async fn delete_procedure(&self, name: &str) -> Result<bool> {
-        self.db.delete_procedure(name).await
-    }
-    async fn execute_procedure(&self, name: &str, args: Params) -> Result<SqlResult> {
-        self.db.execute_procedure(name, args).await
     }
     async fn begin_transaction(&self) -> Result<TransactionInfo> {
         let session = self.db.begin().await?;
@@ -171,4 +94,4 @@ impl DataClient for LocalClient {
     async fn rollback_transaction(&self, transaction_id: &str) -> Result<()> {
         self.db.session_rollback(transaction_id).await
     }
-}
+});

@@ -5,11 +5,14 @@
 //! [`ShardedClient::for_route`], and (with their features) the HTTP and gRPC clients. Code
 //! written against `dyn DataClient` works unchanged in-process and over the network.
 
+mod forward;
 mod local;
+mod routed;
 mod sharded;
 
 pub use local::LocalClient;
-pub use sharded::{RoutedClient, ShardedClient, ShardedClientOptions, ShardedTransaction};
+pub use routed::RoutedClient;
+pub use sharded::{ShardedClient, ShardedClientOptions, ShardedTransaction};
 
 // The data model, re-exported so that code using a client needs one import path.
 pub use crate::data::{

@@ -1,0 +1,184 @@
+//! Operator views of a sharded client: shard health, fan-out SQL and the catalog state.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures_util::future::join_all;
+
+use super::ShardedClient;
+use crate::data::{CatalogState, DataClient, DatabaseInfo, Params, ShardAdmin, ShardSqlResult, ShardStatus, SqlResult};
+use crate::error::{Error, Result};
+use crate::map::{ShardMap, ShardMapSnapshot, ShardRole, ShardTarget};
+use crate::routing::{ResolvedRoute, RouteContext};
+
+impl ShardedClient {
+    /// The catalog state: live map, pending map (if a different version is stored) and history.
+    pub async fn catalog_state(&self) -> Result<CatalogState> {
+        let active_map = self.map_snapshot();
+        let Some(catalog) = &self.inner.catalog else {
+            return Ok(CatalogState {
+                source: "in-memory".to_owned(),
+                is_catalog_enabled: false,
+                active_map,
+                pending_map: None,
+                history: Vec::new(),
+            });
+        };
+        let pending_map = match catalog.pending_options().await? {
+            Some(options) if u64::try_from(options.map_version).ok() != Some(self.map().version()) => {
+                Some(ShardMap::new(options)?.snapshot())
+            }
+            _ => None,
+        };
+        Ok(CatalogState {
+            source: "master-catalog".to_owned(),
+            is_catalog_enabled: true,
+            active_map,
+            pending_map,
+            history: catalog.history().await?,
+        })
+    }
+
+    /// Probes every shard (in parallel) and reports them in definition order.
+    pub async fn status(&self) -> Vec<ShardStatus> {
+        let map = &self.inner.map;
+        join_all(map.shards().iter().enumerate().map(|(index, shard)| async move {
+            let data_source = match &shard.target {
+                ShardTarget::DataSource(path) => Some(path.clone()),
+                ShardTarget::Endpoint { endpoint, .. } => Some(endpoint.clone()),
+                ShardTarget::ConnectionString(_) => None,
+            };
+            let probe = if shard.enabled {
+                match self.slot_client(index) {
+                    Ok(client) => client.info().await,
+                    Err(err) => Err(err),
+                }
+            } else {
+                Err(Error::ShardIsDisabled {
+                    shard_id: shard.id.clone(),
+                })
+            };
+            let healthy = probe.is_ok();
+            ShardStatus {
+                shard_id: shard.id.clone(),
+                data_source,
+                enabled: shard.enabled,
+                healthy,
+                role: shard.role,
+                primary_shard_id: shard.primary_shard_id.clone(),
+                promotion_eligible: shard.promotion_eligible,
+                can_promote: healthy && shard.role == ShardRole::Replica && shard.promotion_eligible,
+                replication_lag_bytes: shard.replication_lag_bytes,
+                last_replicated_utc: shard.last_replicated_utc.clone(),
+                error: probe.as_ref().err().map(ToString::to_string),
+                info: probe.ok(),
+            }
+        }))
+        .await
+    }
+
+    /// Runs SQL (typically schema setup) on every enabled shard in parallel. One shard failing
+    /// does not stop the others; results are in definition order.
+    pub async fn execute_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
+        require_sql(sql)?;
+        Ok(self
+            .fan_out(|client| async move { client.execute_sql(sql, Params::none()).await })
+            .await)
+    }
+
+    /// Runs read-only SQL on every enabled shard in parallel, on connections that cannot write.
+    ///
+    /// Fails with [`Error::ReadOnlyViolation`] (and nothing runs anywhere) when any statement
+    /// is not a read-only query; other per-shard failures are reported per shard.
+    pub async fn execute_read_only_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
+        require_sql(sql)?;
+        let mut violation = None;
+        let results = self
+            .fan_out(|client| async move { client.execute_read_only_sql(sql, Params::none()).await })
+            .await;
+        for result in &results {
+            if result.error_code.as_deref() == Some(crate::ErrorKind::ReadOnly.code()) {
+                violation = result.error.clone();
+            }
+        }
+        match violation {
+            Some(reason) => Err(Error::ReadOnlyViolation {
+                reason: reason
+                    .split_once("rejected: ")
+                    .map_or(reason.clone(), |(_, r)| r.to_owned()),
+            }),
+            None => Ok(results),
+        }
+    }
+
+    async fn fan_out<'a, F, Fut>(&'a self, run: F) -> Vec<ShardSqlResult>
+    where
+        F: Fn(Arc<dyn DataClient>) -> Fut,
+        Fut: std::future::Future<Output = Result<SqlResult>> + 'a,
+    {
+        let map = &self.inner.map;
+        join_all(self.enabled_shards().map(|(index, client)| {
+            let run = &run;
+            async move {
+                let outcome = match client {
+                    Ok(client) => run(client).await,
+                    Err(err) => Err(err),
+                };
+                ShardSqlResult::from_outcome(&map.shards()[index].id, outcome)
+            }
+        }))
+        .await
+    }
+
+    pub(super) async fn aggregate_info(&self) -> Result<DatabaseInfo> {
+        let mut total = DatabaseInfo {
+            data_source: self.inner.data_source.clone(),
+            ..DatabaseInfo::default()
+        };
+        let infos = join_all(
+            self.enabled_shards()
+                .map(|(_, client)| async move { client?.info().await }),
+        )
+        .await;
+        for info in infos {
+            let info = info?;
+            total.table_count += info.table_count;
+            total.index_count += info.index_count;
+            total.view_count += info.view_count;
+            total.trigger_count += info.trigger_count;
+            total.collection_count += info.collection_count;
+            total.saved_query_count += info.saved_query_count;
+            total.procedure_count += info.procedure_count;
+        }
+        Ok(total)
+    }
+}
+
+fn require_sql(sql: &str) -> Result<()> {
+    if sql.trim().is_empty() {
+        return Err(Error::invalid_argument("sql", "the SQL text is empty"));
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl ShardAdmin for ShardedClient {
+    async fn shard_map(&self) -> Result<ShardMapSnapshot> {
+        Ok(self.map_snapshot())
+    }
+    async fn resolve_route(&self, route: &RouteContext) -> Result<ResolvedRoute> {
+        ShardedClient::resolve_route(self, route)
+    }
+    async fn shard_status(&self) -> Result<Vec<ShardStatus>> {
+        Ok(self.status().await)
+    }
+    async fn execute_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
+        ShardedClient::execute_sql_on_all_shards(self, sql).await
+    }
+    async fn execute_read_only_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
+        ShardedClient::execute_read_only_sql_on_all_shards(self, sql).await
+    }
+    async fn catalog_state(&self) -> Result<CatalogState> {
+        ShardedClient::catalog_state(self).await
+    }
+}

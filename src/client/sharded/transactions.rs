@@ -1,0 +1,196 @@
+//! Routed transactions: ids that carry the map version and shard, and the RAII guard.
+
+use std::sync::Arc;
+
+use super::{ShardSlot, ShardedClient};
+use crate::data::{DataClient, Params, SqlResult, TransactionInfo};
+use crate::error::{Error, Result};
+use crate::routing::RouteContext;
+use crate::transaction::TransactionId;
+
+impl ShardedClient {
+    /// Begins a transaction on the shard `route` resolves to. The guard rolls back when
+    /// dropped without [`commit`](ShardedTransaction::commit).
+    pub async fn begin(&self, route: &RouteContext) -> Result<ShardedTransaction> {
+        let info = self.begin_on(route).await?;
+        Ok(ShardedTransaction {
+            sharded: self.clone(),
+            id: TransactionId::parse(&info.transaction_id)?,
+            expires_at_utc: info.expires_at_utc,
+            finished: false,
+        })
+    }
+
+    pub(crate) async fn begin_on(&self, route: &RouteContext) -> Result<TransactionInfo> {
+        let (index, client) = self.route_client(route)?;
+        let inner = client.begin_transaction().await?;
+        let id = TransactionId::new(
+            self.inner.map.version(),
+            self.inner.map.shards()[index].id.clone(),
+            inner.transaction_id,
+        );
+        Ok(TransactionInfo {
+            transaction_id: id.to_string(),
+            expires_at_utc: inner.expires_at_utc,
+        })
+    }
+
+    /// Checks a transaction id against the live map and an optional route; returns the id and
+    /// the shard's client.
+    fn transaction_target(
+        &self,
+        transaction_id: &str,
+        route: Option<&RouteContext>,
+    ) -> Result<(TransactionId, usize, Arc<dyn DataClient>)> {
+        let id = TransactionId::parse(transaction_id)?;
+        let map = &self.inner.map;
+        if id.map_version() != map.version() {
+            return Err(Error::StaleMapVersion {
+                transaction_id: transaction_id.to_owned(),
+                transaction_version: id.map_version(),
+                active_version: map.version(),
+            });
+        }
+        let index = map.shard_index(id.shard_id()).ok_or_else(|| Error::UnknownShard {
+            shard_id: id.shard_id().to_owned(),
+        })?;
+        if let Some(route) = route {
+            let resolution = map.resolve(route.keyspace(), route.key())?;
+            if resolution.shard_index != index {
+                return Err(Error::TransactionRouteConflict {
+                    transaction_id: transaction_id.to_owned(),
+                    transaction_shard_id: map.shards()[index].id.clone(),
+                    route_shard_id: resolution.shard_id.to_owned(),
+                });
+            }
+        }
+        Ok((id, index, self.slot_client(index)?))
+    }
+
+    pub(crate) async fn tx_execute(
+        &self,
+        transaction_id: &str,
+        route: Option<&RouteContext>,
+        sql: &str,
+        params: Params,
+    ) -> Result<SqlResult> {
+        let (id, _, client) = self.transaction_target(transaction_id, route)?;
+        client
+            .execute_in_transaction(id.inner_id(), sql, params)
+            .await
+            .map_err(|err| outer_id(err, transaction_id))
+    }
+
+    pub(crate) async fn tx_commit(&self, transaction_id: &str, route: Option<&RouteContext>) -> Result<()> {
+        let (id, _, client) = self.transaction_target(transaction_id, route)?;
+        client
+            .commit_transaction(id.inner_id())
+            .await
+            .map_err(|err| outer_id(err, transaction_id))
+    }
+
+    pub(crate) async fn tx_rollback(&self, transaction_id: &str, route: Option<&RouteContext>) -> Result<()> {
+        let (id, _, client) = self.transaction_target(transaction_id, route)?;
+        client
+            .rollback_transaction(id.inner_id())
+            .await
+            .map_err(|err| outer_id(err, transaction_id))
+    }
+
+    pub(super) fn abandon(&self, id: &TransactionId) {
+        let Some(index) = self.inner.map.shard_index(id.shard_id()) else {
+            return;
+        };
+        match &self.inner.shards[index] {
+            ShardSlot::Ready { local: Some(local), .. } => local.abandon_transaction(id.inner_id()),
+            ShardSlot::Ready { client, .. } => {
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    let client = Arc::clone(client);
+                    let inner = id.inner_id().to_owned();
+                    runtime.spawn(async move {
+                        let _ = client.rollback_transaction(&inner).await;
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Errors from a shard name the shard's inner id; callers know the sharded id.
+fn outer_id(err: Error, transaction_id: &str) -> Error {
+    match err {
+        Error::TransactionNotFound { .. } => Error::TransactionNotFound {
+            transaction_id: transaction_id.to_owned(),
+        },
+        Error::TransactionExpired { .. } => Error::TransactionExpired {
+            transaction_id: transaction_id.to_owned(),
+        },
+        other => other,
+    }
+}
+
+/// An open routed transaction. Dropping it without [`commit`](Self::commit) rolls it back.
+///
+/// ```no_run
+/// # async fn demo(sharded: shardlite::client::ShardedClient) -> shardlite::Result<()> {
+/// use shardlite::client::Params;
+/// use shardlite::RouteContext;
+///
+/// let tx = sharded.begin(&RouteContext::new("orders_by_month", "2026-06")?).await?;
+/// tx.execute("INSERT INTO orders (order_month) VALUES (?1)", Params::from(vec!["2026-06"])).await?;
+/// tx.commit().await?;
+/// # Ok(()) }
+/// ```
+#[must_use = "a transaction rolls back when dropped; call commit to keep its changes"]
+pub struct ShardedTransaction {
+    sharded: ShardedClient,
+    id: TransactionId,
+    expires_at_utc: Option<String>,
+    finished: bool,
+}
+
+impl std::fmt::Debug for ShardedTransaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShardedTransaction")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ShardedTransaction {
+    /// The shard-prefixed id (`csdbshard:{mapVersion}:{shardId}:{inner}`).
+    pub fn id(&self) -> &TransactionId {
+        &self.id
+    }
+
+    /// When the transaction expires if left idle, as reported at begin.
+    pub fn expires_at_utc(&self) -> Option<&str> {
+        self.expires_at_utc.as_deref()
+    }
+
+    /// Executes SQL inside the transaction.
+    pub async fn execute(&self, sql: &str, params: Params) -> Result<SqlResult> {
+        self.sharded.tx_execute(&self.id.to_string(), None, sql, params).await
+    }
+
+    /// Commits.
+    pub async fn commit(mut self) -> Result<()> {
+        self.finished = true;
+        self.sharded.tx_commit(&self.id.to_string(), None).await
+    }
+
+    /// Rolls back.
+    pub async fn rollback(mut self) -> Result<()> {
+        self.finished = true;
+        self.sharded.tx_rollback(&self.id.to_string(), None).await
+    }
+}
+
+impl Drop for ShardedTransaction {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.sharded.abandon(&self.id);
+        }
+    }
+}
