@@ -8,10 +8,12 @@
 //! SQLite calls never run on the async runtime. Connections cache prepared statements.
 
 mod database;
+mod session;
 mod sql;
 pub(crate) mod store;
 mod value;
 
 pub(crate) use database::Role;
-pub use database::{Database, EngineConfig, SessionInfo};
+pub use database::{Database, EngineConfig};
+pub use session::SessionInfo;
 pub use store::{INTERNAL_PREFIX, MAX_PAGE_SIZE};

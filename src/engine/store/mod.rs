@@ -1,0 +1,146 @@
+//! What a data database holds besides plain SQL: row operations by primary key ([`tables`]),
+//! JSON collections ([`collections`]), saved queries and procedures ([`procedures`]), and the
+//! reserved internal tables behind them.
+//!
+//! Internal tables are named `_shardlite_*` and never appear in table lists or counts.
+//! Identifiers are always quoted; values are always bound.
+
+mod collections;
+mod procedures;
+mod tables;
+
+use rusqlite::Connection;
+
+use super::database::Database;
+use super::sql::sql_error;
+use crate::data::DatabaseInfo;
+use crate::error::{Error, Result};
+
+/// Prefix of the reserved internal tables.
+pub const INTERNAL_PREFIX: &str = "_shardlite_";
+
+/// The largest page size browse operations accept.
+pub const MAX_PAGE_SIZE: u32 = 1000;
+
+pub(crate) fn create_internal_tables(conn: &Connection) -> Result<()> {
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS _shardlite_collections (
+             collection TEXT NOT NULL,
+             key TEXT NOT NULL,
+             document TEXT NOT NULL,
+             PRIMARY KEY (collection, key)
+         ) WITHOUT ROWID;
+         CREATE TABLE IF NOT EXISTS _shardlite_saved_queries (
+             name TEXT PRIMARY KEY,
+             sql_text TEXT NOT NULL,
+             created_utc TEXT NOT NULL,
+             updated_utc TEXT NOT NULL
+         );
+         CREATE TABLE IF NOT EXISTS _shardlite_procedures (
+             name TEXT PRIMARY KEY,
+             definition TEXT NOT NULL,
+             created_utc TEXT NOT NULL,
+             updated_utc TEXT NOT NULL
+         );",
+    )
+    .map_err(sql_error)
+}
+
+/// Quotes an SQL identifier.
+pub(crate) fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+pub(crate) fn now_utc() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+pub(super) fn require_name(what: &'static str, name: &str) -> Result<()> {
+    if name.trim().is_empty() {
+        return Err(Error::invalid_argument(what, "must not be blank"));
+    }
+    Ok(())
+}
+
+pub(super) fn page_bounds(page: u32, page_size: u32) -> Result<(u32, u32, i64)> {
+    if page == 0 {
+        return Err(Error::invalid_argument("page", "pages start at 1"));
+    }
+    if page_size == 0 || page_size > MAX_PAGE_SIZE {
+        return Err(Error::invalid_argument(
+            "pageSize",
+            format!("must be between 1 and {MAX_PAGE_SIZE} (got {page_size})"),
+        ));
+    }
+    let offset = (i64::from(page) - 1) * i64::from(page_size);
+    Ok((page, page_size, offset))
+}
+
+pub(super) fn total_pages(total: u64, page_size: u32) -> u64 {
+    total.div_ceil(u64::from(page_size)).max(1)
+}
+
+pub(super) fn count(conn: &Connection, sql: &str, args: impl rusqlite::Params) -> Result<u64> {
+    let n: i64 = conn.query_row(sql, args, |r| r.get(0)).map_err(sql_error)?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+impl Database {
+    /// Runs a query returning one text column, on a reader.
+    pub(super) async fn read_names(&self, sql: &'static str) -> Result<Vec<String>> {
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(sql).map_err(sql_error)?;
+            stmt.query_map([], |r| r.get(0))
+                .map_err(sql_error)?
+                .collect::<rusqlite::Result<Vec<String>>>()
+                .map_err(sql_error)
+        })
+        .await
+    }
+
+    /// Runs a `DELETE` with text parameters on the writer; returns whether it removed anything.
+    pub(super) async fn delete_where(&self, sql: &'static str, params: Vec<String>) -> Result<bool> {
+        self.write(move |conn| {
+            let n = conn
+                .prepare_cached(sql)
+                .map_err(sql_error)?
+                .execute(rusqlite::params_from_iter(params.iter()))
+                .map_err(sql_error)?;
+            Ok(n > 0)
+        })
+        .await
+    }
+
+    /// Counts for this database.
+    pub async fn info(&self) -> Result<DatabaseInfo> {
+        let data_source = self.path().display().to_string();
+        self.read(move |conn| {
+            let objects = |kind: &str| {
+                count(
+                    conn,
+                    "SELECT count(*) FROM sqlite_master WHERE type = ?1 \
+                     AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_shardlite\\_%' ESCAPE '\\' \
+                     AND tbl_name NOT LIKE '\\_shardlite\\_%' ESCAPE '\\'",
+                    [kind],
+                )
+            };
+            Ok(DatabaseInfo {
+                data_source,
+                table_count: objects("table")?,
+                index_count: objects("index")?,
+                view_count: objects("view")?,
+                trigger_count: objects("trigger")?,
+                collection_count: count(
+                    conn,
+                    "SELECT count(DISTINCT collection) FROM _shardlite_collections",
+                    [],
+                )?,
+                saved_query_count: count(conn, "SELECT count(*) FROM _shardlite_saved_queries", [])?,
+                procedure_count: count(conn, "SELECT count(*) FROM _shardlite_procedures", [])?,
+            })
+        })
+        .await
+    }
+}

@@ -1,0 +1,244 @@
+//! Saved queries and procedures: named SQL stored in internal tables; procedures run atomically
+//! with their arguments bound by name.
+
+use std::collections::BTreeMap;
+
+use rusqlite::{Connection, OptionalExtension};
+
+use super::{now_utc, require_name};
+use crate::data::{Params, ProcedureDefinition, SavedQuery, SqlResult, Value};
+use crate::engine::database::Database;
+use crate::engine::sql::{self, Access, sql_error};
+use crate::error::{Error, Result};
+
+impl Database {
+    /// Saved queries, sorted by name.
+    pub async fn list_saved_queries(&self) -> Result<Vec<SavedQuery>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT name, sql_text, created_utc, updated_utc FROM _shardlite_saved_queries ORDER BY name",
+                )
+                .map_err(sql_error)?;
+            stmt.query_map([], saved_query_from_row)
+                .map_err(sql_error)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(sql_error)
+        })
+        .await
+    }
+
+    /// A saved query by name.
+    pub async fn get_saved_query(&self, name: &str) -> Result<Option<SavedQuery>> {
+        require_name("saved query name", name)?;
+        let name = name.to_owned();
+        self.read(move |conn| {
+            conn.prepare_cached(
+                "SELECT name, sql_text, created_utc, updated_utc FROM _shardlite_saved_queries WHERE name = ?1",
+            )
+            .map_err(sql_error)?
+            .query_row([&name], saved_query_from_row)
+            .optional()
+            .map_err(sql_error)
+        })
+        .await
+    }
+
+    /// Creates or replaces a saved query.
+    pub async fn put_saved_query(&self, name: &str, sql_text: &str) -> Result<SavedQuery> {
+        require_name("saved query name", name)?;
+        require_name("sqlText", sql_text)?;
+        let (name, sql_text) = (name.trim().to_owned(), sql_text.to_owned());
+        self.write(move |conn| {
+            let now = now_utc();
+            conn.prepare_cached(
+                "INSERT INTO _shardlite_saved_queries (name, sql_text, created_utc, updated_utc) \
+                 VALUES (?1, ?2, ?3, ?3) \
+                 ON CONFLICT (name) DO UPDATE SET sql_text = excluded.sql_text, updated_utc = excluded.updated_utc",
+            )
+            .map_err(sql_error)?
+            .execute([&name, &sql_text, &now])
+            .map_err(sql_error)?;
+            conn.query_row(
+                "SELECT name, sql_text, created_utc, updated_utc FROM _shardlite_saved_queries WHERE name = ?1",
+                [&name],
+                saved_query_from_row,
+            )
+            .map_err(sql_error)
+        })
+        .await
+    }
+
+    /// Deletes a saved query; returns whether it existed.
+    pub async fn delete_saved_query(&self, name: &str) -> Result<bool> {
+        require_name("saved query name", name)?;
+        self.delete_where(
+            "DELETE FROM _shardlite_saved_queries WHERE name = ?1",
+            vec![name.to_owned()],
+        )
+        .await
+    }
+
+    // --- procedures --------------------------------------------------------------------------
+
+    /// Procedures, sorted by name.
+    pub async fn list_procedures(&self) -> Result<Vec<ProcedureDefinition>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT definition FROM _shardlite_procedures ORDER BY name")
+                .map_err(sql_error)?;
+            let texts = stmt
+                .query_map([], |r| r.get::<_, String>(0))
+                .map_err(sql_error)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(sql_error)?;
+            texts.iter().map(|t| parse_procedure(t)).collect()
+        })
+        .await
+    }
+
+    /// A procedure by name.
+    pub async fn get_procedure(&self, name: &str) -> Result<Option<ProcedureDefinition>> {
+        require_name("procedure name", name)?;
+        let name = name.to_owned();
+        self.read(move |conn| load_procedure(conn, &name)).await
+    }
+
+    /// Creates or replaces a procedure. Its body must prepare (checked inside a rolled-back savepoint).
+    pub async fn put_procedure(&self, definition: ProcedureDefinition) -> Result<ProcedureDefinition> {
+        require_name("procedure name", &definition.name)?;
+        require_name("bodySql", &definition.body_sql)?;
+        let mut seen = std::collections::BTreeSet::new();
+        for p in &definition.parameters {
+            require_name("procedure parameter name", &p.name)?;
+            if !seen.insert(p.name.as_str()) {
+                return Err(Error::invalid_argument(
+                    "parameters",
+                    format!("procedure parameter '{}' is declared twice", p.name),
+                ));
+            }
+        }
+        let mut definition = definition;
+        definition.name = definition.name.trim().to_owned();
+        self.write(move |conn| {
+            let text = serde_json::to_string(&definition).map_err(|source| Error::Json {
+                what: "a procedure definition",
+                source,
+            })?;
+            let now = now_utc();
+            conn.prepare_cached(
+                "INSERT INTO _shardlite_procedures (name, definition, created_utc, updated_utc) VALUES (?1, ?2, ?3, ?3) \
+                 ON CONFLICT (name) DO UPDATE SET definition = excluded.definition, updated_utc = excluded.updated_utc",
+            )
+            .map_err(sql_error)?
+            .execute([&definition.name, &text, &now])
+            .map_err(sql_error)?;
+            Ok(definition)
+        })
+        .await
+    }
+
+    /// Deletes a procedure; returns whether it existed.
+    pub async fn delete_procedure(&self, name: &str) -> Result<bool> {
+        require_name("procedure name", name)?;
+        self.delete_where(
+            "DELETE FROM _shardlite_procedures WHERE name = ?1",
+            vec![name.to_owned()],
+        )
+        .await
+    }
+
+    /// Runs a procedure's body in one transaction with the arguments bound by name.
+    /// Either every statement takes effect or none does.
+    pub async fn execute_procedure(&self, name: &str, args: Params) -> Result<SqlResult> {
+        require_name("procedure name", name)?;
+        let name = name.to_owned();
+        self.write_atomic(move |conn| {
+            let Some(definition) = load_procedure(conn, &name)? else {
+                return Err(Error::NotFound {
+                    what: "procedure",
+                    name,
+                });
+            };
+            let bound = bind_procedure_args(&definition, args)?;
+            sql::execute(conn, &definition.body_sql, &bound, Access::ReadWrite)
+        })
+        .await
+    }
+}
+
+fn saved_query_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SavedQuery> {
+    Ok(SavedQuery {
+        name: r.get(0)?,
+        sql_text: r.get(1)?,
+        created_utc: r.get(2)?,
+        updated_utc: r.get(3)?,
+    })
+}
+
+fn parse_procedure(text: &str) -> Result<ProcedureDefinition> {
+    serde_json::from_str(text).map_err(|source| Error::Json {
+        what: "a stored procedure definition",
+        source,
+    })
+}
+
+fn load_procedure(conn: &Connection, name: &str) -> Result<Option<ProcedureDefinition>> {
+    let text: Option<String> = conn
+        .prepare_cached("SELECT definition FROM _shardlite_procedures WHERE name = ?1")
+        .map_err(sql_error)?
+        .query_row([name], |r| r.get(0))
+        .optional()
+        .map_err(sql_error)?;
+    text.as_deref().map(parse_procedure).transpose()
+}
+
+/// Matches call arguments (named, or positional in declaration order) to declared parameters.
+fn bind_procedure_args(definition: &ProcedureDefinition, args: Params) -> Result<Params> {
+    let mut given: BTreeMap<String, Value> = match args {
+        Params::Named(map) => map,
+        Params::Positional(values) => {
+            if values.len() > definition.parameters.len() {
+                return Err(Error::invalid_argument(
+                    "args",
+                    format!(
+                        "procedure '{}' takes {} argument(s) but {} were given",
+                        definition.name,
+                        definition.parameters.len(),
+                        values.len()
+                    ),
+                ));
+            }
+            definition
+                .parameters
+                .iter()
+                .map(|p| p.name.clone())
+                .zip(values)
+                .collect()
+        }
+    };
+    let mut bound = BTreeMap::new();
+    for p in &definition.parameters {
+        match given.remove(&p.name) {
+            Some(value) => {
+                bound.insert(p.name.clone(), value);
+            }
+            None if p.required => {
+                return Err(Error::invalid_argument(
+                    "args",
+                    format!("procedure '{}' requires argument '{}'", definition.name, p.name),
+                ));
+            }
+            None => {
+                bound.insert(p.name.clone(), p.default.clone());
+            }
+        }
+    }
+    if let Some(unknown) = given.keys().next() {
+        return Err(Error::invalid_argument(
+            "args",
+            format!("procedure '{}' has no parameter '{unknown}'", definition.name),
+        ));
+    }
+    Ok(Params::Named(bound))
+}
