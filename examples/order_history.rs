@@ -11,18 +11,19 @@
 //! cargo run --example order_history -- ./demo  # keeps the files in ./demo
 //! ```
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use shardlite::catalog::Catalog;
 use shardlite::client::{DataClient, Params, Row, ShardedClient, SqlResult, Value};
-use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
 use shardlite::paging::plan_page;
 use shardlite::{RouteContext, RouteSource};
 
-const KEYSPACE: &str = "orders_by_month";
+use common::{ORDERS_KEYSPACE as KEYSPACE, orders_map};
+
 const CUSTOMER: &str = "customer-1001";
 const CURRENT_MONTH: &str = "2026-06";
-const BUCKETS: i64 = 16;
 const PREVIEW_PAGE_SIZE: u64 = 3;
 const HISTORY_PAGE_SIZE: u64 = 10;
 const MONTHS_NEWEST_FIRST: [&str; 4] = ["2026-06", "2026-05", "2026-04", "2025-12"];
@@ -187,7 +188,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("Keyspace:        {KEYSPACE}");
     println!("Route key:       order month, yyyy-MM");
     println!("Customer:        {CUSTOMER}");
-    println!("Virtual buckets: {BUCKETS}");
+    println!("Virtual buckets: {}", sharded.map().bucket_count());
     println!("Master catalog:  shards/master.db (shards in shards/)");
     println!("Transaction id:  {transaction_id}");
 
@@ -305,28 +306,7 @@ fn route(month: &str) -> shardlite::Result<RouteContext> {
 }
 
 async fn seed_and_open(data: &Path, master: &Path) -> shardlite::Result<ShardedClient> {
-    let shard_file = |i: i64| data.join(format!("shard-{i}.db")).to_string_lossy().into_owned();
-    let map = ShardingOptions {
-        keyspace: KEYSPACE.to_owned(),
-        map_version: 1,
-        virtual_bucket_count: BUCKETS,
-        shards: (0..4)
-            .map(|i| ShardDefinition::local(format!("shard-{i}"), shard_file(i)))
-            .collect(),
-        bucket_ranges: (0..4)
-            .map(|i| BucketRange::new(i * 4, i * 4 + 4, format!("shard-{i}")))
-            .collect(),
-        exact_key_pins: [
-            ("2026-06", "shard-0"),
-            ("2026-05", "shard-1"),
-            ("2026-04", "shard-2"),
-            ("2025-12", "shard-3"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect(),
-    };
-    Catalog::open(master).await?.seed(map, false).await?;
+    Catalog::open(master).await?.seed(orders_map(data), false).await?;
     ShardedClient::open(master).await
 }
 

@@ -11,14 +11,17 @@
 //! cargo run --example sqlx_remote --features sqlx,server,http,grpc
 //! ```
 
+mod common;
+
 use std::error::Error;
 
 use shardlite::catalog::Catalog;
 use shardlite::client::{DataClient, LocalClient, Params};
 use shardlite::driver::ShardliteConnection;
-use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
 use shardlite::server::{self, ServerConfig, ServerState};
 use sqlx::{Connection, Row};
+
+use common::orders_map;
 
 const MONTH: &str = "2026-05";
 
@@ -26,26 +29,7 @@ const MONTH: &str = "2026-05";
 async fn main() -> Result<(), Box<dyn Error>> {
     let dir = tempfile::tempdir()?;
     let file = |name: &str| dir.path().join(name).display().to_string();
-    let map = ShardingOptions {
-        keyspace: "orders_by_month".into(),
-        map_version: 1,
-        virtual_bucket_count: 16,
-        shards: (0..4)
-            .map(|i| ShardDefinition::local(format!("shard-{i}"), file(&format!("shard-{i}.db"))))
-            .collect(),
-        bucket_ranges: (0..4)
-            .map(|i| BucketRange::new(i * 4, i * 4 + 4, format!("shard-{i}")))
-            .collect(),
-        exact_key_pins: [
-            ("2026-06", "shard-0"),
-            ("2026-05", "shard-1"),
-            ("2026-04", "shard-2"),
-            ("2025-12", "shard-3"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect(),
-    };
+    let map = orders_map(dir.path());
     let master = file("master.db");
     Catalog::open(&master).await?.seed(map, false).await?;
 

@@ -4,7 +4,9 @@ use std::fmt;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use sha2::{Digest, Sha256};
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+use subtle::ConstantTimeEq;
 
 use crate::error::{Error, Result};
 
@@ -273,35 +275,19 @@ fn take<const N: usize>(rest: &mut &[u8]) -> Result<[u8; N]> {
 }
 
 /// HMAC-SHA256 (RFC 2104) of the concatenated `parts`.
-///
-/// Written out over `sha2` rather than pulling in the `hmac` crate; the RFC 4231 vectors in
-/// the tests pin it, and the output is the same bytes `hmac::Hmac<Sha256>` produces.
 fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> [u8; MAC_LEN] {
-    const BLOCK_LEN: usize = 64;
-    let mut block_key = [0u8; BLOCK_LEN];
-    if key.len() > BLOCK_LEN {
-        block_key[..MAC_LEN].copy_from_slice(&Sha256::digest(key)[..]);
-    } else {
-        block_key[..key.len()].copy_from_slice(key);
-    }
-    let mut inner = Sha256::new();
-    inner.update(block_key.map(|byte| byte ^ 0x36));
+    // HMAC takes keys of any length, so this cannot fail.
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC accepts keys of any length");
     for part in parts {
-        inner.update(part);
+        mac.update(part);
     }
-    let inner_hash = inner.finalize();
-    let mut outer = Sha256::new();
-    outer.update(block_key.map(|byte| byte ^ 0x5c));
-    outer.update(&inner_hash[..]);
-    let mut mac = [0u8; MAC_LEN];
-    mac.copy_from_slice(&outer.finalize()[..]);
-    mac
+    mac.finalize().into_bytes().into()
 }
 
 /// Compares without stopping at the first difference, so timing does not reveal how many
 /// leading bytes of a forged MAC were right.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+    a.ct_eq(b).into()
 }
 
 #[cfg(test)]

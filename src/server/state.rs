@@ -140,9 +140,10 @@ impl ServerState {
             return false;
         };
         use sha2::{Digest, Sha256};
+        use subtle::ConstantTimeEq;
         let a = Sha256::digest(expected.expose().as_bytes());
         let b = Sha256::digest(presented);
-        a.iter().zip(b.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+        a.ct_eq(&b).into()
     }
 
     // -----------------------------------------------------------------------------------------

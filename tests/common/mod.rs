@@ -3,6 +3,8 @@
 
 #[cfg(feature = "server")]
 pub mod daemon;
+#[path = "../../examples/common/mod.rs"]
+mod orders;
 
 use std::path::{Path, PathBuf};
 
@@ -44,28 +46,9 @@ pub fn tenants_map(dir: &Path) -> ShardMap {
     ShardMap::new(tenants_options(dir)).expect("valid fixture map")
 }
 
-/// The seed's four-shard `orders_by_month` map with files under `dir`.
+/// The seed's four-shard `orders_by_month` map with files under `dir` (the examples' own map).
 pub fn orders_options(dir: &Path) -> ShardingOptions {
-    ShardingOptions {
-        keyspace: "orders_by_month".into(),
-        map_version: 1,
-        virtual_bucket_count: 16,
-        shards: (0..4)
-            .map(|i| ShardDefinition::local(format!("shard-{i}"), path_str(&dir.join(format!("shard-{i}.db")))))
-            .collect(),
-        bucket_ranges: (0..4)
-            .map(|i| BucketRange::new(i * 4, i * 4 + 4, format!("shard-{i}")))
-            .collect(),
-        exact_key_pins: [
-            ("2026-06", "shard-0"),
-            ("2026-05", "shard-1"),
-            ("2026-04", "shard-2"),
-            ("2025-12", "shard-3"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect(),
-    }
+    orders::orders_map(dir)
 }
 
 pub fn files_in(dir: &Path) -> Vec<PathBuf> {
