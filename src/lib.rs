@@ -28,20 +28,28 @@
 //!
 //! ## Layout
 //!
+//! Lowest layer first: each module uses only modules listed before it, so a type lives on the
+//! lowest rung that needs it.
+//!
+//! - [`error`]: the crate's [`Error`] and [`ErrorKind`], and [`MapError`](error::MapError).
+//! - [`wire`]: route header and metadata names, the default API-key header, error trailers, and
+//!   (feature `grpc`) the protobuf types generated from `proto/shardlite.proto`.
+//! - [`map`]: the shard-map JSON model, its validation and secret-free snapshots.
 //! - [`routing`]: route normalisation, canonical text, token, bucket and resolution: the
 //!   persisted-format contract.
-//! - [`map`]: the shard-map JSON model, its validation and secret-free snapshots.
-//! - [`catalog`]: the master catalog file that owns the active map, pending map and history.
-//! - [`engine`]: the only module that calls rusqlite: per-file writer, reader and transaction
-//!   threads, and the value model.
-//! - [`client`]: the [`DataClient`](client::DataClient) interface, the local client, the
-//!   [`ShardedClient`](client::ShardedClient) and its route-bound clients.
 //! - [`transaction`]: shard-prefixed transaction ids.
 //! - [`options`]: connection strings (ADO.NET and URL forms).
-//! - [`paging`]: page fill across route keys, bounded merge, month keys and signed cursors.
-//! - [`error`]: the crate's [`Error`] and [`ErrorKind`].
+//! - [`data`]: the value model, parameters, results, rows, documents, schema and status types, and
+//!   the [`DataClient`](data::DataClient) and [`ShardAdmin`](data::ShardAdmin) interfaces.
+//! - [`engine`]: the only module that calls rusqlite: per-file writer, reader and transaction
+//!   threads, SQL execution, and the row, collection, saved-query and procedure stores.
+//! - [`catalog`]: the master catalog file that owns the active map, pending map and history.
 //! - `transport` (features `grpc`, `http`): the remote clients, `GrpcClient` and `HttpClient`,
-//!   implementing the same interfaces over the network; header and metadata names in one place.
+//!   implementing the same interfaces over the network.
+//! - [`client`]: the in-process clients: [`LocalClient`](client::LocalClient), the
+//!   [`ShardedClient`](client::ShardedClient) and its route-bound clients and transactions.
+//! - [`connect`]: opening a connection string, in-process or through a daemon.
+//! - [`paging`]: page fill across route keys, bounded merge, month keys and signed cursors.
 //! - `server` (feature `server`): the daemon: REST and gRPC on one port, one error-to-status
 //!   function per protocol, and `/openapi.json`.
 //! - `driver` (feature `sqlx`): the sqlx-core driver, laid out like `sqlx-sqlite`.
