@@ -1709,8 +1709,8 @@ async fn remote_sql_cannot_attach_or_vacuum_into_other_files() {
             .await;
         let status = response.status();
         let text = response.text().await.unwrap();
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{sql}: {text}");
-        assert!(text.contains("\"errorCode\":\"sql\""), "{text}");
+        assert_eq!(status, StatusCode::FORBIDDEN, "{sql}: {text}");
+        assert!(text.contains("\"errorCode\":\"forbidden_statement\""), "{text}");
     }
     assert!(!std::path::Path::new(&target).exists());
     let vacuum = routed(http.post(daemon.url("/api/sql/execute")), "tenant-a")

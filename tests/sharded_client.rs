@@ -726,7 +726,7 @@ async fn with_attach_disallowed_sql_cannot_reach_other_files() {
         format!("VACUUM INTO '{}'", copy.display()),
     ] {
         let err = db.execute_sql(&sql, Params::none()).await.unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::Sql, "{sql}: {err}");
+        assert_eq!(err.kind(), ErrorKind::Forbidden, "{sql}: {err}");
         let tx = db.begin_transaction().await.unwrap();
         assert!(
             db.execute_in_transaction(&tx.transaction_id, &sql, Params::none())

@@ -11,12 +11,14 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::{Semaphore, oneshot};
 
+use super::guard::{self, Limits, Scope};
 use super::session::Session;
 use super::sql::{self, Access, sql_error};
 use crate::data::{Params, SqlResult};
@@ -35,9 +37,70 @@ pub struct EngineConfig {
     pub max_open_transactions: usize,
     /// An open transaction idle this long is rolled back. `None` never expires. Default 60 s.
     pub transaction_idle_timeout: Option<Duration>,
-    /// Whether SQL may `ATTACH` other files (and so `VACUUM INTO` a path). Default true for
-    /// in-process use; the daemon turns it off so remote SQL cannot reach files beside the shard.
+    /// Whether SQL may `ATTACH` and `DETACH` other files (and so `VACUUM INTO` a path). Default
+    /// true for in-process use; the daemon turns it off so remote SQL cannot reach files beside
+    /// the shard.
     pub allow_attach: bool,
+    /// How long one statement may run before it is interrupted with
+    /// [`Error::StatementTimeout`]. `None` never interrupts. Default 30 s (ADO.NET's
+    /// `CommandTimeout`).
+    pub statement_timeout: Option<Duration>,
+    /// Rows one result may buffer; more is [`Error::ResultTooLarge`]. Default 250 000.
+    pub max_result_rows: usize,
+    /// Bytes of values one result may buffer; more is [`Error::ResultTooLarge`]. Default 128 MiB.
+    pub max_result_bytes: usize,
+    /// Jobs that may wait for the writer, and for the readers; beyond it calls answer
+    /// [`Error::Busy`] at once instead of queueing without bound. Default 1024.
+    pub max_queued_jobs: usize,
+}
+
+/// The longest busy timeout SQLite can take (it counts milliseconds in a C `int`).
+pub const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
+
+/// The longest idle or statement timeout accepted: a year, far beyond any sensible setting,
+/// and far below what would overflow a clock.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+
+impl EngineConfig {
+    /// Checks that every setting is one the engine can honour; the error names the setting.
+    pub fn validate(&self) -> Result<()> {
+        if self.busy_timeout > MAX_BUSY_TIMEOUT {
+            return Err(Error::invalid_argument(
+                "busy timeout",
+                format!(
+                    "{:?} is longer than SQLite accepts ({} ms)",
+                    self.busy_timeout,
+                    i32::MAX
+                ),
+            ));
+        }
+        for (name, value) in [
+            ("transaction idle timeout", self.transaction_idle_timeout),
+            ("statement timeout", self.statement_timeout),
+        ] {
+            if value.is_some_and(|value| value > MAX_TIMEOUT) {
+                return Err(Error::invalid_argument(
+                    name,
+                    format!("{value:?} is longer than the longest accepted, one year"),
+                ));
+            }
+        }
+        if self.max_result_rows == 0 || self.max_result_bytes == 0 || self.max_queued_jobs == 0 {
+            return Err(Error::invalid_argument(
+                "engine limits",
+                "the result and queue limits must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn limits(&self) -> Limits {
+        Limits {
+            statement_timeout: self.statement_timeout,
+            max_rows: self.max_result_rows,
+            max_bytes: self.max_result_bytes,
+        }
+    }
 }
 
 impl Default for EngineConfig {
@@ -49,6 +112,10 @@ impl Default for EngineConfig {
             max_open_transactions: 8,
             transaction_idle_timeout: Some(Duration::from_secs(60)),
             allow_attach: true,
+            statement_timeout: Some(Duration::from_secs(30)),
+            max_result_rows: 250_000,
+            max_result_bytes: 128 * 1024 * 1024,
+            max_queued_jobs: 1024,
         }
     }
 }
@@ -98,6 +165,7 @@ impl Database {
     }
 
     pub(crate) async fn open_as(path: &Path, label: String, config: EngineConfig, role: Role) -> Result<Self> {
+        config.validate()?;
         let path = path.to_path_buf();
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             let parent = parent.to_path_buf();
@@ -112,7 +180,7 @@ impl Database {
                 })?;
         }
 
-        let (writer, writer_rx) = flume::unbounded::<Job>();
+        let (writer, writer_rx) = flume::bounded::<Job>(config.max_queued_jobs);
         let (ready_tx, ready_rx) = oneshot::channel();
         {
             let path = path.clone();
@@ -135,7 +203,7 @@ impl Database {
             shard_id: label.clone(),
         })??;
 
-        let (readers, readers_rx) = flume::unbounded::<Job>();
+        let (readers, readers_rx) = flume::bounded::<Job>(config.max_queued_jobs);
         for n in 0..config.readers.max(1) {
             let (ready_tx, ready_rx) = oneshot::channel();
             let path = path.clone();
@@ -186,18 +254,55 @@ impl Database {
         }
     }
 
+    /// Runs `f` on a connection of `queue`, under the database's statement limits.
+    ///
+    /// A full queue answers [`Error::Busy`] at once. If the caller stops waiting (its future is
+    /// dropped: a client went away, a deadline passed), the job is skipped when it has not
+    /// started, and interrupted when it has. A job on the writer that leaves a transaction open
+    /// is rolled back and fails: the writer is shared, and must be back in autocommit for the
+    /// next caller.
     async fn call<T: Send + 'static>(
         &self,
         queue: &flume::Sender<Job>,
+        on_writer: bool,
         f: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let (tx, rx) = oneshot::channel();
-        queue
-            .send(Box::new(move |conn: &mut Connection| {
-                let _ = tx.send(f(conn));
-            }))
-            .map_err(|_| self.closed())?;
-        rx.await.map_err(|_| self.closed())?
+        let cancel = Arc::new(AtomicBool::new(false));
+        let limits = self.shared.config.limits();
+        let job_cancel = Arc::clone(&cancel);
+        let job: Job = Box::new(move |conn: &mut Connection| {
+            if job_cancel.load(Ordering::Relaxed) {
+                return;
+            }
+            let mut result = guard::arm(&limits, Some(job_cancel), || f(conn));
+            if on_writer && !conn.is_autocommit() {
+                let _ = guard::trusted(|| conn.execute_batch("ROLLBACK"));
+                if result.is_ok() {
+                    result = Err(Error::TransactionControl {
+                        statement: "(the statements left a transaction open)".to_owned(),
+                    });
+                }
+            }
+            let _ = tx.send(result);
+        });
+        match queue.try_send(job) {
+            Ok(()) => {}
+            Err(flume::TrySendError::Full(_)) => {
+                return Err(Error::Busy {
+                    shard_id: self.shared.label.clone(),
+                    reason: format!(
+                        "{} jobs are already waiting for its connections; retry shortly",
+                        self.shared.config.max_queued_jobs
+                    ),
+                });
+            }
+            Err(flume::TrySendError::Disconnected(_)) => return Err(self.closed()),
+        }
+        let cancel_on_drop = CancelOnDrop(cancel);
+        let outcome = rx.await.map_err(|_| self.closed());
+        std::mem::forget(cancel_on_drop);
+        outcome?
     }
 
     /// Runs `f` on the writer connection.
@@ -205,7 +310,7 @@ impl Database {
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        self.call(&self.shared.writer, f).await
+        self.call(&self.shared.writer, true, f).await
     }
 
     /// Runs `f` on a read-only connection.
@@ -213,21 +318,27 @@ impl Database {
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        self.call(&self.shared.readers, f).await
+        self.call(&self.shared.readers, false, f).await
     }
 
     /// Runs `f` inside `BEGIN IMMEDIATE` ... `COMMIT` on the writer, rolling back if it fails.
+    /// Only the engine's own `BEGIN`, `COMMIT` and `ROLLBACK` pass the guard: SQL run by `f`
+    /// cannot end the transaction early.
     pub(crate) async fn write_atomic<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         self.write(move |conn| {
-            let tx = conn
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-                .map_err(sql_error)?;
-            let value = f(&tx)?;
-            tx.commit().map_err(sql_error)?;
-            Ok(value)
+            guard::trusted(|| conn.execute_batch("BEGIN IMMEDIATE")).map_err(sql_error)?;
+            let outcome = f(conn).and_then(|value| {
+                guard::trusted(|| conn.execute_batch("COMMIT"))
+                    .map_err(sql_error)
+                    .map(|()| value)
+            });
+            if outcome.is_err() && !conn.is_autocommit() {
+                let _ = guard::trusted(|| conn.execute_batch("ROLLBACK"));
+            }
+            outcome
         })
         .await
     }
@@ -303,22 +414,8 @@ fn serve(mut conn: Connection, jobs: &flume::Receiver<Job>) {
 
 fn configure(conn: &Connection, config: &EngineConfig) -> Result<()> {
     conn.busy_timeout(config.busy_timeout).map_err(sql_error)?;
-    if !config.allow_attach {
-        refuse_attaching_files(conn)?;
-    }
     conn.set_prepared_statement_cache_capacity(config.statement_cache_capacity);
     conn.execute_batch("PRAGMA foreign_keys = ON;").map_err(sql_error)
-}
-
-/// Refuses `ATTACH` of any file, which also refuses `VACUUM INTO` a path (SQLite runs it as an
-/// attach of the target). A plain `VACUUM` attaches an unnamed temporary database and still works.
-fn refuse_attaching_files(conn: &Connection) -> Result<()> {
-    use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
-    conn.authorizer(Some(|context: AuthContext<'_>| match context.action {
-        AuthAction::Attach { filename } if !filename.is_empty() && filename != ":memory:" => Authorization::Deny,
-        _ => Authorization::Allow,
-    }))
-    .map_err(sql_error)
 }
 
 fn open_writer(path: &Path, config: &EngineConfig, role: Role) -> Result<Connection> {
@@ -334,6 +431,7 @@ fn open_writer(path: &Path, config: &EngineConfig, role: Role) -> Result<Connect
     if role == Role::Data {
         super::store::create_internal_tables(&conn)?;
     }
+    guard::install(&conn, Scope::Shared, config.allow_attach)?;
     Ok(conn)
 }
 
@@ -342,6 +440,7 @@ fn open_reader(path: &Path, config: &EngineConfig) -> Result<Connection> {
         .map_err(sql_error)?;
     configure(&conn, config)?;
     conn.execute_batch("PRAGMA query_only = ON;").map_err(sql_error)?;
+    guard::install(&conn, Scope::Shared, config.allow_attach)?;
     Ok(conn)
 }
 
@@ -353,5 +452,15 @@ pub(super) fn open_session(path: &Path, config: &EngineConfig) -> Result<Connect
     .map_err(sql_error)?;
     configure(&conn, config)?;
     conn.execute_batch("PRAGMA synchronous = NORMAL;").map_err(sql_error)?;
+    guard::install(&conn, Scope::Session, config.allow_attach)?;
     Ok(conn)
+}
+
+/// Tells a running or queued job that its caller stopped waiting.
+pub(super) struct CancelOnDrop(pub(super) Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }

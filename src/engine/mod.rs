@@ -7,7 +7,9 @@
 //! connection on a thread of its own. Async callers reach them over channels, so blocking
 //! SQLite calls never run on the async runtime. Connections cache prepared statements.
 
+pub mod classify;
 mod database;
+mod guard;
 mod session;
 mod sql;
 pub(crate) mod store;

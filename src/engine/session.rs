@@ -12,7 +12,8 @@ use std::time::{Duration, Instant, SystemTime};
 use rusqlite::Connection;
 use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
-use super::database::{Database, EngineConfig, open_session, spawn_thread};
+use super::database::{CancelOnDrop, Database, EngineConfig, open_session, spawn_thread};
+use super::guard;
 use super::sql::{self, Access, sql_error};
 use crate::data::{Params, SqlResult};
 use crate::error::{Error, Result};
@@ -21,6 +22,7 @@ pub(super) enum SessionJob {
     Execute {
         sql: String,
         params: Params,
+        cancel: Arc<AtomicBool>,
         reply: oneshot::Sender<Result<SqlResult>>,
     },
     Commit(oneshot::Sender<Result<()>>),
@@ -37,6 +39,9 @@ pub(super) struct Session {
 /// How long an ended session is remembered, so a late caller hears "expired" rather than "unknown".
 const TOMBSTONE_TTL: Duration = Duration::from_secs(600);
 
+/// The most ended sessions remembered at once; the oldest are forgotten first.
+const MAX_TOMBSTONES: usize = 4096;
+
 /// An open session's id and expiry.
 #[derive(Debug, Clone)]
 pub struct SessionInfo {
@@ -47,10 +52,14 @@ pub struct SessionInfo {
 }
 
 impl Database {
-    /// Begins a transaction on a connection of its own (`BEGIN IMMEDIATE`).
+    /// Begins a transaction on a connection of its own.
     ///
-    /// Answers [`Error::Busy`] at once when the open-transaction limit is reached, and after the
-    /// busy timeout when another transaction holds the write lock.
+    /// The transaction is deferred: it takes SQLite's write lock at its first write, not at
+    /// begin, so a transaction that has only begun (or only reads) costs other writers nothing.
+    /// Once it has written, other writers wait for it (up to their busy timeout) until it
+    /// commits, rolls back, or is rolled back after the idle timeout.
+    ///
+    /// Answers [`Error::Busy`] at once when the open-transaction limit is reached.
     pub async fn begin(&self) -> Result<SessionInfo> {
         let permit = Arc::clone(&self.shared.transaction_slots)
             .try_acquire_owned()
@@ -83,7 +92,7 @@ impl Database {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let now = Instant::now();
         let mut sessions = self.sessions();
-        sessions.retain(|_, s| s.ended_at.is_none_or(|at| now.duration_since(at) < TOMBSTONE_TTL));
+        forget_old_sessions(&mut sessions, now);
         sessions.insert(
             id.clone(),
             Session {
@@ -160,13 +169,18 @@ impl Database {
     pub async fn session_execute(&self, id: &str, sql: &str, params: Params) -> Result<SqlResult> {
         let jobs = self.session_sender(id, false)?;
         let (reply, rx) = oneshot::channel();
+        let cancel = Arc::new(AtomicBool::new(false));
         jobs.send(SessionJob::Execute {
             sql: sql.to_owned(),
             params,
+            cancel: Arc::clone(&cancel),
             reply,
         })
         .map_err(|_| self.session_gone(id))?;
-        match rx.await {
+        let cancel_on_drop = CancelOnDrop(cancel);
+        let outcome = rx.await;
+        std::mem::forget(cancel_on_drop);
+        match outcome {
             Ok(result) => result,
             Err(_) => Err(self.session_gone(id)),
         }
@@ -217,6 +231,28 @@ impl Database {
     }
 }
 
+/// Forgets ended sessions past their time to live, and the oldest beyond [`MAX_TOMBSTONES`], so
+/// the session table cannot grow without bound. A session whose thread ended on its own (idle
+/// expiry, or SQL that ended the transaction) counts as ended from its last use.
+fn forget_old_sessions(sessions: &mut HashMap<String, Session>, now: Instant) {
+    sessions.retain(|_, s| {
+        if s.ended_at.is_none() && s.jobs.is_disconnected() {
+            s.ended_at = Some(s.last_used);
+        }
+        s.ended_at.is_none_or(|at| now.duration_since(at) < TOMBSTONE_TTL)
+    });
+    let mut ended: Vec<(Instant, String)> = sessions
+        .iter()
+        .filter_map(|(id, s)| s.ended_at.map(|at| (at, id.clone())))
+        .collect();
+    if ended.len() > MAX_TOMBSTONES {
+        ended.sort_unstable();
+        for (_, id) in &ended[..ended.len() - MAX_TOMBSTONES] {
+            sessions.remove(id);
+        }
+    }
+}
+
 fn run_session(
     path: &Path,
     config: &EngineConfig,
@@ -232,7 +268,7 @@ fn run_session(
         drop(permit);
     };
     let conn = match open_session(path, config).and_then(|conn| {
-        conn.execute_batch("BEGIN IMMEDIATE").map_err(sql_error)?;
+        guard::trusted(|| conn.execute_batch("BEGIN")).map_err(sql_error)?;
         Ok(conn)
     }) {
         Ok(conn) => conn,
@@ -241,40 +277,48 @@ fn run_session(
             return;
         }
     };
+    let rollback = |conn: &Connection| guard::trusted(|| conn.execute_batch("ROLLBACK")).map_err(sql_error);
     if ready.send(Ok(())).is_err() {
-        let _ = conn.execute_batch("ROLLBACK");
+        let _ = rollback(&conn);
         return;
     }
+    let limits = config.limits();
     loop {
         let job = match config.transaction_idle_timeout {
             Some(idle) => jobs.recv_timeout(idle),
             None => jobs.recv().map_err(|_| flume::RecvTimeoutError::Disconnected),
         };
         match job {
-            Ok(SessionJob::Execute { sql, params, reply }) => {
-                let result = sql::execute(&conn, &sql, &params, Access::ReadWrite);
+            Ok(SessionJob::Execute {
+                sql,
+                params,
+                cancel,
+                reply,
+            }) => {
+                if cancel.load(Ordering::Relaxed) {
+                    continue;
+                }
+                let result = guard::arm(&limits, Some(cancel), || {
+                    sql::execute(&conn, &sql, &params, Access::ReadWrite)
+                });
                 let _ = reply.send(result);
                 if conn.is_autocommit() {
-                    // The SQL ended the transaction itself (COMMIT in the text, or an error that
-                    // made SQLite roll back): the session is over.
+                    // An error made SQLite roll the transaction back (an interrupted write, say):
+                    // the session is over.
                     return;
                 }
             }
             Ok(SessionJob::Commit(reply)) => {
-                let result = conn.execute_batch("COMMIT").map_err(sql_error);
+                let result = guard::trusted(|| conn.execute_batch("COMMIT")).map_err(sql_error);
                 if result.is_err() && !conn.is_autocommit() {
-                    let _ = conn.execute_batch("ROLLBACK");
+                    let _ = rollback(&conn);
                 }
                 finish(conn, permit);
                 let _ = reply.send(result);
                 return;
             }
             Ok(SessionJob::Rollback(reply)) => {
-                let result = if conn.is_autocommit() {
-                    Ok(())
-                } else {
-                    conn.execute_batch("ROLLBACK").map_err(sql_error)
-                };
+                let result = if conn.is_autocommit() { Ok(()) } else { rollback(&conn) };
                 finish(conn, permit);
                 if let Some(reply) = reply {
                     let _ = reply.send(result);
@@ -283,12 +327,12 @@ fn run_session(
             }
             Err(flume::RecvTimeoutError::Timeout) => {
                 expired.store(true, Ordering::Release);
-                let _ = conn.execute_batch("ROLLBACK");
+                let _ = rollback(&conn);
                 tracing::info!(database = %path.display(), "transaction idle past its timeout; rolled back");
                 return;
             }
             Err(flume::RecvTimeoutError::Disconnected) => {
-                let _ = conn.execute_batch("ROLLBACK");
+                let _ = rollback(&conn);
                 return;
             }
         }

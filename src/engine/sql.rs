@@ -4,11 +4,11 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use rusqlite::fallible_iterator::FallibleIterator;
-use rusqlite::{Batch, Connection, Statement};
+use rusqlite::{Connection, Statement};
 
 use super::value::value_from_ref;
-use crate::data::{Params, SqlResult};
+use super::{classify, guard};
+use crate::data::{Params, SqlResult, Value};
 use crate::error::{Error, Result};
 
 /// Whether statements may write.
@@ -127,18 +127,41 @@ fn bind<'p>(stmt: &mut Statement<'_>, params: &'p Params, used: &mut BTreeSet<&'
 }
 
 /// Runs one bound statement, collecting rows if it returns any and counting rows changed.
+///
+/// Rows are buffered up to the job's row and byte limits; past them the statement stops with
+/// [`Error::ResultTooLarge`].
 fn run(conn: &Connection, stmt: &mut Statement<'_>, out: &mut SqlResult) -> Result<()> {
     let columns = stmt.column_count();
     let before = conn.total_changes();
     if columns > 0 {
+        let (max_rows, max_bytes) = guard::result_limits();
         out.is_query = true;
         out.column_names = stmt.column_names().into_iter().map(str::to_owned).collect();
         out.rows.clear();
+        let mut bytes = 0usize;
         let mut rows = stmt.raw_query();
         while let Some(row) = rows.next().map_err(sql_error)? {
+            if out.rows.len() >= max_rows {
+                return Err(Error::ResultTooLarge {
+                    limit: u64::try_from(max_rows).unwrap_or(u64::MAX),
+                    unit: "rows",
+                });
+            }
             let mut values = Vec::with_capacity(columns);
             for i in 0..columns {
-                values.push(value_from_ref(row.get_ref(i).map_err(sql_error)?));
+                let value = value_from_ref(row.get_ref(i).map_err(sql_error)?);
+                bytes = bytes.saturating_add(match &value {
+                    Value::Text(text) => text.len(),
+                    Value::Blob(blob) => blob.len(),
+                    _ => 8,
+                });
+                values.push(value);
+            }
+            if bytes > max_bytes {
+                return Err(Error::ResultTooLarge {
+                    limit: u64::try_from(max_bytes).unwrap_or(u64::MAX),
+                    unit: "bytes",
+                });
             }
             out.rows.push(values);
         }
@@ -189,8 +212,11 @@ pub(crate) fn starts_like_query(sql: &str) -> bool {
 
 /// Executes SQL text (one statement or a script) with bound parameters.
 ///
-/// A single statement goes through the prepared-statement cache. In read-only mode every
+/// A single statement goes through the prepared-statement cache. A script runs statement by
+/// statement, each prepared on its own, so its length costs no stack. In read-only mode every
 /// statement is prepared and checked before any runs, so a script either runs whole or not at all.
+/// Errors from the connection's guard (a refused statement, a time limit, a caller gone away)
+/// name the statement.
 pub(crate) fn execute(conn: &Connection, sql: &str, params: &Params, access: Access) -> Result<SqlResult> {
     if sql.trim().is_empty() {
         return Err(Error::invalid_argument("sql", "the SQL text is empty"));
@@ -198,43 +224,47 @@ pub(crate) fn execute(conn: &Connection, sql: &str, params: &Params, access: Acc
     let started = Instant::now();
     let mut out = SqlResult::default();
     let mut used = BTreeSet::new();
-    match conn.prepare_cached(sql) {
-        Ok(mut stmt) => {
-            if access == Access::ReadOnly {
+    let mut most_positional = 0;
+    if classify::is_single_statement(sql) {
+        if access == Access::ReadOnly {
+            check_query_text(sql)?;
+        }
+        guard::statement_started(is_vacuum(sql));
+        let mut stmt = conn
+            .prepare_cached(sql)
+            .map_err(|err| guard::explain(sql_error(err), sql))?;
+        if access == Access::ReadOnly {
+            check_read_only(&stmt)?;
+        }
+        bind(&mut stmt, params, &mut used)?;
+        run(conn, &mut stmt, &mut out).map_err(|err| guard::explain(err, sql))?;
+        most_positional = stmt.parameter_count();
+    } else {
+        if access == Access::ReadOnly {
+            for statement in classify::statements(sql) {
+                check_query_text(statement)?;
+                guard::statement_started(false);
+                let stmt = conn
+                    .prepare(statement)
+                    .map_err(|err| guard::explain(sql_error(err), statement))?;
                 check_read_only(&stmt)?;
             }
+        }
+        // Later statements may depend on earlier ones (CREATE then INSERT): prepare each as it runs.
+        for statement in classify::statements(sql) {
+            if guard::cancelled() {
+                return Err(Error::Cancelled);
+            }
+            guard::statement_started(is_vacuum(statement));
+            let mut stmt = conn
+                .prepare(statement)
+                .map_err(|err| guard::explain(sql_error(err), statement))?;
             bind(&mut stmt, params, &mut used)?;
-            run(conn, &mut stmt, &mut out)?;
-            check_positional_surplus(params, &[stmt.parameter_count()])?;
+            run(conn, &mut stmt, &mut out).map_err(|err| guard::explain(err, statement))?;
+            most_positional = most_positional.max(stmt.parameter_count());
         }
-        // rusqlite detects a script by preparing its tail, which fails when the tail depends
-        // on an earlier statement (CREATE TABLE t; INSERT INTO t): run any `;` text as a script.
-        Err(_) if sql.trim_end().trim_end_matches(';').contains(';') => {
-            let mut statements = Vec::new();
-            let mut batch = Batch::new(conn, sql);
-            while let Some(stmt) = batch.next().map_err(sql_error)? {
-                if access == Access::ReadOnly {
-                    check_read_only(&stmt)?;
-                    statements.push(stmt);
-                } else {
-                    // Later statements may depend on earlier ones (CREATE then INSERT): run as we go.
-                    let mut stmt = stmt;
-                    bind(&mut stmt, params, &mut used)?;
-                    run(conn, &mut stmt, &mut out)?;
-                    statements.push(stmt);
-                }
-            }
-            if access == Access::ReadOnly {
-                for stmt in &mut statements {
-                    bind(stmt, params, &mut used)?;
-                    run(conn, stmt, &mut out)?;
-                }
-            }
-            let counts: Vec<usize> = statements.iter().map(Statement::parameter_count).collect();
-            check_positional_surplus(params, &counts)?;
-        }
-        Err(err) => return Err(sql_error(err)),
     }
+    check_positional_surplus(params, most_positional)?;
     if let Params::Named(values) = params
         && let Some(unused) = values.keys().find(|k| !used.contains(k.as_str()))
     {
@@ -247,20 +277,34 @@ pub(crate) fn execute(conn: &Connection, sql: &str, params: &Params, access: Acc
     Ok(out)
 }
 
-fn check_positional_surplus(params: &Params, counts: &[usize]) -> Result<()> {
-    if let Params::Positional(values) = params {
-        let most = counts.iter().copied().max().unwrap_or(0);
-        if values.len() > most {
-            return Err(Error::invalid_argument(
-                "parameters",
-                format!(
-                    "{} value(s) were given but the SQL has only {most} positional placeholder(s)",
-                    values.len()
-                ),
-            ));
-        }
+/// Refuses, before it is prepared, a statement that read-only SQL cannot run because it is not
+/// a query at all (so `ATTACH` or `PRAGMA x = y` is a read-only violation, like any other write).
+fn check_query_text(statement: &str) -> Result<()> {
+    if classify::classify(statement) == classify::StatementKind::Query {
+        Ok(())
+    } else {
+        Err(Error::ReadOnlyViolation {
+            reason: format!("'{}' is not a read-only query", classify::shown(statement)),
+        })
     }
-    Ok(())
+}
+
+/// Whether a statement is a plain `VACUUM`, which attaches a temporary database of its own.
+fn is_vacuum(statement: &str) -> bool {
+    leading_keyword(statement).eq_ignore_ascii_case("VACUUM")
+}
+
+fn check_positional_surplus(params: &Params, most: usize) -> Result<()> {
+    match params {
+        Params::Positional(values) if values.len() > most => Err(Error::invalid_argument(
+            "parameters",
+            format!(
+                "{} value(s) were given but the SQL has only {most} positional placeholder(s)",
+                values.len()
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

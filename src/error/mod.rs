@@ -231,6 +231,54 @@ pub enum Error {
         source: serde_json::Error,
     },
 
+    /// Transaction control (`BEGIN`, `COMMIT`, `ROLLBACK`, `SAVEPOINT`, ...) outside the
+    /// transaction API, where it would change state that other callers share.
+    #[error(
+        "'{statement}' is transaction control, which runs only through the transaction API: begin a \
+         transaction (POST /api/transactions, the BeginTransaction RPC, or begin() in-process) and commit \
+         or roll it back by its id"
+    )]
+    TransactionControl {
+        /// The start of the refused statement.
+        statement: String,
+    },
+
+    /// A statement no shared connection runs: it would reach other files, load code, or change
+    /// durability, safety or connection state.
+    #[error("'{statement}' is refused: {reason}")]
+    ForbiddenStatement {
+        /// The start of the refused statement.
+        statement: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+
+    /// A statement ran past its time limit and was interrupted.
+    #[error(
+        "the statement ran past its time limit of {limit_ms} ms and was interrupted: narrow it (WHERE, LIMIT) \
+         or raise the limit ('Command Timeout', or serve --statement-timeout)"
+    )]
+    StatementTimeout {
+        /// The limit, in milliseconds.
+        limit_ms: u64,
+    },
+
+    /// The caller went away, or its deadline passed, before the work finished; it was stopped.
+    #[error("the request was cancelled before it finished: the caller went away or its deadline passed")]
+    Cancelled,
+
+    /// A result grew past the rows or bytes one response may buffer.
+    #[error(
+        "the result exceeds the limit of {limit} {unit} per response: add LIMIT, or page through the rows \
+         (LIMIT with OFFSET, or a WHERE on the last key seen)"
+    )]
+    ResultTooLarge {
+        /// The limit that was reached.
+        limit: u64,
+        /// `"rows"` or `"bytes"`.
+        unit: &'static str,
+    },
+
     /// An error a remote daemon reported, decoded from the wire with its kind preserved, so callers
     /// branch on [`Error::kind`] the same way in-process and over the network.
     #[error("{message}")]
@@ -293,6 +341,16 @@ pub enum ErrorKind {
     Internal,
     /// The daemon requires an API key and none, or a wrong one, was presented.
     Unauthenticated,
+    /// Transaction control outside the transaction API.
+    TransactionControl,
+    /// A statement that reaches other files, loads code, or changes shared connection state.
+    Forbidden,
+    /// A statement ran past its time limit.
+    Timeout,
+    /// The caller went away before the work finished.
+    Cancelled,
+    /// A result grew past the rows or bytes one response may buffer.
+    ResultTooLarge,
 }
 
 impl ErrorKind {
@@ -316,6 +374,11 @@ impl ErrorKind {
             Self::NotSharded => "not_sharded",
             Self::Internal => "internal",
             Self::Unauthenticated => "unauthenticated",
+            Self::TransactionControl => "transaction_control",
+            Self::Forbidden => "forbidden_statement",
+            Self::Timeout => "statement_timeout",
+            Self::Cancelled => "cancelled",
+            Self::ResultTooLarge => "result_too_large",
         }
     }
 
@@ -339,6 +402,11 @@ impl ErrorKind {
             Self::NotSharded,
             Self::Internal,
             Self::Unauthenticated,
+            Self::TransactionControl,
+            Self::Forbidden,
+            Self::Timeout,
+            Self::Cancelled,
+            Self::ResultTooLarge,
         ]
         .into_iter()
         .find(|kind| kind.code() == code)
@@ -387,6 +455,11 @@ impl Error {
                 _ => ErrorKind::Sql,
             },
             Self::Catalog { .. } | Self::Io { .. } => ErrorKind::Internal,
+            Self::TransactionControl { .. } => ErrorKind::TransactionControl,
+            Self::ForbiddenStatement { .. } => ErrorKind::Forbidden,
+            Self::StatementTimeout { .. } => ErrorKind::Timeout,
+            Self::Cancelled => ErrorKind::Cancelled,
+            Self::ResultTooLarge { .. } => ErrorKind::ResultTooLarge,
             Self::Remote { kind, .. } => *kind,
             Self::Transport { .. } => ErrorKind::Unavailable,
         }
@@ -431,6 +504,11 @@ mod tests {
             ErrorKind::Constraint,
             ErrorKind::Internal,
             ErrorKind::Unauthenticated,
+            ErrorKind::TransactionControl,
+            ErrorKind::Forbidden,
+            ErrorKind::Timeout,
+            ErrorKind::Cancelled,
+            ErrorKind::ResultTooLarge,
         ] {
             assert_eq!(ErrorKind::from_code(kind.code()), Some(kind));
         }

@@ -41,6 +41,11 @@ fn code_for(kind: ErrorKind) -> Code {
         ErrorKind::Busy | ErrorKind::Unavailable => Code::Unavailable,
         ErrorKind::Unauthenticated => Code::Unauthenticated,
         ErrorKind::Internal => Code::Internal,
+        ErrorKind::TransactionControl => Code::FailedPrecondition,
+        ErrorKind::Forbidden => Code::PermissionDenied,
+        ErrorKind::Timeout => Code::DeadlineExceeded,
+        ErrorKind::Cancelled => Code::Cancelled,
+        ErrorKind::ResultTooLarge => Code::ResourceExhausted,
     }
 }
 

@@ -124,7 +124,11 @@ pub fn problem(err: &ApiError) -> (StatusCode, Problem) {
                 | ErrorKind::InvalidInput
                 | ErrorKind::InvalidMap
                 | ErrorKind::ReadOnly
-                | ErrorKind::Sql => StatusCode::BAD_REQUEST,
+                | ErrorKind::Sql
+                | ErrorKind::TransactionControl
+                | ErrorKind::ResultTooLarge => StatusCode::BAD_REQUEST,
+                ErrorKind::Forbidden => StatusCode::FORBIDDEN,
+                ErrorKind::Timeout | ErrorKind::Cancelled => StatusCode::REQUEST_TIMEOUT,
                 ErrorKind::Unauthenticated => StatusCode::UNAUTHORIZED,
                 ErrorKind::NotFound | ErrorKind::NoMap | ErrorKind::NotSharded => StatusCode::NOT_FOUND,
                 ErrorKind::Conflict | ErrorKind::StaleMapVersion | ErrorKind::Expired | ErrorKind::Constraint => {

@@ -1,0 +1,549 @@
+//! Reading SQL text without running it: where its statements end, and what each one is.
+//!
+//! [`statements`] splits a script into statements the way SQLite's own `sqlite3_complete`
+//! does (string literals, quoted identifiers, comments and `CREATE TRIGGER ... END` bodies keep
+//! their semicolons), without recursion and without allocating. [`classify`] names what a
+//! statement is as far as the engine's guards care; [`check_script`] refuses, before anything
+//! runs anywhere, the statements that no shared connection accepts.
+//!
+//! This is the early, readable refusal (fan-out uses it so that no shard runs a script another
+//! shard would refuse). The enforcement itself is SQLite's authorizer, set on every connection
+//! by the engine, which sees every statement as SQLite compiles it, whatever its spelling.
+
+use crate::error::{Error, Result};
+
+/// What a statement is, as far as the engine's guards care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatementKind<'a> {
+    /// `SELECT`, `VALUES`, `WITH ...` or `EXPLAIN ...`: a query (SQLite decides whether it writes).
+    Query,
+    /// `BEGIN`, `COMMIT`, `END`, `ROLLBACK`, `SAVEPOINT` or `RELEASE`.
+    TransactionControl,
+    /// `ATTACH`, `DETACH` or `VACUUM ... INTO`: reaches files other than the shard.
+    OtherFile,
+    /// `PRAGMA [schema.]name [= value | (value)]`.
+    Pragma {
+        /// The pragma's name, as written.
+        name: &'a str,
+        /// Whether it sets a value (`= value` or `(value)`).
+        has_argument: bool,
+    },
+    /// Anything else: writes and schema changes.
+    Other,
+}
+
+/// The statements of `sql`, each without its terminating `;`, skipping empty ones (only white
+/// space, comments or semicolons).
+///
+/// ```
+/// use shardlite::engine::classify::statements;
+///
+/// let script = "CREATE TRIGGER t AFTER INSERT ON a BEGIN INSERT INTO b VALUES (1); END; SELECT ';' -- ;\n;";
+/// let parts: Vec<&str> = statements(script).collect();
+/// assert_eq!(parts.len(), 2);
+/// assert!(parts[0].ends_with("END"));
+/// assert_eq!(parts[1].trim(), "SELECT ';' -- ;");
+/// ```
+pub fn statements(sql: &str) -> Statements<'_> {
+    Statements { sql, pos: 0 }
+}
+
+/// Iterator returned by [`statements`].
+#[derive(Debug, Clone)]
+pub struct Statements<'a> {
+    sql: &'a str,
+    pos: usize,
+}
+
+impl<'a> Iterator for Statements<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        while self.pos < self.sql.len() {
+            let start = self.pos;
+            let mut state = State::Start;
+            let mut meaningful = false;
+            let mut tokens = Tokens {
+                sql: self.sql,
+                pos: start,
+            };
+            let mut end = self.sql.len();
+            while let Some((token, at)) = tokens.next() {
+                if token != Token::Space && token != Token::Semi {
+                    meaningful = true;
+                }
+                let word = if token == Token::Word {
+                    keyword(&self.sql[at..tokens.pos])
+                } else {
+                    Keyword::None
+                };
+                state = state.after(token, word);
+                if token == Token::Semi && state == State::Start {
+                    end = at;
+                    break;
+                }
+            }
+            self.pos = if end == self.sql.len() { end } else { end + 1 };
+            if meaningful {
+                return Some(&self.sql[start..end]);
+            }
+        }
+        None
+    }
+}
+
+/// Whether `sql` holds exactly one statement (a trailing `;`, comments and white space aside).
+pub fn is_single_statement(sql: &str) -> bool {
+    let mut parts = statements(sql);
+    parts.next().is_some() && parts.next().is_none()
+}
+
+/// What `statement` (one statement, as [`statements`] yields it) is.
+///
+/// ```
+/// use shardlite::engine::classify::{classify, StatementKind};
+///
+/// assert_eq!(classify("/* hi */ begin immediate"), StatementKind::TransactionControl);
+/// assert_eq!(classify("VACUUM main INTO '/tmp/x.db'"), StatementKind::OtherFile);
+/// assert_eq!(
+///     classify("PRAGMA main.journal_mode = DELETE"),
+///     StatementKind::Pragma { name: "journal_mode", has_argument: true }
+/// );
+/// ```
+pub fn classify(statement: &str) -> StatementKind<'_> {
+    let mut words = Words {
+        tokens: Tokens { sql: statement, pos: 0 },
+    };
+    let Some(first) = words.next() else {
+        return StatementKind::Other;
+    };
+    let is = |word: &str, keyword: &str| word.eq_ignore_ascii_case(keyword);
+    if ["SELECT", "VALUES", "WITH", "EXPLAIN"].iter().any(|k| is(first, k)) {
+        StatementKind::Query
+    } else if ["BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE"]
+        .iter()
+        .any(|k| is(first, k))
+    {
+        StatementKind::TransactionControl
+    } else if is(first, "ATTACH") || is(first, "DETACH") {
+        StatementKind::OtherFile
+    } else if is(first, "VACUUM") {
+        if words.any(|word| is(word, "INTO")) {
+            StatementKind::OtherFile
+        } else {
+            StatementKind::Other
+        }
+    } else if is(first, "PRAGMA") {
+        pragma(words.tokens)
+    } else {
+        StatementKind::Other
+    }
+}
+
+/// Parses what follows `PRAGMA`: `[schema.]name [= value | (value)]`.
+fn pragma(mut tokens: Tokens<'_>) -> StatementKind<'_> {
+    let mut name = "";
+    let mut has_argument = false;
+    while let Some((token, at)) = tokens.next() {
+        match token {
+            Token::Space => {}
+            Token::Word | Token::Quoted => {
+                let text = &tokens.sql[at..tokens.pos];
+                name = text.trim_matches(|c| matches!(c, '"' | '`' | '[' | ']' | '\''));
+            }
+            Token::Other if tokens.sql[at..].starts_with('.') => name = "",
+            Token::Other if tokens.sql[at..].starts_with('=') || tokens.sql[at..].starts_with('(') => {
+                has_argument = true;
+                break;
+            }
+            _ => break,
+        }
+    }
+    StatementKind::Pragma { name, has_argument }
+}
+
+/// Whether a pragma may run on a connection other callers share.
+///
+/// Reading a setting is always fine; so are the introspection pragmas whose argument names a
+/// table or index, and setting the file's own `user_version` and `application_id`. Everything
+/// else that sets a value changes durability, safety or connection state (`journal_mode`,
+/// `synchronous`, `writable_schema`, `query_only`, `foreign_keys`, `locking_mode`, ...) and is
+/// refused.
+pub fn pragma_allowed(name: &str, has_argument: bool) -> bool {
+    const INTROSPECTION: &[&str] = &[
+        "table_info",
+        "table_xinfo",
+        "table_list",
+        "index_info",
+        "index_xinfo",
+        "index_list",
+        "foreign_key_list",
+        "foreign_key_check",
+        "integrity_check",
+        "quick_check",
+        "user_version",
+        "application_id",
+    ];
+    const READ_ONLY: &[&str] = &[
+        "application_id",
+        "auto_vacuum",
+        "busy_timeout",
+        "cache_size",
+        "collation_list",
+        "compile_options",
+        "data_version",
+        "database_list",
+        "encoding",
+        "foreign_keys",
+        "freelist_count",
+        "function_list",
+        "journal_mode",
+        "module_list",
+        "page_count",
+        "page_size",
+        "pragma_list",
+        "query_only",
+        "schema_version",
+        "synchronous",
+        "user_version",
+    ];
+    let listed = |list: &[&str]| list.iter().any(|known| known.eq_ignore_ascii_case(name));
+    if has_argument {
+        listed(INTROSPECTION)
+    } else {
+        listed(READ_ONLY) || listed(INTROSPECTION)
+    }
+}
+
+/// Refuses, without running anything, a script that holds a statement no shared connection
+/// accepts: transaction control, `ATTACH`/`DETACH`/`VACUUM INTO`, or a pragma that sets
+/// durability, safety or connection state. The error names the statement.
+///
+/// ```
+/// use shardlite::engine::classify::check_script;
+/// use shardlite::ErrorKind;
+///
+/// assert!(check_script("CREATE TABLE t (id INTEGER PRIMARY KEY); PRAGMA table_info(t)").is_ok());
+/// let err = check_script("SELECT 1; COMMIT").unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::TransactionControl);
+/// assert_eq!(check_script("ATTACH 'x.db' AS x").unwrap_err().kind(), ErrorKind::Forbidden);
+/// ```
+pub fn check_script(sql: &str) -> Result<()> {
+    for statement in statements(sql) {
+        refuse(statement)?;
+    }
+    Ok(())
+}
+
+/// The refusal for one statement, if the shared connections refuse it.
+pub(crate) fn refuse(statement: &str) -> Result<()> {
+    match classify(statement) {
+        StatementKind::TransactionControl => Err(Error::TransactionControl {
+            statement: shown(statement),
+        }),
+        StatementKind::OtherFile => Err(Error::ForbiddenStatement {
+            statement: shown(statement),
+            reason: "SQL may reach only its own shard: ATTACH, DETACH and VACUUM INTO are refused",
+        }),
+        StatementKind::Pragma { name, has_argument } if !pragma_allowed(name, has_argument) => {
+            Err(Error::ForbiddenStatement {
+                statement: shown(statement),
+                reason: "this pragma changes durability, safety or connection state that other callers share",
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The start of a statement, for error messages.
+pub(crate) fn shown(statement: &str) -> String {
+    let trimmed = statement.trim();
+    let mut shown: String = trimmed.chars().take(80).collect();
+    if shown.len() < trimmed.len() {
+        shown.push_str("...");
+    }
+    shown
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Token {
+    Semi,
+    Space,
+    Word,
+    Quoted,
+    Other,
+}
+
+/// The states of SQLite's statement-completeness machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Between statements.
+    Start,
+    /// Inside an ordinary statement.
+    Normal,
+    /// After a leading `EXPLAIN`.
+    Explain,
+    /// After a leading `CREATE` (and `TEMP`).
+    Create,
+    /// Inside a trigger body, where `;` does not end the statement.
+    Trigger,
+    /// After a `;` inside a trigger body.
+    TriggerSemi,
+    /// After `; END` inside a trigger body.
+    TriggerEnd,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keyword {
+    Explain,
+    Create,
+    Temp,
+    Trigger,
+    End,
+    None,
+}
+
+impl State {
+    /// The state after `token` (with `keyword`, when the token is a word).
+    fn after(self, token: Token, keyword: Keyword) -> Self {
+        use State::*;
+        match (self, token) {
+            (_, Token::Space) => self,
+            (Trigger | TriggerSemi, Token::Semi) => TriggerSemi,
+            (_, Token::Semi) => Start,
+            (Start, _) => match keyword {
+                Keyword::Explain => Explain,
+                Keyword::Create => Create,
+                _ => Normal,
+            },
+            (Normal, _) => Normal,
+            (Explain, _) => match keyword {
+                Keyword::None => Explain,
+                Keyword::Create => Create,
+                _ => Normal,
+            },
+            (Create, _) => match keyword {
+                Keyword::Temp => Create,
+                Keyword::Trigger => Trigger,
+                _ => Normal,
+            },
+            (TriggerSemi, _) if keyword == Keyword::End => TriggerEnd,
+            (Trigger | TriggerSemi | TriggerEnd, _) => Trigger,
+        }
+    }
+}
+
+/// Tokens of SQL text, with the state machine's keywords recognised.
+#[derive(Debug, Clone)]
+struct Tokens<'a> {
+    sql: &'a str,
+    pos: usize,
+}
+
+impl Tokens<'_> {
+    /// The next token and where it starts.
+    fn next(&mut self) -> Option<(Token, usize)> {
+        let bytes = self.sql.as_bytes();
+        let start = self.pos;
+        let &first = bytes.get(start)?;
+        let end = match first {
+            b';' => start + 1,
+            b if b.is_ascii_whitespace() => {
+                start + bytes[start..].iter().take_while(|b| b.is_ascii_whitespace()).count()
+            }
+            b'-' if bytes.get(start + 1) == Some(&b'-') => bytes[start..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(bytes.len(), |n| start + n + 1),
+            b'/' if bytes.get(start + 1) == Some(&b'*') => self.sql[start + 2..]
+                .find("*/")
+                .map_or(bytes.len(), |n| start + 2 + n + 2),
+            b'\'' | b'"' | b'`' => closing(bytes, start, first),
+            b'[' => bytes[start..]
+                .iter()
+                .position(|&b| b == b']')
+                .map_or(bytes.len(), |n| start + n + 1),
+            b if is_word_byte(b) => start + bytes[start..].iter().take_while(|&&b| is_word_byte(b)).count(),
+            _ => start + self.sql[start..].chars().next().map_or(1, char::len_utf8),
+        };
+        self.pos = end;
+        let token = match first {
+            b';' => Token::Semi,
+            b if b.is_ascii_whitespace() => Token::Space,
+            b'-' | b'/' if end - start >= 2 && matches!(&bytes[start..start + 2], b"--" | b"/*") => Token::Space,
+            b'\'' | b'"' | b'`' | b'[' => Token::Quoted,
+            b if is_word_byte(b) => Token::Word,
+            _ => Token::Other,
+        };
+        Some((token, start))
+    }
+}
+
+/// The end of a quoted run starting at `start` (a doubled quote stands for itself).
+fn closing(bytes: &[u8], start: usize, quote: u8) -> usize {
+    let mut i = start + 1;
+    while i < bytes.len() {
+        if bytes[i] == quote {
+            if bytes.get(i + 1) == Some(&quote) {
+                i += 2;
+                continue;
+            }
+            return i + 1;
+        }
+        i += 1;
+    }
+    bytes.len()
+}
+
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
+}
+
+fn keyword(word: &str) -> Keyword {
+    let is = |k: &str| word.eq_ignore_ascii_case(k);
+    if is("EXPLAIN") {
+        Keyword::Explain
+    } else if is("CREATE") {
+        Keyword::Create
+    } else if is("TEMP") || is("TEMPORARY") {
+        Keyword::Temp
+    } else if is("TRIGGER") {
+        Keyword::Trigger
+    } else if is("END") {
+        Keyword::End
+    } else {
+        Keyword::None
+    }
+}
+
+/// The words (keywords and bare identifiers) of one statement, skipping everything else.
+struct Words<'a> {
+    tokens: Tokens<'a>,
+}
+
+impl<'a> Iterator for Words<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        while let Some((token, at)) = self.tokens.next() {
+            if token == Token::Word {
+                return Some(&self.tokens.sql[at..self.tokens.pos]);
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(sql: &str) -> Vec<&str> {
+        statements(sql).map(str::trim).collect()
+    }
+
+    #[test]
+    fn splits_on_semicolons_outside_literals_comments_and_triggers() {
+        assert_eq!(split("SELECT 1; SELECT 2"), ["SELECT 1", "SELECT 2"]);
+        assert_eq!(
+            split("SELECT ';'; SELECT \"a;b\" FROM [c;d]"),
+            ["SELECT ';'", "SELECT \"a;b\" FROM [c;d]"]
+        );
+        assert_eq!(split("SELECT 'it''s; fine'"), ["SELECT 'it''s; fine'"]);
+        assert_eq!(
+            split("SELECT 1 -- a; comment\n; /* ; */ SELECT 2"),
+            ["SELECT 1 -- a; comment", "/* ; */ SELECT 2"]
+        );
+        assert_eq!(split(" ;; ; "), Vec::<&str>::new());
+        let trigger = "CREATE TEMP TRIGGER t AFTER INSERT ON a BEGIN \
+                       INSERT INTO b VALUES (1); UPDATE c SET x = CASE WHEN 1 THEN 2 END; END";
+        assert_eq!(split(&format!("{trigger}; SELECT 3")), [trigger, "SELECT 3"]);
+        assert_eq!(
+            split("EXPLAIN CREATE TRIGGER t AFTER INSERT ON a BEGIN SELECT 1; END; x").len(),
+            2
+        );
+        assert_eq!(
+            split("SELECT 'unterminated; still one"),
+            ["SELECT 'unterminated; still one"]
+        );
+    }
+
+    #[test]
+    fn single_statement_detection_ignores_trailing_noise() {
+        assert!(is_single_statement("SELECT 1;"));
+        assert!(is_single_statement("SELECT 1; -- done\n ;"));
+        assert!(!is_single_statement("SELECT 1; SELECT 2"));
+        assert!(!is_single_statement("  ; -- nothing"));
+    }
+
+    #[test]
+    fn classifies_statements() {
+        for sql in [
+            "BEGIN",
+            "begin deferred transaction",
+            "END",
+            "COMMIT",
+            "ROLLBACK TO x",
+            "SAVEPOINT s",
+            "RELEASE s",
+        ] {
+            assert_eq!(classify(sql), StatementKind::TransactionControl, "{sql}");
+        }
+        for sql in [
+            "ATTACH 'x' AS y",
+            "attach ? as m",
+            "DETACH m",
+            "VACUUM INTO 'f'",
+            "vacuum main into ?",
+        ] {
+            assert_eq!(classify(sql), StatementKind::OtherFile, "{sql}");
+        }
+        assert_eq!(classify("VACUUM"), StatementKind::Other);
+        assert_eq!(classify("WITH x AS (SELECT 1) DELETE FROM t"), StatementKind::Query);
+        assert_eq!(
+            classify("PRAGMA \"main\".table_info('t')"),
+            StatementKind::Pragma {
+                name: "table_info",
+                has_argument: true
+            }
+        );
+        assert_eq!(
+            classify("pragma foreign_keys"),
+            StatementKind::Pragma {
+                name: "foreign_keys",
+                has_argument: false
+            }
+        );
+    }
+
+    #[test]
+    fn pragma_policy() {
+        assert!(pragma_allowed("table_info", true));
+        assert!(pragma_allowed("JOURNAL_MODE", false));
+        assert!(pragma_allowed("user_version", true));
+        for name in [
+            "journal_mode",
+            "synchronous",
+            "writable_schema",
+            "query_only",
+            "foreign_keys",
+            "locking_mode",
+        ] {
+            assert!(!pragma_allowed(name, true), "{name}");
+        }
+        assert!(!pragma_allowed("writable_schema", false));
+    }
+
+    #[test]
+    fn check_script_names_the_refused_statement() {
+        let err = check_script("SELECT 1; PRAGMA journal_mode = DELETE").unwrap_err();
+        assert!(err.to_string().contains("PRAGMA journal_mode = DELETE"), "{err}");
+        assert!(check_script("PRAGMA table_info(t); SELECT 1").is_ok());
+    }
+
+    #[test]
+    fn long_scripts_split_without_recursion() {
+        let script = "SELECT 1;".repeat(200_000);
+        assert_eq!(statements(&script).count(), 200_000);
+    }
+}

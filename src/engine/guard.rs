@@ -1,0 +1,251 @@
+//! What SQL may do on the engine's connections, and how long it may run.
+//!
+//! Every connection the engine opens gets SQLite's authorizer and progress handler. Both run on
+//! the thread that owns the connection, so their state lives in that thread: the job being run
+//! ([`arm`]), whether the engine itself is issuing a statement ([`trusted`]), and why the last
+//! statement was refused or stopped.
+//!
+//! The authorizer refuses, as SQLite compiles each statement (whatever its spelling):
+//! - `ATTACH` of a file (literal, bound, computed or URI) and `DETACH`, so SQL reaches only its
+//!   own shard; `VACUUM INTO` attaches its target, so it is refused too (plain `VACUUM` works);
+//! - transaction control outside the transaction API: `BEGIN`, `COMMIT`, `END`, `ROLLBACK` on
+//!   every connection, and `SAVEPOINT`/`RELEASE` on the shared ones (a transaction session
+//!   may use savepoints inside its own transaction);
+//! - pragmas that change durability, safety or connection state (see
+//!   [`pragma_allowed`](super::classify::pragma_allowed));
+//! - `load_extension()`.
+//!
+//! The progress handler interrupts a statement that runs past its time limit, or whose caller
+//! has gone away.
+
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+
+use super::classify::{pragma_allowed, shown};
+use super::sql::sql_error;
+use crate::error::{Error, Result};
+
+/// SQLite VM instructions between two progress checks: small enough to stop a runaway query
+/// within a millisecond or so, large enough that a point query never pays for a check.
+const PROGRESS_PERIOD: i32 = 1000;
+
+/// Which connection a guard protects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// The writer and the readers, which every caller shares.
+    Shared,
+    /// A transaction session's own connection: savepoints are its caller's business.
+    Session,
+}
+
+/// Why the authorizer refused a statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    TransactionControl,
+    OtherFile,
+    Pragma,
+    Extension,
+}
+
+/// Why the progress handler stopped a statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    TimedOut,
+    Cancelled,
+}
+
+/// The limits of the job a thread is running.
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    /// How long one statement may run.
+    pub statement_timeout: Option<Duration>,
+    /// Rows one result may buffer.
+    pub max_rows: usize,
+    /// Bytes (of values) one result may buffer.
+    pub max_bytes: usize,
+}
+
+#[derive(Default)]
+struct ThreadGuard {
+    trusted: Cell<bool>,
+    vacuum: Cell<bool>,
+    refusal: Cell<Option<Refusal>>,
+    stop: Cell<Option<Stop>>,
+    deadline: Cell<Option<Instant>>,
+    limits: RefCell<Option<Limits>>,
+    cancel: RefCell<Option<Arc<AtomicBool>>>,
+}
+
+thread_local! {
+    static GUARD: ThreadGuard = ThreadGuard::default();
+}
+
+/// Installs the authorizer and progress handler on `conn`.
+pub(crate) fn install(conn: &Connection, scope: Scope, allow_attach: bool) -> Result<()> {
+    conn.authorizer(Some(move |context: AuthContext<'_>| {
+        authorize(&context, scope, allow_attach)
+    }))
+    .map_err(sql_error)?;
+    conn.progress_handler(PROGRESS_PERIOD, Some(should_interrupt))
+        .map_err(sql_error)?;
+    Ok(())
+}
+
+fn authorize(context: &AuthContext<'_>, scope: Scope, allow_attach: bool) -> Authorization {
+    GUARD.with(|guard| {
+        if guard.trusted.get() {
+            return Authorization::Allow;
+        }
+        // A plain VACUUM runs its own BEGIN, ATTACH of an unnamed temporary database, and DETACH.
+        let vacuum = guard.vacuum.get();
+        let refusal = match context.action {
+            AuthAction::Transaction { .. } if !vacuum => Some(Refusal::TransactionControl),
+            AuthAction::Savepoint { .. } if scope == Scope::Shared => Some(Refusal::TransactionControl),
+            // Nothing else may attach: a bound or computed filename reaches the authorizer as an
+            // empty one, so an empty filename is refused too outside a plain VACUUM.
+            AuthAction::Attach { filename } if !(allow_attach || filename.is_empty() && vacuum) => {
+                Some(Refusal::OtherFile)
+            }
+            AuthAction::Detach { .. } if !allow_attach && !vacuum => Some(Refusal::OtherFile),
+            AuthAction::Pragma {
+                pragma_name,
+                pragma_value,
+            } if !pragma_allowed(pragma_name, pragma_value.is_some()) => Some(Refusal::Pragma),
+            AuthAction::Function { function_name } if function_name.eq_ignore_ascii_case("load_extension") => {
+                Some(Refusal::Extension)
+            }
+            _ => None,
+        };
+        match refusal {
+            Some(refusal) => {
+                guard.refusal.set(Some(refusal));
+                Authorization::Deny
+            }
+            None => Authorization::Allow,
+        }
+    })
+}
+
+fn should_interrupt() -> bool {
+    GUARD.with(|guard| {
+        if guard.stop.get().is_some() {
+            return true;
+        }
+        let stop = if guard
+            .cancel
+            .borrow()
+            .as_ref()
+            .is_some_and(|cancel| cancel.load(Ordering::Relaxed))
+        {
+            Some(Stop::Cancelled)
+        } else if guard.deadline.get().is_some_and(|deadline| Instant::now() >= deadline) {
+            Some(Stop::TimedOut)
+        } else {
+            None
+        };
+        guard.stop.set(stop);
+        stop.is_some()
+    })
+}
+
+/// Runs `f` with this thread's job limits and cancellation flag, then clears them.
+pub(crate) fn arm<T>(limits: &Limits, cancel: Option<Arc<AtomicBool>>, f: impl FnOnce() -> T) -> T {
+    GUARD.with(|guard| {
+        *guard.limits.borrow_mut() = Some(limits.clone());
+        *guard.cancel.borrow_mut() = cancel;
+        guard.stop.set(None);
+        guard.deadline.set(None);
+    });
+    let value = f();
+    GUARD.with(|guard| {
+        *guard.limits.borrow_mut() = None;
+        *guard.cancel.borrow_mut() = None;
+        guard.deadline.set(None);
+        guard.stop.set(None);
+    });
+    value
+}
+
+/// Starts the clock of one statement (called before each statement of a script).
+pub(crate) fn statement_started(is_vacuum: bool) {
+    GUARD.with(|guard| {
+        let timeout = guard.limits.borrow().as_ref().and_then(|l| l.statement_timeout);
+        guard.deadline.set(timeout.and_then(|t| Instant::now().checked_add(t)));
+        guard.refusal.set(None);
+        guard.vacuum.set(is_vacuum);
+    });
+}
+
+/// The row and byte limits of the current job (none outside a job).
+pub(crate) fn result_limits() -> (usize, usize) {
+    GUARD.with(|guard| {
+        guard
+            .limits
+            .borrow()
+            .as_ref()
+            .map_or((usize::MAX, usize::MAX), |l| (l.max_rows, l.max_bytes))
+    })
+}
+
+/// Whether the current job's caller has gone away.
+pub(crate) fn cancelled() -> bool {
+    GUARD.with(|guard| {
+        guard
+            .cancel
+            .borrow()
+            .as_ref()
+            .is_some_and(|cancel| cancel.load(Ordering::Relaxed))
+    })
+}
+
+/// Runs the engine's own statements (transaction control, setup) past the authorizer.
+pub(crate) fn trusted<T>(f: impl FnOnce() -> T) -> T {
+    let before = GUARD.with(|guard| guard.trusted.replace(true));
+    let value = f();
+    GUARD.with(|guard| guard.trusted.set(before));
+    value
+}
+
+/// Turns an error from preparing or stepping `statement` into the guard's own error, when the
+/// authorizer refused it or the progress handler stopped it.
+pub(crate) fn explain(err: Error, statement: &str) -> Error {
+    let code = err.sqlite_code().map(|code| code & 0xff);
+    GUARD.with(|guard| match code {
+        Some(rusqlite::ffi::SQLITE_AUTH) => match guard.refusal.take() {
+            Some(Refusal::TransactionControl) => Error::TransactionControl {
+                statement: shown(statement),
+            },
+            Some(Refusal::OtherFile) => Error::ForbiddenStatement {
+                statement: shown(statement),
+                reason: "SQL may reach only its own shard: ATTACH, DETACH and VACUUM INTO are refused",
+            },
+            Some(Refusal::Pragma) => Error::ForbiddenStatement {
+                statement: shown(statement),
+                reason: "this pragma changes durability, safety or connection state that other callers share",
+            },
+            Some(Refusal::Extension) => Error::ForbiddenStatement {
+                statement: shown(statement),
+                reason: "loading extensions is not allowed",
+            },
+            None => err,
+        },
+        Some(rusqlite::ffi::SQLITE_INTERRUPT) => match guard.stop.get() {
+            Some(Stop::Cancelled) => Error::Cancelled,
+            Some(Stop::TimedOut) => Error::StatementTimeout {
+                limit_ms: guard
+                    .limits
+                    .borrow()
+                    .as_ref()
+                    .and_then(|l| l.statement_timeout)
+                    .map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+            },
+            None => err,
+        },
+        _ => err,
+    })
+}
