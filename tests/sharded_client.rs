@@ -740,12 +740,17 @@ async fn with_attach_disallowed_sql_cannot_reach_other_files() {
     db.execute_sql("VACUUM", Params::none()).await.unwrap();
     assert_eq!(db.count_rows("t").await.unwrap(), 1);
 
-    // In-process use keeps ATTACH by default.
-    let open = LocalClient::open(dir.path().join("open.db")).await.unwrap();
-    open.execute_sql(
-        &format!("ATTACH DATABASE '{}' AS other", other.display()),
-        Params::none(),
-    )
-    .await
-    .unwrap();
+    // The default refuses it in-process too; an application that attaches its own files opts in.
+    let default = LocalClient::open(dir.path().join("default.db")).await.unwrap();
+    let attach = format!("ATTACH DATABASE '{}' AS other", other.display());
+    let err = default.execute_sql(&attach, Params::none()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden, "{err}");
+    let opted_in = EngineConfig {
+        allow_attach: true,
+        ..EngineConfig::default()
+    };
+    let open = LocalClient::open_with(dir.path().join("open.db"), "open", opted_in)
+        .await
+        .unwrap();
+    open.execute_sql(&attach, Params::none()).await.unwrap();
 }

@@ -235,6 +235,27 @@ pub fn check_script(sql: &str) -> Result<()> {
     Ok(())
 }
 
+/// Refuses, without running anything, a script that is not made only of queries: the check a
+/// read-only fan-out makes before any shard runs the script.
+///
+/// ```
+/// use shardlite::engine::classify::check_read_only_script;
+/// use shardlite::ErrorKind;
+///
+/// assert!(check_read_only_script("SELECT 1; WITH x AS (SELECT 2) SELECT * FROM x").is_ok());
+/// assert_eq!(check_read_only_script("ATTACH 'x.db' AS x").unwrap_err().kind(), ErrorKind::ReadOnly);
+/// ```
+pub fn check_read_only_script(sql: &str) -> Result<()> {
+    for statement in statements(sql) {
+        if classify(statement) != StatementKind::Query {
+            return Err(Error::ReadOnlyViolation {
+                reason: format!("'{}' is not a read-only query", shown(statement)),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The refusal for one statement, if the shared connections refuse it.
 pub(crate) fn refuse(statement: &str) -> Result<()> {
     match classify(statement) {

@@ -38,8 +38,9 @@ pub struct EngineConfig {
     /// An open transaction idle this long is rolled back. `None` never expires. Default 60 s.
     pub transaction_idle_timeout: Option<Duration>,
     /// Whether SQL may `ATTACH` and `DETACH` other files (and so `VACUUM INTO` a path). Default
-    /// true for in-process use; the daemon turns it off so remote SQL cannot reach files beside
-    /// the shard.
+    /// false, and the daemon never turns it on: SQL then reaches only its own file. An
+    /// in-process application that attaches files of its own may turn it on, knowing that an
+    /// attached database stays attached on the shared connection for every later caller.
     pub allow_attach: bool,
     /// How long one statement may run before it is interrupted with
     /// [`Error::StatementTimeout`]. `None` never interrupts. Default 30 s (ADO.NET's
@@ -111,7 +112,7 @@ impl Default for EngineConfig {
             statement_cache_capacity: 64,
             max_open_transactions: 8,
             transaction_idle_timeout: Some(Duration::from_secs(60)),
-            allow_attach: true,
+            allow_attach: false,
             statement_timeout: Some(Duration::from_secs(30)),
             max_result_rows: 250_000,
             max_result_bytes: 128 * 1024 * 1024,

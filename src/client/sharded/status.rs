@@ -7,6 +7,7 @@ use futures_util::future::join_all;
 
 use super::ShardedClient;
 use crate::data::{CatalogState, DataClient, DatabaseInfo, Params, ShardAdmin, ShardSqlResult, ShardStatus, SqlResult};
+use crate::engine::classify;
 use crate::error::{Error, Result};
 use crate::map::{ShardMap, ShardMapSnapshot, ShardRole, ShardTarget};
 use crate::routing::{ResolvedRoute, RouteContext};
@@ -79,8 +80,12 @@ impl ShardedClient {
 
     /// Runs SQL (typically schema setup) on every enabled shard in parallel. One shard failing
     /// does not stop the others; results are in definition order.
+    ///
+    /// A script holding a statement every shard would refuse (transaction control, `ATTACH`, an
+    /// unsafe pragma) is refused before any shard runs it.
     pub async fn execute_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
         require_sql(sql)?;
+        classify::check_script(sql)?;
         Ok(self
             .fan_out(|client| async move { client.execute_sql(sql, Params::none()).await })
             .await)
@@ -92,6 +97,7 @@ impl ShardedClient {
     /// is not a read-only query; other per-shard failures are reported per shard.
     pub async fn execute_read_only_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
         require_sql(sql)?;
+        classify::check_read_only_script(sql)?;
         let mut violation = None;
         let results = self
             .fan_out(|client| async move { client.execute_read_only_sql(sql, Params::none()).await })
