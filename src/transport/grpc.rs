@@ -6,9 +6,10 @@
 //!   [`GrpcClient::with_route`]) travels as metadata on **every** call; a keyspace or key that is
 //!   not printable ASCII travels as UTF-8 in the `-bin` variant of the metadata key.
 //! - Transaction ids pass through unchanged.
-//! - Errors the daemon reports decode to [`Error::Remote`] with the daemon's [`ErrorKind`] (and
-//!   SQLite code), so `err.kind()` is the same as in-process. A shard-admin call to a daemon that
-//!   serves one plain database decodes to [`ErrorKind::NotSharded`].
+//! - Errors the daemon reports decode to [`Error::Remote`] with the daemon's
+//!   [`ErrorKind`](crate::ErrorKind) (and SQLite code), so `err.kind()` is the same as
+//!   in-process. A shard-admin call to a daemon that serves one plain database decodes to
+//!   [`ErrorKind::NotSharded`](crate::ErrorKind::NotSharded).
 //! - A daemon that cannot be reached, answers too slowly, or is not a shardlite daemon gives
 //!   [`Error::Transport`] naming the endpoint. Every call is bounded by the request timeout
 //!   (connecting included), so nothing hangs.

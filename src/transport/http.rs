@@ -3,7 +3,7 @@
 //! The bound route travels as the `X-CSharpDB-Keyspace` / `X-CSharpDB-Shard-Key` headers on
 //! every request, the API key in its configured header. Path segments (table names, keys,
 //! transaction ids) are percent-encoded. Error bodies (`application/problem+json`) decode into
-//! [`Error::Remote`] with the daemon's [`ErrorKind`] and SQLite code, so callers
+//! [`Error::Remote`] with the daemon's [`ErrorKind`](crate::ErrorKind) and SQLite code, so callers
 //! branch exactly as they would in-process; a daemon that cannot be reached, or does not answer
 //! within the request timeout, is [`Error::Transport`] naming the endpoint.
 //!
