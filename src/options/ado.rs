@@ -1,6 +1,8 @@
 //! The ADO.NET form, `key=value` pairs split by `;`: the splitter, the quoting rules, and the printer.
 
-use super::{ConnectionOptions, Draft, Setting, Target, invalid, transport_name};
+use super::draft::Draft;
+use super::keys::{self, KEYS};
+use super::{ConnectionOptions, invalid};
 use crate::error::Result;
 
 /// What `Display` prints instead of the API key.
@@ -10,14 +12,14 @@ const REDACTED: &str = "***";
 pub(super) fn parse(text: &str) -> Result<Draft> {
     let mut draft = Draft::default();
     for (raw_key, value) in split_pairs(text)? {
-        let key = Setting::from_ado(raw_key).ok_or_else(|| {
-            let known: Vec<_> = Setting::ALL.iter().map(|key| key.ado_name()).collect();
+        let key = keys::by_ado_name(raw_key).ok_or_else(|| {
+            let known: Vec<_> = KEYS.iter().map(|key| key.name).collect();
             invalid(format!(
                 "unknown connection-string key '{raw_key}' (known keys: {})",
                 known.join(", ")
             ))
         })?;
-        draft.set(key, key.ado_name(), value)?;
+        draft.set(key, key.name, value)?;
     }
     Ok(draft)
 }
@@ -133,33 +135,16 @@ fn quote_if_needed(value: &str) -> String {
     quoted
 }
 
-/// Prints the ADO.NET form, canonical key spellings, in a fixed order; with `redact`, the API key is `***`.
+/// Prints the ADO.NET form, canonical key spellings, in a fixed order; with `redact`, secrets are `***`.
 pub(super) fn print(options: &ConnectionOptions, redact: bool) -> String {
-    let mut out = String::new();
-    let mut push = |key: Setting, value: &str| {
-        if !out.is_empty() {
-            out.push(';');
-        }
-        out.push_str(key.ado_name());
-        out.push('=');
-        out.push_str(&quote_if_needed(value));
-    };
-    match &options.target {
-        Target::Unset => {}
-        Target::DataSource(path) => push(Setting::DataSource, path),
-        Target::Endpoint { endpoint, transport } => {
-            push(Setting::Endpoint, endpoint);
-            push(Setting::Transport, transport_name(*transport));
+    let mut pairs = Vec::new();
+    for key in KEYS {
+        if let Some(value) = (key.print)(options) {
+            let value = if redact && key.secret { REDACTED } else { &value };
+            pairs.push(format!("{}={}", key.name, quote_if_needed(value)));
         }
     }
-    for (key, value) in options.settings() {
-        if redact && key == Setting::ApiKey {
-            push(key, REDACTED);
-        } else {
-            push(key, &value);
-        }
-    }
-    out
+    pairs.join(";")
 }
 
 #[cfg(test)]

@@ -6,7 +6,9 @@
 //! endpoint itself is checked and normalised by the `url` crate, and query values are encoded with its
 //! `form_urlencoded`. Decoding is strict: `%` must be followed by two hex digits and the bytes must be UTF-8.
 
-use super::{Draft, Setting, Target, invalid};
+use super::draft::Draft;
+use super::keys::{self, KEYS, KeySpec};
+use super::{Target, invalid};
 use crate::error::Result;
 use crate::map::Transport;
 use crate::options::ConnectionOptions;
@@ -92,14 +94,14 @@ pub(super) fn parse(text: &str) -> Result<Draft> {
         })?;
         let name = percent_decode(raw_name, true)
             .ok_or_else(|| invalid(format!("URL query key '{raw_name}' is not valid percent-encoded UTF-8")))?;
-        let key = Setting::from_url(&name).ok_or_else(|| {
-            let known: Vec<_> = query_keys().map(|key| key.url_name()).collect();
+        let key = keys::by_url_name(&name).ok_or_else(|| {
+            let known: Vec<_> = query_keys().map(|key| key.url_name).collect();
             invalid(format!(
                 "unknown URL query key '{name}' (known keys: {})",
                 known.join(", ")
             ))
         })?;
-        if matches!(key, Setting::DataSource | Setting::Endpoint | Setting::Transport) {
+        if !key.in_url_query {
             return Err(invalid(format!(
                 "'{name}' is not a URL query key: the scheme and path of the URL give it"
             )));
@@ -109,16 +111,14 @@ pub(super) fn parse(text: &str) -> Result<Draft> {
                 "the value of URL query key '{name}' is not valid percent-encoded UTF-8"
             ))
         })?;
-        draft.set(key, key.url_name(), value)?;
+        draft.set(key, key.url_name, value)?;
     }
     Ok(draft)
 }
 
 /// The keys that travel in the query.
-fn query_keys() -> impl Iterator<Item = Setting> {
-    Setting::ALL
-        .into_iter()
-        .filter(|key| !matches!(key, Setting::DataSource | Setting::Endpoint | Setting::Transport))
+fn query_keys() -> impl Iterator<Item = &'static KeySpec> {
+    KEYS.iter().filter(|key| key.in_url_query)
 }
 
 /// Prints the URL form, secrets included, query keys in a fixed order.
@@ -139,9 +139,10 @@ pub(super) fn print(options: &ConnectionOptions) -> String {
             }
         }
     };
-    for (index, (key, value)) in options.settings().into_iter().enumerate() {
+    let settings = query_keys().filter_map(|key| (key.print)(options).map(|value| (key, value)));
+    for (index, (key, value)) in settings.enumerate() {
         out.push(if index == 0 { '?' } else { '&' });
-        out.push_str(key.url_name());
+        out.push_str(key.url_name);
         out.push('=');
         out.extend(::url::form_urlencoded::byte_serialize(value.as_bytes()));
     }

@@ -6,9 +6,10 @@
 //!   [`GrpcClient::with_route`]) travels as metadata on **every** call; a keyspace or key that is
 //!   not printable ASCII travels as UTF-8 in the `-bin` variant of the metadata key.
 //! - Transaction ids pass through unchanged.
-//! - Errors the daemon reports decode to [`Error::Remote`] with the daemon's [`ErrorKind`] (and
-//!   SQLite code), so `err.kind()` is the same as in-process. A shard-admin call to a daemon that
-//!   serves one plain database decodes to [`ErrorKind::NotSharded`].
+//! - Errors the daemon reports decode to [`Error::Remote`] with the daemon's
+//!   [`ErrorKind`](crate::ErrorKind) (and SQLite code), so `err.kind()` is the same as
+//!   in-process. A shard-admin call to a daemon that serves one plain database decodes to
+//!   [`ErrorKind::NotSharded`](crate::ErrorKind::NotSharded).
 //! - A daemon that cannot be reached, answers too slowly, or is not a shardlite daemon gives
 //!   [`Error::Transport`] naming the endpoint. Every call is bounded by the request timeout
 //!   (connecting included), so nothing hangs.
@@ -33,6 +34,9 @@
 //! ```
 
 pub(crate) mod convert;
+mod endpoint;
+mod metadata;
+mod status;
 
 pub use crate::wire::proto;
 
@@ -42,25 +46,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tonic::metadata::{AsciiMetadataKey, AsciiMetadataValue, BinaryMetadataValue, MetadataMap};
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
-use tonic::{Code, Request, Response, Status};
+use tonic::metadata::{AsciiMetadataKey, AsciiMetadataValue};
+use tonic::transport::Channel;
+use tonic::{Request, Response, Status};
 
 use self::convert::{document_from_json, row_from_pb, row_to_pb};
+use self::metadata::RouteMetadata;
 use self::proto as pb;
 use self::proto::shardlite_client::ShardliteClient;
+use self::status::{decode_status, error_chain, transport_error};
 use super::RemoteOptions;
 use crate::data::{
     CatalogState, DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery,
     ShardAdmin, ShardSqlResult, ShardStatus, SqlResult, TableSchema, TransactionInfo, Value,
 };
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::map::ShardMapSnapshot;
 use crate::routing::{ResolvedRoute, RouteContext};
-use crate::wire::{
-    ERROR_CODE_METADATA, KEYSPACE_METADATA, KEYSPACE_METADATA_BIN, SHARD_KEY_METADATA, SHARD_KEY_METADATA_BIN,
-    SQLITE_CODE_METADATA,
-};
 
 /// A gRPC client of a shardlite daemon, implementing [`DataClient`] and [`ShardAdmin`].
 ///
@@ -80,50 +82,6 @@ struct Shared {
     max_message_size: usize,
 }
 
-/// A route, encoded once as the metadata values sent with every call.
-#[derive(Clone)]
-struct RouteMetadata {
-    route: RouteContext,
-    keyspace: MetadataText,
-    key: MetadataText,
-}
-
-#[derive(Clone)]
-enum MetadataText {
-    Ascii(AsciiMetadataValue),
-    Binary(BinaryMetadataValue),
-}
-
-impl MetadataText {
-    fn new(text: &str) -> Self {
-        match AsciiMetadataValue::try_from(text) {
-            Ok(value) if text.bytes().all(|b| b.is_ascii_graphic() || b == b' ') => Self::Ascii(value),
-            _ => Self::Binary(BinaryMetadataValue::from_bytes(text.as_bytes())),
-        }
-    }
-
-    fn insert(&self, metadata: &mut MetadataMap, ascii_key: &'static str, binary_key: &'static str) {
-        match self {
-            Self::Ascii(value) => {
-                metadata.insert(ascii_key, value.clone());
-            }
-            Self::Binary(value) => {
-                metadata.insert_bin(binary_key, value.clone());
-            }
-        }
-    }
-}
-
-impl RouteMetadata {
-    fn new(route: RouteContext) -> Self {
-        Self {
-            keyspace: MetadataText::new(route.keyspace()),
-            key: MetadataText::new(route.key()),
-            route,
-        }
-    }
-}
-
 impl fmt::Debug for GrpcClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GrpcClient")
@@ -133,38 +91,7 @@ impl fmt::Debug for GrpcClient {
     }
 }
 
-fn transport_error(endpoint: &str, reason: impl Into<String>) -> Error {
-    Error::Transport {
-        endpoint: endpoint.to_owned(),
-        reason: reason.into(),
-    }
-}
-
-/// Checks the endpoint and returns `(origin, is_https)`: scheme, host and port only.
-fn parse_endpoint(endpoint: &str) -> Result<(String, bool)> {
-    let bad = |reason: &str| Error::invalid_argument("endpoint", format!("'{endpoint}' {reason}"));
-    let url = url::Url::parse(endpoint.trim()).map_err(|e| bad(&format!("is not an absolute URL ({e})")))?;
-    let https = match url.scheme() {
-        "http" => false,
-        "https" => true,
-        _ => return Err(bad("must start with http:// or https://")),
-    };
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(Error::invalid_argument(
-            "endpoint",
-            "must not contain credentials (use the API key option)",
-        ));
-    }
-    let Some(host) = url.host_str() else {
-        return Err(bad("has no host"));
-    };
-    let origin = match url.port() {
-        Some(port) => format!("{}://{host}:{port}", url.scheme()),
-        None => format!("{}://{host}", url.scheme()),
-    };
-    Ok((origin, https))
-}
-
+/// A zero duration means "no limit".
 fn non_zero(duration: Duration) -> Option<Duration> {
     (!duration.is_zero()).then_some(duration)
 }
@@ -181,7 +108,7 @@ impl GrpcClient {
                 "GrpcClient must be created inside a tokio runtime",
             ));
         }
-        let (endpoint, channel_endpoint) = Self::channel_endpoint(&options)?;
+        let (endpoint, channel_endpoint) = endpoint::channel_endpoint(&options)?;
         let channel = channel_endpoint.connect_lazy();
         Self::assemble(options, endpoint, channel)
     }
@@ -189,7 +116,7 @@ impl GrpcClient {
     /// A client that connects now, failing within the connect timeout when the daemon cannot be
     /// reached.
     pub async fn connect(options: RemoteOptions) -> Result<Self> {
-        let (endpoint, channel_endpoint) = Self::channel_endpoint(&options)?;
+        let (endpoint, channel_endpoint) = endpoint::channel_endpoint(&options)?;
         let connecting = channel_endpoint.connect();
         let connected = match non_zero(options.connect_timeout).or(non_zero(options.request_timeout)) {
             Some(limit) => tokio::time::timeout(limit, connecting)
@@ -199,32 +126,6 @@ impl GrpcClient {
         };
         let channel = connected.map_err(|err| transport_error(&endpoint, error_chain(&err)))?;
         Self::assemble(options, endpoint, channel)
-    }
-
-    fn channel_endpoint(options: &RemoteOptions) -> Result<(String, Endpoint)> {
-        let (origin, https) = parse_endpoint(&options.endpoint)?;
-        let mut channel_endpoint = Endpoint::from_shared(origin.clone())
-            .map_err(|err| Error::invalid_argument("endpoint", format!("'{origin}': {}", error_chain(&err))))?
-            .tcp_nodelay(true);
-        if let Some(limit) = non_zero(options.connect_timeout) {
-            channel_endpoint = channel_endpoint.connect_timeout(limit);
-        }
-        if https {
-            let mut tls = ClientTlsConfig::new().with_enabled_roots();
-            if let Some(pem) = &options.ca_certificate_pem {
-                tls = tls.ca_certificate(Certificate::from_pem(pem));
-            }
-            if let Some(domain) = &options.tls_domain_name {
-                tls = tls.domain_name(domain.clone());
-            }
-            if let Some(limit) = non_zero(options.connect_timeout) {
-                tls = tls.timeout(limit);
-            }
-            channel_endpoint = channel_endpoint
-                .tls_config(tls)
-                .map_err(|err| Error::invalid_argument("TLS settings", error_chain(&err)))?;
-        }
-        Ok((origin, channel_endpoint))
     }
 
     fn assemble(options: RemoteOptions, endpoint: String, channel: Channel) -> Result<Self> {
@@ -289,10 +190,7 @@ impl GrpcClient {
         }
         let metadata = request.metadata_mut();
         if let Some(route) = &self.route {
-            route
-                .keyspace
-                .insert(metadata, KEYSPACE_METADATA, KEYSPACE_METADATA_BIN);
-            route.key.insert(metadata, SHARD_KEY_METADATA, SHARD_KEY_METADATA_BIN);
+            route.insert(metadata);
         }
         if let Some((name, value)) = &self.shared.api_key {
             metadata.insert(name.clone(), value.clone());
@@ -322,66 +220,17 @@ impl GrpcClient {
     }
 }
 
-/// An error and its sources, joined with ": ".
-fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(inner) = source {
-        let next = inner.to_string();
-        if !text.contains(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
-        }
-        source = inner.source();
-    }
-    text
-}
-
-/// The kind of a status that carries no `shardlite-error-code` (a proxy or an older daemon).
-fn kind_from_code(code: Code) -> ErrorKind {
-    match code {
-        Code::InvalidArgument | Code::OutOfRange => ErrorKind::InvalidInput,
-        Code::NotFound => ErrorKind::NotFound,
-        Code::AlreadyExists | Code::Aborted | Code::FailedPrecondition => ErrorKind::Conflict,
-        Code::Unauthenticated | Code::PermissionDenied => ErrorKind::Unauthenticated,
-        Code::ResourceExhausted => ErrorKind::Busy,
-        Code::Unavailable => ErrorKind::Unavailable,
-        _ => ErrorKind::Internal,
-    }
-}
-
-/// Decodes a failed call into the crate's error, keeping the daemon's kind and SQLite code.
-fn decode_status(endpoint: &str, status: &Status) -> Error {
-    let metadata = status.metadata();
-    let text = |key: &str| metadata.get(key).and_then(|v| v.to_str().ok());
-    if let Some(code) = text(ERROR_CODE_METADATA) {
-        let kind = ErrorKind::from_code(code).unwrap_or_else(|| kind_from_code(status.code()));
-        return Error::Remote {
-            kind,
-            message: status.message().to_owned(),
-            sqlite_code: text(SQLITE_CODE_METADATA).and_then(|c| c.parse().ok()),
-        };
-    }
-    match status.code() {
-        // Without our trailer these come from the channel (refused, reset, timed out) or from
-        // something that is not a shardlite daemon.
-        Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled | Code::Unknown | Code::Internal => {
-            transport_error(endpoint, error_chain(status))
-        }
-        Code::Unimplemented => transport_error(
-            endpoint,
-            format!(
-                "the endpoint does not serve the {} gRPC service ({})",
-                pb::shardlite_server::SERVICE_NAME,
-                status.message()
-            ),
-        ),
-        code => Error::Remote {
-            kind: kind_from_code(code),
-            message: status.message().to_owned(),
-            sqlite_code: None,
-        },
-    }
+/// Sends `message` with the generated client's method `$rpc` through `GrpcClient::call`:
+/// `rpc!(self, count_rows, request)` is the daemon's answer to `CountRows`, or its error.
+macro_rules! rpc {
+    ($client:expr, $rpc:ident, $message:expr) => {
+        $client
+            .call(
+                $message,
+                |mut client, request| async move { client.$rpc(request).await },
+            )
+            .await
+    };
 }
 
 fn sql_request(sql: &str, params: Params) -> pb::SqlRequest {
@@ -391,80 +240,83 @@ fn sql_request(sql: &str, params: Params) -> pb::SqlRequest {
     }
 }
 
+fn table_request(table: &str) -> pb::TableRequest {
+    pb::TableRequest {
+        table: table.to_owned(),
+    }
+}
+
+fn row_key_request(table: &str, key: Value) -> pb::RowKeyRequest {
+    pb::RowKeyRequest {
+        table: table.to_owned(),
+        key: Some(key.into()),
+    }
+}
+
+fn collection_request(collection: &str) -> pb::CollectionRequest {
+    pb::CollectionRequest {
+        collection: collection.to_owned(),
+    }
+}
+
+fn browse_request(name: &str, page: u32, page_size: u32) -> pb::BrowseRequest {
+    pb::BrowseRequest {
+        name: name.to_owned(),
+        page,
+        page_size,
+    }
+}
+
+fn document_key_request(collection: &str, key: &str) -> pb::DocumentKeyRequest {
+    pb::DocumentKeyRequest {
+        collection: collection.to_owned(),
+        key: key.to_owned(),
+    }
+}
+
+fn name_request(name: &str) -> pb::NameRequest {
+    pb::NameRequest { name: name.to_owned() }
+}
+
+fn transaction_request(transaction_id: &str) -> pb::TransactionRequest {
+    pb::TransactionRequest {
+        transaction_id: transaction_id.to_owned(),
+    }
+}
+
 #[async_trait]
 impl DataClient for GrpcClient {
     async fn execute_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
-        let result = self
-            .call(
-                sql_request(sql, params),
-                |mut c, r| async move { c.execute_sql(r).await },
-            )
-            .await?;
-        Ok(result.into())
+        Ok(rpc!(self, execute_sql, sql_request(sql, params))?.into())
     }
 
     async fn execute_read_only_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
-        let result = self
-            .call(sql_request(sql, params), |mut c, r| async move {
-                c.execute_read_only_sql(r).await
-            })
-            .await?;
-        Ok(result.into())
+        Ok(rpc!(self, execute_read_only_sql, sql_request(sql, params))?.into())
     }
 
     async fn info(&self) -> Result<DatabaseInfo> {
-        let info = self
-            .call(pb::Empty {}, |mut c, r| async move { c.get_info(r).await })
-            .await?;
-        Ok(info.into())
+        Ok(rpc!(self, get_info, pb::Empty {})?.into())
     }
 
     async fn list_tables(&self) -> Result<Vec<String>> {
-        let names = self
-            .call(pb::Empty {}, |mut c, r| async move { c.list_tables(r).await })
-            .await?;
-        Ok(names.names)
+        Ok(rpc!(self, list_tables, pb::Empty {})?.names)
     }
 
     async fn table_schema(&self, table: &str) -> Result<TableSchema> {
-        let request = pb::TableRequest {
-            table: table.to_owned(),
-        };
-        let schema = self
-            .call(request, |mut c, r| async move { c.get_table_schema(r).await })
-            .await?;
-        Ok(schema.into())
+        Ok(rpc!(self, get_table_schema, table_request(table))?.into())
     }
 
     async fn count_rows(&self, table: &str) -> Result<u64> {
-        let request = pb::TableRequest {
-            table: table.to_owned(),
-        };
-        let count = self
-            .call(request, |mut c, r| async move { c.count_rows(r).await })
-            .await?;
-        Ok(count.count)
+        Ok(rpc!(self, count_rows, table_request(table))?.count)
     }
 
     async fn browse_rows(&self, table: &str, page: u32, page_size: u32) -> Result<RowPage> {
-        let request = pb::BrowseRequest {
-            name: table.to_owned(),
-            page,
-            page_size,
-        };
-        let rows = self
-            .call(request, |mut c, r| async move { c.browse_rows(r).await })
-            .await?;
-        Ok(rows.into())
+        Ok(rpc!(self, browse_rows, browse_request(table, page, page_size))?.into())
     }
 
     async fn get_row(&self, table: &str, key: Value) -> Result<Option<Row>> {
-        let request = pb::RowKeyRequest {
-            table: table.to_owned(),
-            key: Some(key.into()),
-        };
-        let row = self.call(request, |mut c, r| async move { c.get_row(r).await }).await?;
-        Ok(row.row.map(|r| row_from_pb(r.values)))
+        let found = rpc!(self, get_row, row_key_request(table, key))?;
+        Ok(found.row.map(|r| row_from_pb(r.values)))
     }
 
     async fn insert_row(&self, table: &str, values: Row) -> Result<u64> {
@@ -472,10 +324,7 @@ impl DataClient for GrpcClient {
             table: table.to_owned(),
             values: row_to_pb(values),
         };
-        let count = self
-            .call(request, |mut c, r| async move { c.insert_row(r).await })
-            .await?;
-        Ok(count.count)
+        Ok(rpc!(self, insert_row, request)?.count)
     }
 
     async fn update_row(&self, table: &str, key: Value, values: Row) -> Result<u64> {
@@ -484,61 +333,28 @@ impl DataClient for GrpcClient {
             key: Some(key.into()),
             values: row_to_pb(values),
         };
-        let count = self
-            .call(request, |mut c, r| async move { c.update_row(r).await })
-            .await?;
-        Ok(count.count)
+        Ok(rpc!(self, update_row, request)?.count)
     }
 
     async fn delete_row(&self, table: &str, key: Value) -> Result<u64> {
-        let request = pb::RowKeyRequest {
-            table: table.to_owned(),
-            key: Some(key.into()),
-        };
-        let count = self
-            .call(request, |mut c, r| async move { c.delete_row(r).await })
-            .await?;
-        Ok(count.count)
+        Ok(rpc!(self, delete_row, row_key_request(table, key))?.count)
     }
 
     async fn list_collections(&self) -> Result<Vec<String>> {
-        let names = self
-            .call(pb::Empty {}, |mut c, r| async move { c.list_collections(r).await })
-            .await?;
-        Ok(names.names)
+        Ok(rpc!(self, list_collections, pb::Empty {})?.names)
     }
 
     async fn count_documents(&self, collection: &str) -> Result<u64> {
-        let request = pb::CollectionRequest {
-            collection: collection.to_owned(),
-        };
-        let count = self
-            .call(request, |mut c, r| async move { c.count_documents(r).await })
-            .await?;
-        Ok(count.count)
+        Ok(rpc!(self, count_documents, collection_request(collection))?.count)
     }
 
     async fn browse_documents(&self, collection: &str, page: u32, page_size: u32) -> Result<DocumentPage> {
-        let request = pb::BrowseRequest {
-            name: collection.to_owned(),
-            page,
-            page_size,
-        };
-        let documents = self
-            .call(request, |mut c, r| async move { c.browse_documents(r).await })
-            .await?;
-        documents.try_into()
+        rpc!(self, browse_documents, browse_request(collection, page, page_size))?.try_into()
     }
 
     async fn get_document(&self, collection: &str, key: &str) -> Result<Option<serde_json::Value>> {
-        let request = pb::DocumentKeyRequest {
-            collection: collection.to_owned(),
-            key: key.to_owned(),
-        };
-        let document = self
-            .call(request, |mut c, r| async move { c.get_document(r).await })
-            .await?;
-        document.json.as_deref().map(document_from_json).transpose()
+        let found = rpc!(self, get_document, document_key_request(collection, key))?;
+        found.json.as_deref().map(document_from_json).transpose()
     }
 
     async fn put_document(&self, collection: &str, key: &str, document: serde_json::Value) -> Result<()> {
@@ -547,45 +363,27 @@ impl DataClient for GrpcClient {
             key: key.to_owned(),
             json: document.to_string(),
         };
-        self.call(request, |mut c, r| async move { c.put_document(r).await })
-            .await?;
+        rpc!(self, put_document, request)?;
         Ok(())
     }
 
     async fn delete_document(&self, collection: &str, key: &str) -> Result<bool> {
-        let request = pb::DocumentKeyRequest {
-            collection: collection.to_owned(),
-            key: key.to_owned(),
-        };
-        let existed = self
-            .call(request, |mut c, r| async move { c.delete_document(r).await })
-            .await?;
-        Ok(existed.existed)
+        Ok(rpc!(self, delete_document, document_key_request(collection, key))?.existed)
     }
 
     async fn drop_collection(&self, collection: &str) -> Result<bool> {
-        let request = pb::CollectionRequest {
-            collection: collection.to_owned(),
-        };
-        let existed = self
-            .call(request, |mut c, r| async move { c.drop_collection(r).await })
-            .await?;
-        Ok(existed.existed)
+        Ok(rpc!(self, drop_collection, collection_request(collection))?.existed)
     }
 
     async fn list_saved_queries(&self) -> Result<Vec<SavedQuery>> {
-        let list = self
-            .call(pb::Empty {}, |mut c, r| async move { c.list_saved_queries(r).await })
-            .await?;
+        let list = rpc!(self, list_saved_queries, pb::Empty {})?;
         Ok(list.items.into_iter().map(Into::into).collect())
     }
 
     async fn get_saved_query(&self, name: &str) -> Result<Option<SavedQuery>> {
-        let request = pb::NameRequest { name: name.to_owned() };
-        let found = self
-            .call(request, |mut c, r| async move { c.get_saved_query(r).await })
-            .await?;
-        Ok(found.saved_query.map(Into::into))
+        Ok(rpc!(self, get_saved_query, name_request(name))?
+            .saved_query
+            .map(Into::into))
     }
 
     async fn put_saved_query(&self, name: &str, sql_text: &str) -> Result<SavedQuery> {
@@ -593,49 +391,28 @@ impl DataClient for GrpcClient {
             name: name.to_owned(),
             sql_text: sql_text.to_owned(),
         };
-        let saved = self
-            .call(request, |mut c, r| async move { c.put_saved_query(r).await })
-            .await?;
-        Ok(saved.into())
+        Ok(rpc!(self, put_saved_query, request)?.into())
     }
 
     async fn delete_saved_query(&self, name: &str) -> Result<bool> {
-        let request = pb::NameRequest { name: name.to_owned() };
-        let existed = self
-            .call(request, |mut c, r| async move { c.delete_saved_query(r).await })
-            .await?;
-        Ok(existed.existed)
+        Ok(rpc!(self, delete_saved_query, name_request(name))?.existed)
     }
 
     async fn list_procedures(&self) -> Result<Vec<ProcedureDefinition>> {
-        let list = self
-            .call(pb::Empty {}, |mut c, r| async move { c.list_procedures(r).await })
-            .await?;
+        let list = rpc!(self, list_procedures, pb::Empty {})?;
         Ok(list.items.into_iter().map(Into::into).collect())
     }
 
     async fn get_procedure(&self, name: &str) -> Result<Option<ProcedureDefinition>> {
-        let request = pb::NameRequest { name: name.to_owned() };
-        let found = self
-            .call(request, |mut c, r| async move { c.get_procedure(r).await })
-            .await?;
-        Ok(found.procedure.map(Into::into))
+        Ok(rpc!(self, get_procedure, name_request(name))?.procedure.map(Into::into))
     }
 
     async fn put_procedure(&self, definition: ProcedureDefinition) -> Result<ProcedureDefinition> {
-        let request = pb::ProcedureDefinition::from(definition);
-        let stored = self
-            .call(request, |mut c, r| async move { c.put_procedure(r).await })
-            .await?;
-        Ok(stored.into())
+        Ok(rpc!(self, put_procedure, pb::ProcedureDefinition::from(definition))?.into())
     }
 
     async fn delete_procedure(&self, name: &str) -> Result<bool> {
-        let request = pb::NameRequest { name: name.to_owned() };
-        let existed = self
-            .call(request, |mut c, r| async move { c.delete_procedure(r).await })
-            .await?;
-        Ok(existed.existed)
+        Ok(rpc!(self, delete_procedure, name_request(name))?.existed)
     }
 
     async fn execute_procedure(&self, name: &str, args: Params) -> Result<SqlResult> {
@@ -643,17 +420,11 @@ impl DataClient for GrpcClient {
             name: name.to_owned(),
             args: Some(args.into()),
         };
-        let result = self
-            .call(request, |mut c, r| async move { c.execute_procedure(r).await })
-            .await?;
-        Ok(result.into())
+        Ok(rpc!(self, execute_procedure, request)?.into())
     }
 
     async fn begin_transaction(&self) -> Result<TransactionInfo> {
-        let info = self
-            .call(pb::Empty {}, |mut c, r| async move { c.begin_transaction(r).await })
-            .await?;
-        Ok(info.into())
+        Ok(rpc!(self, begin_transaction, pb::Empty {})?.into())
     }
 
     async fn execute_in_transaction(&self, transaction_id: &str, sql: &str, params: Params) -> Result<SqlResult> {
@@ -662,27 +433,16 @@ impl DataClient for GrpcClient {
             sql: sql.to_owned(),
             params: Some(params.into()),
         };
-        let result = self
-            .call(request, |mut c, r| async move { c.execute_in_transaction(r).await })
-            .await?;
-        Ok(result.into())
+        Ok(rpc!(self, execute_in_transaction, request)?.into())
     }
 
     async fn commit_transaction(&self, transaction_id: &str) -> Result<()> {
-        let request = pb::TransactionRequest {
-            transaction_id: transaction_id.to_owned(),
-        };
-        self.call(request, |mut c, r| async move { c.commit_transaction(r).await })
-            .await?;
+        rpc!(self, commit_transaction, transaction_request(transaction_id))?;
         Ok(())
     }
 
     async fn rollback_transaction(&self, transaction_id: &str) -> Result<()> {
-        let request = pb::TransactionRequest {
-            transaction_id: transaction_id.to_owned(),
-        };
-        self.call(request, |mut c, r| async move { c.rollback_transaction(r).await })
-            .await?;
+        rpc!(self, rollback_transaction, transaction_request(transaction_id))?;
         Ok(())
     }
 }
@@ -690,10 +450,7 @@ impl DataClient for GrpcClient {
 #[async_trait]
 impl ShardAdmin for GrpcClient {
     async fn shard_map(&self) -> Result<ShardMapSnapshot> {
-        let map = self
-            .call(pb::Empty {}, |mut c, r| async move { c.get_shard_map(r).await })
-            .await?;
-        map.try_into()
+        rpc!(self, get_shard_map, pb::Empty {})?.try_into()
     }
 
     async fn resolve_route(&self, route: &RouteContext) -> Result<ResolvedRoute> {
@@ -701,104 +458,27 @@ impl ShardAdmin for GrpcClient {
             keyspace: route.keyspace().to_owned(),
             key: route.key().to_owned(),
         };
-        let resolution = self
-            .call(request, |mut c, r| async move { c.resolve_shard_route(r).await })
-            .await?;
-        resolution.try_into()
+        rpc!(self, resolve_shard_route, request)?.try_into()
     }
 
     async fn shard_status(&self) -> Result<Vec<ShardStatus>> {
-        let list = self
-            .call(pb::Empty {}, |mut c, r| async move { c.get_shard_status(r).await })
-            .await?;
+        let list = rpc!(self, get_shard_status, pb::Empty {})?;
         list.items.into_iter().map(TryInto::try_into).collect()
     }
 
     async fn execute_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
         let request = pb::FanOutSqlRequest { sql: sql.to_owned() };
-        let list = self
-            .call(request, |mut c, r| async move { c.execute_sql_on_all_shards(r).await })
-            .await?;
+        let list = rpc!(self, execute_sql_on_all_shards, request)?;
         Ok(list.items.into_iter().map(Into::into).collect())
     }
 
     async fn execute_read_only_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
         let request = pb::FanOutSqlRequest { sql: sql.to_owned() };
-        let list = self
-            .call(request, |mut c, r| async move {
-                c.execute_read_only_sql_on_all_shards(r).await
-            })
-            .await?;
+        let list = rpc!(self, execute_read_only_sql_on_all_shards, request)?;
         Ok(list.items.into_iter().map(Into::into).collect())
     }
 
     async fn catalog_state(&self) -> Result<CatalogState> {
-        let state = self
-            .call(pb::Empty {}, |mut c, r| async move { c.get_shard_catalog(r).await })
-            .await?;
-        state.try_into()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn endpoints_are_checked_and_reduced_to_their_origin() {
-        assert_eq!(
-            parse_endpoint("http://127.0.0.1:61818/base").expect("valid"),
-            ("http://127.0.0.1:61818".to_owned(), false)
-        );
-        assert_eq!(
-            parse_endpoint("https://db.internal").expect("valid"),
-            ("https://db.internal".to_owned(), true)
-        );
-        assert_eq!(
-            parse_endpoint("http://[::1]:5000").expect("valid").0,
-            "http://[::1]:5000"
-        );
-        for bad in ["ftp://host", "127.0.0.1:61818", "", "http://user:pw@host"] {
-            let err = parse_endpoint(bad).expect_err(bad);
-            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}");
-            assert!(!err.to_string().contains("pw"), "{err}");
-        }
-    }
-
-    #[test]
-    fn statuses_with_a_shardlite_code_keep_their_kind_and_sqlite_code() {
-        let mut metadata = MetadataMap::new();
-        metadata.insert(ERROR_CODE_METADATA, AsciiMetadataValue::from_static("constraint"));
-        metadata.insert(SQLITE_CODE_METADATA, AsciiMetadataValue::from_static("2067"));
-        let status = Status::with_metadata(Code::FailedPrecondition, "UNIQUE constraint failed", metadata);
-        let err = decode_status("http://h:1", &status);
-        assert_eq!(err.kind(), ErrorKind::Constraint);
-        assert_eq!(err.sqlite_code(), Some(2067));
-        assert_eq!(err.to_string(), "UNIQUE constraint failed");
-
-        let mut metadata = MetadataMap::new();
-        metadata.insert(ERROR_CODE_METADATA, AsciiMetadataValue::from_static("not_sharded"));
-        let status = Status::with_metadata(Code::FailedPrecondition, "not sharded", metadata);
-        assert_eq!(decode_status("http://h:1", &status).kind(), ErrorKind::NotSharded);
-    }
-
-    #[test]
-    fn statuses_without_a_shardlite_code_name_the_endpoint() {
-        let err = decode_status("http://h:1", &Status::unavailable("tcp connect error"));
-        assert!(matches!(err, Error::Transport { .. }), "{err:?}");
-        assert!(err.to_string().contains("http://h:1"), "{err}");
-        assert_eq!(err.kind(), ErrorKind::Unavailable);
-        let err = decode_status("http://h:1", &Status::unimplemented(""));
-        assert!(err.to_string().contains("shardlite.v1.Shardlite"), "{err}");
-        assert_eq!(
-            decode_status("http://h:1", &Status::unauthenticated("no key")).kind(),
-            ErrorKind::Unauthenticated
-        );
-    }
-
-    #[test]
-    fn route_values_that_are_not_printable_ascii_use_binary_metadata() {
-        assert!(matches!(MetadataText::new("2026-06"), MetadataText::Ascii(_)));
-        assert!(matches!(MetadataText::new("münchen"), MetadataText::Binary(_)));
+        rpc!(self, get_shard_catalog, pb::Empty {})?.try_into()
     }
 }

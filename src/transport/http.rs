@@ -3,7 +3,7 @@
 //! The bound route travels as the `X-CSharpDB-Keyspace` / `X-CSharpDB-Shard-Key` headers on
 //! every request, the API key in its configured header. Path segments (table names, keys,
 //! transaction ids) are percent-encoded. Error bodies (`application/problem+json`) decode into
-//! [`Error::Remote`] with the daemon's [`ErrorKind`] and SQLite code, so callers
+//! [`Error::Remote`] with the daemon's [`ErrorKind`](crate::ErrorKind) and SQLite code, so callers
 //! branch exactly as they would in-process; a daemon that cannot be reached, or does not answer
 //! within the request timeout, is [`Error::Transport`] naming the endpoint.
 //!
@@ -20,24 +20,26 @@
 //! # Ok(()) }
 //! ```
 
+mod body;
+mod failure;
+
 use std::sync::{Arc, Once};
 
 use async_trait::async_trait;
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use reqwest::{Method, RequestBuilder, StatusCode};
-use serde::Deserialize;
+use reqwest::{Method, RequestBuilder};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
+use self::body::{Count, DocumentBody, RowsAffected, key_segment, sql_body};
+use self::failure::{Failure, transport_error};
 use super::RemoteOptions;
 use crate::data::CatalogState;
 use crate::data::{
     DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery, ShardAdmin,
     ShardSqlResult, ShardStatus, SqlResult, TableSchema, TransactionInfo, Value,
 };
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::map::ShardMapSnapshot;
 use crate::routing::{ResolvedRoute, RouteContext};
 use crate::wire::{KEYSPACE_HEADER, SHARD_KEY_HEADER};
@@ -63,37 +65,6 @@ impl std::fmt::Debug for HttpClient {
             .field("route", &self.route)
             .finish_non_exhaustive()
     }
-}
-
-/// A problem body, as the daemon sends it.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Problem {
-    #[serde(default)]
-    detail: String,
-    #[serde(default)]
-    error_code: String,
-    #[serde(default)]
-    sqlite_code: Option<i32>,
-    /// For `not_found`: the kind of object that is missing (`row`, `document`, ...).
-    #[serde(default)]
-    missing: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RowsAffected {
-    rows_affected: u64,
-}
-
-#[derive(Deserialize)]
-struct Count {
-    count: u64,
-}
-
-#[derive(Deserialize)]
-struct DocumentBody {
-    document: serde_json::Value,
 }
 
 fn install_crypto_provider() {
@@ -187,16 +158,18 @@ impl HttpClient {
         }
     }
 
-    fn url(&self, segments: &[&str]) -> url::Url {
+    /// The URL of `/api/{path...}`, each segment percent-encoded.
+    fn url(&self, path: &[&str]) -> url::Url {
         let mut url = self.shared.base.clone();
-        if let Ok(mut path) = url.path_segments_mut() {
-            path.clear().extend(segments);
+        if let Ok(mut segments) = url.path_segments_mut() {
+            segments.clear().push("api").extend(path);
         }
         url
     }
 
-    fn request(&self, method: Method, segments: &[&str]) -> RequestBuilder {
-        let mut request = self.shared.http.request(method, self.url(segments));
+    /// A request to `/api/{path...}` carrying the route headers.
+    fn request(&self, method: Method, path: &[&str]) -> RequestBuilder {
+        let mut request = self.shared.http.request(method, self.url(path));
         if let Some(route) = &self.route {
             // Header values may carry UTF-8 bytes; the daemon reads them as UTF-8.
             if let (Ok(keyspace), Ok(key)) = (
@@ -209,53 +182,42 @@ impl HttpClient {
         request
     }
 
-    fn transport_error(&self, err: &reqwest::Error) -> Error {
-        let reason = if err.is_timeout() {
-            "no answer within the request timeout".to_owned()
-        } else if err.is_connect() {
-            format!("could not connect ({})", root_cause(err))
-        } else {
-            root_cause(err)
-        };
-        Error::Transport {
-            endpoint: self.shared.endpoint.clone(),
-            reason,
-        }
+    fn get(&self, path: &[&str]) -> RequestBuilder {
+        self.request(Method::GET, path)
+    }
+
+    fn post(&self, path: &[&str]) -> RequestBuilder {
+        self.request(Method::POST, path)
+    }
+
+    fn put(&self, path: &[&str]) -> RequestBuilder {
+        self.request(Method::PUT, path)
+    }
+
+    fn delete(&self, path: &[&str]) -> RequestBuilder {
+        self.request(Method::DELETE, path)
     }
 
     /// Sends a request; a success status gives the response, an error status its decoded error
     /// and, for `not_found`, the kind of object that is missing.
     async fn call(&self, request: RequestBuilder) -> std::result::Result<reqwest::Response, Failure> {
-        let response = request.send().await.map_err(|e| Failure {
-            error: self.transport_error(&e),
-            missing: None,
-        })?;
+        let response = request
+            .send()
+            .await
+            .map_err(|e| Failure::transport(&self.shared.endpoint, &e))?;
         if response.status().is_success() {
             return Ok(response);
         }
         let status = response.status();
         let body = response.bytes().await.unwrap_or_default();
-        Err(match serde_json::from_slice::<Problem>(&body) {
-            Ok(problem) if !problem.error_code.is_empty() => Failure {
-                error: Error::Remote {
-                    kind: ErrorKind::from_code(&problem.error_code).unwrap_or_else(|| kind_for_status(status)),
-                    message: problem.detail,
-                    sqlite_code: problem.sqlite_code,
-                },
-                missing: problem.missing,
-            },
-            _ => Failure {
-                error: Error::Transport {
-                    endpoint: self.shared.endpoint.clone(),
-                    reason: format!("the daemon answered {status} without an error body; is this a shardlite daemon?"),
-                },
-                missing: None,
-            },
-        })
+        Err(Failure::from_answer(&self.shared.endpoint, status, &body))
     }
 
     async fn read_json<T: DeserializeOwned>(&self, response: reqwest::Response) -> Result<T> {
-        let body = response.bytes().await.map_err(|e| self.transport_error(&e))?;
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| transport_error(&self.shared.endpoint, &e))?;
         serde_json::from_slice(&body).map_err(|source| Error::Json {
             what: "a daemon response",
             source,
@@ -281,8 +243,8 @@ impl HttpClient {
     }
 
     /// A delete that answers 404 for a missing `object`: `false` then.
-    async fn delete(&self, segments: &[&str], object: &str) -> Result<bool> {
-        match self.call(self.request(Method::DELETE, segments)).await {
+    async fn delete_if_found(&self, path: &[&str], object: &str) -> Result<bool> {
+        match self.call(self.delete(path)).await {
             Ok(_) => Ok(true),
             Err(failure) if failure.is_missing(object) => Ok(false),
             Err(failure) => Err(failure.error),
@@ -299,107 +261,39 @@ impl HttpClient {
     }
 }
 
-/// A failed call: the error, and for `not_found` the kind of object that is missing.
-struct Failure {
-    error: Error,
-    missing: Option<String>,
-}
-
-impl Failure {
-    fn is_missing(&self, object: &str) -> bool {
-        self.error.kind() == ErrorKind::NotFound && self.missing.as_deref() == Some(object)
-    }
-}
-
-/// The messages of an error chain, outermost first, without repeats.
-fn root_cause(err: &dyn std::error::Error) -> String {
-    let mut parts: Vec<String> = vec![err.to_string()];
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-        source = cause.source();
-    }
-    parts.join(": ")
-}
-
-/// The kind for a status whose problem body carries no crate error code.
-fn kind_for_status(status: StatusCode) -> ErrorKind {
-    match status {
-        StatusCode::UNAUTHORIZED => ErrorKind::Unauthenticated,
-        StatusCode::NOT_FOUND => ErrorKind::NotFound,
-        StatusCode::CONFLICT => ErrorKind::Conflict,
-        StatusCode::SERVICE_UNAVAILABLE => ErrorKind::Unavailable,
-        s if s.is_client_error() => ErrorKind::InvalidInput,
-        _ => ErrorKind::Internal,
-    }
-}
-
-fn sql_body(sql: &str, params: Params) -> serde_json::Value {
-    if params.is_empty() {
-        json!({ "sql": sql })
-    } else {
-        json!({ "sql": sql, "parameters": params })
-    }
-}
-
-/// The path segment and `pkType` of a primary-key value.
-fn key_segment(key: &Value) -> Option<(String, &'static str)> {
-    match key {
-        Value::Null => None,
-        Value::Integer(v) => Some((v.to_string(), "integer")),
-        Value::Real(v) => Some((v.to_string(), "real")),
-        Value::Text(v) => Some((v.clone(), "text")),
-        Value::Blob(v) => Some((URL_SAFE_NO_PAD.encode(v), "blob")),
-    }
-}
-
 #[async_trait]
 impl DataClient for HttpClient {
     async fn execute_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
-        self.json(
-            self.request(Method::POST, &["api", "sql", "execute"])
-                .json(&sql_body(sql, params)),
-        )
-        .await
-    }
-
-    async fn execute_read_only_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
-        self.json(
-            self.request(Method::POST, &["api", "sql", "read-only"])
-                .json(&sql_body(sql, params)),
-        )
-        .await
-    }
-
-    async fn info(&self) -> Result<DatabaseInfo> {
-        self.json(self.request(Method::GET, &["api", "info"])).await
-    }
-
-    async fn list_tables(&self) -> Result<Vec<String>> {
-        self.json(self.request(Method::GET, &["api", "tables"])).await
-    }
-
-    async fn table_schema(&self, table: &str) -> Result<TableSchema> {
-        self.json(self.request(Method::GET, &["api", "tables", table, "schema"]))
+        self.json(self.post(&["sql", "execute"]).json(&sql_body(sql, params)))
             .await
     }
 
+    async fn execute_read_only_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
+        self.json(self.post(&["sql", "read-only"]).json(&sql_body(sql, params)))
+            .await
+    }
+
+    async fn info(&self) -> Result<DatabaseInfo> {
+        self.json(self.get(&["info"])).await
+    }
+
+    async fn list_tables(&self) -> Result<Vec<String>> {
+        self.json(self.get(&["tables"])).await
+    }
+
+    async fn table_schema(&self, table: &str) -> Result<TableSchema> {
+        self.json(self.get(&["tables", table, "schema"])).await
+    }
+
     async fn count_rows(&self, table: &str) -> Result<u64> {
-        let count: Count = self
-            .json(self.request(Method::GET, &["api", "tables", table, "count"]))
-            .await?;
+        let count: Count = self.json(self.get(&["tables", table, "count"])).await?;
         Ok(count.count)
     }
 
     async fn browse_rows(&self, table: &str, page: u32, page_size: u32) -> Result<RowPage> {
-        self.json(
-            self.request(Method::GET, &["api", "tables", table, "rows"])
-                .query(&[("page", page), ("pageSize", page_size)]),
-        )
-        .await
+        let request = self.get(&["tables", table, "rows"]);
+        self.json(request.query(&[("page", page), ("pageSize", page_size)]))
+            .await
     }
 
     async fn get_row(&self, table: &str, key: Value) -> Result<Option<Row>> {
@@ -408,21 +302,13 @@ impl DataClient for HttpClient {
             self.table_schema(table).await?;
             return Ok(None);
         };
-        self.optional(
-            self.request(Method::GET, &["api", "tables", table, "rows", &segment])
-                .query(&[("pkType", pk_type)]),
-            "row",
-        )
-        .await
+        let request = self.get(&["tables", table, "rows", &segment]);
+        self.optional(request.query(&[("pkType", pk_type)]), "row").await
     }
 
     async fn insert_row(&self, table: &str, values: Row) -> Result<u64> {
-        let inserted: RowsAffected = self
-            .json(
-                self.request(Method::POST, &["api", "tables", table, "rows"])
-                    .json(&json!({ "values": values })),
-            )
-            .await?;
+        let request = self.post(&["tables", table, "rows"]).json(&json!({ "values": values }));
+        let inserted: RowsAffected = self.json(request).await?;
         Ok(inserted.rows_affected)
     }
 
@@ -431,12 +317,10 @@ impl DataClient for HttpClient {
             self.table_schema(table).await?;
             return Ok(0);
         };
-        self.rows_affected(
-            self.request(Method::PUT, &["api", "tables", table, "rows", &segment])
-                .query(&[("pkType", pk_type)])
-                .json(&json!({ "values": values })),
-        )
-        .await
+        let request = self
+            .put(&["tables", table, "rows", &segment])
+            .query(&[("pkType", pk_type)]);
+        self.rows_affected(request.json(&json!({ "values": values }))).await
     }
 
     async fn delete_row(&self, table: &str, key: Value) -> Result<u64> {
@@ -444,132 +328,103 @@ impl DataClient for HttpClient {
             self.table_schema(table).await?;
             return Ok(0);
         };
-        self.rows_affected(
-            self.request(Method::DELETE, &["api", "tables", table, "rows", &segment])
-                .query(&[("pkType", pk_type)]),
-        )
-        .await
+        let request = self.delete(&["tables", table, "rows", &segment]);
+        self.rows_affected(request.query(&[("pkType", pk_type)])).await
     }
 
     async fn list_collections(&self) -> Result<Vec<String>> {
-        self.json(self.request(Method::GET, &["api", "collections"])).await
+        self.json(self.get(&["collections"])).await
     }
 
     async fn count_documents(&self, collection: &str) -> Result<u64> {
-        let count: Count = self
-            .json(self.request(Method::GET, &["api", "collections", collection, "count"]))
-            .await?;
+        let count: Count = self.json(self.get(&["collections", collection, "count"])).await?;
         Ok(count.count)
     }
 
     async fn browse_documents(&self, collection: &str, page: u32, page_size: u32) -> Result<DocumentPage> {
-        self.json(
-            self.request(Method::GET, &["api", "collections", collection])
-                .query(&[("page", page), ("pageSize", page_size)]),
-        )
-        .await
+        let request = self.get(&["collections", collection]);
+        self.json(request.query(&[("page", page), ("pageSize", page_size)]))
+            .await
     }
 
     async fn get_document(&self, collection: &str, key: &str) -> Result<Option<serde_json::Value>> {
-        let body: Option<DocumentBody> = self
-            .optional(
-                self.request(Method::GET, &["api", "collections", collection, "documents", key]),
-                "document",
-            )
-            .await?;
+        let request = self.get(&["collections", collection, "documents", key]);
+        let body: Option<DocumentBody> = self.optional(request, "document").await?;
         Ok(body.map(|b| b.document))
     }
 
     async fn put_document(&self, collection: &str, key: &str, document: serde_json::Value) -> Result<()> {
-        self.no_content(
-            self.request(Method::PUT, &["api", "collections", collection, "documents", key])
-                .json(&json!({ "document": document })),
-        )
-        .await
+        let request = self.put(&["collections", collection, "documents", key]);
+        self.no_content(request.json(&json!({ "document": document }))).await
     }
 
     async fn delete_document(&self, collection: &str, key: &str) -> Result<bool> {
-        self.delete(&["api", "collections", collection, "documents", key], "document")
+        self.delete_if_found(&["collections", collection, "documents", key], "document")
             .await
     }
 
     async fn drop_collection(&self, collection: &str) -> Result<bool> {
-        self.delete(&["api", "collections", collection], "collection").await
+        self.delete_if_found(&["collections", collection], "collection").await
     }
 
     async fn list_saved_queries(&self) -> Result<Vec<SavedQuery>> {
-        self.json(self.request(Method::GET, &["api", "saved-queries"])).await
+        self.json(self.get(&["saved-queries"])).await
     }
 
     async fn get_saved_query(&self, name: &str) -> Result<Option<SavedQuery>> {
-        self.optional(
-            self.request(Method::GET, &["api", "saved-queries", name]),
-            "saved query",
-        )
-        .await
+        self.optional(self.get(&["saved-queries", name]), "saved query").await
     }
 
     async fn put_saved_query(&self, name: &str, sql_text: &str) -> Result<SavedQuery> {
-        self.json(
-            self.request(Method::PUT, &["api", "saved-queries", name])
-                .json(&json!({ "sqlText": sql_text })),
-        )
-        .await
+        self.json(self.put(&["saved-queries", name]).json(&json!({ "sqlText": sql_text })))
+            .await
     }
 
     async fn delete_saved_query(&self, name: &str) -> Result<bool> {
-        self.delete(&["api", "saved-queries", name], "saved query").await
+        self.delete_if_found(&["saved-queries", name], "saved query").await
     }
 
     async fn list_procedures(&self) -> Result<Vec<ProcedureDefinition>> {
-        self.json(self.request(Method::GET, &["api", "procedures"])).await
+        self.json(self.get(&["procedures"])).await
     }
 
     async fn get_procedure(&self, name: &str) -> Result<Option<ProcedureDefinition>> {
-        self.optional(self.request(Method::GET, &["api", "procedures", name]), "procedure")
-            .await
+        self.optional(self.get(&["procedures", name]), "procedure").await
     }
 
     async fn put_procedure(&self, definition: ProcedureDefinition) -> Result<ProcedureDefinition> {
         let name = definition.name.clone();
-        self.json(
-            self.request(Method::PUT, &["api", "procedures", &name])
-                .json(&definition),
-        )
-        .await
+        self.json(self.put(&["procedures", &name]).json(&definition)).await
     }
 
     async fn delete_procedure(&self, name: &str) -> Result<bool> {
-        self.delete(&["api", "procedures", name], "procedure").await
+        self.delete_if_found(&["procedures", name], "procedure").await
     }
 
     async fn execute_procedure(&self, name: &str, args: Params) -> Result<SqlResult> {
         self.json(
-            self.request(Method::POST, &["api", "procedures", name, "execute"])
+            self.post(&["procedures", name, "execute"])
                 .json(&json!({ "args": args })),
         )
         .await
     }
 
     async fn begin_transaction(&self) -> Result<TransactionInfo> {
-        self.json(self.request(Method::POST, &["api", "transactions"])).await
+        self.json(self.post(&["transactions"])).await
     }
 
     async fn execute_in_transaction(&self, transaction_id: &str, sql: &str, params: Params) -> Result<SqlResult> {
-        self.json(
-            self.request(Method::POST, &["api", "transactions", transaction_id, "execute"])
-                .json(&sql_body(sql, params)),
-        )
-        .await
+        let request = self.post(&["transactions", transaction_id, "execute"]);
+        self.json(request.json(&sql_body(sql, params))).await
     }
 
     async fn commit_transaction(&self, transaction_id: &str) -> Result<()> {
-        self.no_content(self.request(Method::POST, &["api", "transactions", transaction_id, "commit"]))
+        self.no_content(self.post(&["transactions", transaction_id, "commit"]))
             .await
     }
 
     async fn rollback_transaction(&self, transaction_id: &str) -> Result<()> {
-        self.no_content(self.request(Method::POST, &["api", "transactions", transaction_id, "rollback"]))
+        self.no_content(self.post(&["transactions", transaction_id, "rollback"]))
             .await
     }
 }
@@ -577,40 +432,29 @@ impl DataClient for HttpClient {
 #[async_trait]
 impl ShardAdmin for HttpClient {
     async fn shard_map(&self) -> Result<ShardMapSnapshot> {
-        self.json(self.request(Method::GET, &["api", "sharding", "map"])).await
+        self.json(self.get(&["sharding", "map"])).await
     }
 
     async fn resolve_route(&self, route: &RouteContext) -> Result<ResolvedRoute> {
-        self.json(
-            self.request(Method::POST, &["api", "sharding", "resolve"])
-                .json(&json!({ "keyspace": route.keyspace(), "key": route.key() })),
-        )
-        .await
+        let body = json!({ "keyspace": route.keyspace(), "key": route.key() });
+        self.json(self.post(&["sharding", "resolve"]).json(&body)).await
     }
 
     async fn shard_status(&self) -> Result<Vec<ShardStatus>> {
-        self.json(self.request(Method::GET, &["api", "sharding", "status"]))
-            .await
+        self.json(self.get(&["sharding", "status"])).await
     }
 
     async fn execute_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
-        self.json(
-            self.request(Method::POST, &["api", "sharding", "sql", "execute-all"])
-                .json(&json!({ "sql": sql })),
-        )
-        .await
+        let request = self.post(&["sharding", "sql", "execute-all"]);
+        self.json(request.json(&json!({ "sql": sql }))).await
     }
 
     async fn execute_read_only_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
-        self.json(
-            self.request(Method::POST, &["api", "sharding", "sql", "read-all"])
-                .json(&json!({ "sql": sql })),
-        )
-        .await
+        let request = self.post(&["sharding", "sql", "read-all"]);
+        self.json(request.json(&json!({ "sql": sql }))).await
     }
 
     async fn catalog_state(&self) -> Result<CatalogState> {
-        self.json(self.request(Method::GET, &["api", "sharding", "catalog"]))
-            .await
+        self.json(self.get(&["sharding", "catalog"])).await
     }
 }

@@ -1,0 +1,95 @@
+//! Settings collected from text by either parser, then checked against each other and turned into
+//! [`ConnectionOptions`].
+
+use super::keys::KeySpec;
+use super::validate::normalize_endpoint;
+use super::{ConnectionOptions, Target, invalid, transport_name};
+use crate::error::Result;
+use crate::map::Transport;
+use crate::routing::RouteContext;
+
+/// Settings collected from text, before the cross-key rules are applied.
+#[derive(Default)]
+pub(super) struct Draft {
+    /// The canonical names of the keys read so far.
+    seen: Vec<&'static str>,
+    pub(super) data_source: Option<String>,
+    pub(super) endpoint: Option<String>,
+    pub(super) transport: Option<Transport>,
+    pub(super) shard_keyspace: Option<String>,
+    pub(super) shard_key: Option<String>,
+    /// The settings that need no cross-key rule, stored as they are read.
+    pub(super) options: ConnectionOptions,
+}
+
+impl Draft {
+    /// Records one setting. `name` is the key as the error should call it (ADO.NET or URL spelling).
+    pub(super) fn set(&mut self, key: &'static KeySpec, name: &str, value: String) -> Result<()> {
+        if self.seen.contains(&key.name) {
+            return Err(invalid(format!("key '{name}' is given more than once")));
+        }
+        self.seen.push(key.name);
+        (key.read)(self, name, value)
+    }
+
+    /// Applies the rules between keys, builds the options and validates them.
+    pub(super) fn finish(self) -> Result<ConnectionOptions> {
+        let mut options = self.options;
+        options.target = match (self.data_source, self.endpoint, self.transport) {
+            (Some(_), Some(_), _) => {
+                return Err(invalid(
+                    "'Data Source' and 'Endpoint' cannot both be given: use 'Data Source' for a local file or \
+                     'Endpoint' for a daemon",
+                ));
+            }
+            (Some(_), None, Some(transport @ (Transport::Http | Transport::Grpc))) => {
+                return Err(invalid(format!(
+                    "'Endpoint' is required when 'Transport' is {}; 'Data Source' is for local files",
+                    transport_name(transport)
+                )));
+            }
+            (Some(path), None, _) => Target::DataSource(path),
+            (None, Some(_), None) => {
+                return Err(invalid(
+                    "'Transport' (Http or Grpc) is required when 'Endpoint' is given",
+                ));
+            }
+            (None, Some(endpoint), Some(transport)) => Target::Endpoint {
+                endpoint: normalize_endpoint(&endpoint)?,
+                transport,
+            },
+            (None, None, Some(transport @ (Transport::Http | Transport::Grpc))) => {
+                return Err(invalid(format!(
+                    "'Endpoint' is required when 'Transport' is {}",
+                    transport_name(transport)
+                )));
+            }
+            (None, None, _) => Target::Unset,
+        };
+        options.route = match (self.shard_keyspace, self.shard_key) {
+            (None, None) => None,
+            (Some(_), None) => {
+                return Err(invalid(
+                    "'Shard Key' is missing: 'Shard Keyspace' and 'Shard Key' bind a connection to a route together",
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(invalid(
+                    "'Shard Keyspace' is missing: 'Shard Keyspace' and 'Shard Key' bind a connection to a route \
+                     together",
+                ));
+            }
+            (Some(keyspace), Some(key)) => {
+                if keyspace.trim().is_empty() {
+                    return Err(invalid("'Shard Keyspace' is empty"));
+                }
+                if key.trim().is_empty() {
+                    return Err(invalid("'Shard Key' is empty"));
+                }
+                Some(RouteContext::new(keyspace, key)?)
+            }
+        };
+        options.validate()?;
+        Ok(options)
+    }
+}

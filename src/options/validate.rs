@@ -1,0 +1,167 @@
+//! The rules a connection's settings must follow together: [`ConnectionOptions::validate`], and the
+//! checks of an endpoint and of a header name that it and the parsers share.
+
+use super::{ConnectionOptions, Target, invalid};
+use crate::error::Result;
+use crate::map::Transport;
+use crate::wire::DEFAULT_API_KEY_HEADER;
+
+impl ConnectionOptions {
+    /// Checks the rules that the setters cannot: a data source or an endpoint is set; the data source is
+    /// not blank; the endpoint is an absolute `http(s)` URL without credentials, query or fragment, reached
+    /// over `Http` or `Grpc`; the API key and its header are only used remotely, and are well formed; the
+    /// pool size is at least 1.
+    ///
+    /// Parsing calls this; options that pass it print to text that parses back to equal options.
+    pub fn validate(&self) -> Result<()> {
+        match &self.target {
+            Target::Unset => {
+                return Err(invalid(
+                    "either 'Data Source' (a local file) or 'Endpoint' (a daemon) is required",
+                ));
+            }
+            Target::DataSource(path) => {
+                if path.trim().is_empty() {
+                    return Err(invalid("'Data Source' is empty"));
+                }
+                if self.api_key.is_some() {
+                    return Err(invalid(
+                        "'Api Key' applies only to remote connections ('Endpoint'), not to 'Data Source'",
+                    ));
+                }
+                if self.api_key_header.is_some() {
+                    return Err(invalid(
+                        "'Api Key Header' applies only to remote connections ('Endpoint'), not to 'Data Source'",
+                    ));
+                }
+            }
+            Target::Endpoint { endpoint, transport } => {
+                if *transport == Transport::Direct {
+                    return Err(invalid(
+                        "'Transport=Direct' cannot be used with 'Endpoint': use 'Data Source' for a local file, \
+                         or 'Transport=Http' or 'Grpc' for a daemon",
+                    ));
+                }
+                normalize_endpoint(endpoint)?;
+            }
+        }
+        if self.api_key.as_ref().is_some_and(|key| key.expose().trim().is_empty()) {
+            return Err(invalid("'Api Key' is empty"));
+        }
+        if let Some(header) = &self.api_key_header {
+            check_header_name(header)?;
+        }
+        if self.max_pool_size == Some(0) {
+            return Err(invalid(
+                "invalid value '0' for 'Max Pool Size': expected a whole number, at least 1",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Checks an endpoint and returns its normal form: the `url` crate's serialisation without the lone `/` of
+/// a root path.
+pub(super) fn normalize_endpoint(text: &str) -> Result<String> {
+    let expected = "expected an absolute http:// or https:// URL such as http://localhost:61818";
+    // An endpoint with credentials is not repeated in the message: they are secrets.
+    let shown = if text.contains('@') { "<hidden>" } else { text };
+    let url = ::url::Url::parse(text.trim())
+        .map_err(|e| invalid(format!("invalid value '{shown}' for 'Endpoint': {e}; {expected}")))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+        return Err(invalid(format!("invalid value '{shown}' for 'Endpoint': {expected}")));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(invalid(
+            "'Endpoint' must not contain a user name or password; put the key in 'Api Key'",
+        ));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(invalid(format!(
+            "invalid value '{shown}' for 'Endpoint': a query ('?…') or fragment ('#…') is not allowed"
+        )));
+    }
+    let text = url.as_str();
+    Ok(match url.path() {
+        "/" => text.strip_suffix('/').unwrap_or(text).to_owned(),
+        _ => text.to_owned(),
+    })
+}
+
+/// An HTTP header name is a non-empty RFC 9110 token.
+fn check_header_name(header: &str) -> Result<()> {
+    let is_token_char = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if header.is_empty() || !header.chars().all(is_token_char) {
+        return Err(invalid(format!(
+            "invalid value '{header}' for 'Api Key Header': expected an HTTP header name such as {DEFAULT_API_KEY_HEADER}"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    fn reason(text: &str) -> String {
+        match text.parse::<ConnectionOptions>() {
+            Err(Error::ConnectionString { reason }) => reason,
+            other => panic!("expected a connection-string error for {text:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn endpoints_are_normalised() {
+        assert_eq!(
+            normalize_endpoint("HTTP://Example.COM:80/").unwrap(),
+            "http://example.com"
+        );
+        assert_eq!(normalize_endpoint("https://h:61818").unwrap(), "https://h:61818");
+        assert_eq!(normalize_endpoint("http://h:1/base/").unwrap(), "http://h:1/base/");
+        assert_eq!(normalize_endpoint("http://[::1]:5").unwrap(), "http://[::1]:5");
+        for bad in [
+            "ftp://h",
+            "localhost:61818",
+            "/relative",
+            "http://h/?q=1",
+            "http://h/#f",
+            "http://",
+        ] {
+            assert!(normalize_endpoint(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn endpoint_credentials_are_refused_without_echoing_them() {
+        let text = reason("Endpoint=http://user:hunter2@h;Transport=Http");
+        assert!(text.contains("'Endpoint'"), "{text}");
+        assert!(!text.contains("hunter2"), "{text}");
+    }
+
+    #[test]
+    fn validate_reports_what_setters_cannot_prevent() {
+        let remote = || ConnectionOptions::new().with_endpoint("http://h:1", Transport::Http);
+        assert!(remote().validate().is_ok());
+        assert!(ConnectionOptions::new().validate().is_err());
+        assert!(ConnectionOptions::new().with_data_source(" ").validate().is_err());
+        assert!(
+            ConnectionOptions::new()
+                .with_endpoint("h:1", Transport::Http)
+                .validate()
+                .is_err()
+        );
+        assert!(
+            ConnectionOptions::new()
+                .with_endpoint("http://h", Transport::Direct)
+                .validate()
+                .is_err()
+        );
+        assert!(remote().with_api_key(" ").validate().is_err());
+        assert!(remote().with_api_key_header("X Key").validate().is_err());
+        assert!(remote().with_max_pool_size(0).validate().is_err());
+        let local = ConnectionOptions::new().with_data_source("a.db");
+        assert!(local.clone().with_api_key("k").validate().is_err());
+        assert!(local.with_api_key_header("X-Key").validate().is_err());
+    }
+}

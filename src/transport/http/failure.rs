@@ -1,0 +1,147 @@
+//! Failed calls: a transport failure, or an error status whose problem body
+//! (`application/problem+json`) decodes into the crate's [`Error`] with the daemon's
+//! [`ErrorKind`] and SQLite code.
+
+use reqwest::StatusCode;
+use serde::Deserialize;
+
+use crate::error::{Error, ErrorKind};
+
+/// A problem body, as the daemon sends it.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Problem {
+    #[serde(default)]
+    detail: String,
+    #[serde(default)]
+    error_code: String,
+    #[serde(default)]
+    sqlite_code: Option<i32>,
+    /// For `not_found`: the kind of object that is missing (`row`, `document`, ...).
+    #[serde(default)]
+    missing: Option<String>,
+}
+
+/// A failed call: the error, and for `not_found` the kind of object that is missing.
+pub(super) struct Failure {
+    pub(super) error: Error,
+    missing: Option<String>,
+}
+
+impl Failure {
+    /// A request that got no answer.
+    pub(super) fn transport(endpoint: &str, err: &reqwest::Error) -> Self {
+        Self {
+            error: transport_error(endpoint, err),
+            missing: None,
+        }
+    }
+
+    /// An answer with an error `status` and `body`: the daemon's problem body decoded, or a
+    /// transport error when the body is not one (a proxy, or not a shardlite daemon).
+    pub(super) fn from_answer(endpoint: &str, status: StatusCode, body: &[u8]) -> Self {
+        match serde_json::from_slice::<Problem>(body) {
+            Ok(problem) if !problem.error_code.is_empty() => Self {
+                error: Error::Remote {
+                    kind: ErrorKind::from_code(&problem.error_code).unwrap_or_else(|| kind_for_status(status)),
+                    message: problem.detail,
+                    sqlite_code: problem.sqlite_code,
+                },
+                missing: problem.missing,
+            },
+            _ => Self {
+                error: Error::Transport {
+                    endpoint: endpoint.to_owned(),
+                    reason: format!("the daemon answered {status} without an error body; is this a shardlite daemon?"),
+                },
+                missing: None,
+            },
+        }
+    }
+
+    /// Whether the daemon answered that an `object` (`row`, `document`, ...) does not exist.
+    pub(super) fn is_missing(&self, object: &str) -> bool {
+        self.error.kind() == ErrorKind::NotFound && self.missing.as_deref() == Some(object)
+    }
+}
+
+/// An [`Error::Transport`] naming the endpoint, for a request that failed or timed out.
+pub(super) fn transport_error(endpoint: &str, err: &reqwest::Error) -> Error {
+    let reason = if err.is_timeout() {
+        "no answer within the request timeout".to_owned()
+    } else if err.is_connect() {
+        format!("could not connect ({})", root_cause(err))
+    } else {
+        root_cause(err)
+    };
+    Error::Transport {
+        endpoint: endpoint.to_owned(),
+        reason,
+    }
+}
+
+/// The messages of an error chain, outermost first, without repeats.
+fn root_cause(err: &dyn std::error::Error) -> String {
+    let mut parts: Vec<String> = vec![err.to_string()];
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = cause.source();
+    }
+    parts.join(": ")
+}
+
+/// The kind for a status whose problem body carries no crate error code.
+fn kind_for_status(status: StatusCode) -> ErrorKind {
+    match status {
+        StatusCode::UNAUTHORIZED => ErrorKind::Unauthenticated,
+        StatusCode::NOT_FOUND => ErrorKind::NotFound,
+        StatusCode::CONFLICT => ErrorKind::Conflict,
+        StatusCode::SERVICE_UNAVAILABLE => ErrorKind::Unavailable,
+        s if s.is_client_error() => ErrorKind::InvalidInput,
+        _ => ErrorKind::Internal,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ENDPOINT: &str = "http://h:1";
+
+    #[test]
+    fn problem_bodies_keep_the_daemons_kind_sqlite_code_and_missing_object() {
+        let body = br#"{"detail":"UNIQUE constraint failed","errorCode":"constraint","sqliteCode":2067}"#;
+        let failure = Failure::from_answer(ENDPOINT, StatusCode::CONFLICT, body);
+        assert_eq!(failure.error.kind(), ErrorKind::Constraint);
+        assert_eq!(failure.error.sqlite_code(), Some(2067));
+        assert_eq!(failure.error.to_string(), "UNIQUE constraint failed");
+
+        let body = br#"{"detail":"no such row","errorCode":"not_found","missing":"row"}"#;
+        let failure = Failure::from_answer(ENDPOINT, StatusCode::NOT_FOUND, body);
+        assert!(failure.is_missing("row"));
+        assert!(!failure.is_missing("document"));
+    }
+
+    #[test]
+    fn an_unknown_error_code_falls_back_to_the_status() {
+        let body = br#"{"detail":"later","errorCode":"from_the_future"}"#;
+        let failure = Failure::from_answer(ENDPOINT, StatusCode::SERVICE_UNAVAILABLE, body);
+        assert_eq!(failure.error.kind(), ErrorKind::Unavailable);
+        let failure = Failure::from_answer(ENDPOINT, StatusCode::UNPROCESSABLE_ENTITY, body);
+        assert_eq!(failure.error.kind(), ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn answers_without_a_problem_body_are_transport_errors_naming_the_endpoint() {
+        for body in [&b"<html>bad gateway</html>"[..], br#"{"detail":"no code"}"#] {
+            let failure = Failure::from_answer(ENDPOINT, StatusCode::BAD_GATEWAY, body);
+            assert!(matches!(failure.error, Error::Transport { .. }), "{:?}", failure.error);
+            assert!(failure.error.to_string().contains(ENDPOINT), "{}", failure.error);
+            assert!(!failure.is_missing("row"));
+        }
+    }
+}
