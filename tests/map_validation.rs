@@ -29,7 +29,7 @@ fn two_shards() -> ShardingOptions {
 fn replica(id: &str, primary: Option<&str>) -> ShardDefinition {
     let mut shard = ShardDefinition::local(id, format!("{id}.db"));
     shard.role = Some("Replica".to_owned());
-    shard.primary_shard_id = primary.map(str::to_owned);
+    shard.replica.primary_shard_id = primary.map(str::to_owned);
     shard
 }
 
@@ -343,11 +343,11 @@ fn replica_naming_another_replica_is_refused() {
 fn primary_with_any_replica_field_is_refused() {
     type Edit = fn(&mut ShardDefinition);
     let edits: [(&str, Edit); 4] = [
-        ("primaryShardId", |s| s.primary_shard_id = Some("s0".into())),
-        ("promotionEligible", |s| s.promotion_eligible = true),
-        ("replicationLagBytes", |s| s.replication_lag_bytes = Some(0)),
+        ("primaryShardId", |s| s.replica.primary_shard_id = Some("s0".into())),
+        ("promotionEligible", |s| s.replica.promotion_eligible = true),
+        ("replicationLagBytes", |s| s.replica.replication_lag_bytes = Some(0)),
         ("lastReplicatedUtc", |s| {
-            s.last_replicated_utc = Some("2026-06-01T12:30:00Z".into());
+            s.replica.last_replicated_utc = Some("2026-06-01T12:30:00Z".into());
         }),
     ];
     for (field, edit) in edits {
@@ -369,19 +369,19 @@ fn primary_with_any_replica_field_is_refused() {
 fn replica_fields_are_accepted_on_a_replica() {
     let mut options = with_replica();
     let r1 = &mut options.shards[2];
-    r1.promotion_eligible = true;
-    r1.replication_lag_bytes = Some(0);
-    r1.last_replicated_utc = Some("2026-06-01T12:30:00Z".into());
+    r1.replica.promotion_eligible = true;
+    r1.replica.replication_lag_bytes = Some(0);
+    r1.replica.last_replicated_utc = Some("2026-06-01T12:30:00Z".into());
     let map = ShardMap::new(options).unwrap();
     let r1 = map.shard("R1").unwrap();
-    assert_eq!(r1.primary_shard_id.as_deref(), Some("s0"));
-    assert!(r1.promotion_eligible);
+    assert_eq!(r1.replica.primary_shard_id.as_deref(), Some("s0"));
+    assert!(r1.replica.promotion_eligible);
 }
 
 #[test]
 fn negative_replication_lag_is_refused() {
     let mut options = with_replica();
-    options.shards[2].replication_lag_bytes = Some(-1);
+    options.shards[2].replica.replication_lag_bytes = Some(-1);
     let (err, message) = refuse(options);
     assert_eq!(
         err,

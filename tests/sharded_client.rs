@@ -380,10 +380,10 @@ async fn status_probes_each_shard_and_reports_replica_metadata() {
     let mut options = tenants_options(dir.path());
     let mut replica = ShardDefinition::local("s1-replica", common::path_str(&dir.path().join("s1r.db")));
     replica.role = Some("Replica".into());
-    replica.primary_shard_id = Some("s1".into());
-    replica.promotion_eligible = true;
-    replica.replication_lag_bytes = Some(128);
-    replica.last_replicated_utc = Some("2026-06-01T12:30:00Z".into());
+    replica.replica.primary_shard_id = Some("s1".into());
+    replica.replica.promotion_eligible = true;
+    replica.replica.replication_lag_bytes = Some(128);
+    replica.replica.last_replicated_utc = Some("2026-06-01T12:30:00Z".into());
     options.shards.push(replica);
     let sharded = ShardedClient::from_map(ShardMap::new(options).unwrap()).await.unwrap();
     let status = sharded.status().await;
@@ -398,8 +398,8 @@ async fn status_probes_each_shard_and_reports_replica_metadata() {
     );
     let r = &status[2];
     assert!(r.can_promote);
-    assert_eq!(r.primary_shard_id.as_deref(), Some("s1"));
-    assert_eq!(r.replication_lag_bytes, Some(128));
+    assert_eq!(r.replica.primary_shard_id.as_deref(), Some("s1"));
+    assert_eq!(r.replica.replication_lag_bytes, Some(128));
     assert!(!status[0].can_promote);
 
     // Break a shard file behind the client's back: status reports it, others stay healthy.

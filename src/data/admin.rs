@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{DatabaseInfo, SqlResult};
 use crate::error::Result;
-use crate::map::{ShardMapSnapshot, ShardRole};
+use crate::map::{ReplicaInfo, ShardMapSnapshot, ShardRole};
 
 /// One shard's health and metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22,19 +22,11 @@ pub struct ShardStatus {
     pub healthy: bool,
     /// Primary or replica.
     pub role: ShardRole,
-    /// For replicas, the primary.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub primary_shard_id: Option<String>,
-    /// For replicas, whether promotion is allowed.
-    pub promotion_eligible: bool,
+    /// Replica metadata (empty on a primary).
+    #[serde(flatten)]
+    pub replica: ReplicaInfo,
     /// A healthy, promotion-eligible replica.
     pub can_promote: bool,
-    /// For replicas, the reported lag.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replication_lag_bytes: Option<i64>,
-    /// For replicas, the last catch-up time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_replicated_utc: Option<String>,
     /// Why the shard is unhealthy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

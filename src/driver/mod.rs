@@ -4,7 +4,7 @@
 //! own SQLite driver. A connection string with `Shard Keyspace` and `Shard Key` resolves its route
 //! in-process against the master catalog's map and talks to that shard's file directly; one without
 //! route keys on a plain database is an ordinary connection, and with feature `grpc` an `Endpoint`
-//! reaches a daemon (the rules are at [`crate::client::connect`]). Queries, binds, `query_as`, `query_scalar`, transactions,
+//! reaches a daemon (the rules are at [`crate::connect::connect`]). Queries, binds, `query_as`, `query_scalar`, transactions,
 //! savepoints and pools work as with any sqlx driver:
 //!
 //! ```no_run

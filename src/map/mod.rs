@@ -10,7 +10,7 @@ mod options;
 mod snapshot;
 
 pub use crate::error::MapError;
-pub use options::{BucketRange, Secret, ShardDefinition, ShardingOptions};
+pub use options::{BucketRange, ReplicaInfo, Secret, ShardDefinition, ShardingOptions};
 pub use snapshot::{ShardMapSnapshot, ShardSnapshot};
 
 use std::collections::BTreeMap;
@@ -96,14 +96,8 @@ pub struct Shard {
     pub enabled: bool,
     /// Primary or replica.
     pub role: ShardRole,
-    /// For replicas, the primary they follow.
-    pub primary_shard_id: Option<String>,
-    /// For replicas, whether promotion is allowed.
-    pub promotion_eligible: bool,
-    /// For replicas, the reported lag.
-    pub replication_lag_bytes: Option<i64>,
-    /// For replicas, the last catch-up time.
-    pub last_replicated_utc: Option<String>,
+    /// Replica metadata (empty on a primary).
+    pub replica: ReplicaInfo,
     /// Where the data lives.
     pub target: ShardTarget,
     /// API key for a remote shard.
@@ -394,10 +388,12 @@ fn validate_shard(id: String, def: &ShardDefinition) -> Result<Shard, MapError> 
     Ok(Shard {
         enabled: def.enabled,
         role,
-        primary_shard_id: non_blank(&def.primary_shard_id),
-        promotion_eligible: def.promotion_eligible,
-        replication_lag_bytes: def.replication_lag_bytes,
-        last_replicated_utc: non_blank(&def.last_replicated_utc),
+        replica: ReplicaInfo {
+            primary_shard_id: non_blank(&def.replica.primary_shard_id),
+            promotion_eligible: def.replica.promotion_eligible,
+            replication_lag_bytes: def.replica.replication_lag_bytes,
+            last_replicated_utc: non_blank(&def.replica.last_replicated_utc),
+        },
         target,
         api_key: def.api_key.clone().filter(|k| !k.is_blank()),
         api_key_header_name: non_blank(&def.api_key_header_name),
@@ -408,13 +404,13 @@ fn validate_shard(id: String, def: &ShardDefinition) -> Result<Shard, MapError> 
 fn validate_replication(shards: &[Shard]) -> Result<(), MapError> {
     for shard in shards {
         let shard_id = || shard.id.clone();
-        if let Some(value) = shard.replication_lag_bytes.filter(|v| *v < 0) {
+        if let Some(value) = shard.replica.replication_lag_bytes.filter(|v| *v < 0) {
             return Err(MapError::NegativeReplicationLag {
                 shard_id: shard_id(),
                 value,
             });
         }
-        if let Some(value) = &shard.last_replicated_utc
+        if let Some(value) = &shard.replica.last_replicated_utc
             && time::OffsetDateTime::parse(value, &time::format_description::well_known::Rfc3339).is_err()
         {
             return Err(MapError::InvalidTimestamp {
@@ -424,7 +420,7 @@ fn validate_replication(shards: &[Shard]) -> Result<(), MapError> {
         }
         match shard.role {
             ShardRole::Replica => {
-                let Some(primary) = &shard.primary_shard_id else {
+                let Some(primary) = &shard.replica.primary_shard_id else {
                     return Err(MapError::ReplicaWithoutPrimary { shard_id: shard_id() });
                 };
                 if primary.eq_ignore_ascii_case(&shard.id) {
@@ -447,13 +443,13 @@ fn validate_replication(shards: &[Shard]) -> Result<(), MapError> {
                 }
             }
             ShardRole::Primary => {
-                let field = if shard.primary_shard_id.is_some() {
+                let field = if shard.replica.primary_shard_id.is_some() {
                     Some("primaryShardId")
-                } else if shard.promotion_eligible {
+                } else if shard.replica.promotion_eligible {
                     Some("promotionEligible")
-                } else if shard.replication_lag_bytes.is_some() {
+                } else if shard.replica.replication_lag_bytes.is_some() {
                     Some("replicationLagBytes")
-                } else if shard.last_replicated_utc.is_some() {
+                } else if shard.replica.last_replicated_utc.is_some() {
                     Some("lastReplicatedUtc")
                 } else {
                     None

@@ -75,6 +75,27 @@ impl ShardingOptions {
     }
 }
 
+/// Replica metadata, shared by the map, its snapshots and shard status: which primary a replica
+/// follows, whether an operator may promote it, and how far behind it is. Replicas are metadata
+/// only; on a primary every field is empty.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicaInfo {
+    /// The primary the replica follows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary_shard_id: Option<String>,
+    /// Whether an operator may promote the replica.
+    #[serde(default)]
+    pub promotion_eligible: bool,
+    /// How far behind the primary the replica is, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication_lag_bytes: Option<i64>,
+    /// When the replica last caught up (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_replicated_utc: Option<String>,
+}
+
 /// One shard of the map.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -87,18 +108,10 @@ pub struct ShardDefinition {
     /// `Primary` (default) or `Replica`, case-insensitive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
-    /// For replicas: the primary they follow.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub primary_shard_id: Option<String>,
-    /// For replicas: whether an operator may promote it.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub promotion_eligible: bool,
-    /// For replicas: how far behind the primary it is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replication_lag_bytes: Option<i64>,
-    /// For replicas: when it last caught up (RFC 3339).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_replicated_utc: Option<String>,
+    /// For replicas: the primary, promotion eligibility and lag (`primaryShardId`,
+    /// `promotionEligible`, `replicationLagBytes`, `lastReplicatedUtc`).
+    #[serde(flatten)]
+    pub replica: ReplicaInfo,
     /// A local SQLite file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_source: Option<String>,
@@ -126,10 +139,7 @@ impl ShardDefinition {
             shard_id: shard_id.into(),
             enabled: true,
             role: None,
-            primary_shard_id: None,
-            promotion_eligible: false,
-            replication_lag_bytes: None,
-            last_replicated_utc: None,
+            replica: ReplicaInfo::default(),
             data_source: Some(data_source.into()),
             endpoint: None,
             transport: None,

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{BucketRange, ShardMap, ShardRole, ShardTarget, Transport};
+use super::{BucketRange, ReplicaInfo, ShardMap, ShardRole, ShardTarget, Transport};
 
 /// A shard map as shown to operators: no connection strings or API keys, only whether
 /// they are set, and bucket ranges in canonical coalesced order.
@@ -37,17 +37,9 @@ pub struct ShardSnapshot {
     pub enabled: bool,
     /// Primary or replica.
     pub role: ShardRole,
-    /// For replicas, the primary.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub primary_shard_id: Option<String>,
-    /// For replicas, whether promotion is allowed.
-    pub promotion_eligible: bool,
-    /// For replicas, the reported lag.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replication_lag_bytes: Option<i64>,
-    /// For replicas, the last catch-up time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_replicated_utc: Option<String>,
+    /// Replica metadata (empty on a primary).
+    #[serde(flatten)]
+    pub replica: ReplicaInfo,
     /// The transport to the shard.
     pub transport: Transport,
     /// The daemon endpoint, for remote shards.
@@ -81,10 +73,7 @@ impl ShardMap {
                     shard_id: s.id.clone(),
                     enabled: s.enabled,
                     role: s.role,
-                    primary_shard_id: s.primary_shard_id.clone(),
-                    promotion_eligible: s.promotion_eligible,
-                    replication_lag_bytes: s.replication_lag_bytes,
-                    last_replicated_utc: s.last_replicated_utc.clone(),
+                    replica: s.replica.clone(),
                     transport,
                     endpoint,
                     data_source,

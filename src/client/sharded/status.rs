@@ -66,11 +66,8 @@ impl ShardedClient {
                 enabled: shard.enabled,
                 healthy,
                 role: shard.role,
-                primary_shard_id: shard.primary_shard_id.clone(),
-                promotion_eligible: shard.promotion_eligible,
-                can_promote: healthy && shard.role == ShardRole::Replica && shard.promotion_eligible,
-                replication_lag_bytes: shard.replication_lag_bytes,
-                last_replicated_utc: shard.last_replicated_utc.clone(),
+                can_promote: healthy && shard.role == ShardRole::Replica && shard.replica.promotion_eligible,
+                replica: shard.replica.clone(),
                 error: probe.as_ref().err().map(ToString::to_string),
                 info: probe.ok(),
             }

@@ -4,7 +4,7 @@
 use super::pb;
 use crate::data::{CatalogHistoryEntry, CatalogState, ShardSqlResult, ShardStatus};
 use crate::error::{Error, Result};
-use crate::map::{BucketRange, ShardMapSnapshot, ShardRole, ShardSnapshot, Transport};
+use crate::map::{BucketRange, ReplicaInfo, ShardMapSnapshot, ShardRole, ShardSnapshot, Transport};
 use crate::routing::{ResolvedRoute, RouteSource};
 
 fn missing(field: &str) -> Error {
@@ -86,10 +86,10 @@ impl From<ShardSnapshot> for pb::ShardSnapshot {
             shard_id: shard.shard_id,
             enabled: shard.enabled,
             role: role_to_pb(shard.role),
-            primary_shard_id: shard.primary_shard_id,
-            promotion_eligible: shard.promotion_eligible,
-            replication_lag_bytes: shard.replication_lag_bytes,
-            last_replicated_utc: shard.last_replicated_utc,
+            primary_shard_id: shard.replica.primary_shard_id,
+            promotion_eligible: shard.replica.promotion_eligible,
+            replication_lag_bytes: shard.replica.replication_lag_bytes,
+            last_replicated_utc: shard.replica.last_replicated_utc,
             transport: transport_to_pb(shard.transport),
             endpoint: shard.endpoint,
             data_source: shard.data_source,
@@ -108,10 +108,12 @@ impl TryFrom<pb::ShardSnapshot> for ShardSnapshot {
             transport: transport_from_pb(shard.transport)?,
             shard_id: shard.shard_id,
             enabled: shard.enabled,
-            primary_shard_id: shard.primary_shard_id,
-            promotion_eligible: shard.promotion_eligible,
-            replication_lag_bytes: shard.replication_lag_bytes,
-            last_replicated_utc: shard.last_replicated_utc,
+            replica: ReplicaInfo {
+                primary_shard_id: shard.primary_shard_id,
+                promotion_eligible: shard.promotion_eligible,
+                replication_lag_bytes: shard.replication_lag_bytes,
+                last_replicated_utc: shard.last_replicated_utc,
+            },
             endpoint: shard.endpoint,
             data_source: shard.data_source,
             has_connection_string: shard.has_connection_string,
@@ -200,11 +202,11 @@ impl From<ShardStatus> for pb::ShardStatus {
             enabled: status.enabled,
             healthy: status.healthy,
             role: role_to_pb(status.role),
-            primary_shard_id: status.primary_shard_id,
-            promotion_eligible: status.promotion_eligible,
+            primary_shard_id: status.replica.primary_shard_id,
+            promotion_eligible: status.replica.promotion_eligible,
             can_promote: status.can_promote,
-            replication_lag_bytes: status.replication_lag_bytes,
-            last_replicated_utc: status.last_replicated_utc,
+            replication_lag_bytes: status.replica.replication_lag_bytes,
+            last_replicated_utc: status.replica.last_replicated_utc,
             error: status.error,
             info: status.info.map(Into::into),
         }
@@ -220,11 +222,13 @@ impl TryFrom<pb::ShardStatus> for ShardStatus {
             data_source: status.data_source,
             enabled: status.enabled,
             healthy: status.healthy,
-            primary_shard_id: status.primary_shard_id,
-            promotion_eligible: status.promotion_eligible,
+            replica: ReplicaInfo {
+                primary_shard_id: status.primary_shard_id,
+                promotion_eligible: status.promotion_eligible,
+                replication_lag_bytes: status.replication_lag_bytes,
+                last_replicated_utc: status.last_replicated_utc,
+            },
             can_promote: status.can_promote,
-            replication_lag_bytes: status.replication_lag_bytes,
-            last_replicated_utc: status.last_replicated_utc,
             error: status.error,
             info: status.info.map(Into::into),
         })
