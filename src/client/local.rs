@@ -8,7 +8,7 @@ use crate::data::{DatabaseInfo, Params, SqlResult, TransactionInfo};
 use crate::engine::{Database, EngineConfig};
 use crate::error::Result;
 
-/// A [`DataClient`] over one SQLite file (a shard, or a plain unsharded database).
+/// A [`DataClient`](crate::data::DataClient) over one SQLite file (a shard, or a plain unsharded database).
 ///
 /// ```no_run
 /// # async fn demo() -> shardlite::Result<()> {
