@@ -255,6 +255,60 @@ fn bad_values_name_the_key_and_the_value() {
     refused_naming("Endpoint=http://h/?a=1;Transport=Grpc", &["'Endpoint'"]);
 }
 
+#[test]
+fn timeouts_beyond_what_the_engine_takes_are_refused_in_both_forms() {
+    const YEAR: u64 = 365 * 24 * 60 * 60;
+    let busy_max = u64::try_from(i32::MAX).unwrap();
+    for (key, url_key, max) in [
+        ("Busy Timeout", "busy_timeout", busy_max),
+        ("Connect Timeout", "connect_timeout", YEAR),
+        ("Command Timeout", "command_timeout", YEAR),
+        ("Transaction Timeout", "transaction_timeout", YEAR),
+    ] {
+        let limit = max.to_string();
+        for too_long in [max + 1, u64::MAX] {
+            let value = too_long.to_string();
+            refused_naming(
+                &format!("Data Source=m.db;{key}={value}"),
+                &[&format!("'{key}'"), &format!("'{value}'"), &limit],
+            );
+            refused_naming(
+                &format!("shardlite:///m.db?{url_key}={value}"),
+                &[&format!("'{url_key}'"), &format!("'{value}'"), &limit],
+            );
+        }
+        // The limit itself is accepted, and prints to text that parses back to it.
+        let at_limit = parse(&format!("Data Source=m.db;{key}={max}"));
+        assert_eq!(parse(&at_limit.to_url()), at_limit, "{key}");
+        assert_eq!(parse(&at_limit.to_string()), at_limit, "{key}");
+    }
+    let options = parse("Data Source=m.db;Busy Timeout=2147483647;Transaction Timeout=31536000");
+    assert_eq!(options.busy_timeout(), Some(Duration::from_millis(busy_max)));
+    assert_eq!(options.busy_timeout(), Some(shardlite::options::MAX_BUSY_TIMEOUT));
+    assert_eq!(options.idle_transaction_timeout(), Some(Duration::from_secs(YEAR)));
+    assert_eq!(
+        options.idle_transaction_timeout(),
+        Some(shardlite::options::MAX_TIMEOUT)
+    );
+}
+
+#[test]
+fn builders_cap_timeouts_so_their_text_still_parses() {
+    let built = ConnectionOptions::new()
+        .with_data_source("m.db")
+        .with_connect_timeout(Duration::MAX)
+        .with_command_timeout(Duration::from_secs(u64::MAX))
+        .with_busy_timeout(Duration::from_millis(u64::MAX))
+        .with_idle_transaction_timeout(Duration::MAX);
+    assert_eq!(
+        built.to_string(),
+        "Data Source=m.db;Connect Timeout=31536000;Command Timeout=31536000;Busy Timeout=2147483647;\
+         Transaction Timeout=31536000"
+    );
+    assert_eq!(parse(&built.to_string()), built);
+    assert_eq!(parse(&built.to_url()), built);
+}
+
 // ---- validation ------------------------------------------------------------------------------------------
 
 #[test]

@@ -55,12 +55,8 @@ pub struct EngineConfig {
     pub max_queued_jobs: usize,
 }
 
-/// The longest busy timeout SQLite can take (it counts milliseconds in a C `int`).
-pub const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
-
-/// The longest idle or statement timeout accepted: a year, far beyond any sensible setting,
-/// and far below what would overflow a clock.
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+// The limits are the connection-string limits, so a parsed connection string always fits.
+pub use crate::options::{MAX_BUSY_TIMEOUT, MAX_TIMEOUT};
 
 impl EngineConfig {
     /// Checks that every setting is one the engine can honour; the error names the setting.

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::draft::Draft;
-use super::{ConnectionOptions, Target, invalid, transport_name};
+use super::{ConnectionOptions, MAX_BUSY_TIMEOUT, MAX_TIMEOUT, Target, invalid, transport_name};
 use crate::error::Result;
 use crate::map::{Secret, Transport};
 
@@ -131,7 +131,7 @@ pub(super) static KEYS: &[KeySpec] = &[
         in_url_query: true,
         secret: false,
         read: |draft, name, value| {
-            draft.options.connect_timeout = Some(Duration::from_secs(seconds(name, &value)?));
+            draft.options.connect_timeout = Some(seconds(name, &value)?);
             Ok(())
         },
         print: |options| options.connect_timeout.map(|timeout| timeout.as_secs().to_string()),
@@ -143,7 +143,7 @@ pub(super) static KEYS: &[KeySpec] = &[
         in_url_query: true,
         secret: false,
         read: |draft, name, value| {
-            draft.options.command_timeout = Some(Duration::from_secs(seconds(name, &value)?));
+            draft.options.command_timeout = Some(seconds(name, &value)?);
             Ok(())
         },
         print: |options| options.command_timeout.map(|timeout| timeout.as_secs().to_string()),
@@ -155,12 +155,7 @@ pub(super) static KEYS: &[KeySpec] = &[
         in_url_query: true,
         secret: false,
         read: |draft, name, value| {
-            let millis = whole_number(&value).ok_or_else(|| {
-                invalid(format!(
-                    "invalid value '{value}' for '{name}': expected a whole number of milliseconds"
-                ))
-            })?;
-            draft.options.busy_timeout = Some(Duration::from_millis(millis));
+            draft.options.busy_timeout = Some(milliseconds(name, &value)?);
             Ok(())
         },
         print: |options| options.busy_timeout.map(|timeout| timeout.as_millis().to_string()),
@@ -172,7 +167,7 @@ pub(super) static KEYS: &[KeySpec] = &[
         in_url_query: true,
         secret: false,
         read: |draft, name, value| {
-            draft.options.idle_transaction_timeout = Some(Duration::from_secs(seconds(name, &value)?));
+            draft.options.idle_transaction_timeout = Some(seconds(name, &value)?);
             Ok(())
         },
         print: |options| {
@@ -228,12 +223,33 @@ fn whole_number(text: &str) -> Option<u64> {
     text.parse().ok()
 }
 
-fn seconds(name: &str, value: &str) -> Result<u64> {
-    whole_number(value).ok_or_else(|| {
-        invalid(format!(
-            "invalid value '{value}' for '{name}': expected a whole number of seconds"
-        ))
-    })
+// The limits keep every timeout within what the engine can honour, so that a value too large for
+// it fails here, naming the key, instead of when a connection or a transaction first uses it.
+
+/// A whole number of seconds from 0 to [`MAX_TIMEOUT`] (one year).
+fn seconds(name: &str, value: &str) -> Result<Duration> {
+    whole_number(value)
+        .map(Duration::from_secs)
+        .filter(|timeout| *timeout <= MAX_TIMEOUT)
+        .ok_or_else(|| {
+            invalid(format!(
+                "invalid value '{value}' for '{name}': expected a whole number of seconds from 0 to {} (one year)",
+                MAX_TIMEOUT.as_secs()
+            ))
+        })
+}
+
+/// A whole number of milliseconds from 0 to [`MAX_BUSY_TIMEOUT`] (what SQLite's C `int` holds).
+fn milliseconds(name: &str, value: &str) -> Result<Duration> {
+    whole_number(value)
+        .map(Duration::from_millis)
+        .filter(|timeout| *timeout <= MAX_BUSY_TIMEOUT)
+        .ok_or_else(|| {
+            invalid(format!(
+                "invalid value '{value}' for '{name}': expected a whole number of milliseconds from 0 to {}",
+                MAX_BUSY_TIMEOUT.as_millis()
+            ))
+        })
 }
 
 #[cfg(test)]

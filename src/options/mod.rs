@@ -21,10 +21,10 @@
 //! | `Shard Key` | `shard_key` | the route key this connection is bound to |
 //! | `Api Key` | `api_key` | the daemon's API key (remote only; a secret) |
 //! | `Api Key Header` | `api_key_header` | the header that carries it (remote only), default [`DEFAULT_API_KEY_HEADER`] |
-//! | `Connect Timeout` | `connect_timeout` | whole seconds to wait while connecting; `0` = no limit |
-//! | `Command Timeout` | `command_timeout` | whole seconds one command may run; `0` = no limit |
-//! | `Busy Timeout` | `busy_timeout` | whole **milliseconds** SQLite waits for a lock; `0` = do not wait |
-//! | `Transaction Timeout` | `transaction_timeout` | whole seconds an open transaction may stay idle; `0` = no limit |
+//! | `Connect Timeout` | `connect_timeout` | whole seconds to wait while connecting; `0` = no limit; at most a year |
+//! | `Command Timeout` | `command_timeout` | whole seconds one command may run; `0` = no limit; at most a year |
+//! | `Busy Timeout` | `busy_timeout` | whole **milliseconds** SQLite waits for a lock; `0` = do not wait; at most `2147483647` |
+//! | `Transaction Timeout` | `transaction_timeout` | whole seconds an open transaction may stay idle; `0` = no limit; at most a year |
 //! | `Max Pool Size` | `max_pool_size` | the most connections a pool opens, at least 1 |
 //!
 //! # The ADO.NET form
@@ -72,7 +72,8 @@
 //! - The route parts are trimmed (see [`RouteContext::new`]); `Data Source` and `Api Key` are kept exactly
 //!   as given (quote them to keep surrounding white space).
 //! - Builder setters round durations up to the unit the key is written in (seconds, or milliseconds for
-//!   `Busy Timeout`).
+//!   `Busy Timeout`), and cap them at the longest value parsing accepts ([`MAX_TIMEOUT`], or
+//!   [`MAX_BUSY_TIMEOUT`] for `Busy Timeout`), so built options always print to text that parses.
 //!
 //! # Secrets
 //!
@@ -95,6 +96,13 @@ use crate::error::{Error, Result};
 use crate::map::{Secret, Transport};
 use crate::routing::RouteContext;
 use crate::wire::DEFAULT_API_KEY_HEADER;
+
+/// The longest `Busy Timeout`: SQLite counts its busy timeout in milliseconds in a C `int`.
+pub const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
+
+/// The longest `Connect Timeout`, `Command Timeout` and `Transaction Timeout`: a year, far beyond any
+/// sensible setting and far below what would overflow a clock.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 
 /// How a connection opened with [`ConnectionOptions`] should behave: where it goes, which route it is bound
 /// to, and its timeouts and pool size.
@@ -200,26 +208,29 @@ impl ConnectionOptions {
         self
     }
 
-    /// Sets how long connecting may take, rounded up to whole seconds; zero means no limit.
+    /// Sets how long connecting may take, rounded up to whole seconds and capped at [`MAX_TIMEOUT`];
+    /// zero means no limit.
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = Some(round_up_to_seconds(timeout));
         self
     }
 
-    /// Sets how long one command may run, rounded up to whole seconds; zero means no limit.
+    /// Sets how long one command may run, rounded up to whole seconds and capped at [`MAX_TIMEOUT`];
+    /// zero means no limit.
     pub fn with_command_timeout(mut self, timeout: Duration) -> Self {
         self.command_timeout = Some(round_up_to_seconds(timeout));
         self
     }
 
-    /// Sets SQLite's busy timeout, rounded up to whole milliseconds; zero means do not wait for locks.
+    /// Sets SQLite's busy timeout, rounded up to whole milliseconds and capped at [`MAX_BUSY_TIMEOUT`];
+    /// zero means do not wait for locks.
     pub fn with_busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = Some(round_up_to_millis(timeout));
         self
     }
 
     /// Sets how long an open transaction may stay idle before it is rolled back, rounded up to whole
-    /// seconds; zero means no limit.
+    /// seconds and capped at [`MAX_TIMEOUT`]; zero means no limit.
     pub fn with_idle_transaction_timeout(mut self, timeout: Duration) -> Self {
         self.idle_transaction_timeout = Some(round_up_to_seconds(timeout));
         self
@@ -352,20 +363,24 @@ fn transport_name(transport: Transport) -> &'static str {
     }
 }
 
+/// `duration` in whole seconds, rounded up, at most [`MAX_TIMEOUT`]: what `Connect Timeout`,
+/// `Command Timeout` and `Transaction Timeout` can say.
 fn round_up_to_seconds(duration: Duration) -> Duration {
-    if duration.subsec_nanos() == 0 {
+    let seconds = if duration.subsec_nanos() == 0 {
         duration
     } else {
         Duration::from_secs(duration.as_secs().saturating_add(1))
-    }
+    };
+    seconds.min(MAX_TIMEOUT)
 }
 
+/// `duration` in whole milliseconds, rounded up, at most [`MAX_BUSY_TIMEOUT`]: what `Busy Timeout` can say.
 fn round_up_to_millis(duration: Duration) -> Duration {
     let mut millis = duration.as_millis();
     if !duration.subsec_nanos().is_multiple_of(1_000_000) {
         millis += 1;
     }
-    Duration::from_millis(u64::try_from(millis).unwrap_or(u64::MAX))
+    Duration::from_millis(u64::try_from(millis).unwrap_or(u64::MAX)).min(MAX_BUSY_TIMEOUT)
 }
 
 #[cfg(test)]
@@ -378,13 +393,30 @@ mod tests {
             .with_connect_timeout(Duration::from_millis(1500))
             .with_command_timeout(Duration::from_secs(3))
             .with_busy_timeout(Duration::from_micros(2500))
-            .with_idle_transaction_timeout(Duration::MAX);
+            .with_idle_transaction_timeout(MAX_TIMEOUT);
         assert_eq!(options.connect_timeout(), Some(Duration::from_secs(2)));
         assert_eq!(options.command_timeout(), Some(Duration::from_secs(3)));
         assert_eq!(options.busy_timeout(), Some(Duration::from_millis(3)));
-        assert_eq!(options.idle_transaction_timeout(), Some(Duration::from_secs(u64::MAX)));
-        let options = options.with_busy_timeout(Duration::MAX);
-        assert_eq!(options.busy_timeout(), Some(Duration::from_millis(u64::MAX)));
+        assert_eq!(options.idle_transaction_timeout(), Some(MAX_TIMEOUT));
+    }
+
+    #[test]
+    fn setters_cap_durations_at_what_parsing_accepts() {
+        let options = ConnectionOptions::new()
+            .with_data_source("a.db")
+            .with_connect_timeout(Duration::MAX)
+            .with_command_timeout(MAX_TIMEOUT + Duration::from_nanos(1))
+            .with_busy_timeout(Duration::MAX)
+            .with_idle_transaction_timeout(Duration::from_secs(u64::MAX));
+        assert_eq!(options.connect_timeout(), Some(MAX_TIMEOUT));
+        assert_eq!(options.command_timeout(), Some(MAX_TIMEOUT));
+        assert_eq!(options.busy_timeout(), Some(MAX_BUSY_TIMEOUT));
+        assert_eq!(options.idle_transaction_timeout(), Some(MAX_TIMEOUT));
+        assert_eq!(
+            options.to_string().parse::<ConnectionOptions>().ok(),
+            Some(options.clone())
+        );
+        assert_eq!(options.to_url().parse::<ConnectionOptions>().ok(), Some(options));
     }
 
     #[test]
