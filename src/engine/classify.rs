@@ -216,8 +216,9 @@ pub fn pragma_allowed(name: &str, has_argument: bool) -> bool {
 }
 
 /// Refuses, without running anything, a script that holds a statement no shared connection
-/// accepts: transaction control, `ATTACH`/`DETACH`/`VACUUM INTO`, or a pragma that sets
-/// durability, safety or connection state. The error names the statement.
+/// accepts: transaction control, `ATTACH`/`DETACH`/`VACUUM INTO`, a pragma that sets
+/// durability, safety or connection state, or a call of `load_extension`. The error names the
+/// statement.
 ///
 /// ```
 /// use shardlite::engine::classify::check_script;
@@ -230,7 +231,7 @@ pub fn pragma_allowed(name: &str, has_argument: bool) -> bool {
 /// ```
 pub fn check_script(sql: &str) -> Result<()> {
     for statement in statements(sql) {
-        refuse(statement)?;
+        refuse(statement, Allowances::NONE)?;
     }
     Ok(())
 }
@@ -252,28 +253,80 @@ pub fn check_read_only_script(sql: &str) -> Result<()> {
                 reason: format!("'{}' is not a read-only query", shown(statement)),
             });
         }
+        refuse(statement, Allowances::NONE)?;
     }
     Ok(())
 }
 
-/// The refusal for one statement, if the shared connections refuse it.
-pub(crate) fn refuse(statement: &str) -> Result<()> {
+/// What a connection accepts beyond what every shared connection does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Allowances {
+    /// `SAVEPOINT`, `RELEASE` and `ROLLBACK TO` (inside a transaction session).
+    pub savepoints: bool,
+    /// `ATTACH`, `DETACH` and `VACUUM INTO` (`EngineConfig::allow_attach`).
+    pub attach: bool,
+}
+
+impl Allowances {
+    /// What a shared connection accepts.
+    pub(crate) const NONE: Self = Self {
+        savepoints: false,
+        attach: false,
+    };
+}
+
+/// The refusal for one statement, if a connection with `allow` refuses it.
+pub(crate) fn refuse(statement: &str, allow: Allowances) -> Result<()> {
+    let forbidden = |reason| {
+        Err(Error::ForbiddenStatement {
+            statement: shown(statement),
+            reason,
+        })
+    };
     match classify(statement) {
-        StatementKind::TransactionControl => Err(Error::TransactionControl {
-            statement: shown(statement),
-        }),
-        StatementKind::OtherFile => Err(Error::ForbiddenStatement {
-            statement: shown(statement),
-            reason: "SQL may reach only its own shard: ATTACH, DETACH and VACUUM INTO are refused",
-        }),
-        StatementKind::Pragma { name, has_argument } if !pragma_allowed(name, has_argument) => {
-            Err(Error::ForbiddenStatement {
+        StatementKind::TransactionControl if !(allow.savepoints && is_savepoint_control(statement)) => {
+            return Err(Error::TransactionControl {
                 statement: shown(statement),
-                reason: "this pragma changes durability, safety or connection state that other callers share",
-            })
+            });
         }
-        _ => Ok(()),
+        StatementKind::OtherFile if !allow.attach => {
+            return forbidden("SQL may reach only its own shard: ATTACH, DETACH and VACUUM INTO are refused");
+        }
+        StatementKind::Pragma { name, has_argument } if !pragma_allowed(name, has_argument) => {
+            return forbidden("this pragma changes durability, safety or connection state that other callers share");
+        }
+        _ => {}
     }
+    if mentions_load_extension(statement) {
+        return forbidden("loading extensions is not allowed");
+    }
+    Ok(())
+}
+
+/// Whether a transaction-control statement only works with savepoints (`SAVEPOINT`, `RELEASE`,
+/// `ROLLBACK [TRANSACTION] TO`), which a transaction session may use inside its transaction.
+fn is_savepoint_control(statement: &str) -> bool {
+    let mut words = Words {
+        tokens: Tokens { sql: statement, pos: 0 },
+    };
+    let is = |word: Option<&str>, keyword: &str| word.is_some_and(|w| w.eq_ignore_ascii_case(keyword));
+    let first = words.next();
+    if is(first, "SAVEPOINT") || is(first, "RELEASE") {
+        return true;
+    }
+    if !is(first, "ROLLBACK") {
+        return false;
+    }
+    let second = words.next();
+    is(second, "TO") || (is(second, "TRANSACTION") && is(words.next(), "TO"))
+}
+
+/// Whether a statement calls `load_extension` (as a word, outside literals and comments).
+fn mentions_load_extension(statement: &str) -> bool {
+    let mut words = Words {
+        tokens: Tokens { sql: statement, pos: 0 },
+    };
+    words.any(|word| word.eq_ignore_ascii_case("load_extension"))
 }
 
 /// The start of a statement, for error messages.
@@ -560,6 +613,28 @@ mod tests {
         let err = check_script("SELECT 1; PRAGMA journal_mode = DELETE").unwrap_err();
         assert!(err.to_string().contains("PRAGMA journal_mode = DELETE"), "{err}");
         assert!(check_script("PRAGMA table_info(t); SELECT 1").is_ok());
+    }
+
+    #[test]
+    fn savepoints_pass_only_where_allowed() {
+        let session = Allowances {
+            savepoints: true,
+            attach: false,
+        };
+        for sql in [
+            "SAVEPOINT a",
+            "RELEASE a",
+            "ROLLBACK TO a",
+            "rollback transaction to savepoint a",
+        ] {
+            assert!(refuse(sql, session).is_ok(), "{sql}");
+            assert!(refuse(sql, Allowances::NONE).is_err(), "{sql}");
+        }
+        for sql in ["ROLLBACK", "COMMIT", "BEGIN", "END TRANSACTION", "ROLLBACK TRANSACTION"] {
+            assert!(refuse(sql, session).is_err(), "{sql}");
+        }
+        assert!(refuse("SELECT load_extension('x')", session).is_err());
+        assert!(refuse("SELECT 'load_extension'", session).is_ok());
     }
 
     #[test]

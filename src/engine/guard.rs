@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 
-use super::classify::{pragma_allowed, shown};
+use super::classify::{Allowances, pragma_allowed, refuse, shown};
 use super::sql::sql_error;
 use crate::error::{Error, Result};
 
@@ -72,6 +72,8 @@ pub(crate) struct Limits {
 
 #[derive(Default)]
 struct ThreadGuard {
+    /// What the connection this thread owns accepts (set when its guard is installed).
+    allowances: Cell<Option<Allowances>>,
     trusted: Cell<bool>,
     vacuum: Cell<bool>,
     refusal: Cell<Option<Refusal>>,
@@ -86,7 +88,15 @@ thread_local! {
 }
 
 /// Installs the authorizer and progress handler on `conn`.
+///
+/// Must run on the thread that will own the connection: the guard's state lives in that thread.
 pub(crate) fn install(conn: &Connection, scope: Scope, allow_attach: bool) -> Result<()> {
+    GUARD.with(|guard| {
+        guard.allowances.set(Some(Allowances {
+            savepoints: scope == Scope::Session,
+            attach: allow_attach,
+        }));
+    });
     conn.authorizer(Some(move |context: AuthContext<'_>| {
         authorize(&context, scope, allow_attach)
     }))
@@ -112,6 +122,18 @@ fn authorize(context: &AuthContext<'_>, scope: Scope, allow_attach: bool) -> Aut
                 Some(Refusal::OtherFile)
             }
             AuthAction::Detach { .. } if !allow_attach && !vacuum => Some(Refusal::OtherFile),
+            // An ATTACH whose filename is not a literal reaches the authorizer with no filename
+            // at all, which rusqlite reports as an unknown action.
+            AuthAction::Unknown { code, .. }
+                if (code == rusqlite::ffi::SQLITE_ATTACH || code == rusqlite::ffi::SQLITE_DETACH)
+                    && !allow_attach
+                    && !vacuum =>
+            {
+                Some(Refusal::OtherFile)
+            }
+            AuthAction::Unknown { code, .. } if code == rusqlite::ffi::SQLITE_TRANSACTION && !vacuum => {
+                Some(Refusal::TransactionControl)
+            }
             AuthAction::Pragma {
                 pragma_name,
                 pragma_value,
@@ -151,6 +173,17 @@ fn should_interrupt() -> bool {
         guard.stop.set(stop);
         stop.is_some()
     })
+}
+
+/// Refuses, before anything of a script runs, a statement the authorizer would refuse when its
+/// turn came: so a script whose third statement is `COMMIT` does not commit its first two.
+/// Does nothing on a thread without a guard, and for the engine's own statements.
+pub(crate) fn precheck(statement: &str) -> Result<()> {
+    let allowances = GUARD.with(|guard| guard.allowances.get().filter(|_| !guard.trusted.get()));
+    match allowances {
+        Some(allowances) => refuse(statement, allowances),
+        None => Ok(()),
+    }
 }
 
 /// Runs `f` with this thread's job limits and cancellation flag, then clears them.

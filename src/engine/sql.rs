@@ -229,6 +229,7 @@ pub(crate) fn execute(conn: &Connection, sql: &str, params: &Params, access: Acc
         if access == Access::ReadOnly {
             check_query_text(sql)?;
         }
+        guard::precheck(sql)?;
         guard::statement_started(is_vacuum(sql));
         let mut stmt = conn
             .prepare_cached(sql)
@@ -240,9 +241,15 @@ pub(crate) fn execute(conn: &Connection, sql: &str, params: &Params, access: Acc
         run(conn, &mut stmt, &mut out).map_err(|err| guard::explain(err, sql))?;
         most_positional = stmt.parameter_count();
     } else {
+        // Nothing of a script runs if any of its statements would be refused when its turn came.
+        for statement in classify::statements(sql) {
+            if access == Access::ReadOnly {
+                check_query_text(statement)?;
+            }
+            guard::precheck(statement)?;
+        }
         if access == Access::ReadOnly {
             for statement in classify::statements(sql) {
-                check_query_text(statement)?;
                 guard::statement_started(false);
                 let stmt = conn
                     .prepare(statement)
