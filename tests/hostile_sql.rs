@@ -559,3 +559,37 @@ async fn read_only_pragmas_and_plain_vacuum_keep_working() {
         .unwrap();
     assert_eq!(count.rows, vec![vec![Value::Integer(1)]]);
 }
+
+#[tokio::test]
+async fn procedures_stay_atomic_and_refuse_transaction_control_when_stored() {
+    let dir = temp_dir();
+    let master = seed(dir.path()).await;
+    let sharded = ShardedClient::open(&master).await.unwrap();
+    let shard = sharded.for_route(route("tenant-a"));
+    let body = |sql: &str| ProcedureDefinition {
+        name: "p".into(),
+        body_sql: sql.into(),
+        parameters: Vec::new(),
+        description: None,
+    };
+    let err = shard
+        .put_procedure(body("INSERT INTO items (id, tenant) VALUES (50, 'x'); COMMIT"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::TransactionControl, "{err}");
+    assert!(shard.get_procedure("p").await.unwrap().is_none());
+    // A body that fails half-way leaves nothing behind.
+    shard
+        .put_procedure(body(
+            "INSERT INTO items (id, tenant) VALUES (51, 'x'); INSERT INTO items (id, tenant) VALUES (1, 'dup')",
+        ))
+        .await
+        .unwrap();
+    let err = shard.execute_procedure("p", Params::none()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Constraint, "{err}");
+    let count = shard
+        .execute_sql("SELECT count(*) FROM items", Params::none())
+        .await
+        .unwrap();
+    assert_eq!(count.rows, vec![vec![Value::Integer(1)]]);
+}

@@ -118,6 +118,9 @@ impl Database {
                 ));
             }
         }
+        // A body that could never run (it ends the procedure's transaction, or reaches another
+        // file) is refused when it is stored, not each time it is called.
+        crate::engine::classify::check_script(&definition.body_sql)?;
         let mut definition = definition;
         definition.name = definition.name.trim().to_owned();
         self.write(move |conn| {
