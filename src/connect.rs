@@ -147,8 +147,10 @@ impl ConnectedClient {
 /// The engine settings a connection string asks for, on top of `base`.
 ///
 /// `Busy Timeout` replaces [`EngineConfig::busy_timeout`] (`0` means do not wait for locks);
-/// `Transaction Timeout` replaces [`EngineConfig::transaction_idle_timeout`] (`0` means never
-/// expire). Keys that are absent leave `base` unchanged.
+/// `Command Timeout` replaces [`EngineConfig::statement_timeout`], the time one statement may run
+/// before it is interrupted with [`ErrorKind::Timeout`] (`0` means no limit); `Transaction Timeout`
+/// replaces [`EngineConfig::transaction_idle_timeout`] (`0` means never expire). Keys that are
+/// absent leave `base` unchanged. Parsing has already refused values the engine cannot take.
 ///
 /// ```
 /// use std::time::Duration;
@@ -156,21 +158,20 @@ impl ConnectedClient {
 /// use shardlite::engine::EngineConfig;
 /// use shardlite::options::ConnectionOptions;
 ///
-/// let options = ConnectionOptions::parse("Data Source=app.db;Busy Timeout=250;Transaction Timeout=0")?;
+/// let options = ConnectionOptions::parse(
+///     "Data Source=app.db;Busy Timeout=250;Command Timeout=5;Transaction Timeout=0",
+/// )?;
 /// let config = engine_config_for(&options, EngineConfig::default());
 /// assert_eq!(config.busy_timeout, Duration::from_millis(250));
+/// assert_eq!(config.statement_timeout, Some(Duration::from_secs(5)));
 /// assert_eq!(config.transaction_idle_timeout, None);
+///
+/// let unlimited = ConnectionOptions::parse("Data Source=app.db;Command Timeout=0")?;
+/// assert_eq!(engine_config_for(&unlimited, EngineConfig::default()).statement_timeout, None);
 /// # Ok::<(), shardlite::Error>(())
 /// ```
 pub fn engine_config_for(options: &ConnectionOptions, base: EngineConfig) -> EngineConfig {
-    let mut config = base;
-    if let Some(busy) = options.busy_timeout() {
-        config.busy_timeout = busy;
-    }
-    if let Some(idle) = options.idle_transaction_timeout() {
-        config.transaction_idle_timeout = (!idle.is_zero()).then_some(idle);
-    }
-    config
+    crate::client::engine_config_for(options, base)
 }
 
 /// Opens what `options` names, with the default engine settings (adjusted by the options' timeouts).
@@ -196,14 +197,14 @@ pub fn engine_config_for(options: &ConnectionOptions, base: EngineConfig) -> Eng
 /// A route-bound connection is checked when it opens: a keyspace the map does not serve, a route that
 /// resolves to a disabled shard, or a shard that could not be opened fail here, not on the first query.
 ///
-/// `Busy Timeout` and `Transaction Timeout` flow into the [`EngineConfig`] of every file opened (see
-/// [`engine_config_for`]); `Connect Timeout` bounds the whole opening.
+/// `Busy Timeout`, `Command Timeout` and `Transaction Timeout` flow into the [`EngineConfig`] of every
+/// file opened (see [`engine_config_for`]); `Connect Timeout` bounds the whole opening.
 pub async fn connect(options: &ConnectionOptions) -> Result<ConnectedClient> {
     connect_with(options, EngineConfig::default()).await
 }
 
-/// [`connect`] with explicit engine settings for the files it opens (the options' `Busy Timeout`
-/// and `Transaction Timeout` still apply on top).
+/// [`connect`] with explicit engine settings for the files it opens (the options' `Busy Timeout`,
+/// `Command Timeout` and `Transaction Timeout` still apply on top).
 pub async fn connect_with(options: &ConnectionOptions, engine: EngineConfig) -> Result<ConnectedClient> {
     options.validate()?;
     let engine = engine_config_for(options, engine);
@@ -395,6 +396,7 @@ mod tests {
         let base = EngineConfig {
             busy_timeout: Duration::from_secs(9),
             transaction_idle_timeout: Some(Duration::from_secs(9)),
+            statement_timeout: Some(Duration::from_secs(9)),
             ..EngineConfig::default()
         };
         let plain = ConnectionOptions::parse("Data Source=a.db").unwrap();
@@ -402,10 +404,18 @@ mod tests {
         assert_eq!(config.busy_timeout, Duration::from_secs(9));
         assert_eq!(config.transaction_idle_timeout, Some(Duration::from_secs(9)));
 
-        let tuned = ConnectionOptions::parse("Data Source=a.db;Busy Timeout=0;Transaction Timeout=30").unwrap();
-        let config = engine_config_for(&tuned, base);
+        assert_eq!(config.statement_timeout, Some(Duration::from_secs(9)));
+
+        let tuned =
+            ConnectionOptions::parse("Data Source=a.db;Busy Timeout=0;Command Timeout=2;Transaction Timeout=30")
+                .unwrap();
+        let config = engine_config_for(&tuned, base.clone());
         assert_eq!(config.busy_timeout, Duration::ZERO);
+        assert_eq!(config.statement_timeout, Some(Duration::from_secs(2)));
         assert_eq!(config.transaction_idle_timeout, Some(Duration::from_secs(30)));
+
+        let unlimited = ConnectionOptions::parse("Data Source=a.db;Command Timeout=0").unwrap();
+        assert_eq!(engine_config_for(&unlimited, base).statement_timeout, None);
     }
 
     #[test]

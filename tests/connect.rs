@@ -210,6 +210,42 @@ async fn timeouts_flow_into_the_engine() {
     default.client().rollback_transaction(&tx.transaction_id).await.unwrap();
 }
 
+#[tokio::test]
+async fn command_timeout_interrupts_a_runaway_statement_on_a_route_bound_connection() {
+    let dir = temp_dir();
+    let master = seed(dir.path(), orders_options(dir.path())).await;
+    let connected = connect(&options(&format!(
+        "Data Source={master};Shard Keyspace=orders_by_month;Shard Key=2026-06;Command Timeout=1"
+    )))
+    .await
+    .unwrap();
+
+    // Without the key the engine's default limit (30 s) would apply; the bound below is far shorter.
+    let started = std::time::Instant::now();
+    let runaway = connected.client().execute_sql(
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c",
+        Params::none(),
+    );
+    let err = tokio::time::timeout(std::time::Duration::from_secs(10), runaway)
+        .await
+        .expect("Command Timeout=1 should interrupt the statement within seconds")
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // The shard's writer is free again.
+    let result = connected
+        .client()
+        .execute_sql("SELECT 1", Params::none())
+        .await
+        .unwrap();
+    assert_eq!(result.rows.len(), 1);
+}
+
 #[cfg(feature = "http")]
 #[tokio::test]
 async fn an_http_string_to_an_unreachable_daemon_fails_at_connect_naming_it() {

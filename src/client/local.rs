@@ -7,6 +7,7 @@ use super::forward::impl_data_client;
 use crate::data::{DatabaseInfo, Params, SqlResult, TransactionInfo};
 use crate::engine::{Database, EngineConfig};
 use crate::error::Result;
+use crate::options::ConnectionOptions;
 
 /// A [`DataClient`](crate::data::DataClient) over one SQLite file (a shard, or a plain unsharded database).
 ///
@@ -60,6 +61,25 @@ impl LocalClient {
     pub fn transaction_expires_at(&self, transaction_id: &str) -> Option<SystemTime> {
         self.db.session_expires_at(transaction_id)
     }
+}
+
+/// The engine settings a connection string asks for, on top of `base`: `Busy Timeout`,
+/// `Command Timeout` (the per-statement time limit) and `Transaction Timeout` (idle expiry), each
+/// only when given, `0` meaning no limit for the last two. Public as
+/// [`connect::engine_config_for`](crate::connect::engine_config_for); the sharded client applies it
+/// to shards defined by a connection string.
+pub(crate) fn engine_config_for(options: &ConnectionOptions, base: EngineConfig) -> EngineConfig {
+    let mut config = base;
+    if let Some(busy) = options.busy_timeout() {
+        config.busy_timeout = busy;
+    }
+    if let Some(command) = options.command_timeout() {
+        config.statement_timeout = (!command.is_zero()).then_some(command);
+    }
+    if let Some(idle) = options.idle_transaction_timeout() {
+        config.transaction_idle_timeout = (!idle.is_zero()).then_some(idle);
+    }
+    config
 }
 
 pub(crate) fn format_utc(at: SystemTime) -> String {

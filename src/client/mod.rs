@@ -11,6 +11,7 @@ mod routed;
 mod sharded;
 
 pub use local::LocalClient;
+pub(crate) use local::engine_config_for;
 pub use routed::RoutedClient;
 pub use sharded::{ShardedClient, ShardedClientOptions, ShardedTransaction};
 

@@ -78,11 +78,11 @@ impl RemoteShard {
 }
 
 /// Opens a shard defined by a connection string. A `Data Source` is opened in-process; the
-/// string's busy and transaction timeouts override the map-wide settings.
+/// string's busy, command and transaction timeouts override the map-wide settings.
 pub(super) async fn open_connection_string_shard(
     shard_id: &str,
     secret: &crate::map::Secret,
-    mut engine: EngineConfig,
+    engine: EngineConfig,
 ) -> ShardSlot {
     // Parse errors name the key but never echo the secret itself.
     let options = match crate::options::ConnectionOptions::parse(secret.expose()) {
@@ -105,12 +105,7 @@ pub(super) async fn open_connection_string_shard(
         remote.request_timeout = options.command_timeout();
         return remote.open();
     };
-    if let Some(busy) = options.busy_timeout() {
-        engine.busy_timeout = busy;
-    }
-    if let Some(idle) = options.idle_transaction_timeout() {
-        engine.transaction_idle_timeout = (!idle.is_zero()).then_some(idle);
-    }
+    let engine = crate::client::engine_config_for(&options, engine);
     match LocalClient::open_with(path, shard_id.to_owned(), engine).await {
         Ok(local) => ShardSlot::Ready {
             client: Arc::new(local.clone()),
