@@ -5,6 +5,10 @@
 //! a schema-version row so later releases can migrate it. It is never a data shard and never
 //! part of fan-out. Reading never creates tables: a file without them simply has "no map".
 
+mod update;
+
+pub use update::{MapDiff, diff, validate};
+
 use std::path::{Path, PathBuf};
 
 use crate::data::{CatalogHistoryEntry, Params, SqlResult, Value};
@@ -85,7 +89,7 @@ impl Catalog {
         &self.path
     }
 
-    async fn has_schema(&self) -> Result<bool> {
+    pub(crate) async fn has_schema(&self) -> Result<bool> {
         let result = self
             .db
             .execute_read_only(
@@ -126,7 +130,7 @@ impl Catalog {
         }
     }
 
-    async fn ensure_schema(&self) -> Result<()> {
+    pub(crate) async fn ensure_schema(&self) -> Result<()> {
         self.db
             .execute(
                 &format!(

@@ -8,6 +8,7 @@
 //! unchanged in-process and over the network.
 
 mod admin;
+mod catalog;
 mod interface;
 #[cfg(feature = "server")]
 pub mod openapi;
@@ -16,6 +17,10 @@ mod records;
 mod value;
 
 pub use admin::{CatalogHistoryEntry, CatalogState, ShardSqlResult, ShardStatus};
+pub use catalog::{
+    ActivationRequest, ActivationResult, CatalogApplyResult, CatalogIssue, CatalogUpdateRequest, CatalogValidation,
+    IssueSeverity, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
+};
 pub use interface::{DataClient, ShardAdmin};
 pub use params::Params;
 pub use records::{

@@ -291,6 +291,28 @@ pub enum Error {
         sqlite_code: Option<i32>,
     },
 
+    /// A catalog update named a map version that is no longer the newest: someone else changed
+    /// the catalog first.
+    #[error(
+        "the catalog changed: the update expected map version {expected}, but the newest map version is \
+         {current}; look at the catalog again and validate against it"
+    )]
+    MapVersionConflict {
+        /// The version the caller expected.
+        expected: u64,
+        /// The newest version the catalog holds.
+        current: u64,
+    },
+
+    /// Activation found no pending map (or another one than expected).
+    #[error("there is no pending map version {expected} to activate{}", .pending.map_or_else(|| ": the catalog holds no pending map; apply an update first".to_owned(), |v| format!(": the pending map is version {v}")))]
+    NoPendingMap {
+        /// The version the caller asked to activate.
+        expected: u64,
+        /// The pending version, if any.
+        pending: Option<u64>,
+    },
+
     /// A daemon could not be reached, or did not answer within the timeout.
     #[error("call to the daemon at {endpoint} failed: {reason}")]
     Transport {
@@ -339,6 +361,8 @@ pub enum ErrorKind {
     NotSharded,
     /// Storage or other internal failure.
     Internal,
+    /// A catalog update expected another map version than the newest.
+    MapVersionConflict,
     /// The daemon requires an API key and none, or a wrong one, was presented.
     Unauthenticated,
     /// Transaction control outside the transaction API.
@@ -374,6 +398,7 @@ impl ErrorKind {
             Self::NotSharded => "not_sharded",
             Self::Internal => "internal",
             Self::Unauthenticated => "unauthenticated",
+            Self::MapVersionConflict => "map_version_conflict",
             Self::TransactionControl => "transaction_control",
             Self::Forbidden => "forbidden_statement",
             Self::Timeout => "statement_timeout",
@@ -402,6 +427,7 @@ impl ErrorKind {
             Self::NotSharded,
             Self::Internal,
             Self::Unauthenticated,
+            Self::MapVersionConflict,
             Self::TransactionControl,
             Self::Forbidden,
             Self::Timeout,
@@ -460,6 +486,8 @@ impl Error {
             Self::StatementTimeout { .. } => ErrorKind::Timeout,
             Self::Cancelled => ErrorKind::Cancelled,
             Self::ResultTooLarge { .. } => ErrorKind::ResultTooLarge,
+            Self::MapVersionConflict { .. } => ErrorKind::MapVersionConflict,
+            Self::NoPendingMap { .. } => ErrorKind::Conflict,
             Self::Remote { kind, .. } => *kind,
             Self::Transport { .. } => ErrorKind::Unavailable,
         }

@@ -81,6 +81,18 @@ impl ShardMap {
     /// Resolves a route to exactly one enabled shard.
     ///
     /// The keyspace must equal the map's ignoring case; the token hashes the map's spelling.
+    /// The shard index that owns a (trimmed) route key, disabled or not: its pin, else its
+    /// bucket's owner. For comparing two maps.
+    pub(crate) fn owner_of_key(&self, key: &str) -> usize {
+        match self.pinned_shard(key) {
+            Some(index) => index,
+            None => self.bucket_owner(bucket_for_token(
+                token_unchecked(self.keyspace(), key).0,
+                self.bucket_count(),
+            )),
+        }
+    }
+
     /// An exact pin for the (trimmed, case-sensitive) key wins over the bucket owner.
     pub fn resolve<'a>(&'a self, keyspace: &'a str, key: &'a str) -> Result<ShardResolution<'a>> {
         let (keyspace, key) = normalize_route(keyspace, key)?;

@@ -131,7 +131,7 @@ pub fn problem(err: &ApiError) -> (StatusCode, Problem) {
                 ErrorKind::Timeout | ErrorKind::Cancelled => StatusCode::REQUEST_TIMEOUT,
                 ErrorKind::Unauthenticated => StatusCode::UNAUTHORIZED,
                 ErrorKind::NotFound | ErrorKind::NoMap | ErrorKind::NotSharded => StatusCode::NOT_FOUND,
-                ErrorKind::Conflict | ErrorKind::StaleMapVersion | ErrorKind::Expired | ErrorKind::Constraint => {
+                ErrorKind::Conflict | ErrorKind::MapVersionConflict | ErrorKind::StaleMapVersion | ErrorKind::Expired | ErrorKind::Constraint => {
                     StatusCode::CONFLICT
                 }
                 ErrorKind::Busy | ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,

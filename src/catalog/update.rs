@@ -1,0 +1,446 @@
+//! Catalog updates: validating a proposed map against the active one, applying it as the
+//! pending map with compare-and-set, and activating the pending map.
+//!
+//! Versions: the *newest* version is the pending map's when there is one, else the active
+//! map's. An update must name the newest version it saw (`expectedCurrentMapVersion`) and
+//! propose a higher one, and both are checked inside the same SQLite transaction that writes
+//! the pending map, so of two operators who saw the same catalog exactly one wins.
+
+use std::collections::BTreeSet;
+
+use super::Catalog;
+use crate::data::{
+    ActivationRequest, CatalogApplyResult, CatalogIssue, CatalogUpdateRequest, CatalogValidation, IssueSeverity,
+    MovedBuckets, MovedPin, Params, ShardChange, ShardChangeKind, Value,
+};
+use crate::engine::store::now_utc;
+use crate::error::{Error, Result};
+use crate::map::ShardMap;
+use crate::routing::keyspace_eq;
+
+/// What changes between two maps of the same keyspace and bucket count.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MapDiff {
+    /// Bucket ranges whose owner changes.
+    pub moved_buckets: Vec<MovedBuckets>,
+    /// Pinned keys (in either map) whose owner changes.
+    pub moved_pins: Vec<MovedPin>,
+    /// Shards added, removed, disabled or enabled.
+    pub shard_changes: Vec<ShardChange>,
+}
+
+impl MapDiff {
+    /// Whether any bucket or pin changes owner.
+    pub fn moves_data(&self) -> bool {
+        !self.moved_buckets.is_empty() || !self.moved_pins.is_empty()
+    }
+
+    /// Every shard that gains or loses buckets or pins, or is removed or disabled: the shards
+    /// whose open transactions an activation drains.
+    pub fn affected_shards(&self) -> BTreeSet<String> {
+        let mut shards = BTreeSet::new();
+        for MovedBuckets(_, _, from, to) in &self.moved_buckets {
+            shards.insert(from.to_ascii_lowercase());
+            shards.insert(to.to_ascii_lowercase());
+        }
+        for MovedPin(_, from, to) in &self.moved_pins {
+            shards.insert(from.to_ascii_lowercase());
+            shards.insert(to.to_ascii_lowercase());
+        }
+        for change in &self.shard_changes {
+            if matches!(change.change, ShardChangeKind::Removed | ShardChangeKind::Disabled) {
+                shards.insert(change.shard_id.to_ascii_lowercase());
+            }
+        }
+        shards
+    }
+}
+
+/// Compares two maps of the same keyspace and bucket count (callers check both first).
+pub fn diff(current: &ShardMap, proposed: &ShardMap) -> MapDiff {
+    let mut diff = MapDiff::default();
+    let id = |map: &ShardMap, index: usize| map.shards().get(index).map_or_else(String::new, |s| s.id.clone());
+    let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+    for bucket in 0..current.bucket_count().min(proposed.bucket_count()) {
+        let from = id(current, current.bucket_owner(bucket));
+        let to = id(proposed, proposed.bucket_owner(bucket));
+        if same(&from, &to) {
+            continue;
+        }
+        match diff.moved_buckets.last_mut() {
+            Some(MovedBuckets(_, end, last_from, last_to))
+                if *end == bucket && same(last_from, &from) && same(last_to, &to) =>
+            {
+                *end = bucket + 1;
+            }
+            _ => diff.moved_buckets.push(MovedBuckets(bucket, bucket + 1, from, to)),
+        }
+    }
+    let keys: BTreeSet<&String> = current
+        .options()
+        .exact_key_pins
+        .keys()
+        .chain(proposed.options().exact_key_pins.keys())
+        .collect();
+    for key in keys {
+        let key = key.trim();
+        let from = id(current, current.owner_of_key(key));
+        let to = id(proposed, proposed.owner_of_key(key));
+        if !same(&from, &to) {
+            diff.moved_pins.push(MovedPin(key.to_owned(), from, to));
+        }
+    }
+    for shard in current.shards() {
+        match proposed.shard(&shard.id) {
+            None => diff.shard_changes.push(ShardChange {
+                shard_id: shard.id.clone(),
+                change: ShardChangeKind::Removed,
+            }),
+            Some(next) if shard.enabled && !next.enabled => diff.shard_changes.push(ShardChange {
+                shard_id: shard.id.clone(),
+                change: ShardChangeKind::Disabled,
+            }),
+            Some(next) if !shard.enabled && next.enabled => diff.shard_changes.push(ShardChange {
+                shard_id: shard.id.clone(),
+                change: ShardChangeKind::Enabled,
+            }),
+            Some(_) => {}
+        }
+    }
+    for shard in proposed.shards() {
+        if current.shard(&shard.id).is_none() {
+            diff.shard_changes.push(ShardChange {
+                shard_id: shard.id.clone(),
+                change: ShardChangeKind::Added,
+            });
+        }
+    }
+    diff
+}
+
+fn issue(severity: IssueSeverity, code: &str, message: String) -> CatalogIssue {
+    CatalogIssue {
+        severity,
+        code: code.to_owned(),
+        message,
+    }
+}
+
+/// Validates `request` against the active map and the newest version the catalog holds.
+pub fn validate(active: &ShardMap, newest_version: u64, request: &CatalogUpdateRequest) -> CatalogValidation {
+    let mut result = CatalogValidation {
+        valid: false,
+        requires_data_migration: false,
+        current_map_version: newest_version,
+        issues: Vec::new(),
+        preview: None,
+        moved_buckets: Vec::new(),
+        moved_pins: Vec::new(),
+        shard_changes: Vec::new(),
+    };
+    if let Some(expected) = request.expected_current_map_version
+        && expected != newest_version
+    {
+        result.issues.push(issue(
+            IssueSeverity::Error,
+            "map-version-mismatch",
+            format!("expected map version {expected}, but the newest map version in the catalog is {newest_version}"),
+        ));
+    }
+    let proposed = match ShardMap::new(request.map.clone()) {
+        Ok(map) => map,
+        Err(err) => {
+            result
+                .issues
+                .push(issue(IssueSeverity::Error, "invalid-map", format!("the proposed map is invalid: {err}")));
+            return result;
+        }
+    };
+    result.preview = Some(proposed.snapshot());
+    if proposed.version() <= newest_version {
+        result.issues.push(issue(
+            IssueSeverity::Error,
+            "map-version-not-incremented",
+            format!(
+                "the proposed map version {} must be greater than {newest_version}, the newest in the catalog",
+                proposed.version()
+            ),
+        ));
+    }
+    if !keyspace_eq(proposed.keyspace(), active.keyspace()) {
+        result.issues.push(issue(
+            IssueSeverity::Error,
+            "keyspace-changed",
+            format!(
+                "the proposed keyspace '{}' is not the active keyspace '{}': a new keyspace reroutes every key; \
+                 seed it on a master of its own",
+                proposed.keyspace(),
+                active.keyspace()
+            ),
+        ));
+    } else if proposed.bucket_count() != active.bucket_count() {
+        result.issues.push(issue(
+            IssueSeverity::Error,
+            "bucket-count-changed",
+            format!(
+                "the proposed virtualBucketCount {} is not the active {}: it moves almost every key to another \
+                 bucket; keep the bucket count and move bucket ranges instead",
+                proposed.bucket_count(),
+                active.bucket_count()
+            ),
+        ));
+    } else {
+        let changes = diff(active, &proposed);
+        result.requires_data_migration = changes.moves_data();
+        if changes.moves_data() {
+            let listed = describe_moves(&changes);
+            if request.allow_ownership_change {
+                result.issues.push(issue(
+                    IssueSeverity::Warning,
+                    "ownership-change-acknowledged",
+                    format!(
+                        "{listed} change owner without a data migration (acknowledged): their keys will resolve to \
+                         shards that do not hold their data unless it was migrated first"
+                    ),
+                ));
+            } else {
+                result.issues.push(issue(
+                    IssueSeverity::Error,
+                    "ownership-change-requires-migration",
+                    format!(
+                        "{listed} change owner: migrate their data first (shardlite migrate), or acknowledge a \
+                         metadata-only change (allowOwnershipChange, --ack-ownership-change)"
+                    ),
+                ));
+            }
+        } else {
+            result.issues.push(issue(
+                IssueSeverity::Info,
+                "metadata-compatible",
+                "the proposed map changes no bucket or pin ownership".to_owned(),
+            ));
+        }
+        result.moved_buckets = changes.moved_buckets;
+        result.moved_pins = changes.moved_pins;
+        result.shard_changes = changes.shard_changes;
+    }
+    result.issues.sort_by_key(|i| match i.severity {
+        IssueSeverity::Error => 0,
+        IssueSeverity::Warning => 1,
+        IssueSeverity::Info => 2,
+    });
+    result.valid = !result.issues.iter().any(|i| i.severity == IssueSeverity::Error);
+    result
+}
+
+fn describe_moves(diff: &MapDiff) -> String {
+    let mut parts: Vec<String> = diff
+        .moved_buckets
+        .iter()
+        .map(|MovedBuckets(start, end, from, to)| format!("buckets [{start}, {end}) from {from} to {to}"))
+        .collect();
+    parts.extend(
+        diff.moved_pins
+            .iter()
+            .map(|MovedPin(key, from, to)| format!("pin '{key}' from {from} to {to}")),
+    );
+    if parts.len() > 8 {
+        let more = parts.len() - 8;
+        parts.truncate(8);
+        parts.push(format!("{more} more"));
+    }
+    parts.join(", ")
+}
+
+impl Catalog {
+    /// Validates `request` against the stored active map and the newest stored version.
+    /// Changes nothing.
+    pub async fn validate_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogValidation> {
+        let (active, _, pending_version) = self.stored_state().await?;
+        let newest = pending_version.unwrap_or(active.version());
+        Ok(validate(&active, newest, request))
+    }
+
+    /// The active map and the stored versions: active, pending.
+    async fn stored_state(&self) -> Result<(ShardMap, u64, Option<u64>)> {
+        let active = self.active_map().await?;
+        let result = self
+            .db
+            .execute_read_only(
+                "SELECT (SELECT map_version FROM shardlite_active_map WHERE slot = 1), \
+                        (SELECT map_version FROM shardlite_pending_map WHERE slot = 1)",
+                Params::none(),
+            )
+            .await?;
+        let version = |index: usize| {
+            result
+                .rows
+                .first()
+                .and_then(|row| row.get(index))
+                .and_then(Value::as_i64)
+                .and_then(|v| u64::try_from(v).ok())
+        };
+        let active_version = version(0).unwrap_or(active.version());
+        Ok((active, active_version, version(1)))
+    }
+
+    /// The newest map version stored: the pending map's, else the active map's.
+    pub async fn newest_version(&self) -> Result<Option<u64>> {
+        if !self.has_schema().await? {
+            return Ok(None);
+        }
+        let (_, active, pending) = self.stored_state().await?;
+        Ok(Some(pending.unwrap_or(active)))
+    }
+
+    /// The active map's version, read cheaply (no map parse), or `None` without a map.
+    pub async fn active_version(&self) -> Result<Option<u64>> {
+        if !self.has_schema().await? {
+            return Ok(None);
+        }
+        let result = self
+            .db
+            .execute_read_only(
+                "SELECT map_version FROM shardlite_active_map WHERE slot = 1",
+                Params::none(),
+            )
+            .await?;
+        Ok(result
+            .rows
+            .first()
+            .and_then(|row| row.first())
+            .and_then(Value::as_i64)
+            .and_then(|v| u64::try_from(v).ok()))
+    }
+
+    /// Validates and writes `request` as the pending map, with a history row, in one
+    /// transaction that writes only if the stored versions are still the ones validated
+    /// against (compare-and-set).
+    ///
+    /// An invalid update is not an error: the result says `applied: false` and carries the
+    /// validation. A stale `expectedCurrentMapVersion`, or a catalog changed by someone else
+    /// between validation and write, is [`Error::MapVersionConflict`].
+    pub async fn apply_update(&self, request: CatalogUpdateRequest) -> Result<CatalogApplyResult> {
+        self.ensure_schema().await?;
+        let (active, active_version, pending_version) = self.stored_state().await?;
+        let newest = pending_version.unwrap_or(active_version);
+        if let Some(expected) = request.expected_current_map_version
+            && expected != newest
+        {
+            return Err(Error::MapVersionConflict {
+                expected,
+                current: newest,
+            });
+        }
+        let validation = validate(&active, newest, &request);
+        if !validation.valid {
+            return Ok(CatalogApplyResult {
+                applied: false,
+                pending_map_version: None,
+                validation,
+            });
+        }
+        let version = u64::try_from(request.map.map_version).unwrap_or(0);
+        let metadata_only = validation.requires_data_migration && request.allow_ownership_change;
+        let written = self
+            .db
+            .execute_atomic(
+                "INSERT INTO shardlite_pending_map (slot, keyspace, map_version, map_json, written_utc)
+                     SELECT 1, :keyspace, :version, :json, :now
+                     WHERE (SELECT map_version FROM shardlite_active_map WHERE slot = 1) = :active
+                       AND coalesce((SELECT map_version FROM shardlite_pending_map WHERE slot = 1), -1) = :pending
+                     ON CONFLICT (slot) DO UPDATE SET keyspace = excluded.keyspace,
+                         map_version = excluded.map_version, map_json = excluded.map_json,
+                         written_utc = excluded.written_utc;
+                 INSERT INTO shardlite_catalog_history
+                     (applied_utc, keyspace, map_version, operator, comment, metadata_only_ownership_change)
+                     SELECT :now, :keyspace, :version, :operator, :comment, :metadata_only WHERE changes() > 0;",
+                Params::named([
+                    ("keyspace", Value::from(request.map.keyspace.trim())),
+                    ("version", Value::Integer(stored_int(version))),
+                    ("json", Value::Text(request.map.to_json())),
+                    ("now", Value::Text(now_utc())),
+                    ("active", Value::Integer(stored_int(active_version))),
+                    ("pending", Value::Integer(pending_version.map_or(-1, stored_int))),
+                    ("operator", Value::from(request.operator.clone())),
+                    (
+                        "comment",
+                        Value::from(
+                            request
+                                .comment
+                                .clone()
+                                .unwrap_or_else(|| "applied as the pending map".to_owned()),
+                        ),
+                    ),
+                    ("metadata_only", Value::from(metadata_only)),
+                ]),
+            )
+            .await?;
+        if written.rows_affected == 0 {
+            let current = self.newest_version().await?.unwrap_or(newest);
+            return Err(Error::MapVersionConflict {
+                expected: request.expected_current_map_version.unwrap_or(newest),
+                current,
+            });
+        }
+        Ok(CatalogApplyResult {
+            applied: true,
+            pending_map_version: Some(version),
+            validation,
+        })
+    }
+
+    /// Makes the pending map the active one, with a history row, in one transaction. Returns the
+    /// map that was active and the one that now is.
+    ///
+    /// [`Error::NoPendingMap`] when there is no pending map of the expected version.
+    pub async fn activate_pending(&self, request: &ActivationRequest) -> Result<(ShardMap, ShardMap)> {
+        let expected = request.expected_pending_map_version;
+        let no_pending = |pending| Error::NoPendingMap { expected, pending };
+        if !self.has_schema().await? {
+            return Err(no_pending(None));
+        }
+        let (previous, _, pending_version) = self.stored_state().await?;
+        if pending_version != Some(expected) {
+            return Err(no_pending(pending_version));
+        }
+        let next = ShardMap::new(self.pending_options().await?.ok_or_else(|| no_pending(None))?)?;
+        let moved = self
+            .db
+            .execute_atomic(
+                "INSERT INTO shardlite_active_map (slot, keyspace, map_version, map_json, updated_utc)
+                     SELECT 1, keyspace, map_version, map_json, :now FROM shardlite_pending_map
+                     WHERE slot = 1 AND map_version = :expected
+                     ON CONFLICT (slot) DO UPDATE SET keyspace = excluded.keyspace,
+                         map_version = excluded.map_version, map_json = excluded.map_json,
+                         updated_utc = excluded.updated_utc;
+                 INSERT INTO shardlite_catalog_history (applied_utc, keyspace, map_version, operator, comment)
+                     SELECT :now, :keyspace, :expected, :operator, :comment WHERE changes() > 0;
+                 DELETE FROM shardlite_pending_map WHERE map_version = :expected;",
+                Params::named([
+                    ("now", Value::Text(now_utc())),
+                    ("expected", Value::Integer(stored_int(expected))),
+                    ("keyspace", Value::from(next.keyspace())),
+                    ("operator", Value::from(request.operator.clone())),
+                    (
+                        "comment",
+                        Value::from(
+                            request
+                                .comment
+                                .clone()
+                                .unwrap_or_else(|| format!("activated (was version {})", previous.version())),
+                        ),
+                    ),
+                ]),
+            )
+            .await?;
+        if moved.rows_affected == 0 {
+            return Err(no_pending(self.newest_version().await?.filter(|v| *v != previous.version())));
+        }
+        Ok((previous, next))
+    }
+}
+
+fn stored_int(version: u64) -> i64 {
+    i64::try_from(version).unwrap_or(i64::MAX)
+}
