@@ -150,9 +150,11 @@ pub fn validate(active: &ShardMap, newest_version: u64, request: &CatalogUpdateR
     let proposed = match ShardMap::new(request.map.clone()) {
         Ok(map) => map,
         Err(err) => {
-            result
-                .issues
-                .push(issue(IssueSeverity::Error, "invalid-map", format!("the proposed map is invalid: {err}")));
+            result.issues.push(issue(
+                IssueSeverity::Error,
+                "invalid-map",
+                format!("the proposed map is invalid: {err}"),
+            ));
             return result;
         }
     };
@@ -435,7 +437,9 @@ impl Catalog {
             )
             .await?;
         if moved.rows_affected == 0 {
-            return Err(no_pending(self.newest_version().await?.filter(|v| *v != previous.version())));
+            return Err(no_pending(
+                self.newest_version().await?.filter(|v| *v != previous.version()),
+            ));
         }
         Ok((previous, next))
     }
