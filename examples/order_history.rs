@@ -179,7 +179,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let master = data.join("master.db");
 
-    let sharded = seed_and_open(&data, &master).await?;
+    let sharded = seed_and_open(&master).await?;
     create_schema(&sharded).await?;
     insert_orders(&sharded).await?;
     let transaction_id = transaction_demo(&sharded).await?;
@@ -305,8 +305,9 @@ fn route(month: &str) -> shardlite::Result<RouteContext> {
     RouteContext::new(KEYSPACE, month)
 }
 
-async fn seed_and_open(data: &Path, master: &Path) -> shardlite::Result<ShardedClient> {
-    Catalog::open(master).await?.seed(orders_map(data), false).await?;
+/// Seeds the map into `master`; its shard files are created in the same folder.
+async fn seed_and_open(master: &Path) -> shardlite::Result<ShardedClient> {
+    Catalog::open(master).await?.seed(orders_map(), false).await?;
     ShardedClient::open(master).await
 }
 

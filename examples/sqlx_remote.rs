@@ -29,7 +29,7 @@ const MONTH: &str = "2026-05";
 async fn main() -> Result<(), Box<dyn Error>> {
     let dir = tempfile::tempdir()?;
     let file = |name: &str| dir.path().join(name).display().to_string();
-    let map = orders_map(dir.path());
+    let map = orders_map();
     let master = file("master.db");
     Catalog::open(&master).await?.seed(map, false).await?;
 

@@ -10,7 +10,7 @@ use crate::client::{LocalClient, ShardedClient, ShardedClientOptions};
 use crate::data::{DataClient, ShardAdmin};
 use crate::engine::EngineConfig;
 use crate::error::{Error, ErrorKind, Result};
-use crate::map::{ShardTarget, Transport};
+use crate::map::{ShardTarget, Transport, resolve_data_source};
 use crate::options::ConnectionOptions;
 use crate::routing::{ResolvedRoute, RouteContext};
 
@@ -29,8 +29,9 @@ pub enum ConnectionTarget {
         master: String,
         /// Where the route resolved: shard id, bucket, token, map version, pin or bucket range.
         resolution: ResolvedRoute,
-        /// The shard's file, when the map names one (`dataSource`); `None` for connection-string
-        /// shards, whose text may hold secrets.
+        /// The shard's file, when the map names one (`dataSource`), a relative path resolved
+        /// against the master's folder; `None` for connection-string shards, whose text may hold
+        /// secrets.
         shard_data_source: Option<String>,
     },
     /// A master catalog with an active map, opened without a route.
@@ -274,7 +275,7 @@ async fn open_routed(path: &str, route: &RouteContext, engine: EngineConfig) -> 
         .map()
         .shard(&resolution.shard_id)
         .and_then(|shard| match &shard.target {
-            ShardTarget::DataSource(file) => Some(file.clone()),
+            ShardTarget::DataSource(file) => Some(resolve_data_source(Path::new(path), file).display().to_string()),
             _ => None,
         });
     Ok(ConnectedClient {

@@ -2,11 +2,13 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::Command;
 
 use common::{orders_options, temp_dir, tenants_options};
 use shardlite::catalog::Catalog;
-use shardlite::client::{DataClient, LocalClient, Params, ShardedClient};
+use shardlite::client::{DataClient, LocalClient, Params, ShardedClient, Value};
+use shardlite::map::{MapError, ShardingOptions};
 use shardlite::{Error, ErrorKind, RouteContext};
 
 #[tokio::test]
@@ -90,6 +92,175 @@ async fn a_catalog_from_a_newer_release_is_refused() {
     assert!(err.to_string().contains("schema version 99"), "{err}");
 }
 
+/// A two-shard `tenants` map over `files` (each a `dataSource`, or a `connectionString` when it
+/// starts with `Data Source=`).
+fn map_over(files: [&str; 2]) -> ShardingOptions {
+    let shards: Vec<String> = files
+        .iter()
+        .enumerate()
+        .map(|(i, file)| {
+            let target = match file.strip_prefix("Data Source=") {
+                Some(_) => format!(r#""connectionString": {}"#, serde_json::json!(file)),
+                None => format!(r#""dataSource": {}"#, serde_json::json!(file)),
+            };
+            format!(r#"{{"shardId": "s{i}", {target}}}"#)
+        })
+        .collect();
+    ShardingOptions::from_json(&format!(
+        r#"{{"keyspace": "tenants", "virtualBucketCount": 4, "shards": [{}],
+            "bucketRanges": [{{"startBucketInclusive": 0, "endBucketExclusive": 2, "shardId": "s0"}},
+                             {{"startBucketInclusive": 2, "endBucketExclusive": 4, "shardId": "s1"}}]}}"#,
+        shards.join(", ")
+    ))
+    .unwrap()
+}
+
+/// A file name no other test (and nothing in the working directory) uses.
+fn unique_name(dir: &Path, suffix: &str) -> String {
+    format!("{}-{suffix}", dir.file_name().unwrap().to_str().unwrap())
+}
+
+#[tokio::test]
+async fn relative_shard_files_live_beside_the_master_not_in_the_working_directory() {
+    let dir = temp_dir();
+    let folder = dir.path().join("catalogs");
+    let master = folder.join("master.db");
+    let (s0, s1) = (unique_name(dir.path(), "s0.db"), unique_name(dir.path(), "s1.db"));
+    let cwd = std::env::current_dir().unwrap();
+    assert_ne!(cwd, folder);
+
+    // Seeding creates the dataSource file beside the master.
+    let catalog = Catalog::open(&master).await.unwrap();
+    catalog
+        .seed(map_over([&s0, &format!("Data Source={s1};Busy Timeout=100")]), false)
+        .await
+        .unwrap();
+    drop(catalog);
+    assert!(folder.join(&s0).exists(), "seed creates {s0} beside the master");
+    assert!(!cwd.join(&s0).exists(), "seed created {s0} in the working directory");
+
+    // Opening uses the files beside the master, for a connectionString's Data Source too.
+    let sharded = ShardedClient::open(&master).await.unwrap();
+    for shard in ["s0", "s1"] {
+        let client = sharded.for_shard_id(shard).unwrap();
+        client
+            .execute_sql("CREATE TABLE marker (shard TEXT)", Params::none())
+            .await
+            .unwrap();
+        client
+            .execute_sql("INSERT INTO marker VALUES (?1)", Params::from(vec![shard]))
+            .await
+            .unwrap();
+    }
+    drop(sharded);
+    for (file, shard) in [(&s0, "s0"), (&s1, "s1")] {
+        assert!(!cwd.join(file).exists(), "{file} was created in the working directory");
+        let beside = LocalClient::open(folder.join(file)).await.unwrap();
+        let rows = beside
+            .execute_sql("SELECT shard FROM marker", Params::none())
+            .await
+            .unwrap();
+        assert_eq!(rows.rows, vec![vec![Value::from(shard)]], "{file}");
+    }
+}
+
+#[tokio::test]
+async fn absolute_shard_files_stay_where_they_are() {
+    let dir = temp_dir();
+    let master = dir.path().join("catalogs/master.db");
+    let elsewhere = dir.path().join("elsewhere/s0.db");
+    let catalog = Catalog::open(&master).await.unwrap();
+    catalog
+        .seed(map_over([elsewhere.to_str().unwrap(), "s1.db"]), false)
+        .await
+        .unwrap();
+    assert!(elsewhere.exists());
+    assert!(dir.path().join("catalogs/s1.db").exists());
+    assert!(!dir.path().join("catalogs/elsewhere").exists());
+}
+
+#[tokio::test]
+async fn seeding_refuses_a_shard_whose_file_is_the_master() {
+    let dir = temp_dir();
+    let master = dir.path().join("master.db");
+    let absolute = master.to_str().unwrap().to_owned();
+    let through_dots = dir.path().join("sub/../master.db").to_str().unwrap().to_owned();
+    for (files, shard) in [
+        (["s0.db", "master.db"], "s1"),
+        (["./master.db", "s1.db"], "s0"),
+        ([absolute.as_str(), "s1.db"], "s0"),
+        (["s0.db", through_dots.as_str()], "s1"),
+        (["s0.db", "Data Source=master.db"], "s1"),
+    ] {
+        let catalog = Catalog::open(&master).await.unwrap();
+        let err = catalog.seed(map_over(files), false).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidMap, "{files:?}: {err}");
+        assert!(
+            matches!(&err, Error::InvalidMap(MapError::ShardIsMasterCatalog { shard_id, .. }) if shard_id == shard),
+            "{files:?}: {err:?}"
+        );
+        let message = err.to_string();
+        assert!(
+            message.contains(&format!("'{shard}'")) && message.contains("master catalog"),
+            "{message}"
+        );
+        assert!(catalog.active_options().await.unwrap().is_none(), "nothing was stored");
+    }
+    assert!(!dir.path().join("s0.db").exists() && !dir.path().join("s1.db").exists());
+}
+
+#[tokio::test]
+async fn seeding_refuses_two_shards_that_resolve_to_one_file() {
+    let dir = temp_dir();
+    let master = dir.path().join("master.db");
+    let absolute = dir.path().join("s0.db").to_str().unwrap().to_owned();
+    for files in [["s0.db", absolute.as_str()], [absolute.as_str(), "Data Source=./s0.db"]] {
+        let err = Catalog::open(&master)
+            .await
+            .unwrap()
+            .seed(map_over(files), false)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidMap(MapError::DuplicateShardFile { first, second, .. })
+                if first == "s0" && second == "s1"),
+            "{files:?}: {err:?}"
+        );
+        let message = err.to_string();
+        assert!(message.contains("'s0'") && message.contains("'s1'"), "{message}");
+    }
+    assert!(!dir.path().join("s0.db").exists(), "nothing was created");
+}
+
+#[tokio::test]
+async fn opening_refuses_a_stored_map_whose_shard_file_is_the_master() {
+    let dir = temp_dir();
+    let master = dir.path().join("master.db");
+    Catalog::open(&master)
+        .await
+        .unwrap()
+        .seed(map_over(["s0.db", "s1.db"]), false)
+        .await
+        .unwrap();
+    // A map stored by an older release, or edited by hand, is checked again when opened.
+    let stored = map_over(["s0.db", "./master.db"]).to_json();
+    let raw = LocalClient::open(&master).await.unwrap();
+    raw.execute_sql(
+        "UPDATE shardlite_active_map SET map_json = ?1",
+        Params::from(vec![stored.as_str()]),
+    )
+    .await
+    .unwrap();
+    drop(raw);
+
+    let err = ShardedClient::open(&master).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidMap, "{err}");
+    assert!(
+        matches!(&err, Error::InvalidMap(MapError::ShardIsMasterCatalog { shard_id, .. }) if shard_id == "s1"),
+        "{err:?}"
+    );
+}
+
 fn shardlite(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_shardlite"))
         .args(args)
@@ -101,11 +272,7 @@ fn shardlite(args: &[&str]) -> std::process::Output {
 fn seed_command_accepts_the_four_shard_map_and_refuses_broken_ones() {
     let dir = temp_dir();
     let map_path = dir.path().join("map.json");
-    std::fs::write(
-        &map_path,
-        serde_json::to_string_pretty(&orders_options(&dir.path().join("data"))).unwrap(),
-    )
-    .unwrap();
+    std::fs::write(&map_path, serde_json::to_string_pretty(&orders_options()).unwrap()).unwrap();
     let master = dir.path().join("data/master.db");
     let out = shardlite(&[
         "seed",
@@ -163,4 +330,24 @@ fn seed_command_accepts_the_four_shard_map_and_refuses_broken_ones() {
     ]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing.json"));
+}
+
+#[test]
+fn seed_command_refuses_a_shard_whose_file_is_the_master_and_leaves_no_file() {
+    let dir = temp_dir();
+    let map = dir.path().join("map.json");
+    std::fs::write(&map, map_over(["s0.db", "./catalog.db"]).to_json()).unwrap();
+    let master = dir.path().join("catalog.db");
+    let out = shardlite(&[
+        "seed",
+        "--master",
+        master.to_str().unwrap(),
+        "--map",
+        map.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("'s1'") && stderr.contains("master catalog"), "{stderr}");
+    assert!(!master.exists(), "a refused map leaves no master behind");
+    assert!(!dir.path().join("s0.db").exists());
 }

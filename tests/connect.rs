@@ -30,7 +30,7 @@ fn options(text: &str) -> ConnectionOptions {
 #[tokio::test]
 async fn a_master_with_route_keys_binds_to_the_resolved_shard_file() {
     let dir = temp_dir();
-    let master = seed(dir.path(), orders_options(dir.path())).await;
+    let master = seed(dir.path(), orders_options()).await;
     let connected = connect(&options(&format!(
         "Data Source={master};Shard Keyspace=orders_by_month;Shard Key=2026-05"
     )))
@@ -81,7 +81,7 @@ async fn a_master_with_route_keys_binds_to_the_resolved_shard_file() {
 #[tokio::test]
 async fn a_master_without_route_keys_gives_the_sharded_client_and_data_calls_need_a_route() {
     let dir = temp_dir();
-    let master = seed(dir.path(), orders_options(dir.path())).await;
+    let master = seed(dir.path(), orders_options()).await;
     let connected = connect(&options(&format!("Data Source={master}"))).await.unwrap();
     assert!(
         matches!(
@@ -164,7 +164,7 @@ async fn route_keys_need_a_master_with_a_map() {
 #[tokio::test]
 async fn routes_the_map_cannot_serve_fail_at_connect() {
     let dir = temp_dir();
-    let mut map = orders_options(dir.path());
+    let mut map = orders_options();
     map.shards[3].enabled = false;
     map.bucket_ranges.retain(|range| range.shard_id != "shard-3");
     map.bucket_ranges[2].end_bucket_exclusive = 16;
@@ -190,7 +190,7 @@ async fn routes_the_map_cannot_serve_fail_at_connect() {
 #[tokio::test]
 async fn timeouts_flow_into_the_engine() {
     let dir = temp_dir();
-    let master = seed(dir.path(), orders_options(dir.path())).await;
+    let master = seed(dir.path(), orders_options()).await;
     let route = "Shard Keyspace=orders_by_month;Shard Key=2026-06";
 
     let never = connect(&options(&format!(
@@ -213,7 +213,7 @@ async fn timeouts_flow_into_the_engine() {
 #[tokio::test]
 async fn command_timeout_interrupts_a_runaway_statement_on_a_route_bound_connection() {
     let dir = temp_dir();
-    let master = seed(dir.path(), orders_options(dir.path())).await;
+    let master = seed(dir.path(), orders_options()).await;
     let connected = connect(&options(&format!(
         "Data Source={master};Shard Keyspace=orders_by_month;Shard Key=2026-06;Command Timeout=1"
     )))

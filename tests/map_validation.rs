@@ -404,6 +404,59 @@ fn duplicate_shard_ids_ignoring_case_are_refused() {
 }
 
 #[test]
+fn two_shards_with_one_file_are_refused_naming_both() {
+    for (first, second) in [
+        ("s0.db", "s0.db"),
+        ("s0.db", " s0.db "),
+        ("./s0.db", "s0.db"),
+        ("s0.db", "data/../s0.db"),
+        ("data/s0.db", "./data//s0.db"),
+        ("/srv/m/s0.db", "/srv/m/./s0.db"),
+    ] {
+        let mut options = two_shards();
+        options.shards[0].data_source = Some(first.into());
+        options.shards[1].data_source = Some(second.into());
+        let (err, message) = refuse(options);
+        assert_eq!(
+            err,
+            MapError::DuplicateShardFile {
+                first: "s0".into(),
+                second: "s1".into(),
+                file: second.trim().into(),
+            },
+            "{first:?} and {second:?}"
+        );
+        assert_names(&message, &["'s0'", "'s1'", second.trim()]);
+    }
+}
+
+#[test]
+fn a_disabled_shard_or_a_replica_cannot_share_a_file_either() {
+    let mut options = with_replica();
+    options.shards[2].data_source = Some("./s0.db".into());
+    let (err, _) = refuse(options);
+    assert!(
+        matches!(&err, MapError::DuplicateShardFile { first, second, .. } if first == "s0" && second == "r1"),
+        "{err:?}"
+    );
+
+    let mut options = two_shards();
+    options.shards[1].enabled = false;
+    options.shards[1].data_source = Some("s0.db".into());
+    assert!(matches!(refuse(options).0, MapError::DuplicateShardFile { .. }));
+}
+
+#[test]
+fn shard_files_differing_in_folder_or_case_are_distinct() {
+    for (first, second) in [("s0.db", "data/s0.db"), ("s0.db", "S0.db"), ("s0.db", "../s0.db")] {
+        let mut options = two_shards();
+        options.shards[0].data_source = Some(first.into());
+        options.shards[1].data_source = Some(second.into());
+        assert!(ShardMap::new(options).is_ok(), "{first:?} and {second:?}");
+    }
+}
+
+#[test]
 fn shard_id_with_invalid_characters_is_refused() {
     for bad in ["bad id!", "shard/0", "é"] {
         let mut options = two_shards();

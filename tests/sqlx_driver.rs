@@ -36,7 +36,7 @@ impl Fixture {
         Catalog::open(&master)
             .await
             .unwrap()
-            .seed(orders_options(dir.path()), false)
+            .seed(orders_options(), false)
             .await
             .unwrap();
         let sharded = ShardedClient::open(&master).await.unwrap();

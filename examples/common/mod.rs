@@ -2,16 +2,15 @@
 //! buckets over four local shard files, `shard-N` owning buckets `[4N, 4N+4)`, and four months
 //! pinned to a shard each.
 
-use std::path::Path;
-
 use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
 
 /// The keyspace of the order-history map.
 pub const ORDERS_KEYSPACE: &str = "orders_by_month";
 
-/// The four-shard `orders_by_month` map, with its shard files (`shard-0.db` .. `shard-3.db`) in `dir`.
-pub fn orders_map(dir: &Path) -> ShardingOptions {
-    let file = |i: u32| dir.join(format!("shard-{i}.db")).to_string_lossy().into_owned();
+/// The four-shard `orders_by_month` map. Its shard files, `shard-0.db` .. `shard-3.db`, are
+/// relative paths, so they live beside whichever master catalog the map is seeded into.
+pub fn orders_map() -> ShardingOptions {
+    let file = |i: u32| format!("shard-{i}.db");
     ShardingOptions {
         keyspace: ORDERS_KEYSPACE.to_owned(),
         map_version: 1,

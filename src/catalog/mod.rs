@@ -9,12 +9,16 @@ mod update;
 
 pub use update::{MapDiff, diff, validate};
 
+mod files;
+
+pub use files::{check_shard_files, shard_file};
+
 use std::path::{Path, PathBuf};
 
 use crate::data::{CatalogHistoryEntry, Params, SqlResult, Value};
 use crate::engine::{Database, EngineConfig, Role};
 use crate::error::{Error, Result};
-use crate::map::{ShardMap, ShardTarget, ShardingOptions};
+use crate::map::{ShardMap, ShardTarget, ShardingOptions, resolve_data_source};
 
 /// The catalog schema version this release writes.
 pub const CATALOG_SCHEMA_VERSION: i64 = 1;
@@ -180,10 +184,15 @@ impl Catalog {
     /// Validates `options`, creates the folders and files of its local shards, and stores
     /// it as the active map.
     ///
+    /// A relative `dataSource` is created in the master's folder. A map whose shard file is this
+    /// master, or whose shards share a file, is refused before anything is written (see
+    /// [`check_shard_files`]).
+    ///
     /// Seeding the same map again is a no-op. Replacing a different active map requires
     /// `replace`, because it reroutes keys away from their data.
     pub async fn seed(&self, options: ShardingOptions, replace: bool) -> Result<ShardMap> {
         let map = ShardMap::new(options.clone())?;
+        check_shard_files(&self.path, &map).await?;
         if let Some(existing) = self.active_options().await?
             && existing != options
             && !replace
@@ -197,7 +206,8 @@ impl Catalog {
         }
         for shard in map.shards() {
             if let ShardTarget::DataSource(path) = &shard.target {
-                Database::open(path, shard.id.clone(), EngineConfig::default()).await?;
+                let file = resolve_data_source(&self.path, path);
+                Database::open(file, shard.id.clone(), EngineConfig::default()).await?;
             }
         }
         self.ensure_schema().await?;

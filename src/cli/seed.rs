@@ -4,14 +4,15 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, check_shard_files};
 use crate::error::{Error, Result};
 use crate::map::{ShardMap, ShardingOptions};
 
 /// Arguments of `shardlite seed`.
 #[derive(Debug, Args)]
 pub struct SeedArgs {
-    /// The master catalog file to create or update.
+    /// The master catalog file to create or update. Relative `dataSource` paths in the map are
+    /// files in its folder.
     #[arg(long)]
     master: PathBuf,
     /// The shard map (JSON, camelCase).
@@ -29,7 +30,8 @@ pub async fn run(args: &SeedArgs) -> Result<()> {
     })?;
     let options = ShardingOptions::from_json(&json)?;
     // Validate before touching the master, so a broken map leaves no file behind.
-    ShardMap::new(options.clone())?;
+    let map = ShardMap::new(options.clone())?;
+    check_shard_files(&args.master, &map).await?;
     let catalog = Catalog::open(&args.master).await?;
     let map = catalog.seed(options, args.replace).await?;
     println!(

@@ -83,6 +83,25 @@ pub enum MapError {
     /// No shard is enabled.
     #[error("the shard map needs at least one enabled shard")]
     NoEnabledShard,
+    /// Two shards name the same file: equal `dataSource` paths once normalised, or, when a master
+    /// catalog opens or seeds the map, paths that resolve to one file.
+    #[error("shards '{first}' and '{second}' both use file '{file}'; each shard needs a file of its own")]
+    DuplicateShardFile {
+        /// The shard defined first.
+        first: String,
+        /// The shard defined later, naming the same file.
+        second: String,
+        /// The file, as the later shard names it.
+        file: String,
+    },
+    /// A shard's file is the master catalog that holds the map.
+    #[error("shard '{shard_id}' uses file '{file}', which is the master catalog; a shard needs a file of its own")]
+    ShardIsMasterCatalog {
+        /// The shard.
+        shard_id: String,
+        /// The file, as the shard names it.
+        file: String,
+    },
     /// `replicationLagBytes` is negative.
     #[error("shard '{shard_id}' has negative replicationLagBytes ({value})")]
     NegativeReplicationLag {

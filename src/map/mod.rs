@@ -4,12 +4,29 @@
 //! immutable structure routing runs against. Validation refuses, with a [`MapError`] naming
 //! the offending item: gaps and overlaps in bucket coverage, empty or out-of-range ranges,
 //! unknown shards, buckets or pins owned by replicas, inconsistent replica metadata, blank
-//! pin keys, and maps without an enabled shard. Unknown JSON fields are refused when parsing.
+//! pin keys, maps without an enabled shard, and two shards with the same `dataSource` file.
+//! Unknown JSON fields are refused when parsing.
+//!
+//! # Shard files
+//!
+//! A relative `dataSource` (and a relative `Data Source` in a shard's `connectionString`) is
+//! relative to the **folder of the master catalog**, not to the working directory of the process
+//! that opens it: with the master at `/srv/orders/master.db`, `"dataSource": "shard-0.db"` is
+//! `/srv/orders/shard-0.db`. An absolute path is used as it is. [`resolve_data_source`] applies the
+//! rule; a map held only in memory, with no master, keeps relative paths relative to the working
+//! directory.
+//!
+//! Two shards may not share a file: `./a.db`, `a.db` and `x/../a.db` are the same file (see
+//! [`normalize_path`]; case is compared as given), and opening or seeding a master also refuses
+//! spellings that meet once resolved (an absolute path and a relative one) and a shard whose file is
+//! the master catalog itself.
 
+mod files;
 mod options;
 mod snapshot;
 
 pub use crate::error::MapError;
+pub use files::{normalize_path, resolve_data_source};
 pub use options::{BucketRange, ReplicaInfo, Secret, ShardDefinition, ShardingOptions};
 pub use snapshot::{ShardMapSnapshot, ShardSnapshot};
 
@@ -175,6 +192,7 @@ impl ShardMap {
         if !shards.iter().any(|s| s.enabled) {
             return Err(MapError::NoEnabledShard);
         }
+        validate_files(&shards)?;
         validate_replication(&shards)?;
 
         let owners = assign_buckets(&options, &shards, bucket_count)?;
@@ -399,6 +417,27 @@ fn validate_shard(id: String, def: &ShardDefinition) -> Result<Shard, MapError> 
         api_key_header_name: non_blank(&def.api_key_header_name),
         id,
     })
+}
+
+/// No two `dataSource` shards name the same file (compared as normalised relative or absolute paths;
+/// the master's folder is not known here, so that comparison waits for opening or seeding).
+fn validate_files(shards: &[Shard]) -> Result<(), MapError> {
+    let mut seen: Vec<(std::path::PathBuf, &Shard)> = Vec::new();
+    for shard in shards {
+        let ShardTarget::DataSource(path) = &shard.target else {
+            continue;
+        };
+        let normal = normalize_path(std::path::Path::new(path.trim()));
+        if let Some((_, first)) = seen.iter().find(|(file, _)| *file == normal) {
+            return Err(MapError::DuplicateShardFile {
+                first: first.id.clone(),
+                second: shard.id.clone(),
+                file: path.clone(),
+            });
+        }
+        seen.push((normal, shard));
+    }
+    Ok(())
 }
 
 fn validate_replication(shards: &[Shard]) -> Result<(), MapError> {

@@ -46,9 +46,10 @@ pub fn tenants_map(dir: &Path) -> ShardMap {
     ShardMap::new(tenants_options(dir)).expect("valid fixture map")
 }
 
-/// The seed's four-shard `orders_by_month` map with files under `dir` (the examples' own map).
-pub fn orders_options(dir: &Path) -> ShardingOptions {
-    orders::orders_map(dir)
+/// The seed's four-shard `orders_by_month` map (the examples' own map): its shard files,
+/// `shard-0.db` .. `shard-3.db`, are created beside the master it is seeded into.
+pub fn orders_options() -> ShardingOptions {
+    orders::orders_map()
 }
 
 pub fn files_in(dir: &Path) -> Vec<PathBuf> {

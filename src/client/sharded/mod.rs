@@ -11,18 +11,18 @@ mod transactions;
 
 pub use transactions::ShardedTransaction;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures_util::future::join_all;
 
 use super::forward::impl_data_client;
 use super::{LocalClient, RoutedClient};
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, check_shard_files};
 use crate::data::{DataClient, DatabaseInfo, Params, SqlResult, TransactionInfo};
 use crate::engine::EngineConfig;
 use crate::error::{Error, Result};
-use crate::map::{ShardMap, ShardMapSnapshot, ShardTarget};
+use crate::map::{ShardMap, ShardMapSnapshot, ShardTarget, resolve_data_source};
 use crate::routing::{ResolvedRoute, RouteContext};
 
 /// How one shard is reached.
@@ -86,8 +86,11 @@ pub struct ShardedClientOptions {
 impl ShardedClient {
     /// Opens the master catalog at `master` and every shard of its active map.
     ///
-    /// Fails with [`Error::NoMap`] when the master holds no map (callers such as the daemon
-    /// then serve the file as one plain database).
+    /// A relative `dataSource` (or connection-string `Data Source`) is a file in the master's
+    /// folder, whatever the working directory. Fails with [`Error::NoMap`] when the master holds
+    /// no map (callers such as the daemon then serve the file as one plain database), and with
+    /// [`Error::InvalidMap`] when a shard's file is the master itself or two shards share a file
+    /// (see [`check_shard_files`]), before any shard file is opened.
     pub async fn open(master: impl AsRef<Path>) -> Result<Self> {
         Self::open_with(master, ShardedClientOptions::default()).await
     }
@@ -96,10 +99,12 @@ impl ShardedClient {
     pub async fn open_with(master: impl AsRef<Path>, options: ShardedClientOptions) -> Result<Self> {
         let catalog = Catalog::open(master).await?;
         let map = catalog.active_map().await?;
+        check_shard_files(catalog.path(), &map).await?;
         Self::build(map, Some(catalog), options).await
     }
 
-    /// A client over a map held in memory (no catalog).
+    /// A client over a map held in memory (no catalog). With no master to resolve them against,
+    /// relative shard paths are relative to the working directory.
     pub async fn from_map(map: ShardMap) -> Result<Self> {
         Self::build(map, None, ShardedClientOptions::default()).await
     }
@@ -110,6 +115,10 @@ impl ShardedClient {
     }
 
     async fn build(map: ShardMap, catalog: Option<Catalog>, options: ShardedClientOptions) -> Result<Self> {
+        let master = catalog.as_ref().map(Catalog::path);
+        // Relative shard paths are relative to the master's folder; without a master, to the
+        // working directory.
+        let locate = |path: &str| master.map_or_else(|| PathBuf::from(path), |m| resolve_data_source(m, path));
         let opened = join_all(map.shards().iter().map(|shard| {
             let engine = options.engine.clone();
             async move {
@@ -118,7 +127,7 @@ impl ShardedClient {
                 }
                 match &shard.target {
                     ShardTarget::DataSource(path) => {
-                        match LocalClient::open_with(path, shard.id.clone(), engine).await {
+                        match LocalClient::open_with(locate(path), shard.id.clone(), engine).await {
                             Ok(local) => ShardSlot::Ready {
                                 client: Arc::new(local.clone()),
                                 local: Some(local),
@@ -133,7 +142,7 @@ impl ShardedClient {
                         remote.open()
                     }
                     ShardTarget::ConnectionString(secret) => {
-                        remote::open_connection_string_shard(&shard.id, secret, engine).await
+                        remote::open_connection_string_shard(&shard.id, secret, engine, locate).await
                     }
                 }
             }

@@ -1,5 +1,6 @@
 //! Shards that are not local files: a daemon named by `endpoint`, or a connection string.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{LocalClient, ShardSlot};
@@ -77,12 +78,14 @@ impl RemoteShard {
     }
 }
 
-/// Opens a shard defined by a connection string. A `Data Source` is opened in-process; the
-/// string's busy, command and transaction timeouts override the map-wide settings.
+/// Opens a shard defined by a connection string. A `Data Source` is opened in-process, at the
+/// file `locate` gives for it (relative paths are relative to the master's folder); the string's
+/// busy, command and transaction timeouts override the map-wide settings.
 pub(super) async fn open_connection_string_shard(
     shard_id: &str,
     secret: &crate::map::Secret,
     engine: EngineConfig,
+    locate: impl Fn(&str) -> PathBuf,
 ) -> ShardSlot {
     // Parse errors name the key but never echo the secret itself.
     let options = match crate::options::ConnectionOptions::parse(secret.expose()) {
@@ -106,7 +109,7 @@ pub(super) async fn open_connection_string_shard(
         return remote.open();
     };
     let engine = crate::client::engine_config_for(&options, engine);
-    match LocalClient::open_with(path, shard_id.to_owned(), engine).await {
+    match LocalClient::open_with(locate(path), shard_id.to_owned(), engine).await {
         Ok(local) => ShardSlot::Ready {
             client: Arc::new(local.clone()),
             local: Some(local),
