@@ -1,5 +1,8 @@
-//! `shardlite serve --master PATH [--listen ADDR] [--api-key KEY] [--api-key-header NAME]
+//! `shardlite serve --master PATH [--create] [--listen ADDR] [--api-key KEY] [--api-key-header NAME]
 //! [--body-limit BYTES] [--transaction-timeout SECS]`: the daemon.
+//!
+//! The master must exist (`shardlite seed` creates one) unless `--create` is given, so a mistyped
+//! path fails instead of serving a new, empty database.
 //!
 //! Logs go to stderr (`RUST_LOG` filters them, default `info`); stdout gets one line,
 //! `listening on http://ADDR`, with the real port when `--listen` asks for port 0, so scripts can
@@ -18,9 +21,14 @@ use crate::wire::DEFAULT_API_KEY_HEADER;
 /// Arguments of `shardlite serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The master catalog. Without an active shard map, the file is served as one plain database.
+    /// The master catalog, which must exist (see `--create`). Without an active shard map, the
+    /// file is served as one plain database.
     #[arg(long)]
     master: PathBuf,
+    /// Create the master as a new, empty plain database when it does not exist, instead of
+    /// refusing to start.
+    #[arg(long)]
+    create: bool,
     /// The address to listen on (`127.0.0.1:0` picks a free port and prints it).
     #[arg(long, default_value = "127.0.0.1:61818")]
     listen: String,
@@ -49,6 +57,7 @@ fn parse_api_key(text: &str) -> std::result::Result<Secret, String> {
 /// Runs the daemon until SIGINT or SIGTERM.
 pub async fn run(args: &ServeArgs) -> Result<()> {
     init_logging();
+    check_master_exists(args).await?;
     let config = ServerConfig {
         api_key: args.api_key.clone(),
         api_key_header: args.api_key_header.trim().to_owned(),
@@ -74,6 +83,27 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
     server::run(listener, state, shutdown_signal()).await?;
     tracing::info!("shardlite daemon stopped");
     Ok(())
+}
+
+/// A missing master is refused unless `--create` asks for a new database: opening would otherwise
+/// create an empty file, and a typo in the path would start a daemon that serves nothing useful.
+async fn check_master_exists(args: &ServeArgs) -> Result<()> {
+    let exists = tokio::fs::try_exists(&args.master).await.map_err(|source| Error::Io {
+        what: format!("master catalog '{}'", args.master.display()),
+        source,
+    })?;
+    if exists || args.create {
+        return Ok(());
+    }
+    Err(Error::invalid_argument(
+        "--master",
+        format!(
+            "'{}' does not exist: create a master catalog with `shardlite seed --master {} --map MAP.json`, \
+             or pass --create to serve a new, empty database",
+            args.master.display(),
+            args.master.display()
+        ),
+    ))
 }
 
 fn init_logging() {
