@@ -1473,6 +1473,16 @@ async fn the_openapi_document_covers_every_endpoint() {
         assert!(operation["operationId"].is_string(), "{method} {path}");
         let bad_request = &operation["responses"]["400"]["content"]["application/problem+json"]["schema"]["$ref"];
         assert_eq!(bad_request, "#/components/schemas/Problem", "{method} {path}");
+        // The request limits cover every route.
+        let responses = &operation["responses"];
+        assert_eq!(
+            responses["408"]["content"]["application/problem+json"]["schema"]["$ref"], "#/components/schemas/Problem",
+            "{method} {path}"
+        );
+        assert!(
+            responses["503"]["headers"]["Retry-After"].is_object(),
+            "{method} {path}"
+        );
         let has_body = operation.get("requestBody").is_some();
         assert_eq!(operation["responses"].get("413").is_some(), has_body, "{method} {path}");
         assert_eq!(operation["responses"].get("415").is_some(), has_body, "{method} {path}");

@@ -1,5 +1,10 @@
 //! `shardlite serve --master PATH [--create] [--listen ADDR] [--api-key KEY] [--api-key-header NAME]
-//! [--body-limit BYTES] [--transaction-timeout SECS]`: the daemon.
+//! [--body-limit BYTES] [--transaction-timeout SECS] [limits]`: the daemon.
+//!
+//! The limits bound what one client can cost the others; each has a default that is safe to
+//! expose: `--statement-timeout`, `--max-result-rows`, `--max-result-bytes`, `--request-timeout`,
+//! `--max-concurrent-requests`, `--max-open-transactions` (per shard), `--readers` and
+//! `--max-queued-jobs`.
 //!
 //! The master must exist (`shardlite seed` creates one) unless `--create` is given, so a mistyped
 //! path fails instead of serving a new, empty database.
@@ -45,6 +50,54 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = ServerConfig::default().transaction_idle_timeout.as_secs(),
         value_parser = clap::value_parser!(u64).range(1..))]
     transaction_timeout: u64,
+    /// Seconds one SQL statement may run before it is interrupted (`statement_timeout`); 0 = no limit.
+    #[arg(long, value_name = "SECS", default_value_t = seconds(ServerConfig::default().statement_timeout))]
+    statement_timeout: u64,
+    /// Rows one result may buffer; more is refused with `result_too_large`.
+    #[arg(long, value_name = "N", default_value_t = ServerConfig::default().max_result_rows,
+        value_parser = positive)]
+    max_result_rows: usize,
+    /// Bytes of values one result may buffer; more is refused with `result_too_large`.
+    #[arg(long, value_name = "N", default_value_t = ServerConfig::default().max_result_bytes,
+        value_parser = positive)]
+    max_result_bytes: usize,
+    /// Seconds a whole request may take before it is answered `request_timeout` and its work is
+    /// cancelled; 0 = no limit. A gRPC caller's shorter deadline is honoured too.
+    #[arg(long, value_name = "SECS", default_value_t = seconds(ServerConfig::default().request_timeout))]
+    request_timeout: u64,
+    /// Requests served at once (REST and gRPC together); more are answered `busy` at once.
+    #[arg(long, value_name = "N", default_value_t = ServerConfig::default().max_concurrent_requests,
+        value_parser = positive)]
+    max_concurrent_requests: usize,
+    /// Open transactions allowed per shard; more are answered `busy`.
+    #[arg(long, value_name = "N", default_value_t = ServerConfig::default().max_open_transactions,
+        value_parser = positive)]
+    max_open_transactions: usize,
+    /// Reader connections (threads) per shard.
+    #[arg(long, value_name = "N", default_value_t = ServerConfig::default().readers, value_parser = positive)]
+    readers: usize,
+    /// Jobs that may wait for a shard's writer, and for its readers; more are answered `busy`.
+    #[arg(long, value_name = "N", default_value_t = ServerConfig::default().max_queued_jobs,
+        value_parser = positive)]
+    max_queued_jobs: usize,
+}
+
+/// Whole seconds of an optional limit, 0 for none (the flags' spelling of "no limit").
+fn seconds(limit: Option<Duration>) -> u64 {
+    limit.map_or(0, |limit| limit.as_secs())
+}
+
+/// The limit a seconds flag names: `None` for 0.
+fn limit_from_seconds(secs: u64) -> Option<Duration> {
+    (secs > 0).then(|| Duration::from_secs(secs))
+}
+
+fn positive(text: &str) -> std::result::Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(err) => Err(err.to_string()),
+    }
 }
 
 fn parse_api_key(text: &str) -> std::result::Result<Secret, String> {
@@ -58,14 +111,7 @@ fn parse_api_key(text: &str) -> std::result::Result<Secret, String> {
 pub async fn run(args: &ServeArgs) -> Result<()> {
     init_logging();
     check_master_exists(args).await?;
-    let config = ServerConfig {
-        api_key: args.api_key.clone(),
-        api_key_header: args.api_key_header.trim().to_owned(),
-        body_limit: args.body_limit,
-        transaction_idle_timeout: Duration::from_secs(args.transaction_timeout),
-        ..ServerConfig::default()
-    };
-    let state = ServerState::open(&args.master, config).await?;
+    let state = ServerState::open(&args.master, server_config(args)).await?;
     // Fail on a bad configuration before binding, so nothing half-starts.
     let _ = server::router(&state)?;
     let listener = tokio::net::TcpListener::bind(&args.listen)
@@ -83,6 +129,24 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
     server::run(listener, state, shutdown_signal()).await?;
     tracing::info!("shardlite daemon stopped");
     Ok(())
+}
+
+/// The daemon settings the flags describe.
+fn server_config(args: &ServeArgs) -> ServerConfig {
+    ServerConfig {
+        api_key: args.api_key.clone(),
+        api_key_header: args.api_key_header.trim().to_owned(),
+        body_limit: args.body_limit,
+        transaction_idle_timeout: Duration::from_secs(args.transaction_timeout),
+        statement_timeout: limit_from_seconds(args.statement_timeout),
+        max_result_rows: args.max_result_rows,
+        max_result_bytes: args.max_result_bytes,
+        request_timeout: limit_from_seconds(args.request_timeout),
+        max_concurrent_requests: args.max_concurrent_requests,
+        max_open_transactions: args.max_open_transactions,
+        readers: args.readers,
+        max_queued_jobs: args.max_queued_jobs,
+    }
 }
 
 /// A missing master is refused unless `--create` asks for a new database: opening would otherwise
@@ -144,5 +208,85 @@ async fn shutdown_signal() {
     tokio::select! {
         () = interrupt => tracing::info!("SIGINT received; shutting down"),
         () = terminate => tracing::info!("SIGTERM received; shutting down"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Serve {
+        #[command(flatten)]
+        args: ServeArgs,
+    }
+
+    fn config(flags: &[&str]) -> std::result::Result<ServerConfig, clap::Error> {
+        let argv = ["serve", "--master", "m.db"].iter().chain(flags);
+        Serve::try_parse_from(argv).map(|serve| server_config(&serve.args))
+    }
+
+    #[test]
+    fn the_defaults_are_the_server_config_defaults() {
+        let parsed = config(&[]).expect("defaults parse");
+        let default = ServerConfig::default();
+        assert_eq!(parsed.statement_timeout, default.statement_timeout);
+        assert_eq!(parsed.request_timeout, default.request_timeout);
+        assert_eq!(parsed.transaction_idle_timeout, default.transaction_idle_timeout);
+        assert_eq!(parsed.max_result_rows, 100_000);
+        assert_eq!(parsed.max_result_bytes, 64 * 1024 * 1024);
+        assert_eq!(parsed.max_concurrent_requests, 256);
+        assert_eq!(parsed.max_open_transactions, default.max_open_transactions);
+        assert_eq!(parsed.readers, default.readers);
+        assert_eq!(parsed.max_queued_jobs, default.max_queued_jobs);
+    }
+
+    #[test]
+    fn limits_flow_into_the_config_and_zero_seconds_means_no_limit() {
+        let parsed = config(&[
+            "--statement-timeout",
+            "0",
+            "--request-timeout",
+            "7",
+            "--max-result-rows",
+            "10",
+            "--max-result-bytes",
+            "2048",
+            "--max-concurrent-requests",
+            "3",
+            "--max-open-transactions",
+            "2",
+            "--readers",
+            "1",
+            "--max-queued-jobs",
+            "4",
+        ])
+        .expect("flags parse");
+        assert_eq!(parsed.statement_timeout, None);
+        assert_eq!(parsed.request_timeout, Some(Duration::from_secs(7)));
+        let engine = parsed.engine_config();
+        assert_eq!(engine.statement_timeout, None);
+        assert_eq!((engine.max_result_rows, engine.max_result_bytes), (10, 2048));
+        assert_eq!((engine.readers, engine.max_queued_jobs), (1, 4));
+        assert_eq!(engine.max_open_transactions, 2);
+        assert!(!engine.allow_attach);
+        assert_eq!(parsed.max_concurrent_requests, 3);
+    }
+
+    #[test]
+    fn counts_must_be_positive() {
+        for flag in [
+            "--max-result-rows",
+            "--max-result-bytes",
+            "--max-concurrent-requests",
+            "--max-open-transactions",
+            "--readers",
+            "--max-queued-jobs",
+        ] {
+            let err = config(&[flag, "0"]).expect_err(flag).to_string();
+            assert!(err.contains("at least 1"), "{flag}: {err}");
+        }
     }
 }

@@ -279,6 +279,25 @@ pub enum Error {
         unit: &'static str,
     },
 
+    /// The daemon is already serving as many requests as it takes at once; it refuses more at
+    /// once rather than queue them.
+    #[error("the daemon is busy: {limit} requests are already in progress, the most it serves at once; retry shortly")]
+    DaemonBusy {
+        /// The daemon's limit on requests in progress.
+        limit: usize,
+    },
+
+    /// A request ran past the daemon's request timeout, or past the caller's own deadline, and
+    /// was stopped; a statement it was still running was interrupted.
+    #[error(
+        "the request ran past its time limit of {limit_ms} ms and was stopped: the daemon's request timeout \
+         (serve --request-timeout) or the caller's gRPC deadline"
+    )]
+    RequestTimeout {
+        /// The limit, in milliseconds.
+        limit_ms: u64,
+    },
+
     /// An error a remote daemon reported, decoded from the wire with its kind preserved, so callers
     /// branch on [`Error::kind`] the same way in-process and over the network.
     #[error("{message}")]
@@ -345,7 +364,7 @@ pub enum ErrorKind {
     StaleMapVersion,
     /// The transaction expired and was rolled back.
     Expired,
-    /// The shard is temporarily unable to take the request; retry later.
+    /// The daemon or the shard is temporarily unable to take the request; retry later.
     Busy,
     /// The addressed shard is disabled or closed.
     Unavailable,
@@ -375,6 +394,8 @@ pub enum ErrorKind {
     Cancelled,
     /// A result grew past the rows or bytes one response may buffer.
     ResultTooLarge,
+    /// A request ran past the daemon's request timeout or the caller's deadline.
+    RequestTimeout,
 }
 
 impl ErrorKind {
@@ -404,6 +425,7 @@ impl ErrorKind {
             Self::Timeout => "statement_timeout",
             Self::Cancelled => "cancelled",
             Self::ResultTooLarge => "result_too_large",
+            Self::RequestTimeout => "request_timeout",
         }
     }
 
@@ -433,6 +455,7 @@ impl ErrorKind {
             Self::Timeout,
             Self::Cancelled,
             Self::ResultTooLarge,
+            Self::RequestTimeout,
         ]
         .into_iter()
         .find(|kind| kind.code() == code)
@@ -467,7 +490,7 @@ impl Error {
             Self::TransactionRouteConflict { .. } => ErrorKind::Conflict,
             Self::StaleMapVersion { .. } => ErrorKind::StaleMapVersion,
             Self::TransactionExpired { .. } => ErrorKind::Expired,
-            Self::Busy { .. } => ErrorKind::Busy,
+            Self::Busy { .. } | Self::DaemonBusy { .. } => ErrorKind::Busy,
             Self::ReadOnlyViolation { .. } => ErrorKind::ReadOnly,
             Self::Sql { code, .. } => match code & 0xff {
                 rusqlite::ffi::SQLITE_CONSTRAINT => ErrorKind::Constraint,
@@ -486,6 +509,7 @@ impl Error {
             Self::StatementTimeout { .. } => ErrorKind::Timeout,
             Self::Cancelled => ErrorKind::Cancelled,
             Self::ResultTooLarge { .. } => ErrorKind::ResultTooLarge,
+            Self::RequestTimeout { .. } => ErrorKind::RequestTimeout,
             Self::MapVersionConflict { .. } => ErrorKind::MapVersionConflict,
             Self::NoPendingMap { .. } => ErrorKind::Conflict,
             Self::Remote { kind, .. } => *kind,
@@ -537,6 +561,7 @@ mod tests {
             ErrorKind::Timeout,
             ErrorKind::Cancelled,
             ErrorKind::ResultTooLarge,
+            ErrorKind::RequestTimeout,
         ] {
             assert_eq!(ErrorKind::from_code(kind.code()), Some(kind));
         }

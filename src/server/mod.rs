@@ -4,6 +4,10 @@
 //! start it on `127.0.0.1:0` and the CLI on the configured address. [`router`] is the service it
 //! serves: the [`rest`] router merged with the [`grpc`] routes, and one fallback that answers
 //! gRPC requests for unknown methods with `UNIMPLEMENTED` and everything else with a 404 problem.
+//! Every route, of either protocol, runs behind the daemon's request limits: at most
+//! [`ServerConfig::max_concurrent_requests`] at once (more are answered `busy` at once) and each
+//! within [`ServerConfig::request_timeout`] or a gRPC caller's shorter deadline (then
+//! `request_timeout`, and the work is stopped).
 //!
 //! ```no_run
 //! # async fn demo() -> shardlite::Result<()> {
@@ -27,6 +31,7 @@
 //! ```
 
 pub mod grpc;
+mod limits;
 pub mod rest;
 mod state;
 
@@ -69,16 +74,20 @@ pub async fn run(
     })
 }
 
-/// The service the daemon serves: REST and gRPC on one router.
+/// The service the daemon serves: REST and gRPC on one router, every route behind the request
+/// limits ([`ServerConfig::max_concurrent_requests`] and [`ServerConfig::request_timeout`]).
 ///
-/// Fails when the configuration is unusable (an invalid API-key header name, a blank API key).
+/// Fails when the configuration is unusable (an invalid API-key header name, a blank API key, a
+/// limit of zero).
 pub fn router(state: &ServerState) -> Result<axum::Router> {
+    state.config().validate()?;
     // Any fallback of the gRPC routes is dropped, so this one serves both protocols.
     let grpc = grpc::routes(state.clone()).reset_fallback();
     let fallback_state = state.clone();
     Ok(rest::router(state)?
         .merge(grpc)
-        .fallback(move |request: Request| fallback(fallback_state.clone(), request)))
+        .fallback(move |request: Request| fallback(fallback_state.clone(), request))
+        .layer(limits::RequestLimitLayer::new(state.config())))
 }
 
 async fn fallback(state: ServerState, request: Request) -> Response {

@@ -17,6 +17,10 @@ use crate::wire::DEFAULT_API_KEY_HEADER;
 pub use crate::wire::{KEYSPACE_HEADER, SHARD_KEY_HEADER};
 
 /// Daemon settings.
+///
+/// The defaults bound every request: how long it and each statement in it may run, how many rows
+/// and bytes a result may buffer, how many requests run at once, and how many transactions stay
+/// open. [`engine_config`](Self::engine_config) is what the daemon opens its shards with.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// When set, every REST, gRPC and admin request must present this key.
@@ -27,19 +31,86 @@ pub struct ServerConfig {
     pub body_limit: usize,
     /// Remote transactions idle this long are rolled back (default 30 s).
     pub transaction_idle_timeout: Duration,
-    /// Open transactions allowed per shard (default 8).
+    /// Open transactions allowed per shard (default 8); beyond it, begin answers `busy`.
     pub max_open_transactions: usize,
+    /// How long one statement may run before it is interrupted with `statement_timeout`
+    /// (default 30 s); `None` never interrupts.
+    pub statement_timeout: Option<Duration>,
+    /// Rows one result may buffer (default 100 000); more is `result_too_large`.
+    pub max_result_rows: usize,
+    /// Bytes of values one result may buffer (default 64 MiB); more is `result_too_large`. The
+    /// JSON of a response can be larger (blobs are base64).
+    pub max_result_bytes: usize,
+    /// How long a whole request may take (default 60 s), from its arrival to its answer; past
+    /// it the request is answered `request_timeout` and its work is cancelled. `None` sets no
+    /// limit. A gRPC caller's shorter deadline (`grpc-timeout`) is honoured too.
+    pub request_timeout: Option<Duration>,
+    /// Requests served at once (default 256), REST and gRPC together; one more is answered
+    /// `busy` (503 with `Retry-After`, or `UNAVAILABLE`) at once rather than queued.
+    pub max_concurrent_requests: usize,
+    /// Reader connections (threads) per shard (default 2).
+    pub readers: usize,
+    /// Jobs that may wait for a shard's writer, and for its readers (default 1024); beyond it,
+    /// calls answer `busy` at once.
+    pub max_queued_jobs: usize,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
+        let engine = EngineConfig::default();
         Self {
             api_key: None,
             api_key_header: DEFAULT_API_KEY_HEADER.to_owned(),
             body_limit: 8 * 1024 * 1024,
             transaction_idle_timeout: Duration::from_secs(30),
-            max_open_transactions: 8,
+            max_open_transactions: engine.max_open_transactions,
+            statement_timeout: Some(Duration::from_secs(30)),
+            max_result_rows: 100_000,
+            max_result_bytes: 64 * 1024 * 1024,
+            request_timeout: Some(Duration::from_secs(60)),
+            max_concurrent_requests: 256,
+            readers: engine.readers,
+            max_queued_jobs: engine.max_queued_jobs,
         }
+    }
+}
+
+impl ServerConfig {
+    /// The engine settings the daemon opens its shards (or its plain database) with. `ATTACH`
+    /// is always off: remote SQL must not reach other files on the daemon's machine.
+    pub fn engine_config(&self) -> EngineConfig {
+        EngineConfig {
+            readers: self.readers,
+            max_open_transactions: self.max_open_transactions,
+            transaction_idle_timeout: Some(self.transaction_idle_timeout),
+            allow_attach: false,
+            statement_timeout: self.statement_timeout,
+            max_result_rows: self.max_result_rows,
+            max_result_bytes: self.max_result_bytes,
+            max_queued_jobs: self.max_queued_jobs,
+            ..EngineConfig::default()
+        }
+    }
+
+    /// Checks the daemon's own limits (the engine checks its settings when a shard opens); the
+    /// error names the setting.
+    pub fn validate(&self) -> Result<()> {
+        for (name, value) in [
+            ("max concurrent requests", self.max_concurrent_requests),
+            ("max open transactions", self.max_open_transactions),
+            ("readers", self.readers),
+        ] {
+            if value == 0 {
+                return Err(Error::invalid_argument(name, "must be at least 1"));
+            }
+        }
+        if self.transaction_idle_timeout.is_zero() {
+            return Err(Error::invalid_argument(
+                "transaction idle timeout",
+                "must be longer than zero",
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -72,16 +143,12 @@ struct StateInner {
 }
 
 impl ServerState {
-    /// Opens `master`: sharded when it holds an active map, otherwise as one plain database.
+    /// Opens `master`: sharded when it holds an active map, otherwise as one plain database,
+    /// with the engine settings of [`ServerConfig::engine_config`].
     pub async fn open(master: impl AsRef<Path>, config: ServerConfig) -> Result<Self> {
         let master = master.as_ref();
-        let engine = EngineConfig {
-            transaction_idle_timeout: Some(config.transaction_idle_timeout),
-            max_open_transactions: config.max_open_transactions,
-            // Remote SQL must not reach other files on the daemon's machine.
-            allow_attach: false,
-            ..EngineConfig::default()
-        };
+        config.validate()?;
+        let engine = config.engine_config();
         let backend = match ShardedClient::open_with(master, ShardedClientOptions { engine: engine.clone() }).await {
             Ok(sharded) => Backend::Sharded(sharded),
             Err(Error::NoMap) => Backend::Plain(LocalClient::open_with(master, "database", engine).await?),

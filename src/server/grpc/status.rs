@@ -5,9 +5,13 @@
 //! | `route_required`, `unknown_keyspace`, `invalid_input`, `invalid_map`, `read_only`, `sql` | `INVALID_ARGUMENT` |
 //! | `not_found`, `no_map` | `NOT_FOUND` |
 //! | `conflict`, `stale_map_version`, `expired` | `ABORTED`: the transaction cannot go on; begin a new one |
-//! | `constraint` | `FAILED_PRECONDITION` |
+//! | `constraint`, `transaction_control` | `FAILED_PRECONDITION` |
 //! | `not_sharded` (shard-admin call on an unsharded daemon) | `FAILED_PRECONDITION` |
-//! | `busy`, `unavailable` | `UNAVAILABLE` |
+//! | `forbidden_statement` | `PERMISSION_DENIED` |
+//! | `statement_timeout`, `request_timeout` | `DEADLINE_EXCEEDED` |
+//! | `cancelled` | `CANCELLED` |
+//! | `result_too_large` | `RESOURCE_EXHAUSTED` |
+//! | `busy`, `unavailable` | `UNAVAILABLE`: retry later |
 //! | `unauthenticated` | `UNAUTHENTICATED` |
 //! | `internal` | `INTERNAL`, with a generic message; the real error goes to the log |
 //!
@@ -36,14 +40,16 @@ fn code_for(kind: ErrorKind) -> Code {
         | ErrorKind::ReadOnly
         | ErrorKind::Sql => Code::InvalidArgument,
         ErrorKind::NotFound | ErrorKind::NoMap => Code::NotFound,
-        ErrorKind::Conflict | ErrorKind::MapVersionConflict | ErrorKind::StaleMapVersion | ErrorKind::Expired => Code::Aborted,
+        ErrorKind::Conflict | ErrorKind::MapVersionConflict | ErrorKind::StaleMapVersion | ErrorKind::Expired => {
+            Code::Aborted
+        }
         ErrorKind::Constraint | ErrorKind::NotSharded => Code::FailedPrecondition,
         ErrorKind::Busy | ErrorKind::Unavailable => Code::Unavailable,
         ErrorKind::Unauthenticated => Code::Unauthenticated,
         ErrorKind::Internal => Code::Internal,
         ErrorKind::TransactionControl => Code::FailedPrecondition,
         ErrorKind::Forbidden => Code::PermissionDenied,
-        ErrorKind::Timeout => Code::DeadlineExceeded,
+        ErrorKind::Timeout | ErrorKind::RequestTimeout => Code::DeadlineExceeded,
         ErrorKind::Cancelled => Code::Cancelled,
         ErrorKind::ResultTooLarge => Code::ResourceExhausted,
     }

@@ -8,9 +8,11 @@
 //!
 //! | kind | status |
 //! |---|---|
-//! | `route_required`, `unknown_keyspace`, `invalid_input`, `invalid_map`, `read_only`, `sql` | 400 |
+//! | `route_required`, `unknown_keyspace`, `invalid_input`, `invalid_map`, `read_only`, `sql`, `transaction_control`, `result_too_large` | 400 |
 //! | `unauthenticated` | 401 |
+//! | `forbidden_statement` | 403 |
 //! | `not_found`, `no_map`, `not_sharded` | 404 |
+//! | `statement_timeout`, `request_timeout`, `cancelled` | 408 |
 //! | `conflict`, `stale_map_version`, `expired`, `constraint` | 409 |
 //! | `busy` (with `Retry-After`), `unavailable` | 503 |
 //! | `internal` | 500, with a generic detail; the real error goes to the log |
@@ -128,12 +130,14 @@ pub fn problem(err: &ApiError) -> (StatusCode, Problem) {
                 | ErrorKind::TransactionControl
                 | ErrorKind::ResultTooLarge => StatusCode::BAD_REQUEST,
                 ErrorKind::Forbidden => StatusCode::FORBIDDEN,
-                ErrorKind::Timeout | ErrorKind::Cancelled => StatusCode::REQUEST_TIMEOUT,
+                ErrorKind::Timeout | ErrorKind::RequestTimeout | ErrorKind::Cancelled => StatusCode::REQUEST_TIMEOUT,
                 ErrorKind::Unauthenticated => StatusCode::UNAUTHORIZED,
                 ErrorKind::NotFound | ErrorKind::NoMap | ErrorKind::NotSharded => StatusCode::NOT_FOUND,
-                ErrorKind::Conflict | ErrorKind::MapVersionConflict | ErrorKind::StaleMapVersion | ErrorKind::Expired | ErrorKind::Constraint => {
-                    StatusCode::CONFLICT
-                }
+                ErrorKind::Conflict
+                | ErrorKind::MapVersionConflict
+                | ErrorKind::StaleMapVersion
+                | ErrorKind::Expired
+                | ErrorKind::Constraint => StatusCode::CONFLICT,
                 ErrorKind::Busy | ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
                 ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             };

@@ -1,11 +1,12 @@
 //! The REST surface of the daemon: the router, its middleware, and one module per area.
 //!
-//! Every request passes, outermost first, through: the body limit ([`ServerConfig::body_limit`],
-//! 413 beyond it), a tracing span per request (method, path template, route, resolved shard,
-//! status, latency; never API keys, bodies or SQL parameters), the API-key check (401 when a key
-//! is configured and not presented; this covers `/openapi.json` too), and, on `/api/...`, the
-//! route-header check (400 when only one of the two headers is sent). Handlers then run on
-//! [`ServerState::data_client`] for the request's route.
+//! Every request passes, outermost first, through: the daemon's request limits (concurrency and
+//! time, added around the merged REST and gRPC router by [`crate::server::router`]), the body
+//! limit ([`ServerConfig::body_limit`], 413 beyond it), a tracing span per request (method, path
+//! template, route, resolved shard, status, latency; never API keys, bodies or SQL parameters),
+//! the API-key check (401 when a key is configured and not presented; this covers
+//! `/openapi.json` too), and, on `/api/...`, the route-header check (400 when only one of the two
+//! headers is sent). Handlers then run on [`ServerState::data_client`] for the request's route.
 //!
 //! - `/api/info` and `/api/sql/...` live in [`data`], `/api/transactions/...` in
 //!   [`transactions`], rows in [`tables`], documents in [`collections`], saved queries and

@@ -3,9 +3,9 @@
 //! Operations come from the handlers' `#[utoipa::path]` annotations, collected by utoipa-axum as
 //! the router is built, so an endpoint cannot exist without being documented. [`complete`] then
 //! adds what every operation shares, in one place: the route headers of data endpoints, the
-//! problem responses (400, 500; 401 when an API key is configured; 413 and 415 where there is a
-//! body; 503 on data endpoints; 404 `not_sharded` on shard-admin endpoints) and the API-key
-//! security scheme.
+//! problem responses (400, 408, 500, 503; 401 when an API key is configured; 413 and 415 where
+//! there is a body; 404 `not_sharded` on shard-admin endpoints) and the API-key security scheme.
+//! Every operation can answer 408 and 503 because the request limits cover every route.
 
 use axum::Extension;
 use axum::body::Bytes;
@@ -112,10 +112,10 @@ pub fn complete(mut doc: OpenApi, config: &ServerConfig) -> OpenApi {
                     problem_response("The body is not application/json (`unsupported_media_type`)"),
                 );
             }
-            match area {
-                Area::Data => add("503", busy_response()),
-                Area::Sharding => add("404", problem_response("The daemon is not sharded (`not_sharded`)")),
-                Area::Meta => {}
+            add("408", timeout_response(area));
+            add("503", busy_response(area));
+            if area == Area::Sharding {
+                add("404", problem_response("The daemon is not sharded (`not_sharded`)"));
             }
         }
     }
@@ -200,13 +200,30 @@ fn problem_response(description: &str) -> Response {
         .build()
 }
 
-fn busy_response() -> Response {
+fn timeout_response(area: Area) -> Response {
+    let description = if area == Area::Meta {
+        "The request ran past the daemon's request timeout (`request_timeout`)"
+    } else {
+        "The request ran past the daemon's request timeout (`request_timeout`), or a statement past the \
+         statement timeout (`statement_timeout`); the work was stopped"
+    };
+    problem_response(description)
+}
+
+fn busy_response(area: Area) -> Response {
+    let description = match area {
+        Area::Data => {
+            "Busy, retry after Retry-After seconds: the daemon is serving as many requests as it takes at once, \
+             the shard's queue or transaction limit is full, or the write lock stayed held (`busy`); or the shard is disabled or closed (`unavailable`)"
+        }
+        Area::Sharding | Area::Meta => {
+            "Busy, retry after Retry-After seconds: the daemon is serving as many requests as it takes at once \
+             (`busy`)"
+        }
+    };
     let retry_after = Header::new(ObjectBuilder::new().schema_type(Type::Integer));
     ResponseBuilder::new()
-        .description(
-            "The shard is busy (`busy`: too many open transactions or the write lock is held; retry after \
-             Retry-After seconds) or unavailable (`unavailable`: disabled or closed)",
-        )
+        .description(description)
         .content(PROBLEM_CONTENT_TYPE, problem_content())
         .header("Retry-After", retry_after)
         .build()

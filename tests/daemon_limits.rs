@@ -1,0 +1,370 @@
+//! What one client can cost the others on a real daemon (`127.0.0.1:0`, real SQLite files, real
+//! HTTP and gRPC clients): runaway SQL stops when its caller gives up or its request times out,
+//! and saturation and full queues answer `busy` at once.
+#![cfg(feature = "server")]
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use prost::Message as _;
+use reqwest::StatusCode;
+use reqwest::header::RETRY_AFTER;
+use serde_json::{Value, json};
+use shardlite::catalog::Catalog;
+use shardlite::client::{DataClient, Params, ShardAdmin};
+use shardlite::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState};
+use shardlite::transport::RemoteOptions;
+use shardlite::transport::grpc::GrpcClient;
+use shardlite::transport::grpc::proto::{self as pb, shardlite_client::ShardliteClient};
+use shardlite::wire::{ERROR_CODE_METADATA, KEYSPACE_METADATA, SHARD_KEY_METADATA};
+use shardlite::{ErrorKind, RouteContext};
+
+use common::daemon::{Daemon, http_client, start_daemon};
+
+/// Counts forever; only a time limit or a cancellation stops it.
+const RUNAWAY: &str = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c";
+
+/// Long enough that a runaway query is never stopped by the statement timeout during a test.
+const LONG: Duration = Duration::from_secs(300);
+
+/// A seeded `tenants` master (tenant-a pinned to s0, tenant-b to s1) in its own temp dir.
+struct Fixture {
+    _dir: tempfile::TempDir,
+    master: PathBuf,
+}
+
+impl Fixture {
+    async fn new() -> Self {
+        let dir = common::temp_dir();
+        let master = dir.path().join("master.db");
+        Catalog::open(&master)
+            .await
+            .unwrap()
+            .seed(common::tenants_options(dir.path()), false)
+            .await
+            .unwrap();
+        Self { _dir: dir, master }
+    }
+
+    async fn state(&self, config: ServerConfig) -> ServerState {
+        ServerState::open(&self.master, config).await.unwrap()
+    }
+
+    async fn start(&self, config: ServerConfig) -> Daemon {
+        start_daemon(self.state(config).await).await
+    }
+}
+
+/// A daemon config whose statements never time out during a test and whose shards have one reader,
+/// so a single stuck query would block every other read on its shard.
+fn one_reader() -> ServerConfig {
+    ServerConfig {
+        statement_timeout: Some(LONG),
+        readers: 1,
+        ..ServerConfig::default()
+    }
+}
+
+fn routed(request: reqwest::RequestBuilder, key: &str) -> reqwest::RequestBuilder {
+    request.header(KEYSPACE_HEADER, "tenants").header(SHARD_KEY_HEADER, key)
+}
+
+fn sql(http: &reqwest::Client, daemon: &Daemon, key: &str, text: &str) -> reqwest::RequestBuilder {
+    routed(http.post(daemon.url("/api/sql/execute")), key).json(&json!({ "sql": text }))
+}
+
+fn grpc(daemon: &Daemon) -> GrpcClient {
+    GrpcClient::new(RemoteOptions::new(&daemon.base_url)).unwrap()
+}
+
+fn route(key: &str) -> RouteContext {
+    RouteContext::new("tenants", key).unwrap()
+}
+
+/// Polls `probe` until it returns `Some`, failing the test after `limit`.
+async fn eventually<T>(limit: Duration, what: &str, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = probe().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
+        // The interval between probes, not a wait for anything in particular.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A read on tenant-a's shard answers within `limit` (each attempt bounded by the client).
+async fn shard_answers_within(http: &reqwest::Client, daemon: &Daemon, limit: Duration) -> Duration {
+    let started = Instant::now();
+    eventually(limit, "a read on the shard answers", async || {
+        let response = sql(http, daemon, "tenant-a", "SELECT 41 + 1")
+            .timeout(Duration::from_millis(500))
+            .send()
+            .await
+            .ok()?;
+        (response.status() == StatusCode::OK).then_some(())
+    })
+    .await;
+    started.elapsed()
+}
+
+async fn problem(response: reqwest::Response, status: StatusCode, code: &str) -> Value {
+    let actual = response.status();
+    let text = response.text().await.unwrap();
+    assert_eq!(actual, status, "{text}");
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["errorCode"], code, "{text}");
+    body
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runaway SQL and callers that stop waiting
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_gives_up_frees_the_shards_connection() {
+    let fixture = Fixture::new().await;
+    let daemon = fixture.start(one_reader()).await;
+    let http = http_client();
+    // Each runaway query takes the shard's only reader until its client stops waiting; were the
+    // engine job not cancelled then, the reader would stay busy for the 300 s statement timeout.
+    for _ in 0..3 {
+        let outcome = sql(&http, &daemon, "tenant-a", RUNAWAY)
+            .timeout(Duration::from_millis(300))
+            .send()
+            .await;
+        let err = outcome.expect_err("the runaway query does not answer in 300 ms");
+        assert!(err.is_timeout(), "{err}");
+    }
+    let waited = shard_answers_within(&http, &daemon, Duration::from_secs(3)).await;
+    assert!(waited < Duration::from_secs(3), "waited {waited:?}");
+    // And it stays free: reads answer one after another.
+    for _ in 0..5 {
+        let response = sql(&http, &daemon, "tenant-a", "SELECT 1")
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+    daemon.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_request_timeout_answers_408_and_stops_the_statement() {
+    let fixture = Fixture::new().await;
+    let daemon = fixture
+        .start(ServerConfig {
+            request_timeout: Some(Duration::from_millis(500)),
+            ..one_reader()
+        })
+        .await;
+    let http = http_client();
+    let started = Instant::now();
+    let response = sql(&http, &daemon, "tenant-a", RUNAWAY)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .unwrap();
+    let elapsed = started.elapsed();
+    let body = problem(response, StatusCode::REQUEST_TIMEOUT, "request_timeout").await;
+    assert!(body["detail"].as_str().unwrap().contains("500 ms"), "{body}");
+    assert!(
+        elapsed >= Duration::from_millis(500) && elapsed < Duration::from_secs(3),
+        "answered after {elapsed:?}"
+    );
+    // The statement was interrupted: the shard's only reader serves the next query.
+    let waited = shard_answers_within(&http, &daemon, Duration::from_secs(3)).await;
+    assert!(waited < Duration::from_secs(3), "waited {waited:?}");
+    daemon.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_deadlines_are_honoured_and_the_daemon_keeps_serving() {
+    let fixture = Fixture::new().await;
+    let daemon = fixture.start(one_reader()).await;
+
+    // The deadline in `grpc-timeout` alone, from a client that does not enforce it itself (tonic's
+    // channel would give up on its own): the daemon answers DEADLINE_EXCEEDED when it passes, well
+    // before its own 60 s limit.
+    let message = pb::SqlRequest {
+        sql: RUNAWAY.into(),
+        params: None,
+    }
+    .encode_to_vec();
+    let mut frame = vec![0u8];
+    frame.extend_from_slice(&u32::try_from(message.len()).unwrap().to_be_bytes());
+    frame.extend_from_slice(&message);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let h2 = reqwest::Client::builder()
+        .no_proxy()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let response = h2
+        .post(daemon.url("/shardlite.v1.Shardlite/ExecuteSql"))
+        .header(reqwest::header::CONTENT_TYPE, "application/grpc")
+        .header("te", "trailers")
+        .header("grpc-timeout", "400m")
+        .header(KEYSPACE_METADATA, "tenants")
+        .header(SHARD_KEY_METADATA, "tenant-a")
+        .body(frame)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .expect("the daemon honours the caller's deadline");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    assert_eq!(header("grpc-status").as_deref(), Some("4"), "DEADLINE_EXCEEDED");
+    assert_eq!(header(ERROR_CODE_METADATA).as_deref(), Some("request_timeout"));
+    assert!(header("grpc-message").unwrap_or_default().contains("400"));
+
+    // The crate's client with a short request timeout: it hears back promptly.
+    let impatient = GrpcClient::new(
+        RemoteOptions::new(&daemon.base_url)
+            .with_route(route("tenant-a"))
+            .with_request_timeout(Duration::from_millis(400)),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let err = impatient.execute_sql(RUNAWAY, Params::none()).await.unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        matches!(err.kind(), ErrorKind::RequestTimeout | ErrorKind::Unavailable),
+        "{err:?}"
+    );
+
+    // Both runaway statements were stopped: the shard's only reader answers again.
+    let patient = grpc(&daemon).with_route(route("tenant-a"));
+    let answer = eventually(Duration::from_secs(3), "the shard answers over gRPC", async || {
+        tokio::time::timeout(
+            Duration::from_millis(500),
+            patient.execute_sql("SELECT 7", Params::none()),
+        )
+        .await
+        .ok()?
+        .ok()
+    })
+    .await;
+    assert_eq!(answer.rows[0][0], shardlite::client::Value::Integer(7));
+    daemon.stop().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Saturation
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saturated_daemon_answers_busy_at_once_over_rest_and_grpc() {
+    let fixture = Fixture::new().await;
+    let daemon = fixture
+        .start(ServerConfig {
+            max_concurrent_requests: 1,
+            ..one_reader()
+        })
+        .await;
+    let http = http_client();
+    // One runaway request takes the daemon's only slot.
+    let hog = {
+        let request = sql(&http, &daemon, "tenant-a", RUNAWAY).timeout(LONG);
+        tokio::spawn(async move { request.send().await })
+    };
+    let refused = eventually(
+        Duration::from_secs(5),
+        "the daemon refuses a second request",
+        async || {
+            let started = Instant::now();
+            let response = http.get(daemon.url("/api/sharding/map")).send().await.unwrap();
+            (response.status() == StatusCode::SERVICE_UNAVAILABLE).then(|| (response, started.elapsed()))
+        },
+    )
+    .await;
+    let (response, took) = refused;
+    assert!(took < Duration::from_secs(1), "the refusal took {took:?}");
+    assert_eq!(response.headers().get(RETRY_AFTER).unwrap(), "1");
+    assert_eq!(
+        response.headers().get(reqwest::header::CONTENT_TYPE).unwrap(),
+        "application/problem+json"
+    );
+    let body = problem(response, StatusCode::SERVICE_UNAVAILABLE, "busy").await;
+    assert!(body["detail"].as_str().unwrap().contains("1 requests"), "{body}");
+
+    // gRPC shares the limit: UNAVAILABLE with the `busy` code, at once.
+    let mut raw = ShardliteClient::connect(daemon.base_url.clone()).await.unwrap();
+    let started = Instant::now();
+    let status = raw.get_shard_map(pb::Empty {}).await.unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+    assert_eq!(
+        status.metadata().get(ERROR_CODE_METADATA).and_then(|v| v.to_str().ok()),
+        Some("busy")
+    );
+    let err = grpc(&daemon).shard_map().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Busy, "{err:?}");
+
+    // The hog's client goes away: its slot and its reader are free again.
+    hog.abort();
+    let _ = hog.await;
+    let waited = shard_answers_within(&http, &daemon, Duration::from_secs(3)).await;
+    assert!(waited < Duration::from_secs(3), "waited {waited:?}");
+    daemon.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_engine_queue_answers_busy_at_once() {
+    let fixture = Fixture::new().await;
+    let daemon = fixture
+        .start(ServerConfig {
+            max_queued_jobs: 1,
+            ..one_reader()
+        })
+        .await;
+    let http = http_client();
+    let hog = {
+        let request = sql(&http, &daemon, "tenant-a", RUNAWAY).timeout(LONG);
+        tokio::spawn(async move { request.send().await })
+    };
+    // With the reader stuck, one read may wait in the queue; the next is refused at once. (A probe
+    // that got queued gives up after 300 ms and stays queued, cancelled, until the reader frees.)
+    let response = eventually(Duration::from_secs(5), "a read is refused as busy", async || {
+        let response = sql(&http, &daemon, "tenant-a", "SELECT 1")
+            .timeout(Duration::from_millis(300))
+            .send()
+            .await
+            .ok()?;
+        (response.status() == StatusCode::SERVICE_UNAVAILABLE).then_some(response)
+    })
+    .await;
+    assert_eq!(response.headers().get(RETRY_AFTER).unwrap(), "1");
+    let body = problem(response, StatusCode::SERVICE_UNAVAILABLE, "busy").await;
+    assert!(body["detail"].as_str().unwrap().contains("waiting"), "{body}");
+    // The other shard has its own queue.
+    let other = sql(&http, &daemon, "tenant-b", "SELECT 1").send().await.unwrap();
+    assert_eq!(other.status(), StatusCode::OK);
+
+    hog.abort();
+    let _ = hog.await;
+    let waited = shard_answers_within(&http, &daemon, Duration::from_secs(3)).await;
+    assert!(waited < Duration::from_secs(3), "waited {waited:?}");
+    daemon.stop().await.unwrap();
+}
