@@ -1,6 +1,7 @@
 //! What one client can cost the others on a real daemon (`127.0.0.1:0`, real SQLite files, real
 //! HTTP and gRPC clients): runaway SQL stops when its caller gives up or its request times out,
-//! and saturation and full queues answer `busy` at once.
+//! saturation and full queues answer `busy` at once, and remote transactions hold the write lock
+//! no longer than SQLite and the idle timeout make them.
 #![cfg(feature = "server")]
 
 mod common;
@@ -14,6 +15,7 @@ use reqwest::header::RETRY_AFTER;
 use serde_json::{Value, json};
 use shardlite::catalog::Catalog;
 use shardlite::client::{DataClient, Params, ShardAdmin};
+use shardlite::map::Secret;
 use shardlite::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState};
 use shardlite::transport::RemoteOptions;
 use shardlite::transport::grpc::GrpcClient;
@@ -28,6 +30,8 @@ const RUNAWAY: &str = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FRO
 
 /// Long enough that a runaway query is never stopped by the statement timeout during a test.
 const LONG: Duration = Duration::from_secs(300);
+
+const ITEMS_DDL: &str = "CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL)";
 
 /// A seeded `tenants` master (tenant-a pinned to s0, tenant-b to s1) in its own temp dir.
 struct Fixture {
@@ -118,6 +122,40 @@ async fn problem(response: reqwest::Response, status: StatusCode, code: &str) ->
     let body: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(body["errorCode"], code, "{text}");
     body
+}
+
+async fn create_items(daemon: &Daemon) {
+    grpc(daemon).execute_sql_on_all_shards(ITEMS_DDL).await.unwrap();
+}
+
+async fn insert(http: &reqwest::Client, daemon: &Daemon, key: &str, id: i64) -> reqwest::Response {
+    routed(http.post(daemon.url("/api/tables/items/rows")), key)
+        .json(&json!({ "values": { "id": id, "tenant": key } }))
+        .send()
+        .await
+        .unwrap()
+}
+
+fn begin(http: &reqwest::Client, daemon: &Daemon, key: &str) -> reqwest::RequestBuilder {
+    routed(http.post(daemon.url("/api/transactions")), key)
+}
+
+async fn begun_id(response: reqwest::Response) -> String {
+    let status = response.status();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["transactionId"].as_str().unwrap().to_owned()
+}
+
+fn tx_url(daemon: &Daemon, id: &str, action: &str) -> String {
+    let encoded: String = id
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => char::from(b).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    daemon.url(&format!("/api/transactions/{encoded}/{action}"))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -366,5 +404,241 @@ async fn a_full_engine_queue_answers_busy_at_once() {
     let _ = hog.await;
     let waited = shard_answers_within(&http, &daemon, Duration::from_secs(3)).await;
     assert!(waited < Duration::from_secs(3), "waited {waited:?}");
+    daemon.stop().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Remote transactions and other writers
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_that_only_began_or_read_cost_other_writers_nothing() {
+    let fixture = Fixture::new().await;
+    // A long idle timeout: nothing here may depend on a transaction expiring.
+    let daemon = fixture
+        .start(ServerConfig {
+            transaction_idle_timeout: Duration::from_secs(60),
+            ..ServerConfig::default()
+        })
+        .await;
+    let http = http_client();
+    create_items(&daemon).await;
+    let idle = begun_id(begin(&http, &daemon, "tenant-a").send().await.unwrap()).await;
+    let reader = begun_id(begin(&http, &daemon, "tenant-a").send().await.unwrap()).await;
+    let read = http
+        .post(tx_url(&daemon, &reader, "execute"))
+        .json(&json!({ "sql": "SELECT count(*) FROM items" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.status(), StatusCode::OK);
+
+    // Writers on the same shard go straight through; a held write lock would make each wait for
+    // the 5 s busy timeout and then answer 503.
+    for id in 1..=5 {
+        let started = Instant::now();
+        let response = insert(&http, &daemon, "tenant-a", id).await;
+        assert_eq!(response.status(), StatusCode::CREATED);
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "waited {:?}",
+            started.elapsed()
+        );
+    }
+    // Both transactions are still usable, and the reader's snapshot is its own.
+    let write = http
+        .post(tx_url(&daemon, &idle, "execute"))
+        .json(&json!({ "sql": "INSERT INTO items (id, tenant) VALUES (100, 'tx')" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(write.status(), StatusCode::OK);
+    let committed = http.post(tx_url(&daemon, &idle, "commit")).send().await.unwrap();
+    assert_eq!(committed.status(), StatusCode::NO_CONTENT);
+    let rolled_back = http.post(tx_url(&daemon, &reader, "rollback")).send().await.unwrap();
+    assert_eq!(rolled_back.status(), StatusCode::NO_CONTENT);
+    daemon.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_transaction_that_wrote_delays_writers_by_at_most_the_idle_timeout() {
+    let idle = Duration::from_secs(1);
+    let fixture = Fixture::new().await;
+    let daemon = fixture
+        .start(ServerConfig {
+            transaction_idle_timeout: idle,
+            ..ServerConfig::default()
+        })
+        .await;
+    let http = http_client();
+    create_items(&daemon).await;
+    let id = begun_id(begin(&http, &daemon, "tenant-a").send().await.unwrap()).await;
+    let wrote = http
+        .post(tx_url(&daemon, &id, "execute"))
+        .json(&json!({ "sql": "INSERT INTO items (id, tenant) VALUES (1, 'abandoned')" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrote.status(), StatusCode::OK);
+    let last_use = Instant::now();
+
+    // The client vanishes. Writers on the shard wait for the write lock until the idle timeout
+    // rolls the transaction back, then all succeed: none waits long enough to answer busy.
+    let writers = (2..=5).map(|id| {
+        let http = http.clone();
+        let url = daemon.url("/api/tables/items/rows");
+        tokio::spawn(async move {
+            let response = routed(http.post(url), "tenant-a")
+                .json(&json!({ "values": { "id": id, "tenant": "tenant-a" } }))
+                .send()
+                .await
+                .unwrap();
+            (response.status(), last_use.elapsed())
+        })
+    });
+    for writer in futures_util::future::join_all(writers).await {
+        let (status, done_after) = writer.unwrap();
+        assert_eq!(status, StatusCode::CREATED);
+        // Held by the transaction (so at least most of the idle timeout), and no longer than it
+        // plus scheduling.
+        assert!(done_after >= idle / 2, "done {done_after:?} after the last use");
+        assert!(
+            done_after < idle + Duration::from_millis(1500),
+            "done {done_after:?} after the last use"
+        );
+    }
+    let late = http
+        .post(tx_url(&daemon, &id, "execute"))
+        .json(&json!({ "sql": "SELECT 1" }))
+        .send()
+        .await
+        .unwrap();
+    problem(late, StatusCode::CONFLICT, "expired").await;
+    let abandoned = routed(http.get(daemon.url("/api/tables/items/rows/1")), "tenant-a")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(abandoned.status(), StatusCode::NOT_FOUND);
+    daemon.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_key_transaction_limit_spans_shards_and_answers_busy() {
+    const KEY: &str = "limits-key";
+    let idle = Duration::from_millis(400);
+    let fixture = Fixture::new().await;
+    let state = fixture
+        .state(ServerConfig {
+            api_key: Some(Secret::new(KEY)),
+            max_open_transactions_per_key: 2,
+            transaction_idle_timeout: idle,
+            ..ServerConfig::default()
+        })
+        .await;
+    let daemon = start_daemon(state.clone()).await;
+    let http = http_client();
+    let keyed = |request: reqwest::RequestBuilder| request.header("X-CSharpDB-Api-Key", KEY);
+
+    // One transaction on each shard: the limit is the key's, not a shard's (8 per shard).
+    let on_s0 = begun_id(keyed(begin(&http, &daemon, "tenant-a")).send().await.unwrap()).await;
+    let _on_s1 = begun_id(keyed(begin(&http, &daemon, "tenant-b")).send().await.unwrap()).await;
+    for key in ["tenant-a", "tenant-b"] {
+        let started = Instant::now();
+        let refused = keyed(begin(&http, &daemon, key)).send().await.unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(refused.headers().get(RETRY_AFTER).unwrap(), "1");
+        let body = problem(refused, StatusCode::SERVICE_UNAVAILABLE, "busy").await;
+        assert!(
+            body["detail"].as_str().unwrap().contains("2 remote transactions"),
+            "{body}"
+        );
+    }
+    let over_grpc = GrpcClient::new(
+        RemoteOptions::new(&daemon.base_url)
+            .with_api_key(KEY)
+            .with_route(route("tenant-a")),
+    )
+    .unwrap();
+    assert_eq!(over_grpc.begin_transaction().await.unwrap_err().kind(), ErrorKind::Busy);
+    assert_eq!(state.open_transaction_count(), 2);
+
+    // Ending one frees its place at once.
+    let rolled_back = keyed(http.post(tx_url(&daemon, &on_s0, "rollback")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rolled_back.status(), StatusCode::NO_CONTENT);
+    assert_eq!(state.open_transaction_count(), 1);
+    let again = over_grpc.begin_transaction().await.unwrap();
+    assert!(
+        again.transaction_id.starts_with("csdbshard:1:s0:"),
+        "{}",
+        again.transaction_id
+    );
+
+    // Abandoned ones free theirs after the idle timeout, without anyone touching them again.
+    let started = Instant::now();
+    eventually(
+        Duration::from_secs(5),
+        "abandoned transactions leave the table",
+        async || (state.open_transaction_count() == 0).then_some(()),
+    )
+    .await;
+    assert!(started.elapsed() >= idle / 2, "reaped after {:?}", started.elapsed());
+    let fresh = begun_id(keyed(begin(&http, &daemon, "tenant-b")).send().await.unwrap()).await;
+    let committed = keyed(http.post(tx_url(&daemon, &fresh, "commit")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(committed.status(), StatusCode::NO_CONTENT);
+    assert_eq!(state.open_transaction_count(), 0);
+    daemon.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemons_transaction_table_stays_bounded_under_churn() {
+    let fixture = Fixture::new().await;
+    let state = fixture
+        .state(ServerConfig {
+            max_open_transactions_per_key: 4,
+            transaction_idle_timeout: Duration::from_millis(200),
+            ..ServerConfig::default()
+        })
+        .await;
+    let daemon = start_daemon(state.clone()).await;
+    let http = http_client();
+    // Commits, rollbacks and ids the engine no longer knows all leave the table at once.
+    for action in ["commit", "rollback"] {
+        let id = begun_id(begin(&http, &daemon, "tenant-a").send().await.unwrap()).await;
+        let ended = http.post(tx_url(&daemon, &id, action)).send().await.unwrap();
+        assert_eq!(ended.status(), StatusCode::NO_CONTENT);
+        assert_eq!(state.open_transaction_count(), 0, "after {action}");
+    }
+    // Clients that begin and vanish, round after round: the table never holds more than the
+    // limit, and every round gets its transactions once the last round's have expired.
+    let mut begun = 0;
+    for round in 0..3 {
+        let ids = eventually(Duration::from_secs(5), "a round of begins", async || {
+            let mut ids = Vec::new();
+            for key in ["tenant-a", "tenant-b", "tenant-c", "tenant-d"] {
+                let response = begin(&http, &daemon, key).send().await.unwrap();
+                if response.status() == StatusCode::OK {
+                    ids.push(begun_id(response).await);
+                }
+            }
+            assert!(state.open_transaction_count() <= 4, "round {round}");
+            (!ids.is_empty()).then_some(ids)
+        })
+        .await;
+        begun += ids.len();
+    }
+    assert!(begun >= 3, "{begun}");
+    eventually(Duration::from_secs(5), "the table empties", async || {
+        (state.open_transaction_count() == 0).then_some(())
+    })
+    .await;
     daemon.stop().await.unwrap();
 }

@@ -1235,7 +1235,7 @@ async fn data_survives_a_restart_and_open_transactions_roll_back_at_shutdown() {
         .await;
     json_ok(executed, StatusCode::OK).await;
     daemon.stop().await.unwrap();
-    // The transaction was rolled back at shutdown, not left to its 30 s idle expiry: s0's write
+    // The transaction was rolled back at shutdown, not left to its idle expiry: s0's write
     // lock is free (the short busy timeout only covers the old daemon's connections closing).
     let shard = rusqlite::Connection::open(fixture.dir.path().join("s0.db")).unwrap();
     shard.busy_timeout(Duration::from_millis(500)).unwrap();

@@ -3,8 +3,8 @@
 //!
 //! The limits bound what one client can cost the others; each has a default that is safe to
 //! expose: `--statement-timeout`, `--max-result-rows`, `--max-result-bytes`, `--request-timeout`,
-//! `--max-concurrent-requests`, `--max-open-transactions` (per shard), `--readers` and
-//! `--max-queued-jobs`.
+//! `--max-concurrent-requests`, `--max-open-transactions` (per shard),
+//! `--max-open-transactions-per-key`, `--readers` and `--max-queued-jobs`.
 //!
 //! The master must exist (`shardlite seed` creates one) unless `--create` is given, so a mistyped
 //! path fails instead of serving a new, empty database.
@@ -46,7 +46,8 @@ pub struct ServeArgs {
     /// The largest accepted request body, in bytes; larger bodies get 413.
     #[arg(long, default_value_t = ServerConfig::default().body_limit)]
     body_limit: usize,
-    /// Seconds a remote transaction may stay idle before it is rolled back.
+    /// Seconds a remote transaction may stay idle before it is rolled back. A transaction that
+    /// wrote holds its shard's write lock until then; other writers wait for it up to 5 s.
     #[arg(long, default_value_t = ServerConfig::default().transaction_idle_timeout.as_secs(),
         value_parser = clap::value_parser!(u64).range(1..))]
     transaction_timeout: u64,
@@ -73,6 +74,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = ServerConfig::default().max_open_transactions,
         value_parser = positive)]
     max_open_transactions: usize,
+    /// Open remote transactions allowed per API key across all shards (the daemon takes one key,
+    /// so a daemon-wide total); more are answered `busy`.
+    #[arg(long, value_name = "N", default_value_t = ServerConfig::default().max_open_transactions_per_key,
+        value_parser = positive)]
+    max_open_transactions_per_key: usize,
     /// Reader connections (threads) per shard.
     #[arg(long, value_name = "N", default_value_t = ServerConfig::default().readers, value_parser = positive)]
     readers: usize,
@@ -144,6 +150,7 @@ fn server_config(args: &ServeArgs) -> ServerConfig {
         request_timeout: limit_from_seconds(args.request_timeout),
         max_concurrent_requests: args.max_concurrent_requests,
         max_open_transactions: args.max_open_transactions,
+        max_open_transactions_per_key: args.max_open_transactions_per_key,
         readers: args.readers,
         max_queued_jobs: args.max_queued_jobs,
     }
@@ -239,6 +246,7 @@ mod tests {
         assert_eq!(parsed.max_result_bytes, 64 * 1024 * 1024);
         assert_eq!(parsed.max_concurrent_requests, 256);
         assert_eq!(parsed.max_open_transactions, default.max_open_transactions);
+        assert_eq!(parsed.max_open_transactions_per_key, 64);
         assert_eq!(parsed.readers, default.readers);
         assert_eq!(parsed.max_queued_jobs, default.max_queued_jobs);
     }
@@ -258,6 +266,8 @@ mod tests {
             "3",
             "--max-open-transactions",
             "2",
+            "--max-open-transactions-per-key",
+            "5",
             "--readers",
             "1",
             "--max-queued-jobs",
@@ -273,6 +283,7 @@ mod tests {
         assert_eq!(engine.max_open_transactions, 2);
         assert!(!engine.allow_attach);
         assert_eq!(parsed.max_concurrent_requests, 3);
+        assert_eq!(parsed.max_open_transactions_per_key, 5);
     }
 
     #[test]
@@ -282,6 +293,7 @@ mod tests {
             "--max-result-bytes",
             "--max-concurrent-requests",
             "--max-open-transactions",
+            "--max-open-transactions-per-key",
             "--readers",
             "--max-queued-jobs",
         ] {

@@ -287,6 +287,16 @@ pub enum Error {
         limit: usize,
     },
 
+    /// The open remote transactions of one API key reached the daemon's limit.
+    #[error(
+        "{limit} remote transactions are already open under this API key (daemon-wide when the daemon has no \
+         key), the most allowed: commit or roll back one, or retry shortly"
+    )]
+    TooManyTransactions {
+        /// The limit per API key.
+        limit: usize,
+    },
+
     /// A request ran past the daemon's request timeout, or past the caller's own deadline, and
     /// was stopped; a statement it was still running was interrupted.
     #[error(
@@ -490,7 +500,7 @@ impl Error {
             Self::TransactionRouteConflict { .. } => ErrorKind::Conflict,
             Self::StaleMapVersion { .. } => ErrorKind::StaleMapVersion,
             Self::TransactionExpired { .. } => ErrorKind::Expired,
-            Self::Busy { .. } | Self::DaemonBusy { .. } => ErrorKind::Busy,
+            Self::Busy { .. } | Self::DaemonBusy { .. } | Self::TooManyTransactions { .. } => ErrorKind::Busy,
             Self::ReadOnlyViolation { .. } => ErrorKind::ReadOnly,
             Self::Sql { code, .. } => match code & 0xff {
                 rusqlite::ffi::SQLITE_CONSTRAINT => ErrorKind::Constraint,

@@ -32,6 +32,7 @@
 
 pub mod grpc;
 mod limits;
+mod remote_transactions;
 pub mod rest;
 mod state;
 

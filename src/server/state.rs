@@ -1,12 +1,12 @@
 //! What every request handler shares: the backend (sharded or plain) and the server settings.
 
-use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::join_all;
 
+use super::remote_transactions::RemoteTransactions;
 use crate::client::{DataClient, LocalClient, Params, ShardedClient, ShardedClientOptions, SqlResult, TransactionInfo};
 use crate::engine::EngineConfig;
 use crate::error::{Error, ErrorKind, Result};
@@ -29,10 +29,15 @@ pub struct ServerConfig {
     pub api_key_header: String,
     /// Largest accepted request body in bytes (default 8 MiB); larger bodies get 413.
     pub body_limit: usize,
-    /// Remote transactions idle this long are rolled back (default 30 s).
+    /// Remote transactions idle this long are rolled back (default 5 s, the engine's busy
+    /// timeout: a writer waiting behind a transaction its client abandoned after writing then
+    /// gets the lock before it would give up with `busy`).
     pub transaction_idle_timeout: Duration,
     /// Open transactions allowed per shard (default 8); beyond it, begin answers `busy`.
     pub max_open_transactions: usize,
+    /// Open remote transactions allowed per API key, across all shards (default 64); beyond it,
+    /// begin answers `busy`. The daemon takes one key, so this is a daemon-wide total.
+    pub max_open_transactions_per_key: usize,
     /// How long one statement may run before it is interrupted with `statement_timeout`
     /// (default 30 s); `None` never interrupts.
     pub statement_timeout: Option<Duration>,
@@ -62,8 +67,9 @@ impl Default for ServerConfig {
             api_key: None,
             api_key_header: DEFAULT_API_KEY_HEADER.to_owned(),
             body_limit: 8 * 1024 * 1024,
-            transaction_idle_timeout: Duration::from_secs(30),
+            transaction_idle_timeout: engine.busy_timeout,
             max_open_transactions: engine.max_open_transactions,
+            max_open_transactions_per_key: 64,
             statement_timeout: Some(Duration::from_secs(30)),
             max_result_rows: 100_000,
             max_result_bytes: 64 * 1024 * 1024,
@@ -98,6 +104,7 @@ impl ServerConfig {
         for (name, value) in [
             ("max concurrent requests", self.max_concurrent_requests),
             ("max open transactions", self.max_open_transactions),
+            ("max open transactions per key", self.max_open_transactions_per_key),
             ("readers", self.readers),
         ] {
             if value == 0 {
@@ -137,9 +144,9 @@ pub struct ServerState {
 struct StateInner {
     backend: Backend,
     config: ServerConfig,
-    /// Remote transactions begun through this daemon and not yet ended, with their last use, so
-    /// shutdown can roll them back.
-    transactions: Mutex<HashMap<String, Instant>>,
+    /// Remote transactions begun through this daemon and not yet ended: what the per-key limit
+    /// counts, and what shutdown rolls back.
+    transactions: RemoteTransactions,
 }
 
 impl ServerState {
@@ -149,7 +156,7 @@ impl ServerState {
         let master = master.as_ref();
         config.validate()?;
         let engine = config.engine_config();
-        let backend = match ShardedClient::open_with(master, ShardedClientOptions { engine: engine.clone() }).await {
+        let backend = match ShardedClient::open_with(master, ShardedClientOptions::with_engine(engine.clone())).await {
             Ok(sharded) => Backend::Sharded(sharded),
             Err(Error::NoMap) => Backend::Plain(LocalClient::open_with(master, "database", engine).await?),
             Err(err) => return Err(err),
@@ -162,8 +169,11 @@ impl ServerState {
         Self {
             inner: Arc::new(StateInner {
                 backend,
+                transactions: RemoteTransactions::new(
+                    config.transaction_idle_timeout,
+                    config.max_open_transactions_per_key.max(1),
+                ),
                 config,
-                transactions: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -218,20 +228,12 @@ impl ServerState {
     // `data_client` directly) so the daemon knows which transactions are open and can roll them
     // back on shutdown.
 
-    /// Begins a transaction on the route's shard and remembers it until it ends.
+    /// Begins a transaction on the route's shard and remembers it until it ends. Answers
+    /// [`Error::TooManyTransactions`] at once when the API key's limit is reached.
     pub async fn begin_transaction(&self, route: Option<RouteContext>) -> Result<TransactionInfo> {
+        let place = self.inner.transactions.reserve()?;
         let info = self.data_client(route).begin_transaction().await?;
-        let now = Instant::now();
-        let forget_after = self
-            .inner
-            .config
-            .transaction_idle_timeout
-            .saturating_mul(2)
-            .saturating_add(Duration::from_secs(1));
-        let mut open = self.open_transactions();
-        // Abandoned transactions expire in the engine; forget them here too, so the set stays small.
-        open.retain(|_, last_used| now.duration_since(*last_used) < forget_after);
-        open.insert(info.transaction_id.clone(), now);
+        place.confirm(info.transaction_id.clone());
         Ok(info)
     }
 
@@ -243,19 +245,16 @@ impl ServerState {
         sql: &str,
         params: Params,
     ) -> Result<SqlResult> {
+        let in_use = self.inner.transactions.use_transaction(transaction_id);
         let outcome = self
             .data_client(route)
             .execute_in_transaction(transaction_id, sql, params)
             .await;
-        match &outcome {
-            Err(err) if matches!(err.kind(), ErrorKind::NotFound | ErrorKind::Expired) => {
-                self.forget_transaction(transaction_id);
-            }
-            _ => {
-                if let Some(last_used) = self.open_transactions().get_mut(transaction_id) {
-                    *last_used = Instant::now();
-                }
-            }
+        drop(in_use);
+        if let Err(err) = &outcome
+            && matches!(err.kind(), ErrorKind::NotFound | ErrorKind::Expired)
+        {
+            self.inner.transactions.forget(transaction_id);
         }
         outcome
     }
@@ -274,16 +273,17 @@ impl ServerState {
         outcome
     }
 
-    /// Remote transactions begun through this daemon that have not ended (some may have expired
-    /// in the engine without anyone asking since).
+    /// Remote transactions begun through this daemon that have not ended. Transactions idle
+    /// past the idle timeout count as ended (their shard rolled them back), so the number falls
+    /// back to zero on its own once clients abandon theirs.
     pub fn open_transaction_count(&self) -> usize {
-        self.open_transactions().len()
+        self.inner.transactions.count()
     }
 
     /// Rolls back every remote transaction still open and waits for the rollbacks. Called by
     /// [`run`](super::run) after the last request finished.
     pub async fn close(&self) {
-        let ids: Vec<String> = self.open_transactions().drain().map(|(id, _)| id).collect();
+        let ids = self.inner.transactions.drain();
         if ids.is_empty() {
             return;
         }
@@ -312,15 +312,7 @@ impl ServerState {
             )
         );
         if !refused_up_front {
-            self.forget_transaction(transaction_id);
+            self.inner.transactions.forget(transaction_id);
         }
-    }
-
-    fn forget_transaction(&self, transaction_id: &str) {
-        self.open_transactions().remove(transaction_id);
-    }
-
-    fn open_transactions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
-        self.inner.transactions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

@@ -214,7 +214,8 @@ fn busy_response(area: Area) -> Response {
     let description = match area {
         Area::Data => {
             "Busy, retry after Retry-After seconds: the daemon is serving as many requests as it takes at once, \
-             the shard's queue or transaction limit is full, or the write lock stayed held (`busy`); or the shard is disabled or closed (`unavailable`)"
+             the shard's queue or transaction limit is full, the API key holds as many open transactions as \
+             allowed, or the write lock stayed held (`busy`); or the shard is disabled or closed (`unavailable`)"
         }
         Area::Sharding | Area::Meta => {
             "Busy, retry after Retry-After seconds: the daemon is serving as many requests as it takes at once \

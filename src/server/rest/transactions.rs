@@ -3,7 +3,8 @@
 //! Begin needs a route; the returned id (`csdbshard:{mapVersion}:{shardId}:{innerId}` on a sharded
 //! daemon) routes the later calls by itself. A route sent with an id must resolve to the id's
 //! shard (409 otherwise), and an id from another map version is refused (409). A transaction left
-//! idle past the daemon's timeout is rolled back and then answers `expired` (409).
+//! idle past the daemon's timeout is rolled back and then answers `expired` (409). Open
+//! transactions are limited per shard and per API key; past either limit, begin answers `busy`.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -14,8 +15,10 @@ use super::schema::SqlRequest;
 use crate::client::{SqlResult, TransactionInfo};
 use crate::server::ServerState;
 
-/// Begins a transaction on the route's shard. It holds the shard's write lock until commit,
-/// rollback or expiry.
+/// Begins a transaction on the route's shard. It takes the shard's write lock at its first
+/// write (until then other writers go straight through) and holds it until commit, rollback or
+/// idle expiry. Answers `busy` (503) when the shard's or the API key's transaction limit is
+/// reached.
 #[utoipa::path(
     post,
     path = "/api/transactions",
