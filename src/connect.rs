@@ -254,7 +254,7 @@ async fn open_routed(path: &str, route: &RouteContext, engine: EngineConfig) -> 
             ),
         });
     }
-    let sharded = match ShardedClient::open_with(path, ShardedClientOptions { engine }).await {
+    let sharded = match ShardedClient::open_with(path, ShardedClientOptions::with_engine(engine)).await {
         Ok(sharded) => sharded,
         Err(err) if err.kind() == ErrorKind::NoMap => {
             return Err(Error::ConnectionString {
@@ -292,7 +292,7 @@ async fn open_routed(path: &str, route: &RouteContext, engine: EngineConfig) -> 
 }
 
 async fn open_unrouted(path: &str, engine: EngineConfig) -> Result<ConnectedClient> {
-    match ShardedClient::open_with(path, ShardedClientOptions { engine: engine.clone() }).await {
+    match ShardedClient::open_with(path, ShardedClientOptions::with_engine(engine.clone())).await {
         Ok(sharded) => Ok(ConnectedClient {
             client: Arc::new(sharded.clone()),
             target: ConnectionTarget::Sharded {

@@ -419,7 +419,7 @@ async fn bounded_shard(dir: &Path) -> Arc<dyn DataClient> {
         max_result_bytes: 64 * 1024,
         ..EngineConfig::default()
     };
-    let sharded = ShardedClient::open_with(&master, ShardedClientOptions { engine })
+    let sharded = ShardedClient::open_with(&master, ShardedClientOptions::with_engine(engine))
         .await
         .unwrap();
     Arc::new(sharded.for_route(route("tenant-a")))

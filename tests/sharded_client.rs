@@ -22,7 +22,7 @@ async fn client(dir: &std::path::Path) -> ShardedClient {
 }
 
 async fn client_with(dir: &std::path::Path, engine: EngineConfig) -> ShardedClient {
-    ShardedClient::from_map_with(tenants_map(dir), ShardedClientOptions { engine })
+    ShardedClient::from_map_with(tenants_map(dir), ShardedClientOptions::with_engine(engine))
         .await
         .unwrap()
 }

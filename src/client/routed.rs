@@ -32,20 +32,20 @@ impl RoutedClient {
         self.sharded.begin(&self.route).await
     }
 
-    fn shard(&self) -> Result<Arc<dyn DataClient>> {
-        Ok(self.sharded.route_client(&self.route)?.1)
+    async fn shard(&self) -> Result<Arc<dyn DataClient>> {
+        Ok(self.sharded.route_client(&self.route).await?.1)
     }
 }
 
-impl_data_client!(RoutedClient, |this| this.shard(), {
+impl_data_client!(RoutedClient, |this| this.shard().await, {
     async fn execute_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
-        self.shard()?.execute_sql(sql, params).await
+        self.shard().await?.execute_sql(sql, params).await
     }
     async fn execute_read_only_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
-        self.shard()?.execute_read_only_sql(sql, params).await
+        self.shard().await?.execute_read_only_sql(sql, params).await
     }
     async fn info(&self) -> Result<DatabaseInfo> {
-        self.shard()?.info().await
+        self.shard().await?.info().await
     }
     async fn begin_transaction(&self) -> Result<TransactionInfo> {
         self.sharded.begin_on(&self.route).await

@@ -225,6 +225,21 @@ impl Database {
         }
     }
 
+    /// Rolls back every open session at once (they fail as expired from then on), for when the
+    /// file's shard changed owner. Returns how many there were.
+    pub fn abort_sessions(&self) -> usize {
+        let mut sessions = self.sessions();
+        let mut aborted = 0;
+        for session in sessions.values_mut() {
+            if session.ended_at.is_none() && session.jobs.send(SessionJob::Rollback(None)).is_ok() {
+                session.expired.store(true, Ordering::Release);
+                session.ended_at = Some(Instant::now());
+                aborted += 1;
+            }
+        }
+        aborted
+    }
+
     /// Number of open sessions.
     pub fn open_sessions(&self) -> usize {
         self.sessions().values().filter(|s| s.ended_at.is_none()).count()

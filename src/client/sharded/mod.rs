@@ -1,49 +1,45 @@
 //! The sharded client: one map, one client per shard, and routing of every call.
 //!
-//! - this file: opening the map's shards, and which client serves a shard or a route;
+//! - this file: opening a client, and which client serves a shard or a route;
+//! - [`generation`]: the map served now and its shards' clients, swapped whole on activation;
+//! - [`catalog`]: catalog updates and live activation;
 //! - [`status`]: shard health, fan-out and catalog state;
 //! - [`transactions`]: routed transactions and their RAII guard;
 //! - [`remote`]: shards reached through another daemon or a connection string.
 
+mod catalog;
+mod generation;
 mod remote;
 mod status;
 mod transactions;
 
 pub use transactions::ShardedTransaction;
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
-use futures_util::future::join_all;
+use self::generation::{Generation, data_source_of, open_slots};
 
+use super::RoutedClient;
 use super::forward::impl_data_client;
-use super::{LocalClient, RoutedClient};
 use crate::catalog::{Catalog, check_shard_files};
 use crate::data::{DataClient, DatabaseInfo, Params, SqlResult, TransactionInfo};
 use crate::engine::EngineConfig;
 use crate::error::{Error, Result};
-use crate::map::{ShardMap, ShardMapSnapshot, ShardTarget, resolve_data_source};
+use crate::map::{ShardMap, ShardMapSnapshot};
 use crate::routing::{ResolvedRoute, RouteContext};
 
-/// How one shard is reached.
-#[derive(Clone)]
-enum ShardSlot {
-    /// Disabled in the map: no client exists.
-    Disabled,
-    /// Reachable through `client`; `local` is set for in-process files.
-    Ready {
-        client: Arc<dyn DataClient>,
-        local: Option<LocalClient>,
-    },
-    /// Enabled, but could not be opened; the reason is reported by status and on use.
-    Unavailable(String),
-}
-
 struct Inner {
-    map: ShardMap,
-    shards: Vec<ShardSlot>,
     catalog: Option<Catalog>,
-    data_source: String,
+    options: ShardedClientOptions,
+    current: RwLock<Arc<Generation>>,
+    /// When the next catalog version check is due, in milliseconds since `epoch`.
+    next_check_ms: AtomicU64,
+    epoch: Instant,
+    /// Held while a new map is being installed, so two callers do not both install it.
+    switching: tokio::sync::Mutex<()>,
 }
 
 /// A client over every shard of one map.
@@ -71,16 +67,42 @@ pub struct ShardedClient {
 impl std::fmt::Debug for ShardedClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ShardedClient")
-            .field("data_source", &self.inner.data_source)
+            .field("data_source", &self.generation().data_source)
             .finish_non_exhaustive()
     }
 }
 
 /// Settings for a [`ShardedClient`].
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ShardedClientOptions {
     /// Settings applied to every local shard file.
     pub engine: EngineConfig,
+    /// How often a client opened from a master checks whether another process activated a new
+    /// map (a cheap version read on the next call after the interval). Default 250 ms.
+    pub refresh_interval: Duration,
+    /// How long an activation waits for open transactions on shards whose ownership changed
+    /// before it rolls them back. Default 5 s.
+    pub drain_timeout: Duration,
+}
+
+impl Default for ShardedClientOptions {
+    fn default() -> Self {
+        Self {
+            engine: EngineConfig::default(),
+            refresh_interval: Duration::from_millis(250),
+            drain_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl ShardedClientOptions {
+    /// The default settings with `engine` for the shard files.
+    pub fn with_engine(engine: EngineConfig) -> Self {
+        Self {
+            engine,
+            ..Self::default()
+        }
+    }
 }
 
 impl ShardedClient {
@@ -116,61 +138,40 @@ impl ShardedClient {
 
     async fn build(map: ShardMap, catalog: Option<Catalog>, options: ShardedClientOptions) -> Result<Self> {
         let master = catalog.as_ref().map(Catalog::path);
-        // Relative shard paths are relative to the master's folder; without a master, to the
-        // working directory.
-        let locate = |path: &str| master.map_or_else(|| PathBuf::from(path), |m| resolve_data_source(m, path));
-        let opened = join_all(map.shards().iter().map(|shard| {
-            let engine = options.engine.clone();
-            async move {
-                if !shard.enabled {
-                    return ShardSlot::Disabled;
-                }
-                match &shard.target {
-                    ShardTarget::DataSource(path) => {
-                        match LocalClient::open_with(locate(path), shard.id.clone(), engine).await {
-                            Ok(local) => ShardSlot::Ready {
-                                client: Arc::new(local.clone()),
-                                local: Some(local),
-                            },
-                            Err(err) => ShardSlot::Unavailable(err.to_string()),
-                        }
-                    }
-                    ShardTarget::Endpoint { endpoint, transport } => {
-                        let mut remote = remote::RemoteShard::new(endpoint.clone(), *transport);
-                        remote.api_key = shard.api_key.clone();
-                        remote.api_key_header = shard.api_key_header_name.clone();
-                        remote.open()
-                    }
-                    ShardTarget::ConnectionString(secret) => {
-                        remote::open_connection_string_shard(&shard.id, secret, engine, locate).await
-                    }
-                }
-            }
-        }))
-        .await;
+        let shards = open_slots(&map, master, &options.engine, None).await;
+        let generation = Generation {
+            data_source: data_source_of(&map),
+            map,
+            shards,
+            retired: Vec::new(),
+        };
+        let refresh = u64::try_from(options.refresh_interval.as_millis()).unwrap_or(u64::MAX);
         Ok(Self {
             inner: Arc::new(Inner {
-                data_source: format!("sharded://{}?version={}", map.keyspace(), map.version()),
-                shards: opened,
-                map,
                 catalog,
+                options,
+                current: RwLock::new(Arc::new(generation)),
+                next_check_ms: AtomicU64::new(refresh),
+                epoch: Instant::now(),
+                switching: tokio::sync::Mutex::new(()),
             }),
         })
     }
 
-    /// The active map.
-    pub fn map(&self) -> &ShardMap {
-        &self.inner.map
+    /// The map this client serves now (activation replaces it; a call that began before keeps
+    /// the map it started with).
+    pub fn map(&self) -> ActiveMap {
+        ActiveMap(self.generation())
     }
 
     /// A secret-free snapshot of the active map.
     pub fn map_snapshot(&self) -> ShardMapSnapshot {
-        self.inner.map.snapshot()
+        self.generation().map.snapshot()
     }
 
     /// `sharded://{keyspace}?version={mapVersion}`.
-    pub fn data_source(&self) -> &str {
-        &self.inner.data_source
+    pub fn data_source(&self) -> String {
+        self.generation().data_source.clone()
     }
 
     /// The master catalog, when opened from one.
@@ -180,7 +181,11 @@ impl ShardedClient {
 
     /// Resolves a route against the active map.
     pub fn resolve_route(&self, route: &RouteContext) -> Result<ResolvedRoute> {
-        Ok(self.inner.map.resolve(route.keyspace(), route.key())?.to_resolved())
+        Ok(self
+            .generation()
+            .map
+            .resolve(route.keyspace(), route.key())?
+            .to_resolved())
     }
 
     /// A client bound to one route: every call runs on the shard the route resolves to.
@@ -193,42 +198,37 @@ impl ShardedClient {
 
     /// The client of one shard, bypassing routing (for operators and diagnostics).
     pub fn for_shard_id(&self, shard_id: &str) -> Result<Arc<dyn DataClient>> {
-        let index = self
-            .inner
+        let generation = self.generation();
+        let index = generation
             .map
             .shard_index(shard_id)
             .ok_or_else(|| Error::UnknownShard {
                 shard_id: shard_id.trim().to_owned(),
             })?;
-        self.slot_client(index)
+        generation.slot_client(index)
     }
 
-    pub(super) fn slot_client(&self, index: usize) -> Result<Arc<dyn DataClient>> {
-        let shard_id = || self.inner.map.shards()[index].id.clone();
-        match &self.inner.shards[index] {
-            ShardSlot::Ready { client, .. } => Ok(Arc::clone(client)),
-            ShardSlot::Disabled => Err(Error::ShardIsDisabled { shard_id: shard_id() }),
-            ShardSlot::Unavailable(reason) => Err(Error::ShardUnavailable {
-                shard_id: shard_id(),
-                reason: reason.clone(),
-            }),
-        }
+    /// The shard index and client a route resolves to, on the newest map.
+    pub(super) async fn route_client(&self, route: &RouteContext) -> Result<(usize, Arc<dyn DataClient>)> {
+        self.fresh().await.route_client(route)
     }
+}
 
-    /// The shard index and client a route resolves to.
-    pub(super) fn route_client(&self, route: &RouteContext) -> Result<(usize, Arc<dyn DataClient>)> {
-        let resolution = self.inner.map.resolve(route.keyspace(), route.key())?;
-        Ok((resolution.shard_index, self.slot_client(resolution.shard_index)?))
+/// The map a [`ShardedClient`] serves, held for as long as the caller needs it.
+#[derive(Clone)]
+pub struct ActiveMap(Arc<Generation>);
+
+impl std::ops::Deref for ActiveMap {
+    type Target = ShardMap;
+
+    fn deref(&self) -> &ShardMap {
+        &self.0.map
     }
+}
 
-    /// Each enabled shard's index and client, in definition order (unavailable ones as errors).
-    pub(super) fn enabled_shards(&self) -> impl Iterator<Item = (usize, Result<Arc<dyn DataClient>>)> + '_ {
-        self.inner
-            .shards
-            .iter()
-            .enumerate()
-            .filter(|(_, slot)| !matches!(slot, ShardSlot::Disabled))
-            .map(|(index, _)| (index, self.slot_client(index)))
+impl std::fmt::Debug for ActiveMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.map.fmt(f)
     }
 }
 

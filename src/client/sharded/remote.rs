@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{LocalClient, ShardSlot};
+use super::generation::ShardSlot;
+use crate::client::LocalClient;
 use crate::data::DataClient;
 use crate::engine::EngineConfig;
 use crate::error::{Error, Result};

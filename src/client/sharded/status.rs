@@ -6,7 +6,10 @@ use async_trait::async_trait;
 use futures_util::future::join_all;
 
 use super::ShardedClient;
-use crate::data::{CatalogState, DataClient, DatabaseInfo, Params, ShardAdmin, ShardSqlResult, ShardStatus, SqlResult};
+use crate::data::{
+    ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
+    DataClient, DatabaseInfo, Params, ShardAdmin, ShardSqlResult, ShardStatus, SqlResult,
+};
 use crate::engine::classify;
 use crate::error::{Error, Result};
 use crate::map::{ShardMap, ShardMapSnapshot, ShardRole, ShardTarget};
@@ -15,7 +18,8 @@ use crate::routing::{ResolvedRoute, RouteContext};
 impl ShardedClient {
     /// The catalog state: live map, pending map (if a different version is stored) and history.
     pub async fn catalog_state(&self) -> Result<CatalogState> {
-        let active_map = self.map_snapshot();
+        let generation = self.fresh().await;
+        let active_map = generation.map.snapshot();
         let Some(catalog) = &self.inner.catalog else {
             return Ok(CatalogState {
                 source: "in-memory".to_owned(),
@@ -26,7 +30,7 @@ impl ShardedClient {
             });
         };
         let pending_map = match catalog.pending_options().await? {
-            Some(options) if u64::try_from(options.map_version).ok() != Some(self.map().version()) => {
+            Some(options) if u64::try_from(options.map_version).ok() != Some(generation.map.version()) => {
                 Some(ShardMap::new(options)?.snapshot())
             }
             _ => None,
@@ -42,7 +46,9 @@ impl ShardedClient {
 
     /// Probes every shard (in parallel) and reports them in definition order.
     pub async fn status(&self) -> Vec<ShardStatus> {
-        let map = &self.inner.map;
+        let generation = self.fresh().await;
+        let generation = &generation;
+        let map = &generation.map;
         join_all(map.shards().iter().enumerate().map(|(index, shard)| async move {
             let data_source = match &shard.target {
                 ShardTarget::DataSource(path) => Some(path.clone()),
@@ -50,7 +56,7 @@ impl ShardedClient {
                 ShardTarget::ConnectionString(_) => None,
             };
             let probe = if shard.enabled {
-                match self.slot_client(index) {
+                match generation.slot_client(index) {
                     Ok(client) => client.info().await,
                     Err(err) => Err(err),
                 }
@@ -119,8 +125,9 @@ impl ShardedClient {
         F: Fn(Arc<dyn DataClient>) -> Fut,
         Fut: std::future::Future<Output = Result<SqlResult>> + 'a,
     {
-        let map = &self.inner.map;
-        join_all(self.enabled_shards().map(|(index, client)| {
+        let generation = self.fresh().await;
+        let map = &generation.map;
+        join_all(generation.enabled_shards().map(|(index, client)| {
             let run = &run;
             async move {
                 let outcome = match client {
@@ -134,12 +141,14 @@ impl ShardedClient {
     }
 
     pub(super) async fn aggregate_info(&self) -> Result<DatabaseInfo> {
+        let generation = self.fresh().await;
         let mut total = DatabaseInfo {
-            data_source: self.inner.data_source.clone(),
+            data_source: generation.data_source.clone(),
             ..DatabaseInfo::default()
         };
         let infos = join_all(
-            self.enabled_shards()
+            generation
+                .enabled_shards()
                 .map(|(_, client)| async move { client?.info().await }),
         )
         .await;
@@ -183,5 +192,14 @@ impl ShardAdmin for ShardedClient {
     }
     async fn catalog_state(&self) -> Result<CatalogState> {
         ShardedClient::catalog_state(self).await
+    }
+    async fn validate_catalog_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogValidation> {
+        ShardedClient::validate_catalog_update(self, request).await
+    }
+    async fn apply_catalog_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogApplyResult> {
+        ShardedClient::apply_catalog_update(self, request).await
+    }
+    async fn activate_pending_map(&self, request: &ActivationRequest) -> Result<ActivationResult> {
+        ShardedClient::activate_pending_map(self, request).await
     }
 }

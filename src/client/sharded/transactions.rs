@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use super::{ShardSlot, ShardedClient};
+use super::ShardedClient;
+use super::generation::ShardSlot;
 use crate::data::{DataClient, Params, SqlResult, TransactionInfo};
 use crate::error::{Error, Result};
 use crate::routing::RouteContext;
@@ -22,11 +23,12 @@ impl ShardedClient {
     }
 
     pub(crate) async fn begin_on(&self, route: &RouteContext) -> Result<TransactionInfo> {
-        let (index, client) = self.route_client(route)?;
+        let generation = self.fresh().await;
+        let (index, client) = generation.route_client(route)?;
         let inner = client.begin_transaction().await?;
         let id = TransactionId::new(
-            self.inner.map.version(),
-            self.inner.map.shards()[index].id.clone(),
+            generation.map.version(),
+            generation.map.shards()[index].id.clone(),
             inner.transaction_id,
         );
         Ok(TransactionInfo {
@@ -37,14 +39,18 @@ impl ShardedClient {
 
     /// Checks a transaction id against the live map and an optional route; returns the id and
     /// the shard's client.
-    fn transaction_target(
+    ///
+    /// An id of an earlier map version stays valid when no activation since changed the
+    /// ownership of its shard; otherwise it is [`Error::StaleMapVersion`].
+    async fn transaction_target(
         &self,
         transaction_id: &str,
         route: Option<&RouteContext>,
     ) -> Result<(TransactionId, usize, Arc<dyn DataClient>)> {
         let id = TransactionId::parse(transaction_id)?;
-        let map = &self.inner.map;
-        if id.map_version() != map.version() {
+        let generation = self.fresh().await;
+        let map = &generation.map;
+        if !generation.admits(id.map_version(), id.shard_id()) {
             return Err(Error::StaleMapVersion {
                 transaction_id: transaction_id.to_owned(),
                 transaction_version: id.map_version(),
@@ -64,7 +70,7 @@ impl ShardedClient {
                 });
             }
         }
-        Ok((id, index, self.slot_client(index)?))
+        Ok((id, index, generation.slot_client(index)?))
     }
 
     pub(crate) async fn tx_execute(
@@ -74,7 +80,7 @@ impl ShardedClient {
         sql: &str,
         params: Params,
     ) -> Result<SqlResult> {
-        let (id, _, client) = self.transaction_target(transaction_id, route)?;
+        let (id, _, client) = self.transaction_target(transaction_id, route).await?;
         client
             .execute_in_transaction(id.inner_id(), sql, params)
             .await
@@ -82,7 +88,7 @@ impl ShardedClient {
     }
 
     pub(crate) async fn tx_commit(&self, transaction_id: &str, route: Option<&RouteContext>) -> Result<()> {
-        let (id, _, client) = self.transaction_target(transaction_id, route)?;
+        let (id, _, client) = self.transaction_target(transaction_id, route).await?;
         client
             .commit_transaction(id.inner_id())
             .await
@@ -90,7 +96,7 @@ impl ShardedClient {
     }
 
     pub(crate) async fn tx_rollback(&self, transaction_id: &str, route: Option<&RouteContext>) -> Result<()> {
-        let (id, _, client) = self.transaction_target(transaction_id, route)?;
+        let (id, _, client) = self.transaction_target(transaction_id, route).await?;
         client
             .rollback_transaction(id.inner_id())
             .await
@@ -98,10 +104,11 @@ impl ShardedClient {
     }
 
     pub(super) fn abandon(&self, id: &TransactionId) {
-        let Some(index) = self.inner.map.shard_index(id.shard_id()) else {
+        let generation = self.generation();
+        let Some(index) = generation.map.shard_index(id.shard_id()) else {
             return;
         };
-        match &self.inner.shards[index] {
+        match &generation.shards[index] {
             ShardSlot::Ready { local: Some(local), .. } => local.abandon_transaction(id.inner_id()),
             ShardSlot::Ready { client, .. } => {
                 if let Ok(runtime) = tokio::runtime::Handle::try_current() {

@@ -1,0 +1,253 @@
+//! Map generations: the map a sharded client serves and the clients of its shards, swapped as a
+//! whole when a new map is activated, here or in another process.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
+
+use futures_util::future::join_all;
+
+use super::{ShardedClient, remote};
+use crate::client::LocalClient;
+use crate::data::DataClient;
+use crate::engine::EngineConfig;
+use crate::error::{Error, Result};
+use crate::map::{Shard, ShardMap, ShardTarget, resolve_data_source};
+use crate::routing::RouteContext;
+
+/// How one shard is reached.
+#[derive(Clone)]
+pub(super) enum ShardSlot {
+    /// Disabled in the map: no client exists.
+    Disabled,
+    /// Reachable through `client`; `local` is set for in-process files.
+    Ready {
+        client: Arc<dyn DataClient>,
+        local: Option<LocalClient>,
+    },
+    /// Enabled, but could not be opened; the reason is reported by status and on use.
+    Unavailable(String),
+}
+
+/// One map and the clients of its shards. A call takes one generation and uses it from start
+/// to end, so it resolves against one map version throughout.
+pub(super) struct Generation {
+    pub(super) map: ShardMap,
+    pub(super) shards: Vec<ShardSlot>,
+    pub(super) data_source: String,
+    /// Earlier versions this client served, each with the shards whose ownership changed when
+    /// it was replaced: a transaction id of an earlier version stays valid on a shard that no
+    /// later change touched.
+    pub(super) retired: Vec<(u64, BTreeSet<String>)>,
+}
+
+impl Generation {
+    /// The client of the shard at `index`.
+    pub(super) fn slot_client(&self, index: usize) -> Result<Arc<dyn DataClient>> {
+        let shard_id = || self.map.shards()[index].id.clone();
+        match &self.shards[index] {
+            ShardSlot::Ready { client, .. } => Ok(Arc::clone(client)),
+            ShardSlot::Disabled => Err(Error::ShardIsDisabled { shard_id: shard_id() }),
+            ShardSlot::Unavailable(reason) => Err(Error::ShardUnavailable {
+                shard_id: shard_id(),
+                reason: reason.clone(),
+            }),
+        }
+    }
+
+    /// The shard index and client a route resolves to.
+    pub(super) fn route_client(&self, route: &RouteContext) -> Result<(usize, Arc<dyn DataClient>)> {
+        let resolution = self.map.resolve(route.keyspace(), route.key())?;
+        Ok((resolution.shard_index, self.slot_client(resolution.shard_index)?))
+    }
+
+    /// Each enabled shard's index and client, in definition order (unavailable ones as errors).
+    pub(super) fn enabled_shards(&self) -> impl Iterator<Item = (usize, Result<Arc<dyn DataClient>>)> + '_ {
+        self.shards
+            .iter()
+            .enumerate()
+            .filter(|(_, slot)| !matches!(slot, ShardSlot::Disabled))
+            .map(|(index, _)| (index, self.slot_client(index)))
+    }
+
+    /// Whether a transaction begun under map `version` on `shard_id` may go on: it was begun
+    /// under this map, or under an earlier one and no change since touched its shard.
+    pub(super) fn admits(&self, version: u64, shard_id: &str) -> bool {
+        if version == self.map.version() {
+            return true;
+        }
+        let Some(start) = self.retired.iter().position(|(retired, _)| *retired == version) else {
+            return false;
+        };
+        let shard = shard_id.to_ascii_lowercase();
+        self.retired[start..]
+            .iter()
+            .all(|(_, affected)| !affected.contains(&shard))
+    }
+
+    fn local_of(&self, shard_id: &str) -> Option<LocalClient> {
+        let index = self.map.shard_index(shard_id)?;
+        match &self.shards[index] {
+            ShardSlot::Ready { local, .. } => local.clone(),
+            _ => None,
+        }
+    }
+}
+
+/// Opens the client of every shard of `map`, reusing the open client of a shard `previous`
+/// reaches the same way (same file, daemon or connection string).
+pub(super) async fn open_slots(
+    map: &ShardMap,
+    master: Option<&Path>,
+    engine: &EngineConfig,
+    previous: Option<&Generation>,
+) -> Vec<ShardSlot> {
+    // Relative shard paths are relative to the master's folder; without a master, to the
+    // working directory.
+    let locate = |path: &str| master.map_or_else(|| PathBuf::from(path), |m| resolve_data_source(m, path));
+    join_all(map.shards().iter().map(|shard| {
+        let engine = engine.clone();
+        let reused = previous.and_then(|generation| reusable(generation, shard));
+        async move {
+            if !shard.enabled {
+                return ShardSlot::Disabled;
+            }
+            if let Some(slot) = reused {
+                return slot;
+            }
+            match &shard.target {
+                ShardTarget::DataSource(path) => {
+                    match LocalClient::open_with(locate(path), shard.id.clone(), engine).await {
+                        Ok(local) => ShardSlot::Ready {
+                            client: Arc::new(local.clone()),
+                            local: Some(local),
+                        },
+                        Err(err) => ShardSlot::Unavailable(err.to_string()),
+                    }
+                }
+                ShardTarget::Endpoint { endpoint, transport } => {
+                    let mut remote = remote::RemoteShard::new(endpoint.clone(), *transport);
+                    remote.api_key = shard.api_key.clone();
+                    remote.api_key_header = shard.api_key_header_name.clone();
+                    remote.open()
+                }
+                ShardTarget::ConnectionString(secret) => {
+                    remote::open_connection_string_shard(&shard.id, secret, engine, locate).await
+                }
+            }
+        }
+    }))
+    .await
+}
+
+/// The open slot of a shard the previous generation reaches exactly as `shard` is reached.
+fn reusable(previous: &Generation, shard: &Shard) -> Option<ShardSlot> {
+    let index = previous.map.shard_index(&shard.id)?;
+    let before = &previous.map.shards()[index];
+    let same = before.target == shard.target
+        && before.api_key == shard.api_key
+        && before.api_key_header_name == shard.api_key_header_name;
+    match &previous.shards[index] {
+        slot @ ShardSlot::Ready { .. } if same => Some(slot.clone()),
+        _ => None,
+    }
+}
+
+pub(super) fn data_source_of(map: &ShardMap) -> String {
+    format!("sharded://{}?version={}", map.keyspace(), map.version())
+}
+
+impl ShardedClient {
+    /// The generation calls use now, without checking the catalog.
+    pub(super) fn generation(&self) -> Arc<Generation> {
+        Arc::clone(&self.inner.current.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The generation calls use now, after noticing a map another process activated: at most
+    /// once per refresh interval, this reads the active version from the catalog (a cheap read)
+    /// and, when it changed, loads and installs the new map. A catalog that cannot be read
+    /// leaves the current map in place.
+    pub(super) async fn fresh(&self) -> Arc<Generation> {
+        let current = self.generation();
+        let Some(catalog) = &self.inner.catalog else {
+            return current;
+        };
+        let now = u64::try_from(self.inner.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let due = self.inner.next_check_ms.load(Ordering::Relaxed);
+        if now < due
+            || self
+                .inner
+                .next_check_ms
+                .compare_exchange(
+                    due,
+                    now.saturating_add(self.refresh_ms()),
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
+                .is_err()
+        {
+            return current;
+        }
+        match catalog.active_version().await {
+            Ok(Some(version)) if version != current.map.version() => {}
+            _ => return current,
+        }
+        let _switching = self.inner.switching.lock().await;
+        let current = self.generation();
+        let next = match catalog.active_map().await {
+            Ok(next) if next.version() != current.map.version() => next,
+            _ => return current,
+        };
+        let previous = current.map.clone();
+        if let Ok(affected) = self.switch_to(previous, next).await {
+            // Transactions of this process on the affected shards cannot go on (their ids are
+            // now stale): end them at once rather than let them hold a shard's write lock.
+            for local in self.local_shards(&affected) {
+                local.database().abort_sessions();
+            }
+        }
+        self.generation()
+    }
+
+    fn refresh_ms(&self) -> u64 {
+        u64::try_from(self.inner.options.refresh_interval.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Installs `next` as the current generation, reusing the clients of unchanged shards.
+    /// `affected` names the shards whose ownership changed since the current map.
+    pub(super) async fn install(&self, next: ShardMap, affected: &BTreeSet<String>) -> Result<()> {
+        let current = self.generation();
+        if current.map.version() == next.version() {
+            return Ok(());
+        }
+        let master = self.inner.catalog.as_ref().map(|c| c.path().to_path_buf());
+        let shards = open_slots(&next, master.as_deref(), &self.inner.options.engine, Some(&current)).await;
+        let mut retired = current.retired.clone();
+        retired.push((current.map.version(), affected.clone()));
+        let generation = Generation {
+            data_source: data_source_of(&next),
+            map: next,
+            shards,
+            retired,
+        };
+        *self.inner.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(generation);
+        self.inner.next_check_ms.store(
+            u64::try_from(self.inner.epoch.elapsed().as_millis())
+                .unwrap_or(u64::MAX)
+                .saturating_add(self.refresh_ms()),
+            Ordering::Relaxed,
+        );
+        Ok(())
+    }
+
+    /// The in-process shard files among `shard_ids` (lower-case), in the current generation.
+    pub(super) fn local_shards(&self, shard_ids: &BTreeSet<String>) -> Vec<LocalClient> {
+        let generation = self.generation();
+        shard_ids.iter().filter_map(|id| generation.local_of(id)).collect()
+    }
+
+    pub(super) fn drain_timeout(&self) -> std::time::Duration {
+        self.inner.options.drain_timeout
+    }
+}
