@@ -22,10 +22,13 @@ use crate::map::{ShardMapSnapshot, ShardingOptions};
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[cfg_attr(
+    feature = "server",
+    schema(description = "A proposed new shard map, as validated and applied.")
+)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CatalogUpdateRequest {
     /// The proposed map, in the form a map file has (secrets included: it is stored as given).
-    #[cfg_attr(feature = "server", schema(value_type = Object))]
     pub map: ShardingOptions,
     /// The newest map version the catalog holds (the pending map's, if there is one, else the
     /// active map's). When given and different, the update is refused: someone else changed
@@ -86,9 +89,9 @@ pub struct CatalogIssue {
     pub message: String,
 }
 
-/// A bucket range that changes owner: `[start, end, from, to]`, end exclusive.
+/// A bucket range that changes owner: `[start, end, from, to]`, end exclusive. (Its OpenAPI
+/// schema, a four-item array, is written out in `data::openapi`.)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct MovedBuckets(
     /// First bucket.
     pub u32,
@@ -100,9 +103,9 @@ pub struct MovedBuckets(
     pub String,
 );
 
-/// A pinned key that changes owner: `[key, from, to]`.
+/// A pinned key that changes owner: `[key, from, to]`. (Its OpenAPI schema, a three-item array,
+/// is written out in `data::openapi`.)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct MovedPin(
     /// The route key.
     pub String,

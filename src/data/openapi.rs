@@ -3,13 +3,17 @@
 //! The data types derive their schemas, so `/openapi.json` describes the very types a remote
 //! client deserialises. Fields that hold a [`Value`](super::Value) name [`ValueSchema`] as their
 //! `value_type`, because utoipa reads any type named `Value` as `serde_json::Value` (any JSON).
+//! The tuples of a catalog validation ([`MovedBuckets`], [`MovedPin`]) are JSON arrays whose
+//! items differ by position, which the derive cannot say; their schemas are written out here.
 
 use utoipa::openapi::schema::{
-    AdditionalProperties, AnyOfBuilder, ArrayBuilder, KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat,
-    Type,
+    AdditionalProperties, AnyOfBuilder, ArrayBuilder, ArrayItems, KnownFormat, ObjectBuilder, OneOfBuilder, Schema,
+    SchemaFormat, Type,
 };
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
+
+use super::{MovedBuckets, MovedPin};
 
 /// Schema of one SQLite value: `null`, an integer, a float, a string, `{"$blob": "<base64>"}`, or
 /// `{"$real": "inf" | "-inf" | "nan"}` for floats JSON cannot carry.
@@ -101,3 +105,60 @@ impl ToSchema for ParamsSchema {
         "Parameters".into()
     }
 }
+
+/// A tuple: an array of exactly these items, in this order.
+fn tuple(description: &str, items: Vec<ObjectBuilder>) -> RefOr<Schema> {
+    let len = items.len();
+    ArrayBuilder::new()
+        .prefix_items(items)
+        .items(ArrayItems::False)
+        .min_items(Some(len))
+        .max_items(Some(len))
+        .description(Some(description))
+        .into()
+}
+
+fn text(description: &str) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .description(Some(description))
+}
+
+fn bucket(description: &str) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int32)))
+        .minimum(Some(0))
+        .description(Some(description))
+}
+
+impl PartialSchema for MovedBuckets {
+    fn schema() -> RefOr<Schema> {
+        tuple(
+            "a bucket range that changes owner: [start, end, from, to], end exclusive",
+            vec![
+                bucket("the first bucket"),
+                bucket("one past the last bucket"),
+                text("the owner in the current map"),
+                text("the owner in the proposed map"),
+            ],
+        )
+    }
+}
+
+impl ToSchema for MovedBuckets {}
+
+impl PartialSchema for MovedPin {
+    fn schema() -> RefOr<Schema> {
+        tuple(
+            "a pinned key that changes owner: [key, from, to]",
+            vec![
+                text("the route key"),
+                text("where it resolves in the current map"),
+                text("where it resolves in the proposed map"),
+            ],
+        )
+    }
+}
+
+impl ToSchema for MovedPin {}

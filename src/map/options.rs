@@ -26,6 +26,11 @@ use crate::error::{Error, Result};
 /// # Ok::<(), shardlite::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[cfg_attr(
+    feature = "server",
+    schema(description = "A shard map as written in a map file (camelCase); unknown fields are refused.")
+)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ShardingOptions {
     /// The keyspace this map serves. Default `"default"`.
@@ -98,6 +103,7 @@ pub struct ReplicaInfo {
 
 /// One shard of the map.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ShardDefinition {
     /// ASCII letters, digits, `_`, `-`, `.`; unique ignoring case.
@@ -123,9 +129,11 @@ pub struct ShardDefinition {
     pub transport: Option<String>,
     /// A connection string for this shard.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "server", schema(value_type = Option<String>))]
     pub connection_string: Option<Secret>,
     /// The API key to present to the shard's daemon.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "server", schema(value_type = Option<String>))]
     pub api_key: Option<Secret>,
     /// The header carrying the API key (default `X-CSharpDB-Api-Key`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

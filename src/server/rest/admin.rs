@@ -4,12 +4,15 @@
 //! with `errorCode` `not_sharded`.
 
 use axum::extract::State;
+use axum::response::{IntoResponse, Response};
 
-use super::error::{ApiError, Problem};
+use super::error::{ApiError, CatalogUpdateRefused, Problem};
 use super::extract::Json;
 use super::schema::{AllShardsSqlRequest, ResolveRequest};
 use crate::client::{ShardSqlResult, ShardStatus, ShardedClient};
-use crate::data::CatalogState;
+use crate::data::{
+    ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
+};
 use crate::error::{Error, ErrorKind};
 use crate::map::ShardMapSnapshot;
 use crate::routing::{ResolvedRoute, RouteContext};
@@ -117,6 +120,77 @@ pub async fn read_all(
 )]
 pub async fn catalog(State(state): State<ServerState>) -> Result<axum::Json<CatalogState>, ApiError> {
     Ok(axum::Json(sharded(&state)?.catalog_state().await?))
+}
+
+/// Validates a proposed map against the catalog and changes nothing. Answers 200 even when the
+/// map is refused: `valid` says whether it could be applied, `issues` say why not, and
+/// `movedBuckets` / `movedPins` / `shardChanges` list what it would change against the active map.
+#[utoipa::path(
+    post,
+    path = "/api/sharding/catalog/validate",
+    tag = "sharding",
+    operation_id = "validateShardCatalogUpdate",
+    request_body = CatalogUpdateRequest,
+    responses((status = 200, description = "The validation, valid or not", body = CatalogValidation))
+)]
+pub async fn validate_catalog_update(
+    State(state): State<ServerState>,
+    Json(request): Json<CatalogUpdateRequest>,
+) -> Result<axum::Json<CatalogValidation>, ApiError> {
+    Ok(axum::Json(sharded(&state)?.validate_catalog_update(&request).await?))
+}
+
+/// Validates a proposed map and writes it as the pending map, compare-and-set on
+/// `expectedCurrentMapVersion`, with a history row. The active map does not change until the
+/// pending map is activated.
+#[utoipa::path(
+    post,
+    path = "/api/sharding/catalog/apply",
+    tag = "sharding",
+    operation_id = "applyShardCatalogUpdate",
+    request_body = CatalogUpdateRequest,
+    responses(
+        (status = 200, description = "Written as the pending map", body = CatalogApplyResult),
+        (status = 400, description = "Validation refused the map: `invalid_input`, with the validation as the \
+            member `validation`. A malformed body is a plain problem without it.", body = CatalogUpdateRefused,
+            content_type = "application/problem+json"),
+        (status = 409, description = "`expectedCurrentMapVersion` is not the newest map version: someone else \
+            changed the catalog first (`map_version_conflict`)", body = Problem,
+            content_type = "application/problem+json"),
+    )
+)]
+pub async fn apply_catalog_update(
+    State(state): State<ServerState>,
+    Json(request): Json<CatalogUpdateRequest>,
+) -> Result<Response, ApiError> {
+    let result = sharded(&state)?.apply_catalog_update(&request).await?;
+    if result.applied {
+        Ok(axum::Json(result).into_response())
+    } else {
+        Ok(CatalogUpdateRefused::new(result.validation).into_response())
+    }
+}
+
+/// Makes the pending map active without a restart: requests already running finish on the old
+/// map, new ones resolve on the new one, and open transactions on shards whose ownership changed
+/// are drained, then rolled back.
+#[utoipa::path(
+    post,
+    path = "/api/sharding/catalog/activate",
+    tag = "sharding",
+    operation_id = "activateShardCatalog",
+    request_body = ActivationRequest,
+    responses(
+        (status = 200, description = "The pending map is now active", body = ActivationResult),
+        (status = 409, description = "There is no pending map of `expectedPendingMapVersion` (`conflict`)",
+            body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn activate_catalog(
+    State(state): State<ServerState>,
+    Json(request): Json<ActivationRequest>,
+) -> Result<axum::Json<ActivationResult>, ApiError> {
+    Ok(axum::Json(sharded(&state)?.activate_pending_map(&request).await?))
 }
 
 /// Per-shard outcomes for the wire: internal failures are logged and reported generically, like

@@ -13,11 +13,13 @@
 //! | `forbidden_statement` | 403 |
 //! | `not_found`, `no_map`, `not_sharded` | 404 |
 //! | `statement_timeout`, `request_timeout`, `cancelled` | 408 |
-//! | `conflict`, `stale_map_version`, `expired`, `constraint` | 409 |
+//! | `conflict`, `map_version_conflict`, `stale_map_version`, `expired`, `constraint` | 409 |
 //! | `busy` (with `Retry-After`), `unavailable` | 503 |
 //! | `internal` | 500, with a generic detail; the real error goes to the log |
 //!
 //! A `not_found` body also says which kind of object is missing (`missing`: `row`, `table`, ...).
+//! A catalog update that validation refused is a 400 `invalid_input` body with the validation as
+//! the extension member `validation` ([`CatalogUpdateRefused`]).
 //! Request problems that are not crate errors: `payload_too_large` (413),
 //! `unsupported_media_type` (415), `method_not_allowed` (405) and `not_found` for a path no
 //! endpoint serves (404).
@@ -28,6 +30,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::data::CatalogValidation;
 use crate::error::{Error, ErrorKind};
 
 /// The media type of every error body.
@@ -66,6 +69,43 @@ pub struct Problem {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(example = "row")]
     pub missing: Option<String>,
+}
+
+/// The answer to a catalog update that validation refused: a problem body (400, `invalid_input`,
+/// the error issues as its detail) whose extension member `validation` is the whole validation.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CatalogUpdateRefused {
+    /// The problem members.
+    #[serde(flatten)]
+    pub problem: Problem,
+    /// Why the update was refused, and what it would have changed.
+    pub validation: CatalogValidation,
+}
+
+impl CatalogUpdateRefused {
+    /// The refusal of an update whose `validation` found errors.
+    pub fn new(validation: CatalogValidation) -> Self {
+        let refused = Error::invalid_argument("catalog update", validation.error_summary());
+        let (_, problem) = problem(&ApiError::Data(refused));
+        Self { problem, validation }
+    }
+}
+
+impl IntoResponse for CatalogUpdateRefused {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.problem.status).unwrap_or(StatusCode::BAD_REQUEST);
+        tracing::debug!(
+            error_code = self.problem.error_code,
+            status = self.problem.status,
+            "catalog update refused"
+        );
+        let mut response = (status, axum::Json(self)).into_response();
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_CONTENT_TYPE));
+        response
+    }
 }
 
 /// Anything a REST request can fail with.

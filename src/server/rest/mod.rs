@@ -135,6 +135,9 @@ fn api_routes() -> OpenApiRouter<ServerState> {
         .routes(routes!(admin::execute_all))
         .routes(routes!(admin::read_all))
         .routes(routes!(admin::catalog))
+        .routes(routes!(admin::validate_catalog_update))
+        .routes(routes!(admin::apply_catalog_update))
+        .routes(routes!(admin::activate_catalog))
 }
 
 /// The answer for a path no REST endpoint serves: 401 without a required API key, else 404.
