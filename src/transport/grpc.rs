@@ -6,6 +6,8 @@
 //!   [`GrpcClient::with_route`]) travels as metadata on **every** call; a keyspace or key that is
 //!   not printable ASCII travels as UTF-8 in the `-bin` variant of the metadata key.
 //! - Transaction ids pass through unchanged.
+//! - A catalog update that validation refuses is `Ok` with `applied: false`, as in-process; a
+//!   stale expected version is [`ErrorKind::MapVersionConflict`](crate::ErrorKind::MapVersionConflict).
 //! - Errors the daemon reports decode to [`Error::Remote`] with the daemon's
 //!   [`ErrorKind`](crate::ErrorKind) (and SQLite code), so `err.kind()` is the same as
 //!   in-process. A shard-admin call to a daemon that serves one plain database decodes to
@@ -57,8 +59,9 @@ use self::proto::shardlite_client::ShardliteClient;
 use self::status::{decode_status, error_chain, transport_error};
 use super::RemoteOptions;
 use crate::data::{
-    CatalogState, DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery,
-    ShardAdmin, ShardSqlResult, ShardStatus, SqlResult, TableSchema, TransactionInfo, Value,
+    ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
+    DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery, ShardAdmin,
+    ShardSqlResult, ShardStatus, SqlResult, TableSchema, TransactionInfo, Value,
 };
 use crate::error::{Error, Result};
 use crate::map::ShardMapSnapshot;
@@ -480,5 +483,20 @@ impl ShardAdmin for GrpcClient {
 
     async fn catalog_state(&self) -> Result<CatalogState> {
         rpc!(self, get_shard_catalog, pb::Empty {})?.try_into()
+    }
+
+    async fn validate_catalog_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogValidation> {
+        let request = pb::ShardCatalogUpdateRequest::from(request);
+        rpc!(self, validate_shard_catalog_update, request)?.try_into()
+    }
+
+    async fn apply_catalog_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogApplyResult> {
+        let request = pb::ShardCatalogUpdateRequest::from(request);
+        rpc!(self, apply_shard_catalog_update, request)?.try_into()
+    }
+
+    async fn activate_pending_map(&self, request: &ActivationRequest) -> Result<ActivationResult> {
+        let request = pb::ActivateShardCatalogRequest::from(request.clone());
+        Ok(rpc!(self, activate_shard_catalog, request)?.into())
     }
 }

@@ -10,6 +10,7 @@ use tonic::{Request, Response, Status};
 use super::gate::CallRoute;
 use super::status::status_from_error;
 use crate::client::{DataClient, ShardedClient};
+use crate::data::CatalogUpdateRequest;
 use crate::error::{Error, Result};
 use crate::routing::RouteContext;
 use crate::server::ServerState;
@@ -151,6 +152,42 @@ impl Shardlite for ShardliteService {
     async fn get_shard_catalog(&self, request: Request<pb::Empty>) -> RpcResult<pb::ShardCatalogState> {
         self.run("GetShardCatalog", request, |call, _| async move {
             Ok(call.admin()?.catalog_state().await?.into())
+        })
+        .await
+    }
+
+    async fn validate_shard_catalog_update(
+        &self,
+        request: Request<pb::ShardCatalogUpdateRequest>,
+    ) -> RpcResult<pb::ShardCatalogValidation> {
+        self.run("ValidateShardCatalogUpdate", request, |call, req| async move {
+            let sharded = call.admin()?;
+            let update = CatalogUpdateRequest::try_from(req)?;
+            Ok(sharded.validate_catalog_update(&update).await?.into())
+        })
+        .await
+    }
+
+    async fn apply_shard_catalog_update(
+        &self,
+        request: Request<pb::ShardCatalogUpdateRequest>,
+    ) -> RpcResult<pb::ShardCatalogApplyResult> {
+        // A map that validation refuses is an answer (`applied: false`), not an error, as in-process.
+        self.run("ApplyShardCatalogUpdate", request, |call, req| async move {
+            let sharded = call.admin()?;
+            let update = CatalogUpdateRequest::try_from(req)?;
+            Ok(sharded.apply_catalog_update(&update).await?.into())
+        })
+        .await
+    }
+
+    async fn activate_shard_catalog(
+        &self,
+        request: Request<pb::ActivateShardCatalogRequest>,
+    ) -> RpcResult<pb::ShardCatalogActivation> {
+        self.run("ActivateShardCatalog", request, |call, req| async move {
+            let sharded = call.admin()?;
+            Ok(sharded.activate_pending_map(&req.into()).await?.into())
         })
         .await
     }

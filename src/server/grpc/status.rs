@@ -5,6 +5,7 @@
 //! | `route_required`, `unknown_keyspace`, `invalid_input`, `invalid_map`, `read_only`, `sql` | `INVALID_ARGUMENT` |
 //! | `not_found`, `no_map` | `NOT_FOUND` |
 //! | `conflict`, `stale_map_version`, `expired` | `ABORTED`: the transaction cannot go on; begin a new one |
+//! | `map_version_conflict` | `ABORTED`: the catalog changed; read it again |
 //! | `constraint`, `transaction_control` | `FAILED_PRECONDITION` |
 //! | `not_sharded` (shard-admin call on an unsharded daemon) | `FAILED_PRECONDITION` |
 //! | `forbidden_statement` | `PERMISSION_DENIED` |

@@ -1,15 +1,11 @@
 //! The shard-administration types: shard maps and their shards, route resolutions, shard
 //! status, fan-out results and the catalog state.
 
-use super::pb;
+use super::{missing, pb};
 use crate::data::{CatalogHistoryEntry, CatalogState, ShardSqlResult, ShardStatus};
 use crate::error::{Error, Result};
 use crate::map::{BucketRange, ReplicaInfo, ShardMapSnapshot, ShardRole, ShardSnapshot, Transport};
 use crate::routing::{ResolvedRoute, RouteSource};
-
-fn missing(field: &str) -> Error {
-    Error::invalid_argument("gRPC message", format!("field '{field}' is missing"))
-}
 
 fn role_to_pb(role: ShardRole) -> i32 {
     match role {
