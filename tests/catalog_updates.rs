@@ -153,6 +153,20 @@ async fn stale_and_invalid_updates_are_refused_naming_the_problem() {
         .unwrap();
     assert_eq!(codes(&applied.validation)[0].1, "bucket-count-changed");
 
+    let mut onto_master = with_third_shard(dir.path());
+    onto_master.shards[2].data_source = Some(common::path_str(&dir.path().join("master.db")));
+    let applied = catalog
+        .apply_update(CatalogUpdateRequest::new(onto_master))
+        .await
+        .unwrap();
+    assert!(!applied.applied);
+    assert_eq!(codes(&applied.validation)[0].1, "invalid-map");
+    assert!(
+        applied.validation.issues[0].message.contains("s2"),
+        "{:?}",
+        applied.validation
+    );
+
     // Nothing of the refused updates was written.
     assert_eq!(catalog.pending_options().await.unwrap(), None);
     assert_eq!(catalog.history().await.unwrap().len(), 1);

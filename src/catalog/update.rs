@@ -260,7 +260,28 @@ impl Catalog {
     pub async fn validate_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogValidation> {
         let (active, _, pending_version) = self.stored_state().await?;
         let newest = pending_version.unwrap_or(active.version());
-        Ok(validate(&active, newest, request))
+        let mut validation = validate(&active, newest, request);
+        self.check_files(request, &mut validation).await;
+        Ok(validation)
+    }
+
+    /// Adds an `invalid-map` error when a shard of the proposed map would use the master's own
+    /// file, or two shards one file once their paths are resolved beside the master.
+    async fn check_files(&self, request: &CatalogUpdateRequest, validation: &mut CatalogValidation) {
+        let Ok(proposed) = ShardMap::new(request.map.clone()) else {
+            return;
+        };
+        if let Err(err) = super::check_shard_files(self.path(), &proposed).await {
+            validation.issues.insert(
+                0,
+                issue(
+                    IssueSeverity::Error,
+                    "invalid-map",
+                    format!("the proposed map is invalid: {err}"),
+                ),
+            );
+            validation.valid = false;
+        }
     }
 
     /// The active map and the stored versions: active, pending.
@@ -334,7 +355,8 @@ impl Catalog {
                 current: newest,
             });
         }
-        let validation = validate(&active, newest, &request);
+        let mut validation = validate(&active, newest, &request);
+        self.check_files(&request, &mut validation).await;
         if !validation.valid {
             return Ok(CatalogApplyResult {
                 applied: false,
