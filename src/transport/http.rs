@@ -4,8 +4,10 @@
 //! every request, the API key in its configured header. Path segments (table names, keys,
 //! transaction ids) are percent-encoded. Error bodies (`application/problem+json`) decode into
 //! [`Error::Remote`] with the daemon's [`ErrorKind`](crate::ErrorKind) and SQLite code, so callers
-//! branch exactly as they would in-process; a daemon that cannot be reached, or does not answer
-//! within the request timeout, is [`Error::Transport`] naming the endpoint.
+//! branch exactly as they would in-process (a catalog update the daemon refuses as invalid, 400
+//! with its validation, is `Ok` with `applied: false`, as in-process); a daemon that cannot be
+//! reached, or does not answer within the request timeout, is [`Error::Transport`] naming the
+//! endpoint.
 //!
 //! ```no_run
 //! # async fn demo() -> shardlite::Result<()> {
@@ -34,8 +36,8 @@ use serde_json::json;
 use self::body::{Count, DocumentBody, RowsAffected, key_segment, sql_body};
 use self::failure::{Failure, transport_error};
 use super::RemoteOptions;
-use crate::data::CatalogState;
 use crate::data::{
+    ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
     DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery, ShardAdmin,
     ShardSqlResult, ShardStatus, SqlResult, TableSchema, TransactionInfo, Value,
 };
@@ -456,5 +458,31 @@ impl ShardAdmin for HttpClient {
 
     async fn catalog_state(&self) -> Result<CatalogState> {
         self.json(self.get(&["sharding", "catalog"])).await
+    }
+
+    async fn validate_catalog_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogValidation> {
+        self.json(self.post(&["sharding", "catalog", "validate"]).json(request))
+            .await
+    }
+
+    async fn apply_catalog_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogApplyResult> {
+        // The daemon answers an update that validation refused with 400 and the validation; in-process
+        // that is a result, not an error.
+        match self
+            .call(self.post(&["sharding", "catalog", "apply"]).json(request))
+            .await
+        {
+            Ok(response) => self.read_json(response).await,
+            Err(failure) => Ok(CatalogApplyResult {
+                applied: false,
+                pending_map_version: None,
+                validation: failure.into_refused_validation()?,
+            }),
+        }
+    }
+
+    async fn activate_pending_map(&self, request: &ActivationRequest) -> Result<ActivationResult> {
+        self.json(self.post(&["sharding", "catalog", "activate"]).json(request))
+            .await
     }
 }

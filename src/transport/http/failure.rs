@@ -1,10 +1,12 @@
 //! Failed calls: a transport failure, or an error status whose problem body
 //! (`application/problem+json`) decodes into the crate's [`Error`] with the daemon's
-//! [`ErrorKind`] and SQLite code.
+//! [`ErrorKind`] and SQLite code, keeping the extension members a caller may need (`missing`,
+//! and the `validation` of a refused catalog update).
 
 use reqwest::StatusCode;
 use serde::Deserialize;
 
+use crate::data::CatalogValidation;
 use crate::error::{Error, ErrorKind};
 
 /// A problem body, as the daemon sends it.
@@ -20,12 +22,18 @@ struct Problem {
     /// For `not_found`: the kind of object that is missing (`row`, `document`, ...).
     #[serde(default)]
     missing: Option<String>,
+    /// For a refused catalog update: the validation that refused it. Read apart from the other
+    /// members, so that a body this client cannot read still decodes as an error.
+    #[serde(default)]
+    validation: Option<serde_json::Value>,
 }
 
-/// A failed call: the error, and for `not_found` the kind of object that is missing.
+/// A failed call: the error, for `not_found` the kind of object that is missing, and for a
+/// refused catalog update its validation.
 pub(super) struct Failure {
     pub(super) error: Error,
     missing: Option<String>,
+    validation: Option<Box<CatalogValidation>>,
 }
 
 impl Failure {
@@ -34,6 +42,7 @@ impl Failure {
         Self {
             error: transport_error(endpoint, err),
             missing: None,
+            validation: None,
         }
     }
 
@@ -48,6 +57,10 @@ impl Failure {
                     sqlite_code: problem.sqlite_code,
                 },
                 missing: problem.missing,
+                validation: problem
+                    .validation
+                    .and_then(|validation| serde_json::from_value(validation).ok())
+                    .map(Box::new),
             },
             _ => Self {
                 error: Error::Transport {
@@ -55,7 +68,17 @@ impl Failure {
                     reason: format!("the daemon answered {status} without an error body; is this a shardlite daemon?"),
                 },
                 missing: None,
+                validation: None,
             },
+        }
+    }
+
+    /// The validation of a catalog update the daemon refused as invalid (400 `invalid_input` with
+    /// a `validation` member), or the error when the answer is anything else.
+    pub(super) fn into_refused_validation(self) -> Result<CatalogValidation, Error> {
+        match self.validation {
+            Some(validation) if self.error.kind() == ErrorKind::InvalidInput => Ok(*validation),
+            _ => Err(self.error),
         }
     }
 
@@ -124,6 +147,28 @@ mod tests {
         let failure = Failure::from_answer(ENDPOINT, StatusCode::NOT_FOUND, body);
         assert!(failure.is_missing("row"));
         assert!(!failure.is_missing("document"));
+    }
+
+    #[test]
+    fn a_refused_catalog_update_keeps_its_validation() {
+        let body = br#"{"detail":"invalid catalog update: invalid-map: no shard","errorCode":"invalid_input",
+            "validation":{"valid":false,"requiresDataMigration":false,"currentMapVersion":1,
+            "issues":[{"severity":"error","code":"invalid-map","message":"no shard"}],
+            "movedBuckets":[],"movedPins":[],"shardChanges":[]}}"#;
+        let failure = Failure::from_answer(ENDPOINT, StatusCode::BAD_REQUEST, body);
+        let validation = failure.into_refused_validation().expect("a validation");
+        assert!(!validation.valid);
+        assert_eq!(validation.issues[0].code, "invalid-map");
+
+        // Without the member, or with one this client cannot read, it stays an error.
+        let body = br#"{"detail":"bad body","errorCode":"invalid_input","validation":{"valid":"maybe"}}"#;
+        let failure = Failure::from_answer(ENDPOINT, StatusCode::BAD_REQUEST, body);
+        let err = failure.into_refused_validation().expect_err("no validation");
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        let body = br#"{"detail":"stale","errorCode":"map_version_conflict"}"#;
+        let failure = Failure::from_answer(ENDPOINT, StatusCode::CONFLICT, body);
+        let err = failure.into_refused_validation().expect_err("a conflict");
+        assert_eq!(err.kind(), ErrorKind::MapVersionConflict);
     }
 
     #[test]
