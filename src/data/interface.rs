@@ -29,28 +29,17 @@ pub trait ShardAdmin: Send + Sync {
     async fn execute_read_only_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>>;
     /// Active and pending maps and catalog history.
     async fn catalog_state(&self) -> Result<CatalogState>;
-    /// Validates a proposed map against the catalog; changes nothing.
-    async fn validate_catalog_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogValidation> {
-        let _ = request;
-        Err(catalog_updates_unsupported())
-    }
+    /// Validates a proposed map against the catalog; changes nothing. An invalid map is a
+    /// validation with `valid: false`, not an error.
+    async fn validate_catalog_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogValidation>;
     /// Validates and writes a proposed map as the pending map, compare-and-set on the versions:
-    /// an invalid map is `applied: false` with the validation, a stale expected version is
-    /// [`Error::MapVersionConflict`](crate::Error::MapVersionConflict).
-    async fn apply_catalog_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogApplyResult> {
-        let _ = request;
-        Err(catalog_updates_unsupported())
-    }
-    /// Makes the pending map active without a restart.
-    async fn activate_pending_map(&self, request: &ActivationRequest) -> Result<ActivationResult> {
-        let _ = request;
-        Err(catalog_updates_unsupported())
-    }
-}
-
-/// What a client that cannot update the catalog answers.
-fn catalog_updates_unsupported() -> crate::Error {
-    crate::Error::invalid_argument("operation", "catalog updates are not available through this client")
+    /// an invalid map is `applied: false` with the validation, a stale expected version is an
+    /// error of kind [`MapVersionConflict`](crate::ErrorKind::MapVersionConflict).
+    async fn apply_catalog_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogApplyResult>;
+    /// Makes the pending map active without a restart; no pending map of the expected version is
+    /// an error of kind [`Conflict`](crate::ErrorKind::Conflict)
+    /// ([`Error::NoPendingMap`](crate::Error::NoPendingMap) in-process).
+    async fn activate_pending_map(&self, request: &ActivationRequest) -> Result<ActivationResult>;
 }
 
 /// Data operations on one database: SQL, rows, collections, saved queries, procedures,
