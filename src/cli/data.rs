@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 pub struct OutputArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
-    json: bool,
+    pub(super) json: bool,
 }
 
 /// Arguments of `shardlite resolve`.
@@ -62,7 +62,8 @@ pub struct FanOutArgs {
     output: OutputArgs,
 }
 
-fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
+/// Prints `value` as pretty JSON on stdout.
+pub(super) fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value).map_err(|source| Error::Json {
         what: "command output",
         source,
@@ -81,7 +82,8 @@ fn cell(value: &Value) -> String {
     }
 }
 
-fn table(header: Vec<String>) -> Table {
+/// A table with `header`, in the style every command prints.
+pub(super) fn table(header: Vec<String>) -> Table {
     let mut table = Table::new();
     table.load_style(comfy_table::presets::UTF8_FULL_CONDENSED);
     table.set_header(header);

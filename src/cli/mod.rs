@@ -1,5 +1,6 @@
 //! The `shardlite` command line: argument parsing and one module per command.
 
+mod catalog;
 mod connection;
 mod data;
 mod seed;
@@ -37,6 +38,11 @@ enum Command {
     ExecAll(data::FanOutArgs),
     /// Run read-only SQL on every enabled shard (writes are refused by the engine).
     ReadAll(data::FanOutArgs),
+    /// Show the master catalog, or change the map: validate, apply (as the pending map), activate.
+    Catalog {
+        #[command(subcommand)]
+        command: catalog::CatalogCommand,
+    },
     /// Serve a master catalog over REST and gRPC on one port until SIGINT or SIGTERM.
     #[cfg(feature = "server")]
     Serve(serve::ServeArgs),
@@ -54,6 +60,7 @@ impl Cli {
             Command::Sql(args) => block_on(data::sql(&args)),
             Command::ExecAll(args) => block_on(data::exec_all(&args)),
             Command::ReadAll(args) => block_on(data::read_all(&args)),
+            Command::Catalog { command } => block_on(catalog::run(&command)),
             #[cfg(feature = "server")]
             Command::Serve(args) => block_on(serve::run(&args)),
         };

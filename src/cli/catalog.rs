@@ -1,0 +1,304 @@
+//! `shardlite catalog show|validate|apply|activate`: look at the master catalog and change the
+//! map in three steps, on a local master or through a daemon.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use super::connection::{self, ConnectionArgs};
+use super::data::{OutputArgs, print_json, table};
+use crate::data::{
+    ActivationRequest, CatalogState, CatalogUpdateRequest, CatalogValidation, IssueSeverity, ShardAdmin,
+    ShardChangeKind,
+};
+use crate::error::{Error, Result};
+use crate::map::ShardingOptions;
+
+/// The `catalog` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum CatalogCommand {
+    /// Show the active map version, the pending map (if any) and the catalog history.
+    #[command(after_help = "Example: shardlite catalog show -c \"Data Source=master.db\"")]
+    Show(ShowArgs),
+    /// Check a proposed map against the catalog and show what it would change; changes nothing.
+    ///
+    /// Exits non-zero when the map would be refused.
+    #[command(after_help = "Example: shardlite catalog validate -c \"Data Source=master.db\" --map map-v2.json")]
+    Validate(UpdateArgs),
+    /// Validate a proposed map and store it as the pending map; routing changes on activation.
+    ///
+    /// The write is compare-and-set on --expected-version. Exits non-zero when the map is refused
+    /// or the catalog changed since --expected-version.
+    #[command(
+        after_help = "Example: shardlite catalog apply -c \"Data Source=master.db\" --map map-v2.json --expected-version 1"
+    )]
+    Apply(UpdateArgs),
+    /// Make the pending map active without a restart.
+    ///
+    /// Exits non-zero when the pending map is not --expected-version.
+    #[command(after_help = "Example: shardlite catalog activate -c \"Data Source=master.db\" --expected-version 2")]
+    Activate(ActivateArgs),
+}
+
+/// Arguments of `shardlite catalog show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    connection: ConnectionArgs,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+/// Arguments of `shardlite catalog validate` and `shardlite catalog apply`.
+#[derive(Debug, Args)]
+pub struct UpdateArgs {
+    #[command(flatten)]
+    connection: ConnectionArgs,
+    /// The proposed map (JSON, camelCase, as for `seed`), with a higher mapVersion.
+    #[arg(long)]
+    map: PathBuf,
+    /// The newest map version the catalog should hold (the pending map's, else the active map's);
+    /// refused when someone else changed the catalog since.
+    #[arg(long)]
+    expected_version: Option<u64>,
+    /// Accept buckets or pins changing owner without a migration. Their data does not move:
+    /// migrate it first.
+    #[arg(long)]
+    ack_ownership_change: bool,
+    /// Who makes the change, for the history.
+    #[arg(long)]
+    operator: Option<String>,
+    /// Why, for the history.
+    #[arg(long)]
+    comment: Option<String>,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+/// Arguments of `shardlite catalog activate`.
+#[derive(Debug, Args)]
+pub struct ActivateArgs {
+    #[command(flatten)]
+    connection: ConnectionArgs,
+    /// The version of the pending map to activate.
+    #[arg(long)]
+    expected_version: u64,
+    /// Who activates it, for the history.
+    #[arg(long)]
+    operator: Option<String>,
+    /// Why, for the history.
+    #[arg(long)]
+    comment: Option<String>,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+/// Runs a `catalog` subcommand.
+pub async fn run(command: &CatalogCommand) -> Result<()> {
+    match command {
+        CatalogCommand::Show(args) => show(args).await,
+        CatalogCommand::Validate(args) => validate(args).await,
+        CatalogCommand::Apply(args) => apply(args).await,
+        CatalogCommand::Activate(args) => activate(args).await,
+    }
+}
+
+async fn admin(connection: &ConnectionArgs) -> Result<std::sync::Arc<dyn ShardAdmin>> {
+    connection::open(connection, None).await?.admin().cloned()
+}
+
+async fn show(args: &ShowArgs) -> Result<()> {
+    let state = admin(&args.connection).await?.catalog_state().await?;
+    if args.output.json {
+        return print_json(&state);
+    }
+    print_state(&state);
+    Ok(())
+}
+
+fn print_state(state: &CatalogState) {
+    let active = &state.active_map;
+    println!(
+        "active map: keyspace '{}', version {}, {} shard(s), {} virtual buckets",
+        active.keyspace,
+        active.map_version,
+        active.shards.len(),
+        active.virtual_bucket_count
+    );
+    match &state.pending_map {
+        Some(pending) => println!(
+            "pending map: version {}, {} shard(s) (activate with --expected-version {})",
+            pending.map_version,
+            pending.shards.len(),
+            pending.map_version
+        ),
+        None => println!("pending map: none"),
+    }
+    if state.history.is_empty() {
+        println!("history: empty");
+        return;
+    }
+    let mut history = table(vec![
+        "applied (UTC)".into(),
+        "version".into(),
+        "operator".into(),
+        "comment".into(),
+        "ownership change without migration".into(),
+    ]);
+    for entry in &state.history {
+        history.add_row(vec![
+            entry.applied_utc.clone(),
+            entry.map_version.to_string(),
+            entry.operator.clone().unwrap_or_default(),
+            entry.comment.clone().unwrap_or_default(),
+            if entry.metadata_only_ownership_change {
+                "yes"
+            } else {
+                ""
+            }
+            .to_owned(),
+        ]);
+    }
+    println!("{history}");
+}
+
+async fn update_request(args: &UpdateArgs) -> Result<CatalogUpdateRequest> {
+    let json = tokio::fs::read_to_string(&args.map).await.map_err(|source| Error::Io {
+        what: format!("map file '{}'", args.map.display()),
+        source,
+    })?;
+    Ok(CatalogUpdateRequest {
+        map: ShardingOptions::from_json(&json)?,
+        expected_current_map_version: args.expected_version,
+        allow_ownership_change: args.ack_ownership_change,
+        operator: args.operator.clone(),
+        comment: args.comment.clone(),
+    })
+}
+
+async fn validate(args: &UpdateArgs) -> Result<()> {
+    let request = update_request(args).await?;
+    let validation = admin(&args.connection).await?.validate_catalog_update(&request).await?;
+    if args.output.json {
+        print_json(&validation)?;
+    } else {
+        print_validation(&validation);
+    }
+    if validation.valid {
+        Ok(())
+    } else {
+        Err(refusal(&validation))
+    }
+}
+
+async fn apply(args: &UpdateArgs) -> Result<()> {
+    let request = update_request(args).await?;
+    let result = admin(&args.connection).await?.apply_catalog_update(&request).await?;
+    if args.output.json {
+        print_json(&result)?;
+    } else {
+        print_validation(&result.validation);
+        if let Some(version) = result.pending_map_version.filter(|_| result.applied) {
+            println!(
+                "applied: map version {version} is the pending map; `shardlite catalog activate \
+                 --expected-version {version}` makes it active"
+            );
+        }
+    }
+    if result.applied {
+        Ok(())
+    } else {
+        Err(refusal(&result.validation))
+    }
+}
+
+async fn activate(args: &ActivateArgs) -> Result<()> {
+    let request = ActivationRequest {
+        expected_pending_map_version: args.expected_version,
+        operator: args.operator.clone(),
+        comment: args.comment.clone(),
+    };
+    let result = admin(&args.connection).await?.activate_pending_map(&request).await?;
+    if args.output.json {
+        return print_json(&result);
+    }
+    println!(
+        "map version {} is active (was {})",
+        result.active_map_version, result.previous_map_version
+    );
+    if !result.affected_shards.is_empty() {
+        println!(
+            "ownership changed on shard(s) {}; {} open transaction(s) there were rolled back",
+            result.affected_shards.join(", "),
+            result.rolled_back_transactions
+        );
+    }
+    Ok(())
+}
+
+/// The error that makes a refused map exit non-zero, naming its error issues.
+fn refusal(validation: &CatalogValidation) -> Error {
+    Error::invalid_argument(
+        "--map",
+        format!("the catalog refuses it: {}", validation.error_summary()),
+    )
+}
+
+/// The issues, then a diff against the active map: bucket ranges and pins that change owner,
+/// and shards added, removed, disabled or enabled.
+fn print_validation(validation: &CatalogValidation) {
+    let proposed = validation.preview.as_ref().map_or_else(String::new, |preview| {
+        format!(", proposed version {}", preview.map_version)
+    });
+    println!(
+        "{} (current map version {}{proposed})",
+        if validation.valid { "valid" } else { "refused" },
+        validation.current_map_version
+    );
+    if !validation.issues.is_empty() {
+        let mut issues = table(vec!["severity".into(), "code".into(), "message".into()]);
+        for issue in &validation.issues {
+            let severity = match issue.severity {
+                IssueSeverity::Error => "error",
+                IssueSeverity::Warning => "warning",
+                IssueSeverity::Info => "info",
+            };
+            issues.add_row(vec![severity.to_owned(), issue.code.clone(), issue.message.clone()]);
+        }
+        println!("{issues}");
+    }
+    if !validation.moved_buckets.is_empty() {
+        let mut buckets = table(vec!["buckets changing owner".into(), "from".into(), "to".into()]);
+        for moved in &validation.moved_buckets {
+            buckets.add_row(vec![
+                format!("[{}, {})", moved.0, moved.1),
+                moved.2.clone(),
+                moved.3.clone(),
+            ]);
+        }
+        println!("{buckets}");
+    }
+    if !validation.moved_pins.is_empty() {
+        let mut pins = table(vec!["pinned key changing owner".into(), "from".into(), "to".into()]);
+        for moved in &validation.moved_pins {
+            pins.add_row(vec![moved.0.clone(), moved.1.clone(), moved.2.clone()]);
+        }
+        println!("{pins}");
+    }
+    if !validation.shard_changes.is_empty() {
+        let mut shards = table(vec!["shard".into(), "change".into()]);
+        for change in &validation.shard_changes {
+            let what = match change.change {
+                ShardChangeKind::Added => "added",
+                ShardChangeKind::Removed => "removed",
+                ShardChangeKind::Disabled => "disabled",
+                ShardChangeKind::Enabled => "enabled",
+            };
+            shards.add_row(vec![change.shard_id.clone(), what.to_owned()]);
+        }
+        println!("{shards}");
+    }
+    if validation.valid && validation.moved_buckets.is_empty() && validation.moved_pins.is_empty() {
+        println!("no bucket or pinned key changes owner");
+    }
+}
