@@ -5,9 +5,7 @@ use std::sync::Arc;
 
 use super::generation::ShardSlot;
 use crate::client::LocalClient;
-use crate::data::DataClient;
 use crate::engine::EngineConfig;
-use crate::error::{Error, Result};
 
 /// A shard served by another daemon (one plain database behind it).
 pub(super) struct RemoteShard {
@@ -36,6 +34,8 @@ impl RemoteShard {
     /// with a transport error naming the endpoint.
     #[cfg(any(feature = "grpc", feature = "http"))]
     pub(super) fn open(self) -> ShardSlot {
+        use crate::data::DataClient;
+        use crate::error::{Error, Result};
         use crate::map::Transport;
         use crate::transport::RemoteOptions;
 
