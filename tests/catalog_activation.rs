@@ -372,3 +372,79 @@ async fn a_driver_connection_in_another_process_follows_the_activation_without_a
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
+
+#[cfg(all(feature = "server", feature = "http"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_daemon_under_write_load_activates_over_rest_and_no_row_lands_on_the_old_owner() {
+    use common::daemon::start_daemon_on;
+    use shardlite::client::ShardAdmin;
+    use shardlite::server::ServerConfig;
+    use shardlite::transport::RemoteOptions;
+    use shardlite::transport::http::HttpClient;
+
+    let dir = temp_dir();
+    let master = seed(dir.path()).await;
+    let daemon = start_daemon_on(&master, ServerConfig::default()).await;
+    let admin = HttpClient::new(RemoteOptions::new(daemon.url(""))).unwrap();
+    let local = ShardedClient::open(&master).await.unwrap();
+    let keys = [
+        "tenant-a".to_owned(),
+        key_on(&local, "s0"),
+        key_on(&local, "s1"),
+        key_on(&local, "s2"),
+    ];
+    drop(local);
+
+    let activated = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let next_id = Arc::new(AtomicI64::new(1));
+    let mut writers = Vec::new();
+    for key in keys.clone() {
+        let client = admin.with_route(route(&key));
+        let (activated, stop, next_id) = (Arc::clone(&activated), Arc::clone(&stop), Arc::clone(&next_id));
+        writers.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Acquire) {
+                let after = i64::from(activated.load(Ordering::Acquire));
+                let id = next_id.fetch_add(1, Ordering::Relaxed);
+                client
+                    .execute_sql(
+                        "INSERT INTO items (id, tenant, after) VALUES (?1, ?2, ?3)",
+                        Params::from(vec![
+                            Value::Integer(id),
+                            Value::from(key.as_str()),
+                            Value::Integer(after),
+                        ]),
+                    )
+                    .await
+                    .unwrap_or_else(|err| panic!("write for {key} failed: {err}"));
+            }
+        }));
+    }
+    while next_id.load(Ordering::Relaxed) < 100 {
+        tokio::task::yield_now().await;
+    }
+    let mut request = CatalogUpdateRequest::new(map_v2(dir.path()));
+    request.expected_current_map_version = Some(1);
+    request.allow_ownership_change = true;
+    assert!(admin.apply_catalog_update(&request).await.unwrap().applied);
+    let result = admin.activate_pending_map(&activation()).await.unwrap();
+    activated.store(true, Ordering::Release);
+    assert_eq!(result.active_map_version, 2);
+    let target = next_id.load(Ordering::Relaxed) + 100;
+    while next_id.load(Ordering::Relaxed) < target {
+        tokio::task::yield_now().await;
+    }
+    stop.store(true, Ordering::Release);
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let on_s0 = rows_in(dir.path(), "s0", "tenant-a");
+    assert!(on_s0.iter().all(|(_, after)| *after == 0), "{on_s0:?}");
+    assert!(
+        rows_in(dir.path(), "s1", "tenant-a")
+            .iter()
+            .any(|(_, after)| *after == 1)
+    );
+    assert_eq!(admin.shard_map().await.unwrap().map_version, 2);
+    daemon.stop().await.unwrap();
+}
