@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{path_str, temp_dir};
-use shardlite::catalog::Catalog;
 use shardlite::client::{DataClient, Params, ShardedClient, ShardedClientOptions, Value};
 use shardlite::data::{ActivationRequest, CatalogUpdateRequest};
 use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
@@ -51,13 +50,7 @@ fn route(key: &str) -> RouteContext {
 }
 
 async fn seed(dir: &Path) -> PathBuf {
-    let master = dir.join("master.db");
-    Catalog::open(&master)
-        .await
-        .unwrap()
-        .seed(map_v1(dir), false)
-        .await
-        .unwrap();
+    let master = common::seed_master(dir, map_v1(dir)).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     sharded
         .execute_sql_on_all_shards("CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, after INTEGER)")
@@ -95,6 +88,75 @@ fn rows_in(dir: &Path, shard: &str, tenant: &str) -> Vec<(i64, i64)> {
         .unwrap()
 }
 
+/// Writers that insert rows on their routes until stopped, marking each row with whether the
+/// activation had completed when the write was issued.
+struct WriteLoad {
+    activated: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    next_id: Arc<AtomicI64>,
+    writers: Vec<tokio::task::JoinHandle<u64>>,
+}
+
+impl WriteLoad {
+    fn start(routes: Vec<(String, Arc<dyn DataClient>)>) -> Self {
+        let activated = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let next_id = Arc::new(AtomicI64::new(1));
+        let writers = routes
+            .into_iter()
+            .map(|(key, client)| {
+                let (activated, stop, next_id) = (Arc::clone(&activated), Arc::clone(&stop), Arc::clone(&next_id));
+                tokio::spawn(async move {
+                    let mut written = 0;
+                    while !stop.load(Ordering::Acquire) {
+                        let after = i64::from(activated.load(Ordering::Acquire));
+                        let id = next_id.fetch_add(1, Ordering::Relaxed);
+                        client
+                            .execute_sql(
+                                "INSERT INTO items (id, tenant, after) VALUES (?1, ?2, ?3)",
+                                Params::from(vec![
+                                    Value::Integer(id),
+                                    Value::from(key.as_str()),
+                                    Value::Integer(after),
+                                ]),
+                            )
+                            .await
+                            .unwrap_or_else(|err| panic!("write for {key} failed: {err}"));
+                        written += 1;
+                    }
+                    written
+                })
+            })
+            .collect();
+        Self {
+            activated,
+            stop,
+            next_id,
+            writers,
+        }
+    }
+
+    /// Waits until `rows` more rows have been issued.
+    async fn run_for(&self, rows: i64) {
+        let target = self.next_id.load(Ordering::Relaxed) + rows;
+        while self.next_id.load(Ordering::Relaxed) < target {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    fn mark_activated(&self) {
+        self.activated.store(true, Ordering::Release);
+    }
+
+    /// Stops the writers; every one of them wrote.
+    async fn finish(self) {
+        self.stop.store(true, Ordering::Release);
+        for writer in self.writers {
+            assert!(writer.await.unwrap() > 0);
+        }
+    }
+}
+
 /// A route key that resolves through bucket ranges to `shard`.
 fn key_on(sharded: &ShardedClient, shard: &str) -> String {
     (0..1000)
@@ -116,50 +178,23 @@ async fn activation_under_a_steady_write_load_puts_no_row_on_the_old_owner() {
         key_on(&sharded, "s2"),
     ];
 
-    let activated = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
-    let next_id = Arc::new(AtomicI64::new(1));
-    let mut writers = Vec::new();
-    for key in keys.clone() {
-        let client = sharded.for_route(route(&key));
-        let (activated, stop, next_id) = (Arc::clone(&activated), Arc::clone(&stop), Arc::clone(&next_id));
-        writers.push(tokio::spawn(async move {
-            let mut written = 0;
-            while !stop.load(Ordering::Acquire) {
-                let after = i64::from(activated.load(Ordering::Acquire));
-                let id = next_id.fetch_add(1, Ordering::Relaxed);
-                client
-                    .execute_sql(
-                        "INSERT INTO items (id, tenant, after) VALUES (?1, ?2, ?3)",
-                        Params::from(vec![
-                            Value::Integer(id),
-                            Value::from(key.as_str()),
-                            Value::Integer(after),
-                        ]),
-                    )
-                    .await
-                    .unwrap_or_else(|err| panic!("write for {key} failed: {err}"));
-                written += 1;
-            }
-            written
-        }));
-    }
-    // Let every writer get going on version 1.
-    while next_id.load(Ordering::Relaxed) < 200 {
-        tokio::task::yield_now().await;
-    }
+    let load = WriteLoad::start(
+        keys.iter()
+            .map(|key| {
+                (
+                    key.clone(),
+                    Arc::new(sharded.for_route(route(key))) as Arc<dyn DataClient>,
+                )
+            })
+            .collect(),
+    );
+    load.run_for(200).await;
     let result = sharded.activate_pending_map(&activation()).await.unwrap();
-    activated.store(true, Ordering::Release);
+    load.mark_activated();
     assert_eq!((result.previous_map_version, result.active_map_version), (1, 2));
     assert_eq!(result.affected_shards, ["s0", "s1"]);
-    let target = next_id.load(Ordering::Relaxed) + 200;
-    while next_id.load(Ordering::Relaxed) < target {
-        tokio::task::yield_now().await;
-    }
-    stop.store(true, Ordering::Release);
-    for writer in writers {
-        assert!(writer.await.unwrap() > 0);
-    }
+    load.run_for(200).await;
+    load.finish().await;
 
     // tenant-a wrote to s0 before the activation and to s1 after it; never to s0 after.
     let on_s0 = rows_in(dir.path(), "s0", "tenant-a");
@@ -395,49 +430,26 @@ async fn a_daemon_under_write_load_activates_over_rest_and_no_row_lands_on_the_o
     ];
     drop(local);
 
-    let activated = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
-    let next_id = Arc::new(AtomicI64::new(1));
-    let mut writers = Vec::new();
-    for key in keys.clone() {
-        let client = admin.with_route(route(&key));
-        let (activated, stop, next_id) = (Arc::clone(&activated), Arc::clone(&stop), Arc::clone(&next_id));
-        writers.push(tokio::spawn(async move {
-            while !stop.load(Ordering::Acquire) {
-                let after = i64::from(activated.load(Ordering::Acquire));
-                let id = next_id.fetch_add(1, Ordering::Relaxed);
-                client
-                    .execute_sql(
-                        "INSERT INTO items (id, tenant, after) VALUES (?1, ?2, ?3)",
-                        Params::from(vec![
-                            Value::Integer(id),
-                            Value::from(key.as_str()),
-                            Value::Integer(after),
-                        ]),
-                    )
-                    .await
-                    .unwrap_or_else(|err| panic!("write for {key} failed: {err}"));
-            }
-        }));
-    }
-    while next_id.load(Ordering::Relaxed) < 100 {
-        tokio::task::yield_now().await;
-    }
+    let load = WriteLoad::start(
+        keys.iter()
+            .map(|key| {
+                (
+                    key.clone(),
+                    Arc::new(admin.with_route(route(key))) as Arc<dyn DataClient>,
+                )
+            })
+            .collect(),
+    );
+    load.run_for(100).await;
     let mut request = CatalogUpdateRequest::new(map_v2(dir.path()));
     request.expected_current_map_version = Some(1);
     request.allow_ownership_change = true;
     assert!(admin.apply_catalog_update(&request).await.unwrap().applied);
     let result = admin.activate_pending_map(&activation()).await.unwrap();
-    activated.store(true, Ordering::Release);
+    load.mark_activated();
     assert_eq!(result.active_map_version, 2);
-    let target = next_id.load(Ordering::Relaxed) + 100;
-    while next_id.load(Ordering::Relaxed) < target {
-        tokio::task::yield_now().await;
-    }
-    stop.store(true, Ordering::Release);
-    for writer in writers {
-        writer.await.unwrap();
-    }
+    load.run_for(100).await;
+    load.finish().await;
     let on_s0 = rows_in(dir.path(), "s0", "tenant-a");
     assert!(on_s0.iter().all(|(_, after)| *after == 0), "{on_s0:?}");
     assert!(

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use reqwest::StatusCode;
 use reqwest::header::CONTENT_TYPE;
 use serde_json::{Value, json};
-use shardlite::catalog::Catalog;
 use shardlite::client::{ShardAdmin, ShardedClient};
 use shardlite::data::{ActivationRequest, CatalogUpdateRequest};
 use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
@@ -27,14 +26,7 @@ use shardlite::{ErrorKind, RouteContext};
 use common::daemon::{Daemon, http_client, start_daemon, start_daemon_on};
 
 async fn seeded_master(dir: &Path) -> PathBuf {
-    let master = dir.join("master.db");
-    Catalog::open(&master)
-        .await
-        .unwrap()
-        .seed(common::tenants_options(dir), false)
-        .await
-        .unwrap();
-    master
+    common::seed_master(dir, common::tenants_options(dir)).await
 }
 
 /// Version 2 of the tenants map: a third shard, and nothing changes owner.

@@ -4,27 +4,13 @@
 
 mod common;
 
+use common::cli::{shardlite, stderr, stdout};
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{Value, json};
 use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
-
-fn shardlite(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_shardlite"))
-        .args(args)
-        .env_remove("SHARDLITE_CONNECTION")
-        .output()
-        .expect("run shardlite")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 fn json_of(out: &Output) -> Value {
     serde_json::from_str(&stdout(out)).unwrap_or_else(|_| panic!("not JSON: {}", stdout(out)))

@@ -4,24 +4,9 @@
 
 mod common;
 
+use common::cli::{shardlite, stderr, stdout};
+
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn shardlite(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_shardlite"))
-        .args(args)
-        .env_remove("SHARDLITE_CONNECTION")
-        .output()
-        .expect("run shardlite")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 fn seeded(dir: &Path) -> String {
     let map = dir.join("map.json");

@@ -13,7 +13,6 @@ use prost::Message as _;
 use reqwest::StatusCode;
 use reqwest::header::RETRY_AFTER;
 use serde_json::{Value, json};
-use shardlite::catalog::Catalog;
 use shardlite::client::{DataClient, Params, ShardAdmin};
 use shardlite::map::Secret;
 use shardlite::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState};
@@ -42,13 +41,7 @@ struct Fixture {
 impl Fixture {
     async fn new() -> Self {
         let dir = common::temp_dir();
-        let master = dir.path().join("master.db");
-        Catalog::open(&master)
-            .await
-            .unwrap()
-            .seed(common::tenants_options(dir.path()), false)
-            .await
-            .unwrap();
+        let master = common::seed_master(dir.path(), common::tenants_options(dir.path())).await;
         Self { _dir: dir, master }
     }
 

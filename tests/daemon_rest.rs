@@ -27,13 +27,7 @@ struct Fixture {
 impl Fixture {
     async fn sharded() -> Self {
         let dir = common::temp_dir();
-        let master = dir.path().join("master.db");
-        Catalog::open(&master)
-            .await
-            .unwrap()
-            .seed(common::tenants_options(dir.path()), false)
-            .await
-            .unwrap();
+        let master = common::seed_master(dir.path(), common::tenants_options(dir.path())).await;
         Self { dir, master }
     }
 

@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 
 use common::daemon::{http_client, start_daemon_on};
 use common::{files_in, path_str, temp_dir, tenants_options};
-use shardlite::catalog::Catalog;
 use shardlite::client::{
     DataClient, Params, ProcedureDefinition, ShardAdmin, ShardedClient, ShardedClientOptions, Value,
 };
@@ -283,13 +282,7 @@ async fn run_cases(surface: &Surface, dir: &Path, master: &Path) {
 
 /// A master with the two-shard `tenants` map and an `items` table on both shards.
 async fn seed(dir: &Path) -> PathBuf {
-    let master = dir.join("master.db");
-    Catalog::open(&master)
-        .await
-        .unwrap()
-        .seed(tenants_options(dir), false)
-        .await
-        .unwrap();
+    let master = common::seed_master(dir, tenants_options(dir)).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     sharded
         .execute_sql_on_all_shards("CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL)")

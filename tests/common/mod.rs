@@ -1,6 +1,8 @@
 //! Shared fixtures: temp dirs and the reference two-shard `tenants` map.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+#[cfg(feature = "cli")]
+pub mod cli;
 #[cfg(feature = "server")]
 pub mod daemon;
 #[path = "../../examples/common/mod.rs"]
@@ -72,4 +74,16 @@ pub fn example_binary(name: &str) -> PathBuf {
         binary.display()
     );
     binary
+}
+
+/// Seeds `dir/master.db` with `map` and returns the master's path.
+pub async fn seed_master(dir: &Path, map: ShardingOptions) -> PathBuf {
+    let master = dir.join("master.db");
+    shardlite::catalog::Catalog::open(&master)
+        .await
+        .expect("open the master")
+        .seed(map, false)
+        .await
+        .expect("seed the master");
+    master
 }
