@@ -1,7 +1,8 @@
 //! Reading SQL text without running it: where its statements end, and what each one is.
 //!
 //! [`statements`] splits a script into statements the way SQLite's own `sqlite3_complete`
-//! does (string literals, quoted identifiers, comments and `CREATE TRIGGER ... END` bodies keep
+//! does, over tokens read as SQLite's tokenizer reads them (string literals, quoted identifiers,
+//! comments, Tcl-style parameters such as `@a(x;y)` and `CREATE TRIGGER ... END` bodies keep
 //! their semicolons), without recursion and without allocating. [`classify`] names what a
 //! statement is as far as the engine's guards care; [`check_script`] refuses, before anything
 //! runs anywhere, the statements that no shared connection accepts.
@@ -422,13 +423,16 @@ impl Tokens<'_> {
         let &first = bytes.get(start)?;
         let end = match first {
             b';' => start + 1,
+            // SQLite's tokenizer starts white space only at ' ', \t, \n, \f or \r, but goes on through
+            // \v as well: `; \vEND` is `; END` to SQLite, so the state machine must see it that way.
             b if b.is_ascii_whitespace() => {
-                start + bytes[start..].iter().take_while(|b| b.is_ascii_whitespace()).count()
+                start + bytes[start..].iter().take_while(|&&b| is_space_continuation(b)).count()
             }
+            // As in SQLite, the comment stops before its newline, which starts a run of white space.
             b'-' if bytes.get(start + 1) == Some(&b'-') => bytes[start..]
                 .iter()
                 .position(|&b| b == b'\n')
-                .map_or(bytes.len(), |n| start + n + 1),
+                .map_or(bytes.len(), |n| start + n),
             b'/' if bytes.get(start + 1) == Some(&b'*') => self.sql[start + 2..]
                 .find("*/")
                 .map_or(bytes.len(), |n| start + 2 + n + 2),
@@ -437,6 +441,7 @@ impl Tokens<'_> {
                 .iter()
                 .position(|&b| b == b']')
                 .map_or(bytes.len(), |n| start + n + 1),
+            b'$' | b'@' | b':' | b'#' => parameter_end(bytes, start),
             b if is_word_byte(b) => start + bytes[start..].iter().take_while(|&&b| is_word_byte(b)).count(),
             _ => start + self.sql[start..].chars().next().map_or(1, char::len_utf8),
         };
@@ -446,6 +451,7 @@ impl Tokens<'_> {
             b if b.is_ascii_whitespace() => Token::Space,
             b'-' | b'/' if end - start >= 2 && matches!(&bytes[start..start + 2], b"--" | b"/*") => Token::Space,
             b'\'' | b'"' | b'`' | b'[' => Token::Quoted,
+            b'$' | b'@' | b':' | b'#' => Token::Other,
             b if is_word_byte(b) => Token::Word,
             _ => Token::Other,
         };
@@ -467,6 +473,39 @@ fn closing(bytes: &[u8], start: usize, quote: u8) -> usize {
         i += 1;
     }
     bytes.len()
+}
+
+/// The end of a parameter starting at `start` (`$`, `@`, `:` or `#`), read as SQLite's tokenizer reads it:
+/// a name that may contain `::` and may end in a Tcl-style `(...)` suffix, which runs to `)`, white space
+/// or the end whatever it holds, `;` included (`@a(x;y)` is one token).
+fn parameter_end(bytes: &[u8], start: usize) -> usize {
+    let mut i = start + 1;
+    let mut named = false;
+    while let Some(&b) = bytes.get(i) {
+        if is_word_byte(b) {
+            named = true;
+            i += 1;
+        } else if b == b'(' && named {
+            i += 1 + bytes[i + 1..]
+                .iter()
+                .take_while(|&&b| b != b')' && b != 0 && !is_space_continuation(b))
+                .count();
+            if bytes.get(i) == Some(&b')') {
+                i += 1;
+            }
+            break;
+        } else if b == b':' && bytes.get(i + 1) == Some(&b':') {
+            i += 2;
+        } else {
+            break;
+        }
+    }
+    i
+}
+
+/// The bytes SQLite's tokenizer reads as white space once a run of it has started.
+fn is_space_continuation(b: u8) -> bool {
+    b.is_ascii_whitespace() || b == 0x0b
 }
 
 fn is_word_byte(b: u8) -> bool {
@@ -540,6 +579,45 @@ mod tests {
             split("SELECT 'unterminated; still one"),
             ["SELECT 'unterminated; still one"]
         );
+    }
+
+    #[test]
+    fn white_space_runs_go_on_through_vertical_tabs_as_in_sqlite() {
+        // SQLite's tokenizer reads "\r\v" as white space (a run started by \r goes on through \v),
+        // so SQLite prepares no statement from it; a \v that starts a token is not white space.
+        assert_eq!(statements("\r\u{b}").count(), 0);
+        assert_eq!(statements("SELECT 1; \u{b}").count(), 1);
+        assert_eq!(statements("\u{b}").count(), 1);
+        assert_eq!(statements("--\t\n\u{b}\n\n;\n").count(), 0);
+        assert_eq!(split("-- c\n\u{b};END\n"), ["END"]);
+        // After "; \v" the trigger body ends at END, so the DELETE is a statement of its own.
+        let script = "EXPLAIN CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; \u{b}END; DELETE FROM u";
+        assert_eq!(split(script).len(), 2);
+        assert_eq!(split(script)[1], "DELETE FROM u");
+        assert!(check_read_only_script(script).is_err());
+    }
+
+    #[test]
+    fn tcl_style_parameters_keep_their_semicolons_as_in_sqlite() {
+        assert_eq!(
+            split("SELECT $a(x;y) FROM t; SELECT :a::b(;) ; SELECT #x(a;b) ; SELECT @y"),
+            [
+                "SELECT $a(x;y) FROM t",
+                "SELECT :a::b(;)",
+                "SELECT #x(a;b)",
+                "SELECT @y"
+            ]
+        );
+        // The suffix ends at white space or `)`, whatever comes first.
+        assert_eq!(split("SELECT @a(x ;y)"), ["SELECT @a(x", "y)"]);
+        // A statement hidden behind a parameter's `;` is not the start of a trigger.
+        let script = "SELECT @a(;EXPLAIN/**/CREATE/**/TRIGGER); DELETE FROM u";
+        assert_eq!(
+            split(script),
+            ["SELECT @a(;EXPLAIN/**/CREATE/**/TRIGGER)", "DELETE FROM u"]
+        );
+        assert!(check_read_only_script(script).is_err());
+        assert!(check_script("SELECT @a(;EXPLAIN/**/CREATE/**/TRIGGER); ATTACH 'x.db' AS x").is_err());
     }
 
     #[test]
