@@ -201,8 +201,8 @@ pub fn validate(active: &ShardMap, newest_version: u64, request: &CatalogUpdateR
                     IssueSeverity::Warning,
                     "ownership-change-acknowledged",
                     format!(
-                        "{listed} change owner without a data migration (acknowledged): their keys will resolve to \
-                         shards that do not hold their data unless it was migrated first"
+                        "moving to another shard without a data migration (acknowledged): {listed}; their keys \
+                         will resolve to shards that do not hold their data unless it was migrated first"
                     ),
                 ));
             } else {
@@ -210,8 +210,8 @@ pub fn validate(active: &ShardMap, newest_version: u64, request: &CatalogUpdateR
                     IssueSeverity::Error,
                     "ownership-change-requires-migration",
                     format!(
-                        "{listed} change owner: migrate their data first (shardlite migrate), or acknowledge a \
-                         metadata-only change (allowOwnershipChange, --ack-ownership-change)"
+                        "moving to another shard: {listed}; migrate their data first (shardlite migrate), or \
+                         acknowledge a metadata-only change (allowOwnershipChange, --ack-ownership-change)"
                     ),
                 ));
             }

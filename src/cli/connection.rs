@@ -42,6 +42,8 @@ impl RouteArgs {
 
 /// What a connection string opened.
 pub struct Opened {
+    /// The connection string's `Data Source`, for messages.
+    data_source: Option<String>,
     /// Shard-admin operations, when the target is sharded.
     admin: Option<Arc<dyn ShardAdmin>>,
     /// Data operations on the route (or unrouted).
@@ -54,10 +56,16 @@ impl Opened {
     /// The shard-admin client, or an error saying the target is one plain database.
     pub fn admin(&self) -> Result<&Arc<dyn ShardAdmin>> {
         self.admin.as_ref().ok_or_else(|| {
-            Error::invalid_argument(
-                "--connection",
-                "the target is a plain database without a shard map; shard commands need a sharded master or daemon",
-            )
+            let detail = match &self.data_source {
+                Some(path) => format!(
+                    "'{path}' is a plain database without a shard map; shard commands need a master \
+                     catalog: store a map in it with `shardlite seed --master {path} --map MAP.json`"
+                ),
+                None => "the daemon serves a plain database without a shard map; shard commands need a \
+                         daemon serving a master catalog"
+                    .to_owned(),
+            };
+            Error::invalid_argument("--connection", detail)
         })
     }
 }
@@ -74,11 +82,16 @@ pub async fn open(args: &ConnectionArgs, route: Option<RouteContext>) -> Result<
     {
         return Err(Error::invalid_argument(
             "--connection",
-            format!("Data Source '{path}' does not exist"),
+            format!(
+                "Data Source '{path}' does not exist: create a master catalog with `shardlite seed \
+                 --master {path} --map MAP.json`, or get a ready one with \
+                 `cargo run --example order_history -- demo` (it keeps demo/shards/master.db)"
+            ),
         ));
     }
     let connected = connect(&options).await?;
     Ok(Opened {
+        data_source: options.data_source().map(str::to_owned),
         admin: connected.admin().cloned(),
         route: connected.route().cloned(),
         data: connected.into_client(),

@@ -14,7 +14,12 @@ use clap::{Parser, Subcommand};
 
 /// Application-level sharding for SQLite.
 #[derive(Debug, Parser)]
-#[command(name = "shardlite", version, about)]
+#[command(
+    name = "shardlite",
+    version,
+    about,
+    after_help = "Example: shardlite status -c \"Data Source=demo/shards/master.db\"   (make one with `cargo run --example order_history -- demo`)"
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -23,28 +28,46 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Print the canonical route text, token and bucket of a route.
+    #[command(after_help = "Example: shardlite token orders_by_month 2026-06 --buckets 16")]
     Token(token::TokenArgs),
     /// Validate a shard map and store it as the active map of a master catalog.
+    #[command(after_help = "Example: shardlite seed --master data/master.db --map map.json")]
     Seed(seed::SeedArgs),
     /// Show where a route resolves (route from --keyspace/--key or the connection string).
+    #[command(
+        after_help = "Example: shardlite resolve -c \"Data Source=data/master.db\" --keyspace orders_by_month --key 2026-06"
+    )]
     Resolve(data::ResolveArgs),
     /// Show the active shard map (no secrets).
+    #[command(after_help = "Example: shardlite map -c \"Data Source=data/master.db\"")]
     Map(data::AdminArgs),
     /// Probe every shard and show its health.
+    #[command(after_help = "Example: shardlite status -c \"Endpoint=http://127.0.0.1:61818;Transport=Grpc\"")]
     Status(data::AdminArgs),
     /// Run SQL on the shard a route resolves to (or on a plain database).
+    #[command(
+        after_help = "Example: shardlite sql -c \"Data Source=data/master.db\" --keyspace orders_by_month --key 2026-06 \"SELECT count(*) FROM orders\""
+    )]
     Sql(data::SqlArgs),
     /// Run SQL (schema setup) on every enabled shard; fails if any shard fails.
+    #[command(
+        after_help = "Example: shardlite exec-all -c \"Data Source=data/master.db\" \"CREATE TABLE IF NOT EXISTS orders (id INTEGER PRIMARY KEY, order_month TEXT)\""
+    )]
     ExecAll(data::FanOutArgs),
     /// Run read-only SQL on every enabled shard (writes are refused by the engine).
+    #[command(
+        after_help = "Example: shardlite read-all -c \"Data Source=data/master.db\" \"SELECT count(*) FROM orders\""
+    )]
     ReadAll(data::FanOutArgs),
     /// Show the master catalog, or change the map: validate, apply (as the pending map), activate.
+    #[command(after_help = "Example: shardlite catalog show -c \"Data Source=data/master.db\"")]
     Catalog {
         #[command(subcommand)]
         command: catalog::CatalogCommand,
     },
     /// Serve a master catalog over REST and gRPC on one port until SIGINT or SIGTERM.
     #[cfg(feature = "server")]
+    #[command(after_help = "Example: shardlite serve --master data/master.db --listen 127.0.0.1:61818")]
     Serve(serve::ServeArgs),
 }
 
@@ -68,9 +91,28 @@ impl Cli {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => {
                 eprintln!("error: {err}");
+                if let Some(hint) = hint(&err) {
+                    eprintln!("hint: {hint}");
+                }
                 ExitCode::FAILURE
             }
         }
+    }
+}
+
+/// What to do next after the mistakes a first-time user makes; the error itself says what was
+/// wrong.
+fn hint(err: &crate::Error) -> Option<String> {
+    match err {
+        crate::Error::RouteRequired => Some(
+            "pass --keyspace KEYSPACE --key KEY, or add 'Shard Keyspace=...;Shard Key=...' to the \
+             connection string (`shardlite map -c CONN` shows the keyspace)"
+                .to_owned(),
+        ),
+        crate::Error::UnknownKeyspace { expected, .. } => Some(format!(
+            "this map's keyspace is '{expected}': pass --keyspace {expected} (or 'Shard Keyspace={expected}')"
+        )),
+        _ => None,
     }
 }
 

@@ -9,9 +9,9 @@
 //! The master must exist (`shardlite seed` creates one) unless `--create` is given, so a mistyped
 //! path fails instead of serving a new, empty database.
 //!
-//! Logs go to stderr (`RUST_LOG` filters them, default `info`); stdout gets one line,
+//! Logs go to stderr (`RUST_LOG` filters them, default `info`); stdout's first line is
 //! `listening on http://ADDR`, with the real port when `--listen` asks for port 0, so scripts can
-//! read it. SIGINT or SIGTERM stops the daemon gracefully.
+//! read it; the second says what is served (the keyspace and map version, or a plain database). SIGINT or SIGTERM stops the daemon gracefully.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -132,6 +132,21 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
     })?;
     tracing::info!(%address, master = %args.master.display(), "shardlite daemon listening");
     println!("listening on http://{address}");
+    match state.sharded() {
+        Some(sharded) => {
+            let map = sharded.map();
+            println!(
+                "serving keyspace '{}', map version {}, {} shard(s)",
+                map.keyspace(),
+                map.version(),
+                map.shards().len()
+            );
+        }
+        None => println!(
+            "serving '{}' as one plain database: it holds no shard map (store one with `shardlite seed`)",
+            args.master.display()
+        ),
+    }
     server::run(listener, state, shutdown_signal()).await?;
     tracing::info!("shardlite daemon stopped");
     Ok(())
