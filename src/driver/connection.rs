@@ -410,6 +410,7 @@ type Step = Result<Either<ShardliteQueryResult, ShardliteRow>, Error>;
 fn steps(result: SqlResult) -> Vec<Step> {
     let summary = ShardliteQueryResult {
         rows_affected: result.rows_affected,
+        last_insert_rowid: result.last_insert_rowid,
     };
     let mut steps: Vec<Step> = ShardliteRow::from_result(result)
         .into_iter()
