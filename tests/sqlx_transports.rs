@@ -119,3 +119,284 @@ async fn last_insert_rowid_is_the_inserted_row_on_every_transport() {
         conn.close().await.unwrap();
     }
 }
+
+/// Every type sqlx's SQLite driver maps beyond the basics, bound and decoded on each transport.
+#[cfg(all(feature = "time", feature = "chrono", feature = "uuid", feature = "json"))]
+mod types {
+    use std::borrow::Cow;
+    use std::sync::Arc;
+
+    use sqlx::types::chrono::{DateTime, FixedOffset, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
+    use sqlx::types::time::{Date, OffsetDateTime, PrimitiveDateTime, Time, UtcOffset};
+    use sqlx::types::{Json, Uuid};
+
+    use super::*;
+
+    pub const SCHEMA: &str = "CREATE TABLE everything (
+        id INTEGER PRIMARY KEY,
+        small INTEGER, medium INTEGER, large INTEGER,
+        at TEXT, wall TEXT, day TEXT, clock TEXT,
+        c_utc TEXT, c_fixed TEXT, c_naive TEXT, c_date TEXT, c_time TEXT,
+        uid BLOB, doc TEXT, raw TEXT,
+        cow TEXT, boxed TEXT, shared TEXT
+    )";
+
+    #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+    pub struct Preferences {
+        pub theme: String,
+        pub tags: Vec<String>,
+        pub limit: Option<u32>,
+    }
+
+    #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+    pub struct Everything {
+        pub id: i64,
+        pub small: u8,
+        pub medium: u16,
+        pub large: u32,
+        pub at: OffsetDateTime,
+        pub wall: PrimitiveDateTime,
+        pub day: Date,
+        pub clock: Time,
+        pub c_utc: DateTime<Utc>,
+        pub c_fixed: DateTime<FixedOffset>,
+        pub c_naive: NaiveDateTime,
+        pub c_date: NaiveDate,
+        pub c_time: NaiveTime,
+        pub uid: Uuid,
+        pub doc: Json<Preferences>,
+        pub raw: serde_json::Value,
+        pub cow: Cow<'static, str>,
+        pub boxed: Box<str>,
+        pub shared: Arc<str>,
+    }
+
+    pub fn sample(id: i64) -> Everything {
+        let at = OffsetDateTime::from_unix_timestamp_nanos(1_780_000_000_123_456_789)
+            .unwrap()
+            .to_offset(UtcOffset::from_hms(2, 0, 0).unwrap());
+        let wall = PrimitiveDateTime::new(at.date(), at.time());
+        let c_naive = NaiveDate::from_ymd_opt(2026, 6, 1)
+            .unwrap()
+            .and_hms_micro_opt(23, 59, 58, 250_001)
+            .unwrap();
+        Everything {
+            id,
+            small: u8::MAX,
+            medium: u16::MAX,
+            large: u32::MAX,
+            at,
+            wall,
+            day: at.date(),
+            clock: at.time(),
+            c_utc: c_naive.and_utc(),
+            c_fixed: FixedOffset::west_opt(5 * 3600 + 30 * 60)
+                .unwrap()
+                .from_utc_datetime(&c_naive),
+            c_naive,
+            c_date: c_naive.date(),
+            c_time: c_naive.time(),
+            uid: Uuid::from_u128(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210 + u128::from(id.unsigned_abs())),
+            doc: Json(Preferences {
+                theme: "dark \"night\" 🙂".into(),
+                tags: vec!["a".into(), "b".into()],
+                limit: Some(7),
+            }),
+            raw: serde_json::json!({"nested": {"list": [1, 2.5, null, true]}, "text": "x"}),
+            cow: Cow::Borrowed("borrowed text"),
+            boxed: "boxed text".into(),
+            shared: Arc::from("shared text"),
+        }
+    }
+
+    pub const INSERT: &str = "INSERT INTO everything VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+    /// Binds every field of `row` to [`INSERT`], by reference and by value as applications do.
+    macro_rules! bind_everything {
+        ($query:expr, $row:expr) => {{
+            let row = $row;
+            $query
+                .bind(row.id)
+                .bind(row.small)
+                .bind(row.medium)
+                .bind(row.large)
+                .bind(row.at)
+                .bind(row.wall)
+                .bind(row.day)
+                .bind(row.clock)
+                .bind(row.c_utc)
+                .bind(row.c_fixed)
+                .bind(row.c_naive)
+                .bind(row.c_date)
+                .bind(row.c_time)
+                .bind(row.uid)
+                .bind(row.doc.clone())
+                .bind(row.raw.clone())
+                .bind(row.cow.clone())
+                .bind(row.boxed.clone())
+                .bind(std::sync::Arc::clone(&row.shared))
+        }};
+    }
+    pub(crate) use bind_everything;
+
+    /// How sqlx's SQLite driver stores each column of [`sample`]: storage class and text.
+    pub const STORED: &str = "SELECT typeof(at), at, typeof(wall), wall, day, clock, c_utc, c_fixed, c_naive, c_date, \
+                              c_time, typeof(uid), hex(uid), doc, typeof(raw), small, large FROM everything WHERE id = ?";
+
+    pub fn expected_stored() -> Vec<String> {
+        [
+            "text",
+            "2026-05-28T22:26:40.123456789+02:00",
+            "text",
+            "2026-05-28 22:26:40.123456789",
+            "2026-05-28",
+            "22:26:40.123456789",
+            "2026-06-01T23:59:58.250001+00:00",
+            "2026-06-01T18:29:58.250001-05:30",
+            "2026-06-01 23:59:58.250001",
+            "2026-06-01",
+            "23:59:58.250001",
+            "blob",
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+    }
+
+    #[tokio::test]
+    async fn every_type_round_trips_on_every_transport() {
+        let fx = Fixture::new(SCHEMA).await;
+        for (n, (transport, text)) in fx.connection_strings("2026-05").into_iter().enumerate() {
+            let mut conn = ShardliteConnection::connect(&text).await.unwrap();
+            let row = sample(i64::try_from(n).unwrap() + 1);
+            bind_everything!(sqlx::query(INSERT), &row)
+                .execute(&mut conn)
+                .await
+                .unwrap_or_else(|err| panic!("{transport}: {err}"));
+            let back: Everything = sqlx::query_as("SELECT * FROM everything WHERE id = ?")
+                .bind(row.id)
+                .fetch_one(&mut conn)
+                .await
+                .unwrap_or_else(|err| panic!("{transport}: {err}"));
+            assert_eq!(back, row, "{transport}");
+
+            // Binds compare against the stored forms, so filters work as they do with sqlx-sqlite.
+            let found: Option<i64> =
+                sqlx::query_scalar("SELECT id FROM everything WHERE uid = ? AND at = ? AND day = ?")
+                    .bind(row.uid)
+                    .bind(row.at)
+                    .bind(row.day)
+                    .fetch_optional(&mut conn)
+                    .await
+                    .unwrap();
+            assert_eq!(found, Some(row.id), "{transport}");
+
+            let stored = sqlx::query(STORED).bind(row.id).fetch_one(&mut conn).await.unwrap();
+            let texts: Vec<String> = (0..12).map(|i| stored.get::<String, _>(i)).collect();
+            assert_eq!(texts, expected_stored(), "{transport}");
+            assert_eq!(
+                stored.get::<String, _>(12),
+                format!("{:X}", row.uid.simple()),
+                "{transport}"
+            );
+            let doc: serde_json::Value = serde_json::from_str(&stored.get::<String, _>(13)).unwrap();
+            assert_eq!(doc["tags"], serde_json::json!(["a", "b"]), "{transport}");
+            assert_eq!(stored.get::<String, _>(14), "text", "{transport}");
+            assert_eq!(stored.get::<i64, _>(15), 255, "{transport}");
+            assert_eq!(stored.get::<i64, _>(16), i64::from(u32::MAX), "{transport}");
+
+            // Out-of-range and malformed values are errors naming the problem, never truncated.
+            let err = sqlx::query_scalar::<_, u8>("SELECT 256")
+                .fetch_one(&mut conn)
+                .await
+                .unwrap_err();
+            assert!(err.to_string().contains("out of range for u8"), "{transport}: {err}");
+            let err = sqlx::query_scalar::<_, u32>("SELECT -1")
+                .fetch_one(&mut conn)
+                .await
+                .unwrap_err();
+            assert!(err.to_string().contains("out of range for u32"), "{transport}: {err}");
+            let err = sqlx::query_scalar::<_, Uuid>("SELECT x'0102'")
+                .fetch_one(&mut conn)
+                .await
+                .unwrap_err();
+            assert!(err.to_string().contains("16 bytes"), "{transport}: {err}");
+            let err = sqlx::query_scalar::<_, Date>("SELECT 'yesterday'")
+                .fetch_one(&mut conn)
+                .await
+                .unwrap_err();
+            assert!(err.to_string().contains("yesterday"), "{transport}: {err}");
+            let err = sqlx::query_scalar::<_, Json<Preferences>>("SELECT '{\"theme\": 1}'")
+                .fetch_one(&mut conn)
+                .await
+                .unwrap_err();
+            assert!(
+                err.to_string().contains("theme") || err.to_string().contains("invalid type"),
+                "{transport}: {err}"
+            );
+            // SQLite's own date functions write forms that decode too.
+            let now: (OffsetDateTime, DateTime<Utc>, PrimitiveDateTime) = sqlx::query_as(
+                "SELECT datetime('2026-06-01 10:00'), datetime('2026-06-01 10:00'), '2026-06-01T10:00:00Z'",
+            )
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+            assert_eq!(now.0.unix_timestamp(), now.1.timestamp(), "{transport}");
+            assert_eq!(now.2.hour(), 10, "{transport}");
+            conn.close().await.unwrap();
+        }
+    }
+}
+
+/// A file written through sqlx's own SQLite driver reads back through shardlite's, and the other
+/// way round: both store every type the same way.
+#[cfg(all(feature = "time", feature = "chrono", feature = "uuid", feature = "json"))]
+#[tokio::test]
+async fn files_written_by_sqlx_sqlite_and_by_shardlite_read_back_in_the_other() {
+    use sqlx::ConnectOptions;
+    use sqlx_sqlite::{SqliteConnectOptions, SqliteConnection};
+    use types::{Everything, INSERT, SCHEMA, STORED, bind_everything, sample};
+
+    let dir = temp_dir();
+    let file = dir.path().join("shared.db");
+    let mut theirs: SqliteConnection = SqliteConnectOptions::new()
+        .filename(&file)
+        .create_if_missing(true)
+        .connect()
+        .await
+        .unwrap();
+    sqlx::query(SCHEMA).execute(&mut theirs).await.unwrap();
+    let written_by_sqlx = sample(1);
+    bind_everything!(sqlx::query(INSERT), &written_by_sqlx)
+        .execute(&mut theirs)
+        .await
+        .unwrap();
+
+    let mut ours = ShardliteConnection::connect(&format!("Data Source={}", file.display()))
+        .await
+        .unwrap();
+    let read_by_shardlite: Everything = sqlx::query_as("SELECT * FROM everything WHERE id = 1")
+        .fetch_one(&mut ours)
+        .await
+        .unwrap();
+    assert_eq!(read_by_shardlite, written_by_sqlx);
+    let written_by_shardlite = sample(2);
+    bind_everything!(sqlx::query(INSERT), &written_by_shardlite)
+        .execute(&mut ours)
+        .await
+        .unwrap();
+
+    let read_by_sqlx: Everything = sqlx::query_as("SELECT * FROM everything WHERE id = 2")
+        .fetch_one(&mut theirs)
+        .await
+        .unwrap();
+    assert_eq!(read_by_sqlx, written_by_shardlite);
+    // Byte for byte: the stored forms of the two rows are the same.
+    for id in [1_i64, 2] {
+        let row = sqlx::query(STORED).bind(id).fetch_one(&mut theirs).await.unwrap();
+        let texts: Vec<String> = (0..12).map(|i| row.get::<String, _>(i)).collect();
+        assert_eq!(texts, types::expected_stored(), "row {id}");
+    }
+    theirs.close().await.unwrap();
+    ours.close().await.unwrap();
+}
