@@ -400,3 +400,124 @@ async fn files_written_by_sqlx_sqlite_and_by_shardlite_read_back_in_the_other() 
     theirs.close().await.unwrap();
     ours.close().await.unwrap();
 }
+
+/// `AnyPool` over `shardlite:`, `shardlite+http:` and `shardlite+grpc:` URLs: queries, binds of
+/// the Any types, transactions and last insert ids.
+#[tokio::test]
+async fn the_any_driver_serves_all_three_url_schemes() {
+    use sqlx::any::{AnyPoolOptions, install_drivers};
+
+    // Drivers install once per process.
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| install_drivers(&[shardlite::driver::any::DRIVER]).unwrap());
+
+    let fx = Fixture::new(
+        "CREATE TABLE kinds (id INTEGER PRIMARY KEY, big INTEGER, int INTEGER, small INTEGER, flag INTEGER, \
+         dbl REAL, flt REAL, txt TEXT, bytes BLOB, absent TEXT, via TEXT)",
+    )
+    .await;
+    let route = "shard_keyspace=orders_by_month&shard_key=2026-05";
+    let address = fx.daemon.addr;
+    let urls = [
+        ("shardlite", format!("shardlite://{}?{route}", fx.master.display())),
+        ("shardlite+http", format!("shardlite+http://{address}?{route}")),
+        ("shardlite+grpc", format!("shardlite+grpc://{address}?{route}")),
+    ];
+    for (n, (scheme, url)) in urls.iter().enumerate() {
+        let pool = AnyPoolOptions::new()
+            .max_connections(2)
+            .connect(url)
+            .await
+            .unwrap_or_else(|err| panic!("{scheme}: {err}"));
+        let id = i64::try_from(n).unwrap() * 10 + 1;
+        let done = sqlx::query("INSERT INTO kinds VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+            .bind(id)
+            .bind(i64::MIN)
+            .bind(i32::MAX)
+            .bind(i16::MIN)
+            .bind(true)
+            .bind(-0.5_f64)
+            .bind(1.5_f32)
+            .bind("naïve 🙂")
+            .bind(vec![0_u8, 255])
+            .bind(None::<String>)
+            .bind(scheme.to_string())
+            .execute(&pool)
+            .await
+            .unwrap_or_else(|err| panic!("{scheme}: {err}"));
+        assert_eq!(done.rows_affected(), 1, "{scheme}");
+        assert_eq!(done.last_insert_id(), Some(id), "{scheme}");
+
+        let row = sqlx::query("SELECT * FROM kinds WHERE id = ?")
+            .bind(id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(row.get::<i64, _>("big"), i64::MIN, "{scheme}");
+        assert_eq!(row.get::<i64, _>("int"), i64::from(i32::MAX), "{scheme}");
+        assert_eq!(row.get::<i64, _>("small"), i64::from(i16::MIN), "{scheme}");
+        assert_eq!(row.get::<i64, _>("flag"), 1, "{scheme}");
+        assert!((row.get::<f64, _>("dbl") + 0.5).abs() < f64::EPSILON, "{scheme}");
+        assert!((row.get::<f64, _>("flt") - 1.5).abs() < f64::EPSILON, "{scheme}");
+        assert_eq!(row.get::<String, _>("txt"), "naïve 🙂", "{scheme}");
+        assert_eq!(row.get::<Vec<u8>, _>("bytes"), vec![0, 255], "{scheme}");
+        assert_eq!(row.get::<Option<String>, _>("absent"), None, "{scheme}");
+        let missing = sqlx::query("SELECT id FROM kinds WHERE id = -1")
+            .fetch_optional(&pool)
+            .await
+            .unwrap();
+        assert!(missing.is_none(), "{scheme}");
+
+        // A committed transaction keeps its row; a rolled-back and a dropped one do not.
+        let mut tx = pool.begin().await.unwrap();
+        sqlx::query("INSERT INTO kinds (id, via) VALUES (?, ?)")
+            .bind(id + 1)
+            .bind(scheme.to_string())
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        let mut tx = pool.begin().await.unwrap();
+        sqlx::query("INSERT INTO kinds (id) VALUES (?)")
+            .bind(id + 2)
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        tx.rollback().await.unwrap();
+        {
+            let mut tx = pool.begin().await.unwrap();
+            sqlx::query("INSERT INTO kinds (id) VALUES (?)")
+                .bind(id + 3)
+                .execute(&mut *tx)
+                .await
+                .unwrap();
+        }
+        let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM kinds WHERE via = ? ORDER BY id")
+            .bind(scheme.to_string())
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+        assert_eq!(ids, vec![id, id + 1], "{scheme}");
+        let err = sqlx::query("SELEC 1").execute(&pool).await.unwrap_err();
+        assert!(err.as_database_error().is_some(), "{scheme}: {err}");
+        pool.close().await;
+    }
+
+    // Every row is on 2026-05's shard: another route's shard has none.
+    let mut elsewhere = ShardliteConnection::connect(&fx.connection_strings("2026-06")[0].1)
+        .await
+        .unwrap();
+    let other: i64 = sqlx::query_scalar("SELECT count(*) FROM kinds")
+        .fetch_one(&mut elsewhere)
+        .await
+        .unwrap();
+    assert_eq!(other, 0);
+    let mut here = ShardliteConnection::connect(&fx.connection_strings("2026-05")[0].1)
+        .await
+        .unwrap();
+    let here: i64 = sqlx::query_scalar("SELECT count(*) FROM kinds")
+        .fetch_one(&mut here)
+        .await
+        .unwrap();
+    assert_eq!(here, 6);
+}

@@ -222,7 +222,7 @@ impl ShardliteConnection {
     }
 
     /// Runs one statement or script, in the open transaction if there is one.
-    async fn run(&mut self, sql: SqlStr, arguments: Option<ShardliteArguments>) -> Result<SqlResult, Error> {
+    pub(super) async fn run(&mut self, sql: SqlStr, arguments: Option<ShardliteArguments>) -> Result<SqlResult, Error> {
         self.settle().await?;
         let params = arguments.map_or_else(Params::none, |arguments| arguments.into_params_for(sql.as_str()));
         let mut logger = QueryLogger::new(sql.clone(), self.log_settings.clone());
