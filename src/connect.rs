@@ -101,6 +101,7 @@ pub struct ConnectedClient {
     sharded: Option<ShardedClient>,
     admin: Option<Arc<dyn ShardAdmin>>,
     route: Option<RouteContext>,
+    local: Option<LocalClient>,
 }
 
 impl fmt::Debug for ConnectedClient {
@@ -142,6 +143,11 @@ impl ConnectedClient {
     /// The route the client is bound to, if any.
     pub fn route(&self) -> Option<&RouteContext> {
         self.route.as_ref()
+    }
+
+    /// The local client, when the `Data Source` is a plain database ([`ConnectionTarget::Local`]).
+    pub fn local(&self) -> Option<&LocalClient> {
+        self.local.as_ref()
     }
 }
 
@@ -288,6 +294,7 @@ async fn open_routed(path: &str, route: &RouteContext, engine: EngineConfig) -> 
         admin: Some(Arc::new(sharded.clone())),
         sharded: Some(sharded),
         route: Some(route.clone()),
+        local: None,
     })
 }
 
@@ -303,6 +310,7 @@ async fn open_unrouted(path: &str, engine: EngineConfig) -> Result<ConnectedClie
             admin: Some(Arc::new(sharded.clone())),
             sharded: Some(sharded),
             route: None,
+            local: None,
         }),
         Err(err) if err.kind() == ErrorKind::NoMap => {
             let label = Path::new(path)
@@ -310,7 +318,8 @@ async fn open_unrouted(path: &str, engine: EngineConfig) -> Result<ConnectedClie
                 .map_or_else(|| "database".to_owned(), |name| name.to_string_lossy().into_owned());
             let local = LocalClient::open_with(path, label, engine).await?;
             Ok(ConnectedClient {
-                client: Arc::new(local),
+                client: Arc::new(local.clone()),
+                local: Some(local),
                 target: ConnectionTarget::Local {
                     data_source: path.to_owned(),
                 },
@@ -361,6 +370,7 @@ fn remote<C: DataClient + ShardAdmin + Clone + 'static>(
         client: Arc::new(client),
         sharded: None,
         route: options.route().cloned(),
+        local: None,
     }
 }
 

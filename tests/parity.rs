@@ -422,6 +422,28 @@ async fn the_in_process_suite_behaves_as_documented() {
         "{text}"
     );
     assert!(text.contains("9223372036854775807"), "{text}");
+    // Inserts report the rowid they added; other statements carry no lastInsertRowid at all.
+    assert!(
+        text.lines()
+            .any(|line| line.starts_with("insert positional: ok") && line.contains(r#""lastInsertRowid":1"#)),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|line| line.starts_with("insert named: ok") && line.contains(r#""lastInsertRowid":2"#)),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|line| line.starts_with("tx insert: ok") && line.contains(r#""lastInsertRowid":10"#)),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .filter(|line| line.starts_with("select a: ok"))
+            .all(|line| !line.contains("lastInsertRowid")),
+        "{text}"
+    );
     assert!(text.contains(r#"tx commit by id: ok null"#), "{text}");
     assert!(text.contains(r#"execute procedure: ok {"columnNames":["qty"]"#) && text.contains("9223372036854775802"));
     assert!(

@@ -5,11 +5,13 @@
 //! [`ShardedClient::for_route`], and (with their features) the HTTP and gRPC clients. Code
 //! written against `dyn DataClient` works unchanged in-process and over the network.
 
+mod dedicated;
 mod forward;
 mod local;
 mod routed;
 mod sharded;
 
+pub use dedicated::DedicatedClient;
 pub use local::LocalClient;
 pub(crate) use local::engine_config_for;
 pub use routed::RoutedClient;

@@ -23,6 +23,11 @@ pub struct SqlResult {
     pub rows_affected: u64,
     /// Wall time spent executing, in milliseconds.
     pub elapsed_ms: f64,
+    /// The rowid of the last row an `INSERT` (or `REPLACE`) of this call added to a rowid table,
+    /// read on the connection that ran it right after it ran (SQLite's `last_insert_rowid()`);
+    /// absent when no statement of the call inserted a row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_insert_rowid: Option<i64>,
 }
 
 impl SqlResult {

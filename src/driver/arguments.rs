@@ -106,6 +106,12 @@ impl ShardliteArgumentBuffer {
     pub fn push(&mut self, value: Value) {
         self.0.push(value);
     }
+
+    /// The values written, in order.
+    #[cfg(test)]
+    pub(crate) fn into_values(self) -> Vec<Value> {
+        self.0
+    }
 }
 
 impl Arguments for ShardliteArguments {

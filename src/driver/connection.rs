@@ -21,6 +21,7 @@ use super::{
     ShardliteTypeInfo,
 };
 use crate::ErrorKind;
+use crate::client::DedicatedClient;
 use crate::connect::{ConnectedClient, ConnectionTarget};
 use crate::data::{DataClient, Params, SqlResult, TransactionInfo};
 
@@ -68,6 +69,9 @@ use crate::data::{DataClient, Params, SqlResult, TransactionInfo};
 /// whatever transaction it still has open.
 pub struct ShardliteConnection {
     connected: ConnectedClient,
+    /// What SQL and transactions run on: a connection of its own in-process, the remote client
+    /// otherwise.
+    client: Arc<dyn DataClient>,
     log_settings: LogSettings,
     transaction: TransactionState,
 }
@@ -145,8 +149,11 @@ impl fmt::Debug for ShardliteConnection {
 
 impl ShardliteConnection {
     pub(crate) async fn establish(options: &ShardliteConnectOptions) -> Result<Self, Error> {
+        let connected = options.open().await?;
+        let client = own_connection(&connected).await?;
         Ok(Self {
-            connected: options.open().await?,
+            connected,
+            client,
             log_settings: options.log_settings.clone(),
             transaction: TransactionState::default(),
         })
@@ -170,7 +177,7 @@ impl ShardliteConnection {
     }
 
     fn client(&self) -> &dyn DataClient {
-        &**self.connected.client()
+        &*self.client
     }
 
     /// Hands queued rollbacks to a task that runs them after the ones already running, so they
@@ -184,7 +191,7 @@ impl ShardliteConnection {
         };
         let undo: Vec<Undo> = self.transaction.queued.drain(..).collect();
         let earlier = self.transaction.running.take();
-        let client = Arc::clone(self.connected.client());
+        let client = Arc::clone(&self.client);
         self.transaction.running = Some(runtime.spawn(async move {
             let earlier = match earlier {
                 Some(task) => task.await.unwrap_or_else(|err| Err(err.to_string())),
@@ -222,7 +229,7 @@ impl ShardliteConnection {
     }
 
     /// Runs one statement or script, in the open transaction if there is one.
-    async fn run(&mut self, sql: SqlStr, arguments: Option<ShardliteArguments>) -> Result<SqlResult, Error> {
+    pub(super) async fn run(&mut self, sql: SqlStr, arguments: Option<ShardliteArguments>) -> Result<SqlResult, Error> {
         self.settle().await?;
         let params = arguments.map_or_else(Params::none, |arguments| arguments.into_params_for(sql.as_str()));
         let mut logger = QueryLogger::new(sql.clone(), self.log_settings.clone());
@@ -252,7 +259,7 @@ impl ShardliteConnection {
             if let Some(statement) = statement {
                 check_begin_statement(statement.as_str())?;
             }
-            let info = begin_detached(self.connected.client()).await?;
+            let info = begin_detached(&self.client).await?;
             self.transaction.session = Some(info.transaction_id);
             self.transaction.savepoints = 0;
             return Ok(());
@@ -361,6 +368,23 @@ impl ShardliteConnection {
     }
 }
 
+/// The client a new connection runs SQL on: a SQLite connection of its own for an in-process
+/// target (a route's shard or a plain file), so connection-local state lasts as long as the
+/// connection; the shared remote client for a daemon, where each call is a request.
+async fn own_connection(connected: &ConnectedClient) -> Result<Arc<dyn DataClient>, Error> {
+    let client: Arc<dyn DataClient> = match (connected.target(), connected.sharded(), connected.route()) {
+        (ConnectionTarget::Shard { .. }, Some(sharded), Some(route)) => {
+            Arc::new(DedicatedClient::for_route(sharded, route.clone()).await?)
+        }
+        (ConnectionTarget::Local { .. }, _, _) => match connected.local() {
+            Some(local) => Arc::new(DedicatedClient::for_local(local).await?),
+            None => Arc::clone(connected.client()),
+        },
+        _ => Arc::clone(connected.client()),
+    };
+    Ok(client)
+}
+
 /// Begins on a task of its own, so that a caller that stops waiting does not leave an open
 /// transaction (and the shard's write lock) behind.
 async fn begin_detached(client: &Arc<dyn DataClient>) -> Result<TransactionInfo, Error> {
@@ -410,6 +434,7 @@ type Step = Result<Either<ShardliteQueryResult, ShardliteRow>, Error>;
 fn steps(result: SqlResult) -> Vec<Step> {
     let summary = ShardliteQueryResult {
         rows_affected: result.rows_affected,
+        last_insert_rowid: result.last_insert_rowid,
     };
     let mut steps: Vec<Step> = ShardliteRow::from_result(result)
         .into_iter()

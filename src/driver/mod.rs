@@ -50,6 +50,7 @@
 //! - **Not supported**: the `query!` macros (statements are not described), sqlx's `Any` driver, and
 //!   `last_insert_rowid` (use `RETURNING`).
 
+pub mod any;
 mod arguments;
 mod column;
 mod connection;

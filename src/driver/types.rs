@@ -1,17 +1,33 @@
 //! Conversions between Rust types and the engine's values: [`Type`], [`Encode`] and [`Decode`] for
-//! `bool`, `i8`, `i16`, `i32`, `i64`, `f32`, `f64`, `String`, `&str`, `Vec<u8>`, `&[u8]` and
-//! shardlite's own [`Value`] (any storage class); `Option<T>` of each binds and reads NULL.
+//! the types sqlx's SQLite driver maps, stored the same way, so a file written through either
+//! driver reads back through the other. `Option<T>` of each binds and reads NULL.
 //!
 //! | Rust | binds as | decodes from |
 //! |---|---|---|
 //! | `bool` | `INTEGER` 0 or 1 | `INTEGER` (non-zero is `true`) |
-//! | `i8`, `i16`, `i32`, `i64` | `INTEGER` | `INTEGER`; a value out of the type's range is an error, never truncated |
+//! | `i8`, `i16`, `i32`, `i64`, `u8`, `u16`, `u32` | `INTEGER` | `INTEGER`; a value out of the type's range is an error, never truncated |
 //! | `f32`, `f64` | `REAL` | `REAL` or `INTEGER` |
-//! | `String`, `&str` | `TEXT` | `TEXT` |
-//! | `Vec<u8>`, `&[u8]` | `BLOB` | `BLOB` or `TEXT` (its UTF-8 bytes) |
+//! | `String`, `&str`, `Box<str>`, `Arc<str>`, `Rc<str>`, `Cow<str>` | `TEXT` | `TEXT` |
+//! | `Vec<u8>`, `&[u8]`, `Box<[u8]>`, `Arc<[u8]>`, `Rc<[u8]>`, `Cow<[u8]>` | `BLOB` | `BLOB` or `TEXT` (its UTF-8 bytes) |
+//! | `time::OffsetDateTime`, `PrimitiveDateTime`, `Date`, `Time` (feature `time`) | `TEXT` (see [`time`](self::time)) | `TEXT`; date-times also `INTEGER` Unix seconds |
+//! | `chrono::DateTime<Utc>`, `DateTime<FixedOffset>`, `DateTime<Local>`, `NaiveDateTime`, `NaiveDate`, `NaiveTime` (feature `chrono`) | `TEXT` (see [`chrono`](self::chrono)) | `TEXT`; date-times also `INTEGER` Unix seconds and `REAL` Julian days |
+//! | `uuid::Uuid` (feature `uuid`) | `BLOB`, its 16 bytes | `BLOB`, or `TEXT` in any UUID form |
+//! | `uuid::fmt::Hyphenated`, `Simple` (feature `uuid`) | `TEXT` in that form | `TEXT` |
+//! | `sqlx::types::Json<T>`, `serde_json::Value`, `&serde_json::value::RawValue` (feature `json`) | `TEXT`, the JSON text | `TEXT` or `BLOB` |
 //! | [`Value`] | itself | any value, NULL included |
 //!
 //! Decoding NULL into a type that is not an `Option` (or [`Value`]) is an error.
+
+#[cfg(feature = "chrono")]
+pub mod chrono;
+#[cfg(feature = "json")]
+mod json;
+mod text;
+#[cfg(feature = "time")]
+pub mod time;
+mod unsigned;
+#[cfg(feature = "uuid")]
+mod uuid;
 
 use sqlx_core::decode::Decode;
 use sqlx_core::encode::{Encode, IsNull};
@@ -26,6 +42,15 @@ fn mismatch(expected: &str, found: &Value) -> BoxDynError {
         return Box::new(UnexpectedNullError);
     }
     format!("expected {expected}, found a {} value", found.type_name()).into()
+}
+
+/// The text of a `TEXT` value, or an error naming what was `expected`.
+#[cfg_attr(not(any(feature = "time", feature = "chrono", feature = "uuid")), allow(dead_code))]
+fn text<'r>(value: ShardliteValueRef<'r>, expected: &str) -> Result<&'r str, BoxDynError> {
+    match value.0 {
+        Value::Text(text) => Ok(text.as_str()),
+        other => Err(mismatch(expected, other)),
+    }
 }
 
 fn integer(value: ShardliteValueRef<'_>) -> Result<i64, BoxDynError> {

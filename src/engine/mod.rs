@@ -4,11 +4,13 @@
 //! on and a busy timeout: a writer thread owns the read-write connection (so writes are
 //! serialised and never fight over the lock), reader threads own read-only connections
 //! (`SQLITE_OPEN_READ_ONLY` and `PRAGMA query_only`), and each open transaction owns a
-//! connection on a thread of its own. Async callers reach them over channels, so blocking
+//! connection on a thread of its own, as does each [`DedicatedConnection`] (a connection one caller
+//! keeps for itself). Async callers reach them over channels, so blocking
 //! SQLite calls never run on the async runtime. Connections cache prepared statements.
 
 pub mod classify;
 mod database;
+mod dedicated;
 mod guard;
 mod session;
 mod sql;
@@ -17,5 +19,6 @@ mod value;
 
 pub(crate) use database::Role;
 pub use database::{Database, EngineConfig};
+pub use dedicated::{BeginMode, DedicatedConnection};
 pub use session::SessionInfo;
 pub use store::{INTERNAL_PREFIX, MAX_PAGE_SIZE};

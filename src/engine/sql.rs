@@ -130,9 +130,10 @@ fn bind<'p>(stmt: &mut Statement<'_>, params: &'p Params, used: &mut BTreeSet<&'
 ///
 /// Rows are buffered up to the job's row and byte limits; past them the statement stops with
 /// [`Error::ResultTooLarge`].
-fn run(conn: &Connection, stmt: &mut Statement<'_>, out: &mut SqlResult) -> Result<()> {
+fn run(conn: &Connection, statement: &str, stmt: &mut Statement<'_>, out: &mut SqlResult) -> Result<()> {
     let columns = stmt.column_count();
     let before = conn.total_changes();
+    let rowid_before = conn.last_insert_rowid();
     if columns > 0 {
         let (max_rows, max_bytes) = guard::result_limits();
         out.is_query = true;
@@ -168,7 +169,18 @@ fn run(conn: &Connection, stmt: &mut Statement<'_>, out: &mut SqlResult) -> Resu
     } else {
         stmt.raw_execute().map_err(sql_error)?;
     }
-    out.rows_affected += conn.total_changes().saturating_sub(before);
+    let changed = conn.total_changes().saturating_sub(before);
+    out.rows_affected += changed;
+    if changed > 0 {
+        // SQLite keeps the last rowid per connection, and a shared connection's value may be
+        // another caller's: report it only when this statement inserted (the value moved, or an
+        // INSERT or REPLACE changed rows, which covers a rowid equal to the previous one).
+        let rowid = conn.last_insert_rowid();
+        let keyword = leading_keyword(statement);
+        if rowid != rowid_before || keyword.eq_ignore_ascii_case("INSERT") || keyword.eq_ignore_ascii_case("REPLACE") {
+            out.last_insert_rowid = Some(rowid);
+        }
+    }
     Ok(())
 }
 
@@ -238,7 +250,7 @@ pub(crate) fn execute(conn: &Connection, sql: &str, params: &Params, access: Acc
             check_read_only(&stmt)?;
         }
         bind(&mut stmt, params, &mut used)?;
-        run(conn, &mut stmt, &mut out).map_err(|err| guard::explain(err, sql))?;
+        run(conn, sql, &mut stmt, &mut out).map_err(|err| guard::explain(err, sql))?;
         most_positional = stmt.parameter_count();
     } else {
         // Nothing of a script runs if any of its statements would be refused when its turn came.
@@ -267,7 +279,7 @@ pub(crate) fn execute(conn: &Connection, sql: &str, params: &Params, access: Acc
                 .prepare(statement)
                 .map_err(|err| guard::explain(sql_error(err), statement))?;
             bind(&mut stmt, params, &mut used)?;
-            run(conn, &mut stmt, &mut out).map_err(|err| guard::explain(err, statement))?;
+            run(conn, statement, &mut stmt, &mut out).map_err(|err| guard::explain(err, statement))?;
             most_positional = most_positional.max(stmt.parameter_count());
         }
     }
@@ -362,6 +374,52 @@ mod tests {
         assert!(err.to_string().contains("zz"), "{err}");
         let err = execute(&conn, "SELECT 1", &Params::from(vec![1]), Access::ReadWrite).unwrap_err();
         assert!(err.to_string().contains("1 value"), "{err}");
+    }
+
+    #[test]
+    fn last_insert_rowid_is_reported_only_for_inserts() {
+        let conn = Connection::open_in_memory().unwrap();
+        let none = Params::none();
+        let r = execute(
+            &conn,
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)",
+            &none,
+            Access::ReadWrite,
+        )
+        .unwrap();
+        assert_eq!(r.last_insert_rowid, None);
+        let r = execute(
+            &conn,
+            "INSERT INTO t (id, v) VALUES (41, 'a')",
+            &none,
+            Access::ReadWrite,
+        )
+        .unwrap();
+        assert_eq!(r.last_insert_rowid, Some(41));
+        let r = execute(
+            &conn,
+            "INSERT INTO t (v) VALUES ('b'); UPDATE t SET v = 'c'",
+            &none,
+            Access::ReadWrite,
+        )
+        .unwrap();
+        assert_eq!(r.last_insert_rowid, Some(42));
+        let r = execute(&conn, "UPDATE t SET v = 'd'", &none, Access::ReadWrite).unwrap();
+        assert_eq!(r.last_insert_rowid, None, "an update inserts nothing");
+        let r = execute(&conn, "SELECT * FROM t", &none, Access::ReadWrite).unwrap();
+        assert_eq!(r.last_insert_rowid, None);
+        // Another table, the same rowid as before: still this call's insert.
+        execute(
+            &conn,
+            "CREATE TABLE u (id INTEGER PRIMARY KEY)",
+            &none,
+            Access::ReadWrite,
+        )
+        .unwrap();
+        let r = execute(&conn, "INSERT INTO u VALUES (42)", &none, Access::ReadWrite).unwrap();
+        assert_eq!(r.last_insert_rowid, Some(42));
+        let r = execute(&conn, "INSERT INTO u VALUES (7) RETURNING id", &none, Access::ReadWrite).unwrap();
+        assert_eq!(r.last_insert_rowid, Some(7));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! - [`remote`]: shards reached through another daemon or a connection string.
 
 mod catalog;
+mod dedicated;
 mod generation;
 mod remote;
 mod status;

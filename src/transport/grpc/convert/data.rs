@@ -17,6 +17,7 @@ convert_both_ways!(
         rows: value_rows,
         rows_affected,
         elapsed_ms,
+        last_insert_rowid,
     }
 );
 

@@ -1,0 +1,198 @@
+//! [`DedicatedClient`]: a [`DataClient`] whose SQL and transactions run on one SQLite connection
+//! of its own, for callers that expect connection-local state (sqlx connections).
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::forward::impl_data_client;
+use super::{LocalClient, ShardedClient};
+use crate::data::{DataClient, DatabaseInfo, Params, SqlResult, TransactionInfo};
+use crate::engine::{BeginMode, DedicatedConnection};
+use crate::error::{Error, Result};
+use crate::routing::RouteContext;
+use crate::transaction::TransactionId;
+
+/// A client that keeps one SQLite connection of its own (an engine
+/// [`DedicatedConnection`]) for SQL and transactions, so `TEMP` tables, `last_insert_rowid()` and
+/// `changes()` carry from one statement to the next, as on a connection of sqlx's SQLite driver.
+///
+/// Bound to a route, it opens its connection on the route's shard and, before every call, checks
+/// the live map as a route-bound client does: a shard whose ownership changed since (an
+/// activation) answers [`Error::StaleMapVersion`], a route that now resolves elsewhere
+/// [`Error::TransactionRouteConflict`]. Its transactions carry `csdbshard:` ids naming the map
+/// version and shard; only this client can use them. Row, collection, saved-query and procedure
+/// calls, `info` and read-only SQL go to the shared connections of the file, outside any
+/// transaction of this client.
+pub struct DedicatedClient {
+    connection: DedicatedConnection,
+    shared: Arc<dyn DataClient>,
+    binding: Binding,
+    transaction: Mutex<Option<String>>,
+}
+
+enum Binding {
+    Local,
+    Routed {
+        sharded: ShardedClient,
+        route: RouteContext,
+        map_version: u64,
+        shard_id: String,
+    },
+}
+
+impl std::fmt::Debug for DedicatedClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut debug = f.debug_struct("DedicatedClient");
+        if let Binding::Routed { route, shard_id, .. } = &self.binding {
+            debug.field("route", route).field("shard_id", shard_id);
+        }
+        debug.field("transaction", &*self.current()).finish_non_exhaustive()
+    }
+}
+
+impl DedicatedClient {
+    /// A connection of its own on the shard `route` resolves to.
+    pub async fn for_route(sharded: &ShardedClient, route: RouteContext) -> Result<Self> {
+        let (connection, map_version, shard_id) = sharded.dedicated_for_route(&route).await?;
+        Ok(Self {
+            connection,
+            shared: Arc::new(sharded.for_route(route.clone())),
+            binding: Binding::Routed {
+                sharded: sharded.clone(),
+                route,
+                map_version,
+                shard_id,
+            },
+            transaction: Mutex::new(None),
+        })
+    }
+
+    /// A connection of its own on a plain database file.
+    pub async fn for_local(local: &LocalClient) -> Result<Self> {
+        Ok(Self {
+            connection: local.database().dedicated().await?,
+            shared: Arc::new(local.clone()),
+            binding: Binding::Local,
+            transaction: Mutex::new(None),
+        })
+    }
+
+    /// The route the connection is bound to, if any.
+    pub fn route(&self) -> Option<&RouteContext> {
+        match &self.binding {
+            Binding::Routed { route, .. } => Some(route),
+            Binding::Local => None,
+        }
+    }
+
+    fn current(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        self.transaction.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    async fn check(&self, naming: &str) -> Result<()> {
+        match &self.binding {
+            Binding::Local => Ok(()),
+            Binding::Routed {
+                sharded,
+                route,
+                map_version,
+                shard_id,
+            } => sharded.check_dedicated(route, *map_version, shard_id, naming).await,
+        }
+    }
+
+    fn connection_name(&self) -> String {
+        match &self.binding {
+            Binding::Local => "(dedicated connection)".to_owned(),
+            Binding::Routed { route, shard_id, .. } => {
+                format!(
+                    "(connection of route {}/{} on shard {shard_id})",
+                    route.keyspace(),
+                    route.key()
+                )
+            }
+        }
+    }
+
+    /// Checks that `transaction_id` is this client's open transaction.
+    fn owns(&self, transaction_id: &str) -> Result<()> {
+        if self.current().as_deref() == Some(transaction_id) {
+            Ok(())
+        } else {
+            Err(Error::TransactionNotFound {
+                transaction_id: transaction_id.to_owned(),
+            })
+        }
+    }
+}
+
+/// Errors from the connection speak of "this connection's transaction"; callers know its id.
+fn named(err: Error, transaction_id: &str) -> Error {
+    match err {
+        Error::TransactionNotFound { .. } => Error::TransactionNotFound {
+            transaction_id: transaction_id.to_owned(),
+        },
+        Error::TransactionExpired { .. } => Error::TransactionExpired {
+            transaction_id: transaction_id.to_owned(),
+        },
+        other => other,
+    }
+}
+
+impl_data_client!(DedicatedClient, |this| Ok::<_, Error>(&this.shared), {
+    async fn execute_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
+        self.check(&self.connection_name()).await?;
+        self.connection.execute(sql, params, false).await
+    }
+    async fn execute_read_only_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
+        self.check(&self.connection_name()).await?;
+        self.shared.execute_read_only_sql(sql, params).await
+    }
+    async fn info(&self) -> Result<DatabaseInfo> {
+        self.shared.info().await
+    }
+    async fn begin_transaction(&self) -> Result<TransactionInfo> {
+        self.check(&self.connection_name()).await?;
+        // IMMEDIATE: the write lock is taken now, so no statement of the transaction fails later
+        // on upgrading it.
+        self.connection.begin(BeginMode::Immediate).await?;
+        let inner = uuid::Uuid::new_v4().simple().to_string();
+        let transaction_id = match &self.binding {
+            Binding::Local => inner,
+            Binding::Routed {
+                map_version, shard_id, ..
+            } => TransactionId::new(*map_version, shard_id.clone(), inner).to_string(),
+        };
+        *self.current() = Some(transaction_id.clone());
+        Ok(TransactionInfo {
+            transaction_id,
+            expires_at_utc: None,
+        })
+    }
+    async fn execute_in_transaction(&self, transaction_id: &str, sql: &str, params: Params) -> Result<SqlResult> {
+        self.owns(transaction_id)?;
+        self.check(transaction_id).await?;
+        self.connection
+            .execute(sql, params, true)
+            .await
+            .map_err(|err| named(err, transaction_id))
+    }
+    async fn commit_transaction(&self, transaction_id: &str) -> Result<()> {
+        self.owns(transaction_id)?;
+        if let Err(err) = self.check(transaction_id).await {
+            // The shard changed owner under the transaction: nothing of it may land.
+            self.current().take();
+            let _ = self.connection.rollback().await;
+            return Err(err);
+        }
+        self.current().take();
+        self.connection.commit().await.map_err(|err| named(err, transaction_id))
+    }
+    async fn rollback_transaction(&self, transaction_id: &str) -> Result<()> {
+        self.owns(transaction_id)?;
+        self.current().take();
+        self.connection
+            .rollback()
+            .await
+            .map_err(|err| named(err, transaction_id))
+    }
+});

@@ -1,0 +1,272 @@
+//! Dedicated connections: one SQLite connection owned by one caller for as long as it likes, as
+//! a connection of sqlx's own SQLite driver is.
+//!
+//! Whatever the caller creates for itself stays visible to its later statements: `TEMP` tables,
+//! `last_insert_rowid()`, `changes()`. The connection runs on a thread of its own (blocking calls
+//! never run on the async runtime), under the same guard as every engine connection: no `ATTACH`,
+//! no transaction control in SQL, no pragmas that change durability or safety, a per-statement
+//! time limit, and cancellation when the caller stops waiting. Between transactions it is in
+//! autocommit mode, and SQL that leaves a transaction open (a `SAVEPOINT` outside one) is rolled
+//! back and refused. Its transactions begin `IMMEDIATE` by default, so they take the write lock
+//! at begin (waiting up to the busy timeout for it) and never fail later on a stale snapshot,
+//! and one left idle past the transaction idle timeout is rolled back.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+use super::database::{CancelOnDrop, Database, EngineConfig, open_session, spawn_thread};
+use super::guard;
+use super::sql::{self, Access, sql_error};
+use crate::data::{Params, SqlResult};
+use crate::error::{Error, Result};
+
+/// How a dedicated connection's transaction takes SQLite's locks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BeginMode {
+    /// `BEGIN DEFERRED`: locks are taken by the first read and the first write.
+    Deferred,
+    /// `BEGIN IMMEDIATE` (the default): the write lock is taken at begin.
+    #[default]
+    Immediate,
+    /// `BEGIN EXCLUSIVE`: in WAL mode, the same as `IMMEDIATE`.
+    Exclusive,
+}
+
+impl BeginMode {
+    fn statement(self) -> &'static str {
+        match self {
+            Self::Deferred => "BEGIN DEFERRED",
+            Self::Immediate => "BEGIN IMMEDIATE",
+            Self::Exclusive => "BEGIN EXCLUSIVE",
+        }
+    }
+}
+
+enum Job {
+    Execute {
+        sql: String,
+        params: Params,
+        /// Whether the caller runs this inside its transaction (and so expects one open).
+        in_transaction: bool,
+        cancel: Arc<AtomicBool>,
+        reply: oneshot::Sender<Result<SqlResult>>,
+    },
+    Begin(BeginMode, oneshot::Sender<Result<()>>),
+    Commit(oneshot::Sender<Result<()>>),
+    Rollback(oneshot::Sender<Result<()>>),
+}
+
+/// One SQLite connection of its own on a [`Database`]'s file; see the module docs. Dropping it
+/// rolls back an open transaction and closes the connection.
+#[derive(Debug)]
+pub struct DedicatedConnection {
+    jobs: flume::Sender<Job>,
+    label: String,
+}
+
+impl Database {
+    /// Opens a connection of its own on this file, for one caller.
+    pub async fn dedicated(&self) -> Result<DedicatedConnection> {
+        let (jobs, rx) = flume::unbounded();
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let path = self.shared.path.clone();
+        let config = self.shared.config.clone();
+        spawn_thread(&format!("shardlite-conn-{}", self.shared.label), move || {
+            serve(&path, &config, &rx, ready_tx);
+        })?;
+        ready_rx.await.map_err(|_| self.closed())??;
+        Ok(DedicatedConnection {
+            jobs,
+            label: self.shared.label.clone(),
+        })
+    }
+}
+
+impl DedicatedConnection {
+    fn closed(&self) -> Error {
+        Error::Closed {
+            shard_id: self.label.clone(),
+        }
+    }
+
+    async fn call<T>(&self, job: Job, rx: oneshot::Receiver<Result<T>>) -> Result<T> {
+        self.jobs.send(job).map_err(|_| self.closed())?;
+        rx.await.map_err(|_| self.closed())?
+    }
+
+    /// Executes SQL with bound parameters; `in_transaction` says whether the caller means its open
+    /// transaction (an error if there is none: it ended or expired) or autocommit (an error if one
+    /// is open).
+    pub async fn execute(&self, sql: &str, params: Params, in_transaction: bool) -> Result<SqlResult> {
+        let (reply, rx) = oneshot::channel();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let job = Job::Execute {
+            sql: sql.to_owned(),
+            params,
+            in_transaction,
+            cancel: Arc::clone(&cancel),
+            reply,
+        };
+        let cancel_on_drop = CancelOnDrop(cancel);
+        let outcome = self.call(job, rx).await;
+        std::mem::forget(cancel_on_drop);
+        outcome
+    }
+
+    /// Begins a transaction.
+    pub async fn begin(&self, mode: BeginMode) -> Result<()> {
+        let (reply, rx) = oneshot::channel();
+        self.call(Job::Begin(mode, reply), rx).await
+    }
+
+    /// Commits the open transaction.
+    pub async fn commit(&self) -> Result<()> {
+        let (reply, rx) = oneshot::channel();
+        self.call(Job::Commit(reply), rx).await
+    }
+
+    /// Rolls back the open transaction (nothing to do when none is open).
+    pub async fn rollback(&self) -> Result<()> {
+        let (reply, rx) = oneshot::channel();
+        self.call(Job::Rollback(reply), rx).await
+    }
+}
+
+/// What the connection's thread knows about the caller's transaction.
+enum TransactionState {
+    None,
+    Open,
+    /// Ended without the caller asking (idle timeout, or SQLite rolled it back after an error):
+    /// the caller's next use of it fails, once.
+    Ended {
+        expired: bool,
+    },
+}
+
+fn serve(path: &Path, config: &EngineConfig, jobs: &flume::Receiver<Job>, ready: oneshot::Sender<Result<()>>) {
+    let conn = match open_session(path, config) {
+        Ok(conn) => conn,
+        Err(err) => {
+            let _ = ready.send(Err(err));
+            return;
+        }
+    };
+    if ready.send(Ok(())).is_err() {
+        return;
+    }
+    let limits = config.limits();
+    let trusted =
+        |conn: &Connection, statement: &str| guard::trusted(|| conn.execute_batch(statement)).map_err(sql_error);
+    let mut state = TransactionState::None;
+    loop {
+        let job = match (&state, config.transaction_idle_timeout) {
+            (TransactionState::Open, Some(idle)) => jobs.recv_timeout(idle),
+            _ => jobs.recv().map_err(|_| flume::RecvTimeoutError::Disconnected),
+        };
+        match job {
+            Ok(Job::Execute {
+                sql,
+                params,
+                in_transaction,
+                cancel,
+                reply,
+            }) => {
+                if cancel.load(Ordering::Relaxed) {
+                    continue;
+                }
+                if let Err(err) = expect(&mut state, in_transaction) {
+                    let _ = reply.send(Err(err));
+                    continue;
+                }
+                let mut result = guard::arm(&limits, Some(cancel), || {
+                    sql::execute(&conn, &sql, &params, Access::ReadWrite)
+                });
+                match state {
+                    TransactionState::Open if conn.is_autocommit() => {
+                        // An error made SQLite roll the transaction back: the caller hears it on
+                        // its next use of the transaction.
+                        state = TransactionState::Ended { expired: false };
+                    }
+                    TransactionState::None if !conn.is_autocommit() => {
+                        let _ = trusted(&conn, "ROLLBACK");
+                        if result.is_ok() {
+                            result = Err(Error::TransactionControl {
+                                statement: "(the statements left a transaction open)".to_owned(),
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+                let _ = reply.send(result);
+            }
+            Ok(Job::Begin(mode, reply)) => {
+                let result = match state {
+                    TransactionState::Open => Err(Error::TransactionControl {
+                        statement: "BEGIN (a transaction is already open on this connection)".to_owned(),
+                    }),
+                    _ => trusted(&conn, mode.statement()).map(|()| state = TransactionState::Open),
+                };
+                let _ = reply.send(result);
+            }
+            Ok(Job::Commit(reply)) => {
+                let result = match std::mem::replace(&mut state, TransactionState::None) {
+                    TransactionState::Open => {
+                        let outcome = trusted(&conn, "COMMIT");
+                        if outcome.is_err() && !conn.is_autocommit() {
+                            let _ = trusted(&conn, "ROLLBACK");
+                        }
+                        outcome
+                    }
+                    ended => gone(&ended),
+                };
+                let _ = reply.send(result);
+            }
+            Ok(Job::Rollback(reply)) => {
+                let result = match std::mem::replace(&mut state, TransactionState::None) {
+                    TransactionState::Open if !conn.is_autocommit() => trusted(&conn, "ROLLBACK"),
+                    _ => Ok(()),
+                };
+                let _ = reply.send(result);
+            }
+            Err(flume::RecvTimeoutError::Timeout) => {
+                let _ = trusted(&conn, "ROLLBACK");
+                state = TransactionState::Ended { expired: true };
+                tracing::info!(database = %path.display(), "transaction idle past its timeout; rolled back");
+            }
+            Err(flume::RecvTimeoutError::Disconnected) => {
+                if !conn.is_autocommit() {
+                    let _ = trusted(&conn, "ROLLBACK");
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Checks that the caller's idea of its transaction matches the connection's.
+fn expect(state: &mut TransactionState, in_transaction: bool) -> Result<()> {
+    match (&*state, in_transaction) {
+        (TransactionState::Open, true) | (TransactionState::None, false) => Ok(()),
+        (TransactionState::Open, false) => Err(Error::TransactionControl {
+            statement: "(a statement outside the transaction open on this connection)".to_owned(),
+        }),
+        (TransactionState::None, true) => gone(state),
+        (TransactionState::Ended { .. }, _) => {
+            let ended = std::mem::replace(state, TransactionState::None);
+            if in_transaction { gone(&ended) } else { Ok(()) }
+        }
+    }
+}
+
+fn gone(state: &TransactionState) -> Result<()> {
+    let transaction_id = "(this connection's transaction)".to_owned();
+    match state {
+        TransactionState::Ended { expired: true } => Err(Error::TransactionExpired { transaction_id }),
+        TransactionState::Open => Ok(()),
+        _ => Err(Error::TransactionNotFound { transaction_id }),
+    }
+}
