@@ -4,12 +4,14 @@
 //! - [`generation`]: the map served now and its shards' clients, swapped whole on activation;
 //! - [`catalog`]: catalog updates and live activation;
 //! - [`status`]: shard health, fan-out and catalog state;
+//! - [`schema`]: schema migrations and schema status on every shard;
 //! - [`transactions`]: routed transactions and their RAII guard;
 //! - [`remote`]: shards reached through another daemon or a connection string.
 
 mod catalog;
 mod generation;
 mod remote;
+mod schema;
 mod status;
 mod transactions;
 
