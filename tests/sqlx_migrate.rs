@@ -155,6 +155,35 @@ async fn two_migrators_on_one_shard_at_once_apply_each_migration_once() {
     assert_eq!(fx.shard_state("shard-0"), (ALL.to_vec(), LOGGED.to_vec()));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_database_creates_and_drops_plain_files_but_never_shards() {
+    use shardlite::driver::Shardlite;
+    use sqlx::migrate::MigrateDatabase;
+
+    let fx = Fixture::new().await;
+    let plain = fx.dir.path().join("plain.db");
+    let url = format!("Data Source={}", plain.display());
+    assert!(!Shardlite::database_exists(&url).await.unwrap());
+    Shardlite::create_database(&url).await.unwrap();
+    assert!(plain.exists());
+    assert!(Shardlite::database_exists(&url).await.unwrap());
+    Shardlite::drop_database(&url).await.unwrap();
+    assert!(!plain.exists());
+
+    let routed = fx.local("2026-06");
+    assert!(Shardlite::database_exists(&routed).await.unwrap());
+    Shardlite::create_database(&routed).await.unwrap();
+    let err = Shardlite::drop_database(&routed).await.unwrap_err().to_string();
+    assert!(err.contains("does not drop shards"), "{err}");
+    assert!(fx.master.exists());
+    let missing = format!(
+        "Data Source={};Shard Keyspace=orders_by_month;Shard Key=2026-06",
+        fx.dir.path().join("nowhere.db").display()
+    );
+    let err = Shardlite::create_database(&missing).await.unwrap_err().to_string();
+    assert!(err.contains("shardlite seed"), "{err}");
+}
+
 #[cfg(all(feature = "server", feature = "http", feature = "grpc"))]
 mod through_a_daemon {
     use super::*;

@@ -94,7 +94,8 @@ impl SchemaMigrationRequest {
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum ShardMigrationState {
-    /// Every migration was already applied; nothing ran.
+    /// Every migration was already applied (or another run applied the rest meanwhile); this run
+    /// applied nothing.
     UpToDate,
     /// Migrations ran, and the shard is at the target version.
     Migrated,

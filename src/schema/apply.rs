@@ -119,7 +119,12 @@ pub async fn migrate_database(
             Err(err) => return failed(outcome, Some(migration.version), &err),
         }
     }
-    outcome.state = ShardMigrationState::Migrated;
+    // Another run may have applied everything this one meant to.
+    outcome.state = if outcome.applied.is_empty() {
+        ShardMigrationState::UpToDate
+    } else {
+        ShardMigrationState::Migrated
+    };
     outcome
 }
 
