@@ -351,6 +351,38 @@ async fn refused_sets_and_unknown_shards_are_errors_before_anything_runs() {
     assert_eq!(fx.recorded("shard-0"), None);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_no_transaction_migration_is_claimed_then_recorded_and_a_failed_one_leaves_no_row() {
+    let fx = Fixture::new().await;
+    let sharded = ShardedClient::open(&fx.master).await.unwrap();
+    let mut request = fx.request();
+    request.migrations.push(shardlite::data::MigrationScript::new(
+        4,
+        "outside a transaction",
+        "-- no-transaction\nCREATE TABLE nt (x);",
+    ));
+    let report = sharded.migrate_schema(&request).await.unwrap();
+    assert!(report.all_at_target(), "{report:?}");
+    for shard in SHARDS {
+        let rows = fx.recorded(shard).unwrap();
+        assert_eq!(rows.len(), 4);
+        assert!(rows.iter().all(|row| row.2), "{shard}: every row successful");
+    }
+    // A failing one is reported and leaves no row, so a fixed rerun applies it.
+    request.migrations.push(shardlite::data::MigrationScript::new(
+        5,
+        "broken",
+        "-- no-transaction\nCREATE TABLE nt (x);",
+    ));
+    let report = sharded.migrate_schema(&request).await.unwrap();
+    assert!(report.shards.iter().all(|s| s.failed_version == Some(5)), "{report:?}");
+    assert_eq!(fx.recorded("shard-0").unwrap().len(), 4);
+    request.migrations[4].sql = "-- no-transaction\nCREATE TABLE nt2 (x);".into();
+    let report = sharded.migrate_schema(&request).await.unwrap();
+    assert!(report.all_at_target(), "{report:?}");
+    assert!(report.shards.iter().all(|s| versions(&s.applied) == [5]));
+}
+
 #[cfg(all(feature = "server", feature = "http", feature = "grpc"))]
 mod through_a_daemon {
     use super::*;
@@ -424,5 +456,32 @@ mod through_a_daemon {
             .unwrap();
         assert!(doc["paths"]["/api/sharding/schema/migrate"]["post"].is_object());
         assert!(doc["paths"]["/api/sharding/schema"]["get"].is_object());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn grpc_refuses_a_bad_set_with_its_kind_and_a_plain_daemon_is_not_sharded() {
+        let fx = Fixture::new().await;
+        let (_daemon, _, grpc) = clients(&fx).await;
+        let mut request = fx.request();
+        request.migrations[0].sql = "BEGIN; CREATE TABLE x (y); COMMIT".into();
+        let err = grpc.migrate_schema(&request).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        assert!(err.to_string().contains("migration 1 (create orders)"), "{err}");
+        for shard in SHARDS {
+            assert_eq!(fx.recorded(shard), None);
+        }
+
+        let plain = start_daemon_on(&fx.dir.path().join("shard-0.db"), ServerConfig::default()).await;
+        let response = common::daemon::http_client()
+            .get(plain.url("/api/sharding/schema"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 404);
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(body["errorCode"], "not_sharded");
+        let plain_grpc = GrpcClient::new(RemoteOptions::new(&plain.base_url)).unwrap();
+        let err = plain_grpc.schema_status().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::NotSharded);
     }
 }
