@@ -6,10 +6,10 @@
 //! row in `_sqlx_migrations`: being a write, it takes the database's write lock before anything
 //! is read. If the row exists already (the table's primary key refuses the insert), another run
 //! applied the migration and this one moves on; otherwise it runs the SQL, and the SQL and the
-//! row commit together. So when two runs (two processes, two daemons, or a daemon and an application on the
-//! same file) migrate one database at once, each migration is applied exactly once: the second
-//! run finds the first one's row and moves on. A run that finds the write lock taken waits for
-//! it (the busy timeout, then a few retries) rather than fail at once.
+//! row commit together. So when two runs (two processes, two daemons, or a daemon and an
+//! application on the same file) migrate one database at once, each migration is applied exactly
+//! once. A run that finds the write lock taken waits for it (the busy timeout, then retries for up
+//! to a minute) rather than fail at once.
 //!
 //! A migration whose SQL starts with `-- no-transaction` cannot be protected that way. It first
 //! claims its version with a row marked `success = false` (the table's primary key lets only one
