@@ -44,6 +44,8 @@
 //! - [`engine`]: the only module that calls rusqlite: per-file writer, reader and transaction
 //!   threads, SQL execution, and the row, collection, saved-query and procedure stores.
 //! - [`catalog`]: the master catalog file that owns the active map, pending map and history.
+//! - [`schema`]: sqlx-style migration folders applied to a database through its client, schema
+//!   fingerprints, and drift between shards.
 //! - `transport` (features `grpc`, `http`): the remote clients, `GrpcClient` and `HttpClient`,
 //!   implementing the same interfaces over the network.
 //! - [`client`]: the in-process clients: [`LocalClient`](client::LocalClient), the
@@ -77,6 +79,7 @@ pub mod map;
 pub mod options;
 pub mod paging;
 pub mod routing;
+pub mod schema;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod transaction;

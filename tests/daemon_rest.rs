@@ -1460,6 +1460,8 @@ async fn the_openapi_document_covers_every_endpoint() {
         ("post", "/api/sharding/catalog/validate"),
         ("post", "/api/sharding/catalog/apply"),
         ("post", "/api/sharding/catalog/activate"),
+        ("get", "/api/sharding/schema"),
+        ("post", "/api/sharding/schema/migrate"),
         ("get", "/openapi.json"),
     ];
     let documented: usize = paths.values().map(|item| item.as_object().unwrap().len()).sum();

@@ -3,6 +3,7 @@
 mod catalog;
 mod connection;
 mod data;
+mod schema;
 mod seed;
 #[cfg(feature = "server")]
 mod serve;
@@ -65,6 +66,11 @@ enum Command {
         #[command(subcommand)]
         command: catalog::CatalogCommand,
     },
+    /// Apply sqlx migrations to every shard, or show each shard's migration versions and drift.
+    Schema {
+        #[command(subcommand)]
+        command: schema::SchemaCommand,
+    },
     /// Serve a master catalog over REST and gRPC on one port until SIGINT or SIGTERM.
     #[cfg(feature = "server")]
     #[command(after_help = "Example: shardlite serve --master data/master.db --listen 127.0.0.1:61818")]
@@ -84,6 +90,7 @@ impl Cli {
             Command::ExecAll(args) => block_on(data::exec_all(&args)),
             Command::ReadAll(args) => block_on(data::read_all(&args)),
             Command::Catalog { command } => block_on(catalog::run(&command)),
+            Command::Schema { command } => block_on(schema::run(&command)),
             #[cfg(feature = "server")]
             Command::Serve(args) => block_on(serve::run(&args)),
         };

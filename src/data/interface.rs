@@ -6,8 +6,9 @@ use async_trait::async_trait;
 
 use super::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
-    DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery, ShardSqlResult, ShardStatus,
-    SqlResult, TableSchema, TransactionInfo, Value,
+    DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery, SchemaMigrationReport,
+    SchemaMigrationRequest, SchemaStatusReport, ShardSqlResult, ShardStatus, SqlResult, TableSchema, TransactionInfo,
+    Value,
 };
 use crate::error::Result;
 use crate::map::ShardMapSnapshot;
@@ -40,6 +41,13 @@ pub trait ShardAdmin: Send + Sync {
     /// an error of kind [`Conflict`](crate::ErrorKind::Conflict)
     /// ([`Error::NoPendingMap`](crate::Error::NoPendingMap) in-process).
     async fn activate_pending_map(&self, request: &ActivationRequest) -> Result<ActivationResult>;
+    /// Every enabled shard's schema: applied sqlx migration versions, a fingerprint of its
+    /// `sqlite_master`, and its drift from the majority.
+    async fn schema_status(&self) -> Result<SchemaStatusReport>;
+    /// Applies a set of sqlx-style migrations to every enabled shard (or the shards named),
+    /// recording them in each shard's `_sqlx_migrations` as sqlx does. Shards already at the
+    /// target are skipped; a shard that fails is reported and the others finish.
+    async fn migrate_schema(&self, request: &SchemaMigrationRequest) -> Result<SchemaMigrationReport>;
 }
 
 /// Data operations on one database: SQL, rows, collections, saved queries, procedures,

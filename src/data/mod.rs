@@ -14,6 +14,7 @@ mod interface;
 pub mod openapi;
 mod params;
 mod records;
+mod schema;
 mod value;
 
 pub use admin::{CatalogHistoryEntry, CatalogState, ShardSqlResult, ShardStatus};
@@ -26,5 +27,9 @@ pub use params::Params;
 pub use records::{
     ColumnInfo, DatabaseInfo, Document, DocumentPage, ProcedureDefinition, ProcedureParameter, Row, RowPage,
     SavedQuery, SqlResult, TableSchema, TransactionInfo,
+};
+pub use schema::{
+    MigrationScript, MigrationStep, SchemaChange, SchemaMigrationReport, SchemaMigrationRequest, SchemaObjectDiff,
+    SchemaStatusReport, ShardMigrationOutcome, ShardMigrationState, ShardSchemaStatus,
 };
 pub use value::Value;

@@ -47,6 +47,11 @@
 //!   the opened shard files; see there.
 //! - **Remote**: `Endpoint=…;Transport=Grpc` (feature `grpc`) connects to a daemon, which routes every
 //!   call by the route the connection sends; `Transport=Http` is not wired in yet.
+//! - **Migrations**: `sqlx::migrate::Migrator::new(path).await?.run(&pool)` on a route-bound pool
+//!   migrates that route's shard (locally or through a daemon), recording it in the shard's
+//!   `_sqlx_migrations` as sqlx does; two processes migrating one shard at once never apply a
+//!   migration twice (each migration's transaction starts by inserting its row, which takes the
+//!   write lock). `shardlite schema migrate` applies the same folder to every shard.
 //! - **Not supported**: the `query!` macros (statements are not described), sqlx's `Any` driver, and
 //!   `last_insert_rowid` (use `RETURNING`).
 
@@ -56,6 +61,7 @@ mod column;
 mod connection;
 mod database;
 mod error;
+mod migrate;
 mod options;
 mod query_result;
 mod row;

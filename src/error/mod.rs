@@ -350,6 +350,36 @@ pub enum Error {
         /// What went wrong (connection refused, timed out, bad endpoint, ...).
         reason: String,
     },
+
+    /// A schema migration recorded as applied has other SQL now than when it was applied.
+    #[error(
+        "migration {version} was changed after it was applied: its checksum differs from the one recorded in \
+         _sqlx_migrations; restore the original file and add the change as a new migration"
+    )]
+    MigrationChanged {
+        /// The migration's version.
+        version: i64,
+    },
+
+    /// A database records a schema migration the migration set does not hold.
+    #[error(
+        "migration {version} is recorded as applied in _sqlx_migrations but is not in the migration set; \
+         add its file back, or use the folder the database was migrated with"
+    )]
+    MigrationMissing {
+        /// The migration's version.
+        version: i64,
+    },
+
+    /// A schema migration is recorded as failed partway (`success = false`).
+    #[error(
+        "migration {version} is recorded with success = false: it failed partway, or another run is applying \
+         it now; if no run is, repair the schema by hand and delete that row from _sqlx_migrations"
+    )]
+    MigrationDirty {
+        /// The migration's version.
+        version: i64,
+    },
 }
 
 /// The category of an [`Error`]: what a caller can do about it.
@@ -524,6 +554,9 @@ impl Error {
             Self::NoPendingMap { .. } => ErrorKind::Conflict,
             Self::Remote { kind, .. } => *kind,
             Self::Transport { .. } => ErrorKind::Unavailable,
+            Self::MigrationChanged { .. } | Self::MigrationMissing { .. } | Self::MigrationDirty { .. } => {
+                ErrorKind::Conflict
+            }
         }
     }
 

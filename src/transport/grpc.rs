@@ -60,8 +60,9 @@ use self::status::{decode_status, error_chain, transport_error};
 use super::RemoteOptions;
 use crate::data::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
-    DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery, ShardAdmin,
-    ShardSqlResult, ShardStatus, SqlResult, TableSchema, TransactionInfo, Value,
+    DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery,
+    SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport, ShardAdmin, ShardSqlResult, ShardStatus,
+    SqlResult, TableSchema, TransactionInfo, Value,
 };
 use crate::error::{Error, Result};
 use crate::map::ShardMapSnapshot;
@@ -498,5 +499,14 @@ impl ShardAdmin for GrpcClient {
     async fn activate_pending_map(&self, request: &ActivationRequest) -> Result<ActivationResult> {
         let request = pb::ActivateShardCatalogRequest::from(request.clone());
         Ok(rpc!(self, activate_shard_catalog, request)?.into())
+    }
+
+    async fn schema_status(&self) -> Result<SchemaStatusReport> {
+        rpc!(self, get_shard_schema_status, pb::Empty {})?.try_into()
+    }
+
+    async fn migrate_schema(&self, request: &SchemaMigrationRequest) -> Result<SchemaMigrationReport> {
+        let request = pb::MigrateShardSchemaRequest::from(request.clone());
+        rpc!(self, migrate_shard_schema, request)?.try_into()
     }
 }

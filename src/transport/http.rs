@@ -38,8 +38,9 @@ use self::failure::{Failure, transport_error};
 use super::RemoteOptions;
 use crate::data::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
-    DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery, ShardAdmin,
-    ShardSqlResult, ShardStatus, SqlResult, TableSchema, TransactionInfo, Value,
+    DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery,
+    SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport, ShardAdmin, ShardSqlResult, ShardStatus,
+    SqlResult, TableSchema, TransactionInfo, Value,
 };
 use crate::error::{Error, Result};
 use crate::map::ShardMapSnapshot;
@@ -483,6 +484,15 @@ impl ShardAdmin for HttpClient {
 
     async fn activate_pending_map(&self, request: &ActivationRequest) -> Result<ActivationResult> {
         self.json(self.post(&["sharding", "catalog", "activate"]).json(request))
+            .await
+    }
+
+    async fn schema_status(&self) -> Result<SchemaStatusReport> {
+        self.json(self.get(&["sharding", "schema"])).await
+    }
+
+    async fn migrate_schema(&self, request: &SchemaMigrationRequest) -> Result<SchemaMigrationReport> {
+        self.json(self.post(&["sharding", "schema", "migrate"]).json(request))
             .await
     }
 }

@@ -8,7 +8,8 @@ use futures_util::future::join_all;
 use super::ShardedClient;
 use crate::data::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
-    DataClient, DatabaseInfo, Params, ShardAdmin, ShardSqlResult, ShardStatus, SqlResult,
+    DataClient, DatabaseInfo, Params, SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport, ShardAdmin,
+    ShardSqlResult, ShardStatus, SqlResult,
 };
 use crate::engine::classify;
 use crate::error::{Error, Result};
@@ -201,5 +202,11 @@ impl ShardAdmin for ShardedClient {
     }
     async fn activate_pending_map(&self, request: &ActivationRequest) -> Result<ActivationResult> {
         ShardedClient::activate_pending_map(self, request).await
+    }
+    async fn schema_status(&self) -> Result<SchemaStatusReport> {
+        ShardedClient::schema_status(self).await
+    }
+    async fn migrate_schema(&self, request: &SchemaMigrationRequest) -> Result<SchemaMigrationReport> {
+        ShardedClient::migrate_schema(self, request).await
     }
 }

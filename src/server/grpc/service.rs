@@ -192,6 +192,25 @@ impl Shardlite for ShardliteService {
         .await
     }
 
+    async fn get_shard_schema_status(&self, request: Request<pb::Empty>) -> RpcResult<pb::ShardSchemaStatusReport> {
+        self.run("GetShardSchemaStatus", request, |call, _| async move {
+            let report = call.admin()?.schema_status().await?;
+            Ok(crate::server::rest::shard_schema::redact_status_errors(report).into())
+        })
+        .await
+    }
+
+    async fn migrate_shard_schema(
+        &self,
+        request: Request<pb::MigrateShardSchemaRequest>,
+    ) -> RpcResult<pb::ShardSchemaMigrationReport> {
+        self.run("MigrateShardSchema", request, |call, req| async move {
+            let report = call.admin()?.migrate_schema(&req.into()).await?;
+            Ok(crate::server::rest::shard_schema::redact_migration_errors(report).into())
+        })
+        .await
+    }
+
     // ---------------------------------------------------------------- SQL
 
     async fn execute_sql(&self, request: Request<pb::SqlRequest>) -> RpcResult<pb::SqlResult> {

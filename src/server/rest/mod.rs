@@ -10,7 +10,8 @@
 //!
 //! - `/api/info` and `/api/sql/...` live in [`data`], `/api/transactions/...` in
 //!   [`transactions`], rows in [`tables`], documents in [`collections`], saved queries and
-//!   procedures in [`procedures`], `/api/sharding/...` in [`admin`], and `/openapi.json`
+//!   procedures in [`procedures`], `/api/sharding/...` in [`admin`] (schema migrations and
+//!   schema status in [`shard_schema`]), and `/openapi.json`
 //!   (generated from the handlers) in [`openapi`].
 //! - The problem body and the one error-to-status function are in [`error`], extractors whose
 //!   rejections become that body in [`extract`], and the request bodies in [`schema`]. Responses
@@ -27,6 +28,7 @@ pub mod extract;
 pub mod openapi;
 pub mod procedures;
 pub mod schema;
+pub mod shard_schema;
 pub mod tables;
 pub mod transactions;
 
@@ -138,6 +140,8 @@ fn api_routes() -> OpenApiRouter<ServerState> {
         .routes(routes!(admin::validate_catalog_update))
         .routes(routes!(admin::apply_catalog_update))
         .routes(routes!(admin::activate_catalog))
+        .routes(routes!(shard_schema::schema_status))
+        .routes(routes!(shard_schema::migrate_schema))
 }
 
 /// The answer for a path no REST endpoint serves: 401 without a required API key, else 404.
