@@ -67,6 +67,7 @@ enum Command {
         command: catalog::CatalogCommand,
     },
     /// Apply sqlx migrations to every shard, or show each shard's migration versions and drift.
+    #[command(after_help = "Example: shardlite schema migrate -c \"Data Source=data/master.db\" migrations")]
     Schema {
         #[command(subcommand)]
         command: schema::SchemaCommand,
