@@ -97,6 +97,11 @@ impl ShardliteConnectOptions {
         &self.options
     }
 
+    /// The engine settings of the files these options open.
+    pub(crate) fn engine(&self) -> &EngineConfig {
+        &self.engine
+    }
+
     /// Replaces the engine settings of the files these options open (the connection string's
     /// `Busy Timeout` and `Transaction Timeout` still apply on top). Connections made afterwards
     /// open the files anew.
