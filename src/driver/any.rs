@@ -10,7 +10,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The URL schemes are those of [`Shardlite`](super::Shardlite): `shardlite:` (a local master or
+//! The URL schemes are those of [`Shardlite`]: `shardlite:` (a local master or
 //! plain file), `shardlite+http(s)://` and `shardlite+grpc(s)://` (a daemon), with the other
 //! connection-string keys in the query (`shard_keyspace`, `shard_key`, `api_key`, timeouts). The
 //! Any types bind as their SQLite storage class (`bool` and the integers as `INTEGER`, floats as
