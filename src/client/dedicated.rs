@@ -7,7 +7,7 @@ use super::forward::impl_data_client;
 use super::{LocalClient, ShardedClient};
 use crate::data::{DataClient, DatabaseInfo, Params, SqlResult, TransactionInfo};
 use crate::engine::{BeginMode, DedicatedConnection};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::routing::RouteContext;
 use crate::transaction::TransactionId;
 
@@ -23,10 +23,17 @@ use crate::transaction::TransactionId;
 /// calls, `info` and read-only SQL go to the shared connections of the file, outside any
 /// transaction of this client.
 pub struct DedicatedClient {
-    connection: DedicatedConnection,
+    bound: Mutex<Bound>,
     shared: Arc<dyn DataClient>,
     binding: Binding,
     transaction: Mutex<Option<String>>,
+}
+
+/// The connection in use, and the map version and shard it was opened under.
+struct Bound {
+    connection: Arc<DedicatedConnection>,
+    map_version: u64,
+    shard_id: String,
 }
 
 enum Binding {
@@ -34,42 +41,69 @@ enum Binding {
     Routed {
         sharded: ShardedClient,
         route: RouteContext,
-        map_version: u64,
-        shard_id: String,
+        /// Whether to move to the route's new shard when an activation moves the route.
+        follow: bool,
     },
 }
 
 impl std::fmt::Debug for DedicatedClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut debug = f.debug_struct("DedicatedClient");
-        if let Binding::Routed { route, shard_id, .. } = &self.binding {
-            debug.field("route", route).field("shard_id", shard_id);
+        if let Binding::Routed { route, .. } = &self.binding {
+            debug.field("route", route).field("shard_id", &self.bound().shard_id);
         }
         debug.field("transaction", &*self.current()).finish_non_exhaustive()
     }
 }
 
 impl DedicatedClient {
-    /// A connection of its own on the shard `route` resolves to.
+    /// A connection of its own on the shard `route` resolves to. When an activation later moves
+    /// the route to another shard, the next call outside a transaction opens a connection there
+    /// (connection-local state stays behind with the old one); a transaction open across the move
+    /// fails instead.
     pub async fn for_route(sharded: &ShardedClient, route: RouteContext) -> Result<Self> {
         let (connection, map_version, shard_id) = sharded.dedicated_for_route(&route).await?;
-        Ok(Self {
-            connection,
+        let mut client = Self::on_shard(sharded, route, Arc::new(connection), map_version, shard_id);
+        if let Binding::Routed { follow, .. } = &mut client.binding {
+            *follow = true;
+        }
+        Ok(client)
+    }
+
+    /// `route`'s client over an open connection of shard `shard_id`, opened under map
+    /// `map_version` (a pool hands its connections from route to route this way). Every call
+    /// checks that the route still belongs to that shard, and fails when it does not.
+    pub fn on_shard(
+        sharded: &ShardedClient,
+        route: RouteContext,
+        connection: Arc<DedicatedConnection>,
+        map_version: u64,
+        shard_id: String,
+    ) -> Self {
+        Self {
+            bound: Mutex::new(Bound {
+                connection,
+                map_version,
+                shard_id,
+            }),
             shared: Arc::new(sharded.for_route(route.clone())),
             binding: Binding::Routed {
                 sharded: sharded.clone(),
                 route,
-                map_version,
-                shard_id,
+                follow: false,
             },
             transaction: Mutex::new(None),
-        })
+        }
     }
 
     /// A connection of its own on a plain database file.
     pub async fn for_local(local: &LocalClient) -> Result<Self> {
         Ok(Self {
-            connection: local.database().dedicated().await?,
+            bound: Mutex::new(Bound {
+                connection: Arc::new(local.database().dedicated().await?),
+                map_version: 0,
+                shard_id: String::new(),
+            }),
             shared: Arc::new(local.clone()),
             binding: Binding::Local,
             transaction: Mutex::new(None),
@@ -84,6 +118,14 @@ impl DedicatedClient {
         }
     }
 
+    fn bound(&self) -> std::sync::MutexGuard<'_, Bound> {
+        self.bound.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn connection(&self) -> Arc<DedicatedConnection> {
+        Arc::clone(&self.bound().connection)
+    }
+
     fn current(&self) -> std::sync::MutexGuard<'_, Option<String>> {
         self.transaction.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -91,25 +133,50 @@ impl DedicatedClient {
     async fn check(&self, naming: &str) -> Result<()> {
         match &self.binding {
             Binding::Local => Ok(()),
+            Binding::Routed { sharded, route, .. } => {
+                let (map_version, shard_id) = {
+                    let bound = self.bound();
+                    (bound.map_version, bound.shard_id.clone())
+                };
+                sharded.check_dedicated(route, map_version, &shard_id, naming).await
+            }
+        }
+    }
+
+    /// [`check`](Self::check) for a call outside a transaction: a route that moved is followed
+    /// to its new shard when this client follows moves.
+    async fn check_or_follow(&self) -> Result<()> {
+        let Err(err) = self.check(&self.connection_name()).await else {
+            return Ok(());
+        };
+        let moved = matches!(err.kind(), ErrorKind::StaleMapVersion | ErrorKind::Conflict);
+        match &self.binding {
             Binding::Routed {
                 sharded,
                 route,
-                map_version,
-                shard_id,
-            } => sharded.check_dedicated(route, *map_version, shard_id, naming).await,
+                follow: true,
+            } if moved && self.current().is_none() => {
+                let (connection, map_version, shard_id) = sharded.dedicated_for_route(route).await?;
+                *self.bound() = Bound {
+                    connection: Arc::new(connection),
+                    map_version,
+                    shard_id,
+                };
+                Ok(())
+            }
+            _ => Err(err),
         }
     }
 
     fn connection_name(&self) -> String {
         match &self.binding {
             Binding::Local => "(dedicated connection)".to_owned(),
-            Binding::Routed { route, shard_id, .. } => {
-                format!(
-                    "(connection of route {}/{} on shard {shard_id})",
-                    route.keyspace(),
-                    route.key()
-                )
-            }
+            Binding::Routed { route, .. } => format!(
+                "(connection of route {}/{} on shard {})",
+                route.keyspace(),
+                route.key(),
+                self.bound().shard_id
+            ),
         }
     }
 
@@ -140,8 +207,8 @@ fn named(err: Error, transaction_id: &str) -> Error {
 
 impl_data_client!(DedicatedClient, |this| Ok::<_, Error>(&this.shared), {
     async fn execute_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
-        self.check(&self.connection_name()).await?;
-        self.connection.execute(sql, params, false).await
+        self.check_or_follow().await?;
+        self.connection().execute(sql, params, false).await
     }
     async fn execute_read_only_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
         self.check(&self.connection_name()).await?;
@@ -151,16 +218,17 @@ impl_data_client!(DedicatedClient, |this| Ok::<_, Error>(&this.shared), {
         self.shared.info().await
     }
     async fn begin_transaction(&self) -> Result<TransactionInfo> {
-        self.check(&self.connection_name()).await?;
+        self.check_or_follow().await?;
         // IMMEDIATE: the write lock is taken now, so no statement of the transaction fails later
         // on upgrading it.
-        self.connection.begin(BeginMode::Immediate).await?;
+        self.connection().begin(BeginMode::Immediate).await?;
         let inner = uuid::Uuid::new_v4().simple().to_string();
         let transaction_id = match &self.binding {
             Binding::Local => inner,
-            Binding::Routed {
-                map_version, shard_id, ..
-            } => TransactionId::new(*map_version, shard_id.clone(), inner).to_string(),
+            Binding::Routed { .. } => {
+                let bound = self.bound();
+                TransactionId::new(bound.map_version, bound.shard_id.clone(), inner).to_string()
+            }
         };
         *self.current() = Some(transaction_id.clone());
         Ok(TransactionInfo {
@@ -171,7 +239,7 @@ impl_data_client!(DedicatedClient, |this| Ok::<_, Error>(&this.shared), {
     async fn execute_in_transaction(&self, transaction_id: &str, sql: &str, params: Params) -> Result<SqlResult> {
         self.owns(transaction_id)?;
         self.check(transaction_id).await?;
-        self.connection
+        self.connection()
             .execute(sql, params, true)
             .await
             .map_err(|err| named(err, transaction_id))
@@ -181,16 +249,19 @@ impl_data_client!(DedicatedClient, |this| Ok::<_, Error>(&this.shared), {
         if let Err(err) = self.check(transaction_id).await {
             // The shard changed owner under the transaction: nothing of it may land.
             self.current().take();
-            let _ = self.connection.rollback().await;
+            let _ = self.connection().rollback().await;
             return Err(err);
         }
         self.current().take();
-        self.connection.commit().await.map_err(|err| named(err, transaction_id))
+        self.connection()
+            .commit()
+            .await
+            .map_err(|err| named(err, transaction_id))
     }
     async fn rollback_transaction(&self, transaction_id: &str) -> Result<()> {
         self.owns(transaction_id)?;
         self.current().take();
-        self.connection
+        self.connection()
             .rollback()
             .await
             .map_err(|err| named(err, transaction_id))

@@ -68,7 +68,9 @@ use crate::data::{DataClient, Params, SqlResult, TransactionInfo};
 /// reports it, so a pool discards the connection. Dropping or closing a connection rolls back
 /// whatever transaction it still has open.
 pub struct ShardliteConnection {
-    connected: ConnectedClient,
+    target: ConnectionTarget,
+    /// The shared client of the target (rows, collections and the like).
+    shared: Arc<dyn DataClient>,
     /// What SQL and transactions run on: a connection of its own in-process, the remote client
     /// otherwise.
     client: Arc<dyn DataClient>,
@@ -140,7 +142,7 @@ async fn run_all(client: &dyn DataClient, undo: &[Undo]) -> Result<(), String> {
 impl fmt::Debug for ShardliteConnection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ShardliteConnection")
-            .field("target", self.connected.target())
+            .field("target", &self.target)
             .field("transaction_depth", &self.transaction.depth)
             .field("transaction_id", &self.transaction.session)
             .finish_non_exhaustive()
@@ -151,24 +153,50 @@ impl ShardliteConnection {
     pub(crate) async fn establish(options: &ShardliteConnectOptions) -> Result<Self, Error> {
         let connected = options.open().await?;
         let client = own_connection(&connected).await?;
-        Ok(Self {
-            connected,
+        Ok(Self::from_parts(
+            connected.target().clone(),
+            Arc::clone(connected.client()),
             client,
-            log_settings: options.log_settings.clone(),
+            options.log_settings.clone(),
+        ))
+    }
+
+    /// A connection over `client` (SQL and transactions) reaching `target`, with `shared` for the
+    /// calls SQL does not cover.
+    pub(crate) fn from_parts(
+        target: ConnectionTarget,
+        shared: Arc<dyn DataClient>,
+        client: Arc<dyn DataClient>,
+        log_settings: LogSettings,
+    ) -> Self {
+        Self {
+            target,
+            shared,
+            client,
+            log_settings,
             transaction: TransactionState::default(),
-        })
+        }
+    }
+
+    /// Rolls back whatever the connection still has open and waits for it, leaving it ready for
+    /// another user; an error means it must not be reused.
+    pub(crate) async fn reset(&mut self) -> Result<(), Error> {
+        while self.transaction.depth > 0 {
+            self.start_rollback();
+        }
+        self.settle().await
     }
 
     /// What the connection reaches: the shard its route resolved to, or a plain database.
     pub fn target(&self) -> &ConnectionTarget {
-        self.connected.target()
+        &self.target
     }
 
     /// The data-operation client under the connection, for what SQL does not cover (rows by key,
     /// collections, saved queries, procedures). Calls through it run outside the connection's
     /// transaction.
     pub fn data_client(&self) -> &Arc<dyn DataClient> {
-        self.connected.client()
+        &self.shared
     }
 
     /// The id of the open transaction (`csdbshard:…` on a route-bound connection), if any.

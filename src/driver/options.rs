@@ -41,19 +41,20 @@ const SQLX_DEFAULT_POOL_SIZE: usize = 10;
 ///
 /// # Sharing
 ///
-/// The shard files are opened once per options value, on the first connect, and shared by every
-/// connection made from it (and so by every connection of a pool): one writer thread and a few
-/// reader threads per shard file, with each open transaction on a connection of its own. The shard
-/// map is read at that moment; a map activated later is picked up by new options (a new pool), as
-/// the catalog's "activated on restart or recreate" rule asks. Cloned options share the files;
-/// [`engine_config`](Self::engine_config) starts afresh.
+/// The master catalog and its shard map are opened once per options value, on the first connect,
+/// and shared by every connection made from it (and so by every connection of a pool). Each
+/// in-process connection then opens a SQLite connection of its own on its shard's file (see
+/// [`driver`](crate::driver)). The shard map is read at that moment and followed afterwards: a
+/// map activated later (here or in another process) is picked up within the catalog's refresh
+/// interval. Cloned options share the files; [`engine_config`](Self::engine_config) starts afresh.
 ///
 /// # Connection-string keys
 ///
-/// `Busy Timeout` and `Transaction Timeout` configure the engine, `Connect Timeout` bounds opening,
-/// and `Max Pool Size` sizes [`pool_options`](Self::pool_options) and the number of transactions a
-/// shard lets open at once (at least 8; beyond it `begin` answers "busy" at once). `Command Timeout`
-/// is for remote connections and is not enforced in-process.
+/// `Busy Timeout` (how long a write waits for another connection's lock), `Transaction Timeout`
+/// (idle transactions are rolled back) and `Command Timeout` (the time one statement may run)
+/// configure the engine, `Connect Timeout` bounds opening, and `Max Pool Size` sizes
+/// [`pool_options`](Self::pool_options) (and a [`ShardedPool`](super::ShardedPool)'s connections per
+/// shard).
 #[derive(Clone)]
 pub struct ShardliteConnectOptions {
     options: ConnectionOptions,
@@ -95,6 +96,11 @@ impl ShardliteConnectOptions {
     /// The parsed connection string.
     pub fn connection_options(&self) -> &ConnectionOptions {
         &self.options
+    }
+
+    /// The engine settings of the files these options open.
+    pub(crate) fn engine(&self) -> &EngineConfig {
+        &self.engine
     }
 
     /// Replaces the engine settings of the files these options open (the connection string's

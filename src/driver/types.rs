@@ -9,8 +9,8 @@
 //! | `f32`, `f64` | `REAL` | `REAL` or `INTEGER` |
 //! | `String`, `&str`, `Box<str>`, `Arc<str>`, `Rc<str>`, `Cow<str>` | `TEXT` | `TEXT` |
 //! | `Vec<u8>`, `&[u8]`, `Box<[u8]>`, `Arc<[u8]>`, `Rc<[u8]>`, `Cow<[u8]>` | `BLOB` | `BLOB` or `TEXT` (its UTF-8 bytes) |
-//! | `time::OffsetDateTime`, `PrimitiveDateTime`, `Date`, `Time` (feature `time`) | `TEXT` (see [`time`]) | `TEXT`; date-times also `INTEGER` Unix seconds |
-//! | `chrono::DateTime<Utc>`, `DateTime<FixedOffset>`, `DateTime<Local>`, `NaiveDateTime`, `NaiveDate`, `NaiveTime` (feature `chrono`) | `TEXT` (see [`chrono`]) | `TEXT`; date-times also `INTEGER` Unix seconds and `REAL` Julian days |
+//! | `time::OffsetDateTime`, `PrimitiveDateTime`, `Date`, `Time` (feature `time`) | `TEXT` (see the `time` module below) | `TEXT`; date-times also `INTEGER` Unix seconds |
+//! | `chrono::DateTime<Utc>`, `DateTime<FixedOffset>`, `DateTime<Local>`, `NaiveDateTime`, `NaiveDate`, `NaiveTime` (feature `chrono`) | `TEXT` (see the `chrono` module below) | `TEXT`; date-times also `INTEGER` Unix seconds and `REAL` Julian days |
 //! | `uuid::Uuid` (feature `uuid`) | `BLOB`, its 16 bytes | `BLOB`, or `TEXT` in any UUID form |
 //! | `uuid::fmt::Hyphenated`, `Simple` (feature `uuid`) | `TEXT` in that form | `TEXT` |
 //! | `sqlx::types::Json<T>`, `serde_json::Value`, `&serde_json::value::RawValue` (feature `json`) | `TEXT`, the JSON text | `TEXT` or `BLOB` |
