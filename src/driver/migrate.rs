@@ -102,9 +102,17 @@ impl Migrate for ShardliteConnection {
 
     fn ensure_migrations_table<'e>(&'e mut self, table_name: &'e str) -> BoxFuture<'e, Result<(), MigrateError>> {
         Box::pin(async move {
-            self.execute(AssertSqlSafe(create_migrations_table_sql(table_name)))
-                .await?;
-            Ok(())
+            // Two processes starting on a fresh shard both create the table: one waits for the
+            // other's write lock.
+            let create = create_migrations_table_sql(table_name);
+            let mut wait = LockWait::new();
+            loop {
+                match self.execute(AssertSqlSafe(create.as_str())).await {
+                    Ok(_) => return Ok(()),
+                    Err(err) if wait.again(&err).await => {}
+                    Err(err) => return Err(err.into()),
+                }
+            }
         })
     }
 
@@ -190,14 +198,22 @@ impl Migrate for ShardliteConnection {
                 }
             }
             let elapsed = started.elapsed();
-            // As sqlx: the time is written after the commit, and losing it loses nothing else.
-            query(AssertSqlSafe(format!(
-                "UPDATE {table_name} SET success = TRUE, execution_time = ?1 WHERE version = ?2"
-            )))
-            .bind(elapsed_nanos(elapsed))
-            .bind(migration.version)
-            .execute(&mut *self)
-            .await?;
+            // As sqlx: the time is written after the commit, and losing it loses nothing else. It
+            // is a write of its own, so it too may find another process holding the lock.
+            let record = format!("UPDATE {table_name} SET success = TRUE, execution_time = ?1 WHERE version = ?2");
+            let mut wait = LockWait::new();
+            loop {
+                let recorded = query(AssertSqlSafe(record.as_str()))
+                    .bind(elapsed_nanos(elapsed))
+                    .bind(migration.version)
+                    .execute(&mut *self)
+                    .await;
+                match recorded {
+                    Ok(_) => break,
+                    Err(err) if wait.again(&err).await => {}
+                    Err(err) => return Err(err.into()),
+                }
+            }
             Ok(elapsed)
         })
     }
