@@ -2,11 +2,12 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-//! use sqlx_core::any::{AnyPool, install_drivers};
-//!
-//! install_drivers(&[shardlite::driver::any::DRIVER])?;
-//! let pool = AnyPool::connect("shardlite:///srv/data/master.db?shard_keyspace=orders_by_month&shard_key=2026-06").await?;
-//! let count: i64 = sqlx_core::query_scalar::query_scalar("SELECT count(*) FROM orders").fetch_one(&pool).await?;
+//! sqlx::any::install_drivers(&[shardlite::driver::any::DRIVER])?;
+//! let pool = sqlx::AnyPool::connect(
+//!     "shardlite:///srv/data/master.db?shard_keyspace=orders_by_month&shard_key=2026-06",
+//! )
+//! .await?;
+//! let count: i64 = sqlx::query_scalar("SELECT count(*) FROM orders").fetch_one(&pool).await?;
 //! # Ok(()) }
 //! ```
 //!

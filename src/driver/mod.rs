@@ -53,12 +53,12 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-//! sqlx_core::any::install_drivers(&[shardlite::driver::any::DRIVER])?;
-//! let pool = sqlx_core::any::AnyPool::connect(
+//! sqlx::any::install_drivers(&[shardlite::driver::any::DRIVER])?;
+//! let pool = sqlx::AnyPool::connect(
 //!     "shardlite+grpc://127.0.0.1:61818?shard_keyspace=orders_by_month&shard_key=2026-06",
 //! )
 //! .await?;
-//! let count: i64 = sqlx_core::query_scalar::query_scalar("SELECT count(*) FROM orders").fetch_one(&pool).await?;
+//! let count: i64 = sqlx::query_scalar("SELECT count(*) FROM orders").fetch_one(&pool).await?;
 //! # Ok(()) }
 //! ```
 //!

@@ -270,3 +270,87 @@ fn gone(state: &TransactionState) -> Result<()> {
         _ => Err(Error::TransactionNotFound { transaction_id }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Value;
+
+    async fn open() -> (tempfile::TempDir, Database) {
+        let dir = tempfile::tempdir().unwrap();
+        let database = Database::open(dir.path().join("d.db"), "d", EngineConfig::default())
+            .await
+            .unwrap();
+        (dir, database)
+    }
+
+    #[tokio::test]
+    async fn state_lasts_for_the_connection_and_transactions_are_checked() {
+        let (_dir, database) = open().await;
+        let conn = database.dedicated().await.unwrap();
+        let none = Params::none;
+        conn.execute("CREATE TEMP TABLE t (n INTEGER)", none(), false)
+            .await
+            .unwrap();
+        let inserted = conn.execute("INSERT INTO t VALUES (5)", none(), false).await.unwrap();
+        assert_eq!(inserted.last_insert_rowid, Some(1));
+        let read = conn
+            .execute("SELECT n, last_insert_rowid() FROM t", none(), false)
+            .await
+            .unwrap();
+        assert_eq!(read.rows, vec![vec![Value::Integer(5), Value::Integer(1)]]);
+        // Other connections of the file do not see it.
+        assert!(database.execute("SELECT n FROM t", none()).await.is_err());
+
+        // A statement meant for a transaction with none open, and a second begin, are refused.
+        let err = conn.execute("SELECT 1", none(), true).await.unwrap_err();
+        assert!(matches!(err, Error::TransactionNotFound { .. }), "{err}");
+        conn.begin(BeginMode::Immediate).await.unwrap();
+        assert!(conn.begin(BeginMode::Immediate).await.is_err());
+        let err = conn.execute("SELECT 1", none(), false).await.unwrap_err();
+        assert!(matches!(err, Error::TransactionControl { .. }), "{err}");
+        conn.execute("INSERT INTO t VALUES (6)", none(), true).await.unwrap();
+        conn.rollback().await.unwrap();
+        let count = conn.execute("SELECT count(*) FROM t", none(), false).await.unwrap();
+        assert_eq!(count.rows, vec![vec![Value::Integer(1)]]);
+        let err = conn.commit().await.unwrap_err();
+        assert!(matches!(err, Error::TransactionNotFound { .. }), "{err}");
+
+        // SQL that would leave a transaction open in autocommit is rolled back and refused.
+        let err = conn
+            .execute("SAVEPOINT s; INSERT INTO t VALUES (7)", none(), false)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::TransactionControl { .. }), "{err}");
+        let count = conn.execute("SELECT count(*) FROM t", none(), false).await.unwrap();
+        assert_eq!(count.rows, vec![vec![Value::Integer(1)]]);
+    }
+
+    #[tokio::test]
+    async fn an_idle_transaction_is_rolled_back_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = EngineConfig {
+            transaction_idle_timeout: Some(std::time::Duration::from_millis(100)),
+            ..EngineConfig::default()
+        };
+        let database = Database::open(dir.path().join("d.db"), "d", config).await.unwrap();
+        let conn = database.dedicated().await.unwrap();
+        conn.execute("CREATE TABLE t (n INTEGER)", Params::none(), false)
+            .await
+            .unwrap();
+        conn.begin(BeginMode::Immediate).await.unwrap();
+        conn.execute("INSERT INTO t VALUES (1)", Params::none(), true)
+            .await
+            .unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+        let err = conn.execute("SELECT 1", Params::none(), true).await.unwrap_err();
+        assert!(matches!(err, Error::TransactionExpired { .. }), "{err}");
+        // The lock is free: the shared writer writes at once.
+        database
+            .execute("INSERT INTO t VALUES (2)", Params::none())
+            .await
+            .unwrap();
+        let rows = conn.execute("SELECT n FROM t", Params::none(), false).await.unwrap();
+        assert_eq!(rows.rows, vec![vec![Value::Integer(2)]]);
+    }
+}
