@@ -5,7 +5,7 @@
 //! limit ([`ServerConfig::body_limit`], 413 beyond it), a tracing span per request (method, path
 //! template, route, resolved shard, status, latency; never API keys, bodies or SQL parameters),
 //! the API-key check (401 when a key is configured and not presented; this covers
-//! `/openapi.json` too), and, on `/api/...`, the route-header check (400 when only one of the two
+//! `/openapi.json` too; the admin page, merged beside this router, is not behind it), and, on `/api/...`, the route-header check (400 when only one of the two
 //! headers is sent). Handlers then run on [`ServerState::data_client`] for the request's route.
 //!
 //! - `/api/info` and `/api/sql/...` live in [`data`], `/api/transactions/...` in

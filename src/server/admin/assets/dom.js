@@ -48,6 +48,13 @@ export function table(columns, rows, attributes = {}) {
       value instanceof Node ? el('td', {}, value) : el('td', { text: valueText(value) }))))));
 }
 
+/** A two-column table of name/value pairs, without a header row. */
+export function pairs(rows, attributes = {}) {
+  return el('table', { class: 'pairs', ...attributes },
+    el('tbody', {}, rows.map(([name, value]) => el('tr', {}, el('th', { text: name }),
+      value instanceof Node ? el('td', {}, value) : el('td', { text: valueText(value) })))));
+}
+
 /** A status line: `kind` is `info`, `ok` or `error`. */
 export function message(kind, text, attributes = {}) {
   return el('p', { class: `message ${kind}`, role: kind === 'error' ? 'alert' : 'status', ...attributes, text });

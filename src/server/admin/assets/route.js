@@ -3,7 +3,7 @@
 // documents on that route's shard only.
 
 import { ApiError, get, post } from './api.js';
-import { el, field, jsonBlock, message, replace, table } from './dom.js';
+import { el, field, jsonBlock, message, pairs, replace, table } from './dom.js';
 import { ownerClass, rangeOf } from './shards.js';
 
 /** The canonical route text: lengths in UTF-16 code units, as JavaScript counts them. */
@@ -32,7 +32,7 @@ export const previewView = {
     const out = el('div', { id: 'route-result' });
     replace(section,
       el('h2', { text: 'Route preview' }),
-      el('p', { class: 'hint', text: 'Where a route key lives: the same answer as `shardlite token` and `shardlite resolve`.' }),
+      el('p', { class: 'hint', text: 'Where a route key lives: the same answer as "shardlite token" and "shardlite resolve".' }),
       routeForm('route', context, 'Resolve', async (keyspace, key) => {
         try {
           const resolved = await resolve(keyspace, key);
@@ -49,8 +49,8 @@ export const previewView = {
             ['shard', el('span', { class: `swatch ${ownerClass(map, resolved.shardId)}`, text: resolved.shardId })],
             ['decided by', why],
             ['map version', resolved.mapVersion],
-          ].map(([name, value]) => [name, value]);
-          replace(out, table(['', ''], rows, { id: 'route-table', 'data-bucket': resolved.bucket, 'data-shard': resolved.shardId, 'data-source': resolved.source }));
+          ];
+          replace(out, pairs(rows, { id: 'route-table', 'data-bucket': resolved.bucket, 'data-shard': resolved.shardId, 'data-source': resolved.source }));
         } catch (error) {
           replace(out, message('error', error.message, { id: 'route-error' }));
         }
