@@ -17,13 +17,14 @@ use common::daemon::{Daemon, http_client, start_daemon_on};
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_SECURITY_POLICY, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS};
 use serde_json::{Value, json};
-use shardlite::map::Secret;
+use shardlite::map::{ReplicaInfo, Secret, ShardDefinition, ShardingOptions};
 use shardlite::server::ServerConfig;
 
 const KEYSPACE: &str = "orders_by_month";
 const XSS: &str = "<img src=x onerror=alert(1)>";
 const API_KEY: &str = "admin-browser-key";
 const API_KEY_HEADER: &str = "X-Admin-Test-Key";
+const REPLICA_SECRET: &str = "replica-secret-never-shown";
 
 fn screenshots() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -134,7 +135,7 @@ async fn cells(browser: &Browser, css: &str) -> Vec<Vec<String>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_is_served_without_the_key_with_strict_headers() {
     let dir = common::temp_dir();
-    let master = common::seed_master(dir.path(), common::tenants_options(dir.path())).await;
+    let master = common::seed_master(dir.path(), tenants_with_remote_replica(dir.path())).await;
     let daemon = start_daemon_on(&master, keyed_config()).await;
     let http = http_client();
 
@@ -227,7 +228,7 @@ async fn the_workspace_works_in_a_real_browser() {
 /// in session storage only and sends it in the header the daemon names.
 async fn api_key_prompt(browser: &Browser, shots: &Path) {
     let dir = common::temp_dir();
-    let master = common::seed_master(dir.path(), common::tenants_options(dir.path())).await;
+    let master = common::seed_master(dir.path(), tenants_with_remote_replica(dir.path())).await;
     let daemon = start_daemon_on(&master, keyed_config()).await;
     browser.goto(&daemon.url("/admin")).await;
 
@@ -259,9 +260,27 @@ async fn api_key_prompt(browser: &Browser, shots: &Path) {
     browser
         .wait_until(
             "the shards of the keyed daemon are listed",
-            "return document.querySelectorAll('#shards-table tbody tr').length === 2;",
+            "return document.querySelectorAll('#shards-table tbody tr').length === 3;",
         )
         .await;
+    // The replica: its metadata and failed probe are shown, its API key never.
+    let rows = cells(browser, "#shards-table").await;
+    let replica = &rows[2];
+    assert_eq!(replica[0], "s0-replica");
+    assert_eq!(replica[1], "Replica");
+    assert!(replica[3].starts_with("unhealthy"), "{replica:?}");
+    assert!(replica[4].contains("127.0.0.1:9"), "{replica:?}");
+    assert_eq!(
+        replica[5],
+        "follows s0, lag 4096 bytes, last replicated 2026-11-30T12:00:00Z, promotion eligible"
+    );
+    assert_eq!(rows[0][3], "healthy");
+    let page_text = browser.run("return document.documentElement.outerHTML;", vec![]).await;
+    assert!(
+        !page_text.as_str().unwrap().contains(REPLICA_SECRET),
+        "a shard's secret is on the page"
+    );
+    browser.screenshot(shots, "03-shards-with-a-replica").await;
     let storage = browser
         .run(
             "return [sessionStorage.getItem('shardlite.admin.apiKey'), localStorage.length,
@@ -276,6 +295,31 @@ async fn api_key_prompt(browser: &Browser, shots: &Path) {
     assert_eq!(storage[4], false, "the key is shown on the page");
     browser.run("sessionStorage.clear();", vec![]).await;
     daemon.stop().await.unwrap();
+}
+
+/// The two-shard `tenants` map plus a replica of `s0` behind an unreachable daemon, defined with
+/// an API key that must never be shown.
+fn tenants_with_remote_replica(dir: &Path) -> ShardingOptions {
+    let mut options = common::tenants_options(dir);
+    options.shards.push(ShardDefinition {
+        shard_id: "s0-replica".to_owned(),
+        enabled: true,
+        role: Some("Replica".to_owned()),
+        replica: ReplicaInfo {
+            primary_shard_id: Some("s0".to_owned()),
+            promotion_eligible: true,
+            replication_lag_bytes: Some(4096),
+            last_replicated_utc: Some("2026-11-30T12:00:00Z".to_owned()),
+        },
+        data_source: None,
+        // Nothing listens on the discard port, so the probe reports the replica unhealthy.
+        endpoint: Some("http://127.0.0.1:9".to_owned()),
+        transport: Some("grpc".to_owned()),
+        connection_string: None,
+        api_key: Some(Secret::new(REPLICA_SECRET)),
+        api_key_header_name: None,
+    });
+    options
 }
 
 /// The shard list matches the seeded map, with a probed health for each.
@@ -301,7 +345,7 @@ async fn shards_view(browser: &Browser, shots: &Path) {
         summary.contains("orders_by_month") && summary.contains("map version 1"),
         "{summary}"
     );
-    browser.screenshot(shots, "03-shards").await;
+    browser.screenshot(shots, "04-shards").await;
 }
 
 /// The bucket bar has one segment per range of the seeded map, coloured by owner, and marks
@@ -343,6 +387,24 @@ async fn buckets_view(browser: &Browser, shots: &Path) {
     seeded.sort();
     assert_eq!(listed, seeded);
 
+    // Selecting a bucket on the bar: a click inside shard-2's range [8, 12).
+    browser.click("#bucket-bar .segment[data-shard=shard-2]").await;
+    let selected = browser.text("#bucket-selected").await;
+    let clicked: u32 = selected
+        .strip_prefix("bucket ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{selected}"));
+    assert!((8..12).contains(&clicked), "{selected}");
+    assert!(selected.ends_with("is owned by shard-2 (range [8, 12))"), "{selected}");
+    let hover = browser
+        .wait_for("#bucket-bar .segment[data-shard=shard-2]")
+        .await
+        .attr("title")
+        .await
+        .unwrap();
+    assert_eq!(hover.as_deref(), Some("buckets [8, 12) → shard-2"));
+
     browser.type_into("#bucket-number", "5").await;
     browser.click("#bucket-form button[type=submit]").await;
     let selected = browser.text("#bucket-selected").await;
@@ -350,7 +412,7 @@ async fn buckets_view(browser: &Browser, shots: &Path) {
         selected.contains("bucket 5 is owned by shard-1 (range [4, 8))"),
         "{selected}"
     );
-    browser.screenshot(shots, "04-bucket-space").await;
+    browser.screenshot(shots, "05-bucket-space").await;
 }
 
 /// `orders_by_month` / `2026-06` previews as bucket 15 on `shard-0` by its pin, the same answer
@@ -387,7 +449,7 @@ async fn route_preview(browser: &Browser, daemon: &Daemon, shots: &Path) {
     assert_eq!(value("bucket"), "15");
     assert_eq!(value("shard"), "shard-0");
     assert!(value("decided by").starts_with("pin"), "{rows:?}");
-    browser.screenshot(shots, "05-route-preview").await;
+    browser.screenshot(shots, "06-route-preview").await;
 }
 
 /// A tab on 2026-05 runs SQL on shard-1 only (the rows are exactly shard-1's), renders the
@@ -438,7 +500,7 @@ async fn route_tabs(browser: &Browser, dir: &Path, shots: &Path) {
         document.contains("\"name\": \"Ada\"") && document.contains(XSS),
         "{document}"
     );
-    browser.screenshot(shots, "06-route-tab").await;
+    browser.screenshot(shots, "07-route-tab").await;
 
     // A second tab has its own route and shard; the first keeps its own.
     browser.type_into("#newtab-key", "2026-06").await;
@@ -495,7 +557,7 @@ async fn diagnostics(browser: &Browser, shots: &Path) {
         .sum();
     assert_eq!(total, 15, "{counts}");
     assert_eq!(counts[0][0], "shard-0");
-    browser.screenshot(shots, "07-diagnostics").await;
+    browser.screenshot(shots, "08-diagnostics").await;
 
     // A write is refused before anything runs, with the daemon's reason.
     browser.type_into("#diagnostics-sql", "DELETE FROM orders").await;
@@ -524,6 +586,20 @@ async fn migrations(browser: &Browser, daemon: &Daemon, shots: &Path) {
     if available {
         browser.wait_for("#migrations-history > *").await;
         assert!(browser.all("#migrations-unavailable").await.is_empty());
+        // A dry run of May's orders to shard-2 plans three rows and changes nothing.
+        browser.type_into("#migration-key", "2026-05").await;
+        browser.type_into("#migration-destination", "shard-2").await;
+        browser.click("#migration-dry-run").await;
+        let plan = cells(browser, "#migration-plan").await;
+        assert!(plan.iter().any(|row| row[0] == "orders" && row[1] == "3"), "{plan:?}");
+        let resolved = post(
+            daemon,
+            "/api/sharding/resolve",
+            None,
+            json!({ "keyspace": KEYSPACE, "key": "2026-05" }),
+        )
+        .await;
+        assert_eq!(resolved["shardId"], "shard-1", "a dry run moved the key");
     } else {
         let text = browser.text("#migrations-unavailable").await;
         assert!(text.contains("not available on this daemon"), "{text}");
@@ -532,7 +608,7 @@ async fn migrations(browser: &Browser, daemon: &Daemon, shots: &Path) {
             "the migration actions are offered without endpoints"
         );
     }
-    browser.screenshot(shots, "08-migrations").await;
+    browser.screenshot(shots, "09-migrations").await;
 }
 
 /// Validate, apply and activate a new map through the page, each confirmed with what changes;
@@ -580,7 +656,7 @@ async fn catalog_actions(browser: &Browser, daemon: &Daemon, shots: &Path) {
         changes.contains(&format!("pin 2026-07 moves from {from} to {to}")),
         "{changes}"
     );
-    browser.screenshot(shots, "09-catalog-confirm-apply").await;
+    browser.screenshot(shots, "10-catalog-confirm-apply").await;
     browser.click("#confirm-ok").await;
     browser.wait_for("#catalog-applied").await;
     browser.wait_for("#catalog-pending[data-version='2']").await;
@@ -601,7 +677,7 @@ async fn catalog_actions(browser: &Browser, daemon: &Daemon, shots: &Path) {
         history.iter().any(|row| row[1] == "2" && row[2] == "browser-test"),
         "{history:?}"
     );
-    browser.screenshot(shots, "10-catalog").await;
+    browser.screenshot(shots, "11-catalog").await;
 
     let map = http_client().get(daemon.url("/api/sharding/map")).send().await.unwrap();
     let map: Value = map.json().await.unwrap();
