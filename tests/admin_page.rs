@@ -196,6 +196,22 @@ async fn the_page_is_served_without_the_key_with_strict_headers() {
         .await
         .unwrap();
     assert_eq!(allowed.status(), StatusCode::OK);
+
+    // The OpenAPI document lists the page as needing no key, unlike the API.
+    let doc: Value = http
+        .get(daemon.url("/openapi.json"))
+        .header(API_KEY_HEADER, API_KEY)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let page = &doc["paths"]["/admin"]["get"];
+    assert_eq!(page["security"], json!([{}]), "{page}");
+    assert!(page["responses"]["200"]["content"]["text/html"].is_object(), "{page}");
+    assert!(page["responses"].get("401").is_none(), "{page}");
+    assert!(doc["paths"]["/api/sharding/map"]["get"]["responses"]["401"].is_object());
     daemon.stop().await.unwrap();
 }
 

@@ -21,6 +21,11 @@ use axum::extract::Path;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use utoipa::openapi::path::{HttpMethod, OperationBuilder};
+use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::security::SecurityRequirement;
+use utoipa::openapi::{Content, OpenApi};
 
 /// The Content-Security-Policy of the page and its assets: everything from the daemon itself,
 /// nothing inline, no plugins, no framing, no form posts, no `<base>` rewriting.
@@ -62,6 +67,33 @@ static ASSETS: &[Asset] = assets! {
 };
 
 const INDEX_HTML: &[u8] = include_bytes!("assets/index.html");
+
+/// Adds `GET /admin` to the daemon's OpenAPI document: an HTML page that needs no API key (the
+/// calls it makes do), so its operation declares an empty security requirement.
+pub fn document(doc: &mut OpenApi) {
+    let html = Content::new(Some(ObjectBuilder::new().schema_type(Type::String)));
+    let operation = OperationBuilder::new()
+        .tag("meta")
+        .operation_id(Some("getAdminWorkspace"))
+        .summary(Some("The admin workspace"))
+        .description(Some(
+            "The operators' page: shards, the bucket space, the catalog, migrations, route previews, \
+             route-aware tabs and diagnostics. Served without the API key; every API call the page makes \
+             sends it. Assets are under /admin/assets/.",
+        ))
+        // An empty requirement: no API key, whatever the document's default.
+        .security(SecurityRequirement::default())
+        .response(
+            "200",
+            ResponseBuilder::new()
+                .description("The page (text/html), with a strict Content-Security-Policy")
+                .content("text/html", html)
+                .build(),
+        )
+        .build();
+    doc.paths
+        .add_path_operation(PAGE_PATH, vec![HttpMethod::Get], operation);
+}
 
 /// The routes of the workspace: `/admin` (and `/admin/`) and `/admin/assets/{name}`.
 ///

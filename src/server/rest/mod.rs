@@ -72,7 +72,7 @@ pub fn router(state: &ServerState) -> Result<Router> {
     }
 
     let (api, doc) = api_routes().split_for_parts();
-    let doc = openapi::complete(doc, config);
+    let doc = openapi_document_of(doc, config);
     let json = serde_json::to_vec(&doc).map_err(|source| Error::Json {
         what: "the OpenAPI document",
         source,
@@ -93,7 +93,13 @@ pub fn router(state: &ServerState) -> Result<Router> {
 
 /// The OpenAPI document the daemon serves for `config` (without starting anything).
 pub fn openapi_document(config: &crate::server::ServerConfig) -> OpenApi {
-    openapi::complete(api_routes().into_openapi(), config)
+    openapi_document_of(api_routes().into_openapi(), config)
+}
+
+/// The REST operations' document plus the admin page, completed with the shared responses.
+fn openapi_document_of(mut doc: OpenApi, config: &crate::server::ServerConfig) -> OpenApi {
+    crate::server::admin::document(&mut doc);
+    openapi::complete(doc, config)
 }
 
 fn api_routes() -> OpenApiRouter<ServerState> {
