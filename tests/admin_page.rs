@@ -356,6 +356,24 @@ async fn shards_view(browser: &Browser, shots: &Path) {
         assert_eq!(row[6], "4", "buckets owned by {}", shard.shard_id);
         assert_eq!(row[7], "1", "pins on {}", shard.shard_id);
     }
+    // The browser enforces the policy: injected inline script and style do not apply.
+    let blocked = browser
+        .run(
+            "const script = document.createElement('script');
+             script.textContent = 'window.inlineRan = true;';
+             document.body.append(script);
+             const probe = document.createElement('p');
+             probe.setAttribute('style', 'color: rgb(255, 0, 0)');
+             document.body.append(probe);
+             const color = getComputedStyle(probe).color;
+             probe.remove();
+             script.remove();
+             return [window.inlineRan === true, color];",
+            vec![],
+        )
+        .await;
+    assert_eq!(blocked[0], false, "an inline script ran");
+    assert_ne!(blocked[1], "rgb(255, 0, 0)", "an inline style applied");
     let summary = browser.text("#daemon-summary").await;
     assert!(
         summary.contains("orders_by_month") && summary.contains("map version 1"),
