@@ -45,7 +45,15 @@ function resultView(result) {
     result.receipts && result.receipts.length ? receiptsTable(result.receipts) : null);
 }
 
+/** A migration id of the page's own, so it can follow the migration while it runs. */
+function newMigrationId() {
+  const stamp = new Date().toISOString().replace(/[^0-9]/g, '').slice(0, 14);
+  const random = Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, '0')).join('');
+  return `admin-${stamp}-${random}`;
+}
+
 export const view = {
+  inFlight: new Set(),
   mount(section, context) {
     this.context = context;
     const input = (id, attributes = {}) => el('input', { id, ...attributes });
@@ -67,7 +75,7 @@ export const view = {
       el('h2', { text: 'Migrations' }),
       el('div', { id: 'migrations-availability' }),
       el('div', { id: 'migrations-body' },
-        el('h3', { text: 'History' }),
+        el('h3', { text: 'Migrations (latest state of each)' }),
         el('div', { id: 'migrations-history' }),
         el('h3', { text: 'Selected migration' }),
         el('div', { id: 'migration-selected' }, message('info', 'Select a migration in the history to see its progress and receipts.')),
@@ -124,13 +132,26 @@ export const view = {
       ...planned.plan.movedPins.map(([key, from, to]) => `pin ${key} moves from ${from} to ${to}`),
       `writes to the moving keys are refused until it ends; the new map (version ${planned.plan.proposedMapVersion}) is ${body.activate ? 'activated' : 'left pending'}`];
     if (!await confirmAction({ title: 'Start this migration?', lines, confirmLabel: 'Start' })) return;
+    // The daemon answers when the migration ends; with an id of our own, its progress is polled
+    // meanwhile.
+    body.migrationId = newMigrationId();
+    await this.follow(body.migrationId, post(`${BASE}/${this.kind.value}`, body));
+  },
+
+  /** Shows `id`'s progress, polled, until `request` (which runs it) answers. */
+  async follow(id, request) {
+    this.inFlight.add(id);
+    replace(this.out, message('info', `migration ${id} is running…`));
+    this.select(id);
     try {
-      const result = await post(`${BASE}/${this.kind.value}`, body);
+      const result = await request;
       replace(this.out, message(result.requiresOperatorRecovery ? 'error' : 'ok', `${result.migrationId}: ${result.status}`));
-      await this.select(result.migrationId);
     } catch (error) {
       replace(this.out, message('error', error.message));
+    } finally {
+      this.inFlight.delete(id);
     }
+    await this.select(id);
     await this.loadHistory();
   },
 
@@ -138,29 +159,28 @@ export const view = {
     if (!await confirmAction({ title: `Resume migration ${id}?`, confirmLabel: 'Resume',
       lines: ['continues from its last checkpoint without copying finished pages again, then verifies everything',
         this.activateBox.checked ? 'activates the new map when verified' : 'leaves the new map pending unless the migration was started with activation'] })) return;
-    try {
-      const result = await post(`${BASE}/${encodeURIComponent(id)}/resume`, { activate: this.activateBox.checked, deleteSource: this.deleteBox.checked });
-      replace(this.out, message('ok', `${result.migrationId}: ${result.status}`));
-    } catch (error) {
-      replace(this.out, message('error', error.message));
-    }
-    await this.select(id);
-    await this.loadHistory();
+    await this.follow(id, post(`${BASE}/${encodeURIComponent(id)}/resume`, { activate: this.activateBox.checked, deleteSource: this.deleteBox.checked }));
   },
 
   async select(id) {
     clearTimeout(this.timer);
     this.selected = id;
     const box = document.getElementById('migration-selected');
+    const running = this.inFlight.has(id);
+    let again = running;
     try {
       const result = await get(`${BASE}/${encodeURIComponent(id)}`);
-      const resumable = result.status === 'Running' || result.requiresOperatorRecovery || result.status === 'PendingActivation';
+      const resumable = !running && (result.status === 'Running' || result.requiresOperatorRecovery || result.status === 'PendingActivation');
       replace(box, resultView(result),
         resumable ? el('button', { type: 'button', id: 'migration-resume', onclick: () => this.resume(id), text: 'Resume…' }) : null);
-      if (result.status === 'Running' && this.visible) this.timer = setTimeout(() => this.select(id), POLL_MS);
+      again = again || result.status === 'Running';
     } catch (error) {
-      replace(box, message('error', error.message));
+      // A migration that has only just been asked for may not be recorded yet.
+      replace(box, running && error instanceof ApiError && error.status === 404
+        ? message('info', `migration ${id} is starting…`)
+        : message('error', error.message));
     }
+    if (again && this.visible && this.selected === id) this.timer = setTimeout(() => this.select(id), POLL_MS);
   },
 
   async loadHistory() {
