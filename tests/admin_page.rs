@@ -233,8 +233,8 @@ async fn the_workspace_works_in_a_real_browser() {
     route_preview(&browser, &daemon, &shots).await;
     route_tabs(&browser, dir.path(), &shots).await;
     diagnostics(&browser, &shots).await;
-    migrations(&browser, &daemon, &shots).await;
     catalog_actions(&browser, &daemon, &shots).await;
+    migrations(&browser, &daemon, &shots).await;
 
     browser.close().await;
     daemon.stop().await.unwrap();
@@ -624,6 +624,16 @@ async fn migrations(browser: &Browser, daemon: &Daemon, shots: &Path) {
         browser.type_into("#migration-key", "2026-05").await;
         browser.type_into("#migration-destination", "shard-2").await;
         browser.click("#migration-dry-run").await;
+        browser
+            .wait_until(
+                "the dry run answered",
+                "return !!document.querySelector('#migration-plan, #migration-action-result .message.error');",
+            )
+            .await;
+        let refused = browser.all("#migration-action-result .message.error").await;
+        if let Some(refused) = refused.first() {
+            panic!("the dry run failed: {}", refused.text().await.unwrap());
+        }
         let plan = cells(browser, "#migration-plan").await;
         assert!(plan.iter().any(|row| row[0] == "orders" && row[1] == "3"), "{plan:?}");
         let resolved = post(
@@ -634,6 +644,34 @@ async fn migrations(browser: &Browser, daemon: &Daemon, shots: &Path) {
         )
         .await;
         assert_eq!(resolved["shardId"], "shard-1", "a dry run moved the key");
+
+        // Start it for real, with activation: confirmed with what moves, then its receipt.
+        browser.click("#migration-activate").await;
+        browser.click("#migration-start-button").await;
+        let changes = browser.text("#confirm-dialog #confirm-changes").await;
+        assert!(changes.contains("key 2026-05: shard-1 → shard-2"), "{changes}");
+        browser.click("#confirm-ok").await;
+        browser.wait_for("#migration-detail[data-status=Activated]").await;
+        let receipts = cells(browser, "#migration-receipts").await;
+        let orders = receipts
+            .iter()
+            .find(|row| row[0] == "orders")
+            .expect("a receipt for orders");
+        assert_eq!(
+            (orders[2].as_str(), orders[3].as_str(), orders[6].as_str()),
+            ("3", "3", "yes"),
+            "{receipts:?}"
+        );
+        assert_eq!(orders[4], orders[5], "the checksums differ: {receipts:?}");
+        browser.wait_for("#migrations-table button[data-migration]").await;
+        let resolved = post(
+            daemon,
+            "/api/sharding/resolve",
+            None,
+            json!({ "keyspace": KEYSPACE, "key": "2026-05" }),
+        )
+        .await;
+        assert_eq!(resolved["shardId"], "shard-2", "the migration did not move the key");
     } else {
         let text = browser.text("#migrations-unavailable").await;
         assert!(text.contains("not available on this daemon"), "{text}");
@@ -642,7 +680,7 @@ async fn migrations(browser: &Browser, daemon: &Daemon, shots: &Path) {
             "the migration actions are offered without endpoints"
         );
     }
-    browser.screenshot(shots, "09-migrations").await;
+    browser.screenshot(shots, "12-migrations").await;
 }
 
 /// Validate, apply and activate a new map through the page, each confirmed with what changes;

@@ -17,10 +17,15 @@ function describe(spec) {
   return `${what}: ${spec.sourceShardId} → ${spec.destinationShardId}`;
 }
 
+/** A checksum, shortened for the table; the whole of it is in the tooltip. */
+function checksum(hex) {
+  return hex ? el('span', { class: 'checksum', title: hex, text: hex.length > 16 ? `${hex.slice(0, 16)}…` : hex }) : '';
+}
+
 function receiptsTable(receipts) {
   return table(['table / collection', 'pages', 'source rows', 'destination rows', 'source checksum', 'destination checksum', 'verified', 'source rows deleted', 'error'],
     receipts.map((r) => [`${r.name}${r.collection ? ' (collection)' : ''}`, r.pagesCopied, r.sourceRows, r.destinationRows ?? '',
-      r.sourceChecksum, r.destinationChecksum ?? '', r.verified ? 'yes' : 'no', r.sourceRowsDeleted, r.error || '']),
+      checksum(r.sourceChecksum), checksum(r.destinationChecksum), r.verified ? 'yes' : 'no', r.sourceRowsDeleted, r.error || '']),
     { id: 'migration-receipts' });
 }
 
