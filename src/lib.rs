@@ -53,7 +53,7 @@
 //! - [`connect`]: opening a connection string, in-process or through a daemon.
 //! - [`paging`]: page fill across route keys, bounded merge, month keys and signed cursors.
 //! - `server` (feature `server`): the daemon: REST and gRPC on one port, one error-to-status
-//!   function per protocol, and `/openapi.json`.
+//!   function per protocol, `/openapi.json`, and the admin workspace at `/admin`.
 //! - `driver` (feature `sqlx`): the sqlx-core driver, laid out like `sqlx-sqlite`.
 //! - `cli` (feature `cli`): the `shardlite` command line; `src/bin/shardlite.rs` only dispatches.
 //!

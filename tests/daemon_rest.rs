@@ -1419,6 +1419,7 @@ async fn the_openapi_document_covers_every_endpoint() {
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
     let paths = doc["paths"].as_object().unwrap();
     let expected = [
+        ("get", "/admin"),
         ("get", "/api/info"),
         ("post", "/api/sql/execute"),
         ("post", "/api/sql/read-only"),

@@ -185,6 +185,8 @@ fn first_hour_walkthrough_runs_as_written() {
             "orders_by_month",
             "shard-3",
             "e4a2b07827a7778f",
+            // the admin page
+            "<title>shardlite admin</title>",
             // the routed query, the transaction, the sqlx driver in-process and over gRPC
             "SO-202606-1001",
             "csdbshard:1:shard-0:",

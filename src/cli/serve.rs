@@ -13,6 +13,7 @@
 //! `listening on http://ADDR`, with the real port when `--listen` asks for port 0, so scripts can
 //! read it; the second says what is served (the keyspace and map version, or a plain database). SIGINT or SIGTERM stops the daemon gracefully.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -131,22 +132,28 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
         source,
     })?;
     tracing::info!(%address, master = %args.master.display(), "shardlite daemon listening");
-    println!("listening on http://{address}");
-    match state.sharded() {
+    // A closed stdout (a reader that took the first line and left) must not stop the daemon, so
+    // write errors here are ignored rather than panicking as `println!` would.
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "listening on http://{address}");
+    let _ = match state.sharded() {
         Some(sharded) => {
             let map = sharded.map();
-            println!(
+            writeln!(
+                out,
                 "serving keyspace '{}', map version {}, {} shard(s)",
                 map.keyspace(),
                 map.version(),
                 map.shards().len()
-            );
+            )
         }
-        None => println!(
+        None => writeln!(
+            out,
             "serving '{}' as one plain database: it holds no shard map (store one with `shardlite seed`)",
             args.master.display()
         ),
-    }
+    };
+    let _ = out.flush();
     server::run(listener, state, shutdown_signal()).await?;
     tracing::info!("shardlite daemon stopped");
     Ok(())

@@ -7,7 +7,7 @@
 //! Every route, of either protocol, runs behind the daemon's request limits: at most
 //! [`ServerConfig::max_concurrent_requests`] at once (more are answered `busy` at once) and each
 //! within [`ServerConfig::request_timeout`] or a gRPC caller's shorter deadline (then
-//! `request_timeout`, and the work is stopped).
+//! `request_timeout`, and the work is stopped). The [`admin`] workspace is served at `/admin`.
 //!
 //! ```no_run
 //! # async fn demo() -> shardlite::Result<()> {
@@ -30,6 +30,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod admin;
 pub mod grpc;
 mod limits;
 mod remote_transactions;
@@ -86,6 +87,8 @@ pub fn router(state: &ServerState) -> Result<axum::Router> {
     let grpc = grpc::routes(state.clone()).reset_fallback();
     let fallback_state = state.clone();
     Ok(rest::router(state)?
+        // The admin page is served without the API key; the API calls it makes need it.
+        .merge(admin::routes())
         .merge(grpc)
         .fallback(move |request: Request| fallback(fallback_state.clone(), request))
         .layer(limits::RequestLimitLayer::new(state.config())))

@@ -5,7 +5,7 @@
 //! limit ([`ServerConfig::body_limit`], 413 beyond it), a tracing span per request (method, path
 //! template, route, resolved shard, status, latency; never API keys, bodies or SQL parameters),
 //! the API-key check (401 when a key is configured and not presented; this covers
-//! `/openapi.json` too), and, on `/api/...`, the route-header check (400 when only one of the two
+//! `/openapi.json` too; the admin page, merged beside this router, is not behind it), and, on `/api/...`, the route-header check (400 when only one of the two
 //! headers is sent). Handlers then run on [`ServerState::data_client`] for the request's route.
 //!
 //! - `/api/info` and `/api/sql/...` live in [`data`], `/api/transactions/...` in
@@ -72,7 +72,7 @@ pub fn router(state: &ServerState) -> Result<Router> {
     }
 
     let (api, doc) = api_routes().split_for_parts();
-    let doc = openapi::complete(doc, config);
+    let doc = openapi_document_of(doc, config);
     let json = serde_json::to_vec(&doc).map_err(|source| Error::Json {
         what: "the OpenAPI document",
         source,
@@ -93,7 +93,13 @@ pub fn router(state: &ServerState) -> Result<Router> {
 
 /// The OpenAPI document the daemon serves for `config` (without starting anything).
 pub fn openapi_document(config: &crate::server::ServerConfig) -> OpenApi {
-    openapi::complete(api_routes().into_openapi(), config)
+    openapi_document_of(api_routes().into_openapi(), config)
+}
+
+/// The REST operations' document plus the admin page, completed with the shared responses.
+fn openapi_document_of(mut doc: OpenApi, config: &crate::server::ServerConfig) -> OpenApi {
+    crate::server::admin::document(&mut doc);
+    openapi::complete(doc, config)
 }
 
 fn api_routes() -> OpenApiRouter<ServerState> {

@@ -96,7 +96,8 @@ pub fn complete(mut doc: OpenApi, config: &ServerConfig) -> OpenApi {
                 "500",
                 problem_response("An internal failure (details are only in the daemon log)"),
             );
-            if authenticated {
+            // An operation that declares its own (empty) security needs no key: the admin page.
+            if authenticated && operation.security.is_none() {
                 add(
                     "401",
                     problem_response("The API key is missing or wrong (`unauthenticated`)"),

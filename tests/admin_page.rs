@@ -1,0 +1,758 @@
+//! The admin workspace at `/admin`, against a real daemon on `127.0.0.1:0`: its headers over
+//! plain HTTP, and every view in a real headless Chromium driven over WebDriver (one browser for
+//! all the checks). Screenshots of each view land in `target/admin-screenshots/`.
+//!
+//! Without Chromium and chromedriver the browser test skips (CI sets `SHARDLITE_REQUIRE_BROWSER=1`
+//! and installs them, so there it runs for real).
+#![cfg(feature = "server")]
+
+#[path = "common/browser.rs"]
+mod browser;
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use browser::Browser;
+use common::daemon::{Daemon, http_client, start_daemon_on};
+use reqwest::StatusCode;
+use reqwest::header::{CONTENT_SECURITY_POLICY, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS};
+use serde_json::{Value, json};
+use shardlite::map::{ReplicaInfo, Secret, ShardDefinition, ShardingOptions};
+use shardlite::server::ServerConfig;
+
+const KEYSPACE: &str = "orders_by_month";
+const XSS: &str = "<img src=x onerror=alert(1)>";
+const API_KEY: &str = "admin-browser-key";
+const API_KEY_HEADER: &str = "X-Admin-Test-Key";
+const REPLICA_SECRET: &str = "replica-secret-never-shown";
+
+fn screenshots() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the target folder")
+        .join("admin-screenshots")
+}
+
+fn keyed_config() -> ServerConfig {
+    ServerConfig {
+        api_key: Some(Secret::new(API_KEY)),
+        api_key_header: API_KEY_HEADER.to_owned(),
+        ..ServerConfig::default()
+    }
+}
+
+/// POSTs `body` to `path` on `daemon`, on `route` when given, and returns the JSON answer.
+async fn post(daemon: &Daemon, path: &str, route: Option<&str>, body: Value) -> Value {
+    let mut request = http_client().post(daemon.url(path)).json(&body);
+    if let Some(key) = route {
+        request = request
+            .header("X-CSharpDB-Keyspace", KEYSPACE)
+            .header("X-CSharpDB-Shard-Key", key);
+    }
+    let response = request.send().await.expect("call the daemon");
+    let status = response.status();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    assert!(status.is_success(), "POST {path}: {status} {body}");
+    body
+}
+
+/// The order-history map with an `orders` table on every shard, two orders for each of seven
+/// months, the hostile row on May's route, and one `customers` document there.
+async fn seeded_orders(dir: &Path) -> Daemon {
+    let master = common::seed_master(dir, common::orders_options()).await;
+    let daemon = start_daemon_on(&master, ServerConfig::default()).await;
+    post(
+        &daemon,
+        "/api/sharding/sql/execute-all",
+        None,
+        json!({ "sql": "CREATE TABLE orders (id INTEGER PRIMARY KEY, order_month TEXT NOT NULL, \
+                        customer TEXT NOT NULL, order_number TEXT NOT NULL)" }),
+    )
+    .await;
+    for month in [
+        "2025-12", "2026-01", "2026-02", "2026-03", "2026-04", "2026-05", "2026-06",
+    ] {
+        for n in 1..=2 {
+            post(
+                &daemon,
+                "/api/sql/execute",
+                Some(month),
+                json!({
+                    "sql": "INSERT INTO orders (order_month, customer, order_number) VALUES (?1, ?2, ?3)",
+                    "parameters": [month, format!("customer-{n}"), format!("SO-{month}-{n}")],
+                }),
+            )
+            .await;
+        }
+    }
+    post(
+        &daemon,
+        "/api/sql/execute",
+        Some("2026-05"),
+        json!({
+            "sql": "INSERT INTO orders (order_month, customer, order_number) VALUES ('2026-05', ?1, 'SO-2026-05-XSS')",
+            "parameters": [XSS],
+        }),
+    )
+    .await;
+    let document = http_client()
+        .put(daemon.url("/api/collections/customers/documents/customer-1"))
+        .header("X-CSharpDB-Keyspace", KEYSPACE)
+        .header("X-CSharpDB-Shard-Key", "2026-05")
+        .json(&json!({ "document": { "name": "Ada", "note": XSS } }))
+        .send()
+        .await
+        .expect("put a document");
+    assert!(document.status().is_success(), "{}", document.status());
+    daemon
+}
+
+/// The order numbers in a shard file, in id order, read straight from SQLite.
+fn orders_in(dir: &Path, shard: &str) -> Vec<String> {
+    let conn = rusqlite::Connection::open(dir.join(format!("{shard}.db"))).expect("open the shard file");
+    let mut statement = conn
+        .prepare("SELECT order_number FROM orders ORDER BY id")
+        .expect("prepare");
+    statement
+        .query_map([], |row| row.get(0))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows")
+}
+
+/// The text of every cell of the table matching `css`, row by row.
+async fn cells(browser: &Browser, css: &str) -> Vec<Vec<String>> {
+    let rows = browser
+        .run(
+            "return [...document.querySelectorAll(arguments[0] + ' tbody tr')]
+               .map((tr) => [...tr.cells].map((td) => td.textContent));",
+            vec![json!(css)],
+        )
+        .await;
+    serde_json::from_value(rows).expect("table cells")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_is_served_without_the_key_with_strict_headers() {
+    let dir = common::temp_dir();
+    let master = common::seed_master(dir.path(), tenants_with_remote_replica(dir.path())).await;
+    let daemon = start_daemon_on(&master, keyed_config()).await;
+    let http = http_client();
+
+    for (path, content_type) in [
+        ("/admin", "text/html"),
+        ("/admin/", "text/html"),
+        ("/admin/assets/main.js", "text/javascript"),
+        ("/admin/assets/api.js", "text/javascript"),
+        ("/admin/assets/admin.css", "text/css"),
+    ] {
+        let response = http.get(daemon.url(path)).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        let headers = response.headers();
+        assert!(
+            headers[CONTENT_TYPE].to_str().unwrap().starts_with(content_type),
+            "{path}"
+        );
+        let csp = headers[CONTENT_SECURITY_POLICY].to_str().unwrap();
+        for directive in [
+            "default-src 'self'",
+            "script-src 'self'",
+            "style-src 'self'",
+            "frame-ancestors 'none'",
+            "object-src 'none'",
+        ] {
+            assert!(csp.contains(directive), "{path}: {csp} lacks {directive}");
+        }
+        assert!(!csp.contains("unsafe-inline") && !csp.contains("http"), "{path}: {csp}");
+        assert_eq!(headers[X_FRAME_OPTIONS], "DENY", "{path}");
+        assert_eq!(headers[X_CONTENT_TYPE_OPTIONS], "nosniff", "{path}");
+        let body = response.text().await.unwrap();
+        assert!(!body.contains(API_KEY), "{path} holds the key");
+    }
+    let page = http
+        .get(daemon.url("/admin"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("<title>shardlite admin</title>"), "{page}");
+    assert!(
+        !page.contains("http://") && !page.contains("https://"),
+        "the page names another origin"
+    );
+
+    let missing = http.get(daemon.url("/admin/assets/nope.js")).send().await.unwrap();
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    assert_eq!(missing.headers()[X_FRAME_OPTIONS], "DENY");
+    // The API the page calls still needs the key.
+    let refused = http.get(daemon.url("/api/sharding/map")).send().await.unwrap();
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    let allowed = http
+        .get(daemon.url("/api/sharding/map"))
+        .header(API_KEY_HEADER, API_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(allowed.status(), StatusCode::OK);
+
+    // The OpenAPI document lists the page as needing no key, unlike the API.
+    let doc: Value = http
+        .get(daemon.url("/openapi.json"))
+        .header(API_KEY_HEADER, API_KEY)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let page = &doc["paths"]["/admin"]["get"];
+    assert_eq!(page["security"], json!([{}]), "{page}");
+    assert!(page["responses"]["200"]["content"]["text/html"].is_object(), "{page}");
+    assert!(page["responses"].get("401").is_none(), "{page}");
+    assert!(doc["paths"]["/api/sharding/map"]["get"]["responses"]["401"].is_object());
+    daemon.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workspace_works_in_a_real_browser() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let shots = screenshots();
+    let _ = std::fs::remove_dir_all(&shots);
+
+    api_key_prompt(&browser, &shots).await;
+
+    let dir = common::temp_dir();
+    let daemon = seeded_orders(dir.path()).await;
+    browser.goto(&daemon.url("/admin")).await;
+    shards_view(&browser, &shots).await;
+    buckets_view(&browser, &shots).await;
+    route_preview(&browser, &daemon, &shots).await;
+    route_tabs(&browser, dir.path(), &shots).await;
+    diagnostics(&browser, &shots).await;
+    catalog_actions(&browser, &daemon, &shots).await;
+    migrations(&browser, &daemon, &shots).await;
+
+    browser.close().await;
+    daemon.stop().await.unwrap();
+}
+
+/// With `--api-key` the page asks for the key, refuses a wrong one clearly, keeps the right one
+/// in session storage only and sends it in the header the daemon names.
+async fn api_key_prompt(browser: &Browser, shots: &Path) {
+    let dir = common::temp_dir();
+    let master = common::seed_master(dir.path(), tenants_with_remote_replica(dir.path())).await;
+    let daemon = start_daemon_on(&master, keyed_config()).await;
+    browser.goto(&daemon.url("/admin")).await;
+
+    let prompt = browser.text("#key-form:not([hidden]) #key-message").await;
+    assert!(prompt.contains("requires an API key"), "{prompt}");
+    assert!(
+        browser.all("nav#views:not([hidden])").await.is_empty(),
+        "views shown without a key"
+    );
+    browser.screenshot(shots, "01-api-key-prompt").await;
+
+    browser.type_into("#api-key", "not-the-key").await;
+    browser.click("#key-submit").await;
+    browser
+        .wait_until(
+            "the wrong key is refused",
+            "const m = document.querySelector('#key-message.error');
+             return !!m && m.textContent.includes('refused that API key');",
+        )
+        .await;
+    let stored = browser
+        .run("return sessionStorage.getItem('shardlite.admin.apiKey');", vec![])
+        .await;
+    assert_eq!(stored, Value::Null, "a refused key is forgotten");
+    browser.screenshot(shots, "02-api-key-refused").await;
+
+    browser.type_into("#api-key", API_KEY).await;
+    browser.click("#key-submit").await;
+    browser
+        .wait_until(
+            "the shards of the keyed daemon are listed",
+            "return document.querySelectorAll('#shards-table tbody tr').length === 3;",
+        )
+        .await;
+    // The replica: its metadata and failed probe are shown, its API key never.
+    let rows = cells(browser, "#shards-table").await;
+    let replica = &rows[2];
+    assert_eq!(replica[0], "s0-replica");
+    assert_eq!(replica[1], "Replica");
+    assert!(replica[3].starts_with("unhealthy"), "{replica:?}");
+    assert!(replica[4].contains("127.0.0.1:9"), "{replica:?}");
+    assert_eq!(
+        replica[5],
+        "follows s0, lag 4096 bytes, last replicated 2026-11-30T12:00:00Z, promotion eligible"
+    );
+    assert_eq!(rows[0][3], "healthy");
+    let page_text = browser.run("return document.documentElement.outerHTML;", vec![]).await;
+    assert!(
+        !page_text.as_str().unwrap().contains(REPLICA_SECRET),
+        "a shard's secret is on the page"
+    );
+    browser.screenshot(shots, "03-shards-with-a-replica").await;
+    let storage = browser
+        .run(
+            "return [sessionStorage.getItem('shardlite.admin.apiKey'), localStorage.length,
+                     document.cookie, location.href, document.body.innerText.includes(arguments[0])];",
+            vec![json!(API_KEY)],
+        )
+        .await;
+    assert_eq!(storage[0], API_KEY, "the key lives in session storage");
+    assert_eq!(storage[1], 0, "nothing in local storage");
+    assert_eq!(storage[2], "", "no cookie");
+    assert!(!storage[3].as_str().unwrap().contains(API_KEY), "the key is in the URL");
+    assert_eq!(storage[4], false, "the key is shown on the page");
+    browser.run("sessionStorage.clear();", vec![]).await;
+    daemon.stop().await.unwrap();
+}
+
+/// The two-shard `tenants` map plus a replica of `s0` behind an unreachable daemon, defined with
+/// an API key that must never be shown.
+fn tenants_with_remote_replica(dir: &Path) -> ShardingOptions {
+    let mut options = common::tenants_options(dir);
+    options.shards.push(ShardDefinition {
+        shard_id: "s0-replica".to_owned(),
+        enabled: true,
+        role: Some("Replica".to_owned()),
+        replica: ReplicaInfo {
+            primary_shard_id: Some("s0".to_owned()),
+            promotion_eligible: true,
+            replication_lag_bytes: Some(4096),
+            last_replicated_utc: Some("2026-11-30T12:00:00Z".to_owned()),
+        },
+        data_source: None,
+        // Nothing listens on the discard port, so the probe reports the replica unhealthy.
+        endpoint: Some("http://127.0.0.1:9".to_owned()),
+        transport: Some("grpc".to_owned()),
+        connection_string: None,
+        api_key: Some(Secret::new(REPLICA_SECRET)),
+        api_key_header_name: None,
+    });
+    options
+}
+
+/// The shard list matches the seeded map, with a probed health for each.
+async fn shards_view(browser: &Browser, shots: &Path) {
+    browser
+        .wait_until(
+            "four shards are listed",
+            "return document.querySelectorAll('#shards-table tbody tr').length === 4;",
+        )
+        .await;
+    let rows = cells(browser, "#shards-table").await;
+    let map = common::orders_options();
+    for (row, shard) in rows.iter().zip(&map.shards) {
+        assert_eq!(row[0], shard.shard_id);
+        assert_eq!(row[1], "Primary");
+        assert_eq!(row[2], "yes");
+        assert_eq!(row[3], "healthy");
+        assert_eq!(row[6], "4", "buckets owned by {}", shard.shard_id);
+        assert_eq!(row[7], "1", "pins on {}", shard.shard_id);
+    }
+    // The browser enforces the policy: injected inline script and style do not apply.
+    let blocked = browser
+        .run(
+            "const script = document.createElement('script');
+             script.textContent = 'window.inlineRan = true;';
+             document.body.append(script);
+             const probe = document.createElement('p');
+             probe.setAttribute('style', 'color: rgb(255, 0, 0)');
+             document.body.append(probe);
+             const color = getComputedStyle(probe).color;
+             probe.remove();
+             script.remove();
+             return [window.inlineRan === true, color];",
+            vec![],
+        )
+        .await;
+    assert_eq!(blocked[0], false, "an inline script ran");
+    assert_ne!(blocked[1], "rgb(255, 0, 0)", "an inline style applied");
+    let summary = browser.text("#daemon-summary").await;
+    assert!(
+        summary.contains("orders_by_month") && summary.contains("map version 1"),
+        "{summary}"
+    );
+    browser.screenshot(shots, "04-shards").await;
+}
+
+/// The bucket bar has one segment per range of the seeded map, coloured by owner, and marks
+/// every pin; selecting a bucket names its owner and range.
+async fn buckets_view(browser: &Browser, shots: &Path) {
+    browser.click("button[data-view=buckets]").await;
+    browser.wait_for("#pins-table").await;
+    let segments = browser
+        .run(
+            "return [...document.querySelectorAll('#bucket-bar .segment')].map((s) =>
+               [Number(s.dataset.start), Number(s.dataset.end), s.dataset.shard, s.className]);",
+            vec![],
+        )
+        .await;
+    let expected: Vec<Value> = common::orders_options()
+        .bucket_ranges
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            json!([
+                r.start_bucket_inclusive,
+                r.end_bucket_exclusive,
+                r.shard_id,
+                format!("segment owner-{i}")
+            ])
+        })
+        .collect();
+    assert_eq!(segments, Value::Array(expected));
+    let pins = browser
+        .run(
+            "return [...document.querySelectorAll('#pin-markers .pin')].map((p) => p.dataset.key).sort();",
+            vec![],
+        )
+        .await;
+    assert_eq!(pins, json!(["2025-12", "2026-04", "2026-05", "2026-06"]));
+    let pin_rows = cells(browser, "#pins-table").await;
+    let listed: Vec<(String, String)> = pin_rows.iter().map(|r| (r[0].clone(), r[1].clone())).collect();
+    let mut seeded: Vec<(String, String)> = common::orders_options().exact_key_pins.into_iter().collect();
+    seeded.sort();
+    assert_eq!(listed, seeded);
+
+    // Selecting a bucket on the bar: a click inside shard-2's range [8, 12).
+    browser.click("#bucket-bar .segment[data-shard=shard-2]").await;
+    let selected = browser.text("#bucket-selected").await;
+    let clicked: u32 = selected
+        .strip_prefix("bucket ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{selected}"));
+    assert!((8..12).contains(&clicked), "{selected}");
+    assert!(selected.ends_with("is owned by shard-2 (range [8, 12))"), "{selected}");
+    let hover = browser
+        .wait_for("#bucket-bar .segment[data-shard=shard-2]")
+        .await
+        .attr("title")
+        .await
+        .unwrap();
+    assert_eq!(hover.as_deref(), Some("buckets [8, 12) → shard-2"));
+
+    browser.type_into("#bucket-number", "5").await;
+    browser.click("#bucket-form button[type=submit]").await;
+    let selected = browser.text("#bucket-selected").await;
+    assert!(
+        selected.contains("bucket 5 is owned by shard-1 (range [4, 8))"),
+        "{selected}"
+    );
+    browser.screenshot(shots, "05-bucket-space").await;
+}
+
+/// `orders_by_month` / `2026-06` previews as bucket 15 on `shard-0` by its pin, the same answer
+/// as the resolve endpoint.
+async fn route_preview(browser: &Browser, daemon: &Daemon, shots: &Path) {
+    browser.click("button[data-view=route]").await;
+    let keyspace = browser.wait_for("#route-keyspace").await.prop("value").await.unwrap();
+    assert_eq!(keyspace.as_deref(), Some(KEYSPACE), "the keyspace is prefilled");
+    browser.type_into("#route-key", "2026-06").await;
+    browser.click("#route-submit").await;
+    let table = browser.wait_for("#route-table").await;
+    assert_eq!(table.attr("data-bucket").await.unwrap().as_deref(), Some("15"));
+    assert_eq!(table.attr("data-shard").await.unwrap().as_deref(), Some("shard-0"));
+    assert_eq!(table.attr("data-source").await.unwrap().as_deref(), Some("pin"));
+    let rows = cells(browser, "#route-table").await;
+    let value = |name: &str| {
+        rows.iter()
+            .find(|row| row[0] == name)
+            .map(|row| row[1].clone())
+            .unwrap_or_else(|| panic!("no '{name}' row in {rows:?}"))
+    };
+    let resolved = post(
+        daemon,
+        "/api/sharding/resolve",
+        None,
+        json!({ "keyspace": KEYSPACE, "key": "2026-06" }),
+    )
+    .await;
+    assert_eq!(value("canonical text"), "15:orders_by_month|7:2026-06");
+    assert_eq!(
+        value("token"),
+        format!("{} (0x{})", resolved["token"], resolved["tokenHex"].as_str().unwrap())
+    );
+    assert_eq!(value("bucket"), "15");
+    assert_eq!(value("shard"), "shard-0");
+    assert!(value("decided by").starts_with("pin"), "{rows:?}");
+    browser.screenshot(shots, "06-route-preview").await;
+}
+
+/// A tab on 2026-05 runs SQL on shard-1 only (the rows are exactly shard-1's), renders the
+/// hostile row as text, browses a table and looks up a document there; a second tab keeps its
+/// own route.
+async fn route_tabs(browser: &Browser, dir: &Path, shots: &Path) {
+    browser.click("button[data-view=query]").await;
+    browser.type_into("#newtab-key", "2026-05").await;
+    browser.click("#newtab-submit").await;
+    let tab = browser.wait_for(".tab-panel[data-key='2026-05']").await;
+    let id = tab.attr("id").await.unwrap().expect("a tab id");
+    assert_eq!(browser.text(&format!("#{id} [data-role=tab-shard]")).await, "shard-1");
+
+    let sql = "SELECT order_number, order_month, customer FROM orders ORDER BY id";
+    browser.type_into(&format!("#{id}-sql"), sql).await;
+    browser.click(&format!("#{id}-run")).await;
+    browser.wait_for(&format!("#{id}-sql-result table")).await;
+    let rows = cells(browser, &format!("#{id}-sql-result")).await;
+    let shown: Vec<String> = rows.iter().map(|row| row[0].clone()).collect();
+    assert_eq!(shown, orders_in(dir, "shard-1"), "the rows are shard-1's, all of them");
+    for other in ["shard-0", "shard-2", "shard-3"] {
+        for order in orders_in(dir, other) {
+            assert!(!shown.contains(&order), "{order} of {other} shown on the 2026-05 tab");
+        }
+    }
+    assert!(shown.contains(&"SO-2026-05-1".to_owned()), "{shown:?}");
+
+    // The hostile row is text: the cell holds the markup, no element was made, nothing ran.
+    assert!(rows.iter().any(|row| row[2] == XSS), "{rows:?}");
+    let images = browser
+        .run("return document.querySelectorAll('main img').length;", vec![])
+        .await;
+    assert_eq!(images, 0, "the row became markup");
+    assert!(browser.client.get_alert_text().await.is_err(), "an alert opened");
+
+    browser.click(&format!("#{id}-browse")).await;
+    browser.wait_for(&format!("#{id}-table-result table")).await;
+    let page = cells(browser, &format!("#{id}-table-result")).await;
+    assert_eq!(page.len(), orders_in(dir, "shard-1").len());
+
+    browser
+        .wait_for(&format!("#{id}-collection option[value=customers]"))
+        .await;
+    browser.type_into(&format!("#{id}-doc-key"), "customer-1").await;
+    browser.click(&format!("#{id}-lookup")).await;
+    let document = browser.text(&format!("#{id}-doc-result pre")).await;
+    assert!(
+        document.contains("\"name\": \"Ada\"") && document.contains(XSS),
+        "{document}"
+    );
+    browser.screenshot(shots, "07-route-tab").await;
+
+    // A second tab has its own route and shard; the first keeps its own.
+    browser.type_into("#newtab-key", "2026-06").await;
+    browser.click("#newtab-submit").await;
+    let second = browser.wait_for(".tab-panel[data-key='2026-06']").await;
+    let second_id = second.attr("id").await.unwrap().expect("a tab id");
+    assert_eq!(
+        browser.text(&format!("#{second_id} [data-role=tab-shard]")).await,
+        "shard-0"
+    );
+    browser.type_into(&format!("#{second_id}-sql"), sql).await;
+    browser.click(&format!("#{second_id}-run")).await;
+    browser.wait_for(&format!("#{second_id}-sql-result table")).await;
+    let second_rows: Vec<String> = cells(browser, &format!("#{second_id}-sql-result"))
+        .await
+        .into_iter()
+        .map(|row| row[0].clone())
+        .collect();
+    assert_eq!(second_rows, orders_in(dir, "shard-0"));
+    let first_tab_shard = browser
+        .run(
+            "return document.getElementById(arguments[0]).dataset.shard;",
+            vec![json!(id)],
+        )
+        .await;
+    assert_eq!(first_tab_shard, "shard-1");
+}
+
+/// Read-only fan-out shows every shard's own answer.
+async fn diagnostics(browser: &Browser, shots: &Path) {
+    browser.click("button[data-view=diagnostics]").await;
+    browser
+        .type_into("#diagnostics-sql", "SELECT count(*) AS orders FROM orders")
+        .await;
+    browser.click("#diagnostics-run").await;
+    browser
+        .wait_until(
+            "every shard answered",
+            "return document.querySelectorAll('.shard-outcome[data-ok=true] table').length === 4;",
+        )
+        .await;
+    let counts = browser
+        .run(
+            "return [...document.querySelectorAll('.shard-outcome')].map((o) =>
+               [o.dataset.shard, Number(o.querySelector('tbody td').textContent)]);",
+            vec![],
+        )
+        .await;
+    let total: i64 = counts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|pair| pair[1].as_i64().unwrap())
+        .sum();
+    assert_eq!(total, 15, "{counts}");
+    assert_eq!(counts[0][0], "shard-0");
+    browser.screenshot(shots, "08-diagnostics").await;
+
+    // A write is refused before anything runs, with the daemon's reason.
+    browser.type_into("#diagnostics-sql", "DELETE FROM orders").await;
+    browser.click("#diagnostics-run").await;
+    let refused = browser.text("#diagnostics-error").await;
+    assert!(!refused.is_empty(), "no reason given");
+}
+
+/// The migrations view lists history when the daemon has the endpoints, and says clearly that
+/// migrations are not available when it does not.
+async fn migrations(browser: &Browser, daemon: &Daemon, shots: &Path) {
+    let available = http_client()
+        .get(daemon.url("/api/sharding/migrations"))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        != StatusCode::NOT_FOUND;
+    browser.click("button[data-view=migrations]").await;
+    browser
+        .wait_until(
+            "the migrations view loaded",
+            "return document.getElementById('view-migrations').dataset.state === 'ready';",
+        )
+        .await;
+    if available {
+        browser.wait_for("#migrations-history > *").await;
+        assert!(browser.all("#migrations-unavailable").await.is_empty());
+        // A dry run of May's orders to shard-2 plans three rows and changes nothing.
+        browser.type_into("#migration-key", "2026-05").await;
+        browser.type_into("#migration-destination", "shard-2").await;
+        browser.click("#migration-dry-run").await;
+        browser
+            .wait_until(
+                "the dry run answered",
+                "return !!document.querySelector('#migration-plan, #migration-action-result .message.error');",
+            )
+            .await;
+        let refused = browser.all("#migration-action-result .message.error").await;
+        if let Some(refused) = refused.first() {
+            panic!("the dry run failed: {}", refused.text().await.unwrap());
+        }
+        let plan = cells(browser, "#migration-plan").await;
+        assert!(plan.iter().any(|row| row[0] == "orders" && row[1] == "3"), "{plan:?}");
+        let resolved = post(
+            daemon,
+            "/api/sharding/resolve",
+            None,
+            json!({ "keyspace": KEYSPACE, "key": "2026-05" }),
+        )
+        .await;
+        assert_eq!(resolved["shardId"], "shard-1", "a dry run moved the key");
+
+        // Start it for real, with activation: confirmed with what moves, then its receipt.
+        browser.click("#migration-activate").await;
+        browser.click("#migration-start-button").await;
+        let changes = browser.text("#confirm-dialog #confirm-changes").await;
+        assert!(changes.contains("key 2026-05: shard-1 → shard-2"), "{changes}");
+        browser.click("#confirm-ok").await;
+        browser.wait_for("#migration-detail[data-status=Activated]").await;
+        let receipts = cells(browser, "#migration-receipts").await;
+        let orders = receipts
+            .iter()
+            .find(|row| row[0] == "orders")
+            .expect("a receipt for orders");
+        assert_eq!(
+            (orders[2].as_str(), orders[3].as_str(), orders[6].as_str()),
+            ("3", "3", "yes"),
+            "{receipts:?}"
+        );
+        assert_eq!(orders[4], orders[5], "the checksums differ: {receipts:?}");
+        browser.wait_for("#migrations-table button[data-migration]").await;
+        let resolved = post(
+            daemon,
+            "/api/sharding/resolve",
+            None,
+            json!({ "keyspace": KEYSPACE, "key": "2026-05" }),
+        )
+        .await;
+        assert_eq!(resolved["shardId"], "shard-2", "the migration did not move the key");
+    } else {
+        let text = browser.text("#migrations-unavailable").await;
+        assert!(text.contains("not available on this daemon"), "{text}");
+        assert!(
+            !browser.wait_for("#migrations-body").await.is_displayed().await.unwrap(),
+            "the migration actions are offered without endpoints"
+        );
+    }
+    browser.screenshot(shots, "12-migrations").await;
+}
+
+/// Validate, apply and activate a new map through the page, each confirmed with what changes;
+/// the daemon's active map version changes.
+async fn catalog_actions(browser: &Browser, daemon: &Daemon, shots: &Path) {
+    browser.click("button[data-view=catalog]").await;
+    browser.wait_for("#catalog-active-version[data-version='1']").await;
+    browser.wait_for("#catalog-no-pending").await;
+
+    // Pin July to a shard its bucket does not belong to: an ownership change, acknowledged as
+    // metadata-only (July has no orders).
+    let july = post(
+        daemon,
+        "/api/sharding/resolve",
+        None,
+        json!({ "keyspace": KEYSPACE, "key": "2026-07" }),
+    )
+    .await;
+    let from = july["shardId"].as_str().unwrap().to_owned();
+    let to = if from == "shard-3" { "shard-2" } else { "shard-3" };
+    let proposed = browser
+        .run(
+            "const editor = document.getElementById('catalog-map');
+             const map = JSON.parse(editor.value);
+             map.exactKeyPins['2026-07'] = arguments[0];
+             editor.value = JSON.stringify(map, null, 2);
+             return map.mapVersion;",
+            vec![json!(to)],
+        )
+        .await;
+    assert_eq!(
+        proposed, 2,
+        "the editor starts from the active map with the next version"
+    );
+    browser.click("#catalog-ack").await;
+    browser.type_into("#catalog-operator", "browser-test").await;
+    browser.type_into("#catalog-comment", "July on its own shard").await;
+
+    browser.click("#catalog-validate").await;
+    browser.wait_for("#catalog-validation[data-valid=true]").await;
+
+    browser.click("#catalog-apply").await;
+    let changes = browser.text("#confirm-dialog #confirm-changes").await;
+    assert!(
+        changes.contains(&format!("pin 2026-07 moves from {from} to {to}")),
+        "{changes}"
+    );
+    browser.screenshot(shots, "10-catalog-confirm-apply").await;
+    browser.click("#confirm-ok").await;
+    browser.wait_for("#catalog-applied").await;
+    browser.wait_for("#catalog-pending[data-version='2']").await;
+    let map = http_client().get(daemon.url("/api/sharding/map")).send().await.unwrap();
+    let map: Value = map.json().await.unwrap();
+    assert_eq!(map["mapVersion"], 1, "apply changed the active map");
+
+    browser.click("#catalog-activate").await;
+    let changes = browser.text("#confirm-dialog #confirm-changes").await;
+    assert!(changes.contains("active version 1 → 2"), "{changes}");
+    assert!(changes.contains("pin 2026-07 moves"), "{changes}");
+    browser.click("#confirm-ok").await;
+    browser.wait_for("#catalog-activated").await;
+    browser.wait_for("#catalog-active-version[data-version='2']").await;
+    browser.wait_for("#daemon-summary[data-map-version='2']").await;
+    let history = cells(browser, "#catalog-history").await;
+    assert!(
+        history.iter().any(|row| row[1] == "2" && row[2] == "browser-test"),
+        "{history:?}"
+    );
+    browser.screenshot(shots, "11-catalog").await;
+
+    let map = http_client().get(daemon.url("/api/sharding/map")).send().await.unwrap();
+    let map: Value = map.json().await.unwrap();
+    assert_eq!(map["mapVersion"], 2, "{map}");
+    assert_eq!(map["exactKeyPins"]["2026-07"], to, "{map}");
+}
