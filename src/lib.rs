@@ -74,6 +74,7 @@ pub mod driver;
 pub mod engine;
 pub mod error;
 pub mod map;
+pub mod migrate;
 pub mod options;
 pub mod paging;
 pub mod routing;

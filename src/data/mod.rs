@@ -10,6 +10,7 @@
 mod admin;
 mod catalog;
 mod interface;
+mod migration;
 #[cfg(feature = "server")]
 pub mod openapi;
 mod params;
@@ -22,6 +23,10 @@ pub use catalog::{
     IssueSeverity, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
 };
 pub use interface::{DataClient, ShardAdmin};
+pub use migration::{
+    BucketMigrationRequest, CollectionManifest, KeyMigrationRequest, MigrationKind, MigrationManifest, MigrationPlan,
+    MigrationReceipt, MigrationResult, MigrationSpec, MigrationStatus, PlannedItem, TableManifest,
+};
 pub use params::Params;
 pub use records::{
     ColumnInfo, DatabaseInfo, Document, DocumentPage, ProcedureDefinition, ProcedureParameter, Row, RowPage,

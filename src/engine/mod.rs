@@ -9,6 +9,7 @@
 
 pub mod classify;
 mod database;
+pub mod fence;
 mod guard;
 mod session;
 mod sql;
