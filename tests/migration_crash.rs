@@ -15,7 +15,8 @@ use common::migrate::{fill, items_on, key_request, migration_master, other, owne
 use common::temp_dir;
 use shardlite::client::ShardedClient;
 use shardlite::data::MigrationStatus;
-use shardlite::migrate::{Migrator, ResumeOptions, fences_on};
+use shardlite::data::ResumeRequest;
+use shardlite::migrate::{Migrator, fences_on};
 
 const CHILD_MASTER: &str = "SHARDLITE_TEST_MIGRATION_MASTER";
 const CHILD_KEY: &str = "SHARDLITE_TEST_MIGRATION_KEY";
@@ -26,7 +27,7 @@ async fn start_or_resume(master: &Path, key: &str) -> shardlite::data::Migration
     let sharded = ShardedClient::open(master).await.unwrap();
     let migrator = Migrator::new(sharded.clone());
     if migrator.status(MIGRATION_ID).await.unwrap().is_some() {
-        return migrator.resume(MIGRATION_ID, ResumeOptions::default()).await.unwrap();
+        return migrator.resume(MIGRATION_ID, ResumeRequest::default()).await.unwrap();
     }
     let mut request = key_request(key, other(&owner(&sharded, key)), 200);
     request.migration_id = Some(MIGRATION_ID.into());

@@ -10,9 +10,10 @@ use common::migrate::{fill, has_profile, items_on, key_request, manifest, migrat
 use common::{path_str, temp_dir};
 use shardlite::ErrorKind;
 use shardlite::client::{DataClient, Params, ShardedClient};
+use shardlite::data::ResumeRequest;
 use shardlite::data::{BucketMigrationRequest, MigrationStatus};
 use shardlite::map::ShardDefinition;
-use shardlite::migrate::{Migrator, ResumeOptions, fences_on};
+use shardlite::migrate::{Migrator, fences_on};
 use shardlite::routing::{bucket_for_token, route_token};
 
 /// Two keys (and their shard) that resolve to the same shard without a pin.
@@ -104,7 +105,7 @@ async fn a_key_moves_verified_then_activated_then_deleted_from_its_source() {
     // Resuming a finished migration does nothing, twice.
     for _ in 0..2 {
         let again = migrator
-            .resume(&result.migration_id, ResumeOptions::default())
+            .resume(&result.migration_id, ResumeRequest::default())
             .await
             .unwrap();
         assert_eq!(again.status, MigrationStatus::Activated);
@@ -343,7 +344,7 @@ async fn a_destination_changed_during_the_copy_fails_verification_and_keeps_the_
         .await
         .unwrap();
     let resumed = Migrator::new(sharded.clone())
-        .resume(&result.migration_id, ResumeOptions::default())
+        .resume(&result.migration_id, ResumeRequest::default())
         .await
         .unwrap();
     assert_eq!(resumed.status, MigrationStatus::Activated, "{resumed:#?}");

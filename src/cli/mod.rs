@@ -3,6 +3,7 @@
 mod catalog;
 mod connection;
 mod data;
+mod migrate;
 mod seed;
 #[cfg(feature = "server")]
 mod serve;
@@ -43,6 +44,11 @@ enum Command {
         #[command(subcommand)]
         command: catalog::CatalogCommand,
     },
+    /// Move the data of a route key or a bucket range to another shard, verified and resumable.
+    Migrate {
+        #[command(subcommand)]
+        command: migrate::MigrateCommand,
+    },
     /// Serve a master catalog over REST and gRPC on one port until SIGINT or SIGTERM.
     #[cfg(feature = "server")]
     Serve(serve::ServeArgs),
@@ -61,6 +67,7 @@ impl Cli {
             Command::ExecAll(args) => block_on(data::exec_all(&args)),
             Command::ReadAll(args) => block_on(data::read_all(&args)),
             Command::Catalog { command } => block_on(catalog::run(&command)),
+            Command::Migrate { command } => block_on(migrate::run(&command)),
             #[cfg(feature = "server")]
             Command::Serve(args) => block_on(serve::run(&args)),
         };

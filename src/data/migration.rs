@@ -357,3 +357,34 @@ impl MigrationResult {
         )
     }
 }
+
+/// Migrations, in-process ([`Migrator`](crate::migrate::Migrator)) or through a daemon
+/// (`HttpClient`, `GrpcClient`): the migration half of the shard-admin interface.
+#[async_trait::async_trait]
+pub trait MigrationAdmin: Send + Sync {
+    /// Moves the data of one route key (or plans it, with `dryRun`).
+    async fn migrate_exact_route_key(&self, request: &KeyMigrationRequest) -> crate::Result<MigrationResult>;
+    /// Moves the data of a bucket range (or plans it, with `dryRun`).
+    async fn migrate_bucket_range(&self, request: &BucketMigrationRequest) -> crate::Result<MigrationResult>;
+    /// Continues a stopped migration from its last checkpoint; harmless when it already ended.
+    async fn resume_migration(&self, migration_id: &str, options: &ResumeRequest) -> crate::Result<MigrationResult>;
+    /// One migration's latest state ([`Error::NotFound`](crate::Error::NotFound) when unknown).
+    async fn migration_progress(&self, migration_id: &str) -> crate::Result<MigrationResult>;
+    /// Every migration's latest state, most recently updated first.
+    async fn migrations(&self) -> crate::Result<Vec<MigrationResult>>;
+    /// The migration history (one entry per run that ended), newest first.
+    async fn migration_history(&self) -> crate::Result<Vec<MigrationResult>>;
+}
+
+/// What a resume may add to a stored migration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResumeRequest {
+    /// Activate the new map once verified, even if the migration was started without it.
+    #[serde(default)]
+    pub activate: bool,
+    /// Delete the source rows once the new map is active.
+    #[serde(default)]
+    pub delete_source: bool,
+}

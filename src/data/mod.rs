@@ -24,8 +24,9 @@ pub use catalog::{
 };
 pub use interface::{DataClient, ShardAdmin};
 pub use migration::{
-    BucketMigrationRequest, CollectionManifest, KeyMigrationRequest, MigrationKind, MigrationManifest, MigrationPlan,
-    MigrationReceipt, MigrationResult, MigrationSpec, MigrationStatus, PlannedItem, TableManifest,
+    BucketMigrationRequest, CollectionManifest, KeyMigrationRequest, MigrationAdmin, MigrationKind, MigrationManifest,
+    MigrationPlan, MigrationReceipt, MigrationResult, MigrationSpec, MigrationStatus, PlannedItem, ResumeRequest,
+    TableManifest,
 };
 pub use params::Params;
 pub use records::{

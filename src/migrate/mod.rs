@@ -28,4 +28,4 @@ mod target;
 
 pub use fence::fences_on;
 pub use manifest::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
-pub use run::{CopyProgress, Migrator, ResumeOptions};
+pub use run::{CopyProgress, Migrator};

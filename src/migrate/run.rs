@@ -9,8 +9,8 @@ use crate::catalog::{Catalog, diff};
 use crate::client::ShardedClient;
 use crate::data::{
     ActivationRequest, BucketMigrationRequest, CatalogIssue, CatalogUpdateRequest, DataClient, IssueSeverity,
-    KeyMigrationRequest, MigrationKind, MigrationPlan, MigrationReceipt, MigrationResult, MigrationSpec,
-    MigrationStatus, PlannedItem, Value,
+    KeyMigrationRequest, MigrationAdmin, MigrationKind, MigrationPlan, MigrationReceipt, MigrationResult,
+    MigrationSpec, MigrationStatus, PlannedItem, ResumeRequest, Value,
 };
 use crate::engine::store::now_utc;
 use crate::error::{Error, ErrorKind, Result};
@@ -31,15 +31,6 @@ pub struct CopyProgress {
 }
 
 type Observer = Arc<dyn Fn(&CopyProgress) + Send + Sync>;
-
-/// What `resume` may add to a stored migration.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ResumeOptions {
-    /// Activate the new map once verified (even if the migration was started without it).
-    pub activate: bool,
-    /// Delete the source rows once the new map is active.
-    pub delete_source: bool,
-}
 
 /// Runs migrations through a [`ShardedClient`] opened from a master catalog.
 ///
@@ -386,7 +377,7 @@ impl Migrator {
     /// again, everything is verified again, and the phases after verification run as far as
     /// the migration (and `options`) asks. A migration that already ended successfully is
     /// returned as it is, so resuming twice does no harm.
-    pub async fn resume(&self, id: &str, options: ResumeOptions) -> Result<MigrationResult> {
+    pub async fn resume(&self, id: &str, options: ResumeRequest) -> Result<MigrationResult> {
         let catalog = self.catalog()?;
         let id = id.trim();
         if id.is_empty() {
@@ -995,4 +986,34 @@ fn new_migration_id() -> String {
         ))
         .unwrap_or_default();
     format!("mig-{stamp}-{}", uuid::Uuid::new_v4().simple())
+}
+
+#[async_trait::async_trait]
+impl MigrationAdmin for Migrator {
+    async fn migrate_exact_route_key(&self, request: &KeyMigrationRequest) -> Result<MigrationResult> {
+        self.migrate_key(request.clone()).await
+    }
+
+    async fn migrate_bucket_range(&self, request: &BucketMigrationRequest) -> Result<MigrationResult> {
+        self.migrate_buckets(request.clone()).await
+    }
+
+    async fn resume_migration(&self, migration_id: &str, options: &ResumeRequest) -> Result<MigrationResult> {
+        self.resume(migration_id, *options).await
+    }
+
+    async fn migration_progress(&self, migration_id: &str) -> Result<MigrationResult> {
+        self.status(migration_id).await?.ok_or_else(|| Error::NotFound {
+            what: "migration",
+            name: migration_id.trim().to_owned(),
+        })
+    }
+
+    async fn migrations(&self) -> Result<Vec<MigrationResult>> {
+        Migrator::migrations(self).await
+    }
+
+    async fn migration_history(&self) -> Result<Vec<MigrationResult>> {
+        self.history().await
+    }
 }
