@@ -16,10 +16,10 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use super::connection::ConnectionArgs;
 use super::data::{OutputArgs, print_json, table};
-use crate::client::ShardedClient;
-use crate::connect::connect;
+use crate::connect::{ConnectedClient, connect};
 use crate::data::{
-    BucketMigrationRequest, KeyMigrationRequest, MigrationManifest, MigrationResult, MigrationStatus, ResumeRequest,
+    BucketMigrationRequest, KeyMigrationRequest, MigrationAdmin, MigrationManifest, MigrationResult, MigrationStatus,
+    ResumeRequest,
 };
 use crate::error::{Error, Result};
 use crate::migrate::{CopyProgress, Migrator};
@@ -163,85 +163,75 @@ pub async fn run(command: &MigrateCommand) -> Result<()> {
     match command {
         MigrateCommand::Key(args) => {
             let common = &args.common;
-            let migrator = migrator(&common.connection, true).await?;
-            let result = migrator
-                .migrate_key(KeyMigrationRequest {
-                    keyspace: args.keyspace.clone(),
-                    route_key: args.key.clone(),
-                    destination_shard_id: args.to.clone(),
-                    manifest: read_manifest(&common.manifest)?,
-                    migration_id: common.id.clone(),
-                    expected_current_map_version: common.expected_version,
-                    dry_run: common.dry_run,
-                    activate: common.activate,
-                    delete_source: common.delete_source,
-                    operator: common.operator.clone(),
-                    comment: common.comment.clone(),
-                })
-                .await?;
-            report(&result, common.output.json)
+            let (admin, _) = open(&common.connection, true).await?;
+            let request = KeyMigrationRequest {
+                keyspace: args.keyspace.clone(),
+                route_key: args.key.clone(),
+                destination_shard_id: args.to.clone(),
+                manifest: read_manifest(&common.manifest)?,
+                migration_id: common.id.clone(),
+                expected_current_map_version: common.expected_version,
+                dry_run: common.dry_run,
+                activate: common.activate,
+                delete_source: common.delete_source,
+                operator: common.operator.clone(),
+                comment: common.comment.clone(),
+            };
+            report(&admin.migrate_exact_route_key(&request).await?, common.output.json)
         }
         MigrateCommand::Buckets(args) => {
             let common = &args.common;
-            let (migrator, sharded) = open(&common.connection, true).await?;
-            let keyspace = args
-                .keyspace
-                .clone()
-                .unwrap_or_else(|| sharded.map().keyspace().to_owned());
-            let result = migrator
-                .migrate_buckets(BucketMigrationRequest {
-                    keyspace,
-                    source_shard_id: args.from.clone(),
-                    destination_shard_id: args.to.clone(),
-                    start_bucket_inclusive: args.start,
-                    end_bucket_exclusive: args.end,
-                    manifest: read_manifest(&common.manifest)?,
-                    migration_id: common.id.clone(),
-                    expected_current_map_version: common.expected_version,
-                    dry_run: common.dry_run,
-                    activate: common.activate,
-                    delete_source: common.delete_source,
-                    operator: common.operator.clone(),
-                    comment: common.comment.clone(),
-                })
-                .await?;
-            report(&result, common.output.json)
+            let (admin, connected) = open(&common.connection, true).await?;
+            let keyspace = match &args.keyspace {
+                Some(keyspace) => keyspace.clone(),
+                None => match (connected.sharded(), connected.admin()) {
+                    (Some(sharded), _) => sharded.map().keyspace().to_owned(),
+                    (None, Some(remote)) => remote.shard_map().await?.keyspace,
+                    (None, None) => String::new(),
+                },
+            };
+            let request = BucketMigrationRequest {
+                keyspace,
+                source_shard_id: args.from.clone(),
+                destination_shard_id: args.to.clone(),
+                start_bucket_inclusive: args.start,
+                end_bucket_exclusive: args.end,
+                manifest: read_manifest(&common.manifest)?,
+                migration_id: common.id.clone(),
+                expected_current_map_version: common.expected_version,
+                dry_run: common.dry_run,
+                activate: common.activate,
+                delete_source: common.delete_source,
+                operator: common.operator.clone(),
+                comment: common.comment.clone(),
+            };
+            report(&admin.migrate_bucket_range(&request).await?, common.output.json)
         }
         MigrateCommand::Resume(args) => {
-            let migrator = migrator(&args.connection, true).await?;
+            let (admin, _) = open(&args.connection, true).await?;
             let options = ResumeRequest {
                 activate: args.activate,
                 delete_source: args.delete_source,
             };
-            let result = migrator.resume(&args.id, options).await?;
-            report(&result, args.output.json)
+            report(&admin.resume_migration(&args.id, &options).await?, args.output.json)
         }
         MigrateCommand::Status(args) => {
-            let migrator = migrator(&args.connection, false).await?;
+            let (admin, _) = open(&args.connection, false).await?;
             match &args.id {
-                Some(id) => {
-                    let result = migrator.status(id).await?.ok_or_else(|| Error::NotFound {
-                        what: "migration",
-                        name: id.trim().to_owned(),
-                    })?;
-                    report(&result, args.output.json)
-                }
-                None => list(&migrator.migrations().await?, args.output.json),
+                Some(id) => report(&admin.migration_progress(id).await?, args.output.json),
+                None => list(&admin.migrations().await?, args.output.json),
             }
         }
         MigrateCommand::History(args) => {
-            let migrator = migrator(&args.connection, false).await?;
-            list(&migrator.history().await?, args.output.json)
+            let (admin, _) = open(&args.connection, false).await?;
+            list(&admin.migration_history().await?, args.output.json)
         }
     }
 }
 
-async fn migrator(connection: &ConnectionArgs, progress: bool) -> Result<Migrator> {
-    Ok(open(connection, progress).await?.0)
-}
-
-/// Opens the master catalog the connection names, with a progress display when asked.
-async fn open(connection: &ConnectionArgs, progress: bool) -> Result<(Migrator, ShardedClient)> {
+/// Opens what the connection names: a local master catalog (the migration runs here, with a
+/// progress display when asked) or a daemon (the migration runs there).
+async fn open(connection: &ConnectionArgs, progress: bool) -> Result<(Arc<dyn MigrationAdmin>, ConnectedClient)> {
     let options = ConnectionOptions::parse(&connection.connection)?;
     if let Some(path) = options.data_source()
         && !std::path::Path::new(path).exists()
@@ -252,18 +242,23 @@ async fn open(connection: &ConnectionArgs, progress: bool) -> Result<(Migrator, 
         ));
     }
     let connected = connect(&options).await?;
-    let sharded = connected.sharded().cloned().ok_or_else(|| {
-        Error::invalid_argument(
-            "--connection",
-            "migrations run on a master catalog with a shard map: use `Data Source=master.db` on the machine that \
-             holds it",
-        )
-    })?;
-    let mut migrator = Migrator::new(sharded.clone());
-    if progress {
-        migrator = migrator.with_observer(progress_display());
-    }
-    Ok((migrator, sharded))
+    let admin: Arc<dyn MigrationAdmin> = match (connected.sharded(), connected.remote_migrations()) {
+        (Some(sharded), _) => {
+            let mut migrator = Migrator::new(sharded.clone());
+            if progress {
+                migrator = migrator.with_observer(progress_display());
+            }
+            Arc::new(migrator)
+        }
+        (None, Some(remote)) => Arc::clone(remote),
+        (None, None) => {
+            return Err(Error::invalid_argument(
+                "--connection",
+                "migrations need a master catalog with a shard map (`Data Source=master.db`) or a daemon serving one",
+            ));
+        }
+    };
+    Ok((admin, connected))
 }
 
 fn read_manifest(path: &PathBuf) -> Result<MigrationManifest> {

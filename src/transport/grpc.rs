@@ -500,3 +500,6 @@ impl ShardAdmin for GrpcClient {
         Ok(rpc!(self, activate_shard_catalog, request)?.into())
     }
 }
+
+// Migrations through the daemon (after `rpc!`, which they use).
+mod migrations;
