@@ -10,7 +10,7 @@ use common::daemon::{Daemon, http_client, start_daemon_on};
 use common::migrate::{fill, items_on, key_request, migration_master, other, owner};
 use common::{path_str, temp_dir};
 use serde_json::{Value as Json, json};
-use shardlite::client::{DataClient, Params, ShardedClient};
+use shardlite::client::{Params, ShardedClient};
 use shardlite::data::{MigrationAdmin, MigrationStatus, ResumeRequest};
 use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
 use shardlite::migrate::{Migrator, fences_on};

@@ -444,3 +444,58 @@ async fn a_bucket_range_moves_and_leaves_pinned_keys_in_place() {
             .contains("move-bucket-0")
     );
 }
+
+#[tokio::test]
+async fn abandoning_releases_the_fence_and_keeps_the_map() {
+    let dir = temp_dir();
+    let master = migration_master(dir.path()).await;
+    let sharded = ShardedClient::open(&master).await.unwrap();
+    let (moving, staying, source) = two_keys_on_one_shard(&sharded);
+    let destination = other(&source);
+    fill(&sharded, &moving, 1, 50).await;
+    fill(&sharded, &staying, 1, 5).await;
+    // A destination row of the moving key that the source does not have: verification fails.
+    sharded
+        .for_shard_id(destination)
+        .unwrap()
+        .execute_sql(
+            "INSERT INTO items (id, tenant, n) VALUES ('stray', ?1, 0)",
+            Params::from(vec![moving.as_str()]),
+        )
+        .await
+        .unwrap();
+    let migrator = Migrator::new(sharded.clone());
+    let failed = migrator
+        .migrate_key(key_request(&moving, destination, 20))
+        .await
+        .unwrap();
+    assert_eq!(failed.status, MigrationStatus::VerificationFailed);
+    assert_eq!(failed.receipts[0].destination_rows, Some(51));
+    let source_client = sharded.for_shard_id(&source).unwrap();
+    assert_eq!(fences_on(&source_client).await.unwrap().len(), 1);
+
+    let abandoned = migrator.abandon(&failed.migration_id).await.unwrap();
+    assert_eq!(abandoned.status, MigrationStatus::Failed);
+    assert_eq!(abandoned.phase, "abandoned");
+    assert!(!abandoned.requires_operator_recovery && abandoned.recovery_action.is_none());
+    assert!(fences_on(&source_client).await.unwrap().is_empty());
+    sharded
+        .for_route(route(&moving))
+        .execute_sql(
+            "UPDATE items SET n = n + 1 WHERE tenant = ?1",
+            Params::from(vec![moving.as_str()]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(owner(&sharded, &moving), source);
+    assert_eq!(migrator.history().await.unwrap().len(), 2);
+
+    // A migration whose new map is written cannot be abandoned: it is finished instead.
+    let mut request = key_request(&staying, destination, 20);
+    request.activate = false;
+    request.delete_source = false;
+    let pending = migrator.migrate_key(request).await.unwrap();
+    assert_eq!(pending.status, MigrationStatus::PendingActivation);
+    let refused = migrator.abandon(&pending.migration_id).await.unwrap_err();
+    assert!(refused.to_string().contains("already wrote map version 2"), "{refused}");
+}

@@ -43,6 +43,9 @@ pub enum MigrateCommand {
     /// Continue a stopped migration from its last checkpoint (running it again is harmless).
     #[command(after_help = "Example: shardlite migrate resume -c \"Data Source=master.db\" mig-20261130-...")]
     Resume(ResumeArgs),
+    /// Give up a migration that has not written its new map: release its fence, keep the map.
+    #[command(after_help = "Example: shardlite migrate abandon -c \"Data Source=master.db\" mig-20261130-...")]
+    Abandon(AbandonArgs),
     /// Show one migration's state, or every migration's.
     Status(StatusArgs),
     /// Show the migration history, newest first.
@@ -138,6 +141,17 @@ pub struct ResumeArgs {
     output: OutputArgs,
 }
 
+/// Arguments of `shardlite migrate abandon`.
+#[derive(Debug, Args)]
+pub struct AbandonArgs {
+    #[command(flatten)]
+    connection: ConnectionArgs,
+    /// The migration id.
+    id: String,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
 /// Arguments of `shardlite migrate status`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
@@ -214,6 +228,10 @@ pub async fn run(command: &MigrateCommand) -> Result<()> {
                 delete_source: args.delete_source,
             };
             report(&admin.resume_migration(&args.id, &options).await?, args.output.json)
+        }
+        MigrateCommand::Abandon(args) => {
+            let (admin, _) = open(&args.connection, false).await?;
+            report(&admin.abandon_migration(&args.id).await?, args.output.json)
         }
         MigrateCommand::Status(args) => {
             let (admin, _) = open(&args.connection, false).await?;
@@ -312,14 +330,9 @@ fn progress_display() -> impl Fn(&CopyProgress) + Send + Sync + 'static {
     }
 }
 
-fn failed(status: MigrationStatus) -> bool {
-    matches!(
-        status,
-        MigrationStatus::Rejected
-            | MigrationStatus::VerificationFailed
-            | MigrationStatus::CatalogApplyFailed
-            | MigrationStatus::Failed
-    )
+/// Whether a run ended in a way a script must notice: rejected, or needing an operator.
+fn failed(result: &MigrationResult) -> bool {
+    result.status == MigrationStatus::Rejected || result.requires_operator_recovery
 }
 
 /// Prints a migration's state; an error (non-zero exit) when it was rejected or needs an operator.
@@ -406,7 +419,7 @@ fn report(result: &MigrationResult, json: bool) -> Result<()> {
             println!("recovery: {action}");
         }
     }
-    if failed(result.status) {
+    if failed(result) {
         return Err(Error::invalid_argument(
             "migration",
             format!(

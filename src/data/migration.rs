@@ -374,6 +374,9 @@ pub trait MigrationAdmin: Send + Sync {
     async fn migrations(&self) -> crate::Result<Vec<MigrationResult>>;
     /// The migration history (one entry per run that ended), newest first.
     async fn migration_history(&self) -> crate::Result<Vec<MigrationResult>>;
+    /// Gives up a migration that has not written its new map: releases its fence (the explicit
+    /// recovery for a fence a crash left behind) and records it as abandoned.
+    async fn abandon_migration(&self, migration_id: &str) -> crate::Result<MigrationResult>;
 }
 
 /// What a resume may add to a stored migration.

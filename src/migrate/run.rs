@@ -435,6 +435,44 @@ impl Migrator {
         self.drive(state, context).await
     }
 
+    /// Gives up a migration that has not changed the map (the explicit recovery for a fence a
+    /// crash or a failure left behind): releases its fence, so writes of its keys on the source
+    /// go on, and records it as `Failed` in phase `abandoned`. Rows already copied to the
+    /// destination stay there (running the migration again upserts them). Refused once the
+    /// migration has written its new map: finish it with [`resume`](Self::resume) instead.
+    pub async fn abandon(&self, id: &str) -> Result<MigrationResult> {
+        let catalog = self.catalog()?;
+        let id = id.trim();
+        let mut state = catalog.migration(id).await?.ok_or_else(|| Error::NotFound {
+            what: "migration",
+            name: id.to_owned(),
+        })?;
+        if let Some(version) = state.pending_map_version {
+            return Err(Error::invalid_argument(
+                "migration id",
+                format!(
+                    "migration '{id}' already wrote map version {version}, which routes its keys to the destination: \
+                     finish it with resume (and activation) instead"
+                ),
+            ));
+        }
+        if matches!(state.status, MigrationStatus::Rejected | MigrationStatus::Planned) {
+            return Err(Error::invalid_argument(
+                "migration id",
+                format!("migration '{id}' was rejected and holds no fence"),
+            ));
+        }
+        let source = self.sharded.for_shard_id(&state.spec.source_shard_id)?;
+        fence::release(&source, &state.migration_id).await?;
+        state.status = MigrationStatus::Failed;
+        state.phase = "abandoned".to_owned();
+        state.message = "abandoned by the operator: the fence was released and the shard map left unchanged; rows \
+                         already copied to the destination stay there"
+            .to_owned();
+        self.finish(&mut state).await;
+        Ok(state)
+    }
+
     /// The state of migration `id`, as last checkpointed.
     pub async fn status(&self, id: &str) -> Result<Option<MigrationResult>> {
         self.catalog()?.migration(id.trim()).await
@@ -714,10 +752,15 @@ impl Migrator {
             .and_then(|plan| plan.items.get(index))
             .map_or(0, |item| item.estimated_rows);
         let mut checksum = Checksum::from_hex(&state.receipts[index].source_checksum)?;
+        let read = |after: Option<Value>| {
+            let (sql, params) = target.page_query(after.as_ref());
+            let source = Arc::clone(&context.source);
+            async move { Ok::<_, Error>(source.execute_read_only_sql(&sql, params).await?.rows) }
+        };
+        let mut rows = read(state.receipts[index].last_key.clone()).await?;
         loop {
-            let (sql, params) = target.page_query(state.receipts[index].last_key.as_ref());
-            let rows = context.source.execute_read_only_sql(&sql, params).await?.rows;
             let count = rows.len();
+            let mut next = Vec::new();
             if count > 0 {
                 let last = rows[count - 1].get(target.key_index).cloned().unwrap_or(Value::Null);
                 if last == Value::Null {
@@ -731,7 +774,17 @@ impl Migrator {
                 }
                 checksum.add_page(&rows);
                 let (sql, params) = target.upsert(rows);
-                context.destination.execute_sql(&sql, params).await?;
+                let upsert = context.destination.execute_sql(&sql, params);
+                if count < target.page_size {
+                    upsert.await?;
+                } else {
+                    // The next page is read from the source while this one is written to the
+                    // destination (two files, two threads); it is checkpointed only after the
+                    // write commits, as before.
+                    let (written, following) = tokio::join!(upsert, read(Some(last.clone())));
+                    written?;
+                    next = following?;
+                }
                 let receipt = &mut state.receipts[index];
                 receipt.source_rows += u64::try_from(count).unwrap_or(u64::MAX);
                 receipt.pages_copied += 1;
@@ -753,6 +806,7 @@ impl Migrator {
             if state.receipts[index].copied {
                 return Ok(());
             }
+            rows = next;
         }
     }
 
@@ -858,8 +912,13 @@ impl Migrator {
     /// Sets the recovery fields, then writes the final checkpoint and a history row. A failure
     /// to record is reported as a warning: the data is where the status says.
     async fn finish(&self, state: &mut MigrationResult) {
-        state.requires_operator_recovery = state.status.requires_operator_recovery();
-        state.recovery_action = state.status.recovery_action().map(str::to_owned);
+        let abandoned = state.phase == "abandoned";
+        state.requires_operator_recovery = !abandoned && state.status.requires_operator_recovery();
+        state.recovery_action = if abandoned {
+            None
+        } else {
+            state.status.recovery_action().map(str::to_owned)
+        };
         let now = now_utc();
         state.updated_utc = now.clone();
         state.completed_utc = Some(now);
@@ -1015,5 +1074,9 @@ impl MigrationAdmin for Migrator {
 
     async fn migration_history(&self) -> Result<Vec<MigrationResult>> {
         self.history().await
+    }
+
+    async fn abandon_migration(&self, migration_id: &str) -> Result<MigrationResult> {
+        self.abandon(migration_id).await
     }
 }

@@ -92,3 +92,11 @@ fn list(results: &[MigrationResult]) -> Result<pb::ShardMigrationList> {
         result_json: results.iter().map(encode).collect::<Result<_>>()?,
     })
 }
+
+pub(super) async fn abandon(
+    sharded: ShardedClient,
+    request: pb::ShardMigrationProgressRequest,
+) -> Result<pb::ShardMigrationResult> {
+    let migrator = Migrator::new(sharded);
+    detached(async move { migrator.abandon(&request.migration_id).await }).await
+}

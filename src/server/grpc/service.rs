@@ -239,6 +239,16 @@ impl Shardlite for ShardliteService {
         .await
     }
 
+    async fn abandon_shard_migration(
+        &self,
+        request: Request<pb::ShardMigrationProgressRequest>,
+    ) -> RpcResult<pb::ShardMigrationResult> {
+        self.run("AbandonShardMigration", request, |call, req| async move {
+            super::migrations::abandon(call.admin()?, req).await
+        })
+        .await
+    }
+
     // ---------------------------------------------------------------- SQL
 
     async fn execute_sql(&self, request: Request<pb::SqlRequest>) -> RpcResult<pb::SqlResult> {

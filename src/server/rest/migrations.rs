@@ -148,3 +148,26 @@ pub async fn resume(
         detached(async move { migrator.resume(&id, request).await }).await?,
     ))
 }
+
+/// Gives up a migration that has not written its new map: releases its fence (writes of its keys
+/// on the source go on) and records it as abandoned. 400 `invalid_input` once its map is written.
+#[utoipa::path(
+    post,
+    path = "/api/sharding/migrations/{id}/abandon",
+    tag = "sharding",
+    operation_id = "abandonShardMigration",
+    params(("id" = String, Path, description = "The migration id")),
+    responses(
+        (status = 200, description = "The abandoned migration", body = MigrationResult),
+        (status = 400, description = "Its new map is already written: resume it instead", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 404, description = "No such migration", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn abandon(
+    State(state): State<ServerState>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<MigrationResult>, ApiError> {
+    let migrator = migrator(&state)?;
+    Ok(axum::Json(detached(async move { migrator.abandon(&id).await }).await?))
+}

@@ -145,6 +145,7 @@ fn api_routes() -> OpenApiRouter<ServerState> {
         .routes(routes!(migrations::history))
         .routes(routes!(migrations::progress))
         .routes(routes!(migrations::resume))
+        .routes(routes!(migrations::abandon))
 }
 
 /// The answer for a path no REST endpoint serves: 401 without a required API key, else 404.

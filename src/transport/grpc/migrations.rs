@@ -64,6 +64,13 @@ impl MigrationAdmin for GrpcClient {
         list.result_json.iter().map(|json| result_of(json)).collect()
     }
 
+    async fn abandon_migration(&self, migration_id: &str) -> Result<MigrationResult> {
+        let request = pb::ShardMigrationProgressRequest {
+            migration_id: migration_id.to_owned(),
+        };
+        result_of(&rpc!(self, abandon_shard_migration, request)?.result_json)
+    }
+
     async fn migration_history(&self) -> Result<Vec<MigrationResult>> {
         let list = rpc!(self, get_shard_migration_history, pb::Empty {})?;
         list.result_json.iter().map(|json| result_of(json)).collect()

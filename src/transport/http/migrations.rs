@@ -37,4 +37,9 @@ impl MigrationAdmin for HttpClient {
     async fn migration_history(&self) -> Result<Vec<MigrationResult>> {
         self.json(self.get(&["sharding", "migrations", "history"])).await
     }
+
+    async fn abandon_migration(&self, migration_id: &str) -> Result<MigrationResult> {
+        self.json(self.post(&["sharding", "migrations", migration_id, "abandon"]))
+            .await
+    }
 }
