@@ -78,7 +78,7 @@ async fn a_migration_killed_ten_times_resumes_to_an_exact_copy() {
     let seed = std::env::var("SHARDLITE_CRASH_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64);
+        .unwrap_or_else(|| u64::from(SystemTime::now().duration_since(UNIX_EPOCH).unwrap().subsec_nanos()));
     println!("crash seed {seed}");
     let mut random = Lcg(seed);
     let exe = std::env::current_exe().unwrap();
