@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::migrate::{fill, items_on, key_request, migration_master, other, owner};
 use common::temp_dir;
-use shardlite::client::ShardedClient;
+use shardlite::client::{DataClient, ShardedClient};
 use shardlite::data::MigrationStatus;
 use shardlite::data::ResumeRequest;
 use shardlite::migrate::{Migrator, fences_on};
@@ -108,6 +108,22 @@ async fn a_migration_killed_ten_times_resumes_to_an_exact_copy() {
             .migration(MIGRATION_ID)
             .await
             .unwrap();
+        if let Some(state) = &checkpoint
+            && state.phase.starts_with("copying")
+        {
+            // The crash left the fence in force: a writer with its own connection is refused.
+            let shard = shardlite::client::LocalClient::open(dir.path().join(format!("{source}.db")))
+                .await
+                .unwrap();
+            let refused = shard
+                .execute_sql(
+                    "INSERT INTO items (id, tenant, n) VALUES ('during-crash', ?1, 0)",
+                    shardlite::client::Params::from(vec![key]),
+                )
+                .await
+                .unwrap_err();
+            assert_eq!(refused.kind(), shardlite::ErrorKind::RouteFenced, "{refused}");
+        }
         phases.push(checkpoint.map_or_else(
             || "none".to_owned(),
             |c| format!("{} ({} rows)", c.phase, c.receipts.first().map_or(0, |r| r.source_rows)),

@@ -499,3 +499,54 @@ async fn abandoning_releases_the_fence_and_keeps_the_map() {
     let refused = migrator.abandon(&pending.migration_id).await.unwrap_err();
     assert!(refused.to_string().contains("already wrote map version 2"), "{refused}");
 }
+
+#[tokio::test]
+async fn a_catalog_failure_after_the_copy_leaves_the_source_whole_and_resume_finishes() {
+    let dir = temp_dir();
+    let master = migration_master(dir.path()).await;
+    let sharded = ShardedClient::open(&master).await.unwrap();
+    let (moving, _, source) = two_keys_on_one_shard(&sharded);
+    let destination = other(&source);
+    fill(&sharded, &moving, 1, 120).await;
+    let before = items_on(&sharded, &source, &moving).await;
+    let master_file = master.clone();
+    let raced = std::sync::atomic::AtomicBool::new(false);
+    // Another operator writes a pending map (version 2) while the data is being copied.
+    let migrator = Migrator::new(sharded.clone()).with_observer(move |_| {
+        if !raced.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            let conn = rusqlite::Connection::open(&master_file).unwrap();
+            conn.execute(
+                "INSERT INTO shardlite_pending_map (slot, keyspace, map_version, map_json, written_utc)
+                 SELECT 1, keyspace, 2, map_json, updated_utc FROM shardlite_active_map",
+                [],
+            )
+            .unwrap();
+        }
+    });
+
+    let result = migrator
+        .migrate_key(key_request(&moving, destination, 50))
+        .await
+        .unwrap();
+
+    assert_eq!(result.status, MigrationStatus::CatalogApplyFailed, "{result:#?}");
+    assert!(result.requires_operator_recovery);
+    assert!(result.recovery_action.as_deref().unwrap().contains("catalog"));
+    assert!(result.receipts.iter().all(|r| r.verified && r.source_rows_deleted == 0));
+    // Nothing was deleted: the source still owns and holds every row; the copy is on the destination.
+    assert_eq!(owner(&sharded, &moving), source);
+    assert_eq!(items_on(&sharded, &source, &moving).await, before);
+    assert_eq!(items_on(&sharded, destination, &moving).await, before);
+
+    // The operator clears the other pending map; resume writes its own, activates, deletes.
+    let conn = rusqlite::Connection::open(&master).unwrap();
+    conn.execute("DELETE FROM shardlite_pending_map", []).unwrap();
+    let resumed = Migrator::new(sharded.clone())
+        .resume(&result.migration_id, ResumeRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(resumed.status, MigrationStatus::Activated, "{resumed:#?}");
+    assert_eq!(owner(&sharded, &moving), destination);
+    assert_eq!(items_on(&sharded, &source, &moving).await.0, 0);
+    assert_eq!(items_on(&sharded, destination, &moving).await, before);
+}
