@@ -148,8 +148,16 @@ async fn bucket_moves_default_to_the_maps_keyspace() {
         .await
         .unwrap();
     assert_eq!(fences[0].1, "fenced");
-    // Resuming with activation finishes it.
     let id = result["migrationId"].as_str().unwrap();
+    // Its map is written: abandoning is refused (finish it instead).
+    let abandon = shardlite(&["migrate", "abandon", "-c", &connection, id]);
+    assert!(!abandon.status.success());
+    assert!(
+        stderr(&abandon).contains("already wrote map version 2"),
+        "{}",
+        stderr(&abandon)
+    );
+    // Resuming with activation finishes it.
     let resumed = shardlite(&["migrate", "resume", "-c", &connection, id, "--activate", "--json"]);
     assert!(resumed.status.success(), "{}", stderr(&resumed));
     assert_eq!(json_of(&resumed)["status"], "Activated");

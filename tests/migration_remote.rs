@@ -71,6 +71,12 @@ async fn a_daemon_runs_migrations_for_rest_and_grpc_clients() {
     request.migration_id = Some("over-grpc".into());
     let pending = grpc.migrate_exact_route_key(&request).await.unwrap();
     assert_eq!(pending.status, MigrationStatus::PendingActivation, "{pending:#?}");
+    // Its map is written, so it cannot be abandoned (over either transport); unknown ids are named.
+    let refused = grpc.abandon_migration("over-grpc").await.unwrap_err();
+    assert_eq!(refused.kind(), shardlite::ErrorKind::InvalidInput);
+    assert!(refused.to_string().contains("already wrote map version 2"), "{refused}");
+    let unknown = http.abandon_migration("no-such-migration").await.unwrap_err();
+    assert_eq!(unknown.kind(), shardlite::ErrorKind::NotFound, "{unknown}");
     let write = http_client()
         .post(daemon.url("/api/sql/execute"))
         .header("X-CSharpDB-Keyspace", "tenants")
