@@ -102,6 +102,15 @@ async fn a_key_moves_verified_then_activated_then_deleted_from_its_source() {
         .await
         .unwrap();
 
+    // Its id cannot be reused, and the refusal does not overwrite it.
+    let mut reuse = key_request(&staying, destination, 100);
+    reuse.migration_id = Some(result.migration_id.clone());
+    let refused = migrator.migrate_key(reuse).await.unwrap();
+    assert_eq!(refused.status, MigrationStatus::Rejected);
+    assert!(codes(&refused).contains(&"migration-id-exists".to_owned()));
+    let kept = migrator.status(&result.migration_id).await.unwrap().unwrap();
+    assert_eq!(kept.status, MigrationStatus::Activated);
+
     // Resuming a finished migration does nothing, twice.
     for _ in 0..2 {
         let again = migrator

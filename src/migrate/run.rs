@@ -333,7 +333,9 @@ impl Migrator {
             state.status = MigrationStatus::Rejected;
             state.phase = "rejected".to_owned();
             state.message = format!("the migration was rejected: {}", first_error(&state.issues));
-            if !dry_run && self.sharded.catalog().is_some() {
+            // A rejection is recorded under its id, unless the id belongs to another migration.
+            let id_taken = state.issues.iter().any(|i| i.code == "migration-id-exists");
+            if !dry_run && !id_taken && self.sharded.catalog().is_some() {
                 self.finish(&mut state).await;
             }
             return Ok(state);
