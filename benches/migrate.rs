@@ -33,8 +33,8 @@ fn main() {
     let sizes = std::env::var("SHARDLITE_BENCH_ROWS").unwrap_or_else(|_| "100000,1000000".to_owned());
     let exe = std::env::current_exe().expect("bench binary");
     println!(
-        "{:>9} {:>14} {:>14} {:>8} {:>16} {:>16}",
-        "rows", "migrate rows/s", "attach rows/s", "ratio", "peak RSS (MiB)", "growth (MiB)"
+        "{:>9} {:>14} {:>14} {:>8} {:>10} {:>16} {:>16}",
+        "rows", "migrate rows/s", "attach rows/s", "ratio", "copy share", "peak RSS (MiB)", "growth (MiB)"
     );
     for size in sizes.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let output = Command::new(&exe)
@@ -58,11 +58,12 @@ fn main() {
         let migrate = rows / field("migrate_s");
         let attach = rows / field("attach_s");
         println!(
-            "{:>9} {:>14.0} {:>14.0} {:>7.2}x {:>16.1} {:>16.1}",
+            "{:>9} {:>14.0} {:>14.0} {:>7.2}x {:>9.0}% {:>16.1} {:>16.1}",
             rows,
             migrate,
             attach,
             migrate / attach,
+            100.0 * field("copy_s") / field("migrate_s"),
             field("peak_kb") / 1024.0,
             (field("peak_kb") - field("before_kb")) / 1024.0
         );
@@ -175,37 +176,50 @@ fn child(rows: i64) {
         })
     };
     let started = Instant::now();
+    let copied_at = Arc::new(std::sync::Mutex::new(started));
+    let observer = {
+        let copied_at = Arc::clone(&copied_at);
+        move |_: &shardlite::migrate::CopyProgress| {
+            *copied_at.lock().expect("copy clock") = Instant::now();
+        }
+    };
     let result = runtime
-        .block_on(Migrator::new(sharded).migrate_key(KeyMigrationRequest {
-            keyspace: "tenants".into(),
-            route_key: KEY.into(),
-            destination_shard_id: "dest".into(),
-            manifest: MigrationManifest {
-                page_size: Some(page),
-                tables: vec![TableManifest {
-                    table_name: "items".into(),
-                    route_key_column: "tenant".into(),
-                    primary_key_column: "id".into(),
-                }],
-                collections: vec![],
-            },
-            migration_id: None,
-            expected_current_map_version: None,
-            dry_run: false,
-            activate: false,
-            delete_source: false,
-            operator: None,
-            comment: None,
-        }))
+        .block_on(
+            Migrator::new(sharded)
+                .with_observer(observer)
+                .migrate_key(KeyMigrationRequest {
+                    keyspace: "tenants".into(),
+                    route_key: KEY.into(),
+                    destination_shard_id: "dest".into(),
+                    manifest: MigrationManifest {
+                        page_size: Some(page),
+                        tables: vec![TableManifest {
+                            table_name: "items".into(),
+                            route_key_column: "tenant".into(),
+                            primary_key_column: "id".into(),
+                        }],
+                        collections: vec![],
+                    },
+                    migration_id: None,
+                    expected_current_map_version: None,
+                    dry_run: false,
+                    activate: false,
+                    delete_source: false,
+                    operator: None,
+                    comment: None,
+                }),
+        )
         .expect("migration");
     let migrate = started.elapsed();
+    let copy = copied_at.lock().expect("copy clock").duration_since(started);
     done.store(true, Ordering::Relaxed);
     sampler.join().expect("sampler");
     assert_eq!(result.status, MigrationStatus::PendingActivation, "{result:#?}");
     assert_eq!(result.receipts[0].source_rows, u64::try_from(rows).expect("rows"));
     println!(
-        "RESULT rows={rows} migrate_s={} attach_s={} before_kb={before} peak_kb={}",
+        "RESULT rows={rows} migrate_s={} copy_s={} attach_s={} before_kb={before} peak_kb={}",
         migrate.as_secs_f64(),
+        copy.as_secs_f64(),
         attach.as_secs_f64(),
         peak.load(Ordering::Relaxed)
     );
