@@ -1463,7 +1463,7 @@ async fn the_openapi_document_covers_every_endpoint() {
         ("post", "/api/sharding/migrations/exact-route-key"),
         ("post", "/api/sharding/migrations/bucket-range"),
         ("get", "/api/sharding/migrations"),
-        ("get", "/api/sharding/migrations/history"),
+        ("get", "/api/sharding/migrations/checkpoints"),
         ("get", "/api/sharding/migrations/{id}"),
         ("post", "/api/sharding/migrations/{id}/resume"),
         ("post", "/api/sharding/migrations/{id}/abandon"),

@@ -116,6 +116,11 @@ async fn a_daemon_runs_migrations_for_rest_and_grpc_clients() {
     let history = grpc.migration_history().await.unwrap();
     assert_eq!(history.len(), 2);
     assert_eq!(history[0].status, MigrationStatus::Activated);
+    // Over REST: the history (GET /api/sharding/migrations) and the latest states.
+    assert_eq!(http.migration_history().await.unwrap(), history);
+    let latest = http.migrations().await.unwrap();
+    assert_eq!(latest.len(), 1);
+    assert_eq!(latest[0].migration_id, "over-grpc");
     let unknown = grpc.migration_progress("nope").await.unwrap_err();
     assert_eq!(unknown.kind(), shardlite::ErrorKind::NotFound);
 

@@ -77,10 +77,10 @@ pub async fn migrate_bucket_range(
     ))
 }
 
-/// Every migration's latest state, most recently updated first.
+/// Every migration's latest state (its checkpoint), most recently updated first.
 #[utoipa::path(
     get,
-    path = "/api/sharding/migrations",
+    path = "/api/sharding/migrations/checkpoints",
     tag = "sharding",
     operation_id = "getShardMigrations",
     responses((status = 200, description = "Every migration", body = Vec<MigrationResult>))
@@ -92,7 +92,7 @@ pub async fn migrations(State(state): State<ServerState>) -> Result<axum::Json<V
 /// The migration history: one entry per run that ended, newest first.
 #[utoipa::path(
     get,
-    path = "/api/sharding/migrations/history",
+    path = "/api/sharding/migrations",
     tag = "sharding",
     operation_id = "getShardMigrationHistory",
     responses((status = 200, description = "The history", body = Vec<MigrationResult>))

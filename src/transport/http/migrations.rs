@@ -31,11 +31,11 @@ impl MigrationAdmin for HttpClient {
     }
 
     async fn migrations(&self) -> Result<Vec<MigrationResult>> {
-        self.json(self.get(&["sharding", "migrations"])).await
+        self.json(self.get(&["sharding", "migrations", "checkpoints"])).await
     }
 
     async fn migration_history(&self) -> Result<Vec<MigrationResult>> {
-        self.json(self.get(&["sharding", "migrations", "history"])).await
+        self.json(self.get(&["sharding", "migrations"])).await
     }
 
     async fn abandon_migration(&self, migration_id: &str) -> Result<MigrationResult> {
