@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::client::{LocalClient, ShardedClient, ShardedClientOptions};
-use crate::data::{DataClient, ShardAdmin};
+use crate::data::{DataClient, MigrationAdmin, ShardAdmin};
 use crate::engine::EngineConfig;
 use crate::error::{Error, ErrorKind, Result};
 use crate::map::{ShardTarget, Transport, resolve_data_source};
@@ -100,6 +100,8 @@ pub struct ConnectedClient {
     target: ConnectionTarget,
     sharded: Option<ShardedClient>,
     admin: Option<Arc<dyn ShardAdmin>>,
+    /// Migrations through a daemon (in-process ones run on [`sharded`](Self::sharded)).
+    remote_migrations: Option<Arc<dyn MigrationAdmin>>,
     route: Option<RouteContext>,
     local: Option<LocalClient>,
 }
@@ -138,6 +140,12 @@ impl ConnectedClient {
     /// map and over the network for a daemon; `None` for a plain database.
     pub fn admin(&self) -> Option<&Arc<dyn ShardAdmin>> {
         self.admin.as_ref()
+    }
+
+    /// Migrations run by the daemon, for a remote connection; `None` otherwise (run in-process
+    /// ones with [`Migrator`](crate::migrate::Migrator) on [`sharded`](Self::sharded)).
+    pub fn remote_migrations(&self) -> Option<&Arc<dyn MigrationAdmin>> {
+        self.remote_migrations.as_ref()
     }
 
     /// The route the client is bound to, if any.
@@ -292,6 +300,7 @@ async fn open_routed(path: &str, route: &RouteContext, engine: EngineConfig) -> 
             shard_data_source,
         },
         admin: Some(Arc::new(sharded.clone())),
+        remote_migrations: None,
         sharded: Some(sharded),
         route: Some(route.clone()),
         local: None,
@@ -308,6 +317,7 @@ async fn open_unrouted(path: &str, engine: EngineConfig) -> Result<ConnectedClie
                 map_version: sharded.map().version(),
             },
             admin: Some(Arc::new(sharded.clone())),
+            remote_migrations: None,
             sharded: Some(sharded),
             route: None,
             local: None,
@@ -325,6 +335,7 @@ async fn open_unrouted(path: &str, engine: EngineConfig) -> Result<ConnectedClie
                 },
                 sharded: None,
                 admin: None,
+                remote_migrations: None,
                 route: None,
             })
         }
@@ -355,7 +366,7 @@ async fn open_remote(options: &ConnectionOptions) -> Result<ConnectedClient> {
 
 /// A remote client as a connected client: data calls on its route, shard admin on the daemon.
 #[cfg(any(feature = "grpc", feature = "http"))]
-fn remote<C: DataClient + ShardAdmin + Clone + 'static>(
+fn remote<C: DataClient + ShardAdmin + MigrationAdmin + Clone + 'static>(
     client: C,
     endpoint: &str,
     transport: Transport,
@@ -367,6 +378,7 @@ fn remote<C: DataClient + ShardAdmin + Clone + 'static>(
             transport,
         },
         admin: Some(Arc::new(client.clone())),
+        remote_migrations: Some(Arc::new(client.clone())),
         client: Arc::new(client),
         sharded: None,
         route: options.route().cloned(),

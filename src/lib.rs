@@ -52,6 +52,8 @@
 //!   [`ShardedClient`](client::ShardedClient) and its route-bound clients and transactions.
 //! - [`connect`]: opening a connection string, in-process or through a daemon.
 //! - [`paging`]: page fill across route keys, bounded merge, month keys and signed cursors.
+//! - [`migrate`]: verified data migrations of a route key or a bucket range: fences persisted in
+//!   the source shard's file, paged copy with checkpoints, verification, resume.
 //! - `server` (feature `server`): the daemon: REST and gRPC on one port, one error-to-status
 //!   function per protocol, `/openapi.json`, and the admin workspace at `/admin`.
 //! - `driver` (feature `sqlx`): the sqlx-core driver, laid out like `sqlx-sqlite`.
@@ -76,6 +78,7 @@ pub mod driver;
 pub mod engine;
 pub mod error;
 pub mod map;
+pub mod migrate;
 pub mod options;
 pub mod paging;
 pub mod routing;

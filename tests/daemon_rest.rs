@@ -1463,6 +1463,13 @@ async fn the_openapi_document_covers_every_endpoint() {
         ("post", "/api/sharding/catalog/activate"),
         ("get", "/api/sharding/schema"),
         ("post", "/api/sharding/schema/migrate"),
+        ("post", "/api/sharding/migrations/exact-route-key"),
+        ("post", "/api/sharding/migrations/bucket-range"),
+        ("get", "/api/sharding/migrations"),
+        ("get", "/api/sharding/migrations/checkpoints"),
+        ("get", "/api/sharding/migrations/{id}"),
+        ("post", "/api/sharding/migrations/{id}/resume"),
+        ("post", "/api/sharding/migrations/{id}/abandon"),
         ("get", "/openapi.json"),
     ];
     let documented: usize = paths.values().map(|item| item.as_object().unwrap().len()).sum();

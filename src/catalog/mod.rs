@@ -10,6 +10,7 @@ mod update;
 pub use update::{MapDiff, diff, validate};
 
 mod files;
+mod migrations;
 
 pub use files::{check_shard_files, shard_file};
 

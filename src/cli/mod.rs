@@ -4,6 +4,7 @@ mod catalog;
 mod connection;
 mod data;
 mod schema;
+mod migrate;
 mod seed;
 #[cfg(feature = "server")]
 mod serve;
@@ -72,6 +73,14 @@ enum Command {
         #[command(subcommand)]
         command: schema::SchemaCommand,
     },
+    /// Move the data of a route key or a bucket range to another shard, verified and resumable.
+    #[command(
+        after_help = "Example: shardlite migrate key -c \"Data Source=data/master.db\" --manifest manifest.json --key 2026-05 --to shard-4 --dry-run"
+    )]
+    Migrate {
+        #[command(subcommand)]
+        command: migrate::MigrateCommand,
+    },
     /// Serve a master catalog over REST and gRPC on one port until SIGINT or SIGTERM.
     #[cfg(feature = "server")]
     #[command(after_help = "Example: shardlite serve --master data/master.db --listen 127.0.0.1:61818")]
@@ -92,6 +101,7 @@ impl Cli {
             Command::ReadAll(args) => block_on(data::read_all(&args)),
             Command::Catalog { command } => block_on(catalog::run(&command)),
             Command::Schema { command } => block_on(schema::run(&command)),
+            Command::Migrate { command } => block_on(migrate::run(&command)),
             #[cfg(feature = "server")]
             Command::Serve(args) => block_on(serve::run(&args)),
         };

@@ -10,6 +10,7 @@
 mod admin;
 mod catalog;
 mod interface;
+mod migration;
 #[cfg(feature = "server")]
 pub mod openapi;
 mod params;
@@ -23,6 +24,11 @@ pub use catalog::{
     IssueSeverity, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
 };
 pub use interface::{DataClient, ShardAdmin};
+pub use migration::{
+    BucketMigrationRequest, CollectionManifest, KeyMigrationRequest, MigrationAdmin, MigrationKind, MigrationManifest,
+    MigrationPlan, MigrationReceipt, MigrationResult, MigrationSpec, MigrationStatus, PlannedItem, ResumeRequest,
+    TableManifest,
+};
 pub use params::Params;
 pub use records::{
     ColumnInfo, DatabaseInfo, Document, DocumentPage, ProcedureDefinition, ProcedureParameter, Row, RowPage,

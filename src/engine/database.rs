@@ -412,6 +412,7 @@ fn serve(mut conn: Connection, jobs: &flume::Receiver<Job>) {
 fn configure(conn: &Connection, config: &EngineConfig) -> Result<()> {
     conn.busy_timeout(config.busy_timeout).map_err(sql_error)?;
     conn.set_prepared_statement_cache_capacity(config.statement_cache_capacity);
+    super::fence::register_functions(conn)?;
     conn.execute_batch("PRAGMA foreign_keys = ON;").map_err(sql_error)
 }
 

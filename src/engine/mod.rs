@@ -11,6 +11,7 @@
 pub mod classify;
 mod database;
 mod dedicated;
+pub mod fence;
 mod guard;
 mod session;
 mod sql;

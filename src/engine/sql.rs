@@ -23,6 +23,12 @@ pub(crate) enum Access {
 /// Converts a rusqlite error into the crate's error, keeping SQLite's codes.
 pub(crate) fn sql_error(err: rusqlite::Error) -> Error {
     match err {
+        rusqlite::Error::SqliteFailure(_, Some(message))
+            if message.starts_with(super::fence::FENCE_MESSAGE_PREFIX)
+                && let Some(fenced) = super::fence::fenced_error(&message) =>
+        {
+            fenced
+        }
         rusqlite::Error::SqliteFailure(inner, message) => Error::Sql {
             code: inner.extended_code,
             code_name: code_name(inner.extended_code),

@@ -342,6 +342,23 @@ pub enum Error {
         pending: Option<u64>,
     },
 
+    /// A write touched a route key or bucket that a data migration has fenced on this shard, or
+    /// whose data has moved to another shard. Retryable: reads go on; writes succeed once the
+    /// migration ends (or, after a move, once the writer's map is refreshed).
+    #[error("{}", fenced_message(.table, .route_value, .migration_id, .destination, *.moved))]
+    RouteFenced {
+        /// The table (or `collection 'name'`) the write touched.
+        table: String,
+        /// The route value of the row or document written.
+        route_value: String,
+        /// The migration that holds the fence.
+        migration_id: String,
+        /// The shard the data moves (or moved) to.
+        destination: String,
+        /// Whether the move is complete: this shard no longer owns the route value.
+        moved: bool,
+    },
+
     /// A daemon could not be reached, or did not answer within the timeout.
     #[error("call to the daemon at {endpoint} failed: {reason}")]
     Transport {
@@ -436,6 +453,8 @@ pub enum ErrorKind {
     ResultTooLarge,
     /// A request ran past the daemon's request timeout or the caller's deadline.
     RequestTimeout,
+    /// A write touched a route key or bucket fenced by a data migration (or moved by one); retry.
+    RouteFenced,
 }
 
 impl ErrorKind {
@@ -466,6 +485,7 @@ impl ErrorKind {
             Self::Cancelled => "cancelled",
             Self::ResultTooLarge => "result_too_large",
             Self::RequestTimeout => "request_timeout",
+            Self::RouteFenced => "route_fenced",
         }
     }
 
@@ -496,6 +516,7 @@ impl ErrorKind {
             Self::Cancelled,
             Self::ResultTooLarge,
             Self::RequestTimeout,
+            Self::RouteFenced,
         ]
         .into_iter()
         .find(|kind| kind.code() == code)
@@ -557,7 +578,14 @@ impl Error {
             Self::MigrationChanged { .. } | Self::MigrationMissing { .. } | Self::MigrationDirty { .. } => {
                 ErrorKind::Conflict
             }
+            Self::RouteFenced { .. } => ErrorKind::RouteFenced,
         }
+    }
+
+    /// Whether the same request may succeed if sent again shortly: the shard was busy, or the
+    /// route was fenced by a migration that will end.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self.kind(), ErrorKind::Busy | ErrorKind::RouteFenced)
     }
 
     /// The SQLite extended result code, when SQLite produced this error.
@@ -574,6 +602,20 @@ impl Error {
             name,
             reason: reason.into(),
         }
+    }
+}
+
+fn fenced_message(table: &str, value: &str, migration_id: &str, destination: &str, moved: bool) -> String {
+    if moved {
+        format!(
+            "route value '{value}' in {table} has moved to shard '{destination}' (migration '{migration_id}'): \
+             this shard no longer owns it; refresh the shard map and retry"
+        )
+    } else {
+        format!(
+            "route value '{value}' in {table} is fenced by migration '{migration_id}' while its data moves to \
+             shard '{destination}': reads go on; retry the write after the migration ends"
+        )
     }
 }
 
@@ -605,6 +647,7 @@ mod tests {
             ErrorKind::Cancelled,
             ErrorKind::ResultTooLarge,
             ErrorKind::RequestTimeout,
+            ErrorKind::RouteFenced,
         ] {
             assert_eq!(ErrorKind::from_code(kind.code()), Some(kind));
         }

@@ -510,3 +510,6 @@ impl ShardAdmin for GrpcClient {
         rpc!(self, migrate_shard_schema, request)?.try_into()
     }
 }
+
+// Migrations through the daemon (after `rpc!`, which they use).
+mod migrations;

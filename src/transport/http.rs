@@ -24,6 +24,7 @@
 
 mod body;
 mod failure;
+mod migrations;
 
 use std::sync::{Arc, Once};
 

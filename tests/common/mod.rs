@@ -5,6 +5,7 @@
 pub mod cli;
 #[cfg(feature = "server")]
 pub mod daemon;
+pub mod migrate;
 #[path = "../../examples/common/mod.rs"]
 mod orders;
 

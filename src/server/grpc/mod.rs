@@ -17,6 +17,7 @@
 //! parameters, documents or keys) at `INFO`.
 
 mod gate;
+mod migrations;
 mod service;
 pub mod status;
 

@@ -211,6 +211,63 @@ impl Shardlite for ShardliteService {
         .await
     }
 
+    async fn migrate_exact_route_key(
+        &self,
+        request: Request<pb::ShardMigrationRequest>,
+    ) -> RpcResult<pb::ShardMigrationResult> {
+        self.run("MigrateExactRouteKey", request, |call, req| async move {
+            super::migrations::migrate_key(call.admin()?, req).await
+        })
+        .await
+    }
+
+    async fn migrate_bucket_range(
+        &self,
+        request: Request<pb::ShardMigrationRequest>,
+    ) -> RpcResult<pb::ShardMigrationResult> {
+        self.run("MigrateBucketRange", request, |call, req| async move {
+            super::migrations::migrate_buckets(call.admin()?, req).await
+        })
+        .await
+    }
+
+    async fn get_shard_migration_progress(
+        &self,
+        request: Request<pb::ShardMigrationProgressRequest>,
+    ) -> RpcResult<pb::ShardMigrationList> {
+        self.run("GetShardMigrationProgress", request, |call, req| async move {
+            super::migrations::progress(call.admin()?, req).await
+        })
+        .await
+    }
+
+    async fn get_shard_migration_history(&self, request: Request<pb::Empty>) -> RpcResult<pb::ShardMigrationList> {
+        self.run("GetShardMigrationHistory", request, |call, _| async move {
+            super::migrations::history(call.admin()?).await
+        })
+        .await
+    }
+
+    async fn resume_shard_migration(
+        &self,
+        request: Request<pb::ResumeShardMigrationRequest>,
+    ) -> RpcResult<pb::ShardMigrationResult> {
+        self.run("ResumeShardMigration", request, |call, req| async move {
+            super::migrations::resume(call.admin()?, req).await
+        })
+        .await
+    }
+
+    async fn abandon_shard_migration(
+        &self,
+        request: Request<pb::ShardMigrationProgressRequest>,
+    ) -> RpcResult<pb::ShardMigrationResult> {
+        self.run("AbandonShardMigration", request, |call, req| async move {
+            super::migrations::abandon(call.admin()?, req).await
+        })
+        .await
+    }
+
     // ---------------------------------------------------------------- SQL
 
     async fn execute_sql(&self, request: Request<pb::SqlRequest>) -> RpcResult<pb::SqlResult> {

@@ -41,9 +41,11 @@ fn code_for(kind: ErrorKind) -> Code {
         | ErrorKind::ReadOnly
         | ErrorKind::Sql => Code::InvalidArgument,
         ErrorKind::NotFound | ErrorKind::NoMap => Code::NotFound,
-        ErrorKind::Conflict | ErrorKind::MapVersionConflict | ErrorKind::StaleMapVersion | ErrorKind::Expired => {
-            Code::Aborted
-        }
+        ErrorKind::Conflict
+        | ErrorKind::MapVersionConflict
+        | ErrorKind::StaleMapVersion
+        | ErrorKind::Expired
+        | ErrorKind::RouteFenced => Code::Aborted,
         ErrorKind::Constraint | ErrorKind::NotSharded => Code::FailedPrecondition,
         ErrorKind::Busy | ErrorKind::Unavailable => Code::Unavailable,
         ErrorKind::Unauthenticated => Code::Unauthenticated,

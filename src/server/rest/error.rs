@@ -13,7 +13,7 @@
 //! | `forbidden_statement` | 403 |
 //! | `not_found`, `no_map`, `not_sharded` | 404 |
 //! | `statement_timeout`, `request_timeout`, `cancelled` | 408 |
-//! | `conflict`, `map_version_conflict`, `stale_map_version`, `expired`, `constraint` | 409 |
+//! | `conflict`, `map_version_conflict`, `stale_map_version`, `expired`, `route_fenced`, `constraint` | 409 |
 //! | `busy` (with `Retry-After`), `unavailable` | 503 |
 //! | `internal` | 500, with a generic detail; the real error goes to the log |
 //!
@@ -177,6 +177,7 @@ pub fn problem(err: &ApiError) -> (StatusCode, Problem) {
                 | ErrorKind::MapVersionConflict
                 | ErrorKind::StaleMapVersion
                 | ErrorKind::Expired
+                | ErrorKind::RouteFenced
                 | ErrorKind::Constraint => StatusCode::CONFLICT,
                 ErrorKind::Busy | ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
                 ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,

@@ -25,6 +25,7 @@ pub mod collections;
 pub mod data;
 pub mod error;
 pub mod extract;
+pub mod migrations;
 pub mod openapi;
 pub mod procedures;
 pub mod schema;
@@ -148,6 +149,13 @@ fn api_routes() -> OpenApiRouter<ServerState> {
         .routes(routes!(admin::activate_catalog))
         .routes(routes!(shard_schema::schema_status))
         .routes(routes!(shard_schema::migrate_schema))
+        .routes(routes!(migrations::migrate_exact_route_key))
+        .routes(routes!(migrations::migrate_bucket_range))
+        .routes(routes!(migrations::migrations))
+        .routes(routes!(migrations::history))
+        .routes(routes!(migrations::progress))
+        .routes(routes!(migrations::resume))
+        .routes(routes!(migrations::abandon))
 }
 
 /// The answer for a path no REST endpoint serves: 401 without a required API key, else 404.

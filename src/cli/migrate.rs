@@ -1,0 +1,468 @@
+//! `shardlite migrate key|buckets|resume|status|history`: move the data of a route key or a
+//! bucket range to another shard, verified, on a local master catalog.
+//!
+//! On a terminal a progress bar per table shows the rows copied out of the estimate; otherwise
+//! plain progress lines go to stderr. The result goes to stdout (a summary, or `--json`). The
+//! exit status is non-zero when the migration was rejected or needs an operator.
+
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+
+use super::connection::ConnectionArgs;
+use super::data::{OutputArgs, print_json, table};
+use crate::connect::{ConnectedClient, connect};
+use crate::data::{
+    BucketMigrationRequest, KeyMigrationRequest, MigrationAdmin, MigrationManifest, MigrationResult, MigrationStatus,
+    ResumeRequest,
+};
+use crate::error::{Error, Result};
+use crate::migrate::{CopyProgress, Migrator};
+use crate::options::ConnectionOptions;
+
+/// The `migrate` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum MigrateCommand {
+    /// Move the data of one route key to another primary shard, verified, and pin the key there.
+    #[command(
+        after_help = "Example: shardlite migrate key -c \"Data Source=master.db\" --keyspace tenants --key acme \
+                      --to s1 --manifest manifest.json --activate --delete-source"
+    )]
+    Key(KeyArgs),
+    /// Move the data of a bucket range to another primary shard, verified; pinned keys stay.
+    #[command(
+        after_help = "Example: shardlite migrate buckets -c \"Data Source=master.db\" --from s0 --to s1 --start 0 \
+                      --end 8 --manifest manifest.json --activate"
+    )]
+    Buckets(BucketArgs),
+    /// Continue a stopped migration from its last checkpoint (running it again is harmless).
+    #[command(after_help = "Example: shardlite migrate resume -c \"Data Source=master.db\" mig-20261130-...")]
+    Resume(ResumeArgs),
+    /// Give up a migration that has not written its new map: release its fence, keep the map.
+    #[command(after_help = "Example: shardlite migrate abandon -c \"Data Source=master.db\" mig-20261130-...")]
+    Abandon(AbandonArgs),
+    /// Show one migration's state, or every migration's.
+    Status(StatusArgs),
+    /// Show the migration history, newest first.
+    History(HistoryArgs),
+}
+
+/// What every migration takes.
+#[derive(Debug, Args)]
+pub struct CommonArgs {
+    #[command(flatten)]
+    connection: ConnectionArgs,
+    /// The manifest (JSON): `{pageSize?, tables: [{tableName, routeKeyColumn, primaryKeyColumn}],
+    /// collections: [{collectionName, routeKeyProperty}]}`.
+    #[arg(long)]
+    manifest: PathBuf,
+    /// Only show the plan: rows per table, index use, the map change. Changes nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Activate the new map once the data is verified (otherwise it stays pending).
+    #[arg(long)]
+    activate: bool,
+    /// Delete the moved rows from the source once the new map is active (needs --activate).
+    #[arg(long)]
+    delete_source: bool,
+    /// The active map version you saw; refused if it changed.
+    #[arg(long)]
+    expected_version: Option<u64>,
+    /// An id for the migration (generated when absent).
+    #[arg(long)]
+    id: Option<String>,
+    /// Who runs it, for the history.
+    #[arg(long)]
+    operator: Option<String>,
+    /// Why, for the history.
+    #[arg(long)]
+    comment: Option<String>,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+/// Arguments of `shardlite migrate key`.
+#[derive(Debug, Args)]
+pub struct KeyArgs {
+    /// The route keyspace.
+    #[arg(long)]
+    keyspace: String,
+    /// The route key whose data moves.
+    #[arg(long)]
+    key: String,
+    /// The destination shard.
+    #[arg(long)]
+    to: String,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+/// Arguments of `shardlite migrate buckets`.
+#[derive(Debug, Args)]
+pub struct BucketArgs {
+    /// The route keyspace (default: the map's).
+    #[arg(long)]
+    keyspace: Option<String>,
+    /// The shard that owns the range now.
+    #[arg(long)]
+    from: String,
+    /// The destination shard.
+    #[arg(long)]
+    to: String,
+    /// The first bucket of the range.
+    #[arg(long)]
+    start: u32,
+    /// One past the last bucket of the range.
+    #[arg(long)]
+    end: u32,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+/// Arguments of `shardlite migrate resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    #[command(flatten)]
+    connection: ConnectionArgs,
+    /// The migration id.
+    id: String,
+    /// Also activate the new map once verified.
+    #[arg(long)]
+    activate: bool,
+    /// Also delete the source rows once the new map is active.
+    #[arg(long)]
+    delete_source: bool,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+/// Arguments of `shardlite migrate abandon`.
+#[derive(Debug, Args)]
+pub struct AbandonArgs {
+    #[command(flatten)]
+    connection: ConnectionArgs,
+    /// The migration id.
+    id: String,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+/// Arguments of `shardlite migrate status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    connection: ConnectionArgs,
+    /// The migration id (default: every migration).
+    id: Option<String>,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+/// Arguments of `shardlite migrate history`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    #[command(flatten)]
+    connection: ConnectionArgs,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+/// Runs a `migrate` subcommand.
+pub async fn run(command: &MigrateCommand) -> Result<()> {
+    match command {
+        MigrateCommand::Key(args) => {
+            let common = &args.common;
+            let (admin, _) = open(&common.connection, true).await?;
+            let request = KeyMigrationRequest {
+                keyspace: args.keyspace.clone(),
+                route_key: args.key.clone(),
+                destination_shard_id: args.to.clone(),
+                manifest: read_manifest(&common.manifest)?,
+                migration_id: common.id.clone(),
+                expected_current_map_version: common.expected_version,
+                dry_run: common.dry_run,
+                activate: common.activate,
+                delete_source: common.delete_source,
+                operator: common.operator.clone(),
+                comment: common.comment.clone(),
+            };
+            report(&admin.migrate_exact_route_key(&request).await?, common.output.json)
+        }
+        MigrateCommand::Buckets(args) => {
+            let common = &args.common;
+            let (admin, connected) = open(&common.connection, true).await?;
+            let keyspace = match &args.keyspace {
+                Some(keyspace) => keyspace.clone(),
+                None => match (connected.sharded(), connected.admin()) {
+                    (Some(sharded), _) => sharded.map().keyspace().to_owned(),
+                    (None, Some(remote)) => remote.shard_map().await?.keyspace,
+                    (None, None) => String::new(),
+                },
+            };
+            let request = BucketMigrationRequest {
+                keyspace,
+                source_shard_id: args.from.clone(),
+                destination_shard_id: args.to.clone(),
+                start_bucket_inclusive: args.start,
+                end_bucket_exclusive: args.end,
+                manifest: read_manifest(&common.manifest)?,
+                migration_id: common.id.clone(),
+                expected_current_map_version: common.expected_version,
+                dry_run: common.dry_run,
+                activate: common.activate,
+                delete_source: common.delete_source,
+                operator: common.operator.clone(),
+                comment: common.comment.clone(),
+            };
+            report(&admin.migrate_bucket_range(&request).await?, common.output.json)
+        }
+        MigrateCommand::Resume(args) => {
+            let (admin, _) = open(&args.connection, true).await?;
+            let options = ResumeRequest {
+                activate: args.activate,
+                delete_source: args.delete_source,
+            };
+            report(&admin.resume_migration(&args.id, &options).await?, args.output.json)
+        }
+        MigrateCommand::Abandon(args) => {
+            let (admin, _) = open(&args.connection, false).await?;
+            report(&admin.abandon_migration(&args.id).await?, args.output.json)
+        }
+        MigrateCommand::Status(args) => {
+            let (admin, _) = open(&args.connection, false).await?;
+            match &args.id {
+                Some(id) => report(&admin.migration_progress(id).await?, args.output.json),
+                None => list(&admin.migrations().await?, args.output.json),
+            }
+        }
+        MigrateCommand::History(args) => {
+            let (admin, _) = open(&args.connection, false).await?;
+            list(&admin.migration_history().await?, args.output.json)
+        }
+    }
+}
+
+/// Opens what the connection names: a local master catalog (the migration runs here, with a
+/// progress display when asked) or a daemon (the migration runs there).
+async fn open(connection: &ConnectionArgs, progress: bool) -> Result<(Arc<dyn MigrationAdmin>, ConnectedClient)> {
+    let options = ConnectionOptions::parse(&connection.connection)?;
+    if let Some(path) = options.data_source()
+        && !std::path::Path::new(path).exists()
+    {
+        return Err(Error::invalid_argument(
+            "--connection",
+            format!("Data Source '{path}' does not exist"),
+        ));
+    }
+    let connected = connect(&options).await?;
+    let admin: Arc<dyn MigrationAdmin> = match (connected.sharded(), connected.remote_migrations()) {
+        (Some(sharded), _) => {
+            let mut migrator = Migrator::new(sharded.clone());
+            if progress {
+                migrator = migrator.with_observer(progress_display());
+            }
+            Arc::new(migrator)
+        }
+        (None, Some(remote)) => Arc::clone(remote),
+        (None, None) => {
+            return Err(Error::invalid_argument(
+                "--connection",
+                "migrations need a master catalog with a shard map (`Data Source=master.db`) or a daemon serving one",
+            ));
+        }
+    };
+    Ok((admin, connected))
+}
+
+fn read_manifest(path: &PathBuf) -> Result<MigrationManifest> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        what: format!("manifest {}", path.display()),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|source| Error::Json {
+        what: "the manifest",
+        source,
+    })
+}
+
+/// A progress bar per table on a terminal; otherwise a plain line per table at most every
+/// second, and when it is done.
+fn progress_display() -> impl Fn(&CopyProgress) + Send + Sync + 'static {
+    let terminal = std::io::stderr().is_terminal();
+    let bars = MultiProgress::new();
+    let state: Mutex<HashMap<String, (ProgressBar, Instant)>> = Mutex::new(HashMap::new());
+    let style = ProgressStyle::with_template("{prefix:>16} [{bar:40}] {pos}/{len} rows {per_sec} eta {eta}")
+        .map(|style| style.progress_chars("=> "))
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    let state = Arc::new(state);
+    move |progress: &CopyProgress| {
+        let mut items = state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let done = progress.rows >= progress.estimated_rows;
+        if terminal {
+            let (bar, _) = items.entry(progress.item.clone()).or_insert_with(|| {
+                let bar = bars.add(ProgressBar::new(progress.estimated_rows.max(1)));
+                bar.set_style(style.clone());
+                bar.set_prefix(progress.item.clone());
+                (bar, Instant::now())
+            });
+            bar.set_length(progress.estimated_rows.max(progress.rows).max(1));
+            bar.set_position(progress.rows);
+            if done {
+                bar.finish();
+            }
+        } else {
+            let entry = items
+                .entry(progress.item.clone())
+                .or_insert_with(|| (ProgressBar::hidden(), Instant::now() - Duration::from_secs(2)));
+            if done || entry.1.elapsed() >= Duration::from_secs(1) {
+                entry.1 = Instant::now();
+                eprintln!(
+                    "migration {}: {} copied {} of {} rows",
+                    progress.migration_id, progress.item, progress.rows, progress.estimated_rows
+                );
+            }
+        }
+    }
+}
+
+/// Whether a run ended in a way a script must notice: rejected, or needing an operator.
+fn failed(result: &MigrationResult) -> bool {
+    result.status == MigrationStatus::Rejected || result.requires_operator_recovery
+}
+
+/// Prints a migration's state; an error (non-zero exit) when it was rejected or needs an operator.
+fn report(result: &MigrationResult, json: bool) -> Result<()> {
+    if json {
+        print_json(result)?;
+    } else {
+        println!(
+            "migration {}: {:?} ({})",
+            result.migration_id, result.status, result.phase
+        );
+        println!("{}", result.message);
+        let spec = &result.spec;
+        let what = match (&spec.route_key, spec.start_bucket_inclusive, spec.end_bucket_exclusive) {
+            (Some(key), _, _) => format!("route key '{key}'"),
+            (None, Some(start), Some(end)) => format!("buckets [{start}, {end})"),
+            _ => String::new(),
+        };
+        println!(
+            "{what} in '{}': {} -> {}",
+            spec.keyspace, spec.source_shard_id, spec.destination_shard_id
+        );
+        if let Some(plan) = &result.plan
+            && result.status == MigrationStatus::Planned
+        {
+            let mut rows = table(vec![
+                "item".into(),
+                "estimated rows".into(),
+                "route index".into(),
+                "plan".into(),
+            ]);
+            for item in &plan.items {
+                rows.add_row(vec![
+                    item.name.clone(),
+                    item.estimated_rows.to_string(),
+                    if item.route_index { "yes" } else { "no" }.to_owned(),
+                    item.query_plan.clone(),
+                ]);
+            }
+            println!("{rows}");
+            for moved in &plan.moved_pins {
+                println!("pin '{}': {} -> {}", moved.0, moved.1, moved.2);
+            }
+            for moved in &plan.moved_buckets {
+                println!("buckets [{}, {}): {} -> {}", moved.0, moved.1, moved.2, moved.3);
+            }
+            println!("new map version: {}", plan.proposed_map_version);
+        } else if !result.receipts.is_empty() {
+            let mut receipts = table(
+                [
+                    "item",
+                    "source rows",
+                    "destination rows",
+                    "source checksum",
+                    "destination checksum",
+                    "verified",
+                    "deleted",
+                ]
+                .map(String::from)
+                .to_vec(),
+            );
+            for receipt in &result.receipts {
+                receipts.add_row(vec![
+                    receipt.name.clone(),
+                    receipt.source_rows.to_string(),
+                    receipt
+                        .destination_rows
+                        .map_or_else(|| "-".to_owned(), |n| n.to_string()),
+                    short(&receipt.source_checksum),
+                    receipt
+                        .destination_checksum
+                        .as_deref()
+                        .map_or_else(|| "-".to_owned(), short),
+                    if receipt.verified { "yes" } else { "no" }.to_owned(),
+                    receipt.source_rows_deleted.to_string(),
+                ]);
+            }
+            println!("{receipts}");
+        }
+        for issue in &result.issues {
+            println!("{:?} {}: {}", issue.severity, issue.code, issue.message);
+        }
+        if let Some(action) = &result.recovery_action {
+            println!("recovery: {action}");
+        }
+    }
+    if failed(result) {
+        return Err(Error::invalid_argument(
+            "migration",
+            format!(
+                "migration {} ended {:?}: {}",
+                result.migration_id, result.status, result.message
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn short(checksum: &str) -> String {
+    checksum.chars().take(16).collect()
+}
+
+fn list(results: &[MigrationResult], json: bool) -> Result<()> {
+    if json {
+        return print_json(&results);
+    }
+    let mut rows = table(
+        ["id", "status", "phase", "what", "from", "to", "rows", "updated"]
+            .map(String::from)
+            .to_vec(),
+    );
+    for result in results {
+        let spec = &result.spec;
+        rows.add_row(vec![
+            result.migration_id.clone(),
+            format!("{:?}", result.status),
+            result.phase.clone(),
+            spec.route_key.clone().unwrap_or_else(|| {
+                format!(
+                    "[{}, {})",
+                    spec.start_bucket_inclusive.unwrap_or(0),
+                    spec.end_bucket_exclusive.unwrap_or(0)
+                )
+            }),
+            spec.source_shard_id.clone(),
+            spec.destination_shard_id.clone(),
+            result.receipts.iter().map(|r| r.source_rows).sum::<u64>().to_string(),
+            result.updated_utc.clone(),
+        ]);
+    }
+    println!("{rows}");
+    Ok(())
+}

@@ -1,0 +1,465 @@
+//! Fences: persisted in the source shard's own file, enforced by SQLite in every process.
+//!
+//! A fence is a row in `_shardlite_route_fences` (what is fenced: one route key, or a bucket
+//! range minus the pinned keys), the tables and collections it covers, and `BEFORE INSERT`,
+//! `UPDATE` and `DELETE` triggers on those tables that raise `route_fenced` for a row whose route
+//! value is fenced. Because the fence is in the file, every writer honours it: this process,
+//! the daemon, in-process clients and driver connections in other processes, even a plain
+//! `sqlite3` shell. Because the check is a trigger, SQLite re-reads it only when the schema
+//! version changes, and a shard without fences runs nothing extra per write.
+//!
+//! The fence is written in one write transaction, so it is ordered with every other write: a
+//! write that committed before it is seen by the copy, and a write after it is refused. Reads
+//! are never fenced.
+//!
+//! States: `fenced` while the data moves; `moved` once the new map is active (this shard no
+//! longer owns the data, so a writer still on the old map is refused rather than writing where
+//! nobody will read); `open` only inside the transaction that deletes the moved rows.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::target::{COLLECTIONS_TABLE, Selection, Target, property_path, quote_ident, sql_literal};
+use crate::data::{DataClient, Params, Value};
+use crate::engine::fence::{BUCKET_FUNCTION, FENCE_MESSAGE_PREFIX};
+use crate::error::Result;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS _shardlite_route_fences (
+    migration_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL CHECK (kind IN ('key', 'buckets')),
+    keyspace TEXT NOT NULL,
+    route_key TEXT,
+    bucket_count INTEGER,
+    start_bucket INTEGER,
+    end_bucket INTEGER,
+    destination TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('fenced', 'moved', 'open')),
+    created_utc TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS _shardlite_route_fence_pins (
+    migration_id TEXT NOT NULL,
+    route_key TEXT NOT NULL,
+    PRIMARY KEY (migration_id, route_key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS _shardlite_route_fence_targets (
+    migration_id TEXT NOT NULL,
+    table_name TEXT NOT NULL,
+    route_column TEXT NOT NULL,
+    collection TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (migration_id, table_name, route_column, collection)
+) WITHOUT ROWID;";
+
+/// What a migration fences on its source.
+pub(super) struct Fence<'a> {
+    pub(super) migration_id: &'a str,
+    pub(super) selection: &'a Selection,
+    pub(super) pins: &'a [String],
+    pub(super) destination: &'a str,
+    /// `(table, route column or property, collection name or "")`.
+    pub(super) targets: Vec<(String, String, String)>,
+}
+
+/// The fence targets of `targets`.
+pub(super) fn targets_of(targets: &[Target], routes: &[String]) -> Vec<(String, String, String)> {
+    targets
+        .iter()
+        .zip(routes)
+        .map(|(target, route)| {
+            if target.collection {
+                (COLLECTIONS_TABLE.to_owned(), route.clone(), target.name.clone())
+            } else {
+                (target.name.clone(), route.clone(), String::new())
+            }
+        })
+        .collect()
+}
+
+/// One transaction on a shard, through its data interface (in-process or remote alike).
+struct Tx<'a> {
+    client: &'a dyn DataClient,
+    id: String,
+}
+
+impl<'a> Tx<'a> {
+    async fn begin(client: &'a dyn DataClient) -> Result<Self> {
+        let info = client.begin_transaction().await?;
+        Ok(Self {
+            client,
+            id: info.transaction_id,
+        })
+    }
+
+    async fn run(&self, sql: &str, params: Params) -> Result<crate::data::SqlResult> {
+        self.client.execute_in_transaction(&self.id, sql, params).await
+    }
+
+    async fn finish<T>(self, outcome: Result<T>) -> Result<T> {
+        match outcome {
+            Ok(value) => {
+                self.client.commit_transaction(&self.id).await?;
+                Ok(value)
+            }
+            Err(err) => {
+                let _ = self.client.rollback_transaction(&self.id).await;
+                Err(err)
+            }
+        }
+    }
+}
+
+/// Installs `fence` on `source` unless another migration's fence overlaps it; returns that
+/// migration's id when one does. Installing the same migration's fence again changes nothing.
+pub(super) async fn install(source: &Arc<dyn DataClient>, fence: &Fence<'_>) -> Result<Option<String>> {
+    let tx = Tx::begin(source.as_ref()).await?;
+    let outcome = install_in(&tx, fence).await;
+    tx.finish(outcome).await
+}
+
+async fn install_in(tx: &Tx<'_>, fence: &Fence<'_>) -> Result<Option<String>> {
+    tx.run(SCHEMA, Params::none()).await?;
+    if let Some(other) = conflicting(tx, fence).await? {
+        return Ok(Some(other));
+    }
+    let existing = tx
+        .run(
+            "SELECT count(*) FROM _shardlite_route_fences WHERE migration_id = ?1",
+            Params::from(vec![fence.migration_id]),
+        )
+        .await?;
+    if first_i64(&existing) > 0 {
+        tx.run(
+            "UPDATE _shardlite_route_fences SET state = 'fenced' WHERE migration_id = ?1 AND state <> 'moved'",
+            Params::from(vec![fence.migration_id]),
+        )
+        .await?;
+        return Ok(None);
+    }
+    let (kind, key, count, start, end) = match fence.selection {
+        Selection::Key(key) => ("key", Value::from(key.as_str()), Value::Null, Value::Null, Value::Null),
+        Selection::Buckets {
+            bucket_count,
+            start,
+            end,
+            ..
+        } => (
+            "buckets",
+            Value::Null,
+            Value::Integer(i64::from(*bucket_count)),
+            Value::Integer(i64::from(*start)),
+            Value::Integer(i64::from(*end)),
+        ),
+    };
+    let keyspace = match fence.selection {
+        Selection::Buckets { keyspace, .. } => keyspace.clone(),
+        Selection::Key(_) => String::new(),
+    };
+    tx.run(
+        "INSERT INTO _shardlite_route_fences
+             (migration_id, kind, keyspace, route_key, bucket_count, start_bucket, end_bucket, destination, state, created_utc)
+         VALUES (:id, :kind, :keyspace, :key, :count, :start, :end, :destination, 'fenced', :now)",
+        Params::named([
+            ("id", Value::from(fence.migration_id)),
+            ("kind", Value::from(kind)),
+            ("keyspace", Value::from(keyspace)),
+            ("key", key),
+            ("count", count),
+            ("start", start),
+            ("end", end),
+            ("destination", Value::from(fence.destination)),
+            ("now", Value::from(crate::engine::store::now_utc())),
+        ]),
+    )
+    .await?;
+    if matches!(fence.selection, Selection::Buckets { .. }) {
+        for pin in fence.pins {
+            tx.run(
+                "INSERT OR IGNORE INTO _shardlite_route_fence_pins (migration_id, route_key) VALUES (?1, ?2)",
+                Params::from(vec![fence.migration_id, pin.as_str()]),
+            )
+            .await?;
+        }
+    }
+    for (table, route, collection) in &fence.targets {
+        tx.run(
+            "INSERT OR IGNORE INTO _shardlite_route_fence_targets (migration_id, table_name, route_column, collection)
+             VALUES (?1, ?2, ?3, ?4)",
+            Params::from(vec![
+                fence.migration_id,
+                table.as_str(),
+                route.as_str(),
+                collection.as_str(),
+            ]),
+        )
+        .await?;
+    }
+    rebuild_triggers(tx).await?;
+    Ok(None)
+}
+
+/// Another migration's fence (not yet moved) that overlaps `fence`.
+async fn conflicting(tx: &Tx<'_>, fence: &Fence<'_>) -> Result<Option<String>> {
+    let (sql, params) = match fence.selection {
+        Selection::Key(key) => (
+            format!(
+                "SELECT migration_id FROM _shardlite_route_fences f
+                 WHERE f.state <> 'moved' AND f.migration_id <> :id AND (
+                    (f.kind = 'key' AND f.route_key = :key)
+                    OR (f.kind = 'buckets'
+                        AND {BUCKET_FUNCTION}(f.keyspace, :key, f.bucket_count) >= f.start_bucket
+                        AND {BUCKET_FUNCTION}(f.keyspace, :key, f.bucket_count) < f.end_bucket
+                        AND NOT EXISTS (SELECT 1 FROM _shardlite_route_fence_pins p
+                                        WHERE p.migration_id = f.migration_id AND p.route_key = :key)))
+                 LIMIT 1"
+            ),
+            Params::named([
+                ("id", Value::from(fence.migration_id)),
+                ("key", Value::from(key.as_str())),
+            ]),
+        ),
+        Selection::Buckets {
+            keyspace,
+            bucket_count,
+            start,
+            end,
+            ..
+        } => (
+            format!(
+                "SELECT migration_id FROM _shardlite_route_fences f
+                 WHERE f.state <> 'moved' AND f.migration_id <> :id AND (
+                    (f.kind = 'buckets' AND f.start_bucket < :end AND :start < f.end_bucket)
+                    OR (f.kind = 'key'
+                        AND {BUCKET_FUNCTION}(:keyspace, f.route_key, :count) >= :start
+                        AND {BUCKET_FUNCTION}(:keyspace, f.route_key, :count) < :end))
+                 LIMIT 1"
+            ),
+            Params::named([
+                ("id", Value::from(fence.migration_id)),
+                ("keyspace", Value::from(keyspace.as_str())),
+                ("count", Value::Integer(i64::from(*bucket_count))),
+                ("start", Value::Integer(i64::from(*start))),
+                ("end", Value::Integer(i64::from(*end))),
+            ]),
+        ),
+    };
+    let result = tx.run(&sql, params).await?;
+    Ok(result
+        .rows
+        .first()
+        .and_then(|row| row.first())
+        .and_then(Value::as_str)
+        .map(str::to_owned))
+}
+
+/// Drops every fence trigger and creates the ones the remaining fences need.
+async fn rebuild_triggers(tx: &Tx<'_>) -> Result<()> {
+    let existing = tx
+        .run(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name GLOB '_shardlite_fence_*'",
+            Params::none(),
+        )
+        .await?;
+    for row in &existing.rows {
+        if let Some(name) = row.first().and_then(Value::as_str) {
+            tx.run(&format!("DROP TRIGGER IF EXISTS {}", quote_ident(name)), Params::none())
+                .await?;
+        }
+    }
+    let targets = tx
+        .run(
+            "SELECT DISTINCT table_name, route_column, collection FROM _shardlite_route_fence_targets
+             WHERE migration_id IN (SELECT migration_id FROM _shardlite_route_fences)
+             ORDER BY table_name, route_column, collection",
+            Params::none(),
+        )
+        .await?;
+    let mut by_table: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for row in &targets.rows {
+        let text = |i: usize| row.get(i).and_then(Value::as_str).unwrap_or_default().to_owned();
+        by_table.entry(text(0)).or_default().push((text(1), text(2)));
+    }
+    for (index, (table, routes)) in by_table.iter().enumerate() {
+        for (event, aliases) in [
+            ("INSERT", &["NEW"][..]),
+            ("UPDATE", &["OLD", "NEW"][..]),
+            ("DELETE", &["OLD"][..]),
+        ] {
+            let mut body = String::new();
+            for (route, collection) in routes {
+                for alias in aliases {
+                    body.push_str(&check_statement(table, route, collection, alias));
+                }
+            }
+            let sql = format!(
+                "CREATE TRIGGER {} BEFORE {event} ON {} BEGIN {body} END",
+                quote_ident(&format!("_shardlite_fence_{index}_{}", event.to_ascii_lowercase())),
+                quote_ident(table)
+            );
+            tx.run(&sql, Params::none()).await?;
+        }
+    }
+    Ok(())
+}
+
+/// One trigger statement: raises `route_fenced` when the row `alias` has a fenced route value.
+fn check_statement(table: &str, route: &str, collection: &str, alias: &str) -> String {
+    let (value, label, scope) = if collection.is_empty() {
+        (
+            format!("{alias}.{}", quote_ident(route)),
+            format!("table '{table}'"),
+            String::new(),
+        )
+    } else {
+        (
+            format!("json_extract({alias}.document, {})", sql_literal(&property_path(route))),
+            format!("collection '{collection}'"),
+            format!(" AND {alias}.collection = {}", sql_literal(collection)),
+        )
+    };
+    let sep = "char(31)";
+    format!(
+        "SELECT RAISE(ABORT, {prefix} || {sep} || (f.state = 'moved') || {sep} || f.migration_id || {sep} \
+         || f.destination || {sep} || {label} || {sep} || coalesce(CAST({value} AS TEXT), '')) \
+         FROM _shardlite_route_fences f JOIN _shardlite_route_fence_targets g ON g.migration_id = f.migration_id \
+         WHERE g.table_name = {table_lit} AND g.route_column = {route_lit} AND g.collection = {collection_lit} \
+         AND f.state IN ('fenced', 'moved'){scope} AND ((f.kind = 'key' AND f.route_key = {value}) \
+         OR (f.kind = 'buckets' AND {BUCKET_FUNCTION}(f.keyspace, {value}, f.bucket_count) >= f.start_bucket \
+         AND {BUCKET_FUNCTION}(f.keyspace, {value}, f.bucket_count) < f.end_bucket \
+         AND NOT EXISTS (SELECT 1 FROM _shardlite_route_fence_pins p WHERE p.migration_id = f.migration_id \
+         AND p.route_key = trim(CAST({value} AS TEXT))))); ",
+        prefix = sql_literal(FENCE_MESSAGE_PREFIX),
+        label = sql_literal(&label),
+        table_lit = sql_literal(table),
+        route_lit = sql_literal(route),
+        collection_lit = sql_literal(collection),
+    )
+}
+
+/// Marks `migration_id`'s fence on `shard` as `moved`: the new map is active (no fence: nothing
+/// happens).
+pub(super) async fn mark_moved(shard: &Arc<dyn DataClient>, migration_id: &str) -> Result<()> {
+    if !has_fence_tables(shard).await? {
+        return Ok(());
+    }
+    shard
+        .execute_sql(
+            "UPDATE _shardlite_route_fences SET state = 'moved' WHERE migration_id = ?1",
+            Params::from(vec![migration_id]),
+        )
+        .await?;
+    Ok(())
+}
+
+/// Removes `migration_id`'s fence from `shard`, and the triggers nothing needs any more.
+pub(super) async fn release(shard: &Arc<dyn DataClient>, migration_id: &str) -> Result<()> {
+    if !has_fence_tables(shard).await? {
+        return Ok(());
+    }
+    let tx = Tx::begin(shard.as_ref()).await?;
+    let outcome = async {
+        for table in [
+            "_shardlite_route_fence_targets",
+            "_shardlite_route_fence_pins",
+            "_shardlite_route_fences",
+        ] {
+            tx.run(
+                &format!("DELETE FROM {table} WHERE migration_id = ?1"),
+                Params::from(vec![migration_id]),
+            )
+            .await?;
+        }
+        rebuild_triggers(&tx).await
+    }
+    .await;
+    tx.finish(outcome).await
+}
+
+/// Removes `moved` fences on `shard` that the data now moving back to it would trip over:
+/// those of the same key, or of buckets overlapping the range.
+pub(super) async fn clear_moved(shard: &Arc<dyn DataClient>, selection: &Selection) -> Result<()> {
+    if !has_fence_tables(shard).await? {
+        return Ok(());
+    }
+    let (sql, params) = match selection {
+        Selection::Key(key) => (
+            "SELECT migration_id FROM _shardlite_route_fences WHERE state = 'moved' AND kind = 'key' AND route_key = ?1",
+            Params::from(vec![key.as_str()]),
+        ),
+        Selection::Buckets { start, end, .. } => (
+            "SELECT migration_id FROM _shardlite_route_fences WHERE state = 'moved' AND kind = 'buckets' \
+             AND start_bucket < ?2 AND ?1 < end_bucket",
+            Params::Positional(vec![Value::Integer(i64::from(*start)), Value::Integer(i64::from(*end))]),
+        ),
+    };
+    let found = shard.execute_read_only_sql(sql, params).await?;
+    for row in &found.rows {
+        if let Some(id) = row.first().and_then(Value::as_str) {
+            release(shard, id).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Deletes up to one page of moved rows of `target` from the source, past its own fence (the
+/// fence is opened and closed again inside the same transaction, so no other writer sees it
+/// open). Returns the rows deleted.
+pub(super) async fn delete_page(source: &Arc<dyn DataClient>, migration_id: &str, target: &Target) -> Result<u64> {
+    let tx = Tx::begin(source.as_ref()).await?;
+    let outcome = async {
+        tx.run(
+            "UPDATE _shardlite_route_fences SET state = 'open' WHERE migration_id = ?1",
+            Params::from(vec![migration_id]),
+        )
+        .await?;
+        let (sql, params) = target.delete_page();
+        let deleted = tx.run(&sql, params).await?.rows_affected;
+        tx.run(
+            "UPDATE _shardlite_route_fences SET state = 'moved' WHERE migration_id = ?1",
+            Params::from(vec![migration_id]),
+        )
+        .await?;
+        Ok(deleted)
+    }
+    .await;
+    tx.finish(outcome).await
+}
+
+/// The migrations holding a fence on `shard`, with each fence's state.
+pub async fn fences_on(shard: &Arc<dyn DataClient>) -> Result<Vec<(String, String)>> {
+    if !has_fence_tables(shard).await? {
+        return Ok(Vec::new());
+    }
+    let result = shard
+        .execute_read_only_sql(
+            "SELECT migration_id, state FROM _shardlite_route_fences ORDER BY migration_id",
+            Params::none(),
+        )
+        .await?;
+    Ok(result
+        .rows
+        .iter()
+        .map(|row| {
+            let text = |i: usize| row.get(i).and_then(Value::as_str).unwrap_or_default().to_owned();
+            (text(0), text(1))
+        })
+        .collect())
+}
+
+async fn has_fence_tables(shard: &Arc<dyn DataClient>) -> Result<bool> {
+    let result = shard
+        .execute_read_only_sql(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_shardlite_route_fences'",
+            Params::none(),
+        )
+        .await?;
+    Ok(first_i64(&result) > 0)
+}
+
+fn first_i64(result: &crate::data::SqlResult) -> i64 {
+    result
+        .rows
+        .first()
+        .and_then(|row| row.first())
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,1084 @@
+//! The migration phases, their checkpoints, and resume.
+
+use std::sync::Arc;
+
+use super::fence::{self, Fence};
+use super::manifest::{self, issue};
+use super::target::{Checksum, Selection, Target};
+use crate::catalog::{Catalog, diff};
+use crate::client::ShardedClient;
+use crate::data::{
+    ActivationRequest, BucketMigrationRequest, CatalogIssue, CatalogUpdateRequest, DataClient, IssueSeverity,
+    KeyMigrationRequest, MigrationAdmin, MigrationKind, MigrationPlan, MigrationReceipt, MigrationResult,
+    MigrationSpec, MigrationStatus, PlannedItem, ResumeRequest, Value,
+};
+use crate::engine::store::now_utc;
+use crate::error::{Error, ErrorKind, Result};
+use crate::map::{BucketRange, ShardMap, ShardRole, ShardingOptions};
+use crate::routing::keyspace_eq;
+
+/// Progress of a copy, reported after every page.
+#[derive(Debug, Clone)]
+pub struct CopyProgress {
+    /// The migration.
+    pub migration_id: String,
+    /// The table or collection being copied.
+    pub item: String,
+    /// Rows copied so far (including pages copied before a resume).
+    pub rows: u64,
+    /// Rows the plan expected to move.
+    pub estimated_rows: u64,
+}
+
+type Observer = Arc<dyn Fn(&CopyProgress) + Send + Sync>;
+
+/// Runs migrations through a [`ShardedClient`] opened from a master catalog.
+///
+/// ```no_run
+/// # async fn demo() -> shardlite::Result<()> {
+/// use shardlite::client::ShardedClient;
+/// use shardlite::data::{KeyMigrationRequest, MigrationManifest, TableManifest};
+/// use shardlite::migrate::Migrator;
+///
+/// let sharded = ShardedClient::open("data/master.db").await?;
+/// let result = Migrator::new(sharded)
+///     .migrate_key(KeyMigrationRequest {
+///         keyspace: "tenants".into(),
+///         route_key: "tenant-42".into(),
+///         destination_shard_id: "s1".into(),
+///         manifest: MigrationManifest {
+///             page_size: None,
+///             tables: vec![TableManifest {
+///                 table_name: "orders".into(),
+///                 route_key_column: "tenant".into(),
+///                 primary_key_column: "id".into(),
+///             }],
+///             collections: vec![],
+///         },
+///         migration_id: None,
+///         expected_current_map_version: None,
+///         dry_run: false,
+///         activate: true,
+///         delete_source: true,
+///         operator: Some("ada".into()),
+///         comment: None,
+///     })
+///     .await?;
+/// println!("{:?}: {}", result.status, result.message);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Migrator {
+    sharded: ShardedClient,
+    observer: Option<Observer>,
+}
+
+impl std::fmt::Debug for Migrator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Migrator")
+            .field("sharded", &self.sharded)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The clients and SQL one run needs.
+struct Context {
+    source: Arc<dyn DataClient>,
+    destination: Arc<dyn DataClient>,
+    targets: Vec<Target>,
+    /// Each target's route column or property.
+    routes: Vec<String>,
+    selection: Selection,
+    pins: Vec<String>,
+}
+
+impl Migrator {
+    /// A migrator over `sharded`, which must be opened from a master catalog.
+    pub fn new(sharded: ShardedClient) -> Self {
+        Self {
+            sharded,
+            observer: None,
+        }
+    }
+
+    /// Calls `observer` after every page copied (for progress bars).
+    pub fn with_observer(mut self, observer: impl Fn(&CopyProgress) + Send + Sync + 'static) -> Self {
+        self.observer = Some(Arc::new(observer));
+        self
+    }
+
+    fn catalog(&self) -> Result<&Catalog> {
+        self.sharded.catalog().ok_or_else(|| Error::Catalog {
+            reason: "migrations need a client opened from a master catalog, where they record the new map, their \
+                     checkpoints and history"
+                .to_owned(),
+        })
+    }
+
+    /// Moves the data of one route key to another primary shard and pins the key there.
+    ///
+    /// A request that cannot run comes back `Rejected` with issues naming each problem (not as
+    /// an error); so do verification and catalog failures, with a recovery text.
+    pub async fn migrate_key(&self, request: KeyMigrationRequest) -> Result<MigrationResult> {
+        let map = self.sharded.map();
+        let mut issues = Vec::new();
+        let keyspace = self.keyspace_of(&request.keyspace, &map, &mut issues);
+        let key = request.route_key.trim().to_owned();
+        if key.is_empty() {
+            issues.push(issue("missing-route-key", "the route key is blank".to_owned()));
+        }
+        let mut source = String::new();
+        if !key.is_empty() && issues.is_empty() {
+            match map.resolve(&keyspace, &key) {
+                Ok(resolution) => source = resolution.shard_id.to_owned(),
+                Err(err) => issues.push(issue("source-shard-unavailable", err.to_string())),
+            }
+        }
+        let destination = request.destination_shard_id.trim().to_owned();
+        check_destination(&map, &source, &destination, &mut issues, || {
+            format!("route key '{key}' already resolves to shard '{source}'")
+        });
+        let spec = MigrationSpec {
+            kind: MigrationKind::ExactRouteKey,
+            keyspace,
+            route_key: Some(key),
+            start_bucket_inclusive: None,
+            end_bucket_exclusive: None,
+            source_shard_id: source,
+            destination_shard_id: destination,
+            manifest: request.manifest,
+            activate: request.activate,
+            delete_source: request.delete_source,
+            operator: request.operator,
+            comment: request.comment,
+        };
+        self.start(
+            spec,
+            request.migration_id,
+            request.expected_current_map_version,
+            request.dry_run,
+            issues,
+        )
+        .await
+    }
+
+    /// Moves the data of the buckets `[start, end)` from their source shard to another primary
+    /// shard. Pinned keys stay where their pins put them.
+    pub async fn migrate_buckets(&self, request: BucketMigrationRequest) -> Result<MigrationResult> {
+        let map = self.sharded.map();
+        let mut issues = Vec::new();
+        let keyspace = self.keyspace_of(&request.keyspace, &map, &mut issues);
+        let (start, end) = (request.start_bucket_inclusive, request.end_bucket_exclusive);
+        let source = request.source_shard_id.trim().to_owned();
+        match map.shard(&source) {
+            None => issues.push(issue(
+                "unknown-source-shard",
+                format!("source shard '{source}' is not defined in the shard map"),
+            )),
+            Some(shard) if !shard.enabled => issues.push(issue(
+                "source-shard-disabled",
+                format!("source shard '{source}' is disabled"),
+            )),
+            Some(_) => {}
+        }
+        if start >= end || end > map.bucket_count() {
+            issues.push(issue(
+                "invalid-bucket-range",
+                format!(
+                    "bucket range [{start}, {end}) is empty or outside the {} virtual buckets",
+                    map.bucket_count()
+                ),
+            ));
+        } else if let Some(index) = map.shard_index(&source)
+            && (start..end).any(|bucket| map.bucket_owner(bucket) != index)
+        {
+            issues.push(issue(
+                "source-does-not-own-bucket-range",
+                format!("source shard '{source}' does not own every bucket of [{start}, {end})"),
+            ));
+        }
+        let destination = request.destination_shard_id.trim().to_owned();
+        check_destination(&map, &source, &destination, &mut issues, || {
+            format!("bucket range [{start}, {end}) already belongs to shard '{source}'")
+        });
+        let spec = MigrationSpec {
+            kind: MigrationKind::BucketRange,
+            keyspace,
+            route_key: None,
+            start_bucket_inclusive: Some(start),
+            end_bucket_exclusive: Some(end),
+            source_shard_id: source,
+            destination_shard_id: destination,
+            manifest: request.manifest,
+            activate: request.activate,
+            delete_source: request.delete_source,
+            operator: request.operator,
+            comment: request.comment,
+        };
+        self.start(
+            spec,
+            request.migration_id,
+            request.expected_current_map_version,
+            request.dry_run,
+            issues,
+        )
+        .await
+    }
+
+    fn keyspace_of(&self, keyspace: &str, map: &ShardMap, issues: &mut Vec<CatalogIssue>) -> String {
+        if keyspace_eq(keyspace.trim(), map.keyspace()) {
+            map.keyspace().to_owned()
+        } else {
+            issues.push(issue(
+                "keyspace-mismatch",
+                format!(
+                    "keyspace '{}' is not the shard map's keyspace '{}'",
+                    keyspace.trim(),
+                    map.keyspace()
+                ),
+            ));
+            keyspace.trim().to_owned()
+        }
+    }
+
+    /// Common checks, then the plan, then (unless a dry run) the phases.
+    async fn start(
+        &self,
+        spec: MigrationSpec,
+        id: Option<String>,
+        expected_version: Option<u64>,
+        dry_run: bool,
+        mut issues: Vec<CatalogIssue>,
+    ) -> Result<MigrationResult> {
+        let map = self.sharded.map();
+        let id = match id.as_deref().map(str::trim) {
+            Some(id) if !id.is_empty() => id.to_owned(),
+            _ => new_migration_id(),
+        };
+        match self.sharded.catalog() {
+            None => issues.push(issue(
+                "catalog-required",
+                "migrations need a client opened from a master catalog".to_owned(),
+            )),
+            Some(catalog) => {
+                if catalog.migration(&id).await?.is_some() {
+                    issues.push(issue(
+                        "migration-id-exists",
+                        format!("migration '{id}' already exists: resume it, or choose another id"),
+                    ));
+                }
+                if let Some(pending) = catalog.pending_options().await? {
+                    issues.push(issue(
+                        "pending-map-exists",
+                        format!(
+                            "the catalog holds a pending map (version {}): activate it first, so the migration \
+                             builds on the map that will be active",
+                            pending.map_version
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(expected) = expected_version
+            && expected != map.version()
+        {
+            issues.push(issue(
+                "map-version-mismatch",
+                format!(
+                    "expected active map version {expected}, but the active version is {}",
+                    map.version()
+                ),
+            ));
+        }
+        if spec.delete_source && !spec.activate {
+            issues.push(issue(
+                "delete-source-requires-activation",
+                "deleting the source rows needs activation in the same run: until the new map is active the \
+                 source still owns them"
+                    .to_owned(),
+            ));
+        }
+        issues.extend(manifest::check(&spec.manifest));
+        let now = now_utc();
+        let mut state = MigrationResult {
+            migration_id: id,
+            status: MigrationStatus::Running,
+            phase: "validated".to_owned(),
+            message: String::new(),
+            spec,
+            plan: None,
+            map_version: map.version(),
+            pending_map_version: None,
+            requires_operator_recovery: false,
+            recovery_action: None,
+            receipts: Vec::new(),
+            issues,
+            attempt: 1,
+            started_utc: now.clone(),
+            updated_utc: now,
+            completed_utc: None,
+        };
+        let context = if state.issues.is_empty() {
+            match self.context(&state.spec, &map).await {
+                Ok(context) => Some(context),
+                Err(err) => {
+                    state.issues.push(issue("manifest-mismatch", err.to_string()));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let Some(context) = context else {
+            state.status = MigrationStatus::Rejected;
+            state.phase = "rejected".to_owned();
+            state.message = format!("the migration was rejected: {}", first_error(&state.issues));
+            // A rejection is recorded under its id, unless the id belongs to another migration.
+            let id_taken = state.issues.iter().any(|i| i.code == "migration-id-exists");
+            if !dry_run && !id_taken && self.sharded.catalog().is_some() {
+                self.finish(&mut state).await;
+            }
+            return Ok(state);
+        };
+        let plan = self.plan(&state.spec, &map, &context).await?;
+        for item in plan
+            .items
+            .iter()
+            .filter(|item| !item.route_index && item.estimated_rows > 0)
+        {
+            if state.spec.kind == MigrationKind::ExactRouteKey {
+                state.issues.push(CatalogIssue {
+                    severity: IssueSeverity::Warning,
+                    code: "no-route-index".to_owned(),
+                    message: format!(
+                        "no index covers the route filter of {} '{}': every page scans it; create an index on its \
+                         route column",
+                        if item.collection { "collection" } else { "table" },
+                        item.name
+                    ),
+                });
+            }
+        }
+        state.plan = Some(plan);
+        if dry_run {
+            state.status = MigrationStatus::Planned;
+            state.phase = "planned".to_owned();
+            state.message = "dry run: this is the plan; nothing was changed".to_owned();
+            return Ok(state);
+        }
+        state.receipts = context
+            .targets
+            .iter()
+            .map(|t| fresh_receipt(&t.name, t.collection))
+            .collect();
+        self.checkpoint(&mut state).await?;
+        self.drive(state, context).await
+    }
+
+    /// Continues migration `id` from its last checkpoint: pages already copied are not copied
+    /// again, everything is verified again, and the phases after verification run as far as
+    /// the migration (and `options`) asks. A migration that already ended successfully is
+    /// returned as it is, so resuming twice does no harm.
+    pub async fn resume(&self, id: &str, options: ResumeRequest) -> Result<MigrationResult> {
+        let catalog = self.catalog()?;
+        let id = id.trim();
+        if id.is_empty() {
+            return Err(Error::invalid_argument("migration id", "it is blank"));
+        }
+        let mut state = catalog.migration(id).await?.ok_or_else(|| Error::NotFound {
+            what: "migration",
+            name: id.to_owned(),
+        })?;
+        let activate = state.spec.activate || options.activate;
+        let delete_source = state.spec.delete_source || options.delete_source;
+        if delete_source && !activate {
+            return Err(Error::invalid_argument(
+                "resume options",
+                "deleting the source rows needs activation: resume with activation too",
+            ));
+        }
+        let finished = match state.status {
+            MigrationStatus::Rejected | MigrationStatus::Planned => {
+                return Err(Error::invalid_argument(
+                    "migration id",
+                    format!("migration '{id}' was rejected and never started: start a new one"),
+                ));
+            }
+            MigrationStatus::Activated => !delete_source || state.phase == "source-deleted",
+            MigrationStatus::PendingActivation => !activate,
+            _ => false,
+        };
+        if finished {
+            return Ok(state);
+        }
+        state.spec.activate = activate;
+        state.spec.delete_source = delete_source;
+        if state.status == MigrationStatus::VerificationFailed {
+            // The destination was repaired (or will be compared afresh): copy everything again.
+            for receipt in &mut state.receipts {
+                *receipt = fresh_receipt(&receipt.name, receipt.collection);
+            }
+        }
+        if state.status != MigrationStatus::Activated {
+            state.status = if state.pending_map_version.is_some() {
+                MigrationStatus::PendingActivation
+            } else {
+                MigrationStatus::Running
+            };
+        }
+        state.attempt += 1;
+        state.issues.clear();
+        state.completed_utc = None;
+        state.requires_operator_recovery = false;
+        state.recovery_action = None;
+        let map = self.sharded.map();
+        let context = self.context(&state.spec, &map).await?;
+        self.checkpoint(&mut state).await?;
+        self.drive(state, context).await
+    }
+
+    /// Gives up a migration that has not changed the map (the explicit recovery for a fence a
+    /// crash or a failure left behind): releases its fence, so writes of its keys on the source
+    /// go on, and records it as `Failed` in phase `abandoned`. Rows already copied to the
+    /// destination stay there (running the migration again upserts them). Refused once the
+    /// migration has written its new map: finish it with [`resume`](Self::resume) instead.
+    pub async fn abandon(&self, id: &str) -> Result<MigrationResult> {
+        let catalog = self.catalog()?;
+        let id = id.trim();
+        let mut state = catalog.migration(id).await?.ok_or_else(|| Error::NotFound {
+            what: "migration",
+            name: id.to_owned(),
+        })?;
+        if let Some(version) = state.pending_map_version {
+            return Err(Error::invalid_argument(
+                "migration id",
+                format!(
+                    "migration '{id}' already wrote map version {version}, which routes its keys to the destination: \
+                     finish it with resume (and activation) instead"
+                ),
+            ));
+        }
+        if matches!(state.status, MigrationStatus::Rejected | MigrationStatus::Planned) {
+            return Err(Error::invalid_argument(
+                "migration id",
+                format!("migration '{id}' was rejected and holds no fence"),
+            ));
+        }
+        let source = self.sharded.for_shard_id(&state.spec.source_shard_id)?;
+        fence::release(&source, &state.migration_id).await?;
+        state.status = MigrationStatus::Failed;
+        state.phase = "abandoned".to_owned();
+        state.message = "abandoned by the operator: the fence was released and the shard map left unchanged; rows \
+                         already copied to the destination stay there"
+            .to_owned();
+        self.finish(&mut state).await;
+        Ok(state)
+    }
+
+    /// The state of migration `id`, as last checkpointed.
+    pub async fn status(&self, id: &str) -> Result<Option<MigrationResult>> {
+        self.catalog()?.migration(id.trim()).await
+    }
+
+    /// Every migration's latest state, most recently updated first.
+    pub async fn migrations(&self) -> Result<Vec<MigrationResult>> {
+        self.catalog()?.migrations().await
+    }
+
+    /// The migration history: one entry per run that ended, newest first.
+    pub async fn history(&self) -> Result<Vec<MigrationResult>> {
+        self.catalog()?.migration_history().await
+    }
+
+    async fn context(&self, spec: &MigrationSpec, map: &ShardMap) -> Result<Context> {
+        let source = self.sharded.for_shard_id(&spec.source_shard_id)?;
+        let destination = self.sharded.for_shard_id(&spec.destination_shard_id)?;
+        let pins: Vec<String> = map
+            .options()
+            .exact_key_pins
+            .keys()
+            .map(|k| k.trim().to_owned())
+            .collect();
+        let selection = Selection::of(spec, map.bucket_count(), pins.clone());
+        let page_size = manifest::page_size(&spec.manifest);
+        let mut targets = Vec::new();
+        let mut routes = Vec::new();
+        for table in &spec.manifest.tables {
+            let name = table.table_name.trim();
+            let schema = source.table_schema(name).await.map_err(|err| {
+                Error::invalid_argument(
+                    "manifest",
+                    format!(
+                        "table '{name}' cannot be read on source shard '{}': {err}",
+                        spec.source_shard_id
+                    ),
+                )
+            })?;
+            destination.table_schema(name).await.map_err(|err| {
+                Error::invalid_argument(
+                    "manifest",
+                    format!(
+                        "table '{name}' cannot be read on destination shard '{}' (create the schema there first): {err}",
+                        spec.destination_shard_id
+                    ),
+                )
+            })?;
+            let columns: Vec<String> = schema.columns.iter().map(|c| c.name.clone()).collect();
+            let target = Target::table(
+                &schema.name,
+                &columns,
+                table.primary_key_column.trim(),
+                table.route_key_column.trim(),
+                selection.clone(),
+                page_size,
+            )
+            .ok_or_else(|| {
+                Error::invalid_argument(
+                    "manifest",
+                    format!(
+                        "table '{name}' has no column '{}' or '{}' (its columns: {})",
+                        table.primary_key_column.trim(),
+                        table.route_key_column.trim(),
+                        columns.join(", ")
+                    ),
+                )
+            })?;
+            let route = columns
+                .iter()
+                .find(|c| c.eq_ignore_ascii_case(table.route_key_column.trim()))
+                .cloned()
+                .unwrap_or_default();
+            targets.push(target);
+            routes.push(route);
+        }
+        for collection in &spec.manifest.collections {
+            let property = collection.route_key_property.trim();
+            targets.push(Target::collection(
+                collection.collection_name.trim(),
+                property,
+                selection.clone(),
+                page_size,
+            ));
+            routes.push(property.to_owned());
+        }
+        Ok(Context {
+            source,
+            destination,
+            targets,
+            routes,
+            selection,
+            pins,
+        })
+    }
+
+    async fn plan(&self, spec: &MigrationSpec, map: &ShardMap, context: &Context) -> Result<MigrationPlan> {
+        let mut items = Vec::new();
+        for target in &context.targets {
+            let (sql, params) = target.count_query();
+            let count = context.source.execute_read_only_sql(&sql, params).await?;
+            let (sql, params) = target.explain_query();
+            let explained = context.source.execute_read_only_sql(&sql, params).await?;
+            let detail_index = explained.column_names.iter().position(|c| c == "detail").unwrap_or(3);
+            let query_plan: Vec<String> = explained
+                .rows
+                .iter()
+                .filter_map(|row| row.get(detail_index).and_then(Value::as_str).map(str::to_owned))
+                .collect();
+            let route_index = query_plan.iter().any(|step| {
+                (step.contains("USING INDEX") || step.contains("USING COVERING INDEX")) && step.contains("=?")
+            });
+            items.push(PlannedItem {
+                name: target.name.clone(),
+                collection: target.collection,
+                estimated_rows: first_u64(&count.rows),
+                route_index,
+                query_plan: query_plan.join("; "),
+            });
+        }
+        let proposed = ShardMap::new(proposed_options(map, spec))?;
+        let changes = diff(map, &proposed);
+        Ok(MigrationPlan {
+            items,
+            moved_buckets: changes.moved_buckets,
+            moved_pins: changes.moved_pins,
+            proposed_map_version: proposed.version(),
+        })
+    }
+
+    async fn checkpoint(&self, state: &mut MigrationResult) -> Result<()> {
+        state.updated_utc = now_utc();
+        self.catalog()?.save_migration_checkpoint(state).await
+    }
+
+    /// Runs the phases, then records how the run ended.
+    async fn drive(&self, mut state: MigrationResult, context: Context) -> Result<MigrationResult> {
+        if let Err(err) = self.phases(&mut state, &context).await {
+            state.status = MigrationStatus::Failed;
+            state.phase = "failed".to_owned();
+            state.message = if state.pending_map_version.is_some() {
+                format!("the migration stopped after writing the new map: {err}")
+            } else {
+                format!("the migration stopped and the shard map was left unchanged: {err}")
+            };
+            state.issues.push(issue("migration-failed", err.to_string()));
+        }
+        self.finish(&mut state).await;
+        Ok(state)
+    }
+
+    async fn phases(&self, state: &mut MigrationResult, context: &Context) -> Result<()> {
+        if state.status != MigrationStatus::Activated {
+            fence::clear_moved(&context.destination, &context.selection).await?;
+            let fence = Fence {
+                migration_id: &state.migration_id,
+                selection: &context.selection,
+                pins: &context.pins,
+                destination: &state.spec.destination_shard_id,
+                targets: fence::targets_of(&context.targets, &context.routes),
+            };
+            if let Some(other) = fence::install(&context.source, &fence).await? {
+                let (code, what) = match context.selection {
+                    Selection::Key(ref key) => ("route-key-already-fenced", format!("route key '{key}'")),
+                    Selection::Buckets { start, end, .. } => {
+                        ("bucket-range-already-fenced", format!("bucket range [{start}, {end})"))
+                    }
+                };
+                let message = format!(
+                    "{what} is already fenced by migration '{other}' on shard '{}'",
+                    state.spec.source_shard_id
+                );
+                state.issues.push(issue(code, message.clone()));
+                state.status = MigrationStatus::Rejected;
+                state.phase = "rejected".to_owned();
+                state.message = format!("the migration was rejected: {message}");
+                return Ok(());
+            }
+            if state.phase == "validated" {
+                state.phase = "fenced".to_owned();
+                self.checkpoint(state).await?;
+            }
+        }
+        if state.pending_map_version.is_none() {
+            for index in 0..context.targets.len() {
+                self.copy(state, context, index).await?;
+            }
+            if !self.verify(state, context).await? {
+                state.status = MigrationStatus::VerificationFailed;
+                state.phase = "verification-failed".to_owned();
+                let failed: Vec<String> = state
+                    .receipts
+                    .iter()
+                    .filter(|r| !r.verified)
+                    .map(|r| r.name.clone())
+                    .collect();
+                state.message = format!(
+                    "the data was copied but {} did not verify; the shard map was left unchanged and the fence \
+                     stays until the migration is resumed",
+                    failed.join(", ")
+                );
+                return Ok(());
+            }
+            state.phase = "verified".to_owned();
+            self.checkpoint(state).await?;
+            if !self.write_pending(state).await? {
+                state.status = MigrationStatus::CatalogApplyFailed;
+                state.phase = "catalog-apply-failed".to_owned();
+                state.message = format!(
+                    "the data was verified, but the pending map could not be written ({}); the shard map was left \
+                     unchanged",
+                    first_error(&state.issues)
+                );
+                return Ok(());
+            }
+            state.status = MigrationStatus::PendingActivation;
+            state.phase = "pending-map-written".to_owned();
+            self.checkpoint(state).await?;
+        }
+        let pending = state.pending_map_version.unwrap_or(0);
+        if state.status != MigrationStatus::Activated {
+            let active = self.catalog()?.active_version().await?;
+            if active != Some(pending) {
+                if !state.spec.activate {
+                    state.message = format!(
+                        "verified; pending map version {pending} was written: activate it (shardlite catalog \
+                         activate, or resume this migration with activation)"
+                    );
+                    return Ok(());
+                }
+                self.sharded
+                    .activate_pending_map(&ActivationRequest {
+                        expected_pending_map_version: pending,
+                        operator: state.spec.operator.clone(),
+                        comment: Some(format!("migration {}", state.migration_id)),
+                    })
+                    .await?;
+            }
+            fence::mark_moved(&context.source, &state.migration_id).await?;
+            state.status = MigrationStatus::Activated;
+            state.phase = "activated".to_owned();
+            self.checkpoint(state).await?;
+        }
+        if state.spec.delete_source && state.phase != "source-deleted" {
+            for (index, target) in context.targets.iter().enumerate() {
+                loop {
+                    let deleted = fence::delete_page(&context.source, &state.migration_id, target).await?;
+                    if deleted == 0 {
+                        break;
+                    }
+                    state.receipts[index].source_rows_deleted += deleted;
+                    self.checkpoint(state).await?;
+                }
+            }
+            state.phase = "source-deleted".to_owned();
+        }
+        let deleted: u64 = state.receipts.iter().map(|r| r.source_rows_deleted).sum();
+        state.message = if state.spec.delete_source {
+            format!("verified and activated map version {pending}; {deleted} source rows deleted")
+        } else {
+            format!(
+                "verified and activated map version {pending}; the source rows are still there (not asked to delete them)"
+            )
+        };
+        Ok(())
+    }
+
+    /// Copies the remaining pages of one target, checkpointing after each.
+    async fn copy(&self, state: &mut MigrationResult, context: &Context, index: usize) -> Result<()> {
+        let target = &context.targets[index];
+        if state.receipts[index].copied {
+            return Ok(());
+        }
+        let estimated = state
+            .plan
+            .as_ref()
+            .and_then(|plan| plan.items.get(index))
+            .map_or(0, |item| item.estimated_rows);
+        let mut checksum = Checksum::from_hex(&state.receipts[index].source_checksum)?;
+        let read = |after: Option<Value>| {
+            let (sql, params) = target.page_query(after.as_ref());
+            let source = Arc::clone(&context.source);
+            async move { Ok::<_, Error>(source.execute_read_only_sql(&sql, params).await?.rows) }
+        };
+        let mut rows = read(state.receipts[index].last_key.clone()).await?;
+        loop {
+            let count = rows.len();
+            let mut next = Vec::new();
+            if count > 0 {
+                let last = rows[count - 1].get(target.key_index).cloned().unwrap_or(Value::Null);
+                if last == Value::Null {
+                    return Err(Error::invalid_argument(
+                        "manifest",
+                        format!(
+                            "{} has a row with a NULL primary key; it cannot be paged",
+                            target.label()
+                        ),
+                    ));
+                }
+                checksum.add_page(&rows);
+                let (sql, params) = target.upsert(rows);
+                let upsert = context.destination.execute_sql(&sql, params);
+                if count < target.page_size {
+                    upsert.await?;
+                } else {
+                    // The next page is read from the source while this one is written to the
+                    // destination (two files, two threads); it is checkpointed only after the
+                    // write commits, as before.
+                    let (written, following) = tokio::join!(upsert, read(Some(last.clone())));
+                    written?;
+                    next = following?;
+                }
+                let receipt = &mut state.receipts[index];
+                receipt.source_rows += u64::try_from(count).unwrap_or(u64::MAX);
+                receipt.pages_copied += 1;
+                receipt.last_key = Some(last);
+                receipt.source_checksum = checksum.to_hex();
+            }
+            let receipt = &mut state.receipts[index];
+            receipt.copied = count < target.page_size;
+            state.phase = format!("copying {}", target.label());
+            self.checkpoint(state).await?;
+            if let Some(observer) = &self.observer {
+                observer(&CopyProgress {
+                    migration_id: state.migration_id.clone(),
+                    item: target.name.clone(),
+                    rows: state.receipts[index].source_rows,
+                    estimated_rows: estimated,
+                });
+            }
+            if state.receipts[index].copied {
+                return Ok(());
+            }
+            rows = next;
+        }
+    }
+
+    /// Counts and checksums the moving rows on the destination; true when every receipt matches.
+    async fn verify(&self, state: &mut MigrationResult, context: &Context) -> Result<bool> {
+        let mut all = true;
+        for (index, target) in context.targets.iter().enumerate() {
+            let mut checksum = Checksum::empty();
+            let mut rows_seen = 0u64;
+            let mut after: Option<Value> = None;
+            loop {
+                let (sql, params) = target.page_query(after.as_ref());
+                let rows = context.destination.execute_read_only_sql(&sql, params).await?.rows;
+                if rows.is_empty() {
+                    break;
+                }
+                rows_seen += u64::try_from(rows.len()).unwrap_or(u64::MAX);
+                checksum.add_page(&rows);
+                after = rows.last().and_then(|row| row.get(target.key_index)).cloned();
+                if rows.len() < target.page_size {
+                    break;
+                }
+            }
+            let receipt = &mut state.receipts[index];
+            receipt.destination_rows = Some(rows_seen);
+            receipt.destination_checksum = Some(checksum.to_hex());
+            receipt.verified = rows_seen == receipt.source_rows && checksum.to_hex() == receipt.source_checksum;
+            receipt.error = (!receipt.verified).then(|| {
+                format!(
+                    "the destination holds {rows_seen} moving rows (checksum {}), the source {} (checksum {})",
+                    checksum.to_hex(),
+                    receipt.source_rows,
+                    receipt.source_checksum
+                )
+            });
+            all &= receipt.verified;
+        }
+        Ok(all)
+    }
+
+    /// Writes the new map as the pending map. False (with an issue) when the catalog refuses.
+    /// A map this migration already wrote (before a crash) is recognised and kept.
+    async fn write_pending(&self, state: &mut MigrationResult) -> Result<bool> {
+        let catalog = self.catalog()?;
+        let active = catalog.active_map().await?;
+        let next = state.map_version + 1;
+        if active.version() == next && routes_to_destination(&active, &state.spec) {
+            state.pending_map_version = Some(next);
+            return Ok(true);
+        }
+        if let Some(pending) = catalog.pending_options().await?
+            && u64::try_from(pending.map_version).ok() == Some(next)
+            && ShardMap::new(pending).is_ok_and(|map| routes_to_destination(&map, &state.spec))
+        {
+            state.pending_map_version = Some(next);
+            return Ok(true);
+        }
+        if active.version() != state.map_version {
+            state.issues.push(issue(
+                "map-version-mismatch",
+                format!(
+                    "the active map changed from version {} to {} while the migration ran",
+                    state.map_version,
+                    active.version()
+                ),
+            ));
+            return Ok(false);
+        }
+        let newest = catalog.newest_version().await?.unwrap_or(active.version());
+        let request = CatalogUpdateRequest {
+            map: proposed_options(&active, &state.spec),
+            expected_current_map_version: Some(newest),
+            allow_ownership_change: true,
+            operator: state.spec.operator.clone(),
+            comment: Some(match &state.spec.comment {
+                Some(comment) => format!("{comment} (migration {})", state.migration_id),
+                None => format!("migration {}", state.migration_id),
+            }),
+        };
+        match self.sharded.apply_catalog_update(&request).await {
+            Ok(applied) if applied.applied => {
+                state.pending_map_version = applied.pending_map_version;
+                Ok(true)
+            }
+            Ok(refused) => {
+                state.issues.extend(
+                    refused
+                        .validation
+                        .issues
+                        .into_iter()
+                        .filter(|i| i.severity == IssueSeverity::Error),
+                );
+                Ok(false)
+            }
+            Err(err) if err.kind() == ErrorKind::MapVersionConflict => {
+                state.issues.push(issue("map-version-conflict", err.to_string()));
+                Ok(false)
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Sets the recovery fields, then writes the final checkpoint and a history row. A failure
+    /// to record is reported as a warning: the data is where the status says.
+    async fn finish(&self, state: &mut MigrationResult) {
+        let abandoned = state.phase == "abandoned";
+        state.requires_operator_recovery = !abandoned && state.status.requires_operator_recovery();
+        state.recovery_action = if abandoned {
+            None
+        } else {
+            state.status.recovery_action().map(str::to_owned)
+        };
+        let now = now_utc();
+        state.updated_utc = now.clone();
+        state.completed_utc = Some(now);
+        let recorded = match self.catalog() {
+            Ok(catalog) => catalog.record_migration_end(state).await,
+            Err(err) => Err(err),
+        };
+        if let Err(err) = recorded {
+            state.issues.push(CatalogIssue {
+                severity: IssueSeverity::Warning,
+                code: "migration-history-write-failed".to_owned(),
+                message: format!("the migration ended {:?}, but recording it failed: {err}", state.status),
+            });
+        }
+    }
+}
+
+/// Checks the destination: defined, enabled, primary, not the source.
+fn check_destination(
+    map: &ShardMap,
+    source: &str,
+    destination: &str,
+    issues: &mut Vec<CatalogIssue>,
+    same: impl FnOnce() -> String,
+) {
+    match map.shard(destination) {
+        None => issues.push(issue(
+            "unknown-destination-shard",
+            format!("destination shard '{destination}' is not defined in the shard map"),
+        )),
+        Some(shard) if !shard.enabled => issues.push(issue(
+            "destination-shard-disabled",
+            format!("destination shard '{destination}' is disabled"),
+        )),
+        Some(shard) if shard.role == ShardRole::Replica => issues.push(issue(
+            "destination-shard-not-primary",
+            format!("destination shard '{destination}' is a replica: data can move only to primary shards"),
+        )),
+        Some(shard) if !source.is_empty() && shard.id.eq_ignore_ascii_case(source) => {
+            issues.push(issue("destination-is-source", same()));
+        }
+        Some(_) => {}
+    }
+}
+
+/// The active map with the moving key pinned (or the range owned) by the destination, one
+/// version up.
+fn proposed_options(map: &ShardMap, spec: &MigrationSpec) -> ShardingOptions {
+    let mut options = map.options().clone();
+    options.map_version = i64::try_from(map.version() + 1).unwrap_or(i64::MAX);
+    let destination = map
+        .shard(&spec.destination_shard_id)
+        .map_or_else(|| spec.destination_shard_id.clone(), |s| s.id.clone());
+    if let Some(key) = &spec.route_key {
+        options.exact_key_pins.insert(key.clone(), destination);
+    } else if let (Some(start), Some(end)) = (spec.start_bucket_inclusive, spec.end_bucket_exclusive) {
+        let mut ranges: Vec<BucketRange> = Vec::new();
+        for bucket in 0..map.bucket_count() {
+            let owner = if (start..end).contains(&bucket) {
+                destination.clone()
+            } else {
+                map.shards()[map.bucket_owner(bucket)].id.clone()
+            };
+            let at = i64::from(bucket);
+            match ranges.last_mut() {
+                Some(last) if last.shard_id == owner => last.end_bucket_exclusive = at + 1,
+                _ => ranges.push(BucketRange::new(at, at + 1, owner)),
+            }
+        }
+        options.bucket_ranges = ranges;
+    }
+    options
+}
+
+/// Whether `map` sends the migration's data to its destination.
+fn routes_to_destination(map: &ShardMap, spec: &MigrationSpec) -> bool {
+    let Some(destination) = map.shard_index(&spec.destination_shard_id) else {
+        return false;
+    };
+    match (&spec.route_key, spec.start_bucket_inclusive, spec.end_bucket_exclusive) {
+        (Some(key), _, _) => map.owner_of_key(key) == destination,
+        (None, Some(start), Some(end)) => (start..end).all(|bucket| map.bucket_owner(bucket) == destination),
+        _ => false,
+    }
+}
+
+fn fresh_receipt(name: &str, collection: bool) -> MigrationReceipt {
+    MigrationReceipt {
+        name: name.to_owned(),
+        collection,
+        source_rows: 0,
+        pages_copied: 0,
+        last_key: None,
+        copied: false,
+        source_checksum: Checksum::empty().to_hex(),
+        destination_rows: None,
+        destination_checksum: None,
+        verified: false,
+        source_rows_deleted: 0,
+        error: None,
+    }
+}
+
+fn first_error(issues: &[CatalogIssue]) -> String {
+    issues
+        .iter()
+        .find(|i| i.severity == IssueSeverity::Error)
+        .map_or_else(String::new, |i| i.message.clone())
+}
+
+fn first_u64(rows: &[Vec<Value>]) -> u64 {
+    rows.first()
+        .and_then(|row| row.first())
+        .and_then(Value::as_i64)
+        .and_then(|v| u64::try_from(v).ok())
+        .unwrap_or(0)
+}
+
+/// `mig-{yyyymmddhhmmss}-{32 hex}`.
+fn new_migration_id() -> String {
+    let stamp = time::OffsetDateTime::now_utc()
+        .format(time::macros::format_description!(
+            "[year][month][day][hour][minute][second]"
+        ))
+        .unwrap_or_default();
+    format!("mig-{stamp}-{}", uuid::Uuid::new_v4().simple())
+}
+
+#[async_trait::async_trait]
+impl MigrationAdmin for Migrator {
+    async fn migrate_exact_route_key(&self, request: &KeyMigrationRequest) -> Result<MigrationResult> {
+        self.migrate_key(request.clone()).await
+    }
+
+    async fn migrate_bucket_range(&self, request: &BucketMigrationRequest) -> Result<MigrationResult> {
+        self.migrate_buckets(request.clone()).await
+    }
+
+    async fn resume_migration(&self, migration_id: &str, options: &ResumeRequest) -> Result<MigrationResult> {
+        self.resume(migration_id, *options).await
+    }
+
+    async fn migration_progress(&self, migration_id: &str) -> Result<MigrationResult> {
+        self.status(migration_id).await?.ok_or_else(|| Error::NotFound {
+            what: "migration",
+            name: migration_id.trim().to_owned(),
+        })
+    }
+
+    async fn migrations(&self) -> Result<Vec<MigrationResult>> {
+        Migrator::migrations(self).await
+    }
+
+    async fn migration_history(&self) -> Result<Vec<MigrationResult>> {
+        self.history().await
+    }
+
+    async fn abandon_migration(&self, migration_id: &str) -> Result<MigrationResult> {
+        self.abandon(migration_id).await
+    }
+}

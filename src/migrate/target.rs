@@ -1,0 +1,391 @@
+//! One table or collection of a migration, as SQL: the page query, the upsert, the delete and
+//! the count, all filtered to the rows that move, and the checksum over those rows.
+//!
+//! Identifiers from the manifest are always quoted; values are always bound.
+
+use sha2::{Digest, Sha256};
+
+use crate::data::{MigrationSpec, Params, Value};
+use crate::engine::fence::BUCKET_FUNCTION;
+use crate::error::Result;
+
+/// SQLite's limit on bound values in one statement (`SQLITE_MAX_VARIABLE_NUMBER`).
+const MAX_BOUND_VALUES: usize = 32_766;
+
+/// The internal table that holds collection documents.
+pub(super) const COLLECTIONS_TABLE: &str = "_shardlite_collections";
+
+/// Which rows move.
+#[derive(Debug, Clone)]
+pub(super) enum Selection {
+    /// Rows whose route value equals the key.
+    Key(String),
+    /// Rows whose route value's bucket is in `[start, end)` and is not a pinned key.
+    Buckets {
+        keyspace: String,
+        bucket_count: u32,
+        start: u32,
+        end: u32,
+        /// Every pinned key of the map, as a JSON array: pins override buckets.
+        pins_json: String,
+    },
+}
+
+impl Selection {
+    pub(super) fn of(spec: &MigrationSpec, bucket_count: u32, pins: Vec<String>) -> Self {
+        match (&spec.route_key, spec.start_bucket_inclusive, spec.end_bucket_exclusive) {
+            (Some(key), _, _) => Self::Key(key.clone()),
+            (None, start, end) => Self::Buckets {
+                keyspace: spec.keyspace.clone(),
+                bucket_count,
+                start: start.unwrap_or(0),
+                end: end.unwrap_or(0),
+                pins_json: serde_json::Value::from(pins).to_string(),
+            },
+        }
+    }
+}
+
+/// The SQL of one manifest item.
+#[derive(Debug, Clone)]
+pub(super) struct Target {
+    /// The table or collection name, for receipts and messages.
+    pub(super) name: String,
+    pub(super) collection: bool,
+    /// The quoted table the rows live in.
+    from: String,
+    /// Quoted columns, in the order rows are read and written.
+    columns: Vec<String>,
+    /// Index of the primary key among `columns`.
+    pub(super) key_index: usize,
+    key: String,
+    /// The conflict target of the upsert.
+    conflict: String,
+    /// The SQL expression of a row's route value.
+    route: String,
+    /// The same expression for the row an upsert would overwrite, and for the incoming row.
+    route_existing: String,
+    route_incoming: String,
+    /// The collection name, bound as `:collection`.
+    collection_name: Option<String>,
+    selection: Selection,
+    /// Rows per page.
+    pub(super) page_size: usize,
+}
+
+pub(super) fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+pub(super) fn sql_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// The JSON path of a top-level property (the manifest refuses names with `"` or `\`).
+pub(super) fn property_path(property: &str) -> String {
+    format!("$.\"{property}\"")
+}
+
+impl Target {
+    /// A table whose columns are `column_names` (in schema order).
+    pub(super) fn table(
+        name: &str,
+        column_names: &[String],
+        key_column: &str,
+        route_column: &str,
+        selection: Selection,
+        page_size: usize,
+    ) -> Option<Self> {
+        let key_index = column_names.iter().position(|c| c.eq_ignore_ascii_case(key_column))?;
+        let route = column_names.iter().find(|c| c.eq_ignore_ascii_case(route_column))?;
+        let columns: Vec<String> = column_names.iter().map(|c| quote_ident(c)).collect();
+        let key = columns[key_index].clone();
+        let from = quote_ident(name);
+        Some(Self {
+            route_existing: format!("{from}.{}", quote_ident(route)),
+            route_incoming: format!("excluded.{}", quote_ident(route)),
+            name: name.to_owned(),
+            collection: false,
+            from,
+            page_size: page_size.min(MAX_BOUND_VALUES / columns.len().max(1)).max(1),
+            conflict: key.clone(),
+            key,
+            key_index,
+            columns,
+            route: quote_ident(route),
+            collection_name: None,
+            selection,
+        })
+    }
+
+    /// A collection whose documents carry their route key in `property`.
+    pub(super) fn collection(name: &str, property: &str, selection: Selection, page_size: usize) -> Self {
+        let path = sql_literal(&property_path(property));
+        Self {
+            route_existing: format!("json_extract({COLLECTIONS_TABLE}.document, {path})"),
+            route_incoming: format!("json_extract(excluded.document, {path})"),
+            name: name.to_owned(),
+            collection: true,
+            from: COLLECTIONS_TABLE.to_owned(),
+            columns: vec!["collection".into(), "key".into(), "document".into()],
+            key_index: 1,
+            key: "key".into(),
+            conflict: "collection, key".into(),
+            route: format!("json_extract(document, {path})"),
+            collection_name: Some(name.to_owned()),
+            selection,
+            page_size: page_size.min(MAX_BOUND_VALUES / 3),
+        }
+    }
+
+    /// `name` as messages show it: `table 'orders'` or `collection 'profiles'`.
+    pub(super) fn label(&self) -> String {
+        if self.collection {
+            format!("collection '{}'", self.name)
+        } else {
+            format!("table '{}'", self.name)
+        }
+    }
+
+    /// The WHERE clause that selects moving rows, and its parameters.
+    fn filter(&self) -> (String, Vec<(&'static str, Value)>) {
+        let mut clauses = Vec::new();
+        let mut params: Vec<(&'static str, Value)> = Vec::new();
+        if let Some(collection) = &self.collection_name {
+            clauses.push("collection = :collection".to_owned());
+            params.push(("collection", Value::from(collection.as_str())));
+        }
+        match &self.selection {
+            Selection::Key(key) => {
+                clauses.push(format!("{} = :route_key", self.route));
+                params.push(("route_key", Value::from(key.as_str())));
+            }
+            Selection::Buckets {
+                keyspace,
+                bucket_count,
+                start,
+                end,
+                pins_json,
+            } => {
+                let bucket = format!("{BUCKET_FUNCTION}(:keyspace, {}, :bucket_count)", self.route);
+                clauses.push(format!("{bucket} >= :start_bucket AND {bucket} < :end_bucket"));
+                clauses.push(format!(
+                    "trim(CAST({} AS TEXT)) NOT IN (SELECT value FROM json_each(:pins))",
+                    self.route
+                ));
+                params.extend([
+                    ("keyspace", Value::from(keyspace.as_str())),
+                    ("bucket_count", Value::Integer(i64::from(*bucket_count))),
+                    ("start_bucket", Value::Integer(i64::from(*start))),
+                    ("end_bucket", Value::Integer(i64::from(*end))),
+                    ("pins", Value::from(pins_json.as_str())),
+                ]);
+            }
+        }
+        (clauses.join(" AND "), params)
+    }
+
+    /// The next page of moving rows after `after` (from the start when `None`), in key order.
+    pub(super) fn page_query(&self, after: Option<&Value>) -> (String, Params) {
+        let (filter, mut params) = self.filter();
+        let mut sql = format!("SELECT {} FROM {} WHERE {filter}", self.columns.join(", "), self.from);
+        if let Some(after) = after {
+            sql.push_str(&format!(" AND {} > :after", self.key));
+            params.push(("after", after.clone()));
+        }
+        sql.push_str(&format!(" ORDER BY {} LIMIT :limit", self.key));
+        params.push((
+            "limit",
+            Value::Integer(i64::try_from(self.page_size).unwrap_or(i64::MAX)),
+        ));
+        (sql, Params::named(params))
+    }
+
+    /// How many rows move.
+    pub(super) fn count_query(&self) -> (String, Params) {
+        let (filter, params) = self.filter();
+        (
+            format!("SELECT count(*) FROM {} WHERE {filter}", self.from),
+            Params::named(params),
+        )
+    }
+
+    /// SQLite's plan for the first page query.
+    pub(super) fn explain_query(&self) -> (String, Params) {
+        let (sql, params) = self.page_query(None);
+        (format!("EXPLAIN QUERY PLAN {sql}"), params)
+    }
+
+    /// One statement that inserts `rows`, or updates the rows with the same key (one implicit
+    /// transaction: a page lands whole or not at all). A destination row with the same key but
+    /// another route value is left alone: the key collides with another key's row, and
+    /// verification reports the rows that did not land rather than overwrite someone else's.
+    pub(super) fn upsert(&self, rows: Vec<Vec<Value>>) -> (String, Params) {
+        let placeholders = format!("({})", vec!["?"; self.columns.len()].join(", "));
+        let values = vec![placeholders; rows.len()].join(", ");
+        let updates: Vec<String> = self
+            .columns
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != self.key_index && !(self.collection && *i == 0))
+            .map(|(_, c)| format!("{c} = excluded.{c}"))
+            .collect();
+        let action = if updates.is_empty() {
+            "DO NOTHING".to_owned()
+        } else {
+            format!(
+                "DO UPDATE SET {} WHERE {} IS {}",
+                updates.join(", "),
+                self.route_existing,
+                self.route_incoming
+            )
+        };
+        let sql = format!(
+            "INSERT INTO {} ({}) VALUES {values} ON CONFLICT ({}) {action}",
+            self.from,
+            self.columns.join(", "),
+            self.conflict
+        );
+        (sql, Params::Positional(rows.into_iter().flatten().collect()))
+    }
+
+    /// Deletes up to one page of moving rows.
+    pub(super) fn delete_page(&self) -> (String, Params) {
+        let (filter, mut params) = self.filter();
+        let scope = if self.collection {
+            "collection = :collection AND "
+        } else {
+            ""
+        };
+        let sql = format!(
+            "DELETE FROM {from} WHERE {scope}{key} IN (SELECT {key} FROM {from} WHERE {filter} LIMIT :limit)",
+            from = self.from,
+            key = self.key
+        );
+        params.push((
+            "limit",
+            Value::Integer(i64::try_from(self.page_size).unwrap_or(i64::MAX)),
+        ));
+        (sql, Params::named(params))
+    }
+}
+
+/// The checksum of a row set read page by page in key order: a SHA-256 chain, each link the
+/// hash of the previous link and the page's rows in a canonical encoding (type tag, length,
+/// bytes). Both sides read pages of the same size in the same order, so equal row sets give
+/// equal chains, and a chain can be resumed from its last link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Checksum([u8; 32]);
+
+impl Checksum {
+    pub(super) fn empty() -> Self {
+        Self([0; 32])
+    }
+
+    pub(super) fn from_hex(hex: &str) -> Result<Self> {
+        let mut bytes = [0u8; 32];
+        if hex.len() != 64 {
+            return Err(crate::error::Error::invalid_argument(
+                "checkpoint",
+                "the running checksum is not 64 hex digits",
+            ));
+        }
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&hex[i * 2..i * 2 + 2], 16)
+                .map_err(|_| crate::error::Error::invalid_argument("checkpoint", "the running checksum is not hex"))?;
+        }
+        Ok(Self(bytes))
+    }
+
+    pub(super) fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Adds one page of rows.
+    pub(super) fn add_page(&mut self, rows: &[Vec<Value>]) {
+        let mut hasher = Sha256::new();
+        hasher.update(self.0);
+        for row in rows {
+            hasher.update(u64::try_from(row.len()).unwrap_or(u64::MAX).to_be_bytes());
+            for value in row {
+                encode_value(&mut hasher, value);
+            }
+        }
+        self.0.copy_from_slice(&hasher.finalize());
+    }
+}
+
+fn encode_value(hasher: &mut Sha256, value: &Value) {
+    let len = |n: usize| u64::try_from(n).unwrap_or(u64::MAX).to_be_bytes();
+    match value {
+        Value::Null => hasher.update([0u8]),
+        Value::Integer(i) => {
+            hasher.update([1u8]);
+            hasher.update(i.to_be_bytes());
+        }
+        Value::Real(f) => {
+            hasher.update([2u8]);
+            hasher.update(f.to_bits().to_be_bytes());
+        }
+        Value::Text(text) => {
+            hasher.update([3u8]);
+            hasher.update(len(text.len()));
+            hasher.update(text.as_bytes());
+        }
+        Value::Blob(bytes) => {
+            hasher.update([4u8]);
+            hasher.update(len(bytes.len()));
+            hasher.update(bytes);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checksums_depend_on_every_value_and_round_trip_as_hex() {
+        let rows = vec![
+            vec![Value::Integer(1), Value::from("a")],
+            vec![Value::Integer(2), Value::Null],
+        ];
+        let mut a = Checksum::empty();
+        a.add_page(&rows);
+        let mut b = Checksum::empty();
+        b.add_page(&[
+            vec![Value::Integer(1), Value::from("a")],
+            vec![Value::Integer(2), Value::from("")],
+        ]);
+        assert_ne!(a, b);
+        assert_eq!(Checksum::from_hex(&a.to_hex()).expect("hex"), a);
+        assert!(Checksum::from_hex("zz").is_err());
+    }
+
+    #[test]
+    fn identifiers_are_quoted_and_values_bound() {
+        let target = Target::table(
+            "my \"orders\"",
+            &["id".into(), "tenant".into(), "note".into()],
+            "ID",
+            "tenant",
+            Selection::Key("x'); DROP TABLE t; --".into()),
+            500,
+        )
+        .expect("columns exist");
+        let (sql, params) = target.page_query(Some(&Value::Integer(7)));
+        assert_eq!(
+            sql,
+            "SELECT \"id\", \"tenant\", \"note\" FROM \"my \"\"orders\"\"\" WHERE \"tenant\" = :route_key \
+             AND \"id\" > :after ORDER BY \"id\" LIMIT :limit"
+        );
+        assert!(matches!(params, Params::Named(ref m) if m.len() == 3));
+        let (upsert, values) = target.upsert(vec![vec![Value::Integer(1), Value::from("k"), Value::Null]]);
+        assert!(upsert.ends_with(
+            "ON CONFLICT (\"id\") DO UPDATE SET \"tenant\" = excluded.\"tenant\", \"note\" = excluded.\"note\" \
+             WHERE \"my \"\"orders\"\"\".\"tenant\" IS excluded.\"tenant\""
+        ));
+        assert!(matches!(values, Params::Positional(ref v) if v.len() == 3));
+        assert!(Target::table("t", &["id".into()], "id", "missing", Selection::Key("k".into()), 10).is_none());
+    }
+}

@@ -1,0 +1,102 @@
+//! The migration RPCs: JSON bodies in, JSON results out, each migration on a task of its own so
+//! a caller that goes away does not stop it half-way.
+
+use crate::client::ShardedClient;
+use crate::data::{BucketMigrationRequest, KeyMigrationRequest, MigrationResult, ResumeRequest};
+use crate::error::{Error, Result};
+use crate::migrate::Migrator;
+use crate::wire::proto as pb;
+
+fn decode<T: serde::de::DeserializeOwned>(json: &str) -> Result<T> {
+    serde_json::from_str(json).map_err(|source| Error::Json {
+        what: "the migration request",
+        source,
+    })
+}
+
+fn encode(result: &MigrationResult) -> Result<String> {
+    serde_json::to_string(result).map_err(|err| Error::Catalog {
+        reason: format!("migration '{}' could not be encoded: {err}", result.migration_id),
+    })
+}
+
+async fn detached<F>(work: F) -> Result<pb::ShardMigrationResult>
+where
+    F: std::future::Future<Output = Result<MigrationResult>> + Send + 'static,
+{
+    let result = tokio::spawn(work).await.map_err(|err| Error::Catalog {
+        reason: format!("the migration task stopped: {err}"),
+    })??;
+    Ok(pb::ShardMigrationResult {
+        result_json: encode(&result)?,
+    })
+}
+
+pub(super) async fn migrate_key(
+    sharded: ShardedClient,
+    request: pb::ShardMigrationRequest,
+) -> Result<pb::ShardMigrationResult> {
+    let request: KeyMigrationRequest = decode(&request.request_json)?;
+    let migrator = Migrator::new(sharded);
+    detached(async move { migrator.migrate_key(request).await }).await
+}
+
+pub(super) async fn migrate_buckets(
+    sharded: ShardedClient,
+    request: pb::ShardMigrationRequest,
+) -> Result<pb::ShardMigrationResult> {
+    let request: BucketMigrationRequest = decode(&request.request_json)?;
+    let migrator = Migrator::new(sharded);
+    detached(async move { migrator.migrate_buckets(request).await }).await
+}
+
+pub(super) async fn resume(
+    sharded: ShardedClient,
+    request: pb::ResumeShardMigrationRequest,
+) -> Result<pb::ShardMigrationResult> {
+    let options = ResumeRequest {
+        activate: request.activate,
+        delete_source: request.delete_source,
+    };
+    let migrator = Migrator::new(sharded);
+    detached(async move { migrator.resume(&request.migration_id, options).await }).await
+}
+
+pub(super) async fn progress(
+    sharded: ShardedClient,
+    request: pb::ShardMigrationProgressRequest,
+) -> Result<pb::ShardMigrationList> {
+    let migrator = Migrator::new(sharded);
+    let results = if request.migration_id.trim().is_empty() {
+        migrator.migrations().await?
+    } else {
+        vec![
+            migrator
+                .status(&request.migration_id)
+                .await?
+                .ok_or_else(|| Error::NotFound {
+                    what: "migration",
+                    name: request.migration_id.trim().to_owned(),
+                })?,
+        ]
+    };
+    list(&results)
+}
+
+pub(super) async fn history(sharded: ShardedClient) -> Result<pb::ShardMigrationList> {
+    list(&Migrator::new(sharded).history().await?)
+}
+
+fn list(results: &[MigrationResult]) -> Result<pb::ShardMigrationList> {
+    Ok(pb::ShardMigrationList {
+        result_json: results.iter().map(encode).collect::<Result<_>>()?,
+    })
+}
+
+pub(super) async fn abandon(
+    sharded: ShardedClient,
+    request: pb::ShardMigrationProgressRequest,
+) -> Result<pb::ShardMigrationResult> {
+    let migrator = Migrator::new(sharded);
+    detached(async move { migrator.abandon(&request.migration_id).await }).await
+}

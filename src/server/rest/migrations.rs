@@ -1,0 +1,173 @@
+//! Migration endpoints: `/api/sharding/migrations/...`.
+//!
+//! A migration runs on a task of its own: a caller that goes away (or times out) does not stop
+//! it half-way; it runs to its end and records its result, which `GET .../{id}` then shows.
+//! Rejections, verification and catalog failures are 200 answers whose `status` says so.
+
+use axum::extract::State;
+
+use super::error::{ApiError, Problem};
+use super::extract::{Json, Path};
+use crate::data::{BucketMigrationRequest, KeyMigrationRequest, MigrationResult, ResumeRequest};
+use crate::error::{Error, Result};
+use crate::migrate::Migrator;
+use crate::server::ServerState;
+
+fn migrator(state: &ServerState) -> Result<Migrator, ApiError> {
+    let sharded = state.sharded().ok_or(ApiError::Data(Error::NotSharded))?;
+    Ok(Migrator::new(sharded.clone()))
+}
+
+/// Runs `work` to its end even if the request is dropped.
+async fn detached<F>(work: F) -> Result<MigrationResult, ApiError>
+where
+    F: std::future::Future<Output = Result<MigrationResult>> + Send + 'static,
+{
+    match tokio::spawn(work).await {
+        Ok(outcome) => Ok(outcome?),
+        Err(err) => Err(ApiError::Data(Error::Catalog {
+            reason: format!("the migration task stopped: {err}"),
+        })),
+    }
+}
+
+/// Moves the data of one route key to another primary shard, verified, and pins the key there
+/// (or, with `dryRun`, returns the plan and changes nothing).
+#[utoipa::path(
+    post,
+    path = "/api/sharding/migrations/exact-route-key",
+    tag = "sharding",
+    operation_id = "migrateExactRouteKey",
+    request_body = KeyMigrationRequest,
+    responses(
+        (status = 200, description = "The migration's result; `status` says how it ended", body = MigrationResult),
+        (status = 400, description = "A malformed body", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn migrate_exact_route_key(
+    State(state): State<ServerState>,
+    Json(request): Json<KeyMigrationRequest>,
+) -> Result<axum::Json<MigrationResult>, ApiError> {
+    let migrator = migrator(&state)?;
+    Ok(axum::Json(
+        detached(async move { migrator.migrate_key(request).await }).await?,
+    ))
+}
+
+/// Moves the data of a bucket range to another primary shard, verified; pinned keys stay (or,
+/// with `dryRun`, returns the plan and changes nothing).
+#[utoipa::path(
+    post,
+    path = "/api/sharding/migrations/bucket-range",
+    tag = "sharding",
+    operation_id = "migrateBucketRange",
+    request_body = BucketMigrationRequest,
+    responses(
+        (status = 200, description = "The migration's result; `status` says how it ended", body = MigrationResult),
+        (status = 400, description = "A malformed body", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn migrate_bucket_range(
+    State(state): State<ServerState>,
+    Json(request): Json<BucketMigrationRequest>,
+) -> Result<axum::Json<MigrationResult>, ApiError> {
+    let migrator = migrator(&state)?;
+    Ok(axum::Json(
+        detached(async move { migrator.migrate_buckets(request).await }).await?,
+    ))
+}
+
+/// Every migration's latest state (its checkpoint), most recently updated first.
+#[utoipa::path(
+    get,
+    path = "/api/sharding/migrations/checkpoints",
+    tag = "sharding",
+    operation_id = "getShardMigrations",
+    responses((status = 200, description = "Every migration", body = Vec<MigrationResult>))
+)]
+pub async fn migrations(State(state): State<ServerState>) -> Result<axum::Json<Vec<MigrationResult>>, ApiError> {
+    Ok(axum::Json(migrator(&state)?.migrations().await?))
+}
+
+/// The migration history: one entry per run that ended, newest first.
+#[utoipa::path(
+    get,
+    path = "/api/sharding/migrations",
+    tag = "sharding",
+    operation_id = "getShardMigrationHistory",
+    responses((status = 200, description = "The history", body = Vec<MigrationResult>))
+)]
+pub async fn history(State(state): State<ServerState>) -> Result<axum::Json<Vec<MigrationResult>>, ApiError> {
+    Ok(axum::Json(migrator(&state)?.history().await?))
+}
+
+/// One migration's progress: its latest checkpoint.
+#[utoipa::path(
+    get,
+    path = "/api/sharding/migrations/{id}",
+    tag = "sharding",
+    operation_id = "getShardMigrationProgress",
+    params(("id" = String, Path, description = "The migration id")),
+    responses(
+        (status = 200, description = "The migration", body = MigrationResult),
+        (status = 404, description = "No such migration", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn progress(
+    State(state): State<ServerState>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<MigrationResult>, ApiError> {
+    let found = migrator(&state)?.status(&id).await?;
+    Ok(axum::Json(found.ok_or(ApiError::Data(Error::NotFound {
+        what: "migration",
+        name: id.trim().to_owned(),
+    }))?))
+}
+
+/// Continues a stopped migration from its last checkpoint (harmless when it already ended). The
+/// body may ask to activate and to delete the source in this run.
+#[utoipa::path(
+    post,
+    path = "/api/sharding/migrations/{id}/resume",
+    tag = "sharding",
+    operation_id = "resumeShardMigration",
+    params(("id" = String, Path, description = "The migration id")),
+    request_body = ResumeRequest,
+    responses(
+        (status = 200, description = "The migration's result", body = MigrationResult),
+        (status = 404, description = "No such migration", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn resume(
+    State(state): State<ServerState>,
+    Path(id): Path<String>,
+    Json(request): Json<ResumeRequest>,
+) -> Result<axum::Json<MigrationResult>, ApiError> {
+    let migrator = migrator(&state)?;
+    Ok(axum::Json(
+        detached(async move { migrator.resume(&id, request).await }).await?,
+    ))
+}
+
+/// Gives up a migration that has not written its new map: releases its fence (writes of its keys
+/// on the source go on) and records it as abandoned. 400 `invalid_input` once its map is written.
+#[utoipa::path(
+    post,
+    path = "/api/sharding/migrations/{id}/abandon",
+    tag = "sharding",
+    operation_id = "abandonShardMigration",
+    params(("id" = String, Path, description = "The migration id")),
+    responses(
+        (status = 200, description = "The abandoned migration", body = MigrationResult),
+        (status = 400, description = "Its new map is already written: resume it instead", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 404, description = "No such migration", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn abandon(
+    State(state): State<ServerState>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<MigrationResult>, ApiError> {
+    let migrator = migrator(&state)?;
+    Ok(axum::Json(detached(async move { migrator.abandon(&id).await }).await?))
+}

@@ -1,0 +1,78 @@
+//! Migrations through a daemon's gRPC service: JSON bodies, as the REST endpoints take them.
+
+use async_trait::async_trait;
+
+use super::{GrpcClient, pb};
+use crate::data::{BucketMigrationRequest, KeyMigrationRequest, MigrationAdmin, MigrationResult, ResumeRequest};
+use crate::error::{Error, Result};
+
+fn request_json<T: serde::Serialize>(request: &T) -> Result<pb::ShardMigrationRequest> {
+    Ok(pb::ShardMigrationRequest {
+        request_json: serde_json::to_string(request).map_err(|source| Error::Json {
+            what: "the migration request",
+            source,
+        })?,
+    })
+}
+
+fn result_of(json: &str) -> Result<MigrationResult> {
+    serde_json::from_str(json).map_err(|source| Error::Json {
+        what: "the daemon's migration result",
+        source,
+    })
+}
+
+#[async_trait]
+impl MigrationAdmin for GrpcClient {
+    async fn migrate_exact_route_key(&self, request: &KeyMigrationRequest) -> Result<MigrationResult> {
+        let request = request_json(request)?;
+        result_of(&rpc!(self, migrate_exact_route_key, request)?.result_json)
+    }
+
+    async fn migrate_bucket_range(&self, request: &BucketMigrationRequest) -> Result<MigrationResult> {
+        let request = request_json(request)?;
+        result_of(&rpc!(self, migrate_bucket_range, request)?.result_json)
+    }
+
+    async fn resume_migration(&self, migration_id: &str, options: &ResumeRequest) -> Result<MigrationResult> {
+        let request = pb::ResumeShardMigrationRequest {
+            migration_id: migration_id.to_owned(),
+            activate: options.activate,
+            delete_source: options.delete_source,
+        };
+        result_of(&rpc!(self, resume_shard_migration, request)?.result_json)
+    }
+
+    async fn migration_progress(&self, migration_id: &str) -> Result<MigrationResult> {
+        if migration_id.trim().is_empty() {
+            return Err(Error::invalid_argument("migration id", "it is blank"));
+        }
+        let request = pb::ShardMigrationProgressRequest {
+            migration_id: migration_id.to_owned(),
+        };
+        let list = rpc!(self, get_shard_migration_progress, request)?;
+        let first = list.result_json.first().ok_or_else(|| Error::NotFound {
+            what: "migration",
+            name: migration_id.trim().to_owned(),
+        })?;
+        result_of(first)
+    }
+
+    async fn migrations(&self) -> Result<Vec<MigrationResult>> {
+        let request = pb::ShardMigrationProgressRequest::default();
+        let list = rpc!(self, get_shard_migration_progress, request)?;
+        list.result_json.iter().map(|json| result_of(json)).collect()
+    }
+
+    async fn abandon_migration(&self, migration_id: &str) -> Result<MigrationResult> {
+        let request = pb::ShardMigrationProgressRequest {
+            migration_id: migration_id.to_owned(),
+        };
+        result_of(&rpc!(self, abandon_shard_migration, request)?.result_json)
+    }
+
+    async fn migration_history(&self) -> Result<Vec<MigrationResult>> {
+        let list = rpc!(self, get_shard_migration_history, pb::Empty {})?;
+        list.result_json.iter().map(|json| result_of(json)).collect()
+    }
+}

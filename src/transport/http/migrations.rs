@@ -1,0 +1,45 @@
+//! Migrations through a daemon's REST endpoints.
+
+use async_trait::async_trait;
+
+use super::HttpClient;
+use crate::data::{BucketMigrationRequest, KeyMigrationRequest, MigrationAdmin, MigrationResult, ResumeRequest};
+use crate::error::Result;
+
+#[async_trait]
+impl MigrationAdmin for HttpClient {
+    async fn migrate_exact_route_key(&self, request: &KeyMigrationRequest) -> Result<MigrationResult> {
+        self.json(self.post(&["sharding", "migrations", "exact-route-key"]).json(request))
+            .await
+    }
+
+    async fn migrate_bucket_range(&self, request: &BucketMigrationRequest) -> Result<MigrationResult> {
+        self.json(self.post(&["sharding", "migrations", "bucket-range"]).json(request))
+            .await
+    }
+
+    async fn resume_migration(&self, migration_id: &str, options: &ResumeRequest) -> Result<MigrationResult> {
+        self.json(
+            self.post(&["sharding", "migrations", migration_id, "resume"])
+                .json(options),
+        )
+        .await
+    }
+
+    async fn migration_progress(&self, migration_id: &str) -> Result<MigrationResult> {
+        self.json(self.get(&["sharding", "migrations", migration_id])).await
+    }
+
+    async fn migrations(&self) -> Result<Vec<MigrationResult>> {
+        self.json(self.get(&["sharding", "migrations", "checkpoints"])).await
+    }
+
+    async fn migration_history(&self) -> Result<Vec<MigrationResult>> {
+        self.json(self.get(&["sharding", "migrations"])).await
+    }
+
+    async fn abandon_migration(&self, migration_id: &str) -> Result<MigrationResult> {
+        self.json(self.post(&["sharding", "migrations", migration_id, "abandon"]))
+            .await
+    }
+}
