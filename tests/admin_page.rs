@@ -680,7 +680,7 @@ async fn migrations(browser: &Browser, daemon: &Daemon, shots: &Path) {
             "the migration actions are offered without endpoints"
         );
     }
-    browser.screenshot(shots, "12-migrations").await;
+    browser.screenshot(shots, "11-migrations").await;
 }
 
 /// Validate, apply and activate a new map through the page, each confirmed with what changes;
@@ -728,7 +728,7 @@ async fn catalog_actions(browser: &Browser, daemon: &Daemon, shots: &Path) {
         changes.contains(&format!("pin 2026-07 moves from {from} to {to}")),
         "{changes}"
     );
-    browser.screenshot(shots, "10-catalog-confirm-apply").await;
+    browser.screenshot(shots, "09-catalog-confirm-apply").await;
     browser.click("#confirm-ok").await;
     browser.wait_for("#catalog-applied").await;
     browser.wait_for("#catalog-pending[data-version='2']").await;
@@ -749,7 +749,7 @@ async fn catalog_actions(browser: &Browser, daemon: &Daemon, shots: &Path) {
         history.iter().any(|row| row[1] == "2" && row[2] == "browser-test"),
         "{history:?}"
     );
-    browser.screenshot(shots, "11-catalog").await;
+    browser.screenshot(shots, "10-catalog").await;
 
     let map = http_client().get(daemon.url("/api/sharding/map")).send().await.unwrap();
     let map: Value = map.json().await.unwrap();
