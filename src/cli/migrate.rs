@@ -47,8 +47,10 @@ pub enum MigrateCommand {
     #[command(after_help = "Example: shardlite migrate abandon -c \"Data Source=master.db\" mig-20261130-...")]
     Abandon(AbandonArgs),
     /// Show one migration's state, or every migration's.
+    #[command(after_help = "Example: shardlite migrate status -c \"Data Source=master.db\" --json")]
     Status(StatusArgs),
     /// Show the migration history, newest first.
+    #[command(after_help = "Example: shardlite migrate history -c \"Data Source=master.db\"")]
     History(HistoryArgs),
 }
 

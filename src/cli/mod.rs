@@ -3,8 +3,8 @@
 mod catalog;
 mod connection;
 mod data;
-mod schema;
 mod migrate;
+mod schema;
 mod seed;
 #[cfg(feature = "server")]
 mod serve;
@@ -75,7 +75,7 @@ enum Command {
     },
     /// Move the data of a route key or a bucket range to another shard, verified and resumable.
     #[command(
-        after_help = "Example: shardlite migrate key -c \"Data Source=data/master.db\" --manifest manifest.json --key 2026-05 --to shard-4 --dry-run"
+        after_help = "Example: shardlite migrate key -c \"Data Source=data/master.db\" --keyspace orders_by_month --key 2026-05 --to shard-4 --manifest manifest.json --dry-run"
     )]
     Migrate {
         #[command(subcommand)]
