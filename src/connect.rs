@@ -202,7 +202,8 @@ pub fn engine_config_for(options: &ConnectionOptions, base: EngineConfig) -> Eng
 /// | `Data Source` = a plain database (no map), no route keys | a [`LocalClient`], creating the file if it is missing, as SQLite does | run on that file |
 /// | `Data Source` = a plain database or a missing file, plus route keys | nothing: [`Error::ConnectionString`] | |
 /// | `Endpoint` + `Transport=Grpc` (feature `grpc`) | the gRPC client, connected now, carrying the route (if any) as metadata on every call ([`ConnectionTarget::Remote`]) | run where the daemon routes them |
-/// | `Endpoint` + `Transport=Http`, or `Grpc` without the feature | nothing: [`Error::ConnectionString`] (the REST client is not wired in yet) | |
+/// | `Endpoint` + `Transport=Http` (feature `http`) | the REST client, carrying the route (if any) as headers on every call ([`ConnectionTarget::Remote`]) | run where the daemon routes them |
+/// | `Endpoint` with a transport whose feature this build lacks, or without a transport | nothing: [`Error::ConnectionString`] naming the missing feature or key | |
 ///
 /// Route keys on a file without a map are refused rather than ignored (the original ignores them):
 /// a connection string that names a route promises that every call runs on that route's shard, and

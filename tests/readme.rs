@@ -200,11 +200,16 @@ fn first_hour_walkthrough_runs_as_written() {
             "map version 2 is active",
             "shard-4",
             "== shard-4",
+            // the migration: May moves to shard-4 under map version 3
+            "move-may",
+            "2026-05",
+            "shard-4",
         ],
     );
 
     // The files say the same: the transaction committed on June's shard, July's order is on the
-    // new shard, and May's two sqlx orders are on May's.
+    // new shard, and May's seven orders (five from the sample, two from sqlx) moved there too,
+    // leaving none on shard-1.
     let shards = dir.path().join("demo").join("shards");
     let query = |file: &str, sql: &str| -> String {
         let conn = rusqlite::Connection::open(shards.join(file)).expect("open shard");
@@ -218,15 +223,33 @@ fn first_hour_walkthrough_runs_as_written() {
         "shipped"
     );
     assert_eq!(
-        query("shard-4.db", "SELECT group_concat(order_number) FROM orders"),
+        query(
+            "shard-4.db",
+            "SELECT group_concat(order_number) FROM orders WHERE order_month = '2026-07'"
+        ),
         "SO-202607-0001"
     );
     assert_eq!(
         query(
-            "shard-1.db",
-            "SELECT group_concat(order_number) FROM orders WHERE order_number LIKE '%SQLX%'"
+            "shard-4.db",
+            "SELECT count(*) || ' ' || group_concat(order_number) FROM orders \
+             WHERE order_month = '2026-05' AND order_number LIKE '%SQLX%'"
         ),
-        "SO-202605-SQLX-6,SO-202605-SQLX-7"
+        "2 SO-202605-SQLX-6,SO-202605-SQLX-7"
+    );
+    assert_eq!(
+        query(
+            "shard-4.db",
+            "SELECT count(*) || '' FROM orders WHERE order_month = '2026-05'"
+        ),
+        "7"
+    );
+    assert_eq!(
+        query(
+            "shard-1.db",
+            "SELECT count(*) || '' FROM orders WHERE order_month = '2026-05'"
+        ),
+        "0"
     );
 }
 
