@@ -25,7 +25,6 @@ mod json;
 mod text;
 #[cfg(feature = "time")]
 pub mod time;
-mod unsigned;
 #[cfg(feature = "uuid")]
 mod uuid;
 
@@ -88,7 +87,8 @@ macro_rules! integer_types {
     )*};
 }
 
-integer_types!(i8, i16, i32, i64);
+// Unsigned types up to `u32` fit `i64` exactly; decoding refuses values out of their range.
+integer_types!(i8, i16, i32, i64, u8, u16, u32);
 
 impl Type<Shardlite> for bool {
     fn type_info() -> ShardliteTypeInfo {
