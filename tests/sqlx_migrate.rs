@@ -124,6 +124,23 @@ async fn migrator_run_on_a_route_bound_pool_migrates_that_shard_only() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrator_run_on_an_any_pool_migrates_the_route_shard() {
+    sqlx::any::install_drivers(&[shardlite::driver::any::DRIVER]).unwrap();
+    let fx = Fixture::new().await;
+    // 2026-05 is pinned to shard-1.
+    let url = format!(
+        "shardlite://{}?shard_keyspace=orders_by_month&shard_key=2026-05",
+        fx.master.display()
+    );
+    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    migrator(&fx.migrations()).await.run(&pool).await.unwrap();
+    assert_eq!(fx.shard_state("shard-1"), (ALL.to_vec(), LOGGED.to_vec()));
+    for other in ["shard-0", "shard-2", "shard-3"] {
+        assert_eq!(fx.shard_state(other), (vec![], vec![]), "{other} must be untouched");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edited_migration_is_refused_by_version() {
     let fx = Fixture::new().await;
     let pool = ShardlitePool::connect(&fx.local("2026-06")).await.unwrap();

@@ -44,8 +44,9 @@ use super::{
 };
 use crate::client::{SqlResult, Value};
 
-/// shardlite's entry for `sqlx::any::install_drivers`, as sqlx's own drivers declare theirs.
-pub const DRIVER: sqlx_core::any::driver::AnyDriver = sqlx_core::any::driver::AnyDriver::without_migrate::<Shardlite>();
+/// shardlite's entry for `sqlx::any::install_drivers`, as sqlx's own drivers declare theirs,
+/// with migrations: `Migrator::run` on an `AnyPool` of a route migrates that route's shard.
+pub const DRIVER: sqlx_core::any::driver::AnyDriver = sqlx_core::any::driver::AnyDriver::with_migrate::<Shardlite>();
 
 impl AnyConnectionBackend for ShardliteConnection {
     fn name(&self) -> &str {
@@ -92,6 +93,10 @@ impl AnyConnectionBackend for ShardliteConnection {
 
     fn should_flush(&self) -> bool {
         Connection::should_flush(self)
+    }
+
+    fn as_migrate(&mut self) -> sqlx_core::Result<&mut (dyn sqlx_core::migrate::Migrate + Send + 'static)> {
+        Ok(self)
     }
 
     fn fetch_many(
