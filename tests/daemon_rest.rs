@@ -1582,6 +1582,61 @@ async fn the_serve_command_prints_its_address_and_stops_on_sigterm() {
     assert!(output.status.success(), "{:?}\n{logs}", output.status);
     assert!(logs.contains("SIGTERM"), "{logs}");
     assert!(!logs.contains("from-the-environment"), "the API key was logged: {logs}");
+    // At the default level there is no line per request, only the totals (the refused request
+    // counts as a client error).
+    assert!(!logs.contains("request finished"), "a line per request at info: {logs}");
+    assert!(
+        logs.contains("served 2 request(s): 2 REST, 0 gRPC; 1 client error(s), 0 server error(s)"),
+        "{logs}"
+    );
+
+    // At debug level each request has its line, with its route.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shardlite"))
+        .args(["serve", "--master"])
+        .arg(&fixture.master)
+        .args(["--listen", "127.0.0.1:0"])
+        .env_remove("SHARDLITE_API_KEY")
+        .env("RUST_LOG", "shardlite=debug")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        line
+    })
+    .await
+    .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_owned();
+    let answer = http
+        .post(format!("{base}/api/sql/execute"))
+        .header("X-CSharpDB-Keyspace", "tenants")
+        .header("X-CSharpDB-Shard-Key", "tenant-a")
+        .json(&serde_json::json!({"sql": "SELECT 1"}))
+        .fetch()
+        .await;
+    assert_eq!(answer.status(), StatusCode::OK);
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let logs = String::from_utf8_lossy(&output.stderr);
+    assert!(logs.contains("request finished"), "{logs}");
+    assert!(
+        logs.contains("key=\"tenant-a\"") || logs.contains("key=tenant-a"),
+        "{logs}"
+    );
 }
 
 /// The crate's own REST client reads every answer of this surface back into the client types,

@@ -9,7 +9,10 @@
 //! The master must exist (`shardlite seed` creates one) unless `--create` is given, so a mistyped
 //! path fails instead of serving a new, empty database.
 //!
-//! Logs go to stderr (`RUST_LOG` filters them, default `info`); stdout's first line is
+//! Logs go to stderr (`RUST_LOG` filters them, default `info`). At `info` the daemon logs its
+//! start, its shutdown and the request totals (once a minute while they change, and at
+//! shutdown), not a line per request; `RUST_LOG=shardlite=debug` adds one line per request with
+//! its route and shard, and failures of the daemon's own are logged at `warn`. stdout's first line is
 //! `listening on http://ADDR`, with the real port when `--listen` asks for port 0, so scripts can
 //! read it; the second says what is served (the keyspace and map version, or a plain database). SIGINT or SIGTERM stops the daemon gracefully.
 

@@ -31,6 +31,7 @@
 //! ```
 
 pub mod admin;
+mod counters;
 pub mod grpc;
 mod limits;
 mod remote_transactions;
@@ -43,6 +44,7 @@ use axum::extract::Request;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
+pub use counters::RequestCounts;
 pub use state::{Backend, KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState};
 
 use crate::error::{Error, Result};
@@ -67,13 +69,35 @@ pub async fn run(
         authenticated = state.config().api_key.is_some(),
         "serving REST and gRPC"
     );
+    let summaries = tokio::spawn(log_request_counts(state.clone()));
     let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    summaries.abort();
     tracing::info!(%address, "stopped accepting; requests in flight have finished");
+    tracing::info!("served {}", state.request_counts());
     state.close().await;
     served.map_err(|source| Error::Io {
         what: "the daemon's listener".to_owned(),
         source,
     })
+}
+
+/// How often the request totals are logged while they change.
+const COUNTS_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Logs the request totals at `info` every [`COUNTS_INTERVAL`] in which they changed: what an
+/// operator sees instead of a line per request.
+async fn log_request_counts(state: ServerState) {
+    let mut ticks = tokio::time::interval(COUNTS_INTERVAL);
+    ticks.tick().await;
+    let mut last = state.request_counts();
+    loop {
+        ticks.tick().await;
+        let now = state.request_counts();
+        if now != last {
+            tracing::info!("served {now}");
+            last = now;
+        }
+    }
 }
 
 /// The service the daemon serves: REST and gRPC on one router, every route behind the request

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 
+use super::counters::{Outcome, RequestCounters, RequestCounts, Surface};
 use super::remote_transactions::RemoteTransactions;
 use crate::client::{DataClient, LocalClient, Params, ShardedClient, ShardedClientOptions, SqlResult, TransactionInfo};
 use crate::engine::EngineConfig;
@@ -147,6 +148,8 @@ struct StateInner {
     /// Remote transactions begun through this daemon and not yet ended: what the per-key limit
     /// counts, and what shutdown rolls back.
     transactions: RemoteTransactions,
+    /// Requests served, by surface and outcome.
+    counters: RequestCounters,
 }
 
 impl ServerState {
@@ -174,8 +177,19 @@ impl ServerState {
                     config.max_open_transactions_per_key.max(1),
                 ),
                 config,
+                counters: RequestCounters::default(),
             }),
         }
+    }
+
+    /// The requests served so far, by surface and outcome.
+    pub fn request_counts(&self) -> RequestCounts {
+        self.inner.counters.snapshot()
+    }
+
+    /// Counts one request.
+    pub(super) fn count_request(&self, surface: Surface, outcome: Outcome) {
+        self.inner.counters.record(surface, outcome);
     }
 
     /// The settings.

@@ -14,6 +14,7 @@ use crate::data::CatalogUpdateRequest;
 use crate::error::{Error, Result};
 use crate::routing::RouteContext;
 use crate::server::ServerState;
+use crate::server::counters::{Outcome, Surface};
 use crate::transport::grpc::convert::{document_from_json, params_from_pb, required_value, row_from_pb, row_to_pb};
 use crate::wire::proto::{self as pb, shardlite_server::Shardlite};
 
@@ -47,7 +48,13 @@ impl ShardliteService {
             route: route.clone(),
         };
         let outcome = handler(call, request.into_inner()).await;
-        if tracing::enabled!(tracing::Level::INFO) {
+        let counted = match &outcome {
+            Ok(_) => Outcome::Ok,
+            Err(err) if err.kind() == crate::ErrorKind::Internal => Outcome::ServerError,
+            Err(_) => Outcome::ClientError,
+        };
+        self.state.count_request(Surface::Grpc, counted);
+        if tracing::enabled!(tracing::Level::DEBUG) || counted == Outcome::ServerError {
             let shard = match (&route, self.state.sharded()) {
                 (Some(route), Some(sharded)) => sharded.resolve_route(route).ok().map(|r| r.shard_id),
                 _ => None,
@@ -56,15 +63,15 @@ impl ShardliteService {
                 Ok(_) => "ok",
                 Err(err) => err.kind().code(),
             };
-            tracing::info!(
-                rpc,
-                keyspace = route.as_ref().map(RouteContext::keyspace),
-                key = route.as_ref().map(RouteContext::key),
-                shard = shard.as_deref(),
-                code,
-                elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
-                "gRPC call"
-            );
+            let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+            let keyspace = route.as_ref().map(RouteContext::keyspace);
+            let key = route.as_ref().map(RouteContext::key);
+            let shard = shard.as_deref();
+            if counted == Outcome::ServerError {
+                tracing::warn!(rpc, keyspace, key, shard, code, elapsed_ms, "gRPC call failed");
+            } else {
+                tracing::debug!(rpc, keyspace, key, shard, code, elapsed_ms, "gRPC call");
+            }
         }
         outcome.map(Response::new).map_err(|err| status_from_error(&err))
     }

@@ -37,7 +37,7 @@ use std::time::Instant;
 
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
-use axum::middleware::{Next, from_fn, from_fn_with_state};
+use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Router};
@@ -51,6 +51,7 @@ pub use error::{ApiError, PROBLEM_CONTENT_TYPE, Problem, problem};
 
 use crate::error::{Error, Result};
 use crate::server::ServerState;
+use crate::server::counters::{Outcome, Surface};
 
 /// The REST router for `state`, with its middleware and `/openapi.json`, and without a fallback
 /// (the daemon adds one after merging the gRPC routes; see [`not_found`]).
@@ -87,7 +88,7 @@ pub fn router(state: &ServerState) -> Result<Router> {
         )
         .method_not_allowed_fallback(method_not_allowed)
         .layer(from_fn_with_state(state.clone(), require_api_key))
-        .layer(from_fn(trace_request))
+        .layer(from_fn_with_state(state.clone(), trace_request))
         .layer(DefaultBodyLimit::max(config.body_limit))
         .with_state(state.clone()))
 }
@@ -216,29 +217,40 @@ async fn route_context(
     Ok(next.run(request).await)
 }
 
-/// One span and one event per request.
-async fn trace_request(request: Request, next: Next) -> Response {
+/// Counts every request, and logs it at `debug` (a failure of the daemon's own at `warn`) in a
+/// span that carries its route.
+async fn trace_request(State(state): State<ServerState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
+    let method = request.method().clone();
     let path = request
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "-".to_owned(), |path| path.as_str().to_owned());
-    let span = tracing::info_span!(
+    let span = tracing::debug_span!(
         "request",
-        method = %request.method(),
+        method = %method,
         path = %path,
         keyspace = Empty,
         key = Empty,
         shard = Empty,
     );
     let response = next.run(request).instrument(span.clone()).await;
-    let status = response.status().as_u16();
+    let status = response.status();
+    let outcome = if status.is_server_error() {
+        Outcome::ServerError
+    } else if status.is_client_error() {
+        Outcome::ClientError
+    } else {
+        Outcome::Ok
+    };
+    state.count_request(Surface::Rest, outcome);
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let status = status.as_u16();
     span.in_scope(|| {
-        if status >= 500 {
-            tracing::warn!(status, latency_ms = format_args!("{latency_ms:.3}"), "request finished");
+        if outcome == Outcome::ServerError {
+            tracing::warn!(%method, %path, status, latency_ms = format_args!("{latency_ms:.3}"), "request failed");
         } else {
-            tracing::info!(status, latency_ms = format_args!("{latency_ms:.3}"), "request finished");
+            tracing::debug!(status, latency_ms = format_args!("{latency_ms:.3}"), "request finished");
         }
     });
     response
