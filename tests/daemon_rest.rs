@@ -1526,24 +1526,32 @@ async fn the_openapi_document_covers_every_endpoint() {
     daemon.stop().await.unwrap();
 }
 
-/// `shardlite serve` prints its bound address, serves, and exits cleanly on SIGTERM.
+/// Starts `shardlite serve` on `master` at port 0 with `extra` arguments and `RUST_LOG=log`, and
+/// returns it with the base URL from its first stdout line.
 #[cfg(all(unix, feature = "cli"))]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_serve_command_prints_its_address_and_stops_on_sigterm() {
+async fn start_serve(
+    master: &std::path::Path,
+    extra: &[&str],
+    log: &str,
+    api_key: Option<&str>,
+) -> (std::process::Child, String) {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
 
-    let fixture = Fixture::sharded().await;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_shardlite"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_shardlite"));
+    command
         .args(["serve", "--master"])
-        .arg(&fixture.master)
-        .args(["--listen", "127.0.0.1:0", "--transaction-timeout", "5"])
-        .env("SHARDLITE_API_KEY", "from-the-environment")
-        .env("RUST_LOG", "info")
+        .arg(master)
+        .args(["--listen", "127.0.0.1:0"])
+        .args(extra)
+        .env_remove("SHARDLITE_API_KEY")
+        .env("RUST_LOG", log)
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    if let Some(key) = api_key {
+        command.env("SHARDLITE_API_KEY", key);
+    }
+    let mut child = command.spawn().unwrap();
     let stdout = child.stdout.take().unwrap();
     let line = tokio::task::spawn_blocking(move || {
         let mut line = String::new();
@@ -1558,7 +1566,39 @@ async fn the_serve_command_prints_its_address_and_stops_on_sigterm() {
         .unwrap_or_else(|| panic!("{line}"))
         .to_owned();
     assert!(base.starts_with("http://127.0.0.1:") && !base.ends_with(":0"), "{base}");
+    (child, base)
+}
 
+/// Stops a daemon from [`start_serve`] with SIGTERM, checks it exited cleanly, and returns its logs.
+#[cfg(all(unix, feature = "cli"))]
+async fn stop_serve(child: std::process::Child) -> String {
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let logs = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{:?}\n{logs}", output.status);
+    logs
+}
+
+/// `shardlite serve` prints its bound address, serves, and exits cleanly on SIGTERM; at the
+/// default log level it logs request totals, not a line per request.
+#[cfg(all(unix, feature = "cli"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_serve_command_prints_its_address_and_stops_on_sigterm() {
+    let fixture = Fixture::sharded().await;
+    let (child, base) = start_serve(
+        &fixture.master,
+        &["--transaction-timeout", "5"],
+        "info",
+        Some("from-the-environment"),
+    )
+    .await;
     let http = http_client();
     let refused = http.get(format!("{base}/api/info")).fetch().await;
     assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
@@ -1569,17 +1609,7 @@ async fn the_serve_command_prints_its_address_and_stops_on_sigterm() {
         .await;
     json_ok(info, StatusCode::OK).await;
 
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
-    let logs = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{:?}\n{logs}", output.status);
+    let logs = stop_serve(child).await;
     assert!(logs.contains("SIGTERM"), "{logs}");
     assert!(!logs.contains("from-the-environment"), "the API key was logged: {logs}");
     // At the default level there is no line per request, only the totals (the refused request
@@ -1589,32 +1619,15 @@ async fn the_serve_command_prints_its_address_and_stops_on_sigterm() {
         logs.contains("served 2 request(s): 2 REST, 0 gRPC; 1 client error(s), 0 server error(s)"),
         "{logs}"
     );
+}
 
-    // At debug level each request has its line, with its route.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_shardlite"))
-        .args(["serve", "--master"])
-        .arg(&fixture.master)
-        .args(["--listen", "127.0.0.1:0"])
-        .env_remove("SHARDLITE_API_KEY")
-        .env("RUST_LOG", "shardlite=debug")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).unwrap();
-        line
-    })
-    .await
-    .unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_owned();
-    let answer = http
+/// At debug level each request has its line, with its route.
+#[cfg(all(unix, feature = "cli"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_serve_command_logs_each_request_at_debug_level() {
+    let fixture = Fixture::sharded().await;
+    let (child, base) = start_serve(&fixture.master, &[], "shardlite=debug", None).await;
+    let answer = http_client()
         .post(format!("{base}/api/sql/execute"))
         .header("X-CSharpDB-Keyspace", "tenants")
         .header("X-CSharpDB-Shard-Key", "tenant-a")
@@ -1622,16 +1635,7 @@ async fn the_serve_command_prints_its_address_and_stops_on_sigterm() {
         .fetch()
         .await;
     assert_eq!(answer.status(), StatusCode::OK);
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
-    let logs = String::from_utf8_lossy(&output.stderr);
+    let logs = stop_serve(child).await;
     assert!(logs.contains("request finished"), "{logs}");
     assert!(
         logs.contains("key=\"tenant-a\"") || logs.contains("key=tenant-a"),
