@@ -409,6 +409,165 @@ mod remote {
     }
 }
 
+/// The blocking client as a surface: every call runs on a plain thread of its own (no async
+/// runtime in reach), as a blocking caller's would.
+mod blocking_surface {
+    use super::*;
+    use shardlite::client::blocking;
+    use shardlite::client::{
+        CatalogState, DatabaseInfo, DocumentPage, ProcedureDefinition, Row, RowPage, SavedQuery, ShardSqlResult,
+        ShardStatus, SqlResult, TableSchema, TransactionInfo,
+    };
+    use shardlite::data::{
+        ActivationRequest, ActivationResult, CatalogApplyResult, CatalogUpdateRequest, CatalogValidation,
+        SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport,
+    };
+    use shardlite::map::ShardMapSnapshot;
+    use shardlite::routing::ResolvedRoute;
+
+    fn on_plain_thread<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+        std::thread::scope(|scope| scope.spawn(f).join().unwrap())
+    }
+
+    /// Implements `$trait` for `$ty`: the listed methods call the blocking method of the same
+    /// name on a plain thread; the items after them are written out.
+    macro_rules! forward {
+        ($trait:ident for $ty:ty { $($name:ident($($arg:ident: $aty:ty),*) -> $out:ty;)* } $($extra:item)*) => {
+            #[async_trait::async_trait]
+            impl $trait for $ty {
+                $(
+                    async fn $name(&self $(, $arg: $aty)*) -> shardlite::Result<$out> {
+                        on_plain_thread(|| self.0.$name($($arg),*))
+                    }
+                )*
+                $($extra)*
+            }
+        };
+    }
+
+    struct Routed(blocking::RoutedClient);
+    struct Unrouted(blocking::ShardedClient);
+
+    forward! { DataClient for Routed {
+            execute_sql(sql: &str, params: Params) -> SqlResult;
+            execute_read_only_sql(sql: &str, params: Params) -> SqlResult;
+            info() -> DatabaseInfo;
+            list_tables() -> Vec<String>;
+            table_schema(table: &str) -> TableSchema;
+            count_rows(table: &str) -> u64;
+            browse_rows(table: &str, page: u32, page_size: u32) -> RowPage;
+            get_row(table: &str, key: Value) -> Option<Row>;
+            insert_row(table: &str, values: Row) -> u64;
+            update_row(table: &str, key: Value, values: Row) -> u64;
+            delete_row(table: &str, key: Value) -> u64;
+            list_collections() -> Vec<String>;
+            count_documents(collection: &str) -> u64;
+            browse_documents(collection: &str, page: u32, page_size: u32) -> DocumentPage;
+            get_document(collection: &str, key: &str) -> Option<serde_json::Value>;
+            put_document(collection: &str, key: &str, document: serde_json::Value) -> ();
+            delete_document(collection: &str, key: &str) -> bool;
+            drop_collection(collection: &str) -> bool;
+            list_saved_queries() -> Vec<SavedQuery>;
+            get_saved_query(name: &str) -> Option<SavedQuery>;
+            put_saved_query(name: &str, sql_text: &str) -> SavedQuery;
+            delete_saved_query(name: &str) -> bool;
+            list_procedures() -> Vec<ProcedureDefinition>;
+            get_procedure(name: &str) -> Option<ProcedureDefinition>;
+            put_procedure(definition: ProcedureDefinition) -> ProcedureDefinition;
+            delete_procedure(name: &str) -> bool;
+            execute_procedure(name: &str, args: Params) -> SqlResult;
+            begin_transaction() -> TransactionInfo;
+            execute_in_transaction(transaction_id: &str, sql: &str, params: Params) -> SqlResult;
+            commit_transaction(transaction_id: &str) -> ();
+            rollback_transaction(transaction_id: &str) -> ();
+    } }
+
+    // Without a route the blocking client offers only info and id-routed transaction calls;
+    // everything else is refused as the async client refuses it.
+    forward! { DataClient for Unrouted {
+            info() -> DatabaseInfo;
+            execute_in_transaction(transaction_id: &str, sql: &str, params: Params) -> SqlResult;
+            commit_transaction(transaction_id: &str) -> ();
+            rollback_transaction(transaction_id: &str) -> ();
+        }
+        async fn execute_sql(&self, sql: &str, params: Params) -> shardlite::Result<SqlResult> {
+            self.0.as_async().execute_sql(sql, params).await
+        }
+        async fn execute_read_only_sql(&self, sql: &str, params: Params) -> shardlite::Result<SqlResult> {
+            self.0.as_async().execute_read_only_sql(sql, params).await
+        }
+        async fn list_tables(&self) -> shardlite::Result<Vec<String>> { self.0.as_async().list_tables().await }
+        async fn table_schema(&self, t: &str) -> shardlite::Result<TableSchema> { self.0.as_async().table_schema(t).await }
+        async fn count_rows(&self, t: &str) -> shardlite::Result<u64> { self.0.as_async().count_rows(t).await }
+        async fn browse_rows(&self, t: &str, p: u32, s: u32) -> shardlite::Result<RowPage> { self.0.as_async().browse_rows(t, p, s).await }
+        async fn get_row(&self, t: &str, k: Value) -> shardlite::Result<Option<Row>> { self.0.as_async().get_row(t, k).await }
+        async fn insert_row(&self, t: &str, v: Row) -> shardlite::Result<u64> { self.0.as_async().insert_row(t, v).await }
+        async fn update_row(&self, t: &str, k: Value, v: Row) -> shardlite::Result<u64> { self.0.as_async().update_row(t, k, v).await }
+        async fn delete_row(&self, t: &str, k: Value) -> shardlite::Result<u64> { self.0.as_async().delete_row(t, k).await }
+        async fn list_collections(&self) -> shardlite::Result<Vec<String>> { self.0.as_async().list_collections().await }
+        async fn count_documents(&self, c: &str) -> shardlite::Result<u64> { self.0.as_async().count_documents(c).await }
+        async fn browse_documents(&self, c: &str, p: u32, s: u32) -> shardlite::Result<DocumentPage> { self.0.as_async().browse_documents(c, p, s).await }
+        async fn get_document(&self, c: &str, k: &str) -> shardlite::Result<Option<serde_json::Value>> { self.0.as_async().get_document(c, k).await }
+        async fn put_document(&self, c: &str, k: &str, d: serde_json::Value) -> shardlite::Result<()> { self.0.as_async().put_document(c, k, d).await }
+        async fn delete_document(&self, c: &str, k: &str) -> shardlite::Result<bool> { self.0.as_async().delete_document(c, k).await }
+        async fn drop_collection(&self, c: &str) -> shardlite::Result<bool> { self.0.as_async().drop_collection(c).await }
+        async fn list_saved_queries(&self) -> shardlite::Result<Vec<SavedQuery>> { self.0.as_async().list_saved_queries().await }
+        async fn get_saved_query(&self, n: &str) -> shardlite::Result<Option<SavedQuery>> { self.0.as_async().get_saved_query(n).await }
+        async fn put_saved_query(&self, n: &str, s: &str) -> shardlite::Result<SavedQuery> { self.0.as_async().put_saved_query(n, s).await }
+        async fn delete_saved_query(&self, n: &str) -> shardlite::Result<bool> { self.0.as_async().delete_saved_query(n).await }
+        async fn list_procedures(&self) -> shardlite::Result<Vec<ProcedureDefinition>> { self.0.as_async().list_procedures().await }
+        async fn get_procedure(&self, n: &str) -> shardlite::Result<Option<ProcedureDefinition>> { self.0.as_async().get_procedure(n).await }
+        async fn put_procedure(&self, d: ProcedureDefinition) -> shardlite::Result<ProcedureDefinition> { self.0.as_async().put_procedure(d).await }
+        async fn delete_procedure(&self, n: &str) -> shardlite::Result<bool> { self.0.as_async().delete_procedure(n).await }
+        async fn execute_procedure(&self, n: &str, a: Params) -> shardlite::Result<SqlResult> { self.0.as_async().execute_procedure(n, a).await }
+        async fn begin_transaction(&self) -> shardlite::Result<TransactionInfo> { self.0.as_async().begin_transaction().await }
+    }
+
+    forward! { ShardAdmin for Unrouted {
+            execute_sql_on_all_shards(sql: &str) -> Vec<ShardSqlResult>;
+            execute_read_only_sql_on_all_shards(sql: &str) -> Vec<ShardSqlResult>;
+            catalog_state() -> CatalogState;
+            validate_catalog_update(request: &CatalogUpdateRequest) -> CatalogValidation;
+            apply_catalog_update(request: &CatalogUpdateRequest) -> CatalogApplyResult;
+            activate_pending_map(request: &ActivationRequest) -> ActivationResult;
+            schema_status() -> SchemaStatusReport;
+            migrate_schema(request: &SchemaMigrationRequest) -> SchemaMigrationReport;
+        }
+        async fn shard_map(&self) -> shardlite::Result<ShardMapSnapshot> {
+            Ok(on_plain_thread(|| self.0.map_snapshot()))
+        }
+        async fn resolve_route(&self, route: &RouteContext) -> shardlite::Result<ResolvedRoute> {
+            on_plain_thread(|| self.0.resolve_route(route))
+        }
+        async fn shard_status(&self) -> shardlite::Result<Vec<ShardStatus>> {
+            Ok(on_plain_thread(|| self.0.status()))
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_blocking_client_behaves_exactly_like_the_async_client() {
+        let expected = transcript_in_process().await;
+        let dir = common::temp_dir();
+        let master = seeded_master(dir.path()).await;
+        let sharded = on_plain_thread(|| blocking::ShardedClient::open(&master).unwrap());
+        let for_route = sharded.clone();
+        let surface = Surface {
+            name: "blocking",
+            routed: Box::new(move |route| Arc::new(Routed(for_route.for_route(route))) as Arc<dyn DataClient>),
+            unrouted: Arc::new(Unrouted(sharded.clone())),
+            admin: Arc::new(Unrouted(sharded.clone())),
+        };
+        let actual = behaviour_suite(&surface).await;
+        for (i, (want, got)) in expected.iter().zip(&actual).enumerate() {
+            assert_eq!(want, got, "{}: step {i} differs from the async client", surface.name);
+        }
+        assert_eq!(expected.len(), actual.len(), "transcript lengths differ");
+        // A blocking client may be dropped inside an async task.
+        drop(surface);
+        drop(sharded);
+    }
+}
+
 #[tokio::test]
 async fn the_in_process_suite_behaves_as_documented() {
     let transcript = transcript_in_process().await;

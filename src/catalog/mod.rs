@@ -24,6 +24,13 @@ use crate::map::{ShardMap, ShardTarget, ShardingOptions, resolve_data_source};
 /// The catalog schema version this release writes.
 pub const CATALOG_SCHEMA_VERSION: i64 = 1;
 
+/// Whether the catalog's tables exist.
+const HAS_SCHEMA_SQL: &str =
+    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'shardlite_catalog_meta'";
+
+/// The active map's version, without reading the map.
+const ACTIVE_VERSION_SQL: &str = "SELECT map_version FROM shardlite_active_map WHERE slot = 1";
+
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS shardlite_catalog_meta (
     key TEXT PRIMARY KEY,
@@ -95,13 +102,7 @@ impl Catalog {
     }
 
     pub(crate) async fn has_schema(&self) -> Result<bool> {
-        let result = self
-            .db
-            .execute_read_only(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'shardlite_catalog_meta'",
-                Params::none(),
-            )
-            .await?;
+        let result = self.db.execute_read_only(HAS_SCHEMA_SQL, Params::none()).await?;
         Ok(first_i64(&result).unwrap_or(0) > 0)
     }
 

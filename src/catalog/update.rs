@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use super::Catalog;
+use super::{ACTIVE_VERSION_SQL, Catalog, HAS_SCHEMA_SQL, first_i64};
 use crate::data::{
     ActivationRequest, CatalogApplyResult, CatalogIssue, CatalogUpdateRequest, CatalogValidation, IssueSeverity,
     MovedBuckets, MovedPin, Params, ShardChange, ShardChangeKind, Value,
@@ -321,19 +321,25 @@ impl Catalog {
         if !self.has_schema().await? {
             return Ok(None);
         }
-        let result = self
-            .db
-            .execute_read_only(
-                "SELECT map_version FROM shardlite_active_map WHERE slot = 1",
-                Params::none(),
-            )
-            .await?;
+        let result = self.db.execute_read_only(ACTIVE_VERSION_SQL, Params::none()).await?;
         Ok(result
             .rows
             .first()
             .and_then(|row| row.first())
             .and_then(Value::as_i64)
             .and_then(|v| u64::try_from(v).ok()))
+    }
+
+    /// [`active_version`](Self::active_version) on the calling thread, for blocking callers.
+    pub fn active_version_blocking(&self) -> Result<Option<u64>> {
+        let schema = self.db.execute_read_only_blocking(HAS_SCHEMA_SQL, &Params::none())?;
+        if first_i64(&schema).unwrap_or(0) == 0 {
+            return Ok(None);
+        }
+        let result = self
+            .db
+            .execute_read_only_blocking(ACTIVE_VERSION_SQL, &Params::none())?;
+        Ok(first_i64(&result).and_then(|v| u64::try_from(v).ok()))
     }
 
     /// Validates and writes `request` as the pending map, with a history row, in one

@@ -4,7 +4,11 @@
 //! [`LocalClient`] over one SQLite file, the route-bound [`RoutedClient`] returned by
 //! [`ShardedClient::for_route`], and (with their features) the HTTP and gRPC clients. Code
 //! written against `dyn DataClient` works unchanged in-process and over the network.
+//!
+//! Callers without an async runtime use [`blocking::ShardedClient`], which runs SQL on local
+//! shards on the calling thread.
 
+pub mod blocking;
 mod dedicated;
 mod forward;
 mod local;

@@ -12,13 +12,14 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::{Semaphore, oneshot};
 
 use super::guard::{self, Limits, Scope};
+use super::inline::Borrowed;
 use super::session::Session;
 use super::sql::{self, Access, sql_error};
 use crate::data::{Params, SqlResult};
@@ -53,10 +54,18 @@ pub struct EngineConfig {
     /// Jobs that may wait for the writer, and for the readers; beyond it calls answer
     /// [`Error::Busy`] at once instead of queueing without bound. Default 1024.
     pub max_queued_jobs: usize,
+    /// How long a read-only query of an async caller may run on the caller's own task before
+    /// it is stopped and started again on a reader thread. Point queries finish well inside it
+    /// and so never pay for a thread hop; a long query gives the task back after this much
+    /// SQLite work. `None` sends every query to a reader thread. Default 1 ms.
+    pub inline_read_budget: Option<Duration>,
 }
 
 // The limits are the connection-string limits, so a parsed connection string always fits.
 pub use crate::options::{MAX_BUSY_TIMEOUT, MAX_TIMEOUT};
+
+/// The longest [`EngineConfig::inline_read_budget`] accepted.
+pub const MAX_INLINE_READ_BUDGET: Duration = Duration::from_millis(100);
 
 impl EngineConfig {
     /// Checks that every setting is one the engine can honour; the error names the setting.
@@ -81,6 +90,18 @@ impl EngineConfig {
                     format!("{value:?} is longer than the longest accepted, one year"),
                 ));
             }
+        }
+        if self
+            .inline_read_budget
+            .is_some_and(|budget| budget > MAX_INLINE_READ_BUDGET)
+        {
+            return Err(Error::invalid_argument(
+                "inline read budget",
+                format!(
+                    "{:?} is longer than the longest accepted, {MAX_INLINE_READ_BUDGET:?}: an async task must not be held that long",
+                    self.inline_read_budget.unwrap_or_default()
+                ),
+            ));
         }
         if self.max_result_rows == 0 || self.max_result_bytes == 0 || self.max_queued_jobs == 0 {
             return Err(Error::invalid_argument(
@@ -113,6 +134,7 @@ impl Default for EngineConfig {
             max_result_rows: 250_000,
             max_result_bytes: 128 * 1024 * 1024,
             max_queued_jobs: 1024,
+            inline_read_budget: Some(Duration::from_millis(1)),
         }
     }
 }
@@ -130,7 +152,14 @@ pub(super) struct Shared {
     pub(super) label: String,
     pub(super) config: EngineConfig,
     writer: flume::Sender<Job>,
+    /// The writer's connection: its thread runs queued jobs on it, and blocking callers run
+    /// their writes on it on their own thread; the lock serialises the two.
+    pub(super) writer_conn: Arc<Mutex<Connection>>,
     readers: flume::Sender<Job>,
+    /// Read-only connections that async callers borrow to run a short query on their own task.
+    pub(super) inline_readers: Borrowed,
+    /// Read-only connections that blocking callers borrow to run queries on their own thread.
+    pub(super) blocking_readers: Borrowed,
     pub(super) transaction_slots: Arc<Semaphore>,
     pub(super) sessions: Mutex<HashMap<String, Session>>,
 }
@@ -184,19 +213,17 @@ impl Database {
             let config = config.clone();
             spawn_thread(&format!("shardlite-writer-{label}"), move || {
                 let conn = match open_writer(&path, &config, role) {
-                    Ok(conn) => {
-                        let _ = ready_tx.send(Ok(()));
-                        conn
-                    }
+                    Ok(conn) => Arc::new(Mutex::new(conn)),
                     Err(err) => {
                         let _ = ready_tx.send(Err(err));
                         return;
                     }
                 };
-                serve(conn, &writer_rx);
+                let _ = ready_tx.send(Ok(Arc::clone(&conn)));
+                serve_shared(&conn, &writer_rx);
             })?;
         }
-        ready_rx.await.map_err(|_| Error::Closed {
+        let writer_conn = ready_rx.await.map_err(|_| Error::Closed {
             shard_id: label.clone(),
         })??;
 
@@ -225,10 +252,13 @@ impl Database {
         Ok(Self {
             shared: Arc::new(Shared {
                 transaction_slots: Arc::new(Semaphore::new(config.max_open_transactions.max(1))),
+                inline_readers: Borrowed::new(Duration::ZERO),
+                blocking_readers: Borrowed::new(config.busy_timeout),
                 path,
                 label,
                 config,
                 writer,
+                writer_conn,
                 readers,
                 sessions: Mutex::new(HashMap::new()),
             }),
@@ -340,28 +370,35 @@ impl Database {
         .await
     }
 
-    /// Executes SQL with bound parameters. Queries run on a reader; anything that writes on the writer.
+    /// Executes SQL with bound parameters. Queries run on a reader (a short one on the caller's
+    /// task, see [`EngineConfig::inline_read_budget`]); anything that writes on the writer.
     pub async fn execute(&self, sql: &str, params: Params) -> Result<SqlResult> {
-        let text: Arc<str> = Arc::from(sql);
         let params = if sql::starts_like_query(sql) {
-            let query = Arc::clone(&text);
-            // The reader hands the parameters back when the text turns out to write
-            // (`WITH ... DELETE`), so the writer can run it without a copy having been made.
-            match self
-                .read(
-                    move |conn| match sql::execute(conn, &query, &params, Access::ReadOnly) {
-                        Err(Error::ReadOnlyViolation { .. }) => Ok(Err(params)),
-                        other => other.map(Ok),
-                    },
-                )
-                .await?
-            {
-                Ok(result) => return Ok(result),
-                Err(params) => params,
+            match self.read_inline(sql, &params) {
+                Some(Err(Error::ReadOnlyViolation { .. })) => params,
+                Some(done) => return done,
+                None => {
+                    let query: Arc<str> = Arc::from(sql);
+                    // The reader hands the parameters back when the text turns out to write
+                    // (`WITH ... DELETE`), so the writer can run it without a copy having been made.
+                    match self
+                        .read(
+                            move |conn| match sql::execute(conn, &query, &params, Access::ReadOnly) {
+                                Err(Error::ReadOnlyViolation { .. }) => Ok(Err(params)),
+                                other => other.map(Ok),
+                            },
+                        )
+                        .await?
+                    {
+                        Ok(result) => return Ok(result),
+                        Err(params) => params,
+                    }
+                }
             }
         } else {
             params
         };
+        let text = sql.to_owned();
         self.write(move |conn| sql::execute(conn, &text, &params, Access::ReadWrite))
             .await
     }
@@ -377,6 +414,9 @@ impl Database {
     /// query (SELECT, VALUES, WITH ... SELECT, EXPLAIN) that SQLite itself reports as read-only;
     /// otherwise nothing runs and [`Error::ReadOnlyViolation`] is returned.
     pub async fn execute_read_only(&self, sql: &str, params: Params) -> Result<SqlResult> {
+        if let Some(done) = self.read_inline(sql, &params) {
+            return done;
+        }
         let text = sql.to_owned();
         self.read(move |conn| sql::execute(conn, &text, &params, Access::ReadOnly))
             .await
@@ -409,6 +449,12 @@ fn serve(mut conn: Connection, jobs: &flume::Receiver<Job>) {
     }
 }
 
+fn serve_shared(conn: &Mutex<Connection>, jobs: &flume::Receiver<Job>) {
+    while let Ok(job) = jobs.recv() {
+        job(&mut conn.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+}
+
 fn configure(conn: &Connection, config: &EngineConfig) -> Result<()> {
     conn.busy_timeout(config.busy_timeout).map_err(sql_error)?;
     conn.set_prepared_statement_cache_capacity(config.statement_cache_capacity);
@@ -434,11 +480,24 @@ fn open_writer(path: &Path, config: &EngineConfig, role: Role) -> Result<Connect
 }
 
 fn open_reader(path: &Path, config: &EngineConfig) -> Result<Connection> {
+    let conn = open_read_only(path, config)?;
+    guard::install(&conn, Scope::Shared, config.allow_attach)?;
+    Ok(conn)
+}
+
+/// A read-only connection with its guard's hooks, for any thread to borrow.
+pub(super) fn open_borrowed_reader(path: &Path, config: &EngineConfig, busy_timeout: Duration) -> Result<Connection> {
+    let conn = open_read_only(path, config)?;
+    conn.busy_timeout(busy_timeout).map_err(sql_error)?;
+    guard::install_hooks(&conn, Scope::Shared, config.allow_attach)?;
+    Ok(conn)
+}
+
+fn open_read_only(path: &Path, config: &EngineConfig) -> Result<Connection> {
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
         .map_err(sql_error)?;
     configure(&conn, config)?;
     conn.execute_batch("PRAGMA query_only = ON;").map_err(sql_error)?;
-    guard::install(&conn, Scope::Shared, config.allow_attach)?;
     Ok(conn)
 }
 

@@ -57,6 +57,8 @@ enum Refusal {
 enum Stop {
     TimedOut,
     Cancelled,
+    /// A job run on its caller's thread used up the time it was given there (see [`run_inline`]).
+    OverBudget,
 }
 
 /// The limits of the job a thread is running.
@@ -79,6 +81,8 @@ struct ThreadGuard {
     refusal: Cell<Option<Refusal>>,
     stop: Cell<Option<Stop>>,
     deadline: Cell<Option<Instant>>,
+    /// When a job run inline must give its caller's thread back (see [`run_inline`]).
+    budget: Cell<Option<Instant>>,
     limits: RefCell<Option<Limits>>,
     cancel: RefCell<Option<Arc<AtomicBool>>>,
 }
@@ -87,16 +91,25 @@ thread_local! {
     static GUARD: ThreadGuard = ThreadGuard::default();
 }
 
-/// Installs the authorizer and progress handler on `conn`.
-///
-/// Must run on the thread that will own the connection: the guard's state lives in that thread.
+/// What a connection of `scope` accepts.
+pub(crate) fn allowances(scope: Scope, allow_attach: bool) -> Allowances {
+    Allowances {
+        savepoints: scope == Scope::Session,
+        attach: allow_attach,
+    }
+}
+
+/// Installs the authorizer and progress handler on `conn`, for a connection this thread will
+/// own: the guard's state lives in the thread that runs the statements.
 pub(crate) fn install(conn: &Connection, scope: Scope, allow_attach: bool) -> Result<()> {
-    GUARD.with(|guard| {
-        guard.allowances.set(Some(Allowances {
-            savepoints: scope == Scope::Session,
-            attach: allow_attach,
-        }));
-    });
+    GUARD.with(|guard| guard.allowances.set(Some(allowances(scope, allow_attach))));
+    install_hooks(conn, scope, allow_attach)
+}
+
+/// Installs the authorizer and progress handler on `conn`, for a connection that any thread may
+/// borrow: each use runs under [`run_inline`], which gives the borrowing thread the connection's
+/// allowances for that use only.
+pub(crate) fn install_hooks(conn: &Connection, scope: Scope, allow_attach: bool) -> Result<()> {
     conn.authorizer(Some(move |context: AuthContext<'_>| {
         authorize(&context, scope, allow_attach)
     }))
@@ -165,8 +178,14 @@ fn should_interrupt() -> bool {
             .is_some_and(|cancel| cancel.load(Ordering::Relaxed))
         {
             Some(Stop::Cancelled)
-        } else if guard.deadline.get().is_some_and(|deadline| Instant::now() >= deadline) {
-            Some(Stop::TimedOut)
+        } else if let Some(now) = (guard.deadline.get().is_some() || guard.budget.get().is_some()).then(Instant::now) {
+            if guard.budget.get().is_some_and(|budget| now >= budget) {
+                Some(Stop::OverBudget)
+            } else if guard.deadline.get().is_some_and(|deadline| now >= deadline) {
+                Some(Stop::TimedOut)
+            } else {
+                None
+            }
         } else {
             None
         };
@@ -202,6 +221,43 @@ pub(crate) fn arm<T>(limits: &Limits, cancel: Option<Arc<AtomicBool>>, f: impl F
         guard.stop.set(None);
     });
     value
+}
+
+/// How a job run with [`run_inline`] ended.
+pub(crate) enum Inline<T> {
+    /// It ran to its end (successfully or not).
+    Done(T),
+    /// It used up its budget and was stopped; it must run again elsewhere. Only jobs that change
+    /// nothing (read-only queries) may be run with a budget.
+    OverBudget,
+}
+
+/// Runs `f` on the calling thread with a borrowed connection's `allowances`, the job `limits`,
+/// and optionally a `budget`: past it the statement is interrupted and [`Inline::OverBudget`]
+/// returned, so the caller can hand the job to a thread of its own. Restores the thread's own
+/// guard state afterwards, so a thread that owns a connection may also borrow one.
+pub(crate) fn run_inline<T>(
+    limits: &Limits,
+    allowances: Allowances,
+    budget: Option<Duration>,
+    f: impl FnOnce() -> T,
+) -> Inline<T> {
+    let saved = GUARD.with(|guard| {
+        *guard.limits.borrow_mut() = Some(limits.clone());
+        guard.stop.set(None);
+        guard.deadline.set(None);
+        guard.budget.set(budget.and_then(|b| Instant::now().checked_add(b)));
+        guard.allowances.replace(Some(allowances))
+    });
+    let value = f();
+    let over = GUARD.with(|guard| {
+        *guard.limits.borrow_mut() = None;
+        guard.deadline.set(None);
+        guard.budget.set(None);
+        guard.allowances.set(saved);
+        guard.stop.take() == Some(Stop::OverBudget)
+    });
+    if over { Inline::OverBudget } else { Inline::Done(value) }
 }
 
 /// Starts the clock of one statement (called before each statement of a script).
@@ -269,6 +325,8 @@ pub(crate) fn explain(err: Error, statement: &str) -> Error {
         },
         Some(rusqlite::ffi::SQLITE_INTERRUPT) => match guard.stop.get() {
             Some(Stop::Cancelled) => Error::Cancelled,
+            // The caller runs the job again elsewhere and never sees this error.
+            Some(Stop::OverBudget) => Error::Cancelled,
             Some(Stop::TimedOut) => Error::StatementTimeout {
                 limit_ms: guard
                     .limits

@@ -13,13 +13,14 @@ mod database;
 mod dedicated;
 pub mod fence;
 mod guard;
+mod inline;
 mod session;
 mod sql;
 pub(crate) mod store;
 mod value;
 
 pub(crate) use database::Role;
-pub use database::{Database, EngineConfig};
+pub use database::{Database, EngineConfig, MAX_INLINE_READ_BUDGET};
 pub use dedicated::{BeginMode, DedicatedConnection};
 pub use session::SessionInfo;
 pub use store::{INTERNAL_PREFIX, MAX_PAGE_SIZE};

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 
-use futures_util::future::join_all;
+use futures_util::future::{BoxFuture, join_all};
 
 use super::{ShardedClient, remote};
 use crate::client::LocalClient;
@@ -18,7 +18,7 @@ use crate::routing::RouteContext;
 
 /// How one shard is reached.
 #[derive(Clone)]
-pub(super) enum ShardSlot {
+pub(crate) enum ShardSlot {
     /// Disabled in the map: no client exists.
     Disabled,
     /// Reachable through `client`; `local` is set for in-process files.
@@ -32,9 +32,9 @@ pub(super) enum ShardSlot {
 
 /// One map and the clients of its shards. A call takes one generation and uses it from start
 /// to end, so it resolves against one map version throughout.
-pub(super) struct Generation {
-    pub(super) map: ShardMap,
-    pub(super) shards: Vec<ShardSlot>,
+pub(crate) struct Generation {
+    pub(crate) map: ShardMap,
+    pub(crate) shards: Vec<ShardSlot>,
     pub(super) data_source: String,
     /// Earlier versions this client served, each with the shards whose ownership changed when
     /// it was replaced: a transaction id of an earlier version stays valid on a shard that no
@@ -44,7 +44,7 @@ pub(super) struct Generation {
 
 impl Generation {
     /// The client of the shard at `index`.
-    pub(super) fn slot_client(&self, index: usize) -> Result<Arc<dyn DataClient>> {
+    pub(crate) fn slot_client(&self, index: usize) -> Result<Arc<dyn DataClient>> {
         let shard_id = || self.map.shards()[index].id.clone();
         match &self.shards[index] {
             ShardSlot::Ready { client, .. } => Ok(Arc::clone(client)),
@@ -173,10 +173,41 @@ impl ShardedClient {
         let Some(catalog) = &self.inner.catalog else {
             return current;
         };
+        if !self.claim_version_check() {
+            return current;
+        }
+        match catalog.active_version().await {
+            Ok(Some(version)) if version != current.map.version() => self.load_active().await,
+            _ => current,
+        }
+    }
+
+    /// [`fresh`](Self::fresh) for a blocking caller: the version check runs on the calling
+    /// thread, and only a new map (rare) is loaded through `block_on`.
+    pub(crate) fn fresh_blocking(
+        &self,
+        block_on: impl FnOnce(BoxFuture<'_, Arc<Generation>>) -> Arc<Generation>,
+    ) -> Arc<Generation> {
+        let current = self.generation();
+        let Some(catalog) = &self.inner.catalog else {
+            return current;
+        };
+        if !self.claim_version_check() {
+            return current;
+        }
+        match catalog.active_version_blocking() {
+            Ok(Some(version)) if version != current.map.version() => block_on(Box::pin(self.load_active())),
+            _ => current,
+        }
+    }
+
+    /// Whether this caller checks the catalog's version now: at most one caller per refresh
+    /// interval does.
+    fn claim_version_check(&self) -> bool {
         let now = u64::try_from(self.inner.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
         let due = self.inner.next_check_ms.load(Ordering::Relaxed);
-        if now < due
-            || self
+        now >= due
+            && self
                 .inner
                 .next_check_ms
                 .compare_exchange(
@@ -185,14 +216,14 @@ impl ShardedClient {
                     Ordering::AcqRel,
                     Ordering::Relaxed,
                 )
-                .is_err()
-        {
-            return current;
-        }
-        match catalog.active_version().await {
-            Ok(Some(version)) if version != current.map.version() => {}
-            _ => return current,
-        }
+                .is_ok()
+    }
+
+    /// Loads and installs the catalog's active map when it is not the one served.
+    async fn load_active(&self) -> Arc<Generation> {
+        let Some(catalog) = &self.inner.catalog else {
+            return self.generation();
+        };
         let _switching = self.inner.switching.lock().await;
         let current = self.generation();
         let next = match catalog.active_map().await {

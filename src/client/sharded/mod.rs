@@ -10,7 +10,7 @@
 
 mod catalog;
 mod dedicated;
-mod generation;
+pub(super) mod generation;
 mod remote;
 mod schema;
 mod status;

@@ -1,0 +1,164 @@
+//! Running SQL on the caller's own thread: short reads of async callers, and every call of
+//! blocking callers.
+//!
+//! A thread hop to a reader thread and back costs more than a point query itself. So a read-only
+//! query of an async caller first runs on the caller's task, on a borrowed read-only connection,
+//! under [`EngineConfig::inline_read_budget`](super::EngineConfig::inline_read_budget): past the
+//! budget SQLite interrupts it, and it starts over on a reader thread, where only the statement
+//! time limit applies. Nothing is lost by starting over, because a read-only query changes
+//! nothing. A borrowed connection never waits for a lock either: where it would, the query
+//! moves to a reader thread too.
+//!
+//! Blocking callers (the [`blocking`](crate::client::blocking) client) run reads on a borrowed
+//! connection of their own pool, and writes on the writer's connection, which they lock for the
+//! call; the writer thread takes the same lock, so writes stay serialised.
+//!
+//! Every borrowed connection has the same guard as the engine's threads: the same authorizer,
+//! statement time limit and result limits.
+
+use std::path::Path;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use super::database::{Database, EngineConfig, open_borrowed_reader};
+use super::guard::{self, Inline, Scope};
+use super::sql::{self, Access};
+use crate::data::{Params, SqlResult};
+use crate::error::{Error, Result};
+
+/// Idle connections kept per pool; a caller that finds none opens one, and a connection given
+/// back to a full pool is closed.
+const MAX_IDLE: usize = 16;
+
+/// A pool of read-only connections that callers borrow for one call on their own thread.
+pub(super) struct Borrowed {
+    idle: Mutex<Vec<Connection>>,
+    busy_timeout: Duration,
+}
+
+impl Borrowed {
+    pub(super) fn new(busy_timeout: Duration) -> Self {
+        Self {
+            idle: Mutex::new(Vec::new()),
+            busy_timeout,
+        }
+    }
+
+    fn take(&self, path: &Path, config: &EngineConfig) -> Result<Connection> {
+        let idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        match idle {
+            Some(conn) => Ok(conn),
+            None => open_borrowed_reader(path, config, self.busy_timeout),
+        }
+    }
+
+    fn give_back(&self, conn: Connection) {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        if idle.len() < MAX_IDLE {
+            idle.push(conn);
+        }
+    }
+}
+
+impl Database {
+    /// Runs `f` on a borrowed read-only connection of `pool`, on this thread.
+    fn borrow_reader<T>(
+        &self,
+        pool: &Borrowed,
+        budget: Option<Duration>,
+        f: impl FnOnce(&Connection) -> T,
+    ) -> Result<Inline<T>> {
+        let shared = &self.shared;
+        let conn = pool.take(&shared.path, &shared.config)?;
+        let outcome = guard::run_inline(
+            &shared.config.limits(),
+            guard::allowances(Scope::Shared, shared.config.allow_attach),
+            budget,
+            || f(&conn),
+        );
+        pool.give_back(conn);
+        Ok(outcome)
+    }
+
+    /// Runs a read-only query on the caller's task when it finishes within the inline budget.
+    ///
+    /// `None` means it did not run to a result here (no budget configured, over budget, a lock
+    /// to wait for, or no connection to borrow) and should run on a reader thread. A statement
+    /// that is not read-only comes back as [`Error::ReadOnlyViolation`], as on a reader.
+    pub(super) fn read_inline(&self, sql: &str, params: &Params) -> Option<Result<SqlResult>> {
+        let budget = self.shared.config.inline_read_budget?;
+        match self.borrow_reader(&self.shared.inline_readers, Some(budget), |conn| {
+            sql::execute(conn, sql, params, Access::ReadOnly)
+        }) {
+            Ok(Inline::Done(Err(err))) if is_busy(&err) => None,
+            Ok(Inline::Done(result)) => Some(result),
+            Ok(Inline::OverBudget) | Err(_) => None,
+        }
+    }
+
+    /// Runs `f` on the writer's connection, on this thread, under the same rules as a job of the
+    /// writer thread: a transaction left open is rolled back and the call fails.
+    fn write_here<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let shared = &self.shared;
+        let conn = shared.writer_conn.lock().unwrap_or_else(PoisonError::into_inner);
+        let outcome = guard::run_inline(
+            &shared.config.limits(),
+            guard::allowances(Scope::Shared, shared.config.allow_attach),
+            None,
+            || {
+                let mut result = f(&conn);
+                if !conn.is_autocommit() {
+                    let _ = guard::trusted(|| conn.execute_batch("ROLLBACK"));
+                    if result.is_ok() {
+                        result = Err(Error::TransactionControl {
+                            statement: "(the statements left a transaction open)".to_owned(),
+                        });
+                    }
+                }
+                result
+            },
+        );
+        match outcome {
+            Inline::Done(result) => result,
+            // Only a budget stops a job with `OverBudget`, and writes run without one.
+            Inline::OverBudget => Err(Error::Cancelled),
+        }
+    }
+
+    /// [`execute`](Self::execute) on the calling thread, for callers that do not run on an
+    /// async runtime: queries run on a borrowed read-only connection, anything that writes on
+    /// the writer's connection (locked for the call, so writes stay serialised with the writer
+    /// thread's). Blocks for as long as the statement runs, within the statement time limit.
+    pub fn execute_blocking(&self, sql: &str, params: &Params) -> Result<SqlResult> {
+        if sql::starts_like_query(sql) {
+            match self.read_blocking(|conn| sql::execute(conn, sql, params, Access::ReadOnly)) {
+                Err(Error::ReadOnlyViolation { .. }) => {}
+                other => return other,
+            }
+        }
+        self.write_here(|conn| sql::execute(conn, sql, params, Access::ReadWrite))
+    }
+
+    /// [`execute_read_only`](Self::execute_read_only) on the calling thread.
+    pub fn execute_read_only_blocking(&self, sql: &str, params: &Params) -> Result<SqlResult> {
+        self.read_blocking(|conn| sql::execute(conn, sql, params, Access::ReadOnly))
+    }
+
+    /// Runs `f` on a borrowed read-only connection on the calling thread.
+    pub(crate) fn read_blocking<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        match self.borrow_reader(&self.shared.blocking_readers, None, f)? {
+            Inline::Done(result) => result,
+            Inline::OverBudget => Err(Error::Cancelled),
+        }
+    }
+}
+
+/// Whether SQLite answered "busy" or "locked": a borrowed connection does not wait.
+fn is_busy(err: &Error) -> bool {
+    err.sqlite_code().is_some_and(|code| {
+        let primary = code & 0xff;
+        primary == rusqlite::ffi::SQLITE_BUSY || primary == rusqlite::ffi::SQLITE_LOCKED
+    })
+}
