@@ -1,40 +1,72 @@
-//! A routed in-process point query against its floor: the same `SELECT ... WHERE id = ?` on
-//! the same WAL file through raw rusqlite (a cached statement on one connection, no thread
-//! hop), through a `LocalClient`, and through a route-bound client of a `ShardedClient`.
+//! A routed in-process point query against what users would otherwise run, in the same process:
+//! `SELECT id, month, amount FROM orders WHERE id = ?1` on the same WAL file, the row decoded.
 //!
-//! The difference between `raw_rusqlite` and `local_client` is the engine's cost (a channel
-//! hop to a reader thread and back); between `local_client` and `routed_client` it is routing.
+//! - raw rusqlite: a cached prepared statement on the caller's thread (one connection per
+//!   thread);
+//! - sqlx-sqlite: `sqlx::query(...).bind(id).fetch_one(&mut conn)` on sqlx's own SQLite driver;
+//! - shardlite blocking: `blocking::RoutedClient::execute_sql` through the master's map;
+//! - shardlite async: `RoutedClient::execute_sql` through the master's map;
+//! - shardlite sqlx driver: the same sqlx call on a `ShardliteConnection` bound to the route.
+//!
+//! At 1 caller it compares latency; at 8 callers (8 threads, or 8 tasks on a runtime with one
+//! worker per core) throughput. Ratios and targets are those of SPEC section 12.
+//!
+//! `cargo bench --all-features --bench point_query`; `SHARDLITE_BENCH_ROUNDS` and
+//! `SHARDLITE_BENCH_OPS` change the rounds (default 7) and operations per round.
+
+mod common;
 
 use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Instant;
 
-use criterion::Criterion;
+use common::{Subject, Target, header, measure, ratio_line, settings, time, time_threads};
 use shardlite::RouteContext;
-use shardlite::client::{DataClient, LocalClient, Params, ShardedClient, Value};
-use shardlite::map::{ShardDefinition, ShardMap, ShardingOptions};
+use shardlite::catalog::Catalog;
+use shardlite::client::{Params, ShardedClient, Value, blocking};
+use shardlite::driver::ShardliteConnection;
+use shardlite::map::{ShardDefinition, ShardingOptions};
+use sqlx::{Connection, Row};
 
 const ROWS: i64 = 10_000;
+const SQL: &str = "SELECT id, month, amount FROM orders WHERE id = ?1";
+const SQLX_SQL: &str = "SELECT id, month, amount FROM orders WHERE id = ?";
+const CALLERS: u64 = 8;
 
-fn point_query(c: &mut Criterion) {
+fn key(i: u64) -> i64 {
+    i64::try_from(i % ROWS as u64).unwrap_or(0) + 1
+}
+
+fn main() {
+    let (rounds, ops) = settings(20_000);
+    let cores = std::thread::available_parallelism().map_or(2, usize::from);
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(cores)
         .enable_all()
         .build()
         .expect("runtime");
     let dir = tempfile::tempdir().expect("temp dir");
+    let master = dir.path().join("master.db");
     let file = dir.path().join("shard-0.db");
-    let path = file.to_string_lossy().into_owned();
+    let route = RouteContext::new("orders_by_month", "2026-06").expect("route");
 
     let sharded = runtime.block_on(async {
-        let map = ShardMap::new(ShardingOptions {
-            keyspace: "orders_by_month".into(),
-            map_version: 1,
-            virtual_bucket_count: 16,
-            shards: vec![ShardDefinition::local("shard-0", path.clone())],
-            bucket_ranges: Vec::new(),
-            exact_key_pins: Default::default(),
-        })
-        .expect("map");
-        let sharded = ShardedClient::from_map(map).await.expect("sharded client");
+        let catalog = Catalog::open(&master).await.expect("catalog");
+        catalog
+            .seed(
+                ShardingOptions {
+                    keyspace: "orders_by_month".into(),
+                    map_version: 1,
+                    virtual_bucket_count: 16,
+                    shards: vec![ShardDefinition::local("shard-0", "shard-0.db")],
+                    bucket_ranges: Vec::new(),
+                    exact_key_pins: Default::default(),
+                },
+                false,
+            )
+            .await
+            .expect("seed");
+        let sharded = ShardedClient::open(&master).await.expect("sharded client");
         sharded
             .execute_sql_on_all_shards(
                 "CREATE TABLE orders (id INTEGER PRIMARY KEY, month TEXT NOT NULL, amount REAL NOT NULL); \
@@ -45,56 +77,251 @@ fn point_query(c: &mut Criterion) {
             .expect("schema");
         sharded
     });
-    let local = runtime.block_on(LocalClient::open(&file)).expect("local client");
-    let routed = sharded.for_route(RouteContext::new("orders_by_month", "2026-06").expect("route"));
-    let raw = rusqlite::Connection::open(&file).expect("raw connection");
+    let routed = sharded.for_route(route.clone());
+    let blocking_client = blocking::ShardedClient::open(&master).expect("blocking client");
+    let blocking_routed = blocking_client.for_route(route.clone());
+    let sqlite_url = format!("sqlite://{}", file.display());
+    let shardlite_cs = format!(
+        "Data Source={};Shard Keyspace=orders_by_month;Shard Key=2026-06",
+        master.display()
+    );
 
-    const SQL: &str = "SELECT id, month, amount FROM orders WHERE id = ?1";
-    let mut group = c.benchmark_group("point_query");
-    let mut id = 0i64;
-    group.bench_function("raw_rusqlite", |b| {
-        b.iter(|| {
-            id = id % ROWS + 1;
-            let mut stmt = raw.prepare_cached(SQL).expect("prepare");
-            let row: (i64, String, f64) = stmt
-                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                .expect("row");
-            black_box(row)
-        });
-    });
-    group.bench_function("local_client", |b| {
-        b.to_async(&runtime).iter(|| {
-            id = id % ROWS + 1;
-            let local = &local;
-            async move {
-                black_box(
-                    local
-                        .execute_sql(SQL, Params::Positional(vec![Value::Integer(id)]))
-                        .await
-                        .expect("query"),
-                )
-            }
-        });
-    });
-    group.bench_function("routed_client", |b| {
-        b.to_async(&runtime).iter(|| {
-            id = id % ROWS + 1;
-            let routed = &routed;
-            async move {
-                black_box(
-                    routed
-                        .execute_sql(SQL, Params::Positional(vec![Value::Integer(id)]))
-                        .await
-                        .expect("query"),
-                )
-            }
-        });
-    });
-    group.finish();
-}
+    // One connection per caller thread; the lock is never contended.
+    let raw_connections: Vec<std::sync::Mutex<rusqlite::Connection>> = (0..CALLERS)
+        .map(|_| std::sync::Mutex::new(rusqlite::Connection::open(&file).expect("raw connection")))
+        .collect();
+    let raw_one = |conn: &rusqlite::Connection, id: i64| {
+        let mut stmt = conn.prepare_cached(SQL).expect("prepare");
+        let row: (i64, String, f64) = stmt
+            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .expect("row");
+        black_box(row);
+    };
+    let blocking_one = |client: &blocking::RoutedClient, id: i64| {
+        black_box(
+            client
+                .execute_sql(SQL, Params::Positional(vec![Value::Integer(id)]))
+                .expect("query"),
+        );
+    };
 
-fn main() {
-    let mut criterion = Criterion::default().configure_from_args();
-    point_query(&mut criterion);
-    criterion.final_summary();
+    let (mut sqlite_conns, mut shardlite_conns) = runtime.block_on(async {
+        let mut sqlite = Vec::new();
+        let mut ours = Vec::new();
+        for _ in 0..CALLERS {
+            sqlite.push(
+                sqlx_sqlite::SqliteConnection::connect(&sqlite_url)
+                    .await
+                    .expect("sqlx-sqlite"),
+            );
+            ours.push(
+                ShardliteConnection::connect(&shardlite_cs)
+                    .await
+                    .expect("shardlite sqlx"),
+            );
+        }
+        (sqlite, ours)
+    });
+
+    // One caller: latency.
+    let results = {
+        let mut subjects = vec![
+            Subject::new("raw rusqlite", |ops| {
+                let conn = raw_connections[0].lock().expect("connection");
+                time(ops, |i| raw_one(&conn, key(i)))
+            }),
+            Subject::new("blocking routed", |ops| {
+                time(ops, |i| blocking_one(&blocking_routed, key(i)))
+            }),
+            Subject::new("async routed", |ops| {
+                runtime.block_on(async {
+                    let started = Instant::now();
+                    for i in 0..ops {
+                        black_box(
+                            shardlite::client::DataClient::execute_sql(
+                                &routed,
+                                SQL,
+                                Params::Positional(vec![Value::Integer(key(i))]),
+                            )
+                            .await
+                            .expect("query"),
+                        );
+                    }
+                    started.elapsed()
+                })
+            }),
+        ];
+        let mut results = measure(rounds, ops, &mut subjects);
+        drop(subjects);
+        let sqlx_results = {
+            let sqlite = &mut sqlite_conns[0];
+            let ours_conn = &mut shardlite_conns[0];
+            let runtime = &runtime;
+            let mut subjects = vec![
+                Subject::new("sqlx-sqlite", move |ops| {
+                    runtime.block_on(async {
+                        let started = Instant::now();
+                        for i in 0..ops {
+                            let row = sqlx::query(SQLX_SQL)
+                                .bind(key(i))
+                                .fetch_one(&mut *sqlite)
+                                .await
+                                .expect("row");
+                            black_box((row.get::<i64, _>(0), row.get::<String, _>(1), row.get::<f64, _>(2)));
+                        }
+                        started.elapsed()
+                    })
+                }),
+                Subject::new("sqlx driver routed", move |ops| {
+                    runtime.block_on(async {
+                        let started = Instant::now();
+                        for i in 0..ops {
+                            let row = sqlx::query(SQLX_SQL)
+                                .bind(key(i))
+                                .fetch_one(&mut *ours_conn)
+                                .await
+                                .expect("row");
+                            black_box((row.get::<i64, _>(0), row.get::<String, _>(1), row.get::<f64, _>(2)));
+                        }
+                        started.elapsed()
+                    })
+                }),
+            ];
+            measure(rounds, ops, &mut subjects)
+        };
+        results.extend(sqlx_results);
+        results
+    };
+    header("point query, 1 caller (latency)", "ns/op");
+    ratio_line(&results, "blocking routed", "raw rusqlite", Target::AtMost(1.2), false);
+    ratio_line(&results, "async routed", "raw rusqlite", Target::AtMost(3.0), false);
+    ratio_line(
+        &results,
+        "sqlx driver routed",
+        "sqlx-sqlite",
+        Target::AtMost(1.0),
+        false,
+    );
+    ratio_line(&results, "sqlx driver routed", "raw rusqlite", Target::None, false);
+    ratio_line(&results, "sqlx-sqlite", "raw rusqlite", Target::None, false);
+
+    // Eight callers: throughput.
+    let results = {
+        let routed = Arc::new(routed);
+        let mut subjects = vec![
+            Subject::new("raw rusqlite x8", |ops| {
+                time_threads(CALLERS, ops, |t, n| {
+                    let conn = raw_connections[t as usize].lock().expect("connection");
+                    for i in 0..n {
+                        raw_one(&conn, key(t * 7919 + i));
+                    }
+                })
+            }),
+            Subject::new("blocking routed x8", |ops| {
+                let clients: Vec<blocking::RoutedClient> = (0..CALLERS).map(|_| blocking_routed.clone()).collect();
+                time_threads(CALLERS, ops, |t, n| {
+                    for i in 0..n {
+                        blocking_one(&clients[t as usize], key(t * 7919 + i));
+                    }
+                })
+            }),
+            Subject::new("async routed x8", |ops| {
+                let routed = Arc::clone(&routed);
+                runtime.block_on(async move {
+                    let started = Instant::now();
+                    let tasks: Vec<_> = (0..CALLERS)
+                        .map(|t| {
+                            let routed = Arc::clone(&routed);
+                            tokio::spawn(async move {
+                                for i in 0..ops / CALLERS {
+                                    black_box(
+                                        shardlite::client::DataClient::execute_sql(
+                                            &*routed,
+                                            SQL,
+                                            Params::Positional(vec![Value::Integer(key(t * 7919 + i))]),
+                                        )
+                                        .await
+                                        .expect("query"),
+                                    );
+                                }
+                            })
+                        })
+                        .collect();
+                    for task in tasks {
+                        task.await.expect("task");
+                    }
+                    started.elapsed()
+                })
+            }),
+        ];
+        let mut results = measure(rounds, ops, &mut subjects);
+        drop(subjects);
+        let sqlx_results = {
+            let runtime = &runtime;
+            let sqlite_conns = &mut sqlite_conns;
+            let shardlite_conns = &mut shardlite_conns;
+            let mut subjects = vec![
+                Subject::new("sqlx-sqlite x8", move |ops| {
+                    runtime.block_on(async {
+                        let started = Instant::now();
+                        let calls = sqlite_conns.iter_mut().enumerate().map(|(t, conn)| async move {
+                            for i in 0..ops / CALLERS {
+                                let row = sqlx::query(SQLX_SQL)
+                                    .bind(key(t as u64 * 7919 + i))
+                                    .fetch_one(&mut *conn)
+                                    .await
+                                    .expect("row");
+                                black_box(row.get::<String, _>(1));
+                            }
+                        });
+                        futures_util::future::join_all(calls).await;
+                        started.elapsed()
+                    })
+                }),
+                Subject::new("sqlx driver routed x8", move |ops| {
+                    runtime.block_on(async {
+                        let started = Instant::now();
+                        let calls = shardlite_conns.iter_mut().enumerate().map(|(t, conn)| async move {
+                            for i in 0..ops / CALLERS {
+                                let row = sqlx::query(SQLX_SQL)
+                                    .bind(key(t as u64 * 7919 + i))
+                                    .fetch_one(&mut *conn)
+                                    .await
+                                    .expect("row");
+                                black_box(row.get::<String, _>(1));
+                            }
+                        });
+                        futures_util::future::join_all(calls).await;
+                        started.elapsed()
+                    })
+                }),
+            ];
+            measure(rounds, ops, &mut subjects)
+        };
+        results.extend(sqlx_results);
+        results
+    };
+    header(&format!("point query, {CALLERS} callers (throughput)"), "ops/s");
+    ratio_line(
+        &results,
+        "blocking routed x8",
+        "raw rusqlite x8",
+        Target::AtLeast(0.8),
+        true,
+    );
+    ratio_line(
+        &results,
+        "async routed x8",
+        "raw rusqlite x8",
+        Target::AtLeast(0.8),
+        true,
+    );
+    ratio_line(
+        &results,
+        "sqlx driver routed x8",
+        "sqlx-sqlite x8",
+        Target::AtLeast(1.0),
+        true,
+    );
+    ratio_line(&results, "sqlx driver routed x8", "raw rusqlite x8", Target::None, true);
 }

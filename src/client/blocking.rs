@@ -36,7 +36,6 @@
 use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::runtime::Runtime;
 
@@ -162,7 +161,6 @@ impl ShardedClient {
         RoutedClient {
             routed: self.sharded.for_route(route),
             waiter: self.waiter.clone(),
-            resolved: AtomicU64::new(0),
         }
     }
 
@@ -243,27 +241,10 @@ impl ShardedClient {
 
 /// A blocking client bound to one route. Every call runs on the shard the route resolves to;
 /// transaction calls also check that the id belongs to the route's shard.
+#[derive(Clone)]
 pub struct RoutedClient {
     routed: super::RoutedClient,
     waiter: Waiter,
-    /// The route's shard under one map version: `VALID | version << 16 | index`, or 0.
-    resolved: AtomicU64,
-}
-
-const VALID: u64 = 1 << 63;
-/// Map versions and shard indexes small enough to share one word with the valid bit; routes
-/// of larger ones are resolved on every call.
-const MAX_CACHED_VERSION: u64 = (1 << 47) - 1;
-const MAX_CACHED_INDEX: usize = (1 << 16) - 1;
-
-impl Clone for RoutedClient {
-    fn clone(&self) -> Self {
-        Self {
-            routed: self.routed.clone(),
-            waiter: self.waiter.clone(),
-            resolved: AtomicU64::new(self.resolved.load(Ordering::Relaxed)),
-        }
-    }
 }
 
 impl std::fmt::Debug for RoutedClient {
@@ -334,18 +315,7 @@ impl RoutedClient {
 
     /// The index of the route's shard in `generation`'s map, resolved once per map version.
     fn shard_index(&self, generation: &Generation) -> Result<usize> {
-        let version = generation.map.version();
-        let cached = self.resolved.load(Ordering::Relaxed);
-        if cached & VALID != 0 && (cached & !VALID) >> 16 == version {
-            return Ok(usize::try_from(cached & 0xffff).unwrap_or(usize::MAX));
-        }
-        let route = self.routed.route();
-        let index = generation.map.resolve(route.keyspace(), route.key())?.shard_index;
-        if version <= MAX_CACHED_VERSION && index <= MAX_CACHED_INDEX {
-            self.resolved
-                .store(VALID | version << 16 | index as u64, Ordering::Relaxed);
-        }
-        Ok(index)
+        self.routed.resolved.index(&generation.map, self.routed.route())
     }
 
     blocking_methods! { routed via DataClient:

@@ -190,10 +190,9 @@ fn run(conn: &Connection, statement: &str, stmt: &mut Statement<'_>, out: &mut S
     Ok(())
 }
 
-/// Whether a statement is a query that read-only SQL may run.
-fn check_read_only(stmt: &Statement<'_>) -> Result<()> {
-    let text = stmt.expanded_sql().unwrap_or_default();
-    if !starts_like_query(&text) || !stmt.readonly() || stmt.column_count() == 0 {
+/// Whether a statement, prepared from `text`, is a query that read-only SQL may run.
+fn check_read_only(stmt: &Statement<'_>, text: &str) -> Result<()> {
+    if !starts_like_query(text) || !stmt.readonly() || stmt.column_count() == 0 {
         let shown: String = text.trim().chars().take(80).collect();
         return Err(Error::ReadOnlyViolation {
             reason: format!("'{shown}' is not a read-only query"),
@@ -253,7 +252,7 @@ pub(crate) fn execute(conn: &Connection, sql: &str, params: &Params, access: Acc
             .prepare_cached(sql)
             .map_err(|err| guard::explain(sql_error(err), sql))?;
         if access == Access::ReadOnly {
-            check_read_only(&stmt)?;
+            check_read_only(&stmt, sql)?;
         }
         bind(&mut stmt, params, &mut used)?;
         run(conn, sql, &mut stmt, &mut out).map_err(|err| guard::explain(err, sql))?;
@@ -272,7 +271,7 @@ pub(crate) fn execute(conn: &Connection, sql: &str, params: &Params, access: Acc
                 let stmt = conn
                     .prepare(statement)
                     .map_err(|err| guard::explain(sql_error(err), statement))?;
-                check_read_only(&stmt)?;
+                check_read_only(&stmt, statement)?;
             }
         }
         // Later statements may depend on earlier ones (CREATE then INSERT): prepare each as it runs.

@@ -168,7 +168,7 @@ impl ShardedClient {
     /// once per refresh interval, this reads the active version from the catalog (a cheap read)
     /// and, when it changed, loads and installs the new map. A catalog that cannot be read
     /// leaves the current map in place.
-    pub(super) async fn fresh(&self) -> Arc<Generation> {
+    pub(crate) async fn fresh(&self) -> Arc<Generation> {
         let current = self.generation();
         let Some(catalog) = &self.inner.catalog else {
             return current;

@@ -196,6 +196,7 @@ impl ShardedClient {
         RoutedClient {
             sharded: self.clone(),
             route,
+            resolved: Default::default(),
         }
     }
 
@@ -209,11 +210,6 @@ impl ShardedClient {
                 shard_id: shard_id.trim().to_owned(),
             })?;
         generation.slot_client(index)
-    }
-
-    /// The shard index and client a route resolves to, on the newest map.
-    pub(super) async fn route_client(&self, route: &RouteContext) -> Result<(usize, Arc<dyn DataClient>)> {
-        self.fresh().await.route_client(route)
     }
 }
 

@@ -98,6 +98,11 @@ impl<'a> Iterator for Statements<'a> {
 
 /// Whether `sql` holds exactly one statement (a trailing `;`, comments and white space aside).
 pub fn is_single_statement(sql: &str) -> bool {
+    // Without a semicolon there is at most one statement, and there is one when a word starts
+    // it: the common case needs no tokenizing.
+    if !sql.contains(';') && starts_with_word(sql) {
+        return true;
+    }
     let mut parts = statements(sql);
     parts.next().is_some() && parts.next().is_none()
 }
@@ -327,10 +332,33 @@ fn is_savepoint_control(statement: &str) -> bool {
 
 /// Whether a statement calls `load_extension` (as a word, outside literals and comments).
 fn mentions_load_extension(statement: &str) -> bool {
+    // The word cannot be there unless its bytes are: most statements need no tokenizing.
+    const WORD: &[u8] = b"load_extension";
+    let bytes = statement.as_bytes();
+    let present = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, byte)| **byte == b'_')
+        .any(|(at, _)| at >= 4 && bytes.get(at - 4..at + 10).is_some_and(|w| w.eq_ignore_ascii_case(WORD)));
+    if !present {
+        return false;
+    }
     let mut words = Words {
         tokens: Tokens { sql: statement, pos: 0 },
     };
     words.any(|word| word.eq_ignore_ascii_case("load_extension"))
+}
+
+/// Whether the first thing in `sql` after white space and comments is a word.
+fn starts_with_word(sql: &str) -> bool {
+    let mut tokens = Tokens { sql, pos: 0 };
+    loop {
+        match tokens.next() {
+            Some((Token::Space, _)) => {}
+            Some((Token::Word, _)) => return true,
+            _ => return false,
+        }
+    }
 }
 
 /// The start of a statement, for error messages.
