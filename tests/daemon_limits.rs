@@ -25,6 +25,10 @@ use shardlite::{ErrorKind, RouteContext};
 use common::daemon::{Daemon, http_client, start_daemon};
 
 /// Counts forever; only a time limit or a cancellation stops it.
+/// A read that runs for tens of milliseconds: past the inline budget, so it needs a reader thread.
+const OVER_INLINE_BUDGET: &str =
+    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300000) SELECT count(*) FROM n";
+
 const RUNAWAY: &str = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c";
 
 /// Long enough that a runaway query is never stopped by the statement timeout during a test.
@@ -375,10 +379,11 @@ async fn a_full_engine_queue_answers_busy_at_once() {
         let request = sql(&http, &daemon, "tenant-a", RUNAWAY).timeout(LONG);
         tokio::spawn(async move { request.send().await })
     };
-    // With the reader stuck, one read may wait in the queue; the next is refused at once. (A probe
-    // that got queued gives up after 300 ms and stays queued, cancelled, until the reader frees.)
+    // With the reader stuck, one read too long to run inline may wait in the queue; the next is
+    // refused at once. (A probe that got queued gives up after 300 ms and stays queued, cancelled,
+    // until the reader frees.)
     let response = eventually(Duration::from_secs(5), "a read is refused as busy", async || {
-        let response = sql(&http, &daemon, "tenant-a", "SELECT 1")
+        let response = sql(&http, &daemon, "tenant-a", OVER_INLINE_BUDGET)
             .timeout(Duration::from_millis(300))
             .send()
             .await
@@ -392,6 +397,9 @@ async fn a_full_engine_queue_answers_busy_at_once() {
     // The other shard has its own queue.
     let other = sql(&http, &daemon, "tenant-b", "SELECT 1").send().await.unwrap();
     assert_eq!(other.status(), StatusCode::OK);
+    // A short read needs no reader thread at all: it runs on the request's task.
+    let short = sql(&http, &daemon, "tenant-a", "SELECT 1").send().await.unwrap();
+    assert_eq!(short.status(), StatusCode::OK);
 
     hog.abort();
     let _ = hog.await;

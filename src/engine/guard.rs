@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 
-use super::classify::{Allowances, pragma_allowed, refuse, shown};
+use super::classify::{Allowances, StatementKind, classify, pragma_allowed, refuse_kind, shown};
 use super::sql::sql_error;
 use crate::error::{Error, Result};
 
@@ -198,9 +198,14 @@ fn should_interrupt() -> bool {
 /// turn came: so a script whose third statement is `COMMIT` does not commit its first two.
 /// Does nothing on a thread without a guard, and for the engine's own statements.
 pub(crate) fn precheck(statement: &str) -> Result<()> {
+    precheck_kind(statement, classify(statement))
+}
+
+/// [`precheck`] for a statement already classified as `kind`.
+pub(crate) fn precheck_kind(statement: &str, kind: StatementKind<'_>) -> Result<()> {
     let allowances = GUARD.with(|guard| guard.allowances.get().filter(|_| !guard.trusted.get()));
     match allowances {
-        Some(allowances) => refuse(statement, allowances),
+        Some(allowances) => refuse_kind(statement, kind, allowances),
         None => Ok(()),
     }
 }
@@ -262,9 +267,14 @@ pub(crate) fn run_inline<T>(
 
 /// Starts the clock of one statement (called before each statement of a script).
 pub(crate) fn statement_started(is_vacuum: bool) {
+    statement_started_at(is_vacuum, Instant::now());
+}
+
+/// [`statement_started`] with the time it started, when the caller has just read the clock.
+pub(crate) fn statement_started_at(is_vacuum: bool, now: Instant) {
     GUARD.with(|guard| {
         let timeout = guard.limits.borrow().as_ref().and_then(|l| l.statement_timeout);
-        guard.deadline.set(timeout.and_then(|t| Instant::now().checked_add(t)));
+        guard.deadline.set(timeout.and_then(|t| now.checked_add(t)));
         guard.refusal.set(None);
         guard.vacuum.set(is_vacuum);
     });

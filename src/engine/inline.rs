@@ -17,6 +17,7 @@
 //! statement time limit and result limits.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -28,26 +29,42 @@ use super::sql::{self, Access};
 use crate::data::{Params, SqlResult};
 use crate::error::{Error, Result};
 
-/// Idle connections kept per pool; a caller that finds none opens one, and a connection given
-/// back to a full pool is closed.
-const MAX_IDLE: usize = 16;
+/// Stripes of a pool: each thread takes from and gives back to its own stripe, so threads that
+/// run queries at once do not contend for one lock (or bounce one cache line between cores).
+const STRIPES: usize = 8;
+
+/// Idle connections kept per stripe; a caller that finds none opens one, and a connection given
+/// back to a full stripe is closed.
+const MAX_IDLE_PER_STRIPE: usize = 2;
 
 /// A pool of read-only connections that callers borrow for one call on their own thread.
 pub(super) struct Borrowed {
-    idle: Mutex<Vec<Connection>>,
+    stripes: [Mutex<Vec<Connection>>; STRIPES],
     busy_timeout: Duration,
+}
+
+thread_local! {
+    /// This thread's stripe, given out round-robin on first use.
+    static STRIPE: usize = {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES
+    };
 }
 
 impl Borrowed {
     pub(super) fn new(busy_timeout: Duration) -> Self {
         Self {
-            idle: Mutex::new(Vec::new()),
+            stripes: std::array::from_fn(|_| Mutex::new(Vec::new())),
             busy_timeout,
         }
     }
 
+    fn stripe(&self) -> &Mutex<Vec<Connection>> {
+        &self.stripes[STRIPE.with(|stripe| *stripe)]
+    }
+
     fn take(&self, path: &Path, config: &EngineConfig) -> Result<Connection> {
-        let idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        let idle = self.stripe().lock().unwrap_or_else(PoisonError::into_inner).pop();
         match idle {
             Some(conn) => Ok(conn),
             None => open_borrowed_reader(path, config, self.busy_timeout),
@@ -55,8 +72,8 @@ impl Borrowed {
     }
 
     fn give_back(&self, conn: Connection) {
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        if idle.len() < MAX_IDLE {
+        let mut idle = self.stripe().lock().unwrap_or_else(PoisonError::into_inner);
+        if idle.len() < MAX_IDLE_PER_STRIPE {
             idle.push(conn);
         }
     }

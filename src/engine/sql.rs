@@ -190,9 +190,10 @@ fn run(conn: &Connection, statement: &str, stmt: &mut Statement<'_>, out: &mut S
     Ok(())
 }
 
-/// Whether a statement, prepared from `text`, is a query that read-only SQL may run.
+/// Whether a statement, prepared from `text` (which reads as a query), is one that read-only SQL
+/// may run: SQLite reports it read-only, and it returns rows.
 fn check_read_only(stmt: &Statement<'_>, text: &str) -> Result<()> {
-    if !starts_like_query(text) || !stmt.readonly() || stmt.column_count() == 0 {
+    if !stmt.readonly() || stmt.column_count() == 0 {
         let shown: String = text.trim().chars().take(80).collect();
         return Err(Error::ReadOnlyViolation {
             reason: format!("'{shown}' is not a read-only query"),
@@ -243,11 +244,12 @@ pub(crate) fn execute(conn: &Connection, sql: &str, params: &Params, access: Acc
     let mut used = BTreeSet::new();
     let mut most_positional = 0;
     if classify::is_single_statement(sql) {
-        if access == Access::ReadOnly {
-            check_query_text(sql)?;
+        let kind = classify::classify(sql);
+        if access == Access::ReadOnly && kind != classify::StatementKind::Query {
+            return Err(not_a_query(sql));
         }
-        guard::precheck(sql)?;
-        guard::statement_started(is_vacuum(sql));
+        guard::precheck_kind(sql, kind)?;
+        guard::statement_started_at(kind != classify::StatementKind::Query && is_vacuum(sql), started);
         let mut stmt = conn
             .prepare_cached(sql)
             .map_err(|err| guard::explain(sql_error(err), sql))?;
@@ -307,9 +309,13 @@ fn check_query_text(statement: &str) -> Result<()> {
     if classify::classify(statement) == classify::StatementKind::Query {
         Ok(())
     } else {
-        Err(Error::ReadOnlyViolation {
-            reason: format!("'{}' is not a read-only query", classify::shown(statement)),
-        })
+        Err(not_a_query(statement))
+    }
+}
+
+fn not_a_query(statement: &str) -> Error {
+    Error::ReadOnlyViolation {
+        reason: format!("'{}' is not a read-only query", classify::shown(statement)),
     }
 }
 

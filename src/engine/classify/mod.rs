@@ -286,13 +286,18 @@ impl Allowances {
 
 /// The refusal for one statement, if a connection with `allow` refuses it.
 pub(crate) fn refuse(statement: &str, allow: Allowances) -> Result<()> {
+    refuse_kind(statement, classify(statement), allow)
+}
+
+/// [`refuse`] for a statement already classified as `kind`.
+pub(crate) fn refuse_kind(statement: &str, kind: StatementKind<'_>, allow: Allowances) -> Result<()> {
     let forbidden = |reason| {
         Err(Error::ForbiddenStatement {
             statement: shown(statement),
             reason,
         })
     };
-    match classify(statement) {
+    match kind {
         StatementKind::TransactionControl if !(allow.savepoints && is_savepoint_control(statement)) => {
             return Err(Error::TransactionControl {
                 statement: shown(statement),
