@@ -1,12 +1,14 @@
-//! Routing cost against its floor: `ShardMap::resolve` on the seed's map (16 buckets, four
-//! shards, four pins) versus one SHA-256 of the same canonical route text.
+//! Routing cost against its floor, in the same run: `ShardMap::resolve` on the seed's map (16
+//! buckets, four shards, four pins) versus one SHA-256 of the same canonical route text, for a
+//! pinned and an unpinned key. SPEC section 12: at most 1.5 times one SHA-256.
 //!
-//! SPEC section 10 asks that routing add little beyond one SHA-256; compare the `resolve` and
-//! `sha256_canonical` groups for the same key.
+//! `cargo bench --bench routing`
+
+mod common;
 
 use std::hint::black_box;
 
-use criterion::{Criterion, criterion_main};
+use common::{Subject, Target, header, measure, ratio_line, settings, time};
 use sha2::{Digest, Sha256};
 use shardlite::map::ShardMap;
 use shardlite::routing::{RouteSource, canonical_route_text};
@@ -42,7 +44,8 @@ const PINNED_KEY: &str = "2026-06";
 /// Not pinned: resolved through its bucket.
 const UNPINNED_KEY: &str = "2024-01";
 
-fn routing(c: &mut Criterion) {
+fn main() {
+    let (rounds, ops) = settings(2_000_000);
     let map = ShardMap::from_json(SEED_MAP).expect("the seed map is valid");
     let cases = [
         ("pinned", PINNED_KEY, RouteSource::Pin),
@@ -55,32 +58,56 @@ fn routing(c: &mut Criterion) {
             "benchmark key {key} no longer exercises {source:?}"
         );
     }
-
-    let mut resolve = c.benchmark_group("resolve");
-    for (name, key, _) in cases {
-        resolve.bench_function(name, |b| {
-            b.iter(|| {
-                map.resolve(black_box(KEYSPACE), black_box(key))
-                    .expect("seed keys resolve")
-                    .shard_index
-            });
-        });
-    }
-    resolve.finish();
-
-    let mut sha = c.benchmark_group("sha256_canonical");
-    for (name, key, _) in cases {
-        let canonical = canonical_route_text(KEYSPACE, key).expect("seed keys are not blank");
-        let bytes = canonical.as_bytes();
-        sha.bench_function(name, |b| b.iter(|| Sha256::digest(black_box(bytes))));
-    }
-    sha.finish();
+    let pinned_text = canonical_route_text(KEYSPACE, PINNED_KEY).expect("seed keys are not blank");
+    let unpinned_text = canonical_route_text(KEYSPACE, UNPINNED_KEY).expect("seed keys are not blank");
+    let map = &map;
+    let mut subjects = vec![
+        Subject::new("resolve, pinned key", |ops| {
+            time(ops, |_| {
+                black_box(
+                    map.resolve(black_box(KEYSPACE), black_box(PINNED_KEY))
+                        .expect("seed keys resolve")
+                        .shard_index,
+                );
+            })
+        }),
+        Subject::new("sha256, pinned key", |ops| {
+            time(ops, |_| {
+                black_box(Sha256::digest(black_box(pinned_text.as_bytes())));
+            })
+        }),
+        Subject::new("resolve, unpinned key", |ops| {
+            time(ops, |_| {
+                black_box(
+                    map.resolve(black_box(KEYSPACE), black_box(UNPINNED_KEY))
+                        .expect("seed keys resolve")
+                        .shard_index,
+                );
+            })
+        }),
+        Subject::new("sha256, unpinned key", |ops| {
+            time(ops, |_| {
+                black_box(Sha256::digest(black_box(unpinned_text.as_bytes())));
+            })
+        }),
+    ];
+    let results = measure(rounds, ops, &mut subjects);
+    header(
+        "route resolve against one SHA-256 of the canonical text (latency)",
+        "ns/op",
+    );
+    ratio_line(
+        &results,
+        "resolve, pinned key",
+        "sha256, pinned key",
+        Target::AtMost(1.5),
+        false,
+    );
+    ratio_line(
+        &results,
+        "resolve, unpinned key",
+        "sha256, unpinned key",
+        Target::AtMost(1.5),
+        false,
+    );
 }
-
-/// `criterion_group!` defines a public, undocumented function; keep it out of the crate root.
-mod harness {
-    #![allow(missing_docs)]
-    criterion::criterion_group!(benches, super::routing);
-}
-
-criterion_main!(harness::benches);

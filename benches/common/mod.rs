@@ -130,7 +130,7 @@ pub fn ratio_line(results: &[(&'static str, f64)], subject: &str, baseline: &str
         Target::None => (s / b, "", String::new()),
     };
     println!(
-        "  {:<34} {:>12.0}   {:<26} {:>12.0}   {:>6.2}x   {:<8} {}",
+        "  {:<34} {:>12.1}   {:<26} {:>12.1}   {:>6.2}x   {:<8} {}",
         subject, shown_s, baseline, shown_b, ratio, target_text, verdict
     );
 }

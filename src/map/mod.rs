@@ -151,6 +151,11 @@ pub struct ShardMap {
     /// Pinned route keys (trimmed, case-sensitive), sorted, with the index into `shards`.
     /// A sorted vector: binary search over a few keys beats hashing the key on every resolve.
     pins: Vec<(String, u32)>,
+    /// The start of every route's canonical text, `"{len}:{keyspace}|"`, built once.
+    route_prefix: String,
+    /// Each pin's route token with its index in `pins`, sorted: resolution, which hashes the key
+    /// anyway, finds a pin by comparing numbers. Filled by the routing module on first use.
+    pin_tokens: std::sync::OnceLock<Vec<(u64, u32)>>,
 }
 
 impl ShardMap {
@@ -200,6 +205,8 @@ impl ShardMap {
 
         Ok(Self {
             options,
+            route_prefix: format!("{}:{keyspace}|", keyspace.encode_utf16().count()),
+            pin_tokens: std::sync::OnceLock::new(),
             keyspace,
             map_version,
             bucket_count,
@@ -217,6 +224,11 @@ impl ShardMap {
     /// The map's keyspace, as configured (trimmed).
     pub fn keyspace(&self) -> &str {
         &self.keyspace
+    }
+
+    /// The start of the canonical text of every route of this map: `"{len}:{keyspace}|"`.
+    pub(crate) fn route_prefix(&self) -> &str {
+        &self.route_prefix
     }
 
     /// The map version.
@@ -265,6 +277,31 @@ impl ShardMap {
             .binary_search_by(|(pinned, _)| pinned.as_str().cmp(key))
             .ok()?;
         usize::try_from(self.pins[found].1).ok()
+    }
+
+    /// The pinned shard index of a (trimmed) route key whose route token is `token`, if pinned.
+    /// `token_of` computes a pinned key's token (once per map).
+    pub(crate) fn pinned_shard_by_token(&self, key: &str, token: u64, token_of: impl Fn(&str) -> u64) -> Option<usize> {
+        if self.pins.is_empty() {
+            return None;
+        }
+        let tokens = self.pin_tokens.get_or_init(|| {
+            let mut tokens: Vec<(u64, u32)> = self
+                .pins
+                .iter()
+                .enumerate()
+                .map(|(at, (pinned, _))| (token_of(pinned), u32::try_from(at).unwrap_or(u32::MAX)))
+                .collect();
+            tokens.sort_unstable();
+            tokens
+        });
+        let first = tokens.partition_point(|(t, _)| *t < token);
+        tokens[first..]
+            .iter()
+            .take_while(|(t, _)| *t == token)
+            .map(|(_, at)| &self.pins[usize::try_from(*at).unwrap_or(usize::MAX)])
+            .find(|(pinned, _)| pinned == key)
+            .and_then(|(_, index)| usize::try_from(*index).ok())
     }
 
     /// Whether a (trimmed) route key is pinned.

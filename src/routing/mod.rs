@@ -112,7 +112,8 @@ pub fn normalize_route<'a>(keyspace: &'a str, key: &'a str) -> Result<(&'a str, 
 /// Uses simple (one-to-one) case mapping, like .NET's ordinal ignore-case comparison: a char
 /// whose upper case is several chars (`ß` → `SS`) is compared as itself.
 pub fn keyspace_eq(a: &str, b: &str) -> bool {
-    if a.eq_ignore_ascii_case(b) {
+    // Spelled as the map spells it, the usual case: one memory comparison.
+    if a == b || a.eq_ignore_ascii_case(b) {
         return true;
     }
     if a.is_ascii() && b.is_ascii() {

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{RouteToken, bucket_for_token, keyspace_eq, normalize_route, token::token_unchecked};
+use super::{RouteToken, bucket_for_token, keyspace_eq, normalize_route, token::token_with_prefix};
 use crate::error::{Error, Result};
 use crate::map::ShardMap;
 
@@ -87,7 +87,7 @@ impl ShardMap {
         match self.pinned_shard(key) {
             Some(index) => index,
             None => self.bucket_owner(bucket_for_token(
-                token_unchecked(self.keyspace(), key).0,
+                token_with_prefix(self.route_prefix().as_bytes(), key).0,
                 self.bucket_count(),
             )),
         }
@@ -102,9 +102,11 @@ impl ShardMap {
                 expected: self.keyspace().to_owned(),
             });
         }
-        let token = token_unchecked(self.keyspace(), key);
+        let prefix = self.route_prefix().as_bytes();
+        let token = token_with_prefix(prefix, key);
         let bucket = bucket_for_token(token.0, self.bucket_count());
-        let (shard_index, source) = match self.pinned_shard(key) {
+        let pin = self.pinned_shard_by_token(key, token.0, |pinned| token_with_prefix(prefix, pinned).0);
+        let (shard_index, source) = match pin {
             Some(index) => (index, RouteSource::Pin),
             None => (self.bucket_owner(bucket), RouteSource::BucketRange),
         };

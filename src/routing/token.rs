@@ -67,31 +67,63 @@ pub fn route_token(keyspace: &str, key: &str) -> Result<RouteToken> {
     Ok(token_unchecked(keyspace, key))
 }
 
-/// Hashes the canonical text without allocating: short texts are assembled in a stack buffer
-/// and hashed in one call (SHA-256 is fastest fed whole); long ones are fed piece by piece.
+/// Hashes the canonical text without allocating (see [`token_with_prefix`]).
 pub(crate) fn token_unchecked(keyspace: &str, key: &str) -> RouteToken {
-    const STACK: usize = 192;
-    let mut ks_digits = [0u8; 20];
-    let mut key_digits = [0u8; 20];
-    let ks_len = decimal(utf16_len(keyspace), &mut ks_digits);
-    let key_len = decimal(utf16_len(key), &mut key_digits);
-    let parts: [&[u8]; 7] = [ks_len, b":", keyspace.as_bytes(), b"|", key_len, b":", key.as_bytes()];
-    let total: usize = parts.iter().map(|p| p.len()).sum();
-    let digest = if total <= STACK {
-        let mut buf = [0u8; STACK];
-        let mut at = 0;
-        for part in parts {
-            buf[at..at + part.len()].copy_from_slice(part);
-            at += part.len();
-        }
-        Sha256::digest(&buf[..at])
-    } else {
+    let mut digits = [0u8; 20];
+    let ks_len = decimal(utf16_len(keyspace), &mut digits);
+    let mut prefix = [0u8; PREFIX_STACK];
+    let prefix_len = ks_len.len() + 1 + keyspace.len() + 1;
+    if prefix_len > PREFIX_STACK {
         let mut hasher = Sha256::new();
-        for part in parts {
+        for part in [ks_len, b":", keyspace.as_bytes(), b"|"] {
             hasher.update(part);
         }
-        hasher.finalize()
-    };
+        return finish_key(hasher, key);
+    }
+    let mut at = 0;
+    for part in [ks_len, b":", keyspace.as_bytes(), b"|"] {
+        prefix[at..at + part.len()].copy_from_slice(part);
+        at += part.len();
+    }
+    token_with_prefix(&prefix[..at], key)
+}
+
+/// Longest keyspace prefix [`token_unchecked`] builds on the stack.
+const PREFIX_STACK: usize = 128;
+
+/// The token of `key` after a canonical `prefix` (`"{len}:{keyspace}|"`, which a map builds
+/// once). A canonical text that fits one SHA-256 block is assembled in a 64-byte stack buffer
+/// and hashed in one call; a longer one is fed piece by piece.
+pub(crate) fn token_with_prefix(prefix: &[u8], key: &str) -> RouteToken {
+    /// Bytes of message that SHA-256 hashes in one block.
+    const ONE_BLOCK: usize = 55;
+    let mut digits = [0u8; 20];
+    let key_len = decimal(utf16_len(key), &mut digits);
+    let total = prefix.len() + key_len.len() + 1 + key.len();
+    if total > ONE_BLOCK {
+        let mut hasher = Sha256::new();
+        hasher.update(prefix);
+        return finish_key(hasher, key);
+    }
+    let mut buf = [0u8; 64];
+    let mut at = 0;
+    for part in [prefix, key_len, b":", key.as_bytes()] {
+        buf[at..at + part.len()].copy_from_slice(part);
+        at += part.len();
+    }
+    first_eight(&Sha256::digest(&buf[..at]))
+}
+
+/// Feeds `"{len}:{key}"` to a hasher that has taken the prefix, and takes the token.
+fn finish_key(mut hasher: Sha256, key: &str) -> RouteToken {
+    let mut digits = [0u8; 20];
+    hasher.update(decimal(utf16_len(key), &mut digits));
+    hasher.update(b":");
+    hasher.update(key.as_bytes());
+    first_eight(&hasher.finalize())
+}
+
+fn first_eight(digest: &[u8]) -> RouteToken {
     let mut first = [0u8; 8];
     first.copy_from_slice(&digest[..8]);
     RouteToken(u64::from_be_bytes(first))
@@ -104,8 +136,15 @@ pub(crate) fn token_unchecked(keyspace: &str, key: &str) -> RouteToken {
 /// ```
 pub fn bucket_for_token(token: u64, bucket_count: u32) -> u32 {
     assert!(bucket_count > 0, "virtual bucket count must be positive");
+    let count = u64::from(bucket_count);
+    // The same remainder, without a 64-bit division, for the usual power-of-two counts.
+    let bucket = if bucket_count.is_power_of_two() {
+        token & (count - 1)
+    } else {
+        token % count
+    };
     // The remainder is below `bucket_count`, which fits in u32.
-    u32::try_from(token % u64::from(bucket_count)).unwrap_or(u32::MAX)
+    u32::try_from(bucket).unwrap_or(u32::MAX)
 }
 
 /// Writes `n` in decimal into `buf` and returns the written digits.
@@ -128,12 +167,29 @@ mod tests {
 
     #[test]
     fn streaming_hash_equals_hash_of_built_text() {
-        for (ks, key) in [("tenants", "alpha"), ("k", "🙂"), ("a", &"x".repeat(1234) as &str)] {
+        let long = "x".repeat(1234);
+        let keyspace_of_one_block = "k".repeat(40);
+        for (ks, key) in [
+            ("tenants", "alpha"),
+            ("k", "🙂"),
+            ("a", long.as_str()),
+            (long.as_str(), "a"),
+            // Around the one-block limit of 55 bytes: 3 + 40 + 1 = 44 bytes of prefix.
+            (keyspace_of_one_block.as_str(), "12345678"),
+            (keyspace_of_one_block.as_str(), "123456789"),
+            (keyspace_of_one_block.as_str(), "1234567890"),
+        ] {
             let text = canonical_unchecked(ks, key);
             let digest = Sha256::digest(text.as_bytes());
             let mut first = [0u8; 8];
             first.copy_from_slice(&digest[..8]);
             assert_eq!(token_unchecked(ks, key).0, u64::from_be_bytes(first), "{text}");
+            let prefix = format!("{}:{ks}|", utf16_len(ks));
+            assert_eq!(
+                token_with_prefix(prefix.as_bytes(), key).0,
+                u64::from_be_bytes(first),
+                "{text}"
+            );
         }
     }
 
@@ -143,6 +199,19 @@ mod tests {
         assert_eq!(token.to_hex(), "a5e215518bf310a2");
         assert_eq!(token.0, 11953139800979214498);
         assert_eq!(bucket_for_token(token.0, 4), 2);
+    }
+
+    #[test]
+    fn buckets_are_the_remainder_for_every_count() {
+        for count in [1u32, 2, 3, 4, 7, 16, 1000, 1024, 65_536, u32::MAX] {
+            for token in [0u64, 1, 15, 16, 17, 16474924416982546319, u64::MAX] {
+                assert_eq!(
+                    u64::from(bucket_for_token(token, count)),
+                    token % u64::from(count),
+                    "{token} % {count}"
+                );
+            }
+        }
     }
 
     #[test]
