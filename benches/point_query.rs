@@ -211,7 +211,9 @@ fn main() {
         let mut subjects = vec![
             Subject::new("raw rusqlite x8", |ops| {
                 time_threads(CALLERS, ops, |t, n| {
-                    let conn = raw_connections[t as usize].lock().expect("connection");
+                    let conn = raw_connections[usize::try_from(t).expect("caller index")]
+                        .lock()
+                        .expect("connection");
                     for i in 0..n {
                         raw_one(&conn, key(t * 7919 + i));
                     }
@@ -221,7 +223,7 @@ fn main() {
                 let clients: Vec<blocking::RoutedClient> = (0..CALLERS).map(|_| blocking_routed.clone()).collect();
                 time_threads(CALLERS, ops, |t, n| {
                     for i in 0..n {
-                        blocking_one(&clients[t as usize], key(t * 7919 + i));
+                        blocking_one(&clients[usize::try_from(t).expect("caller index")], key(t * 7919 + i));
                     }
                 })
             }),
@@ -267,7 +269,7 @@ fn main() {
                         let calls = sqlite_conns.iter_mut().enumerate().map(|(t, conn)| async move {
                             for i in 0..ops / CALLERS {
                                 let row = sqlx::query(SQLX_SQL)
-                                    .bind(key(t as u64 * 7919 + i))
+                                    .bind(key(u64::try_from(t).expect("caller index") * 7919 + i))
                                     .fetch_one(&mut *conn)
                                     .await
                                     .expect("row");
@@ -284,7 +286,7 @@ fn main() {
                         let calls = shardlite_conns.iter_mut().enumerate().map(|(t, conn)| async move {
                             for i in 0..ops / CALLERS {
                                 let row = sqlx::query(SQLX_SQL)
-                                    .bind(key(t as u64 * 7919 + i))
+                                    .bind(key(u64::try_from(t).expect("caller index") * 7919 + i))
                                     .fetch_one(&mut *conn)
                                     .await
                                     .expect("row");

@@ -99,8 +99,8 @@ pub fn header(title: &str, unit: &str) {
     println!();
     println!("{title}");
     println!(
-        "  {:<34} {:>12}   {:<26} {:>12}   {:>7}   {:<8} {}",
-        "subject", unit, "baseline", unit, "ratio", "target", ""
+        "  {:<34} {:>12}   {:<26} {:>12}   {:>7}   target",
+        "subject", unit, "baseline", unit, "ratio"
     );
 }
 

@@ -46,11 +46,13 @@ impl ResolvedIndex {
         let version = map.version();
         let known = self.0.load(Ordering::Relaxed);
         if known & VALID != 0 && (known & !VALID) >> 16 == version {
-            return Ok((known & MAX_REMEMBERED_INDEX) as usize);
+            return Ok(usize::try_from(known & MAX_REMEMBERED_INDEX).unwrap_or(usize::MAX));
         }
         let index = map.resolve(route.keyspace(), route.key())?.shard_index;
-        let wide = index as u64;
-        if version <= MAX_REMEMBERED_VERSION && wide <= MAX_REMEMBERED_INDEX {
+        if let Ok(wide) = u64::try_from(index)
+            && version <= MAX_REMEMBERED_VERSION
+            && wide <= MAX_REMEMBERED_INDEX
+        {
             self.0.store(VALID | version << 16 | wide, Ordering::Relaxed);
         }
         Ok(index)
