@@ -12,14 +12,15 @@
 //! and one left idle past the transaction idle timeout is rolled back.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::database::{CancelOnDrop, Database, EngineConfig, open_session, spawn_thread};
-use super::guard;
+use super::guard::{self, Scope};
 use super::sql::{self, Access, sql_error};
 use crate::data::{Params, SqlResult};
 use crate::error::{Error, Result};
@@ -66,6 +67,18 @@ enum Job {
 pub struct DedicatedConnection {
     jobs: flume::Sender<Job>,
     label: String,
+    /// The connection and what it knows of the caller's transaction. Its thread locks it for
+    /// each job; a short read-only query outside a transaction runs on the caller's task instead
+    /// (see [`EngineConfig::inline_read_budget`]), when the thread is not busy.
+    shared: Arc<Mutex<Owned>>,
+    config: EngineConfig,
+}
+
+/// What the connection's thread and an inline read share.
+#[derive(Debug)]
+struct Owned {
+    conn: Connection,
+    state: TransactionState,
 }
 
 impl Database {
@@ -78,10 +91,12 @@ impl Database {
         spawn_thread(&format!("shardlite-conn-{}", self.shared.label), move || {
             serve(&path, &config, &rx, ready_tx);
         })?;
-        ready_rx.await.map_err(|_| self.closed())??;
+        let shared = ready_rx.await.map_err(|_| self.closed())??;
         Ok(DedicatedConnection {
             jobs,
             label: self.shared.label.clone(),
+            shared,
+            config: self.shared.config.clone(),
         })
     }
 }
@@ -102,6 +117,12 @@ impl DedicatedConnection {
     /// transaction (an error if there is none: it ended or expired) or autocommit (an error if one
     /// is open).
     pub async fn execute(&self, sql: &str, params: Params, in_transaction: bool) -> Result<SqlResult> {
+        if !in_transaction
+            && sql::starts_like_query(sql)
+            && let Some(done) = self.read_inline(sql, &params)
+        {
+            return done;
+        }
         let (reply, rx) = oneshot::channel();
         let cancel = Arc::new(AtomicBool::new(false));
         let job = Job::Execute {
@@ -115,6 +136,41 @@ impl DedicatedConnection {
         let outcome = self.call(job, rx).await;
         std::mem::forget(cancel_on_drop);
         outcome
+    }
+
+    /// Runs a read-only query outside a transaction on the caller's task, when the connection's
+    /// thread is idle and the query ends within the inline budget; `None` sends it to the thread.
+    fn read_inline(&self, sql: &str, params: &Params) -> Option<Result<SqlResult>> {
+        let budget = self.config.inline_read_budget?;
+        // Busy means the thread is running a job: queue behind it, in order.
+        let owned = self.shared.try_lock().ok()?;
+        if !matches!(owned.state, TransactionState::None) || !owned.conn.is_autocommit() {
+            return None;
+        }
+        let conn = &owned.conn;
+        // Never wait for a lock on the caller's task.
+        conn.busy_timeout(Duration::ZERO).ok()?;
+        let outcome = guard::run_inline(
+            &self.config.limits(),
+            guard::allowances(Scope::Session, self.config.allow_attach),
+            Some(budget),
+            || sql::execute(conn, sql, params, Access::ReadOnly),
+        );
+        if conn.busy_timeout(self.config.busy_timeout).is_err() {
+            return None;
+        }
+        match outcome {
+            guard::Inline::Done(Err(Error::ReadOnlyViolation { .. })) | guard::Inline::OverBudget => None,
+            guard::Inline::Done(Err(err))
+                if err.sqlite_code().is_some_and(|code| {
+                    let primary = code & 0xff;
+                    primary == rusqlite::ffi::SQLITE_BUSY || primary == rusqlite::ffi::SQLITE_LOCKED
+                }) =>
+            {
+                None
+            }
+            guard::Inline::Done(result) => Some(result),
+        }
     }
 
     /// Begins a transaction.
@@ -137,6 +193,7 @@ impl DedicatedConnection {
 }
 
 /// What the connection's thread knows about the caller's transaction.
+#[derive(Debug)]
 enum TransactionState {
     None,
     Open,
@@ -147,7 +204,12 @@ enum TransactionState {
     },
 }
 
-fn serve(path: &Path, config: &EngineConfig, jobs: &flume::Receiver<Job>, ready: oneshot::Sender<Result<()>>) {
+fn serve(
+    path: &Path,
+    config: &EngineConfig,
+    jobs: &flume::Receiver<Job>,
+    ready: oneshot::Sender<Result<Arc<Mutex<Owned>>>>,
+) {
     let conn = match open_session(path, config) {
         Ok(conn) => conn,
         Err(err) => {
@@ -155,18 +217,28 @@ fn serve(path: &Path, config: &EngineConfig, jobs: &flume::Receiver<Job>, ready:
             return;
         }
     };
-    if ready.send(Ok(())).is_err() {
+    let shared = Arc::new(Mutex::new(Owned {
+        conn,
+        state: TransactionState::None,
+    }));
+    if ready.send(Ok(Arc::clone(&shared))).is_err() {
         return;
     }
     let limits = config.limits();
     let trusted =
         |conn: &Connection, statement: &str| guard::trusted(|| conn.execute_batch(statement)).map_err(sql_error);
-    let mut state = TransactionState::None;
     loop {
-        let job = match (&state, config.transaction_idle_timeout) {
-            (TransactionState::Open, Some(idle)) => jobs.recv_timeout(idle),
+        let open = matches!(
+            shared.lock().unwrap_or_else(PoisonError::into_inner).state,
+            TransactionState::Open
+        );
+        let job = match (open, config.transaction_idle_timeout) {
+            (true, Some(idle)) => jobs.recv_timeout(idle),
             _ => jobs.recv().map_err(|_| flume::RecvTimeoutError::Disconnected),
         };
+        let mut owned = shared.lock().unwrap_or_else(PoisonError::into_inner);
+        let Owned { conn, state } = &mut *owned;
+        let conn = &*conn;
         match job {
             Ok(Job::Execute {
                 sql,
@@ -178,21 +250,21 @@ fn serve(path: &Path, config: &EngineConfig, jobs: &flume::Receiver<Job>, ready:
                 if cancel.load(Ordering::Relaxed) {
                     continue;
                 }
-                if let Err(err) = expect(&mut state, in_transaction) {
+                if let Err(err) = expect(state, in_transaction) {
                     let _ = reply.send(Err(err));
                     continue;
                 }
                 let mut result = guard::arm(&limits, Some(cancel), || {
-                    sql::execute(&conn, &sql, &params, Access::ReadWrite)
+                    sql::execute(conn, &sql, &params, Access::ReadWrite)
                 });
                 match state {
                     TransactionState::Open if conn.is_autocommit() => {
                         // An error made SQLite roll the transaction back: the caller hears it on
                         // its next use of the transaction.
-                        state = TransactionState::Ended { expired: false };
+                        *state = TransactionState::Ended { expired: false };
                     }
                     TransactionState::None if !conn.is_autocommit() => {
-                        let _ = trusted(&conn, "ROLLBACK");
+                        let _ = trusted(conn, "ROLLBACK");
                         if result.is_ok() {
                             result = Err(Error::TransactionControl {
                                 statement: "(the statements left a transaction open)".to_owned(),
@@ -208,16 +280,16 @@ fn serve(path: &Path, config: &EngineConfig, jobs: &flume::Receiver<Job>, ready:
                     TransactionState::Open => Err(Error::TransactionControl {
                         statement: "BEGIN (a transaction is already open on this connection)".to_owned(),
                     }),
-                    _ => trusted(&conn, mode.statement()).map(|()| state = TransactionState::Open),
+                    _ => trusted(conn, mode.statement()).map(|()| *state = TransactionState::Open),
                 };
                 let _ = reply.send(result);
             }
             Ok(Job::Commit(reply)) => {
-                let result = match std::mem::replace(&mut state, TransactionState::None) {
+                let result = match std::mem::replace(state, TransactionState::None) {
                     TransactionState::Open => {
-                        let outcome = trusted(&conn, "COMMIT");
+                        let outcome = trusted(conn, "COMMIT");
                         if outcome.is_err() && !conn.is_autocommit() {
-                            let _ = trusted(&conn, "ROLLBACK");
+                            let _ = trusted(conn, "ROLLBACK");
                         }
                         outcome
                     }
@@ -226,20 +298,20 @@ fn serve(path: &Path, config: &EngineConfig, jobs: &flume::Receiver<Job>, ready:
                 let _ = reply.send(result);
             }
             Ok(Job::Rollback(reply)) => {
-                let result = match std::mem::replace(&mut state, TransactionState::None) {
-                    TransactionState::Open if !conn.is_autocommit() => trusted(&conn, "ROLLBACK"),
+                let result = match std::mem::replace(state, TransactionState::None) {
+                    TransactionState::Open if !conn.is_autocommit() => trusted(conn, "ROLLBACK"),
                     _ => Ok(()),
                 };
                 let _ = reply.send(result);
             }
             Err(flume::RecvTimeoutError::Timeout) => {
-                let _ = trusted(&conn, "ROLLBACK");
-                state = TransactionState::Ended { expired: true };
+                let _ = trusted(conn, "ROLLBACK");
+                *state = TransactionState::Ended { expired: true };
                 tracing::info!(database = %path.display(), "transaction idle past its timeout; rolled back");
             }
             Err(flume::RecvTimeoutError::Disconnected) => {
                 if !conn.is_autocommit() {
-                    let _ = trusted(&conn, "ROLLBACK");
+                    let _ = trusted(conn, "ROLLBACK");
                 }
                 return;
             }
