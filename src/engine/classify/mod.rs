@@ -340,6 +340,9 @@ fn mentions_load_extension(statement: &str) -> bool {
     // The word cannot be there unless its bytes are: most statements need no tokenizing.
     const WORD: &[u8] = b"load_extension";
     let bytes = statement.as_bytes();
+    if !bytes.contains(&b'_') {
+        return false;
+    }
     let present = bytes
         .iter()
         .enumerate()
