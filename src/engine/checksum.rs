@@ -65,10 +65,13 @@ impl PageDigest {
                 self.buffer.push(2);
                 self.buffer.extend_from_slice(&f.to_bits().to_be_bytes());
             }
-            ValueRef::Text(bytes) => {
-                let text = String::from_utf8_lossy(bytes);
-                self.bytes(3, len(text.len()), text.as_bytes());
-            }
+            ValueRef::Text(bytes) => match std::str::from_utf8(bytes) {
+                Ok(text) => self.bytes(3, len(text.len()), text.as_bytes()),
+                Err(_) => {
+                    let text = String::from_utf8_lossy(bytes);
+                    self.bytes(3, len(text.len()), text.as_bytes());
+                }
+            },
             ValueRef::Blob(bytes) => self.bytes(4, len(bytes.len()), bytes),
         }
     }

@@ -15,11 +15,11 @@
 //!   (last key, counts, running checksum). A destination row with the same key but another
 //!   route value is never overwritten; verification reports it.
 //!   - When both shards are files of this process, the copy runs inside SQLite
-//!     ([`engine::copy`](crate::engine::copy)): a reader of the source hashes each page while
+//!     (`engine::copy`): a reader of the source hashes each page while
 //!     the destination's writer, with the source attached for that job only, copies the page
 //!     before by `INSERT ... SELECT`. No row becomes a value. The copy does not wait for the
-//!     catalog: the newest page's cursor is checkpointed as soon as the previous checkpoint is
-//!     written, so pages that outpace the catalog share a checkpoint.
+//!     catalog: the newest page's cursor is checkpointed every few tens of milliseconds and
+//!     when a job ends, so the pages in between share a checkpoint.
 //!   - Otherwise (a remote daemon on either side) pages are read as values through
 //!     [`DataClient`](crate::data::DataClient) and upserted with a multi-row statement,
 //!     checkpointing each page.
@@ -29,7 +29,7 @@
 //! - **Verify** counts and checksums the moving rows on the destination (inside SQLite for a
 //!   local destination) and compares them with the source's, per table and collection (the
 //!   receipts). Both ways of reading hash the same canonical encoding
-//!   ([`engine::checksum`](crate::engine::checksum)), so local and remote checksums agree.
+//!   (`engine::checksum`), so local and remote checksums agree.
 //! - **Resume** ([`Migrator::resume`]) continues a stopped migration from its checkpoint; it
 //!   is idempotent.
 //!

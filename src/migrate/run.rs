@@ -88,6 +88,11 @@ impl std::fmt::Debug for Migrator {
 /// other callers (at a page boundary); the copy goes on in the next job.
 const JOB_TIME: Duration = Duration::from_millis(100);
 
+/// The least time between two checkpoints of a copy inside SQLite: the catalog write competes
+/// with the copy's own threads for the processor, and a page more or less to copy again after
+/// a crash costs far less than a checkpoint per page.
+const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(25);
+
 /// The clients and SQL one run needs.
 struct Context {
     source: Arc<dyn DataClient>,
@@ -779,11 +784,10 @@ impl Migrator {
     /// Copies between two files of this process inside SQLite: a reader of the source hashes
     /// each page while the destination's writer, with the source attached, upserts the page
     /// before by `INSERT ... SELECT` (one statement, one transaction). The copy does not wait
-    /// for the catalog: after each page it publishes its
-    /// cursor, and the newest cursor is checkpointed as soon as the previous checkpoint is
-    /// written (when pages outpace the catalog, the pages in between share one checkpoint; a
-    /// page copied but not yet checkpointed is copied again on resume, which the upsert makes
-    /// harmless).
+    /// for the catalog: after each page it publishes its cursor, and the newest cursor is
+    /// checkpointed at most every [`CHECKPOINT_INTERVAL`] and when a job ends (the pages in
+    /// between share one checkpoint; a page copied but not yet checkpointed is copied again on
+    /// resume, which the upsert makes harmless).
     async fn copy_inside(
         &self,
         state: &mut MigrationResult,
@@ -816,6 +820,11 @@ impl Migrator {
                         if let Some(page) = page {
                             self.copied(state, context, index, &page).await?;
                             recorded = Some(page);
+                        }
+                        tokio::select! {
+                            biased;
+                            done = &mut job => break done?,
+                            () = tokio::time::sleep(CHECKPOINT_INTERVAL) => {}
                         }
                     }
                 }
