@@ -766,13 +766,15 @@ impl Migrator {
         Ok(())
     }
 
-    /// Copies the remaining pages of one target, checkpointing after each.
+    /// Copies the remaining pages of one target, checkpointing as it goes: inside SQLite when
+    /// both shards are files of this process (and the source's path can be attached), else
+    /// through the data clients.
     async fn copy(&self, state: &mut MigrationResult, context: &Context, index: usize) -> Result<()> {
         if state.receipts[index].copied {
             return Ok(());
         }
         match (&context.local_source, &context.local_destination) {
-            (Some(source), Some(destination)) => {
+            (Some(source), Some(destination)) if source.path().to_str().is_some() => {
                 let copy = Arc::new(context.targets[index].paged_copy());
                 self.copy_inside(state, context, index, (source, destination), copy)
                     .await
