@@ -2,6 +2,11 @@
 //! `INSERT INTO dest.items SELECT * FROM items WHERE tenant = ?` across `ATTACH` on the same
 //! files, in the same run; and the process's peak resident memory while the migration runs.
 //!
+//! Both shards are files of this process, so the migration copies inside SQLite: a reader of
+//! the source hashes each page while the destination's writer copies it, on two threads. The
+//! baseline uses one; on a machine busy with other work, expect a lower and noisier ratio.
+//! `copy share` is the part of the migration's time spent until the last page was recorded.
+//!
 //! Each row count runs in a child process of its own, so one size's memory does not hide
 //! another's. `SHARDLITE_BENCH_ROWS` (comma-separated) overrides the sizes, default
 //! `100000,1000000`; `SHARDLITE_BENCH_PAGE` the page size, default 2000.

@@ -7,8 +7,13 @@
 //! connection on a thread of its own, as does each [`DedicatedConnection`] (a connection one caller
 //! keeps for itself). Async callers reach them over channels, so blocking
 //! SQLite calls never run on the async runtime. Connections cache prepared statements.
+//!
+//! For migrations, `copy` copies and checksums pages between two files inside SQLite, and
+//! `checksum` is the canonical row encoding those checksums hash.
 
+pub(crate) mod checksum;
 pub mod classify;
+pub(crate) mod copy;
 mod database;
 mod dedicated;
 pub mod fence;

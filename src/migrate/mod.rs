@@ -11,15 +11,30 @@
 //!   later write after it. After activation the fence stays as a `moved` record: a writer still
 //!   holding the old map is refused instead of writing where nobody reads.
 //! - **Copy** reads moving rows in primary-key order a page at a time and upserts each page on
-//!   the destination in one statement (one transaction), then checkpoints the page in the master
-//!   catalog (last key, counts, running checksum). Memory holds one page.
-//! - **Verify** counts and checksums the moving rows on the destination and compares them with
-//!   the source's, per table and collection (the receipts).
+//!   the destination in one statement (one transaction), then checkpoints in the master catalog
+//!   (last key, counts, running checksum). A destination row with the same key but another
+//!   route value is never overwritten; verification reports it.
+//!   - When both shards are files of this process, the copy runs inside SQLite
+//!     (`engine::copy`): a reader of the source hashes each page while
+//!     the destination's writer, with the source attached for that job only, copies the page
+//!     before by `INSERT ... SELECT`. No row becomes a value. The copy does not wait for the
+//!     catalog: the newest page's cursor is checkpointed every few tens of milliseconds and
+//!     when a job ends, so the pages in between share a checkpoint.
+//!   - Otherwise (a remote daemon on either side) pages are read as values through
+//!     [`DataClient`](crate::data::DataClient) and upserted with a multi-row statement,
+//!     checkpointing each page.
+//!
+//!   Memory holds a page or two whatever the row count. A page copied but not yet checkpointed
+//!   when a run stops is copied again on resume, which the upsert makes harmless.
+//! - **Verify** counts and checksums the moving rows on the destination (inside SQLite for a
+//!   local destination) and compares them with the source's, per table and collection (the
+//!   receipts). Both ways of reading hash the same canonical encoding
+//!   (`engine::checksum`), so local and remote checksums agree.
 //! - **Resume** ([`Migrator::resume`]) continues a stopped migration from its checkpoint; it
 //!   is idempotent.
 //!
 //! Source and destination are reached through [`DataClient`](crate::data::DataClient), so
-//! either may be a remote daemon.
+//! either may be a remote daemon; local files additionally through their engine, for the copy.
 
 mod fence;
 mod manifest;

@@ -1,6 +1,7 @@
 //! The migration phases, their checkpoints, and resume.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::fence::{self, Fence};
 use super::manifest::{self, issue};
@@ -12,6 +13,8 @@ use crate::data::{
     KeyMigrationRequest, MigrationAdmin, MigrationKind, MigrationPlan, MigrationReceipt, MigrationResult,
     MigrationSpec, MigrationStatus, PlannedItem, ResumeRequest, Value,
 };
+use crate::engine::Database;
+use crate::engine::copy::{PageCursor, PagedCopy};
 use crate::engine::store::now_utc;
 use crate::error::{Error, ErrorKind, Result};
 use crate::map::{BucketRange, ShardMap, ShardRole, ShardingOptions};
@@ -81,10 +84,23 @@ impl std::fmt::Debug for Migrator {
     }
 }
 
+/// How long one copy or checksum job may keep a shard's connection before it hands it back to
+/// other callers (at a page boundary); the copy goes on in the next job.
+const JOB_TIME: Duration = Duration::from_millis(100);
+
+/// The least time between two checkpoints of a copy inside SQLite: the catalog write competes
+/// with the copy's own threads for the processor, and a page more or less to copy again after
+/// a crash costs far less than a checkpoint per page.
+const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(25);
+
 /// The clients and SQL one run needs.
 struct Context {
     source: Arc<dyn DataClient>,
     destination: Arc<dyn DataClient>,
+    /// The engine of each side, when it is a file of this process: pages are then copied and
+    /// checksummed inside SQLite.
+    local_source: Option<Database>,
+    local_destination: Option<Database>,
     targets: Vec<Target>,
     /// Each target's route column or property.
     routes: Vec<String>,
@@ -564,6 +580,14 @@ impl Migrator {
         Ok(Context {
             source,
             destination,
+            local_source: self
+                .sharded
+                .local_shard(&spec.source_shard_id)
+                .map(|local| local.database().clone()),
+            local_destination: self
+                .sharded
+                .local_shard(&spec.destination_shard_id)
+                .map(|local| local.database().clone()),
             targets,
             routes,
             selection,
@@ -742,17 +766,123 @@ impl Migrator {
         Ok(())
     }
 
-    /// Copies the remaining pages of one target, checkpointing after each.
+    /// Copies the remaining pages of one target, checkpointing as it goes: inside SQLite when
+    /// both shards are files of this process (and the source's path can be attached), else
+    /// through the data clients.
     async fn copy(&self, state: &mut MigrationResult, context: &Context, index: usize) -> Result<()> {
-        let target = &context.targets[index];
         if state.receipts[index].copied {
             return Ok(());
         }
-        let estimated = state
-            .plan
-            .as_ref()
-            .and_then(|plan| plan.items.get(index))
-            .map_or(0, |item| item.estimated_rows);
+        match (&context.local_source, &context.local_destination) {
+            (Some(source), Some(destination)) if source.path().to_str().is_some() => {
+                let copy = Arc::new(context.targets[index].paged_copy());
+                self.copy_inside(state, context, index, (source, destination), copy)
+                    .await
+            }
+            _ => self.copy_through_clients(state, context, index).await,
+        }
+    }
+
+    /// Copies between two files of this process inside SQLite: a reader of the source hashes
+    /// each page while the destination's writer, with the source attached, upserts the page
+    /// before by `INSERT ... SELECT` (one statement, one transaction). The copy does not wait
+    /// for the catalog: after each page it publishes its cursor, and the newest cursor is
+    /// checkpointed at most every [`CHECKPOINT_INTERVAL`] and when a job ends (the pages in
+    /// between share one checkpoint; a page copied but not yet checkpointed is copied again on
+    /// resume, which the upsert makes harmless).
+    async fn copy_inside(
+        &self,
+        state: &mut MigrationResult,
+        context: &Context,
+        index: usize,
+        (source, destination): (&Database, &Database),
+        copy: Arc<PagedCopy>,
+    ) -> Result<()> {
+        let receipt = &state.receipts[index];
+        let mut cursor = PageCursor {
+            after: receipt.last_key.clone(),
+            checksum: Checksum::from_hex(&receipt.source_checksum)?.link(),
+            rows: receipt.source_rows,
+            pages: receipt.pages_copied,
+            finished: false,
+        };
+        loop {
+            let (published, mut pages) = tokio::sync::watch::channel(None::<PageCursor>);
+            let job = destination.copy_pages(source, Arc::clone(&copy), cursor.clone(), JOB_TIME, move |page| {
+                published.send_replace(Some(page.clone()));
+            });
+            tokio::pin!(job);
+            let mut recorded: Option<PageCursor> = None;
+            let done = loop {
+                tokio::select! {
+                    biased;
+                    done = &mut job => break done?,
+                    Ok(()) = pages.changed() => {
+                        let page = pages.borrow_and_update().clone();
+                        if let Some(page) = page {
+                            self.copied(state, context, index, &page).await?;
+                            recorded = Some(page);
+                        }
+                        tokio::select! {
+                            biased;
+                            done = &mut job => break done?,
+                            () = tokio::time::sleep(CHECKPOINT_INTERVAL) => {}
+                        }
+                    }
+                }
+            };
+            if recorded.as_ref() != Some(&done) {
+                self.copied(state, context, index, &done).await?;
+            }
+            if done.finished {
+                return Ok(());
+            }
+            cursor = done;
+        }
+    }
+
+    /// Records that target `index` is copied up to `cursor`: the receipt, a checkpoint, progress.
+    async fn copied(
+        &self,
+        state: &mut MigrationResult,
+        context: &Context,
+        index: usize,
+        cursor: &PageCursor,
+    ) -> Result<()> {
+        let receipt = &mut state.receipts[index];
+        receipt.source_rows = cursor.rows;
+        receipt.pages_copied = cursor.pages;
+        receipt.last_key.clone_from(&cursor.after);
+        receipt.source_checksum = Checksum::from_link(cursor.checksum).to_hex();
+        receipt.copied = cursor.finished;
+        self.page_checkpoint(state, context, index).await
+    }
+
+    /// The checkpoint and progress report after a page of target `index`.
+    async fn page_checkpoint(&self, state: &mut MigrationResult, context: &Context, index: usize) -> Result<()> {
+        let target = &context.targets[index];
+        state.phase = format!("copying {}", target.label());
+        self.checkpoint(state).await?;
+        if let Some(observer) = &self.observer {
+            let estimated = state
+                .plan
+                .as_ref()
+                .and_then(|plan| plan.items.get(index))
+                .map_or(0, |item| item.estimated_rows);
+            observer(&CopyProgress {
+                migration_id: state.migration_id.clone(),
+                item: target.name.clone(),
+                rows: state.receipts[index].source_rows,
+                estimated_rows: estimated,
+            });
+        }
+        Ok(())
+    }
+
+    /// Copies through the shards' data clients (either side may be a remote daemon): each page
+    /// is read as values and upserted by one multi-row statement.
+    async fn copy_through_clients(&self, state: &mut MigrationResult, context: &Context, index: usize) -> Result<()> {
+        let target = &context.targets[index];
         let mut checksum = Checksum::from_hex(&state.receipts[index].source_checksum)?;
         let read = |after: Option<Value>| {
             let (sql, params) = target.page_query(after.as_ref());
@@ -793,18 +923,8 @@ impl Migrator {
                 receipt.last_key = Some(last);
                 receipt.source_checksum = checksum.to_hex();
             }
-            let receipt = &mut state.receipts[index];
-            receipt.copied = count < target.page_size;
-            state.phase = format!("copying {}", target.label());
-            self.checkpoint(state).await?;
-            if let Some(observer) = &self.observer {
-                observer(&CopyProgress {
-                    migration_id: state.migration_id.clone(),
-                    item: target.name.clone(),
-                    rows: state.receipts[index].source_rows,
-                    estimated_rows: estimated,
-                });
-            }
+            state.receipts[index].copied = count < target.page_size;
+            self.page_checkpoint(state, context, index).await?;
             if state.receipts[index].copied {
                 return Ok(());
             }
@@ -816,22 +936,17 @@ impl Migrator {
     async fn verify(&self, state: &mut MigrationResult, context: &Context) -> Result<bool> {
         let mut all = true;
         for (index, target) in context.targets.iter().enumerate() {
-            let mut checksum = Checksum::empty();
-            let mut rows_seen = 0u64;
-            let mut after: Option<Value> = None;
-            loop {
-                let (sql, params) = target.page_query(after.as_ref());
-                let rows = context.destination.execute_read_only_sql(&sql, params).await?.rows;
-                if rows.is_empty() {
-                    break;
+            let (rows_seen, checksum) = match &context.local_destination {
+                Some(destination) => {
+                    let query = Arc::new(target.paged_query());
+                    let mut cursor = PageCursor::start();
+                    while !cursor.finished {
+                        cursor = destination.checksum_pages(Arc::clone(&query), cursor, JOB_TIME).await?;
+                    }
+                    (cursor.rows, Checksum::from_link(cursor.checksum))
                 }
-                rows_seen += u64::try_from(rows.len()).unwrap_or(u64::MAX);
-                checksum.add_page(&rows);
-                after = rows.last().and_then(|row| row.get(target.key_index)).cloned();
-                if rows.len() < target.page_size {
-                    break;
-                }
-            }
+                None => checksum_through_client(&context.destination, target).await?,
+            };
             let receipt = &mut state.receipts[index];
             receipt.destination_rows = Some(rows_seen);
             receipt.destination_checksum = Some(checksum.to_hex());
@@ -936,6 +1051,27 @@ impl Migrator {
             });
         }
     }
+}
+
+/// Counts and checksums the moving rows of `target` on `shard` read as values, page by page.
+async fn checksum_through_client(shard: &Arc<dyn DataClient>, target: &Target) -> Result<(u64, Checksum)> {
+    let mut checksum = Checksum::empty();
+    let mut rows_seen = 0u64;
+    let mut after: Option<Value> = None;
+    loop {
+        let (sql, params) = target.page_query(after.as_ref());
+        let rows = shard.execute_read_only_sql(&sql, params).await?.rows;
+        if rows.is_empty() {
+            break;
+        }
+        rows_seen += u64::try_from(rows.len()).unwrap_or(u64::MAX);
+        checksum.add_page(&rows);
+        after = rows.last().and_then(|row| row.get(target.key_index)).cloned();
+        if rows.len() < target.page_size {
+            break;
+        }
+    }
+    Ok((rows_seen, checksum))
 }
 
 /// Checks the destination: defined, enabled, primary, not the source.

@@ -3,9 +3,9 @@
 //!
 //! Identifiers from the manifest are always quoted; values are always bound.
 
-use sha2::{Digest, Sha256};
-
 use crate::data::{MigrationSpec, Params, Value};
+use crate::engine::checksum::PageDigest;
+use crate::engine::copy::{COPY_SOURCE_SCHEMA, PagedCopy, PagedQuery};
 use crate::engine::fence::BUCKET_FUNCTION;
 use crate::error::Result;
 
@@ -185,20 +185,67 @@ impl Target {
         (clauses.join(" AND "), params)
     }
 
-    /// The next page of moving rows after `after` (from the start when `None`), in key order.
-    pub(super) fn page_query(&self, after: Option<&Value>) -> (String, Params) {
-        let (filter, mut params) = self.filter();
-        let mut sql = format!("SELECT {} FROM {} WHERE {filter}", self.columns.join(", "), self.from);
-        if let Some(after) = after {
+    /// The page query's text: moving rows of the table in `schema` (the connection's own
+    /// file when `None`), after `:after` when `after`, in key order, `:limit` of them.
+    fn select_sql(&self, schema: Option<&str>, after: bool) -> String {
+        let (filter, _) = self.filter();
+        let from = match schema {
+            Some(schema) => format!("{}.{}", quote_ident(schema), self.from),
+            None => self.from.clone(),
+        };
+        let mut sql = format!("SELECT {} FROM {from} WHERE {filter}", self.columns.join(", "));
+        if after {
             sql.push_str(&format!(" AND {} > :after", self.key));
-            params.push(("after", after.clone()));
         }
         sql.push_str(&format!(" ORDER BY {} LIMIT :limit", self.key));
+        sql
+    }
+
+    /// The next page of moving rows after `after` (from the start when `None`), in key order.
+    pub(super) fn page_query(&self, after: Option<&Value>) -> (String, Params) {
+        let (_, mut params) = self.filter();
+        let sql = self.select_sql(None, after.is_some());
+        if let Some(after) = after {
+            params.push(("after", after.clone()));
+        }
         params.push((
             "limit",
             Value::Integer(i64::try_from(self.page_size).unwrap_or(i64::MAX)),
         ));
         (sql, Params::named(params))
+    }
+
+    /// The pages of moving rows for the engine to read and checksum inside SQLite: the same
+    /// pages, rows and columns as [`page_query`](Self::page_query).
+    pub(super) fn paged_query(&self) -> PagedQuery {
+        PagedQuery {
+            select: [self.select_sql(None, false), self.select_sql(None, true)],
+            params: self.filter().1,
+            key_index: self.key_index,
+            page_size: self.page_size,
+            label: self.label(),
+        }
+    }
+
+    /// The copy of moving rows from the source's file into the destination's inside SQLite:
+    /// each page read as [`paged_query`](Self::paged_query) reads it, upserted by `INSERT ...
+    /// SELECT` of that same page from the source attached to the destination, with
+    /// [`upsert`](Self::upsert)'s rule for keys that collide with another route value's row.
+    pub(super) fn paged_copy(&self) -> PagedCopy {
+        let insert = |after: bool| {
+            format!(
+                "INSERT INTO main.{} ({}) {} ON CONFLICT ({}) {}",
+                self.from,
+                self.columns.join(", "),
+                self.select_sql(Some(COPY_SOURCE_SCHEMA), after),
+                self.conflict,
+                self.conflict_action()
+            )
+        };
+        PagedCopy {
+            query: self.paged_query(),
+            insert: [insert(false), insert(true)],
+        }
     }
 
     /// How many rows move.
@@ -223,6 +270,19 @@ impl Target {
     pub(super) fn upsert(&self, rows: Vec<Vec<Value>>) -> (String, Params) {
         let placeholders = format!("({})", vec!["?"; self.columns.len()].join(", "));
         let values = vec![placeholders; rows.len()].join(", ");
+        let sql = format!(
+            "INSERT INTO {} ({}) VALUES {values} ON CONFLICT ({}) {}",
+            self.from,
+            self.columns.join(", "),
+            self.conflict,
+            self.conflict_action()
+        );
+        (sql, Params::Positional(rows.into_iter().flatten().collect()))
+    }
+
+    /// What an upsert does with a row whose key is already there: update it when its route
+    /// value is the incoming row's, else nothing.
+    fn conflict_action(&self) -> String {
         let updates: Vec<String> = self
             .columns
             .iter()
@@ -230,7 +290,7 @@ impl Target {
             .filter(|(i, _)| *i != self.key_index && !(self.collection && *i == 0))
             .map(|(_, c)| format!("{c} = excluded.{c}"))
             .collect();
-        let action = if updates.is_empty() {
+        if updates.is_empty() {
             "DO NOTHING".to_owned()
         } else {
             format!(
@@ -239,14 +299,7 @@ impl Target {
                 self.route_existing,
                 self.route_incoming
             )
-        };
-        let sql = format!(
-            "INSERT INTO {} ({}) VALUES {values} ON CONFLICT ({}) {action}",
-            self.from,
-            self.columns.join(", "),
-            self.conflict
-        );
-        (sql, Params::Positional(rows.into_iter().flatten().collect()))
+        }
     }
 
     /// Deletes up to one page of moving rows.
@@ -272,14 +325,26 @@ impl Target {
 
 /// The checksum of a row set read page by page in key order: a SHA-256 chain, each link the
 /// hash of the previous link and the page's rows in a canonical encoding (type tag, length,
-/// bytes). Both sides read pages of the same size in the same order, so equal row sets give
-/// equal chains, and a chain can be resumed from its last link.
+/// bytes; see [`engine::checksum`](crate::engine::checksum)). Both sides read pages of the same
+/// size in the same order, so equal row sets give equal chains, and a chain can be resumed
+/// from its last link. Pages hashed inside the engine (local shards) and pages read as values
+/// through a client (remote shards) give the same links.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Checksum([u8; 32]);
 
 impl Checksum {
     pub(super) fn empty() -> Self {
         Self([0; 32])
+    }
+
+    /// The checksum whose last link is `link`.
+    pub(super) fn from_link(link: [u8; 32]) -> Self {
+        Self(link)
+    }
+
+    /// The last link.
+    pub(super) fn link(&self) -> [u8; 32] {
+        self.0
     }
 
     pub(super) fn from_hex(hex: &str) -> Result<Self> {
@@ -303,40 +368,11 @@ impl Checksum {
 
     /// Adds one page of rows.
     pub(super) fn add_page(&mut self, rows: &[Vec<Value>]) {
-        let mut hasher = Sha256::new();
-        hasher.update(self.0);
+        let mut digest = PageDigest::new(&self.0);
         for row in rows {
-            hasher.update(u64::try_from(row.len()).unwrap_or(u64::MAX).to_be_bytes());
-            for value in row {
-                encode_value(&mut hasher, value);
-            }
+            digest.add_row(row);
         }
-        self.0.copy_from_slice(&hasher.finalize());
-    }
-}
-
-fn encode_value(hasher: &mut Sha256, value: &Value) {
-    let len = |n: usize| u64::try_from(n).unwrap_or(u64::MAX).to_be_bytes();
-    match value {
-        Value::Null => hasher.update([0u8]),
-        Value::Integer(i) => {
-            hasher.update([1u8]);
-            hasher.update(i.to_be_bytes());
-        }
-        Value::Real(f) => {
-            hasher.update([2u8]);
-            hasher.update(f.to_bits().to_be_bytes());
-        }
-        Value::Text(text) => {
-            hasher.update([3u8]);
-            hasher.update(len(text.len()));
-            hasher.update(text.as_bytes());
-        }
-        Value::Blob(bytes) => {
-            hasher.update([4u8]);
-            hasher.update(len(bytes.len()));
-            hasher.update(bytes);
-        }
+        self.0 = digest.finish();
     }
 }
 
@@ -386,6 +422,21 @@ mod tests {
              WHERE \"my \"\"orders\"\"\".\"tenant\" IS excluded.\"tenant\""
         ));
         assert!(matches!(values, Params::Positional(ref v) if v.len() == 3));
+        // The copy inside SQLite reads the same page from the attached source, with the same
+        // conflict rule, and binds every value.
+        let copy = target.paged_copy();
+        assert_eq!(copy.query.select[1], sql);
+        assert_eq!(
+            copy.insert[1],
+            format!(
+                "INSERT INTO main.\"my \"\"orders\"\"\" (\"id\", \"tenant\", \"note\") SELECT \"id\", \"tenant\", \"note\" \
+                 FROM \"{COPY_SOURCE_SCHEMA}\".\"my \"\"orders\"\"\" WHERE \"tenant\" = :route_key AND \"id\" > :after \
+                 ORDER BY \"id\" LIMIT :limit ON CONFLICT (\"id\") DO UPDATE SET \"tenant\" = excluded.\"tenant\", \
+                 \"note\" = excluded.\"note\" WHERE \"my \"\"orders\"\"\".\"tenant\" IS excluded.\"tenant\""
+            )
+        );
+        assert!(!copy.insert[0].contains(":after"));
+        assert_eq!(copy.query.params.len(), 1);
         assert!(Target::table("t", &["id".into()], "id", "missing", Selection::Key("k".into()), 10).is_none());
     }
 }

@@ -278,6 +278,13 @@ impl ShardedClient {
         shard_ids.iter().filter_map(|id| generation.local_of(id)).collect()
     }
 
+    /// The in-process file of shard `shard_id` in the current generation; `None` when the
+    /// shard is remote, disabled, unavailable or unknown. Migrations use it to copy between
+    /// two local files inside SQLite.
+    pub(crate) fn local_shard(&self, shard_id: &str) -> Option<LocalClient> {
+        self.generation().local_of(shard_id)
+    }
+
     pub(super) fn drain_timeout(&self) -> std::time::Duration {
         self.inner.options.drain_timeout
     }
