@@ -19,7 +19,7 @@
 //! The baselines share a small pool of rusqlite connections and run the statement inline on the
 //! handler's thread with a cached prepared statement: for a point read that costs less than
 //! `spawn_blocking`, so it is what a plain service tuned for such reads does (see `daemon/bare.rs`).
-//! Both REST servers are driven by the same `reqwest` client setup (HTTP/1.1 keep-alive, one
+//! Every server sets `TCP_NODELAY` on its connections. Both REST servers are driven by the same `reqwest` client setup (HTTP/1.1 keep-alive, one
 //! connection per request in flight), both gRPC servers by the generated tonic client over one
 //! HTTP/2 channel, with the route metadata sent to both. Servers and load share one tokio
 //! runtime with one worker per core.

@@ -24,6 +24,7 @@ use std::time::Instant;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
+use axum::serve::ListenerExt as _;
 use base64::Engine as _;
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{Connection, params_from_iter};
@@ -176,7 +177,8 @@ async fn execute_json(
     }))
 }
 
-/// Serves `POST /api/sql/execute` on `127.0.0.1:0` with `axum::serve`; returns the base URL.
+/// Serves `POST /api/sql/execute` on `127.0.0.1:0` with `axum::serve`, `TCP_NODELAY` on as in
+/// the daemon and in tonic; returns the base URL.
 pub async fn serve_axum(connections: Arc<Connections>) -> String {
     let app = axum::Router::new()
         .route("/api/sql/execute", post(execute_json))
@@ -185,6 +187,9 @@ pub async fn serve_axum(connections: Arc<Connections>) -> String {
         .await
         .expect("bind 127.0.0.1:0");
     let addr = listener.local_addr().expect("bound address");
+    let listener = listener.tap_io(|stream| {
+        let _ = stream.set_nodelay(true);
+    });
     tokio::spawn(async move { axum::serve(listener, app).await });
     format!("http://{addr}")
 }
