@@ -43,6 +43,7 @@ use std::future::Future;
 use axum::extract::Request;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt as _;
 
 pub use counters::RequestCounts;
 pub use state::{Backend, KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState};
@@ -69,6 +70,14 @@ pub async fn run(
         authenticated = state.config().api_key.is_some(),
         "serving REST and gRPC"
     );
+    // gRPC multiplexes calls on one HTTP/2 connection; with Nagle's algorithm on, a small answer
+    // waits until the peer acknowledged the previous one, which caps calls in flight at the
+    // pace of delayed acknowledgements. tonic's own server turns it off too.
+    let listener = listener.tap_io(|stream| {
+        if let Err(err) = stream.set_nodelay(true) {
+            tracing::debug!(error = %err, "could not set TCP_NODELAY on a connection");
+        }
+    });
     let summaries = tokio::spawn(log_request_counts(state.clone()));
     let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     summaries.abort();

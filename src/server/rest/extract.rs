@@ -59,9 +59,10 @@ impl<S: Send + Sync> FromRequestParts<S> for Route {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        // The route middleware has usually parsed the headers already.
-        if let Some(route) = parts.extensions.get::<Route>() {
-            return Ok(route.clone());
+        // The route middleware has usually parsed the headers already; a handler takes its
+        // route once, so it is moved out rather than copied.
+        if let Some(route) = parts.extensions.remove::<Route>() {
+            return Ok(route);
         }
         Ok(Self(route_from_headers(&parts.headers)?))
     }
