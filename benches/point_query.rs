@@ -33,6 +33,25 @@ const SQL: &str = "SELECT id, month, amount FROM orders WHERE id = ?1";
 const SQLX_SQL: &str = "SELECT id, month, amount FROM orders WHERE id = ?";
 const CALLERS: u64 = 8;
 
+/// `n` point queries through sqlx on `conn` (any sqlx connection), the row decoded; caller
+/// `t` starts at its own key. Evaluates to the time they took.
+macro_rules! sqlx_point_queries {
+    ($conn:expr, $t:expr, $n:expr) => {{
+        let conn = $conn;
+        let first = u64::try_from($t).expect("caller index") * 7919;
+        let started = Instant::now();
+        for i in 0..$n {
+            let row = sqlx::query(SQLX_SQL)
+                .bind(key(first + i))
+                .fetch_one(&mut *conn)
+                .await
+                .expect("row");
+            black_box((row.get::<i64, _>(0), row.get::<String, _>(1), row.get::<f64, _>(2)));
+        }
+        started.elapsed()
+    }};
+}
+
 fn key(i: u64) -> i64 {
     i64::try_from(i % ROWS as u64).unwrap_or(0) + 1
 }
@@ -159,32 +178,10 @@ fn main() {
             let runtime = &runtime;
             let mut subjects = vec![
                 Subject::new("sqlx-sqlite", move |ops| {
-                    runtime.block_on(async {
-                        let started = Instant::now();
-                        for i in 0..ops {
-                            let row = sqlx::query(SQLX_SQL)
-                                .bind(key(i))
-                                .fetch_one(&mut *sqlite)
-                                .await
-                                .expect("row");
-                            black_box((row.get::<i64, _>(0), row.get::<String, _>(1), row.get::<f64, _>(2)));
-                        }
-                        started.elapsed()
-                    })
+                    runtime.block_on(async { sqlx_point_queries!(&mut *sqlite, 0, ops) })
                 }),
                 Subject::new("sqlx driver routed", move |ops| {
-                    runtime.block_on(async {
-                        let started = Instant::now();
-                        for i in 0..ops {
-                            let row = sqlx::query(SQLX_SQL)
-                                .bind(key(i))
-                                .fetch_one(&mut *ours_conn)
-                                .await
-                                .expect("row");
-                            black_box((row.get::<i64, _>(0), row.get::<String, _>(1), row.get::<f64, _>(2)));
-                        }
-                        started.elapsed()
-                    })
+                    runtime.block_on(async { sqlx_point_queries!(&mut *ours_conn, 0, ops) })
                 }),
             ];
             measure(rounds, ops, &mut subjects)
@@ -266,16 +263,10 @@ fn main() {
                 Subject::new("sqlx-sqlite x8", move |ops| {
                     runtime.block_on(async {
                         let started = Instant::now();
-                        let calls = sqlite_conns.iter_mut().enumerate().map(|(t, conn)| async move {
-                            for i in 0..ops / CALLERS {
-                                let row = sqlx::query(SQLX_SQL)
-                                    .bind(key(u64::try_from(t).expect("caller index") * 7919 + i))
-                                    .fetch_one(&mut *conn)
-                                    .await
-                                    .expect("row");
-                                black_box(row.get::<String, _>(1));
-                            }
-                        });
+                        let calls = sqlite_conns
+                            .iter_mut()
+                            .enumerate()
+                            .map(|(t, conn)| async move { sqlx_point_queries!(conn, t, ops / CALLERS) });
                         futures_util::future::join_all(calls).await;
                         started.elapsed()
                     })
@@ -283,16 +274,10 @@ fn main() {
                 Subject::new("sqlx driver routed x8", move |ops| {
                     runtime.block_on(async {
                         let started = Instant::now();
-                        let calls = shardlite_conns.iter_mut().enumerate().map(|(t, conn)| async move {
-                            for i in 0..ops / CALLERS {
-                                let row = sqlx::query(SQLX_SQL)
-                                    .bind(key(u64::try_from(t).expect("caller index") * 7919 + i))
-                                    .fetch_one(&mut *conn)
-                                    .await
-                                    .expect("row");
-                                black_box(row.get::<String, _>(1));
-                            }
-                        });
+                        let calls = shardlite_conns
+                            .iter_mut()
+                            .enumerate()
+                            .map(|(t, conn)| async move { sqlx_point_queries!(conn, t, ops / CALLERS) });
                         futures_util::future::join_all(calls).await;
                         started.elapsed()
                     })

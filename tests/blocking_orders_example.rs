@@ -3,20 +3,9 @@
 
 mod common;
 
-use std::process::Command;
-
 #[test]
 fn plain_threads_write_each_month_on_its_shard() {
-    let output = Command::new(common::example_binary("blocking_orders"))
-        .output()
-        .expect("run example");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "exit {:?}\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = common::run_example("blocking_orders", &[]);
     // The examples' map pins 2026-04, 2026-05 and 2026-06 to shard-2, shard-1 and shard-0.
     assert!(stdout.contains("2026-04 on shard-2: 2 order(s), total 30"), "{stdout}");
     assert!(stdout.contains("2026-05 on shard-1: 3 order(s), total 60"), "{stdout}");

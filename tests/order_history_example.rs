@@ -2,22 +2,10 @@
 
 mod common;
 
-use std::process::Command;
-
 #[test]
 fn order_history_sample_tells_the_seed_story() {
     let kept = tempfile::tempdir().expect("temp dir");
-    let output = Command::new(common::example_binary("order_history"))
-        .arg(kept.path())
-        .output()
-        .expect("run example");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "exit {:?}\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = common::run_example("order_history", &[kept.path().as_ref()]);
 
     for expected in [
         "2026-06 bucket=15 shard=shard-0 token=e4a2b07827a7778f (pin)",

@@ -3,20 +3,9 @@
 
 mod common;
 
-use std::process::Command;
-
 #[test]
 fn one_pool_serves_every_month_and_any_pool_reads_one_back() {
-    let output = Command::new(common::example_binary("sqlx_many_routes"))
-        .output()
-        .expect("run example");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "exit {:?}\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = common::run_example("sqlx_many_routes", &[]);
     for month in 1..=12 {
         assert!(stdout.contains(&format!("2026-{month:02}: order ")), "{stdout}");
     }

@@ -3,20 +3,9 @@
 
 mod common;
 
-use std::process::Command;
-
 #[test]
 fn sqlx_over_both_transports_lands_rows_only_on_the_resolved_shard() {
-    let output = Command::new(common::example_binary("sqlx_remote"))
-        .output()
-        .expect("run example");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "exit {:?}\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = common::run_example("sqlx_remote", &[]);
     for expected in [
         "Endpoint=http://127.0.0.1:PORT;Transport=Grpc;Shard Keyspace=orders_by_month;Shard Key=2026-05",
         "Endpoint=http://127.0.0.1:PORT;Transport=Http;Shard Keyspace=orders_by_month;Shard Key=2026-05",

@@ -77,6 +77,22 @@ pub fn example_binary(name: &str) -> PathBuf {
     binary
 }
 
+/// Runs example `name` with `args`, fails the test unless it succeeds, and returns its output.
+pub fn run_example(name: &str, args: &[&std::ffi::OsStr]) -> String {
+    let output = std::process::Command::new(example_binary(name))
+        .args(args)
+        .output()
+        .expect("run example");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "exit {:?}\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
 /// Seeds `dir/master.db` with `map` and returns the master's path.
 pub async fn seed_master(dir: &Path, map: ShardingOptions) -> PathBuf {
     let master = dir.join("master.db");
