@@ -1,7 +1,11 @@
 //! Crash safety: a migration run in a child process is killed with SIGKILL at random points,
 //! ten times, each time followed by `resume` in a new child; a last resume finishes it. The
 //! destination ends identical to the source as it was, nothing is left on the source, the
-//! catalog holds the new map, and no fence is left in force.
+//! catalog holds the new map, no fence is left in force, and no row was written twice (pages
+//! committed before a kill are not copied again).
+//!
+//! Resume from the destination's own record of the pages it committed is also tested without
+//! a kill, with the catalog as far behind as a crash can leave it.
 //!
 //! `SHARDLITE_CRASH_ROWS` sets the row count (default 20,000; the benchmark uses more).
 
@@ -11,9 +15,12 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::migrate::{fill, items_on, key_request, migration_master, other, owner};
+use common::migrate::{
+    allow_item, audit_item_writes, fill, forget_copied_pages, item_writes, items_on, key_request, migration_master,
+    other, owner, refuse_item,
+};
 use common::temp_dir;
-use shardlite::client::{DataClient, ShardedClient};
+use shardlite::client::{DataClient, Params, ShardedClient, Value};
 use shardlite::data::MigrationStatus;
 use shardlite::data::ResumeRequest;
 use shardlite::migrate::{Migrator, fences_on};
@@ -71,6 +78,7 @@ async fn a_migration_killed_ten_times_resumes_to_an_exact_copy() {
         fill(&sharded, key, 1, rows).await;
         let source = owner(&sharded, key);
         let before = items_on(&sharded, &source, key).await;
+        audit_item_writes(&sharded, other(&source)).await;
         (source.clone(), other(&source).to_owned(), before)
     };
     assert_eq!(before.0, rows);
@@ -153,6 +161,13 @@ async fn a_migration_killed_ten_times_resumes_to_an_exact_copy() {
         0,
         "source rows were left behind"
     );
+    // Every row was inserted once and never written again: no page committed before a kill
+    // was copied again after it.
+    assert_eq!(
+        item_writes(&sharded, &destination).await,
+        (rows, 0),
+        "(inserts, updates) of the destination's rows"
+    );
     assert_eq!(owner(&sharded, key), destination);
     let catalog = sharded.catalog().unwrap();
     assert_eq!(catalog.active_version().await.unwrap(), Some(2));
@@ -175,5 +190,97 @@ async fn a_migration_killed_ten_times_resumes_to_an_exact_copy() {
     assert_eq!(
         fences_on(&sharded.for_shard_id(&source).unwrap()).await.unwrap(),
         vec![(MIGRATION_ID.to_owned(), "moved".to_owned())]
+    );
+}
+
+/// Each page's transaction on the destination also records how far the copy got, so a resume
+/// whose catalog checkpoint is behind (here: no page checkpointed at all, while the destination
+/// committed two) goes on after the pages the destination holds; a record of another migration
+/// is ignored, and the migration's own records are removed when it ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_goes_on_from_the_pages_the_destination_recorded() {
+    let dir = temp_dir();
+    let master = migration_master(dir.path()).await;
+    let sharded = ShardedClient::open(&master).await.unwrap();
+    let key = "recorded-tenant";
+    fill(&sharded, key, 1, 200).await;
+    let source = owner(&sharded, key);
+    let destination = other(&source);
+    let before = items_on(&sharded, &source, key).await;
+    audit_item_writes(&sharded, destination).await;
+    let shard = sharded.for_shard_id(destination).unwrap();
+    // What another migration of the same table left behind: it must not count for this one.
+    shard
+        .execute_sql(
+            "CREATE TABLE _shardlite_copy_cursors (migration_id TEXT NOT NULL, item TEXT NOT NULL, after_key,
+                 checksum BLOB NOT NULL, rows INTEGER NOT NULL, pages INTEGER NOT NULL, finished INTEGER NOT NULL,
+                 PRIMARY KEY (migration_id, item))",
+            Params::none(),
+        )
+        .await
+        .unwrap();
+    shard
+        .execute_sql(
+            "INSERT INTO _shardlite_copy_cursors VALUES ('an-older-one', 'table ''items''', 'zzz', zeroblob(32), 999, 99, 1)",
+            Params::none(),
+        )
+        .await
+        .unwrap();
+    let records = |id: &'static str| {
+        let shard = std::sync::Arc::clone(&shard);
+        async move {
+            shard
+                .execute_read_only_sql(
+                    "SELECT pages, rows, finished, after_key FROM _shardlite_copy_cursors
+                     WHERE migration_id = ?1 AND item = 'table ''items'''",
+                    Params::from(vec![id]),
+                )
+                .await
+                .unwrap()
+                .rows
+        }
+    };
+
+    // The third page (20 rows a page) cannot land: the copy stops after two.
+    refuse_item(&sharded, destination, 41).await;
+    let migrator = Migrator::new(sharded.clone());
+    let mut request = key_request(key, destination, 20);
+    request.migration_id = Some("recorded".into());
+    let stopped = migrator.migrate_key(request).await.unwrap();
+    assert_eq!(stopped.status, MigrationStatus::Failed, "{stopped:#?}");
+    assert_eq!(
+        records("recorded").await,
+        vec![vec![
+            Value::Integer(2),
+            Value::Integer(40),
+            Value::Integer(0),
+            Value::from(format!("{key}-00000040"))
+        ]]
+    );
+    assert_eq!(item_writes(&sharded, destination).await, (40, 0));
+    forget_copied_pages(&master, "recorded").await;
+    allow_item(&sharded, destination).await;
+
+    let resumed = migrator.resume("recorded", ResumeRequest::default()).await.unwrap();
+    assert_eq!(resumed.status, MigrationStatus::Activated, "{resumed:#?}");
+    assert!(resumed.receipts.iter().all(|r| r.verified));
+    assert_eq!(
+        (resumed.receipts[0].source_rows, resumed.receipts[0].pages_copied),
+        (200, 10)
+    );
+    assert_eq!(items_on(&sharded, destination, key).await, before);
+    assert_eq!(
+        item_writes(&sharded, destination).await,
+        (200, 0),
+        "(inserts, updates): the two recorded pages were copied again"
+    );
+    assert!(
+        records("recorded").await.is_empty(),
+        "the migration's records are removed"
+    );
+    assert_eq!(
+        records("an-older-one").await.len(),
+        1,
+        "another migration's record is not touched"
     );
 }

@@ -7,7 +7,10 @@
 mod common;
 
 use common::daemon::{Daemon, http_client, start_daemon_on};
-use common::migrate::{fill, items_on, key_request, migration_master, other, owner};
+use common::migrate::{
+    allow_item, audit_item_writes, fill, forget_copied_pages, item_writes, items_on, key_request, migration_master,
+    other, owner, refuse_item,
+};
 use common::{path_str, temp_dir};
 use serde_json::{Value as Json, json};
 use shardlite::client::{Params, ShardedClient};
@@ -201,6 +204,74 @@ async fn a_key_moves_to_a_shard_behind_a_daemon_and_back() {
         .await
         .unwrap_err();
     assert_eq!(refused.kind(), shardlite::ErrorKind::RouteFenced, "{refused}");
+    drop(sharded);
+    daemon.stop().await.unwrap();
+}
+
+/// Through the data clients each page is checkpointed once the destination committed it, so a
+/// run can stop with one page on the destination beyond the checkpoint. On resume that page is
+/// read back from the destination, found there exactly as on the source, and not written again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_does_not_write_again_the_page_a_daemon_committed_after_the_checkpoint() {
+    let dir = temp_dir();
+    let plain = dir.path().join("remote-shard.db");
+    let daemon = start_daemon_on(&plain, ServerConfig::default()).await;
+    let options = ShardingOptions {
+        keyspace: "tenants".into(),
+        map_version: 1,
+        virtual_bucket_count: 4,
+        shards: vec![
+            ShardDefinition::local("local", path_str(&dir.path().join("local.db"))),
+            remote_shard("far", &daemon, "http"),
+        ],
+        bucket_ranges: vec![BucketRange::new(0, 2, "local"), BucketRange::new(2, 4, "far")],
+        exact_key_pins: [("wanderer".to_owned(), "local".to_owned())].into(),
+    };
+    let master = common::seed_master(dir.path(), options).await;
+    let sharded = ShardedClient::open(&master).await.unwrap();
+    for outcome in sharded
+        .execute_sql_on_all_shards(
+            "CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER, amount REAL, data BLOB);
+             CREATE INDEX items_tenant ON items (tenant);",
+        )
+        .await
+        .unwrap()
+    {
+        assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    }
+    fill(&sharded, "wanderer", 1, 250).await;
+    let before = items_on(&sharded, "local", "wanderer").await;
+    audit_item_writes(&sharded, "far").await;
+
+    // The second page (40 rows a page) cannot land: the run stops after the first, which the
+    // catalog then forgets, as a crash between the daemon's commit and the checkpoint leaves it.
+    refuse_item(&sharded, "far", 41).await;
+    let migrator = Migrator::new(sharded.clone());
+    let mut request = key_request("wanderer", "far", 40);
+    request.migration_id = Some("over-the-wire".into());
+    let stopped = migrator.migrate_key(request).await.unwrap();
+    assert_eq!(stopped.status, MigrationStatus::Failed, "{stopped:#?}");
+    assert_eq!(stopped.receipts[0].pages_copied, 1);
+    assert_eq!(item_writes(&sharded, "far").await, (40, 0));
+    forget_copied_pages(&master, "over-the-wire").await;
+    allow_item(&sharded, "far").await;
+
+    let resumed = migrator
+        .resume("over-the-wire", ResumeRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(resumed.status, MigrationStatus::Activated, "{resumed:#?}");
+    assert!(resumed.receipts.iter().all(|r| r.verified));
+    assert_eq!(
+        (resumed.receipts[0].source_rows, resumed.receipts[0].pages_copied),
+        (250, 7)
+    );
+    assert_eq!(items_on(&sharded, "far", "wanderer").await, before);
+    assert_eq!(
+        item_writes(&sharded, "far").await,
+        (250, 0),
+        "(inserts, updates): the committed page was written again"
+    );
     drop(sharded);
     daemon.stop().await.unwrap();
 }

@@ -15,6 +15,14 @@
 //! only, and detached before the job returns (also when it fails): client SQL never runs while
 //! it is attached, and is still refused `ATTACH` of its own.
 //!
+//! Each page lands in a transaction of its own together with the copy's cursor after it (last
+//! key, running checksum, counts), which the writer upserts into the destination's internal
+//! table [`COPY_CURSORS_TABLE`] under the copy's [`CopyRecord`]: the record on the destination
+//! is always exactly as far as the pages it holds, whatever happens to the process. A migration
+//! reads it back on resume ([`Database::copy_cursor`]) and goes on from there, so no committed
+//! page is copied twice, and removes it when it no longer needs it
+//! ([`Database::clear_copy_cursors`]).
+//!
 //! While a copy job runs, the writer checkpoints its WAL every [`COPY_AUTOCHECKPOINT`] pages
 //! rather than every thousand (each checkpoint waits for the disk twice), and once more after
 //! the last page; the setting is put back when the job ends.
@@ -39,6 +47,29 @@ use crate::error::{Error, Result};
 
 /// The schema name the source file of a copy is attached under, for the copy's SQL to name.
 pub(crate) const COPY_SOURCE_SCHEMA: &str = "shardlite_copy_source";
+
+/// The internal table in which a copy records, in each page's own transaction, where it stands.
+pub(crate) const COPY_CURSORS_TABLE: &str = "_shardlite_copy_cursors";
+
+/// Created by the engine when a copy job starts. `after_key` has no declared type, so a key
+/// keeps its storage class (an integer key stays an integer, a text key text).
+const COPY_CURSORS_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS _shardlite_copy_cursors (
+    migration_id TEXT NOT NULL,
+    item TEXT NOT NULL,
+    after_key,
+    checksum BLOB NOT NULL,
+    rows INTEGER NOT NULL,
+    pages INTEGER NOT NULL,
+    finished INTEGER NOT NULL,
+    PRIMARY KEY (migration_id, item)
+)";
+
+const RECORD_CURSOR: &str = "INSERT INTO _shardlite_copy_cursors
+         (migration_id, item, after_key, checksum, rows, pages, finished)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+     ON CONFLICT (migration_id, item) DO UPDATE SET after_key = excluded.after_key,
+         checksum = excluded.checksum, rows = excluded.rows, pages = excluded.pages,
+         finished = excluded.finished";
 
 /// A query read page by page in key order.
 #[derive(Debug, Clone)]
@@ -65,6 +96,17 @@ pub(crate) struct PagedCopy {
     /// The upsert that copies the first page, then the later pages' (same parameters as the
     /// page queries), reading the source attached as [`COPY_SOURCE_SCHEMA`].
     pub(crate) insert: [String; 2],
+    /// Whose cursor each page's transaction records on the destination.
+    pub(crate) record: CopyRecord,
+}
+
+/// The key of a copy's cursor record on the destination: one per migration and item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CopyRecord {
+    /// The migration copying.
+    pub(crate) migration_id: String,
+    /// The table or collection copied, as the migration names it.
+    pub(crate) item: String,
 }
 
 /// Where a paged read or copy stands after its last whole page.
@@ -108,7 +150,8 @@ const COPY_AUTOCHECKPOINT: i64 = 8192;
 impl Database {
     /// Copies pages of `copy` from `source` into this file, from `cursor` on: a reader of
     /// `source` reads and hashes each page, and this file's writer upserts it in a transaction
-    /// of its own, then calls `on_page` with the cursor after it. Stops after the last page,
+    /// of its own, which also records the cursor after the page under `copy.record`, then calls
+    /// `on_page` with that cursor. Stops after the last page,
     /// or at the first page boundary after `budget`, so other writers of this file are not
     /// kept waiting for a whole table; returns the cursor to continue from.
     pub(crate) async fn copy_pages(
@@ -133,19 +176,21 @@ impl Database {
             let autocheckpoint = pragma("PRAGMA wal_autocheckpoint").map_err(sql_error)?;
             pragma(&format!("PRAGMA wal_autocheckpoint = {COPY_AUTOCHECKPOINT}")).map_err(sql_error)?;
             let mut cursor = cursor;
-            let outcome =
-                guard::trusted(|| conn.execute(&format!("ATTACH DATABASE ?1 AS {COPY_SOURCE_SCHEMA}"), [&path]))
-                    .map_err(sql_error)
-                    .and_then(|_| {
-                        let copied = write_pages(conn, &copy, &mut cursor, &read, &mut on_page);
-                        if !conn.is_autocommit() {
-                            let _ = guard::trusted(|| conn.execute_batch("ROLLBACK"));
-                        }
-                        let detached =
-                            guard::trusted(|| conn.execute_batch(&format!("DETACH DATABASE {COPY_SOURCE_SCHEMA}")))
-                                .map_err(sql_error);
-                        copied.and(detached)
-                    });
+            let outcome = guard::trusted(|| conn.execute_batch(COPY_CURSORS_SCHEMA))
+                .and_then(|()| {
+                    guard::trusted(|| conn.execute(&format!("ATTACH DATABASE ?1 AS {COPY_SOURCE_SCHEMA}"), [&path]))
+                })
+                .map_err(sql_error)
+                .and_then(|_| {
+                    let copied = write_pages(conn, &copy, &mut cursor, &read, &mut on_page);
+                    if !conn.is_autocommit() {
+                        let _ = guard::trusted(|| conn.execute_batch("ROLLBACK"));
+                    }
+                    let detached =
+                        guard::trusted(|| conn.execute_batch(&format!("DETACH DATABASE {COPY_SOURCE_SCHEMA}")))
+                            .map_err(sql_error);
+                    copied.and(detached)
+                });
             if outcome.is_ok() && cursor.finished {
                 // The WAL the copy grew is checkpointed now, as part of the copy. A checkpoint
                 // that cannot finish (a reader still needs the WAL) is left to SQLite's next one.
@@ -161,6 +206,70 @@ impl Database {
         let written = written?;
         read?;
         Ok(written)
+    }
+
+    /// The cursor `record` was last recorded with in this file (by the transaction of the last
+    /// page a copy committed here), if there is one. Read on the writer, so it comes after any
+    /// copy job of this file still under way.
+    pub(crate) async fn copy_cursor(&self, record: &CopyRecord) -> Result<Option<PageCursor>> {
+        let record = record.clone();
+        self.write(move |conn| {
+            guard::trusted(|| {
+                if !has_cursor_table(conn)? {
+                    return Ok(None);
+                }
+                let mut select = conn
+                    .prepare(
+                        "SELECT after_key, checksum, rows, pages, finished FROM _shardlite_copy_cursors
+                         WHERE migration_id = ?1 AND item = ?2",
+                    )
+                    .map_err(sql_error)?;
+                let mut rows = select.query([&record.migration_id, &record.item]).map_err(sql_error)?;
+                let Some(row) = rows.next().map_err(sql_error)? else {
+                    return Ok(None);
+                };
+                let corrupt = |what: &str| {
+                    Error::invalid_argument(
+                        "copy cursor",
+                        format!("the recorded cursor of {} has {what}", record.item),
+                    )
+                };
+                let after = value_from_ref(row.get_ref(0).map_err(sql_error)?);
+                let checksum: Vec<u8> = row.get(1).map_err(sql_error)?;
+                let count = |index: usize| -> Result<u64> {
+                    let value: i64 = row.get(index).map_err(sql_error)?;
+                    u64::try_from(value).map_err(|_| corrupt("a negative count"))
+                };
+                Ok(Some(PageCursor {
+                    after: (after != Value::Null).then_some(after),
+                    checksum: checksum
+                        .try_into()
+                        .map_err(|_| corrupt("a checksum that is not 32 bytes"))?,
+                    rows: count(2)?,
+                    pages: count(3)?,
+                    finished: row.get::<_, i64>(4).map_err(sql_error)? != 0,
+                }))
+            })
+        })
+        .await
+    }
+
+    /// Removes every cursor record of `migration_id` from this file (nothing when there is none).
+    pub(crate) async fn clear_copy_cursors(&self, migration_id: &str) -> Result<()> {
+        let migration_id = migration_id.to_owned();
+        self.write(move |conn| {
+            guard::trusted(|| {
+                if has_cursor_table(conn)? {
+                    conn.execute(
+                        "DELETE FROM _shardlite_copy_cursors WHERE migration_id = ?1",
+                        [&migration_id],
+                    )
+                    .map_err(sql_error)?;
+                }
+                Ok(())
+            })
+        })
+        .await
     }
 
     /// Reads and hashes pages of `query` on a read-only connection, from `cursor` on, until the
@@ -187,6 +296,17 @@ impl Database {
         self.read(move |conn| read_pages(conn, &copy.query, cursor, budget, on_page))
             .await
     }
+}
+
+/// Whether this file has the table of copy cursors.
+fn has_cursor_table(conn: &Connection) -> Result<bool> {
+    conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [COPY_CURSORS_TABLE],
+        |row| row.get::<_, i64>(0),
+    )
+    .map(|count| count > 0)
+    .map_err(sql_error)
 }
 
 fn read_pages(
@@ -232,7 +352,9 @@ fn advance(cursor: &mut PageCursor, page: Option<Page>, page_size: usize) -> boo
     !cursor.finished
 }
 
-/// Copies each page the reader hands over, one transaction per page.
+/// Copies each page the reader hands over, one transaction per page: `BEGIN IMMEDIATE`, the
+/// page's upsert, the record of the cursor after it, `COMMIT`. A step that fails leaves the
+/// transaction open for the caller to roll back, so neither the page nor its record lands.
 fn write_pages(
     conn: &Connection,
     copy: &PagedCopy,
@@ -241,16 +363,36 @@ fn write_pages(
     on_page: &mut impl FnMut(&PageCursor),
 ) -> Result<()> {
     let mut inserts: [Option<Statement<'_>>; 2] = [None, None];
+    // The engine's own statements, past the authorizer (which refuses transaction control).
+    let engine = |sql: &str| guard::trusted(|| conn.prepare(sql)).map_err(|err| guard::explain(sql_error(err), sql));
+    let mut begin = engine("BEGIN IMMEDIATE")?;
+    let mut commit = engine("COMMIT")?;
+    let mut record = engine(RECORD_CURSOR)?;
+    let (migration, item) = (copy.record.migration_id.as_str(), copy.record.item.as_str());
     while let Ok(next) = pages.recv() {
         if next.pages > cursor.pages {
             let which = usize::from(cursor.after.is_some());
             let insert = prepared(conn, &mut inserts, &copy.insert, which)?;
             bind(insert, &copy.query, cursor)?;
-            // One statement, so one transaction: the page lands whole or not at all.
+            guard::trusted(|| begin.raw_execute()).map_err(sql_error)?;
             guard::statement_started(false);
             insert
                 .raw_execute()
                 .map_err(|err| guard::explain(sql_error(err), &copy.insert[which]))?;
+            let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+            guard::trusted(|| {
+                record.execute(rusqlite::params![
+                    migration,
+                    item,
+                    next.after.as_ref().unwrap_or(&Value::Null),
+                    &next.checksum[..],
+                    count(next.rows),
+                    count(next.pages),
+                    next.finished,
+                ])
+            })
+            .map_err(sql_error)?;
+            guard::trusted(|| commit.raw_execute()).map_err(sql_error)?;
         }
         *cursor = next;
         on_page(cursor);
@@ -361,6 +503,132 @@ mod tests {
         })
     }
 
+    fn record(migration_id: &str) -> CopyRecord {
+        CopyRecord {
+            migration_id: migration_id.to_owned(),
+            item: "table 't'".to_owned(),
+        }
+    }
+
+    /// The copy of `k = 'moving'` rows of `t`, `page_size` rows a page, recorded under `m-1`.
+    fn moving_copy(page_size: usize) -> PagedCopy {
+        PagedCopy {
+            query: PagedQuery {
+                select: query(None),
+                params: vec![("k", Value::from("moving"))],
+                key_index: 0,
+                page_size,
+                label: "table 't'".to_owned(),
+            },
+            insert: query(Some(COPY_SOURCE_SCHEMA))
+                .map(|select| format!("INSERT INTO main.t (id, k, v) {select} ON CONFLICT (id) DO NOTHING")),
+            record: record("m-1"),
+        }
+    }
+
+    /// Each page's transaction records the cursor after it on the destination, so the record
+    /// is exactly as far as the rows: a page whose insert fails leaves neither its rows nor its
+    /// cursor, and the record still holds the cursor of the last page that landed. Records are
+    /// kept per migration, and cleared per migration.
+    #[tokio::test]
+    async fn the_cursor_is_recorded_with_its_page_and_only_with_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let source = shard(dir.path(), "source.db").await;
+        let destination = shard(dir.path(), "destination.db").await;
+        source
+            .execute(
+                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10)
+                 INSERT INTO t SELECT i, 'moving', randomblob(i) FROM n",
+                Params::none(),
+            )
+            .await
+            .expect("fill");
+        // Row 5 (the third page's first) cannot be written.
+        destination
+            .execute(
+                "CREATE TRIGGER refuse_five BEFORE INSERT ON t WHEN new.id = 5 BEGIN SELECT RAISE(ABORT, 'no five'); END",
+                Params::none(),
+            )
+            .await
+            .expect("trigger");
+        let copy = Arc::new(moving_copy(2));
+        assert_eq!(destination.copy_cursor(&copy.record).await.expect("no table yet"), None);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let failed = destination
+            .copy_pages(
+                &source,
+                Arc::clone(&copy),
+                PageCursor::start(),
+                Duration::from_secs(5),
+                move |page| {
+                    let _ = tx.send(page.clone());
+                },
+            )
+            .await
+            .expect_err("the third page fails");
+        assert!(failed.to_string().contains("no five"), "{failed}");
+        let landed: Vec<PageCursor> = rx.try_iter().collect();
+        assert_eq!(landed.len(), 2, "{landed:?}");
+        let recorded = destination
+            .copy_cursor(&copy.record)
+            .await
+            .expect("read the record")
+            .expect("a record");
+        assert_eq!(recorded, landed[1]);
+        assert_eq!(recorded.after, Some(Value::Integer(4)));
+        assert_eq!((recorded.rows, recorded.pages, recorded.finished), (4, 2, false));
+        let rows = destination
+            .execute("SELECT id FROM t ORDER BY id", Params::none())
+            .await
+            .expect("rows");
+        assert_eq!(rows.rows, (1..=4).map(|i| vec![Value::Integer(i)]).collect::<Vec<_>>());
+        assert!(
+            destination
+                .write(|conn| Ok(conn.is_autocommit()))
+                .await
+                .expect("writer")
+        );
+
+        // Another migration's copy has a record of its own; the first one's is still there.
+        destination
+            .execute("DROP TRIGGER refuse_five", Params::none())
+            .await
+            .expect("drop trigger");
+        let other = Arc::new(PagedCopy {
+            record: record("m-2"),
+            ..moving_copy(4)
+        });
+        let done = destination
+            .copy_pages(
+                &source,
+                Arc::clone(&other),
+                PageCursor::start(),
+                Duration::from_secs(5),
+                |_| {},
+            )
+            .await
+            .expect("copy");
+        assert!(done.finished);
+        let finished = destination
+            .copy_cursor(&other.record)
+            .await
+            .expect("read")
+            .expect("a record");
+        assert_eq!((finished.rows, finished.pages, finished.finished), (10, 3, true));
+        assert_eq!(finished.checksum, done.checksum);
+        assert_eq!(
+            destination.copy_cursor(&copy.record).await.expect("read"),
+            Some(recorded)
+        );
+
+        destination.clear_copy_cursors("m-1").await.expect("clear");
+        assert_eq!(destination.copy_cursor(&copy.record).await.expect("read"), None);
+        assert!(destination.copy_cursor(&other.record).await.expect("read").is_some());
+        // Internal: client SQL's table list does not show it.
+        let tables = destination.list_tables().await.expect("tables");
+        assert_eq!(tables, vec!["t".to_owned()]);
+    }
+
     /// Pages land on the destination with the upsert's rule, the checksums of both sides agree
     /// page for page, and the source is detached again: client SQL neither sees it nor may
     /// attach anything.
@@ -393,6 +661,7 @@ mod tests {
         let copy = Arc::new(PagedCopy {
             query: paged.clone(),
             insert,
+            record: record("m-1"),
         });
         let mut cursor = PageCursor::start();
         let mut seen = Vec::new();
@@ -478,6 +747,7 @@ mod tests {
             insert: query(Some(COPY_SOURCE_SCHEMA)).map(|select| {
                 format!("INSERT INTO main.t (id, k, v) {select} ON CONFLICT (id) DO UPDATE SET k = excluded.k WHERE t.k IS excluded.k")
             }),
+            record: record("m-1"),
         });
         let cursor = destination
             .copy_pages(&source, copy, PageCursor::start(), Duration::from_secs(5), |_| {})

@@ -88,9 +88,10 @@ impl std::fmt::Debug for Migrator {
 /// other callers (at a page boundary); the copy goes on in the next job.
 const JOB_TIME: Duration = Duration::from_millis(100);
 
-/// The least time between two checkpoints of a copy inside SQLite: the catalog write competes
-/// with the copy's own threads for the processor, and a page more or less to copy again after
-/// a crash costs far less than a checkpoint per page.
+/// The least time between two catalog checkpoints of a copy inside SQLite: the catalog write
+/// competes with the copy's own threads for the processor. The catalog's receipt is then the
+/// copy's progress for status and progress reports only; where the copy resumes is the cursor
+/// each page's own transaction records on the destination, which is never behind it.
 const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(25);
 
 /// The clients and SQL one run needs.
@@ -387,6 +388,11 @@ impl Migrator {
             .iter()
             .map(|t| fresh_receipt(&t.name, t.collection))
             .collect();
+        // A record under this id can only be a leftover (the catalog knew no such migration):
+        // the copy must not resume from it.
+        if let Some(destination) = &context.local_destination {
+            destination.clear_copy_cursors(&state.migration_id).await?;
+        }
         self.checkpoint(&mut state).await?;
         self.drive(state, context).await
     }
@@ -395,6 +401,13 @@ impl Migrator {
     /// again, everything is verified again, and the phases after verification run as far as
     /// the migration (and `options`) asks. A migration that already ended successfully is
     /// returned as it is, so resuming twice does no harm.
+    ///
+    /// A page can be on the destination without a checkpoint in the catalog (the run stopped
+    /// between the two writes). Between files of this process each page's transaction also
+    /// recorded the cursor after it on the destination, and the copy goes on from whichever of
+    /// that record and the catalog is further along; through the data clients, the first page
+    /// after the checkpoint is read back from the destination and written only if it is not
+    /// already there. After `VerificationFailed` everything is copied again.
     pub async fn resume(&self, id: &str, options: ResumeRequest) -> Result<MigrationResult> {
         let catalog = self.catalog()?;
         let id = id.trim();
@@ -429,7 +442,8 @@ impl Migrator {
         }
         state.spec.activate = activate;
         state.spec.delete_source = delete_source;
-        if state.status == MigrationStatus::VerificationFailed {
+        let copy_again = state.status == MigrationStatus::VerificationFailed;
+        if copy_again {
             // The destination was repaired (or will be compared afresh): copy everything again.
             for receipt in &mut state.receipts {
                 *receipt = fresh_receipt(&receipt.name, receipt.collection);
@@ -449,6 +463,10 @@ impl Migrator {
         state.recovery_action = None;
         let map = self.sharded.map();
         let context = self.context(&state.spec, &map).await?;
+        if copy_again && let Some(destination) = &context.local_destination {
+            // The cursors the destination recorded belong to the copy being redone.
+            destination.clear_copy_cursors(&state.migration_id).await?;
+        }
         self.checkpoint(&mut state).await?;
         self.drive(state, context).await
     }
@@ -775,7 +793,7 @@ impl Migrator {
         }
         match (&context.local_source, &context.local_destination) {
             (Some(source), Some(destination)) if source.path().to_str().is_some() => {
-                let copy = Arc::new(context.targets[index].paged_copy());
+                let copy = Arc::new(context.targets[index].paged_copy(&state.migration_id));
                 self.copy_inside(state, context, index, (source, destination), copy)
                     .await
             }
@@ -785,11 +803,12 @@ impl Migrator {
 
     /// Copies between two files of this process inside SQLite: a reader of the source hashes
     /// each page while the destination's writer, with the source attached, upserts the page
-    /// before by `INSERT ... SELECT` (one statement, one transaction). The copy does not wait
-    /// for the catalog: after each page it publishes its cursor, and the newest cursor is
-    /// checkpointed at most every [`CHECKPOINT_INTERVAL`] and when a job ends (the pages in
-    /// between share one checkpoint; a page copied but not yet checkpointed is copied again on
-    /// resume, which the upsert makes harmless).
+    /// before by `INSERT ... SELECT` and records the cursor after it on the destination, both in
+    /// one transaction. The copy does not wait for the catalog: after each page it publishes its
+    /// cursor, and the newest cursor is checkpointed in the catalog at most every
+    /// [`CHECKPOINT_INTERVAL`] and when a job ends. The copy starts from the destination's
+    /// record when it is ahead of the catalog's receipt (pages committed after the last
+    /// checkpoint of a run that stopped), so no page is copied twice.
     async fn copy_inside(
         &self,
         state: &mut MigrationResult,
@@ -806,6 +825,17 @@ impl Migrator {
             pages: receipt.pages_copied,
             finished: false,
         };
+        // The record is written with each page, the receipt after it: the record is never
+        // behind, and ahead when a run stopped before checkpointing its last pages.
+        if let Some(recorded) = destination.copy_cursor(&copy.record).await?
+            && recorded.pages > cursor.pages
+        {
+            self.copied(state, context, index, &recorded).await?;
+            if recorded.finished {
+                return Ok(());
+            }
+            cursor = recorded;
+        }
         loop {
             let (published, mut pages) = tokio::sync::watch::channel(None::<PageCursor>);
             let job = destination.copy_pages(source, Arc::clone(&copy), cursor.clone(), JOB_TIME, move |page| {
@@ -880,16 +910,21 @@ impl Migrator {
     }
 
     /// Copies through the shards' data clients (either side may be a remote daemon): each page
-    /// is read as values and upserted by one multi-row statement.
+    /// is read as values and upserted by one multi-row statement, and checkpointed in the
+    /// catalog once the destination committed it, before the next page is written. So at most
+    /// one page can be on the destination beyond the checkpoint: on resume the first page is
+    /// read back from the destination first, and not written again when it is already there.
     async fn copy_through_clients(&self, state: &mut MigrationResult, context: &Context, index: usize) -> Result<()> {
         let target = &context.targets[index];
         let mut checksum = Checksum::from_hex(&state.receipts[index].source_checksum)?;
-        let read = |after: Option<Value>| {
+        let read = |shard: &Arc<dyn DataClient>, after: Option<Value>| {
             let (sql, params) = target.page_query(after.as_ref());
-            let source = Arc::clone(&context.source);
-            async move { Ok::<_, Error>(source.execute_read_only_sql(&sql, params).await?.rows) }
+            let shard = Arc::clone(shard);
+            async move { Ok::<_, Error>(shard.execute_read_only_sql(&sql, params).await?.rows) }
         };
-        let mut rows = read(state.receipts[index].last_key.clone()).await?;
+        let mut after = state.receipts[index].last_key.clone();
+        let mut rows = read(&context.source, after.clone()).await?;
+        let mut check_destination = state.attempt > 1;
         loop {
             let count = rows.len();
             let mut next = Vec::new();
@@ -905,23 +940,33 @@ impl Migrator {
                     ));
                 }
                 checksum.add_page(&rows);
-                let (sql, params) = target.upsert(rows);
-                let upsert = context.destination.execute_sql(&sql, params);
+                // A run that stopped between the destination's commit and the checkpoint left
+                // this page there already, exactly as the source has it.
+                let landed = check_destination && read(&context.destination, after.clone()).await? == rows;
+                check_destination = false;
+                let write = async {
+                    if !landed {
+                        let (sql, params) = target.upsert(rows);
+                        context.destination.execute_sql(&sql, params).await?;
+                    }
+                    Ok::<_, Error>(())
+                };
                 if count < target.page_size {
-                    upsert.await?;
+                    write.await?;
                 } else {
                     // The next page is read from the source while this one is written to the
                     // destination (two files, two threads); it is checkpointed only after the
                     // write commits, as before.
-                    let (written, following) = tokio::join!(upsert, read(Some(last.clone())));
+                    let (written, following) = tokio::join!(write, read(&context.source, Some(last.clone())));
                     written?;
                     next = following?;
                 }
                 let receipt = &mut state.receipts[index];
                 receipt.source_rows += u64::try_from(count).unwrap_or(u64::MAX);
                 receipt.pages_copied += 1;
-                receipt.last_key = Some(last);
+                receipt.last_key = Some(last.clone());
                 receipt.source_checksum = checksum.to_hex();
+                after = Some(last);
             }
             state.receipts[index].copied = count < target.page_size;
             self.page_checkpoint(state, context, index).await?;
@@ -1043,6 +1088,15 @@ impl Migrator {
             Ok(catalog) => catalog.record_migration_end(state).await,
             Err(err) => Err(err),
         };
+        // The destination's copy cursors matter only while some item is still to be copied.
+        let copy_over = abandoned || (!state.receipts.is_empty() && state.receipts.iter().all(|r| r.copied));
+        if copy_over && let Some(destination) = self.sharded.local_shard(&state.spec.destination_shard_id) {
+            // A record left behind misleads nobody (it is keyed by this migration's id, which is
+            // never reused) and is removed again by the next run that ends.
+            if let Err(err) = destination.database().clear_copy_cursors(&state.migration_id).await {
+                tracing::warn!(migration = %state.migration_id, "the copy cursors could not be removed: {err}");
+            }
+        }
         if let Err(err) = recorded {
             state.issues.push(CatalogIssue {
                 severity: IssueSeverity::Warning,

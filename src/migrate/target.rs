@@ -5,7 +5,7 @@
 
 use crate::data::{MigrationSpec, Params, Value};
 use crate::engine::checksum::PageDigest;
-use crate::engine::copy::{COPY_SOURCE_SCHEMA, PagedCopy, PagedQuery};
+use crate::engine::copy::{COPY_SOURCE_SCHEMA, CopyRecord, PagedCopy, PagedQuery};
 use crate::engine::fence::BUCKET_FUNCTION;
 use crate::error::Result;
 
@@ -231,7 +231,9 @@ impl Target {
     /// each page read as [`paged_query`](Self::paged_query) reads it, upserted by `INSERT ...
     /// SELECT` of that same page from the source attached to the destination, with
     /// [`upsert`](Self::upsert)'s rule for keys that collide with another route value's row.
-    pub(super) fn paged_copy(&self) -> PagedCopy {
+    /// Each page's transaction records the cursor after it under `migration_id` and this
+    /// item's [`label`](Self::label).
+    pub(super) fn paged_copy(&self, migration_id: &str) -> PagedCopy {
         let insert = |after: bool| {
             format!(
                 "INSERT INTO main.{} ({}) {} ON CONFLICT ({}) {}",
@@ -245,6 +247,10 @@ impl Target {
         PagedCopy {
             query: self.paged_query(),
             insert: [insert(false), insert(true)],
+            record: CopyRecord {
+                migration_id: migration_id.to_owned(),
+                item: self.label(),
+            },
         }
     }
 
@@ -424,7 +430,7 @@ mod tests {
         assert!(matches!(values, Params::Positional(ref v) if v.len() == 3));
         // The copy inside SQLite reads the same page from the attached source, with the same
         // conflict rule, and binds every value.
-        let copy = target.paged_copy();
+        let copy = target.paged_copy("m-1");
         assert_eq!(copy.query.select[1], sql);
         assert_eq!(
             copy.insert[1],
@@ -437,6 +443,13 @@ mod tests {
         );
         assert!(!copy.insert[0].contains(":after"));
         assert_eq!(copy.query.params.len(), 1);
+        assert_eq!(
+            copy.record,
+            CopyRecord {
+                migration_id: "m-1".into(),
+                item: "table 'my \"orders\"'".into()
+            }
+        );
         assert!(Target::table("t", &["id".into()], "id", "missing", Selection::Key("k".into()), 10).is_none());
     }
 }

@@ -129,3 +129,73 @@ pub fn owner(sharded: &ShardedClient, key: &str) -> String {
 pub fn other(shard: &str) -> &'static str {
     if shard == "s0" { "s1" } else { "s0" }
 }
+
+/// Counts, in a side table `item_writes` of `shard`, every row its `items` table gets inserted
+/// or updated from now on (a page copied twice is updated by the copy's upsert).
+pub async fn audit_item_writes(sharded: &ShardedClient, shard: &str) {
+    let client = sharded.for_shard_id(shard).expect("shard");
+    for statement in [
+        "CREATE TABLE item_writes (kind TEXT NOT NULL, id TEXT NOT NULL)",
+        "CREATE TRIGGER items_inserted AFTER INSERT ON items BEGIN INSERT INTO item_writes VALUES ('insert', new.id); END",
+        "CREATE TRIGGER items_updated AFTER UPDATE ON items BEGIN INSERT INTO item_writes VALUES ('update', new.id); END",
+    ] {
+        client.execute_sql(statement, Params::none()).await.expect("audit");
+    }
+}
+
+/// `(inserts, updates)` of `items` rows on `shard` since [`audit_item_writes`].
+pub async fn item_writes(sharded: &ShardedClient, shard: &str) -> (i64, i64) {
+    let result = sharded
+        .for_shard_id(shard)
+        .expect("shard")
+        .execute_read_only_sql(
+            "SELECT count(*) FILTER (WHERE kind = 'insert'), count(*) FILTER (WHERE kind = 'update') FROM item_writes",
+            Params::none(),
+        )
+        .await
+        .expect("item writes");
+    let row = &result.rows[0];
+    (row[0].as_i64().expect("inserts"), row[1].as_i64().expect("updates"))
+}
+
+/// Makes `shard` refuse to insert the `items` row whose `n` is `n`, so a copy stops at the page
+/// holding it, until [`allow_item`].
+pub async fn refuse_item(sharded: &ShardedClient, shard: &str, n: i64) {
+    sharded
+        .for_shard_id(shard)
+        .expect("shard")
+        .execute_sql(
+            &format!(
+                "CREATE TRIGGER refuse_item BEFORE INSERT ON items WHEN new.n = {n} \
+                 BEGIN SELECT RAISE(ABORT, 'refused for the test'); END"
+            ),
+            Params::none(),
+        )
+        .await
+        .expect("refuse");
+}
+
+/// Lifts [`refuse_item`].
+pub async fn allow_item(sharded: &ShardedClient, shard: &str) {
+    sharded
+        .for_shard_id(shard)
+        .expect("shard")
+        .execute_sql("DROP TRIGGER refuse_item", Params::none())
+        .await
+        .expect("allow");
+}
+
+/// Rewinds the catalog's checkpoint of migration `id` to before its first page of `items`, as
+/// if the run had stopped before checkpointing any of the pages the destination committed.
+pub async fn forget_copied_pages(master: &Path, id: &str) {
+    let catalog = shardlite::catalog::Catalog::open(master).await.expect("catalog");
+    let mut state = catalog.migration(id).await.expect("read").expect("a checkpoint");
+    let receipt = &mut state.receipts[0];
+    assert_eq!(receipt.name, "items");
+    receipt.source_rows = 0;
+    receipt.pages_copied = 0;
+    receipt.last_key = None;
+    receipt.copied = false;
+    receipt.source_checksum = "0".repeat(64);
+    catalog.save_migration_checkpoint(&state).await.expect("rewind");
+}
