@@ -10,28 +10,33 @@
 //!   write transaction, so it waits for writes already under way (the drain) and orders every
 //!   later write after it. After activation the fence stays as a `moved` record: a writer still
 //!   holding the old map is refused instead of writing where nobody reads.
-//! - **Copy** reads moving rows in primary-key order a page at a time and upserts each page on
-//!   the destination in one statement (one transaction), then checkpoints in the master catalog
-//!   (last key, counts, running checksum). A destination row with the same key but another
-//!   route value is never overwritten; verification reports it.
+//! - **Copy** reads moving rows in primary-key order a page at a time and upserts each page
+//!   on the destination in one transaction, checkpointing in the master catalog (last key,
+//!   counts, running checksum). A destination row with the same key but another route value is
+//!   never overwritten; verification reports it.
 //!   - When both shards are files of this process, the copy runs inside SQLite
 //!     (`engine::copy`): a reader of the source hashes each page while
 //!     the destination's writer, with the source attached for that job only, copies the page
-//!     before by `INSERT ... SELECT`. No row becomes a value. The copy does not wait for the
-//!     catalog: the newest page's cursor is checkpointed every few tens of milliseconds and
-//!     when a job ends, so the pages in between share a checkpoint.
+//!     before by `INSERT ... SELECT`. No row becomes a value. The page's transaction also
+//!     records the copy's cursor in the destination's internal `_shardlite_copy_cursors`, so
+//!     the destination always knows exactly which pages it holds. The copy does not wait for
+//!     the catalog: the newest page's cursor is checkpointed there every few tens of
+//!     milliseconds and when a job ends, for progress.
 //!   - Otherwise (a remote daemon on either side) pages are read as values through
 //!     [`DataClient`](crate::data::DataClient) and upserted with a multi-row statement,
-//!     checkpointing each page.
+//!     checkpointing each page before the next is written.
 //!
-//!   Memory holds a page or two whatever the row count. A page copied but not yet checkpointed
-//!   when a run stops is copied again on resume, which the upsert makes harmless.
+//!   Memory holds a page or two whatever the row count. A page committed on the destination
+//!   but not yet checkpointed when a run stops is not copied again on resume: the local copy
+//!   goes on from the destination's record, the copy through clients compares the first page
+//!   after the checkpoint with what the destination holds. A migration's records are removed
+//!   once it no longer copies (every item copied, or abandoned).
 //! - **Verify** counts and checksums the moving rows on the destination (inside SQLite for a
 //!   local destination) and compares them with the source's, per table and collection (the
 //!   receipts). Both ways of reading hash the same canonical encoding
 //!   (`engine::checksum`), so local and remote checksums agree.
-//! - **Resume** ([`Migrator::resume`]) continues a stopped migration from its checkpoint; it
-//!   is idempotent.
+//! - **Resume** ([`Migrator::resume`]) continues a stopped migration from its checkpoint
+//!   without copying a finished page again; it is idempotent.
 //!
 //! Source and destination are reached through [`DataClient`](crate::data::DataClient), so
 //! either may be a remote daemon; local files additionally through their engine, for the copy.

@@ -1,4 +1,18 @@
 //! The migration phases, their checkpoints, and resume.
+//!
+//! The catalog holds each migration's state: its phase and, per table or collection, a receipt
+//! of the copy (last key, counts, running checksum). Pages are upserted one transaction each,
+//! and resume never copies a page the destination already committed:
+//!
+//! - Between two files of this process (`copy_inside`), each page's transaction on the
+//!   destination also records the cursor after the page, so the destination's record is as far
+//!   as its rows whatever stops the run. The catalog is checkpointed every
+//!   [`CHECKPOINT_INTERVAL`] for progress; resume starts from the record when it is further
+//!   along than the receipt (and updates the receipt from it).
+//! - Through the data clients (`copy_through_clients`), each page is checkpointed in the
+//!   catalog once the destination committed it and before the next is written, so a stopped
+//!   run leaves at most one page beyond the checkpoint; resume reads that page back from the
+//!   destination and writes it only when it is not already there.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -1091,8 +1105,8 @@ impl Migrator {
         // The destination's copy cursors matter only while some item is still to be copied.
         let copy_over = abandoned || (!state.receipts.is_empty() && state.receipts.iter().all(|r| r.copied));
         if copy_over && let Some(destination) = self.sharded.local_shard(&state.spec.destination_shard_id) {
-            // A record left behind misleads nobody (it is keyed by this migration's id, which is
-            // never reused) and is removed again by the next run that ends.
+            // A record left behind misleads nobody: it is keyed by this migration's id, which a
+            // later migration can only take after clearing its records (see `start`).
             if let Err(err) = destination.database().clear_copy_cursors(&state.migration_id).await {
                 tracing::warn!(migration = %state.migration_id, "the copy cursors could not be removed: {err}");
             }
