@@ -4,7 +4,9 @@
 //! - raw rusqlite: a cached prepared statement on the caller's thread (one connection per
 //!   thread);
 //! - sqlx-sqlite: `sqlx::query(...).bind(id).fetch_one(&mut conn)` on sqlx's own SQLite driver;
-//! - shardlite blocking: `blocking::RoutedClient::execute_sql` through the master's map;
+//! - shardlite blocking: `blocking::RoutedClient::query_row` through the master's map, the row
+//!   decoded into the same tuple as the raw baseline's (the target's subject), and
+//!   `execute_sql`, which builds an owned `SqlResult` with column names (shown for information);
 //! - shardlite async: `RoutedClient::execute_sql` through the master's map;
 //! - shardlite sqlx driver: the same sqlx call on a `ShardliteConnection` bound to the route.
 //!
@@ -123,6 +125,16 @@ fn main() {
                 .expect("query"),
         );
     };
+    // The same work as the raw baseline: the row decoded into a tuple in place.
+    let blocking_row = |client: &blocking::RoutedClient, id: i64| {
+        let row: (i64, String, f64) = client
+            .query_row(SQL, Params::Positional(vec![Value::Integer(id)]), |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .expect("query")
+            .expect("row");
+        black_box(row);
+    };
 
     let (mut sqlite_conns, mut shardlite_conns) = runtime.block_on(async {
         let mut sqlite = Vec::new();
@@ -149,7 +161,10 @@ fn main() {
                 let conn = raw_connections[0].lock().expect("connection");
                 time(ops, |i| raw_one(&conn, key(i)))
             }),
-            Subject::new("blocking routed", |ops| {
+            Subject::new("blocking query_row", |ops| {
+                time(ops, |i| blocking_row(&blocking_routed, key(i)))
+            }),
+            Subject::new("blocking execute_sql", |ops| {
                 time(ops, |i| blocking_one(&blocking_routed, key(i)))
             }),
             Subject::new("async routed", |ops| {
@@ -190,7 +205,14 @@ fn main() {
         results
     };
     header("point query, 1 caller (latency)", "ns/op");
-    ratio_line(&results, "blocking routed", "raw rusqlite", Target::AtMost(1.2), false);
+    ratio_line(
+        &results,
+        "blocking query_row",
+        "raw rusqlite",
+        Target::AtMost(1.2),
+        false,
+    );
+    ratio_line(&results, "blocking execute_sql", "raw rusqlite", Target::None, false);
     ratio_line(&results, "async routed", "raw rusqlite", Target::AtMost(3.0), false);
     ratio_line(
         &results,
@@ -216,11 +238,17 @@ fn main() {
                     }
                 })
             }),
-            Subject::new("blocking routed x8", |ops| {
-                let clients: Vec<blocking::RoutedClient> = (0..CALLERS).map(|_| blocking_routed.clone()).collect();
+            Subject::new("blocking query_row x8", |ops| {
                 time_threads(CALLERS, ops, |t, n| {
                     for i in 0..n {
-                        blocking_one(&clients[usize::try_from(t).expect("caller index")], key(t * 7919 + i));
+                        blocking_row(&blocking_routed, key(t * 7919 + i));
+                    }
+                })
+            }),
+            Subject::new("blocking execute_sql x8", |ops| {
+                time_threads(CALLERS, ops, |t, n| {
+                    for i in 0..n {
+                        blocking_one(&blocking_routed, key(t * 7919 + i));
                     }
                 })
             }),
@@ -291,9 +319,16 @@ fn main() {
     header(&format!("point query, {CALLERS} callers (throughput)"), "ops/s");
     ratio_line(
         &results,
-        "blocking routed x8",
+        "blocking query_row x8",
         "raw rusqlite x8",
         Target::AtLeast(0.8),
+        true,
+    );
+    ratio_line(
+        &results,
+        "blocking execute_sql x8",
+        "raw rusqlite x8",
+        Target::None,
         true,
     );
     ratio_line(

@@ -312,3 +312,141 @@ fn an_inline_budget_longer_than_the_limit_is_refused_by_name() {
     let err = config.validate().unwrap_err();
     assert!(err.to_string().contains("inline read budget"), "{err}");
 }
+
+#[test]
+fn query_row_and_query_map_lend_rows_in_place_under_the_same_rules() {
+    let (dir, master) = fixture();
+    let sharded = blocking::ShardedClient::open(&master).unwrap();
+    let a = sharded.for_route(route("tenant-a"));
+    for n in 1..=3 {
+        a.execute_sql(
+            "INSERT INTO items (tenant, n) VALUES ('tenant-a', ?1)",
+            Params::from(vec![n]),
+        )
+        .unwrap();
+    }
+
+    // The first row, mapped; none when there is no row.
+    let first: Option<(i64, String, Option<i64>)> = a
+        .query_row(
+            "SELECT id, tenant, n FROM items WHERE n >= ?1 ORDER BY n",
+            Params::from(vec![2]),
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(first, Some((2, "tenant-a".to_owned(), Some(2))));
+    let none = a
+        .query_row("SELECT n FROM items WHERE n > 99", Params::none(), |row| {
+            row.get::<i64>(0)
+        })
+        .unwrap();
+    assert_eq!(none, None);
+
+    // Every row, in order.
+    let all = a
+        .query_map("SELECT n FROM items ORDER BY n DESC", Params::none(), |row| {
+            row.get::<i64>(0)
+        })
+        .unwrap();
+    assert_eq!(all, vec![3, 2, 1]);
+
+    // A statement that writes runs on the writer, and its rows reach the closure.
+    let returned = a
+        .query_row(
+            "INSERT INTO items (tenant, n) VALUES ('tenant-a', 4) RETURNING n * 10",
+            Params::none(),
+            |row| row.get::<i64>(0),
+        )
+        .unwrap();
+    assert_eq!(returned, Some(40));
+    assert_eq!(count(&a), 4);
+
+    // A closure may query and write again while it holds a row.
+    let doubled = a
+        .query_map("SELECT id, n FROM items ORDER BY id", Params::none(), |row| {
+            let n: i64 = row.get(1)?;
+            a.execute_sql(
+                "UPDATE items SET n = ?1 WHERE id = ?2",
+                Params::from(vec![n * 2, row.get::<i64>(0)?]),
+            )?;
+            Ok(n)
+        })
+        .unwrap();
+    assert_eq!(doubled, vec![1, 2, 3, 4]);
+    let sum = a
+        .query_row("SELECT sum(n) FROM items", Params::none(), |row| row.get::<i64>(0))
+        .unwrap();
+    assert_eq!(sum, Some(20));
+
+    // Errors name the problem, and nothing runs when the statement or its values are wrong.
+    let mismatch = a
+        .query_row("SELECT tenant FROM items", Params::none(), |row| row.get::<i64>(0))
+        .unwrap_err();
+    assert_eq!(mismatch.kind(), ErrorKind::InvalidInput);
+    assert!(
+        mismatch.to_string().contains("column 0: TEXT does not convert to i64"),
+        "{mismatch}"
+    );
+    let past = a
+        .query_row("SELECT tenant FROM items", Params::none(), |row| row.get::<String>(1))
+        .unwrap_err();
+    assert!(past.to_string().contains("column 1 is out of range"), "{past}");
+    let script = a
+        .query_map("SELECT 1; DELETE FROM items", Params::none(), |row| row.get::<i64>(0))
+        .unwrap_err();
+    assert!(script.to_string().contains("takes one statement"), "{script}");
+    let unused = a
+        .query_map(
+            "DELETE FROM items WHERE n = :n",
+            Params::named([("n", Value::Integer(2)), ("extra", Value::Integer(1))]),
+            |row| row.get::<i64>(0),
+        )
+        .unwrap_err();
+    assert!(unused.to_string().contains("'extra'"), "{unused}");
+    let surplus = a
+        .execute_sql("DELETE FROM items WHERE n = ?1", Params::from(vec![2, 3]))
+        .unwrap_err();
+    assert_eq!(surplus.kind(), ErrorKind::InvalidInput, "{surplus}");
+    assert_eq!(count(&a), 4, "nothing ran");
+
+    // Hostile SQL is refused as by execute_sql.
+    let other = dir.path().join("elsewhere.db");
+    let attach = format!("ATTACH DATABASE '{}' AS x", other.display());
+    for (sql, kind) in [
+        (attach.as_str(), ErrorKind::Forbidden),
+        ("PRAGMA journal_mode = DELETE", ErrorKind::Forbidden),
+        ("BEGIN", ErrorKind::TransactionControl),
+        ("SELECT load_extension('x')", ErrorKind::Forbidden),
+    ] {
+        let err = a.query_row(sql, Params::none(), |row| row.get::<Value>(0)).unwrap_err();
+        assert_eq!(err.kind(), kind, "{sql}: {err}");
+    }
+    assert!(!other.exists());
+}
+
+#[test]
+fn the_statement_time_limit_holds_for_row_closures_that_query_again() {
+    let (_dir, master) = fixture();
+    let options = ShardedClientOptions::with_engine(EngineConfig {
+        statement_timeout: Some(Duration::from_millis(200)),
+        ..EngineConfig::default()
+    });
+    let sharded = blocking::ShardedClient::open_with(&master, options).unwrap();
+    let a = sharded.for_route(route("tenant-a"));
+    let started = Instant::now();
+    // Every row runs a query of its own; the outer statement keeps its own deadline.
+    let err = a
+        .query_map(
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c",
+            Params::none(),
+            |row| {
+                a.query_row("SELECT count(*) FROM items", Params::none(), |inner| {
+                    inner.get::<i64>(0)
+                })?;
+                row.get::<i64>(0)
+            },
+        )
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+}

@@ -36,10 +36,15 @@ impl<'a> Subject<'a> {
 /// operations each (after one warm-up round).
 ///
 /// `SHARDLITE_BENCH_ONLY=text` measures only the subjects whose name contains `text` (to
-/// profile one of them).
+/// profile one of them); `text$` only the subject named `text`.
 pub fn measure(rounds: usize, ops: u64, subjects: &mut [Subject<'_>]) -> Vec<(&'static str, f64)> {
     let only = std::env::var("SHARDLITE_BENCH_ONLY").ok();
-    let chosen = |name: &str| only.as_deref().is_none_or(|only| name.contains(only));
+    let chosen = |name: &str| {
+        only.as_deref().is_none_or(|only| match only.strip_suffix('$') {
+            Some(exact) => name == exact,
+            None => name.contains(only),
+        })
+    };
     for subject in subjects.iter_mut().filter(|s| chosen(s.name)) {
         (subject.run)(ops / 4 + 1);
     }
@@ -127,6 +132,7 @@ pub fn ratio_line(results: &[(&'static str, f64)], subject: &str, baseline: &str
                 format!(">= {limit}x"),
             )
         }
+        Target::None if per_second => (b / s, "", String::new()),
         Target::None => (s / b, "", String::new()),
     };
     println!(

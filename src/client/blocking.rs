@@ -34,6 +34,7 @@
 //! holds the task's worker thread for as long as it runs.
 
 use std::future::Future;
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -43,7 +44,7 @@ use super::sharded::generation::{Generation, ShardSlot};
 use super::{ShardedClientOptions, ShardedTransaction};
 use crate::data::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
-    DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery, ShardAdmin,
+    DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, RowRef, SavedQuery, ShardAdmin,
     ShardSqlResult, ShardStatus, SqlResult, TableSchema, TransactionInfo, Value,
 };
 use crate::data::{SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport};
@@ -282,6 +283,81 @@ impl RoutedClient {
                 self.waiter.block_on(client.execute_sql(sql, params))
             }
         }
+    }
+
+    /// Runs one statement on the route's shard and maps its first row with `f`, as
+    /// rusqlite's `query_row` does; `None` when it returns no row. On a local shard the row is
+    /// read in place on the calling thread: nothing of it is copied unless `f` copies it.
+    ///
+    /// ```no_run
+    /// # fn demo(june: &shardlite::client::blocking::RoutedClient) -> shardlite::Result<()> {
+    /// use shardlite::client::Params;
+    ///
+    /// let order: Option<(i64, String)> = june.query_row(
+    ///     "SELECT id, customer FROM orders WHERE id = ?1",
+    ///     Params::from(vec![42]),
+    ///     |row| Ok((row.get(0)?, row.get(1)?)),
+    /// )?;
+    /// # let _ = order; Ok(()) }
+    /// ```
+    ///
+    /// The same rules apply as to [`execute_sql`](Self::execute_sql) (one statement here; a
+    /// statement that writes runs on the writer). `f` may query this client again, but a
+    /// long-running `f` holds a read snapshot of the shard open for as long as it runs.
+    pub fn query_row<T>(
+        &self,
+        sql: &str,
+        params: Params,
+        f: impl FnOnce(&RowRef<'_>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        let mut f = Some(f);
+        let mut out = None;
+        self.query_each(sql, params, &mut |row| {
+            if let Some(f) = f.take() {
+                out = Some(f(row)?);
+            }
+            Ok(ControlFlow::Break(()))
+        })?;
+        Ok(out)
+    }
+
+    /// Runs one statement on the route's shard and maps every row it returns with `f`, as
+    /// rusqlite's `query_map` does; see [`query_row`](Self::query_row).
+    pub fn query_map<T>(
+        &self,
+        sql: &str,
+        params: Params,
+        mut f: impl FnMut(&RowRef<'_>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        self.query_each(sql, params, &mut |row| {
+            out.push(f(row)?);
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(out)
+    }
+
+    /// Lends each row of one statement to `each`, on the route's shard.
+    fn query_each(
+        &self,
+        sql: &str,
+        params: Params,
+        each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
+    ) -> Result<()> {
+        let generation = self.generation();
+        let index = self.shard_index(&generation)?;
+        if let ShardSlot::Ready { local: Some(local), .. } = &generation.shards[index] {
+            return local.database().query_blocking(sql, &params, each);
+        }
+        crate::engine::require_single_statement(sql)?;
+        let client = generation.slot_client(index)?;
+        let result = self.waiter.block_on(client.execute_sql(sql, params))?;
+        for row in &result.rows {
+            if each(&RowRef::values(row))?.is_break() {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// Executes SQL that must not write, on the route's shard (see

@@ -23,7 +23,7 @@ pub use sharded::{ShardedClient, ShardedClientOptions, ShardedTransaction};
 
 // The data model, re-exported so that code using a client needs one import path.
 pub use crate::data::{
-    CatalogHistoryEntry, CatalogState, ColumnInfo, DataClient, DatabaseInfo, Document, DocumentPage, Params,
-    ProcedureDefinition, ProcedureParameter, Row, RowPage, SavedQuery, ShardAdmin, ShardSqlResult, ShardStatus,
-    SqlResult, TableSchema, TransactionInfo, Value,
+    CatalogHistoryEntry, CatalogState, ColumnInfo, DataClient, DatabaseInfo, Document, DocumentPage, FromValue, Params,
+    ProcedureDefinition, ProcedureParameter, Row, RowPage, RowRef, SavedQuery, ShardAdmin, ShardSqlResult, ShardStatus,
+    SqlResult, TableSchema, TransactionInfo, Value, ValueRef,
 };

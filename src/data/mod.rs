@@ -15,6 +15,7 @@ mod migration;
 pub mod openapi;
 mod params;
 mod records;
+mod row;
 mod schema;
 mod value;
 
@@ -34,6 +35,7 @@ pub use records::{
     ColumnInfo, DatabaseInfo, Document, DocumentPage, ProcedureDefinition, ProcedureParameter, Row, RowPage,
     SavedQuery, SqlResult, TableSchema, TransactionInfo,
 };
+pub use row::{FromValue, RowRef, ValueRef};
 pub use schema::{
     MigrationScript, MigrationStep, SchemaChange, SchemaMigrationReport, SchemaMigrationRequest, SchemaObjectDiff,
     SchemaStatusReport, ShardMigrationOutcome, ShardMigrationState, ShardSchemaStatus,

@@ -247,19 +247,24 @@ pub(crate) fn run_inline<T>(
     budget: Option<Duration>,
     f: impl FnOnce() -> T,
 ) -> Inline<T> {
+    // What the thread had before is put back afterwards, so a call made from inside another
+    // (a row closure that queries again) leaves the outer call's limits and deadline in force.
     let saved = GUARD.with(|guard| {
-        *guard.limits.borrow_mut() = Some(limits.clone());
         guard.stop.set(None);
-        guard.deadline.set(None);
-        guard.budget.set(budget.and_then(|b| Instant::now().checked_add(b)));
-        guard.allowances.replace(Some(allowances))
+        (
+            guard.limits.replace(Some(limits.clone())),
+            guard.deadline.take(),
+            guard.budget.replace(budget.and_then(|b| Instant::now().checked_add(b))),
+            guard.allowances.replace(Some(allowances)),
+        )
     });
     let value = f();
     let over = GUARD.with(|guard| {
-        *guard.limits.borrow_mut() = None;
-        guard.deadline.set(None);
-        guard.budget.set(None);
-        guard.allowances.set(saved);
+        let (limits, deadline, budget, allowances) = saved;
+        *guard.limits.borrow_mut() = limits;
+        guard.deadline.set(deadline);
+        guard.budget.set(budget);
+        guard.allowances.set(allowances);
         guard.stop.take() == Some(Stop::OverBudget)
     });
     if over { Inline::OverBudget } else { Inline::Done(value) }

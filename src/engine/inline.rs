@@ -16,6 +16,7 @@
 //! Every borrowed connection has the same guard as the engine's threads: the same authorizer,
 //! statement time limit and result limits.
 
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -26,7 +27,7 @@ use rusqlite::Connection;
 use super::database::{Database, EngineConfig, open_borrowed_reader};
 use super::guard::{self, Inline, Scope};
 use super::sql::{self, Access};
-use crate::data::{Params, SqlResult};
+use crate::data::{Params, RowRef, SqlResult};
 use crate::error::{Error, Result};
 
 /// Stripes of a pool: each thread takes from and gives back to its own stripe, so threads that
@@ -156,6 +157,34 @@ impl Database {
             }
         }
         self.write_here(|conn| sql::execute(conn, sql, params, Access::ReadWrite))
+    }
+
+    /// Runs one statement on the calling thread and lends each row it returns to `each`, in
+    /// place, until the rows end or `each` breaks: the row-closure form of
+    /// [`execute_blocking`](Self::execute_blocking). A query runs on a borrowed read-only
+    /// connection; a statement that writes (`INSERT … RETURNING`) runs on the writer's, and its
+    /// rows are read to the end before `each` sees them, so a closure that calls back into this
+    /// file never waits for a lock its own call holds.
+    pub fn query_blocking(
+        &self,
+        sql: &str,
+        params: &Params,
+        each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
+    ) -> Result<()> {
+        if sql::starts_like_query(sql) {
+            match self.read_blocking(|conn| sql::query_with(conn, sql, params, Access::ReadOnly, &mut *each)) {
+                Err(Error::ReadOnlyViolation { .. }) => {}
+                other => return other,
+            }
+        }
+        sql::require_single_statement(sql)?;
+        let result = self.write_here(|conn| sql::execute(conn, sql, params, Access::ReadWrite))?;
+        for row in &result.rows {
+            if each(&RowRef::values(row))?.is_break() {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// [`execute_read_only`](Self::execute_read_only) on the calling thread.

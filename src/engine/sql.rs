@@ -2,13 +2,14 @@
 //! and mapping SQLite errors into [`Error`].
 
 use std::collections::BTreeSet;
+use std::ops::ControlFlow;
 use std::time::Instant;
 
-use rusqlite::{Connection, Statement};
+use rusqlite::{CachedStatement, Connection, Statement};
 
 use super::value::value_from_ref;
 use super::{classify, guard};
-use crate::data::{Params, SqlResult, Value};
+use crate::data::{Params, RowRef, SqlResult, Value};
 use crate::error::{Error, Result};
 
 /// Whether statements may write.
@@ -244,19 +245,10 @@ pub(crate) fn execute(conn: &Connection, sql: &str, params: &Params, access: Acc
     let mut used = BTreeSet::new();
     let mut most_positional = 0;
     if classify::is_single_statement(sql) {
-        let kind = classify::classify(sql);
-        if access == Access::ReadOnly && kind != classify::StatementKind::Query {
-            return Err(not_a_query(sql));
-        }
-        guard::precheck_kind(sql, kind)?;
-        guard::statement_started_at(kind != classify::StatementKind::Query && is_vacuum(sql), started);
-        let mut stmt = conn
-            .prepare_cached(sql)
-            .map_err(|err| guard::explain(sql_error(err), sql))?;
-        if access == Access::ReadOnly {
-            check_read_only(&stmt, sql)?;
-        }
-        bind(&mut stmt, params, &mut used)?;
+        let mut stmt = prepare_single(conn, sql, params, access, started, &mut used)?;
+        // Values no placeholder takes are refused before the statement runs, not after.
+        check_positional_surplus(params, stmt.parameter_count())?;
+        check_named_used(params, &used)?;
         run(conn, sql, &mut stmt, &mut out).map_err(|err| guard::explain(err, sql))?;
         most_positional = stmt.parameter_count();
     } else {
@@ -291,16 +283,84 @@ pub(crate) fn execute(conn: &Connection, sql: &str, params: &Params, access: Acc
         }
     }
     check_positional_surplus(params, most_positional)?;
-    if let Params::Named(values) = params
-        && let Some(unused) = values.keys().find(|k| !used.contains(k.as_str()))
-    {
-        return Err(Error::invalid_argument(
-            "parameters",
-            format!("parameter '{unused}' does not match any placeholder in the SQL"),
-        ));
-    }
+    check_named_used(params, &used)?;
     out.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
     Ok(out)
+}
+
+/// Checks, prepares (through the statement cache), starts the clock of and binds one statement.
+fn prepare_single<'c, 'p>(
+    conn: &'c Connection,
+    sql: &str,
+    params: &'p Params,
+    access: Access,
+    started: Instant,
+    used: &mut BTreeSet<&'p str>,
+) -> Result<CachedStatement<'c>> {
+    let kind = classify::classify(sql);
+    if access == Access::ReadOnly && kind != classify::StatementKind::Query {
+        return Err(not_a_query(sql));
+    }
+    guard::precheck_kind(sql, kind)?;
+    guard::statement_started_at(kind != classify::StatementKind::Query && is_vacuum(sql), started);
+    let mut stmt = conn
+        .prepare_cached(sql)
+        .map_err(|err| guard::explain(sql_error(err), sql))?;
+    if access == Access::ReadOnly {
+        check_read_only(&stmt, sql)?;
+    }
+    bind(&mut stmt, params, used)?;
+    Ok(stmt)
+}
+
+/// Runs one statement and lends each row it returns to `each`, in place (no value is copied,
+/// no column name built), until the rows end or `each` breaks. The parameters are checked
+/// before the statement steps, so a mistake in them runs nothing. Rows count against the job's
+/// row limit; what `each` keeps of them is its own.
+pub(crate) fn query_with(
+    conn: &Connection,
+    sql: &str,
+    params: &Params,
+    access: Access,
+    each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
+) -> Result<()> {
+    if sql.trim().is_empty() {
+        return Err(Error::invalid_argument("sql", "the SQL text is empty"));
+    }
+    require_single_statement(sql)?;
+    let mut used = BTreeSet::new();
+    let mut stmt = prepare_single(conn, sql, params, access, Instant::now(), &mut used)?;
+    check_positional_surplus(params, stmt.parameter_count())?;
+    check_named_used(params, &used)?;
+    let columns = stmt.column_count();
+    let (max_rows, _) = guard::result_limits();
+    let mut seen = 0usize;
+    let mut rows = stmt.raw_query();
+    while let Some(row) = rows.next().map_err(|err| guard::explain(sql_error(err), sql))? {
+        if seen >= max_rows {
+            return Err(Error::ResultTooLarge {
+                limit: u64::try_from(max_rows).unwrap_or(u64::MAX),
+                unit: "rows",
+            });
+        }
+        seen += 1;
+        if each(&RowRef::sqlite(row, columns))?.is_break() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a script where one statement is wanted (a query whose rows go to a closure).
+pub(crate) fn require_single_statement(sql: &str) -> Result<()> {
+    if classify::is_single_statement(sql) {
+        Ok(())
+    } else {
+        Err(Error::invalid_argument(
+            "sql",
+            "a query with a row closure takes one statement; run scripts with execute_sql",
+        ))
+    }
 }
 
 /// Refuses, before it is prepared, a statement that read-only SQL cannot run because it is not
@@ -322,6 +382,19 @@ fn not_a_query(statement: &str) -> Error {
 /// Whether a statement is a plain `VACUUM`, which attaches a temporary database of its own.
 fn is_vacuum(statement: &str) -> bool {
     leading_keyword(statement).eq_ignore_ascii_case("VACUUM")
+}
+
+/// Refuses named values that no placeholder used.
+fn check_named_used(params: &Params, used: &BTreeSet<&str>) -> Result<()> {
+    if let Params::Named(values) = params
+        && let Some(unused) = values.keys().find(|k| !used.contains(k.as_str()))
+    {
+        return Err(Error::invalid_argument(
+            "parameters",
+            format!("parameter '{unused}' does not match any placeholder in the SQL"),
+        ));
+    }
+    Ok(())
 }
 
 fn check_positional_surplus(params: &Params, most: usize) -> Result<()> {
