@@ -37,6 +37,15 @@ fn fixture() -> (tempfile::TempDir, std::path::PathBuf) {
     (dir, master)
 }
 
+/// A blocking client whose statements may run for 200 ms.
+fn with_200ms_statements(master: &std::path::Path) -> blocking::ShardedClient {
+    let options = ShardedClientOptions::with_engine(EngineConfig {
+        statement_timeout: Some(Duration::from_millis(200)),
+        ..EngineConfig::default()
+    });
+    blocking::ShardedClient::open_with(master, options).unwrap()
+}
+
 fn count(client: &blocking::RoutedClient) -> i64 {
     client
         .execute_sql("SELECT count(*) FROM items", Params::none())
@@ -161,11 +170,7 @@ fn hostile_sql_is_refused_on_the_calling_thread() {
 #[test]
 fn the_statement_time_limit_holds_on_the_calling_thread() {
     let (_dir, master) = fixture();
-    let options = ShardedClientOptions::with_engine(EngineConfig {
-        statement_timeout: Some(Duration::from_millis(200)),
-        ..EngineConfig::default()
-    });
-    let sharded = blocking::ShardedClient::open_with(&master, options).unwrap();
+    let sharded = with_200ms_statements(&master);
     let a = sharded.for_route(route("tenant-a"));
     let started = Instant::now();
     let err = a
@@ -427,11 +432,7 @@ fn query_row_and_query_map_lend_rows_in_place_under_the_same_rules() {
 #[test]
 fn the_statement_time_limit_holds_for_row_closures_that_query_again() {
     let (_dir, master) = fixture();
-    let options = ShardedClientOptions::with_engine(EngineConfig {
-        statement_timeout: Some(Duration::from_millis(200)),
-        ..EngineConfig::default()
-    });
-    let sharded = blocking::ShardedClient::open_with(&master, options).unwrap();
+    let sharded = with_200ms_statements(&master);
     let a = sharded.for_route(route("tenant-a"));
     let started = Instant::now();
     // Every row runs a query of its own; the outer statement keeps its own deadline.

@@ -142,8 +142,9 @@ fn remote_shard(shard_id: &str, daemon: &Daemon, transport: &str) -> ShardDefini
     shard
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_key_moves_to_a_shard_behind_a_daemon_and_back() {
+/// A master with a local shard and one ("far") behind a daemon over `transport`, the items
+/// table on both, and 250 rows of the pinned key "wanderer" on the local shard.
+async fn local_and_far(transport: &str) -> (tempfile::TempDir, Daemon, std::path::PathBuf, ShardedClient) {
     let dir = temp_dir();
     let plain = dir.path().join("remote-shard.db");
     let daemon = start_daemon_on(&plain, ServerConfig::default()).await;
@@ -153,7 +154,7 @@ async fn a_key_moves_to_a_shard_behind_a_daemon_and_back() {
         virtual_bucket_count: 4,
         shards: vec![
             ShardDefinition::local("local", path_str(&dir.path().join("local.db"))),
-            remote_shard("far", &daemon, "grpc"),
+            remote_shard("far", &daemon, transport),
         ],
         bucket_ranges: vec![BucketRange::new(0, 2, "local"), BucketRange::new(2, 4, "far")],
         exact_key_pins: [("wanderer".to_owned(), "local".to_owned())].into(),
@@ -171,6 +172,12 @@ async fn a_key_moves_to_a_shard_behind_a_daemon_and_back() {
         assert!(outcome.error.is_none(), "{:?}", outcome.error);
     }
     fill(&sharded, "wanderer", 1, 250).await;
+    (dir, daemon, master, sharded)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_moves_to_a_shard_behind_a_daemon_and_back() {
+    let (_dir, daemon, _master, sharded) = local_and_far("grpc").await;
     let before = items_on(&sharded, "local", "wanderer").await;
     let migrator = Migrator::new(sharded.clone());
 
@@ -213,33 +220,7 @@ async fn a_key_moves_to_a_shard_behind_a_daemon_and_back() {
 /// read back from the destination, found there exactly as on the source, and not written again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resume_does_not_write_again_the_page_a_daemon_committed_after_the_checkpoint() {
-    let dir = temp_dir();
-    let plain = dir.path().join("remote-shard.db");
-    let daemon = start_daemon_on(&plain, ServerConfig::default()).await;
-    let options = ShardingOptions {
-        keyspace: "tenants".into(),
-        map_version: 1,
-        virtual_bucket_count: 4,
-        shards: vec![
-            ShardDefinition::local("local", path_str(&dir.path().join("local.db"))),
-            remote_shard("far", &daemon, "http"),
-        ],
-        bucket_ranges: vec![BucketRange::new(0, 2, "local"), BucketRange::new(2, 4, "far")],
-        exact_key_pins: [("wanderer".to_owned(), "local".to_owned())].into(),
-    };
-    let master = common::seed_master(dir.path(), options).await;
-    let sharded = ShardedClient::open(&master).await.unwrap();
-    for outcome in sharded
-        .execute_sql_on_all_shards(
-            "CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER, amount REAL, data BLOB);
-             CREATE INDEX items_tenant ON items (tenant);",
-        )
-        .await
-        .unwrap()
-    {
-        assert!(outcome.error.is_none(), "{:?}", outcome.error);
-    }
-    fill(&sharded, "wanderer", 1, 250).await;
+    let (_dir, daemon, master, sharded) = local_and_far("http").await;
     let before = items_on(&sharded, "local", "wanderer").await;
     audit_item_writes(&sharded, "far").await;
 

@@ -79,13 +79,7 @@ impl Value {
 
     /// The SQLite storage class name (`NULL`, `INTEGER`, `REAL`, `TEXT`, `BLOB`).
     pub fn type_name(&self) -> &'static str {
-        match self {
-            Self::Null => "NULL",
-            Self::Integer(_) => "INTEGER",
-            Self::Real(_) => "REAL",
-            Self::Text(_) => "TEXT",
-            Self::Blob(_) => "BLOB",
-        }
+        self.as_value_ref().type_name()
     }
 }
 
