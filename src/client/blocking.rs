@@ -352,12 +352,7 @@ impl RoutedClient {
         crate::engine::require_single_statement(sql)?;
         let client = generation.slot_client(index)?;
         let result = self.waiter.block_on(client.execute_sql(sql, params))?;
-        for row in &result.rows {
-            if each(&RowRef::values(row))?.is_break() {
-                break;
-            }
-        }
-        Ok(())
+        result.lend_rows(each)
     }
 
     /// Executes SQL that must not write, on the route's shard (see

@@ -4,6 +4,8 @@
 //! This is how the blocking client's `query_row` and `query_map` hand rows to their caller:
 //! nothing of a row is copied unless the closure copies it, and no column name is built.
 
+use std::ops::ControlFlow;
+
 use crate::error::{Error, Result};
 
 use super::Value;
@@ -147,6 +149,19 @@ impl<T: FromValue> FromValue for Option<T> {
             ValueRef::Null => Ok(None),
             other => T::from_value(other).map(Some),
         }
+    }
+}
+
+impl super::SqlResult {
+    /// Lends each row to `each` as a [`RowRef`], until the rows end or `each` breaks: the rows
+    /// of a result already read (a remote shard's, or a writer's) reach a row closure this way.
+    pub(crate) fn lend_rows(&self, each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>) -> Result<()> {
+        for row in &self.rows {
+            if each(&RowRef::values(row))?.is_break() {
+                break;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -179,12 +179,7 @@ impl Database {
         }
         sql::require_single_statement(sql)?;
         let result = self.write_here(|conn| sql::execute(conn, sql, params, Access::ReadWrite))?;
-        for row in &result.rows {
-            if each(&RowRef::values(row))?.is_break() {
-                break;
-            }
-        }
-        Ok(())
+        result.lend_rows(each)
     }
 
     /// [`execute_read_only`](Self::execute_read_only) on the calling thread.
