@@ -37,6 +37,7 @@ use std::future::Future;
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Instant;
 
 use tokio::runtime::Runtime;
 
@@ -344,10 +345,12 @@ impl RoutedClient {
         params: Params,
         each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
     ) -> Result<()> {
-        let generation = self.generation();
+        // One clock read serves the map's refresh check and the statement's time limit.
+        let started = Instant::now();
+        let generation = self.generation_at(started);
         let index = self.shard_index(&generation)?;
         if let ShardSlot::Ready { local: Some(local), .. } = &generation.shards[index] {
-            return local.database().query_blocking(sql, &params, each);
+            return local.database().query_blocking_from(started, sql, &params, each);
         }
         crate::engine::require_single_statement(sql)?;
         let client = generation.slot_client(index)?;
@@ -381,7 +384,14 @@ impl RoutedClient {
 
     /// The generation to serve this call with, after noticing a map another process activated.
     fn generation(&self) -> Arc<Generation> {
-        self.routed.sharded.fresh_blocking(|load| self.waiter.block_on(load))
+        self.generation_at(Instant::now())
+    }
+
+    /// [`generation`](Self::generation) for a call that started at `now`.
+    fn generation_at(&self, now: Instant) -> Arc<Generation> {
+        self.routed
+            .sharded
+            .fresh_blocking(now, |load| self.waiter.block_on(load))
     }
 
     /// The index of the route's shard in `generation`'s map, resolved once per map version.

@@ -76,6 +76,7 @@ fn mismatch<T>(wanted: &str, value: ValueRef<'_>) -> std::result::Result<T, Stri
 }
 
 impl FromValue for i64 {
+    #[inline]
     fn from_value(value: ValueRef<'_>) -> std::result::Result<Self, String> {
         match value {
             ValueRef::Integer(v) => Ok(v),
@@ -87,6 +88,7 @@ impl FromValue for i64 {
 macro_rules! from_narrow_integer {
     ($($t:ty),*) => {$(
         impl FromValue for $t {
+            #[inline]
             fn from_value(value: ValueRef<'_>) -> std::result::Result<Self, String> {
                 let wide = i64::from_value(value).map_err(|_| {
                     format!("{} does not convert to {}", value.type_name(), stringify!($t))
@@ -100,6 +102,7 @@ macro_rules! from_narrow_integer {
 from_narrow_integer!(i8, i16, i32, u8, u16, u32, u64, usize);
 
 impl FromValue for f64 {
+    #[inline]
     fn from_value(value: ValueRef<'_>) -> std::result::Result<Self, String> {
         match value {
             ValueRef::Real(v) => Ok(v),
@@ -111,6 +114,7 @@ impl FromValue for f64 {
 }
 
 impl FromValue for bool {
+    #[inline]
     fn from_value(value: ValueRef<'_>) -> std::result::Result<Self, String> {
         match value {
             ValueRef::Integer(v) => Ok(v != 0),
@@ -120,6 +124,7 @@ impl FromValue for bool {
 }
 
 impl FromValue for String {
+    #[inline]
     fn from_value(value: ValueRef<'_>) -> std::result::Result<Self, String> {
         match value {
             ValueRef::Text(v) => Ok(v.to_owned()),
@@ -129,6 +134,7 @@ impl FromValue for String {
 }
 
 impl FromValue for Vec<u8> {
+    #[inline]
     fn from_value(value: ValueRef<'_>) -> std::result::Result<Self, String> {
         match value {
             ValueRef::Blob(v) => Ok(v.to_vec()),
@@ -138,12 +144,14 @@ impl FromValue for Vec<u8> {
 }
 
 impl FromValue for Value {
+    #[inline]
     fn from_value(value: ValueRef<'_>) -> std::result::Result<Self, String> {
         Ok(value.to_value())
     }
 }
 
 impl<T: FromValue> FromValue for Option<T> {
+    #[inline]
     fn from_value(value: ValueRef<'_>) -> std::result::Result<Self, String> {
         match value {
             ValueRef::Null => Ok(None),
@@ -197,6 +205,7 @@ impl std::fmt::Debug for RowRef<'_> {
 
 impl<'a> RowRef<'a> {
     /// A row SQLite is on, with `columns` columns.
+    #[inline]
     pub(crate) fn sqlite(row: &'a rusqlite::Row<'a>, columns: usize) -> Self {
         Self {
             source: Source::Sqlite(row),
@@ -222,33 +231,21 @@ impl<'a> RowRef<'a> {
     /// # Errors
     /// An index past the last column, or text that is not valid UTF-8 (read such a column as a
     /// blob: `CAST(col AS BLOB)`).
+    #[inline]
     pub fn get_ref(&self, index: usize) -> Result<ValueRef<'a>> {
         if index >= self.columns {
-            return Err(Error::invalid_argument(
-                "column",
-                format!("column {index} is out of range: the row has {} column(s)", self.columns),
-            ));
+            return Err(column_out_of_range(index, self.columns));
         }
         match self.source {
             Source::Values(values) => Ok(values[index].as_value_ref()),
             Source::Sqlite(row) => {
-                let value = row
-                    .get_ref(index)
-                    .map_err(|err| Error::invalid_argument("column", format!("column {index}: {err}")))?;
+                let value = row.get_ref(index).map_err(|err| column_unreadable(index, &err))?;
                 Ok(match value {
                     rusqlite::types::ValueRef::Null => ValueRef::Null,
                     rusqlite::types::ValueRef::Integer(v) => ValueRef::Integer(v),
                     rusqlite::types::ValueRef::Real(v) => ValueRef::Real(v),
                     rusqlite::types::ValueRef::Text(bytes) => {
-                        ValueRef::Text(std::str::from_utf8(bytes).map_err(|_| {
-                            Error::invalid_argument(
-                                "column",
-                                format!(
-                                    "column {index} holds text that is not valid UTF-8; read it as a blob \
-                                     (CAST(... AS BLOB))"
-                                ),
-                            )
-                        })?)
+                        ValueRef::Text(std::str::from_utf8(bytes).map_err(|_| text_not_utf8(index))?)
                     }
                     rusqlite::types::ValueRef::Blob(bytes) => ValueRef::Blob(bytes),
                 })
@@ -261,10 +258,32 @@ impl<'a> RowRef<'a> {
     /// # Errors
     /// What [`get_ref`](Self::get_ref) refuses, and a value that does not convert to `T`
     /// (the error names the column and both types).
+    #[inline]
     pub fn get<T: FromValue>(&self, index: usize) -> Result<T> {
         let value = self.get_ref(index)?;
         T::from_value(value).map_err(|reason| Error::invalid_argument("column", format!("column {index}: {reason}")))
     }
+}
+
+#[cold]
+fn column_out_of_range(index: usize, columns: usize) -> Error {
+    Error::invalid_argument(
+        "column",
+        format!("column {index} is out of range: the row has {columns} column(s)"),
+    )
+}
+
+#[cold]
+fn column_unreadable(index: usize, err: &rusqlite::Error) -> Error {
+    Error::invalid_argument("column", format!("column {index}: {err}"))
+}
+
+#[cold]
+fn text_not_utf8(index: usize) -> Error {
+    Error::invalid_argument(
+        "column",
+        format!("column {index} holds text that is not valid UTF-8; read it as a blob (CAST(... AS BLOB))"),
+    )
 }
 
 #[cfg(test)]

@@ -20,10 +20,11 @@ use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
+use super::classify::{self, StatementKind};
 use super::database::{Database, EngineConfig, open_borrowed_reader};
 use super::guard::{self, Inline, Scope};
 use super::sql::{self, Access};
@@ -171,8 +172,23 @@ impl Database {
         params: &Params,
         each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
     ) -> Result<()> {
-        if sql::starts_like_query(sql) {
-            match self.read_blocking(|conn| sql::query_with(conn, sql, params, Access::ReadOnly, &mut *each)) {
+        self.query_blocking_from(Instant::now(), sql, params, each)
+    }
+
+    /// [`query_blocking`](Self::query_blocking) for a call that read the clock at `started`:
+    /// the statement's time limit counts from then.
+    pub(crate) fn query_blocking_from(
+        &self,
+        started: Instant,
+        sql: &str,
+        params: &Params,
+        each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
+    ) -> Result<()> {
+        let kind = classify::classify(sql);
+        if kind == StatementKind::Query {
+            match self
+                .read_blocking(|conn| sql::query_with(conn, sql, kind, params, Access::ReadOnly, started, &mut *each))
+            {
                 Err(Error::ReadOnlyViolation { .. }) => {}
                 other => return other,
             }

@@ -245,7 +245,7 @@ pub(crate) fn execute(conn: &Connection, sql: &str, params: &Params, access: Acc
     let mut used = BTreeSet::new();
     let mut most_positional = 0;
     if classify::is_single_statement(sql) {
-        let mut stmt = prepare_single(conn, sql, params, access, started, &mut used)?;
+        let mut stmt = prepare_single(conn, sql, classify::classify(sql), params, access, started, &mut used)?;
         // Values no placeholder takes are refused before the statement runs, not after.
         check_positional_surplus(params, stmt.parameter_count())?;
         check_named_used(params, &used)?;
@@ -288,16 +288,17 @@ pub(crate) fn execute(conn: &Connection, sql: &str, params: &Params, access: Acc
     Ok(out)
 }
 
-/// Checks, prepares (through the statement cache), starts the clock of and binds one statement.
+/// Checks, prepares (through the statement cache), starts the clock of and binds one statement,
+/// classified as `kind`.
 fn prepare_single<'c, 'p>(
     conn: &'c Connection,
     sql: &str,
+    kind: classify::StatementKind<'_>,
     params: &'p Params,
     access: Access,
     started: Instant,
     used: &mut BTreeSet<&'p str>,
 ) -> Result<CachedStatement<'c>> {
-    let kind = classify::classify(sql);
     if access == Access::ReadOnly && kind != classify::StatementKind::Query {
         return Err(not_a_query(sql));
     }
@@ -313,15 +314,18 @@ fn prepare_single<'c, 'p>(
     Ok(stmt)
 }
 
-/// Runs one statement and lends each row it returns to `each`, in place (no value is copied,
-/// no column name built), until the rows end or `each` breaks. The parameters are checked
-/// before the statement steps, so a mistake in them runs nothing. Rows count against the job's
-/// row limit; what `each` keeps of them is its own.
+/// Runs one statement, classified as `kind` and started at `started` (its time limit counts
+/// from then), and lends each row it returns to `each`, in place (no value is copied, no column
+/// name built), until the rows end or `each` breaks. The parameters are checked before the
+/// statement steps, so a mistake in them runs nothing. Rows count against the job's row limit;
+/// what `each` keeps of them is its own.
 pub(crate) fn query_with(
     conn: &Connection,
     sql: &str,
+    kind: classify::StatementKind<'_>,
     params: &Params,
     access: Access,
+    started: Instant,
     each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
 ) -> Result<()> {
     if sql.trim().is_empty() {
@@ -329,7 +333,7 @@ pub(crate) fn query_with(
     }
     require_single_statement(sql)?;
     let mut used = BTreeSet::new();
-    let mut stmt = prepare_single(conn, sql, params, access, Instant::now(), &mut used)?;
+    let mut stmt = prepare_single(conn, sql, kind, params, access, started, &mut used)?;
     check_positional_surplus(params, stmt.parameter_count())?;
     check_named_used(params, &used)?;
     let columns = stmt.column_count();

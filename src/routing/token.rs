@@ -92,10 +92,10 @@ pub(crate) fn token_unchecked(keyspace: &str, key: &str) -> RouteToken {
 const PREFIX_STACK: usize = 128;
 
 /// The token of `key` after a canonical `prefix` (`"{len}:{keyspace}|"`, which a map builds
-/// once). A canonical text that fits one SHA-256 block is assembled in a 64-byte stack buffer
-/// and hashed in one call; a longer one is fed piece by piece.
+/// once). A canonical text that fits one SHA-256 block is assembled, already padded, in a
+/// 64-byte stack block and compressed once; a longer one is fed piece by piece.
 pub(crate) fn token_with_prefix(prefix: &[u8], key: &str) -> RouteToken {
-    /// Bytes of message that SHA-256 hashes in one block.
+    /// Bytes of message that SHA-256 hashes in one block: the padding takes the other nine.
     const ONE_BLOCK: usize = 55;
     let mut digits = [0u8; 20];
     let key_len = decimal(utf16_len(key), &mut digits);
@@ -105,13 +105,39 @@ pub(crate) fn token_with_prefix(prefix: &[u8], key: &str) -> RouteToken {
         hasher.update(prefix);
         return finish_key(hasher, key);
     }
-    let mut buf = [0u8; 64];
+    let mut block = [0u8; 64];
     let mut at = 0;
     for part in [prefix, key_len, b":", key.as_bytes()] {
-        buf[at..at + part.len()].copy_from_slice(part);
+        block[at..at + part.len()].copy_from_slice(part);
         at += part.len();
     }
-    first_eight(&Sha256::digest(&buf[..at]))
+    one_block_token(block, at)
+}
+
+/// SHA-256's initial state (FIPS 180-4, section 5.3.3).
+const SHA256_INITIAL: [u32; 8] = [
+    0x6a09_e667,
+    0xbb67_ae85,
+    0x3c6e_f372,
+    0xa54f_f53a,
+    0x510e_527f,
+    0x9b05_688c,
+    0x1f83_d9ab,
+    0x5be0_cd19,
+];
+
+/// The token of a message of `len` (at most 55) bytes at the start of `block`, the rest of
+/// which is zero: SHA-256's padding (a 1 bit, zeros, the bit length) is written into the same
+/// block, which is compressed once. The token is the first two words of the resulting state,
+/// which are the digest's first eight bytes, big-endian.
+fn one_block_token(mut block: [u8; 64], len: usize) -> RouteToken {
+    block[len] = 0x80;
+    // At most 55 bytes: the bit length fits easily.
+    let bits = u64::try_from(len).unwrap_or(0) * 8;
+    block[56..].copy_from_slice(&bits.to_be_bytes());
+    let mut state = SHA256_INITIAL;
+    sha2::block_api::compress256(&mut state, &[block]);
+    RouteToken((u64::from(state[0]) << 32) | u64::from(state[1]))
 }
 
 /// Feeds `"{len}:{key}"` to a hasher that has taken the prefix, and takes the token.
@@ -190,6 +216,17 @@ mod tests {
                 u64::from_be_bytes(first),
                 "{text}"
             );
+        }
+    }
+
+    #[test]
+    fn one_block_tokens_equal_the_digest_at_every_length() {
+        for len in 0..=55 {
+            let text: Vec<u8> = (0..len).map(|i| b'a' + u8::try_from(i % 26).unwrap()).collect();
+            let mut block = [0u8; 64];
+            block[..len].copy_from_slice(&text);
+            let digest = Sha256::digest(&text);
+            assert_eq!(one_block_token(block, len), first_eight(&digest), "length {len}");
         }
     }
 

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
+use std::time::Instant;
 
 use futures_util::future::{BoxFuture, join_all};
 
@@ -173,7 +174,7 @@ impl ShardedClient {
         let Some(catalog) = &self.inner.catalog else {
             return current;
         };
-        if !self.claim_version_check() {
+        if !self.claim_version_check(Instant::now()) {
             return current;
         }
         match catalog.active_version().await {
@@ -182,17 +183,19 @@ impl ShardedClient {
         }
     }
 
-    /// [`fresh`](Self::fresh) for a blocking caller: the version check runs on the calling
-    /// thread, and only a new map (rare) is loaded through `block_on`.
+    /// [`fresh`](Self::fresh) for a blocking caller whose call started at `now` (one clock
+    /// read serves the call): the version check runs on the calling thread, and only a new map
+    /// (rare) is loaded through `block_on`.
     pub(crate) fn fresh_blocking(
         &self,
+        now: Instant,
         block_on: impl FnOnce(BoxFuture<'_, Arc<Generation>>) -> Arc<Generation>,
     ) -> Arc<Generation> {
         let current = self.generation();
         let Some(catalog) = &self.inner.catalog else {
             return current;
         };
-        if !self.claim_version_check() {
+        if !self.claim_version_check(now) {
             return current;
         }
         match catalog.active_version_blocking() {
@@ -201,10 +204,10 @@ impl ShardedClient {
         }
     }
 
-    /// Whether this caller checks the catalog's version now: at most one caller per refresh
-    /// interval does.
-    fn claim_version_check(&self) -> bool {
-        let now = u64::try_from(self.inner.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+    /// Whether this caller checks the catalog's version at `now`: at most one caller per
+    /// refresh interval does.
+    fn claim_version_check(&self, now: Instant) -> bool {
+        let now = u64::try_from(now.saturating_duration_since(self.inner.epoch).as_millis()).unwrap_or(u64::MAX);
         let due = self.inner.next_check_ms.load(Ordering::Relaxed);
         now >= due
             && self

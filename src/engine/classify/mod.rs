@@ -123,8 +123,15 @@ pub fn classify(statement: &str) -> StatementKind<'_> {
     let mut words = Words {
         tokens: Tokens { sql: statement, pos: 0 },
     };
-    let Some(first) = words.next() else {
-        return StatementKind::Other;
+    let first = match plain_leading_word(statement) {
+        Some(word) => {
+            words.tokens.pos = word.len();
+            word
+        }
+        None => match words.next() {
+            Some(word) => word,
+            None => return StatementKind::Other,
+        },
     };
     let is = |word: &str, keyword: &str| word.eq_ignore_ascii_case(keyword);
     if ["SELECT", "VALUES", "WITH", "EXPLAIN"].iter().any(|k| is(first, k)) {
@@ -357,8 +364,19 @@ fn mentions_load_extension(statement: &str) -> bool {
     words.any(|word| word.eq_ignore_ascii_case("load_extension"))
 }
 
+/// The first word of `sql` when nothing needs reading to find it, as in `SELECT …`: ASCII
+/// letters from the first byte, then white space. The tokenizer reads the same word there.
+fn plain_leading_word(sql: &str) -> Option<&str> {
+    let bytes = sql.as_bytes();
+    let end = bytes.iter().position(|b| !b.is_ascii_alphabetic())?;
+    (end > 0 && bytes[end].is_ascii_whitespace()).then(|| &sql[..end])
+}
+
 /// Whether the first thing in `sql` after white space and comments is a word.
 fn starts_with_word(sql: &str) -> bool {
+    if plain_leading_word(sql).is_some() {
+        return true;
+    }
     let mut tokens = Tokens { sql, pos: 0 };
     loop {
         match tokens.next() {
@@ -385,6 +403,43 @@ mod tests {
 
     fn split(sql: &str) -> Vec<&str> {
         statements(sql).map(str::trim).collect()
+    }
+
+    #[test]
+    fn the_plain_leading_word_is_the_tokenizers_first_word() {
+        for sql in [
+            "SELECT 1",
+            "select\n*",
+            "PRAGMA\tuser_version = 3",
+            "VACUUM INTO 'x.db'",
+            "SELECT1 2",
+            "Sel_ect 1",
+            "x$y z",
+            "-- c\nSELECT 1",
+            "(SELECT 1)",
+            "é SELECT",
+            "SELECT",
+            "",
+        ] {
+            let mut words = Words {
+                tokens: Tokens { sql, pos: 0 },
+            };
+            let tokenized = words.next();
+            if let Some(plain) = plain_leading_word(sql) {
+                assert_eq!(Some(plain), tokenized, "{sql:?}");
+                assert_eq!(words.tokens.pos, plain.len(), "{sql:?}");
+            }
+        }
+        assert_eq!(plain_leading_word("SELECT 1"), Some("SELECT"));
+        assert_eq!(plain_leading_word("Sel_ect 1"), None);
+        assert_eq!(classify("VACUUM INTO 'x.db'"), StatementKind::OtherFile);
+        assert_eq!(
+            classify("PRAGMA\tuser_version = 3"),
+            StatementKind::Pragma {
+                name: "user_version",
+                has_argument: true
+            }
+        );
     }
 
     #[test]
