@@ -19,6 +19,7 @@ use rusqlite::{Connection, OpenFlags};
 use tokio::sync::{Semaphore, oneshot};
 
 use super::guard::{self, Limits, Scope};
+use super::hold::Hold;
 use super::inline::Borrowed;
 use super::session::Session;
 use super::sql::{self, Access, sql_error};
@@ -158,6 +159,8 @@ pub(super) struct Shared {
     readers: flume::Sender<Job>,
     /// Read-only connections that async callers borrow to run a short query on their own task.
     pub(super) inline_readers: Borrowed,
+    /// The read transaction kept open while async callers' inline reads overlap.
+    pub(super) inline_hold: Arc<Hold>,
     /// Read-only connections that blocking callers borrow to run queries on their own thread.
     pub(super) blocking_readers: Borrowed,
     pub(super) transaction_slots: Arc<Semaphore>,
@@ -253,6 +256,7 @@ impl Database {
             shared: Arc::new(Shared {
                 transaction_slots: Arc::new(Semaphore::new(config.max_open_transactions.max(1))),
                 inline_readers: Borrowed::new(Duration::ZERO),
+                inline_hold: Arc::default(),
                 blocking_readers: Borrowed::new(config.busy_timeout),
                 path,
                 label,

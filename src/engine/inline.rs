@@ -7,7 +7,9 @@
 //! budget SQLite interrupts it, and it starts over on a reader thread, where only the statement
 //! time limit applies. Nothing is lost by starting over, because a read-only query changes
 //! nothing. A borrowed connection never waits for a lock either: where it would, the query
-//! moves to a reader thread too.
+//! moves to a reader thread too. While such reads overlap, a [hold](super::hold) keeps the
+//! file's shared locks taken, so that the workers running them do not meet on SQLite's lock
+//! bookkeeping.
 //!
 //! Blocking callers (the [`blocking`](crate::client::blocking) client) run reads on a borrowed
 //! connection of their own pool, and writes on the writer's connection, which they lock for the
@@ -108,6 +110,10 @@ impl Database {
     /// that is not read-only comes back as [`Error::ReadOnlyViolation`], as on a reader.
     pub(super) fn read_inline(&self, sql: &str, params: &Params) -> Option<Result<SqlResult>> {
         let budget = self.shared.config.inline_read_budget?;
+        let shared = &self.shared;
+        let _reading = shared
+            .inline_hold
+            .enter(|| open_borrowed_reader(&shared.path, &shared.config, Duration::ZERO).ok());
         match self.borrow_reader(&self.shared.inline_readers, Some(budget), |conn| {
             sql::execute(conn, sql, params, Access::ReadOnly)
         }) {

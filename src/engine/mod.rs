@@ -18,6 +18,7 @@ mod database;
 mod dedicated;
 pub mod fence;
 mod guard;
+mod hold;
 mod inline;
 mod session;
 mod sql;
