@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -150,11 +150,12 @@ impl DedicatedConnection {
         let conn = &owned.conn;
         // Never wait for a lock on the caller's task.
         conn.busy_timeout(Duration::ZERO).ok()?;
+        let started = Instant::now();
         let outcome = guard::run_inline(
             &self.config.limits(),
             guard::allowances(Scope::Session, self.config.allow_attach),
-            Some(budget),
-            || sql::execute(conn, sql, params, Access::ReadOnly),
+            started.checked_add(budget),
+            || sql::execute_from(started, conn, sql, params, Access::ReadOnly),
         );
         if conn.busy_timeout(self.config.busy_timeout).is_err() {
             return None;

@@ -238,13 +238,14 @@ pub(crate) enum Inline<T> {
 }
 
 /// Runs `f` on the calling thread with a borrowed connection's `allowances`, the job `limits`,
-/// and optionally a `budget`: past it the statement is interrupted and [`Inline::OverBudget`]
-/// returned, so the caller can hand the job to a thread of its own. Restores the thread's own
-/// guard state afterwards, so a thread that owns a connection may also borrow one.
+/// and optionally a `budget` (the time by which it must give the thread back): past it the
+/// statement is interrupted and [`Inline::OverBudget`] returned, so the caller can hand the job
+/// to a thread of its own. Restores the thread's own guard state afterwards, so a thread that
+/// owns a connection may also borrow one.
 pub(crate) fn run_inline<T>(
     limits: &Limits,
     allowances: Allowances,
-    budget: Option<Duration>,
+    budget: Option<Instant>,
     f: impl FnOnce() -> T,
 ) -> Inline<T> {
     // What the thread had before is put back afterwards, so a call made from inside another
@@ -254,7 +255,7 @@ pub(crate) fn run_inline<T>(
         (
             guard.limits.replace(Some(limits.clone())),
             guard.deadline.take(),
-            guard.budget.replace(budget.and_then(|b| Instant::now().checked_add(b))),
+            guard.budget.replace(budget),
             guard.allowances.replace(Some(allowances)),
         )
     });

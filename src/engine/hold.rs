@@ -21,7 +21,7 @@
 //! - It never pins an old snapshot for long: it is renewed once it is [`MAX_AGE`] old, so a
 //!   checkpoint is held back no longer than by a reader of that age.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
@@ -33,12 +33,27 @@ use super::guard;
 pub(super) const MAX_AGE: Duration = Duration::from_millis(1);
 
 /// A file's hold, and the count of inline reads in flight on it.
-#[derive(Default)]
 pub(super) struct Hold {
     in_flight: AtomicUsize,
+    /// When (in nanoseconds since `epoch`) the hold is due to begin or be renewed: 0 while none
+    /// is held, so that overlapping reads look at the lock only when there is work to do.
+    due_ns: AtomicU64,
+    epoch: Instant,
     /// Whether a task will end the hold if no read is in flight by then.
     ending: AtomicBool,
     state: Mutex<State>,
+}
+
+impl Default for Hold {
+    fn default() -> Self {
+        Self {
+            in_flight: AtomicUsize::new(0),
+            due_ns: AtomicU64::new(0),
+            epoch: Instant::now(),
+            ending: AtomicBool::new(false),
+            state: Mutex::new(State::default()),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -58,19 +73,33 @@ impl Hold {
     /// Counts an inline read in, beginning or renewing the hold when another read is in flight.
     /// `open` opens the hold's connection the first time one is needed. Never waits: when
     /// another caller is busy with the hold, this read goes on without touching it.
-    pub(super) fn enter(self: &Arc<Self>, open: impl FnOnce() -> Option<Connection>) -> Reading<'_> {
-        let others = self.in_flight.fetch_add(1, Ordering::AcqRel);
+    /// `now` is the caller's clock reading.
+    pub(super) fn enter(self: &Arc<Self>, now: Instant, open: impl FnOnce() -> Option<Connection>) -> Reading<'_> {
+        let others = self.in_flight.fetch_add(1, Ordering::SeqCst);
+        let now_ns = u64::try_from(now.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX);
         if others > 0
+            && now_ns >= self.due_ns.load(Ordering::Relaxed)
             && let Ok(mut state) = self.state.try_lock()
-            && state.since.is_none_or(|since| since.elapsed() >= MAX_AGE)
+            && state
+                .since
+                .is_none_or(|since| now.saturating_duration_since(since) >= MAX_AGE)
         {
-            state.end();
+            self.end(&mut state);
             if state.conn.is_none() {
                 state.conn = open();
             }
-            state.begin();
+            if state.begin(now) {
+                let age = u64::try_from(MAX_AGE.as_nanos()).unwrap_or(u64::MAX);
+                self.due_ns.store(now_ns.saturating_add(age), Ordering::Relaxed);
+            }
         }
         Reading { hold: self }
+    }
+
+    /// Ends the held read transaction, if any, and lets the next overlap begin another.
+    fn end(&self, state: &mut State) {
+        state.end();
+        self.due_ns.store(0, Ordering::Relaxed);
     }
 
     /// Whether a read transaction is held now.
@@ -89,7 +118,7 @@ impl Hold {
     fn end_if_idle(&self) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if self.in_flight.load(Ordering::SeqCst) == 0 {
-            state.end();
+            self.end(&mut state);
         }
     }
 }
@@ -133,9 +162,10 @@ impl Drop for Ender {
 }
 
 impl State {
-    fn begin(&mut self) {
+    /// Begins a read transaction on the hold's connection, as of `now`; whether it did.
+    fn begin(&mut self, now: Instant) -> bool {
         let Some(conn) = &self.conn else {
-            return;
+            return false;
         };
         // The engine's own statements: the connection's guard refuses `BEGIN` from callers.
         let begun = guard::trusted(|| {
@@ -143,8 +173,14 @@ impl State {
             conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))
         });
         match begun {
-            Ok(()) => self.since = Some(Instant::now()),
-            Err(_) => self.end(),
+            Ok(()) => {
+                self.since = Some(now);
+                true
+            }
+            Err(_) => {
+                self.end();
+                false
+            }
         }
     }
 
@@ -187,10 +223,10 @@ mod tests {
         };
 
         // One read alone: no hold.
-        let first = hold.enter(open);
+        let first = hold.enter(Instant::now(), open);
         assert!(!hold.is_held());
         // A second read while the first is in flight begins one.
-        let second = hold.enter(open);
+        let second = hold.enter(Instant::now(), open);
         assert!(hold.is_held());
         // A commit made while the hold is open is seen by a new read.
         writer.execute("INSERT INTO t VALUES (2)", []).unwrap();
@@ -214,8 +250,8 @@ mod tests {
         let (_dir, path) = file();
         let hold = Arc::new(Hold::default());
         let open = || Connection::open(&path).ok();
-        let first = hold.enter(open);
-        let second = hold.enter(open);
+        let first = hold.enter(Instant::now(), open);
+        let second = hold.enter(Instant::now(), open);
         drop(first);
         drop(second);
         assert!(hold.is_held(), "a gap shorter than MAX_AGE keeps the hold");
@@ -233,14 +269,14 @@ mod tests {
         let hold = Arc::new(Hold::default());
         let open = || Connection::open(&path).ok();
         let writer = Connection::open(&path).unwrap();
-        let _first = hold.enter(open);
-        let second = hold.enter(open);
+        let _first = hold.enter(Instant::now(), open);
+        let second = hold.enter(Instant::now(), open);
         let since = |hold: &Hold| hold.state.lock().unwrap().since.unwrap();
         let began = since(&hold);
         writer.execute("INSERT INTO t VALUES (2)", []).unwrap();
         std::thread::sleep(MAX_AGE * 2);
         drop(second);
-        let _third = hold.enter(open);
+        let _third = hold.enter(Instant::now(), open);
         assert!(since(&hold) > began, "an old hold is renewed");
         let held_count: i64 = hold
             .state

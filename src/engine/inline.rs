@@ -88,7 +88,7 @@ impl Database {
     fn borrow_reader<T>(
         &self,
         pool: &Borrowed,
-        budget: Option<Duration>,
+        budget: Option<Instant>,
         f: impl FnOnce(&Connection) -> T,
     ) -> Result<Inline<T>> {
         let shared = &self.shared;
@@ -111,11 +111,13 @@ impl Database {
     pub(super) fn read_inline(&self, sql: &str, params: &Params) -> Option<Result<SqlResult>> {
         let budget = self.shared.config.inline_read_budget?;
         let shared = &self.shared;
-        let _reading = shared
-            .inline_hold
-            .enter(|| open_borrowed_reader(&shared.path, &shared.config, Duration::ZERO).ok());
-        match self.borrow_reader(&self.shared.inline_readers, Some(budget), |conn| {
-            sql::execute(conn, sql, params, Access::ReadOnly)
+        // One clock read serves the hold, the budget and the statement's time limit.
+        let started = Instant::now();
+        let _reading = shared.inline_hold.enter(started, || {
+            open_borrowed_reader(&shared.path, &shared.config, Duration::ZERO).ok()
+        });
+        match self.borrow_reader(&self.shared.inline_readers, started.checked_add(budget), |conn| {
+            sql::execute_from(started, conn, sql, params, Access::ReadOnly)
         }) {
             Ok(Inline::Done(Err(err))) if is_busy(&err) => None,
             Ok(Inline::Done(result)) => Some(result),

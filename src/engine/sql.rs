@@ -237,10 +237,21 @@ pub(crate) fn starts_like_query(sql: &str) -> bool {
 /// Errors from the connection's guard (a refused statement, a time limit, a caller gone away)
 /// name the statement.
 pub(crate) fn execute(conn: &Connection, sql: &str, params: &Params, access: Access) -> Result<SqlResult> {
+    execute_from(Instant::now(), conn, sql, params, access)
+}
+
+/// [`execute`] for a caller that read the clock at `started`: the first statement's time limit
+/// and the result's elapsed time count from then.
+pub(crate) fn execute_from(
+    started: Instant,
+    conn: &Connection,
+    sql: &str,
+    params: &Params,
+    access: Access,
+) -> Result<SqlResult> {
     if sql.trim().is_empty() {
         return Err(Error::invalid_argument("sql", "the SQL text is empty"));
     }
-    let started = Instant::now();
     let mut out = SqlResult::default();
     let mut used = BTreeSet::new();
     let mut most_positional = 0;
