@@ -39,6 +39,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use arc_swap::Guard;
+
 use tokio::runtime::Runtime;
 
 use super::sharded::generation::{Generation, ShardSlot};
@@ -383,12 +385,12 @@ impl RoutedClient {
     }
 
     /// The generation to serve this call with, after noticing a map another process activated.
-    fn generation(&self) -> Arc<Generation> {
+    fn generation(&self) -> Guard<Arc<Generation>> {
         self.generation_at(Instant::now())
     }
 
     /// [`generation`](Self::generation) for a call that started at `now`.
-    fn generation_at(&self, now: Instant) -> Arc<Generation> {
+    fn generation_at(&self, now: Instant) -> Guard<Arc<Generation>> {
         self.routed
             .sharded
             .fresh_blocking(now, |load| self.waiter.block_on(load))

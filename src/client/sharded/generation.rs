@@ -3,10 +3,11 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
+use arc_swap::Guard;
 use futures_util::future::{BoxFuture, join_all};
 
 use super::{ShardedClient, remote};
@@ -162,7 +163,7 @@ pub(super) fn data_source_of(map: &ShardMap) -> String {
 impl ShardedClient {
     /// The generation calls use now, without checking the catalog.
     pub(super) fn generation(&self) -> Arc<Generation> {
-        Arc::clone(&self.inner.current.read().unwrap_or_else(PoisonError::into_inner))
+        self.inner.current.load_full()
     }
 
     /// The generation calls use now, after noticing a map another process activated: at most
@@ -186,12 +187,15 @@ impl ShardedClient {
     /// [`fresh`](Self::fresh) for a blocking caller whose call started at `now` (one clock
     /// read serves the call): the version check runs on the calling thread, and only a new map
     /// (rare) is loaded through `block_on`.
+    ///
+    /// The generation is lent, not cloned: a blocking call holds it for as long as it runs,
+    /// without touching a reference count other threads share.
     pub(crate) fn fresh_blocking(
         &self,
         now: Instant,
         block_on: impl FnOnce(BoxFuture<'_, Arc<Generation>>) -> Arc<Generation>,
-    ) -> Arc<Generation> {
-        let current = self.generation();
+    ) -> Guard<Arc<Generation>> {
+        let current = self.inner.current.load();
         let Some(catalog) = &self.inner.catalog else {
             return current;
         };
@@ -199,7 +203,11 @@ impl ShardedClient {
             return current;
         }
         match catalog.active_version_blocking() {
-            Ok(Some(version)) if version != current.map.version() => block_on(Box::pin(self.load_active())),
+            Ok(Some(version)) if version != current.map.version() => {
+                drop(current);
+                block_on(Box::pin(self.load_active()));
+                self.inner.current.load()
+            }
             _ => current,
         }
     }
@@ -265,7 +273,7 @@ impl ShardedClient {
             shards,
             retired,
         };
-        *self.inner.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(generation);
+        self.inner.current.store(Arc::new(generation));
         self.inner.next_check_ms.store(
             u64::try_from(self.inner.epoch.elapsed().as_millis())
                 .unwrap_or(u64::MAX)

@@ -19,9 +19,11 @@ mod transactions;
 pub use transactions::ShardedTransaction;
 
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
 
 use self::generation::{Generation, data_source_of, open_slots};
 
@@ -37,7 +39,8 @@ use crate::routing::{ResolvedRoute, RouteContext};
 struct Inner {
     catalog: Option<Catalog>,
     options: ShardedClientOptions,
-    current: RwLock<Arc<Generation>>,
+    /// The generation calls use now; a call loads it without a lock.
+    current: ArcSwap<Generation>,
     /// When the next catalog version check is due, in milliseconds since `epoch`.
     next_check_ms: AtomicU64,
     epoch: Instant,
@@ -153,7 +156,7 @@ impl ShardedClient {
             inner: Arc::new(Inner {
                 catalog,
                 options,
-                current: RwLock::new(Arc::new(generation)),
+                current: ArcSwap::from_pointee(generation),
                 next_check_ms: AtomicU64::new(refresh),
                 epoch: Instant::now(),
                 switching: tokio::sync::Mutex::new(()),
