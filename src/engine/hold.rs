@@ -252,9 +252,15 @@ mod tests {
         let open = || Connection::open(&path).ok();
         let first = hold.enter(Instant::now(), open);
         let second = hold.enter(Instant::now(), open);
+        let last_out = Instant::now();
         drop(first);
         drop(second);
-        assert!(hold.is_held(), "a gap shorter than MAX_AGE keeps the hold");
+        let held = hold.is_held();
+        // The ending task cannot have run before MAX_AGE passed (a loaded machine may take
+        // that long to get here, and then there is nothing to check).
+        if last_out.elapsed() < MAX_AGE / 2 {
+            assert!(held, "a gap shorter than MAX_AGE keeps the hold");
+        }
         let deadline = Instant::now() + Duration::from_secs(5);
         while hold.is_held() && Instant::now() < deadline {
             tokio::time::sleep(MAX_AGE).await;
