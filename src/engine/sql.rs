@@ -221,12 +221,10 @@ pub(crate) fn leading_keyword(sql: &str) -> &str {
     &rest[..end]
 }
 
-/// Whether `sql` starts with a query keyword (SELECT, VALUES, WITH, EXPLAIN), in any case.
+/// Whether `sql` starts with a query keyword (SELECT, VALUES, WITH, EXPLAIN), in any case: what
+/// [`classify`](classify::classify) calls a query.
 pub(crate) fn starts_like_query(sql: &str) -> bool {
-    let keyword = leading_keyword(sql);
-    ["SELECT", "VALUES", "WITH", "EXPLAIN"]
-        .iter()
-        .any(|k| k.eq_ignore_ascii_case(keyword))
+    classify::classify(sql) == classify::StatementKind::Query
 }
 
 /// Executes SQL text (one statement or a script) with bound parameters.
