@@ -3,6 +3,11 @@
 //! same 1,000 rows, through the async client (`execute_read_only_sql_on_all_shards`) and the
 //! blocking client. SPEC section 12: 8 shards at most 2 times the latency of 1.
 //!
+//! The same query with raw rusqlite on the same files, one file after another, shows what 8
+//! shards cost against 1 without shardlite: the work itself. Divided by the machine's cores it
+//! is the lowest ratio any fan-out can reach here, however it spreads the shards, and the table
+//! prints it.
+//!
 //! `cargo bench --bench fanout`
 
 mod common;
@@ -11,7 +16,7 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
 
-use common::{Subject, Target, header, measure, ratio_line, settings, time};
+use common::{Subject, Target, header, measure, ratio_line, settings, time, value};
 use shardlite::client::{ShardedClient, blocking};
 use shardlite::map::{BucketRange, ShardDefinition, ShardMap, ShardingOptions};
 
@@ -70,6 +75,21 @@ fn main() {
     let blocking_one = blocking::ShardedClient::from_map(map(one_dir.path(), 1)).expect("one shard");
     let blocking_eight = blocking::ShardedClient::from_map(map(eight_dir.path(), 8)).expect("eight shards");
 
+    let open_raw = |dir: &Path, shards: usize| -> Vec<rusqlite::Connection> {
+        (0..shards)
+            .map(|i| rusqlite::Connection::open(dir.join(format!("shard-{i}.db"))).expect("raw connection"))
+            .collect()
+    };
+    let raw_one = open_raw(one_dir.path(), 1);
+    let raw_eight = open_raw(eight_dir.path(), 8);
+    let raw = |conns: &[rusqlite::Connection], ops: u64| {
+        time(ops, |_| {
+            for conn in conns {
+                let mut stmt = conn.prepare_cached(SQL).expect("prepare");
+                black_box(stmt.query_row([], |row| row.get::<_, i64>(0)).expect("count"));
+            }
+        })
+    };
     let fan_out = |client: &ShardedClient, ops: u64| {
         runtime.block_on(async {
             let started = Instant::now();
@@ -81,6 +101,8 @@ fn main() {
         })
     };
     let mut subjects = vec![
+        Subject::new("raw rusqlite, 1 file", |ops| raw(&raw_one, ops)),
+        Subject::new("raw rusqlite, 8 files", |ops| raw(&raw_eight, ops)),
         Subject::new("async, 1 shard", |ops| fan_out(&one, ops)),
         Subject::new("async, 8 shards", |ops| fan_out(&eight, ops)),
         Subject::new("blocking, 1 shard", |ops| {
@@ -113,5 +135,19 @@ fn main() {
         "blocking, 1 shard",
         Target::AtMost(2.0),
         false,
+    );
+    ratio_line(
+        &results,
+        "raw rusqlite, 8 files",
+        "raw rusqlite, 1 file",
+        Target::None,
+        false,
+    );
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let work = value(&results, "raw rusqlite, 8 files") / value(&results, "raw rusqlite, 1 file");
+    println!(
+        "  the work of 8 shards is {work:.2}x that of 1 (raw rusqlite, one file after another); \
+         spread over this machine's {cores} cores no fan-out can take less than {:.2}x",
+        work / cores as f64
     );
 }

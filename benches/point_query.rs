@@ -7,7 +7,8 @@
 //! - shardlite blocking: `blocking::RoutedClient::query_row` through the master's map, the row
 //!   decoded into the same tuple as the raw baseline's (the target's subject), and
 //!   `execute_sql`, which builds an owned `SqlResult` with column names (shown for information);
-//! - shardlite async: `RoutedClient::execute_sql` through the master's map;
+//! - shardlite async: `RoutedClient::query_row` through the master's map, the row decoded into
+//!   the same tuple (the target's subject), and `execute_sql` (shown for information);
 //! - shardlite sqlx driver: the same sqlx call on a `ShardliteConnection` bound to the route.
 //!
 //! At 1 caller it compares latency; at 8 callers (8 threads, or 8 tasks on a runtime with one
@@ -136,6 +137,18 @@ fn main() {
         black_box(row);
     };
 
+    // The async client doing the raw baseline's work: the row decoded into a tuple in place.
+    async fn async_row(client: &shardlite::client::RoutedClient, id: i64) {
+        let row: (i64, String, f64) = client
+            .query_row(SQL, Params::Positional(vec![Value::Integer(id)]), |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .await
+            .expect("query")
+            .expect("row");
+        black_box(row);
+    }
+
     let (mut sqlite_conns, mut shardlite_conns) = runtime.block_on(async {
         let mut sqlite = Vec::new();
         let mut ours = Vec::new();
@@ -167,7 +180,16 @@ fn main() {
             Subject::new("blocking execute_sql", |ops| {
                 time(ops, |i| blocking_one(&blocking_routed, key(i)))
             }),
-            Subject::new("async routed", |ops| {
+            Subject::new("async query_row", |ops| {
+                runtime.block_on(async {
+                    let started = Instant::now();
+                    for i in 0..ops {
+                        async_row(&routed, key(i)).await;
+                    }
+                    started.elapsed()
+                })
+            }),
+            Subject::new("async execute_sql", |ops| {
                 runtime.block_on(async {
                     let started = Instant::now();
                     for i in 0..ops {
@@ -213,7 +235,8 @@ fn main() {
         false,
     );
     ratio_line(&results, "blocking execute_sql", "raw rusqlite", Target::None, false);
-    ratio_line(&results, "async routed", "raw rusqlite", Target::AtMost(3.0), false);
+    ratio_line(&results, "async query_row", "raw rusqlite", Target::AtMost(3.0), false);
+    ratio_line(&results, "async execute_sql", "raw rusqlite", Target::None, false);
     ratio_line(
         &results,
         "sqlx driver routed",
@@ -252,7 +275,27 @@ fn main() {
                     }
                 })
             }),
-            Subject::new("async routed x8", |ops| {
+            Subject::new("async query_row x8", |ops| {
+                let routed = Arc::clone(&routed);
+                runtime.block_on(async move {
+                    let started = Instant::now();
+                    let tasks: Vec<_> = (0..CALLERS)
+                        .map(|t| {
+                            let routed = Arc::clone(&routed);
+                            tokio::spawn(async move {
+                                for i in 0..ops / CALLERS {
+                                    async_row(&routed, key(t * 7919 + i)).await;
+                                }
+                            })
+                        })
+                        .collect();
+                    for task in tasks {
+                        task.await.expect("task");
+                    }
+                    started.elapsed()
+                })
+            }),
+            Subject::new("async execute_sql x8", |ops| {
                 let routed = Arc::clone(&routed);
                 runtime.block_on(async move {
                     let started = Instant::now();
@@ -333,11 +376,12 @@ fn main() {
     );
     ratio_line(
         &results,
-        "async routed x8",
+        "async query_row x8",
         "raw rusqlite x8",
         Target::AtLeast(0.8),
         true,
     );
+    ratio_line(&results, "async execute_sql x8", "raw rusqlite x8", Target::None, true);
     ratio_line(
         &results,
         "sqlx driver routed x8",

@@ -2,7 +2,8 @@
 //! async client, follows activations, keeps the engine's limits and hostile-SQL rules on the
 //! calling thread, and its writes are serialised with every other writer of the process. Also
 //! the async client's inline reads: a read too long for the inline budget moves to a reader
-//! thread and still answers right.
+//! thread and still answers right, and the async `query_row` and `query_map` lend rows under
+//! the rules of `execute_sql`.
 
 mod common;
 
@@ -450,4 +451,177 @@ fn the_statement_time_limit_holds_for_row_closures_that_query_again() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_query_row_and_query_map_lend_rows_under_the_rules_of_execute_sql() {
+    let (dir, master) = tokio::task::spawn_blocking(fixture).await.unwrap();
+    let sharded = ShardedClient::open(&master).await.unwrap();
+    let a = sharded.for_route(route("tenant-a"));
+    for n in 1..=3 {
+        a.execute_sql(
+            "INSERT INTO items (tenant, n) VALUES ('tenant-a', ?1)",
+            Params::from(vec![n]),
+        )
+        .await
+        .unwrap();
+    }
+
+    // The first row, mapped; none when there is no row; every row, in order.
+    let first: Option<(i64, String, Option<i64>)> = a
+        .query_row(
+            "SELECT id, tenant, n FROM items WHERE n >= ?1 ORDER BY n",
+            Params::from(vec![2]),
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(first, Some((2, "tenant-a".to_owned(), Some(2))));
+    let none = a
+        .query_row("SELECT n FROM items WHERE n > 99", Params::none(), |row| {
+            row.get::<i64>(0)
+        })
+        .await
+        .unwrap();
+    assert_eq!(none, None);
+    let all = a
+        .query_map("SELECT n FROM items ORDER BY n DESC", Params::none(), |row| {
+            row.get::<i64>(0)
+        })
+        .await
+        .unwrap();
+    assert_eq!(all, vec![3, 2, 1]);
+
+    // A statement that writes runs on the writer, and its rows reach the closure.
+    let returned = a
+        .query_row(
+            "INSERT INTO items (tenant, n) VALUES ('tenant-a', 4) RETURNING n * 10",
+            Params::none(),
+            |row| row.get::<i64>(0),
+        )
+        .await
+        .unwrap();
+    assert_eq!(returned, Some(40));
+    let through_with = a
+        .query_map(
+            "WITH v(n) AS (SELECT 5) INSERT INTO items (tenant, n) SELECT 'tenant-a', n FROM v RETURNING n",
+            Params::none(),
+            |row| row.get::<i64>(0),
+        )
+        .await
+        .unwrap();
+    assert_eq!(through_with, vec![5]);
+    let count = || async {
+        a.query_row("SELECT count(*) FROM items", Params::none(), |row| row.get::<i64>(0))
+            .await
+            .unwrap()
+    };
+    assert_eq!(count().await, Some(5));
+
+    // Errors name the problem, and nothing runs when the statement or its values are wrong.
+    let mismatch = a
+        .query_row("SELECT tenant FROM items", Params::none(), |row| row.get::<i64>(0))
+        .await
+        .unwrap_err();
+    assert_eq!(mismatch.kind(), ErrorKind::InvalidInput);
+    assert!(
+        mismatch.to_string().contains("column 0: TEXT does not convert to i64"),
+        "{mismatch}"
+    );
+    let past = a
+        .query_row("SELECT tenant FROM items", Params::none(), |row| row.get::<String>(1))
+        .await
+        .unwrap_err();
+    assert!(past.to_string().contains("column 1 is out of range"), "{past}");
+    for script in ["SELECT 1; DELETE FROM items", "DELETE FROM items; SELECT 1"] {
+        let err = a
+            .query_map(script, Params::none(), |row| row.get::<i64>(0))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("takes one statement"), "{script}: {err}");
+    }
+    let unused = a
+        .query_map(
+            "DELETE FROM items WHERE n = :n",
+            Params::named([("n", Value::Integer(2)), ("extra", Value::Integer(1))]),
+            |row| row.get::<i64>(0),
+        )
+        .await
+        .unwrap_err();
+    assert!(unused.to_string().contains("'extra'"), "{unused}");
+    assert_eq!(count().await, Some(5), "nothing ran");
+
+    // Hostile SQL is refused as by execute_sql.
+    let other = dir.path().join("elsewhere.db");
+    let attach = format!("ATTACH DATABASE '{}' AS x", other.display());
+    for (sql, kind) in [
+        (attach.as_str(), ErrorKind::Forbidden),
+        ("PRAGMA journal_mode = DELETE", ErrorKind::Forbidden),
+        ("BEGIN", ErrorKind::TransactionControl),
+        ("SELECT load_extension('x')", ErrorKind::Forbidden),
+    ] {
+        let err = a
+            .query_row(sql, Params::none(), |row| row.get::<Value>(0))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), kind, "{sql}: {err}");
+    }
+    assert!(!other.exists());
+    // The futures are Send: they run on spawned tasks.
+    let spawned = {
+        let a = a.clone();
+        tokio::spawn(async move {
+            a.query_map("SELECT n FROM items ORDER BY n", Params::none(), |row| {
+                row.get::<i64>(0)
+            })
+            .await
+        })
+    };
+    assert_eq!(spawned.await.unwrap().unwrap(), vec![1, 2, 3, 4, 5]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_row_queries_past_the_inline_budget_start_over_and_return_each_row_once() {
+    const ROWS: i64 = 20_000;
+    let sql =
+        format!("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < {ROWS}) SELECT x FROM c");
+    let (_dir, master) = tokio::task::spawn_blocking(fixture).await.unwrap();
+    for budget in [Some(Duration::from_micros(1)), Some(Duration::from_millis(1)), None] {
+        let options = ShardedClientOptions::with_engine(EngineConfig {
+            inline_read_budget: budget,
+            ..EngineConfig::default()
+        });
+        let sharded = ShardedClient::open_with(&master, options).await.unwrap();
+        let a = sharded.for_route(route("tenant-a"));
+        let mut seen = 0;
+        let rows = a
+            .query_map(&sql, Params::none(), |row| {
+                seen += 1;
+                row.get::<i64>(0)
+            })
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 20_000, "budget {budget:?}");
+        assert!(
+            rows.iter().copied().eq(1..=ROWS),
+            "budget {budget:?}: each row once, in order"
+        );
+        if budget == Some(Duration::from_millis(1)) {
+            // 20,000 rows take longer than 1 ms: the closure saw some of them inline, then all
+            // of them again when the query started over on a reader.
+            assert!(seen > ROWS, "budget {budget:?}: {seen}");
+        } else {
+            assert!(seen >= ROWS, "budget {budget:?}: {seen}");
+        }
+        let mut calls = 0;
+        let counted = a
+            .query_row(COUNT_TO_A_MILLION, Params::none(), |row| {
+                calls += 1;
+                row.get::<i64>(0)
+            })
+            .await
+            .unwrap();
+        assert_eq!(counted, Some(1_000_000), "budget {budget:?}");
+        assert_eq!(calls, 1, "budget {budget:?}: the closure of query_row runs once");
+    }
 }

@@ -87,6 +87,20 @@ async fn a_sharded_client_over_three_daemons_routes_fans_out_and_reports_status(
             .unwrap();
         assert_eq!(rows.rows, vec![vec![Value::Text(format!("tenant-{i}"))]]);
     }
+    // Row closures reach remote shards too, over both transports.
+    for i in 0..3 {
+        let routed = sharded.for_route(route(&format!("tenant-{i}")));
+        let tenant = routed
+            .query_row("SELECT tenant FROM t", Params::none(), |row| row.get::<String>(0))
+            .await
+            .unwrap();
+        assert_eq!(tenant, Some(format!("tenant-{i}")));
+        let ids = routed
+            .query_map("SELECT id FROM t", Params::none(), |row| row.get::<i64>(0))
+            .await
+            .unwrap();
+        assert_eq!(ids, vec![i]);
+    }
     let counts = sharded
         .execute_read_only_sql_on_all_shards("SELECT count(*) FROM t")
         .await

@@ -36,13 +36,16 @@ impl<'a> Subject<'a> {
 /// operations each (after one warm-up round).
 ///
 /// `SHARDLITE_BENCH_ONLY=text` measures only the subjects whose name contains `text` (to
-/// profile one of them); `text$` only the subject named `text`.
+/// profile one of them); `text$` only the subject named `text`; several, separated by `|`,
+/// the subjects any of them picks.
 pub fn measure(rounds: usize, ops: u64, subjects: &mut [Subject<'_>]) -> Vec<(&'static str, f64)> {
     let only = std::env::var("SHARDLITE_BENCH_ONLY").ok();
     let chosen = |name: &str| {
-        only.as_deref().is_none_or(|only| match only.strip_suffix('$') {
-            Some(exact) => name == exact,
-            None => name.contains(only),
+        only.as_deref().is_none_or(|only| {
+            only.split('|').any(|only| match only.strip_suffix('$') {
+                Some(exact) => name == exact,
+                None => name.contains(only),
+            })
         })
     };
     for subject in subjects.iter_mut().filter(|s| chosen(s.name)) {

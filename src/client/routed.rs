@@ -1,12 +1,14 @@
 //! The route-bound client: every call resolves one route and runs on that shard.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use super::forward::impl_data_client;
 use super::sharded::generation::{Generation, ShardSlot};
 use super::{ShardedClient, ShardedTransaction};
-use crate::data::{DataClient, DatabaseInfo, Params, SqlResult, TransactionInfo};
+use crate::data::{DataClient, DatabaseInfo, Params, RowRef, SqlResult, TransactionInfo};
 use crate::error::Result;
 use crate::map::ShardMap;
 use crate::routing::{ResolvedRoute, RouteContext};
@@ -75,6 +77,139 @@ impl RoutedClient {
         self.sharded.begin(&self.route).await
     }
 
+    /// Runs one statement on the route's shard and maps its first row with `f`, as rusqlite's
+    /// `query_row` does; `None` when it returns no row. The row is lent in place, so nothing
+    /// is copied that `f` does not read.
+    ///
+    /// A query on a local shard that finishes within the inline read budget runs on the
+    /// calling task and never waits; anything else (a longer query, a statement that writes,
+    /// such as `INSERT … RETURNING`, or a remote shard) runs as
+    /// [`execute_sql`](DataClient::execute_sql) runs it, and `f` reads the first row of its
+    /// result. The statement must be a single one; the hostile-SQL rules, the statement time
+    /// limit and the result limits are those of `execute_sql`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(orders: &shardlite::client::RoutedClient) -> shardlite::Result<()> {
+    /// use shardlite::client::Params;
+    ///
+    /// let total: Option<f64> = orders
+    ///     .query_row(
+    ///         "SELECT sum(amount) FROM orders WHERE month = ?1",
+    ///         Params::from(vec!["2026-06"]),
+    ///         |row| row.get(0),
+    ///     )
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn query_row<T>(
+        &self,
+        sql: &str,
+        params: Params,
+        f: impl FnOnce(&RowRef<'_>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        let mut f = Some(f);
+        let mut out = None;
+        let mut first = |row: &RowRef<'_>| {
+            if let Some(f) = f.take() {
+                out = Some(f(row)?);
+            }
+            Ok(ControlFlow::Break(()))
+        };
+        if let Some(done) = self.query_here(Instant::now(), sql, &params, &mut first) {
+            return done.map(|()| out);
+        }
+        // The query starts over below. `f` runs once: a query stopped by the budget stopped
+        // before its first row, since the first row ends it.
+        let result = self.statement_result(sql, params).await?;
+        result.lend_rows(&mut first)?;
+        Ok(out)
+    }
+
+    /// Runs one statement on the route's shard and maps every row it returns with `f`, as
+    /// rusqlite's `query_map` does; see [`query_row`](Self::query_row) for where it runs.
+    ///
+    /// When a query outruns the inline read budget it starts over off the calling task: `f`
+    /// then sees the rows again from the first, and the returned rows are those of the run
+    /// that finished, each once.
+    pub async fn query_map<T>(
+        &self,
+        sql: &str,
+        params: Params,
+        mut f: impl FnMut(&RowRef<'_>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        if let Some(done) = self.query_here(Instant::now(), sql, &params, &mut |row| {
+            out.push(f(row)?);
+            Ok(ControlFlow::Continue(()))
+        }) {
+            return done.map(|()| out);
+        }
+        out.clear();
+        let result = self.statement_result(sql, params).await?;
+        result.lend_rows(&mut |row| {
+            out.push(f(row)?);
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(out)
+    }
+
+    /// Runs a query on the calling task when everything it needs is at hand: the current map
+    /// (no catalog check due), a local shard, and a read that finishes within the inline
+    /// budget. `None` when the call must take the path that may wait.
+    fn query_here(
+        &self,
+        started: Instant,
+        sql: &str,
+        params: &Params,
+        each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
+    ) -> Option<Result<()>> {
+        let generation = self.sharded.lend_unless_check_due(started)?;
+        let index = match self.resolved.index(&generation.map, &self.route) {
+            Ok(index) => index,
+            Err(err) => return Some(Err(err)),
+        };
+        match &generation.shards[index] {
+            ShardSlot::Ready { local: Some(local), .. } => local.database().query_inline(started, sql, params, each),
+            _ => None,
+        }
+    }
+
+    /// `execute_sql` on the calling task, when it needs no wait: see
+    /// [`query_here`](Self::query_here).
+    fn execute_here(&self, sql: &str, params: &Params) -> Option<Result<SqlResult>> {
+        let generation = self.sharded.lend_unless_check_due(Instant::now())?;
+        let index = match self.resolved.index(&generation.map, &self.route) {
+            Ok(index) => index,
+            Err(err) => return Some(Err(err)),
+        };
+        match &generation.shards[index] {
+            ShardSlot::Ready { local: Some(local), .. } => local.database().execute_inline(sql, params),
+            _ => None,
+        }
+    }
+
+    /// The whole result of one statement, run as `execute_sql` runs it past the calling task.
+    async fn statement_result(&self, sql: &str, params: Params) -> Result<SqlResult> {
+        crate::engine::require_single_statement(sql)?;
+        self.execute_off_task(sql, params).await
+    }
+
+    /// `execute_sql` for a call whose fast path ([`execute_here`](Self::execute_here) or
+    /// [`query_here`](Self::query_here)) did not finish it: it checks the catalog when due,
+    /// and a local shard runs the statement on its engine's threads, so that a query over the
+    /// inline budget is not tried inline again.
+    async fn execute_off_task(&self, sql: &str, params: Params) -> Result<SqlResult> {
+        let (generation, index) = self.target().await?;
+        match &generation.shards[index] {
+            // A local shard's engine directly: no client object in between.
+            ShardSlot::Ready { local: Some(local), .. } => local.database().execute_on_threads(sql, params).await,
+            _ => generation.slot_client(index)?.execute_sql(sql, params).await,
+        }
+    }
+
     async fn shard(&self) -> Result<Arc<dyn DataClient>> {
         let (generation, index) = self.target().await?;
         generation.slot_client(index)
@@ -90,12 +225,10 @@ impl RoutedClient {
 
 impl_data_client!(RoutedClient, |this| this.shard().await, {
     async fn execute_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
-        let (generation, index) = self.target().await?;
-        match &generation.shards[index] {
-            // A local shard's engine directly: no client object in between.
-            ShardSlot::Ready { local: Some(local), .. } => local.database().execute(sql, params).await,
-            _ => generation.slot_client(index)?.execute_sql(sql, params).await,
+        if let Some(done) = self.execute_here(sql, &params) {
+            return done;
         }
+        self.execute_off_task(sql, params).await
     }
     async fn execute_read_only_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
         let (generation, index) = self.target().await?;

@@ -377,27 +377,31 @@ impl Database {
     /// Executes SQL with bound parameters. Queries run on a reader (a short one on the caller's
     /// task, see [`EngineConfig::inline_read_budget`]); anything that writes on the writer.
     pub async fn execute(&self, sql: &str, params: Params) -> Result<SqlResult> {
+        if let Some(done) = self.execute_inline(sql, &params) {
+            return done;
+        }
+        self.execute_on_threads(sql, params).await
+    }
+
+    /// [`execute`](Self::execute) without trying the caller's task first: for a call that
+    /// already tried it ([`execute_inline`](Self::execute_inline)), so that a query over the
+    /// inline budget spends it once.
+    pub(crate) async fn execute_on_threads(&self, sql: &str, params: Params) -> Result<SqlResult> {
         let params = if sql::starts_like_query(sql) {
-            match self.read_inline(sql, &params) {
-                Some(Err(Error::ReadOnlyViolation { .. })) => params,
-                Some(done) => return done,
-                None => {
-                    let query: Arc<str> = Arc::from(sql);
-                    // The reader hands the parameters back when the text turns out to write
-                    // (`WITH ... DELETE`), so the writer can run it without a copy having been made.
-                    match self
-                        .read(
-                            move |conn| match sql::execute(conn, &query, &params, Access::ReadOnly) {
-                                Err(Error::ReadOnlyViolation { .. }) => Ok(Err(params)),
-                                other => other.map(Ok),
-                            },
-                        )
-                        .await?
-                    {
-                        Ok(result) => return Ok(result),
-                        Err(params) => params,
-                    }
-                }
+            let query: Arc<str> = Arc::from(sql);
+            // The reader hands the parameters back when the text turns out to write
+            // (`WITH ... DELETE`), so the writer can run it without a copy having been made.
+            match self
+                .read(
+                    move |conn| match sql::execute(conn, &query, &params, Access::ReadOnly) {
+                        Err(Error::ReadOnlyViolation { .. }) => Ok(Err(params)),
+                        other => other.map(Ok),
+                    },
+                )
+                .await?
+            {
+                Ok(result) => return Ok(result),
+                Err(params) => params,
             }
         } else {
             params

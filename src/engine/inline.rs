@@ -109,16 +109,63 @@ impl Database {
     /// to wait for, or no connection to borrow) and should run on a reader thread. A statement
     /// that is not read-only comes back as [`Error::ReadOnlyViolation`], as on a reader.
     pub(super) fn read_inline(&self, sql: &str, params: &Params) -> Option<Result<SqlResult>> {
-        let budget = self.shared.config.inline_read_budget?;
-        let shared = &self.shared;
         // One clock read serves the hold, the budget and the statement's time limit.
         let started = Instant::now();
+        self.within_budget(started, |conn| {
+            sql::execute_from(started, conn, sql, params, Access::ReadOnly)
+        })
+    }
+
+    /// [`execute`](Self::execute) when it finishes on the caller's task: a query that runs to
+    /// its result within the inline budget. `None` when it does not (a statement that writes,
+    /// or any reason [`read_inline`](Self::read_inline) gives); the caller then awaits
+    /// [`execute`](Self::execute), which starts it over.
+    pub(crate) fn execute_inline(&self, sql: &str, params: &Params) -> Option<Result<SqlResult>> {
+        if !sql::starts_like_query(sql) {
+            return None;
+        }
+        match self.read_inline(sql, params) {
+            Some(Err(Error::ReadOnlyViolation { .. })) => None,
+            done => done,
+        }
+    }
+
+    /// Runs one query on the caller's task, lending each row to `each` in place, when it
+    /// finishes within the inline budget: the fast path of the async client's `query_row` and
+    /// `query_map`, for a call that read the clock at `started`.
+    ///
+    /// `None` means it did not run to its end here, as for
+    /// [`read_inline`](Self::read_inline), or that the statement is not a read-only query; the
+    /// caller then runs it as [`execute`](Self::execute) would. `each` may have seen some rows
+    /// by then: the caller forgets what it made of them, since the query starts over.
+    pub(crate) fn query_inline(
+        &self,
+        started: Instant,
+        sql: &str,
+        params: &Params,
+        each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
+    ) -> Option<Result<()>> {
+        let kind = classify::classify(sql);
+        if kind != StatementKind::Query {
+            return None;
+        }
+        match self.within_budget(started, |conn| {
+            sql::query_with(conn, sql, kind, params, Access::ReadOnly, started, each)
+        }) {
+            Some(Err(Error::ReadOnlyViolation { .. })) => None,
+            done => done,
+        }
+    }
+
+    /// Runs `read` on a borrowed read-only connection on the caller's task, under the inline
+    /// budget counted from `started` and inside the file's [hold](super::hold).
+    fn within_budget<T>(&self, started: Instant, read: impl FnOnce(&Connection) -> Result<T>) -> Option<Result<T>> {
+        let shared = &self.shared;
+        let budget = shared.config.inline_read_budget?;
         let _reading = shared.inline_hold.enter(started, || {
             open_borrowed_reader(&shared.path, &shared.config, Duration::ZERO).ok()
         });
-        match self.borrow_reader(&self.shared.inline_readers, started.checked_add(budget), |conn| {
-            sql::execute_from(started, conn, sql, params, Access::ReadOnly)
-        }) {
+        match self.borrow_reader(&shared.inline_readers, started.checked_add(budget), read) {
             Ok(Inline::Done(Err(err))) if is_busy(&err) => None,
             Ok(Inline::Done(result)) => Some(result),
             Ok(Inline::OverBudget) | Err(_) => None,

@@ -212,10 +212,26 @@ impl ShardedClient {
         }
     }
 
+    /// The generation calls use now, lent, when no check of the catalog's version is due at
+    /// `now`: the fast path of an async call that runs to its end without waiting. `None` when
+    /// a check is due; the caller then goes through [`fresh`](Self::fresh), which makes it.
+    pub(crate) fn lend_unless_check_due(&self, now: Instant) -> Option<Guard<Arc<Generation>>> {
+        if self.inner.catalog.is_some()
+            && self.millis_since_epoch(now) >= self.inner.next_check_ms.load(Ordering::Relaxed)
+        {
+            return None;
+        }
+        Some(self.inner.current.load())
+    }
+
+    fn millis_since_epoch(&self, now: Instant) -> u64 {
+        u64::try_from(now.saturating_duration_since(self.inner.epoch).as_millis()).unwrap_or(u64::MAX)
+    }
+
     /// Whether this caller checks the catalog's version at `now`: at most one caller per
     /// refresh interval does.
     fn claim_version_check(&self, now: Instant) -> bool {
-        let now = u64::try_from(now.saturating_duration_since(self.inner.epoch).as_millis()).unwrap_or(u64::MAX);
+        let now = self.millis_since_epoch(now);
         let due = self.inner.next_check_ms.load(Ordering::Relaxed);
         now >= due
             && self
