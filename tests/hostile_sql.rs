@@ -2,7 +2,8 @@
 //!
 //! One table of hostile inputs runs through every path that takes SQL text: plain execute,
 //! read-only execute, transactions, read-only and write fan-out, and procedures, on every
-//! surface: in-process, REST and gRPC; and through the sqlx driver. Each input must be refused
+//! surface: in-process (with the row-closure calls `query_row` and `query_map`), REST and
+//! gRPC; and through the sqlx driver. Each input must be refused
 //! with its error kind (the wire's `errorCode`), leave the daemon answering, and leave data and
 //! files as they were.
 #![cfg(all(feature = "server", feature = "http", feature = "grpc", feature = "sqlx"))]
@@ -307,6 +308,27 @@ async fn in_process_refuses_every_hostile_input_and_changes_nothing() {
         admin: Arc::new(sharded.clone()),
     };
     run_cases(&surface, dir.path(), &master).await;
+
+    // The row-closure calls take one statement; each is refused as execute refuses it, and a
+    // script before anything runs.
+    let routed = sharded.for_route(route("tenant-a"));
+    let before = invariants(dir.path(), &sharded).await;
+    for case in cases(dir.path(), &master) {
+        let kind = if shardlite::engine::classify::is_single_statement(&case.sql) {
+            case.kind
+        } else {
+            ErrorKind::InvalidInput
+        };
+        let mapped = routed
+            .query_map(&case.sql, case.params.clone(), |row| row.get::<Value>(0))
+            .await;
+        expect("in-process query_map", &case, mapped, Some(kind));
+        let first = routed
+            .query_row(&case.sql, case.params.clone(), |row| row.get::<Value>(0))
+            .await;
+        expect("in-process query_row", &case, first, Some(kind));
+    }
+    assert_eq!(invariants(dir.path(), &sharded).await, before);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -43,7 +43,8 @@ const MAX_IDLE_PER_STRIPE: usize = 2;
 
 /// A pool of read-only connections that callers borrow for one call on their own thread.
 pub(super) struct Borrowed {
-    stripes: [Mutex<Vec<Connection>>; STRIPES],
+    /// Boxed, so that taking one and giving it back moves a pointer, not the connection.
+    stripes: [Mutex<Vec<Box<Connection>>>; STRIPES],
     busy_timeout: Duration,
 }
 
@@ -63,19 +64,19 @@ impl Borrowed {
         }
     }
 
-    fn stripe(&self) -> &Mutex<Vec<Connection>> {
+    fn stripe(&self) -> &Mutex<Vec<Box<Connection>>> {
         &self.stripes[STRIPE.with(|stripe| *stripe)]
     }
 
-    fn take(&self, path: &Path, config: &EngineConfig) -> Result<Connection> {
+    fn take(&self, path: &Path, config: &EngineConfig) -> Result<Box<Connection>> {
         let idle = self.stripe().lock().unwrap_or_else(PoisonError::into_inner).pop();
         match idle {
             Some(conn) => Ok(conn),
-            None => open_borrowed_reader(path, config, self.busy_timeout),
+            None => open_borrowed_reader(path, config, self.busy_timeout).map(Box::new),
         }
     }
 
-    fn give_back(&self, conn: Connection) {
+    fn give_back(&self, conn: Box<Connection>) {
         let mut idle = self.stripe().lock().unwrap_or_else(PoisonError::into_inner);
         if idle.len() < MAX_IDLE_PER_STRIPE {
             idle.push(conn);

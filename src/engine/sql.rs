@@ -247,7 +247,7 @@ pub(crate) fn execute_from(
     params: &Params,
     access: Access,
 ) -> Result<SqlResult> {
-    if sql.trim().is_empty() {
+    if is_blank(sql) {
         return Err(Error::invalid_argument("sql", "the SQL text is empty"));
     }
     let mut out = SqlResult::default();
@@ -337,7 +337,7 @@ pub(crate) fn query_with(
     started: Instant,
     each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
 ) -> Result<()> {
-    if sql.trim().is_empty() {
+    if is_blank(sql) {
         return Err(Error::invalid_argument("sql", "the SQL text is empty"));
     }
     require_single_statement(sql)?;
@@ -374,6 +374,12 @@ pub(crate) fn require_single_statement(sql: &str) -> Result<()> {
             "a query with a row closure takes one statement; run scripts with execute_sql",
         ))
     }
+}
+
+/// Whether `sql` is empty or white space only. It stops at the first other character, where
+/// `trim` would read the text from both ends.
+fn is_blank(sql: &str) -> bool {
+    sql.chars().all(char::is_whitespace)
 }
 
 /// Refuses, before it is prepared, a statement that read-only SQL cannot run because it is not
