@@ -41,10 +41,13 @@ const STRIPES: usize = 8;
 /// back to a full stripe is closed.
 const MAX_IDLE_PER_STRIPE: usize = 2;
 
+/// An idle connection of a pool, boxed so that taking it and giving it back moves a pointer,
+/// not the connection (a call does both).
+struct Idle(Box<Connection>);
+
 /// A pool of read-only connections that callers borrow for one call on their own thread.
 pub(super) struct Borrowed {
-    /// Boxed, so that taking one and giving it back moves a pointer, not the connection.
-    stripes: [Mutex<Vec<Box<Connection>>>; STRIPES],
+    stripes: [Mutex<Vec<Idle>>; STRIPES],
     busy_timeout: Duration,
 }
 
@@ -64,14 +67,14 @@ impl Borrowed {
         }
     }
 
-    fn stripe(&self) -> &Mutex<Vec<Box<Connection>>> {
+    fn stripe(&self) -> &Mutex<Vec<Idle>> {
         &self.stripes[STRIPE.with(|stripe| *stripe)]
     }
 
     fn take(&self, path: &Path, config: &EngineConfig) -> Result<Box<Connection>> {
         let idle = self.stripe().lock().unwrap_or_else(PoisonError::into_inner).pop();
         match idle {
-            Some(conn) => Ok(conn),
+            Some(Idle(conn)) => Ok(conn),
             None => open_borrowed_reader(path, config, self.busy_timeout).map(Box::new),
         }
     }
@@ -79,7 +82,7 @@ impl Borrowed {
     fn give_back(&self, conn: Box<Connection>) {
         let mut idle = self.stripe().lock().unwrap_or_else(PoisonError::into_inner);
         if idle.len() < MAX_IDLE_PER_STRIPE {
-            idle.push(conn);
+            idle.push(Idle(conn));
         }
     }
 }
