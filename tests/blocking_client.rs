@@ -625,3 +625,53 @@ async fn async_row_queries_past_the_inline_budget_start_over_and_return_each_row
         assert_eq!(calls, 1, "budget {budget:?}: the closure of query_row runs once");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_that_starts_like_a_query_does_not_wait_for_a_busy_reader() {
+    let (_dir, master) = tokio::task::spawn_blocking(fixture).await.unwrap();
+    let options = ShardedClientOptions::with_engine(EngineConfig {
+        readers: 1,
+        statement_timeout: Some(Duration::from_secs(3)),
+        ..EngineConfig::default()
+    });
+    let sharded = ShardedClient::open_with(&master, options).await.unwrap();
+    let a = sharded.for_route(route("tenant-a"));
+    // A runaway read outlives the inline budget and takes the shard's only reader thread.
+    let runaway = {
+        let a = a.clone();
+        tokio::spawn(async move {
+            a.execute_sql(
+                "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
+                Params::none(),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = Instant::now();
+    let written = a
+        .execute_sql(
+            "WITH v(t) AS (SELECT 'tenant-a') INSERT INTO items (tenant) SELECT t FROM v",
+            Params::none(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(written.rows_affected, 1);
+    let returned = a
+        .query_row(
+            "WITH v(n) AS (SELECT 7) INSERT INTO items (tenant, n) SELECT 'tenant-a', n FROM v RETURNING n",
+            Params::none(),
+            |row| row.get::<i64>(0),
+        )
+        .await
+        .unwrap();
+    assert_eq!(returned, Some(7));
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "the writes waited {:?} for the reader",
+        started.elapsed()
+    );
+    assert!(!runaway.is_finished(), "the reader was busy throughout");
+    let err = runaway.await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+}

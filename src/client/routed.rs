@@ -9,6 +9,7 @@ use super::forward::impl_data_client;
 use super::sharded::generation::{Generation, ShardSlot};
 use super::{ShardedClient, ShardedTransaction};
 use crate::data::{DataClient, DatabaseInfo, Params, RowRef, SqlResult, TransactionInfo};
+use crate::engine::{Database, Here};
 use crate::error::Result;
 use crate::map::ShardMap;
 use crate::routing::{ResolvedRoute, RouteContext};
@@ -118,12 +119,14 @@ impl RoutedClient {
             }
             Ok(ControlFlow::Break(()))
         };
-        if let Some(done) = self.query_here(Instant::now(), sql, &params, &mut first) {
-            return done.map(|()| out);
-        }
+        let writes = match self.query_here(Instant::now(), sql, &params, &mut first) {
+            Here::Done(done) => return done.map(|()| out),
+            Here::Writes => true,
+            Here::Elsewhere => false,
+        };
         // The query starts over below. `f` runs once: a query stopped by the budget stopped
         // before its first row, since the first row ends it.
-        let result = self.statement_result(sql, params).await?;
+        let result = self.statement_result(sql, params, writes).await?;
         result.lend_rows(&mut first)?;
         Ok(out)
     }
@@ -141,14 +144,16 @@ impl RoutedClient {
         mut f: impl FnMut(&RowRef<'_>) -> Result<T>,
     ) -> Result<Vec<T>> {
         let mut out = Vec::new();
-        if let Some(done) = self.query_here(Instant::now(), sql, &params, &mut |row| {
+        let writes = match self.query_here(Instant::now(), sql, &params, &mut |row| {
             out.push(f(row)?);
             Ok(ControlFlow::Continue(()))
         }) {
-            return done.map(|()| out);
-        }
+            Here::Done(done) => return done.map(|()| out),
+            Here::Writes => true,
+            Here::Elsewhere => false,
+        };
         out.clear();
-        let result = self.statement_result(sql, params).await?;
+        let result = self.statement_result(sql, params, writes).await?;
         result.lend_rows(&mut |row| {
             out.push(f(row)?);
             Ok(ControlFlow::Continue(()))
@@ -158,54 +163,56 @@ impl RoutedClient {
 
     /// Runs a query on the calling task when everything it needs is at hand: the current map
     /// (no catalog check due), a local shard, and a read that finishes within the inline
-    /// budget. `None` when the call must take the path that may wait.
+    /// budget. Anything else is for the path that may wait.
     fn query_here(
         &self,
         started: Instant,
         sql: &str,
         params: &Params,
         each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
-    ) -> Option<Result<()>> {
-        let generation = self.sharded.lend_unless_check_due(started)?;
-        let index = match self.resolved.index(&generation.map, &self.route) {
-            Ok(index) => index,
-            Err(err) => return Some(Err(err)),
-        };
-        match &generation.shards[index] {
-            ShardSlot::Ready { local: Some(local), .. } => local.database().query_inline(started, sql, params, each),
-            _ => None,
-        }
+    ) -> Here<()> {
+        self.on_local_shard_here(started, |database| database.query_inline(started, sql, params, each))
     }
 
     /// `execute_sql` on the calling task, when it needs no wait: see
     /// [`query_here`](Self::query_here).
-    fn execute_here(&self, sql: &str, params: &Params) -> Option<Result<SqlResult>> {
-        let generation = self.sharded.lend_unless_check_due(Instant::now())?;
+    fn execute_here(&self, sql: &str, params: &Params) -> Here<SqlResult> {
+        self.on_local_shard_here(Instant::now(), |database| database.execute_inline(sql, params))
+    }
+
+    /// Runs `run` on the route's shard's engine with the current map generation borrowed, when
+    /// no catalog check is due at `now` and the shard is local; [`Here::Elsewhere`] otherwise.
+    fn on_local_shard_here<T>(&self, now: Instant, run: impl FnOnce(&Database) -> Here<T>) -> Here<T> {
+        let Some(generation) = self.sharded.lend_unless_check_due(now) else {
+            return Here::Elsewhere;
+        };
         let index = match self.resolved.index(&generation.map, &self.route) {
             Ok(index) => index,
-            Err(err) => return Some(Err(err)),
+            Err(err) => return Here::Done(Err(err)),
         };
         match &generation.shards[index] {
-            ShardSlot::Ready { local: Some(local), .. } => local.database().execute_inline(sql, params),
-            _ => None,
+            ShardSlot::Ready { local: Some(local), .. } => run(local.database()),
+            _ => Here::Elsewhere,
         }
     }
 
     /// The whole result of one statement, run as `execute_sql` runs it past the calling task.
-    async fn statement_result(&self, sql: &str, params: Params) -> Result<SqlResult> {
+    async fn statement_result(&self, sql: &str, params: Params, writes: bool) -> Result<SqlResult> {
         crate::engine::require_single_statement(sql)?;
-        self.execute_off_task(sql, params).await
+        self.execute_off_task(sql, params, writes).await
     }
 
     /// `execute_sql` for a call whose fast path ([`execute_here`](Self::execute_here) or
     /// [`query_here`](Self::query_here)) did not finish it: it checks the catalog when due,
-    /// and a local shard runs the statement on its engine's threads, so that a query over the
-    /// inline budget is not tried inline again.
-    async fn execute_off_task(&self, sql: &str, params: Params) -> Result<SqlResult> {
+    /// and a local shard runs the statement on its engine's threads (the writer's at once when
+    /// it `writes`), so that a query over the inline budget is not tried inline again.
+    async fn execute_off_task(&self, sql: &str, params: Params, writes: bool) -> Result<SqlResult> {
         let (generation, index) = self.target().await?;
         match &generation.shards[index] {
             // A local shard's engine directly: no client object in between.
-            ShardSlot::Ready { local: Some(local), .. } => local.database().execute_on_threads(sql, params).await,
+            ShardSlot::Ready { local: Some(local), .. } => {
+                local.database().execute_elsewhere(sql, params, writes).await
+            }
             _ => generation.slot_client(index)?.execute_sql(sql, params).await,
         }
     }
@@ -225,10 +232,12 @@ impl RoutedClient {
 
 impl_data_client!(RoutedClient, |this| this.shard().await, {
     async fn execute_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
-        if let Some(done) = self.execute_here(sql, &params) {
-            return done;
-        }
-        self.execute_off_task(sql, params).await
+        let writes = match self.execute_here(sql, &params) {
+            Here::Done(done) => return done,
+            Here::Writes => true,
+            Here::Elsewhere => false,
+        };
+        self.execute_off_task(sql, params, writes).await
     }
     async fn execute_read_only_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
         let (generation, index) = self.target().await?;

@@ -20,7 +20,7 @@ use tokio::sync::{Semaphore, oneshot};
 
 use super::guard::{self, Limits, Scope};
 use super::hold::Hold;
-use super::inline::Borrowed;
+use super::inline::{Borrowed, Here};
 use super::session::Session;
 use super::sql::{self, Access, sql_error};
 use crate::data::{Params, SqlResult};
@@ -377,17 +377,19 @@ impl Database {
     /// Executes SQL with bound parameters. Queries run on a reader (a short one on the caller's
     /// task, see [`EngineConfig::inline_read_budget`]); anything that writes on the writer.
     pub async fn execute(&self, sql: &str, params: Params) -> Result<SqlResult> {
-        if let Some(done) = self.execute_inline(sql, &params) {
-            return done;
+        match self.execute_inline(sql, &params) {
+            Here::Done(done) => done,
+            Here::Writes => self.execute_elsewhere(sql, params, true).await,
+            Here::Elsewhere => self.execute_elsewhere(sql, params, false).await,
         }
-        self.execute_on_threads(sql, params).await
     }
 
-    /// [`execute`](Self::execute) without trying the caller's task first: for a call that
-    /// already tried it ([`execute_inline`](Self::execute_inline)), so that a query over the
-    /// inline budget spends it once.
-    pub(crate) async fn execute_on_threads(&self, sql: &str, params: Params) -> Result<SqlResult> {
-        let params = if sql::starts_like_query(sql) {
+    /// [`execute`](Self::execute) off the caller's task, for a call that already tried it there
+    /// ([`execute_inline`](Self::execute_inline)), so that a query over the inline budget
+    /// spends it once: on a reader thread, or straight on the writer when the statement
+    /// `writes` or does not start like a query.
+    pub(crate) async fn execute_elsewhere(&self, sql: &str, params: Params, writes: bool) -> Result<SqlResult> {
+        let params = if !writes && sql::starts_like_query(sql) {
             let query: Arc<str> = Arc::from(sql);
             // The reader hands the parameters back when the text turns out to write
             // (`WITH ... DELETE`), so the writer can run it without a copy having been made.

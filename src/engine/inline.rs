@@ -120,45 +120,37 @@ impl Database {
         })
     }
 
-    /// [`execute`](Self::execute) when it finishes on the caller's task: a query that runs to
-    /// its result within the inline budget. `None` when it does not (a statement that writes,
-    /// or any reason [`read_inline`](Self::read_inline) gives); the caller then awaits
-    /// [`execute`](Self::execute), which starts it over.
-    pub(crate) fn execute_inline(&self, sql: &str, params: &Params) -> Option<Result<SqlResult>> {
+    /// [`execute`](Self::execute) as far as the caller's task takes it: a query that runs to
+    /// its result within the inline budget is [`Here::Done`]; one that turns out to write is
+    /// [`Here::Writes`]; anything else (a statement that does not start like a query, or any
+    /// reason [`read_inline`](Self::read_inline) gives) is [`Here::Elsewhere`]. The caller
+    /// then awaits [`execute_elsewhere`](Self::execute_elsewhere), which starts it over.
+    pub(crate) fn execute_inline(&self, sql: &str, params: &Params) -> Here<SqlResult> {
         if !sql::starts_like_query(sql) {
-            return None;
+            return Here::Elsewhere;
         }
-        match self.read_inline(sql, params) {
-            Some(Err(Error::ReadOnlyViolation { .. })) => None,
-            done => done,
-        }
+        Here::from(self.read_inline(sql, params))
     }
 
     /// Runs one query on the caller's task, lending each row to `each` in place, when it
     /// finishes within the inline budget: the fast path of the async client's `query_row` and
-    /// `query_map`, for a call that read the clock at `started`.
-    ///
-    /// `None` means it did not run to its end here, as for
-    /// [`read_inline`](Self::read_inline), or that the statement is not a read-only query; the
-    /// caller then runs it as [`execute`](Self::execute) would. `each` may have seen some rows
-    /// by then: the caller forgets what it made of them, since the query starts over.
+    /// `query_map`, for a call that read the clock at `started`. What became of it is as for
+    /// [`execute_inline`](Self::execute_inline). `each` may have seen some rows by then: the
+    /// caller forgets what it made of them, since the query starts over.
     pub(crate) fn query_inline(
         &self,
         started: Instant,
         sql: &str,
         params: &Params,
         each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
-    ) -> Option<Result<()>> {
+    ) -> Here<()> {
         let kind = classify::classify(sql);
         if kind != StatementKind::Query {
-            return None;
+            return Here::Elsewhere;
         }
-        match self.within_budget(started, |conn| {
+        Here::from(self.within_budget(started, |conn| {
             sql::query_with(conn, sql, kind, params, Access::ReadOnly, started, each)
-        }) {
-            Some(Err(Error::ReadOnlyViolation { .. })) => None,
-            done => done,
-        }
+        }))
     }
 
     /// Runs `read` on a borrowed read-only connection on the caller's task, under the inline
@@ -267,6 +259,27 @@ impl Database {
         match self.borrow_reader(&self.shared.blocking_readers, None, f)? {
             Inline::Done(result) => result,
             Inline::OverBudget => Err(Error::Cancelled),
+        }
+    }
+}
+
+/// What became of a statement the caller's task tried to run.
+pub(crate) enum Here<T> {
+    /// It ran to its end here (successfully or not).
+    Done(Result<T>),
+    /// It turned out to write: the writer runs it.
+    Writes,
+    /// It did not run to its end here, or was not tried: a reader thread runs it, or the
+    /// writer when it does not start like a query.
+    Elsewhere,
+}
+
+impl<T> From<Option<Result<T>>> for Here<T> {
+    fn from(outcome: Option<Result<T>>) -> Self {
+        match outcome {
+            Some(Err(Error::ReadOnlyViolation { .. })) => Self::Writes,
+            Some(done) => Self::Done(done),
+            None => Self::Elsewhere,
         }
     }
 }

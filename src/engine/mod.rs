@@ -28,6 +28,7 @@ mod value;
 pub(crate) use database::Role;
 pub use database::{Database, EngineConfig, MAX_INLINE_READ_BUDGET};
 pub use dedicated::{BeginMode, DedicatedConnection};
+pub(crate) use inline::Here;
 pub use session::SessionInfo;
 pub(crate) use sql::require_single_statement;
 pub use store::{INTERNAL_PREFIX, MAX_PAGE_SIZE};
