@@ -50,7 +50,7 @@ use crate::data::{
     DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, RowRef, SavedQuery, ShardAdmin,
     ShardSqlResult, ShardStatus, SqlResult, TableSchema, TransactionInfo, Value,
 };
-use crate::data::{SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport};
+use crate::data::{SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport, every_row, first_row};
 use crate::error::{Error, Result};
 use crate::map::{ShardMap, ShardMapSnapshot};
 use crate::routing::{ResolvedRoute, RouteContext};
@@ -315,12 +315,7 @@ impl RoutedClient {
     ) -> Result<Option<T>> {
         let mut f = Some(f);
         let mut out = None;
-        self.query_each(sql, params, &mut |row| {
-            if let Some(f) = f.take() {
-                out = Some(f(row)?);
-            }
-            Ok(ControlFlow::Break(()))
-        })?;
+        self.query_each(sql, params, &mut first_row(&mut f, &mut out))?;
         Ok(out)
     }
 
@@ -333,10 +328,7 @@ impl RoutedClient {
         mut f: impl FnMut(&RowRef<'_>) -> Result<T>,
     ) -> Result<Vec<T>> {
         let mut out = Vec::new();
-        self.query_each(sql, params, &mut |row| {
-            out.push(f(row)?);
-            Ok(ControlFlow::Continue(()))
-        })?;
+        self.query_each(sql, params, &mut every_row(&mut f, &mut out))?;
         Ok(out)
     }
 

@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::forward::impl_data_client;
 use super::sharded::generation::{Generation, ShardSlot};
 use super::{ShardedClient, ShardedTransaction};
-use crate::data::{DataClient, DatabaseInfo, Params, RowRef, SqlResult, TransactionInfo};
+use crate::data::{DataClient, DatabaseInfo, Params, RowRef, SqlResult, TransactionInfo, every_row, first_row};
 use crate::engine::{Database, Here};
 use crate::error::Result;
 use crate::map::ShardMap;
@@ -113,13 +113,8 @@ impl RoutedClient {
     ) -> Result<Option<T>> {
         let mut f = Some(f);
         let mut out = None;
-        let mut first = |row: &RowRef<'_>| {
-            if let Some(f) = f.take() {
-                out = Some(f(row)?);
-            }
-            Ok(ControlFlow::Break(()))
-        };
-        let writes = match self.query_here(Instant::now(), sql, &params, &mut first) {
+        let here = self.query_here(Instant::now(), sql, &params, &mut first_row(&mut f, &mut out));
+        let writes = match here {
             Here::Done(done) => return done.map(|()| out),
             Here::Writes => true,
             Here::Elsewhere => false,
@@ -127,7 +122,7 @@ impl RoutedClient {
         // The query starts over below. `f` runs once: a query stopped by the budget stopped
         // before its first row, since the first row ends it.
         let result = self.statement_result(sql, params, writes).await?;
-        result.lend_rows(&mut first)?;
+        result.lend_rows(&mut first_row(&mut f, &mut out))?;
         Ok(out)
     }
 
@@ -144,20 +139,15 @@ impl RoutedClient {
         mut f: impl FnMut(&RowRef<'_>) -> Result<T>,
     ) -> Result<Vec<T>> {
         let mut out = Vec::new();
-        let writes = match self.query_here(Instant::now(), sql, &params, &mut |row| {
-            out.push(f(row)?);
-            Ok(ControlFlow::Continue(()))
-        }) {
+        let here = self.query_here(Instant::now(), sql, &params, &mut every_row(&mut f, &mut out));
+        let writes = match here {
             Here::Done(done) => return done.map(|()| out),
             Here::Writes => true,
             Here::Elsewhere => false,
         };
         out.clear();
         let result = self.statement_result(sql, params, writes).await?;
-        result.lend_rows(&mut |row| {
-            out.push(f(row)?);
-            Ok(ControlFlow::Continue(()))
-        })?;
+        result.lend_rows(&mut every_row(&mut f, &mut out))?;
         Ok(out)
     }
 

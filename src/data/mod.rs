@@ -36,6 +36,7 @@ pub use records::{
     SavedQuery, SqlResult, TableSchema, TransactionInfo,
 };
 pub use row::{FromValue, RowRef, ValueRef};
+pub(crate) use row::{every_row, first_row};
 pub use schema::{
     MigrationScript, MigrationStep, SchemaChange, SchemaMigrationReport, SchemaMigrationRequest, SchemaObjectDiff,
     SchemaStatusReport, ShardMigrationOutcome, ShardMigrationState, ShardSchemaStatus,

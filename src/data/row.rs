@@ -160,6 +160,37 @@ impl<T: FromValue> FromValue for Option<T> {
     }
 }
 
+/// The lending form of a `query_row` closure: `f` maps the first row into `out`, and the rows
+/// end there, so `f` runs at most once.
+pub(crate) fn first_row<'a, T, F>(
+    f: &'a mut Option<F>,
+    out: &'a mut Option<T>,
+) -> impl FnMut(&RowRef<'_>) -> Result<ControlFlow<()>> + 'a
+where
+    F: FnOnce(&RowRef<'_>) -> Result<T>,
+{
+    move |row| {
+        if let Some(f) = f.take() {
+            *out = Some(f(row)?);
+        }
+        Ok(ControlFlow::Break(()))
+    }
+}
+
+/// The lending form of a `query_map` closure: `f` maps every row onto `out`.
+pub(crate) fn every_row<'a, T, F>(
+    f: &'a mut F,
+    out: &'a mut Vec<T>,
+) -> impl FnMut(&RowRef<'_>) -> Result<ControlFlow<()>> + 'a
+where
+    F: FnMut(&RowRef<'_>) -> Result<T>,
+{
+    move |row| {
+        out.push(f(row)?);
+        Ok(ControlFlow::Continue(()))
+    }
+}
+
 impl super::SqlResult {
     /// Lends each row to `each` as a [`RowRef`], until the rows end or `each` breaks: the rows
     /// of a result already read (a remote shard's, or a writer's) reach a row closure this way.
