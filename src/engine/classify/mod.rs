@@ -100,7 +100,7 @@ impl<'a> Iterator for Statements<'a> {
 pub fn is_single_statement(sql: &str) -> bool {
     // Without a semicolon there is at most one statement, and there is one when a word starts
     // it: the common case needs no tokenizing.
-    if !sql.contains(';') && starts_with_word(sql) {
+    if memchr::memchr(b';', sql.as_bytes()).is_none() && starts_with_word(sql) {
         return true;
     }
     let mut parts = statements(sql);
@@ -347,14 +347,8 @@ fn mentions_load_extension(statement: &str) -> bool {
     // The word cannot be there unless its bytes are: most statements need no tokenizing.
     const WORD: &[u8] = b"load_extension";
     let bytes = statement.as_bytes();
-    if !bytes.contains(&b'_') {
-        return false;
-    }
-    let present = bytes
-        .iter()
-        .enumerate()
-        .filter(|(_, byte)| **byte == b'_')
-        .any(|(at, _)| at >= 4 && bytes.get(at - 4..at + 10).is_some_and(|w| w.eq_ignore_ascii_case(WORD)));
+    let present = memchr::memchr_iter(b'_', bytes)
+        .any(|at| at >= 4 && bytes.get(at - 4..at + 10).is_some_and(|w| w.eq_ignore_ascii_case(WORD)));
     if !present {
         return false;
     }
@@ -600,6 +594,33 @@ mod tests {
         }
         assert!(refuse("SELECT load_extension('x')", session).is_err());
         assert!(refuse("SELECT 'load_extension'", session).is_ok());
+    }
+
+    #[test]
+    fn load_extension_is_found_wherever_its_underscore_falls() {
+        for found in [
+            "SELECT load_extension('x')",
+            "load_extension('x')",
+            "SELECT a_b, LOAD_EXTENSION('x') FROM t_u",
+            "SELECT\tLoad_Extension\n('x')",
+            "SELECT 1;SELECT load_extension('x')",
+        ] {
+            assert!(mentions_load_extension(found), "{found}");
+        }
+        for absent in [
+            "SELECT a_b FROM t_u WHERE c_d = ?1",
+            "SELECT 'load_extension'",
+            "SELECT 1 -- load_extension",
+            "SELECT _",
+            "SELECT load_",
+            "SELECT xload_extension('x')",
+            "",
+        ] {
+            assert!(!mentions_load_extension(absent), "{absent}");
+        }
+        assert!(is_single_statement("SELECT a_b FROM t"));
+        assert!(!is_single_statement("SELECT 1; SELECT 2"));
+        assert!(is_single_statement("SELECT ';'"));
     }
 
     #[test]
