@@ -37,7 +37,7 @@ impl<'a> Subject<'a> {
 ///
 /// `SHARDLITE_BENCH_ONLY=text` measures only the subjects whose name contains `text` (to
 /// profile one of them); `text$` only the subject named `text`; several, separated by `|`,
-/// the subjects any of them picks.
+/// the subjects any of them picks. `SHARDLITE_BENCH_SHOW_ROUNDS=1` prints every round's value.
 pub fn measure(rounds: usize, ops: u64, subjects: &mut [Subject<'_>]) -> Vec<(&'static str, f64)> {
     let only = std::env::var("SHARDLITE_BENCH_ONLY").ok();
     let chosen = |name: &str| {
@@ -62,6 +62,12 @@ pub fn measure(rounds: usize, ops: u64, subjects: &mut [Subject<'_>]) -> Vec<(&'
             }
             let took = (subject.run)(ops);
             samples[i].push(took.as_nanos() as f64 / ops as f64);
+        }
+    }
+    if std::env::var_os("SHARDLITE_BENCH_SHOW_ROUNDS").is_some() {
+        for (subject, values) in subjects.iter().zip(&samples) {
+            let shown: Vec<String> = values.iter().map(|v| format!("{v:.0}")).collect();
+            eprintln!("  {:<34} rounds: {}", subject.name, shown.join(" "));
         }
     }
     subjects
