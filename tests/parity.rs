@@ -147,6 +147,17 @@ async fn behaviour_suite(surface: &Surface) -> Vec<String> {
         a.execute_sql("SELECT :nope", Params::none()).await,
         ErrorKind::InvalidInput,
     );
+    // A script given a value none of its placeholders takes runs none of its statements.
+    t.expect_kind(
+        "script with an unused value",
+        a.execute_sql(
+            "INSERT INTO items (id) VALUES (:id); UPDATE items SET qty = 0",
+            Params::named([("id", 40), ("qty", 0)]),
+        )
+        .await,
+        ErrorKind::InvalidInput,
+    );
+    t.record("count after refused script", a.count_rows("items").await);
 
     // Rows.
     t.record("tables", a.list_tables().await);
@@ -581,6 +592,7 @@ async fn the_in_process_suite_behaves_as_documented() {
         "{text}"
     );
     assert!(text.contains("9223372036854775807"), "{text}");
+    assert!(text.contains("\ncount after refused script: ok 1\n"), "{text}");
     // Inserts report the rowid they added; other statements carry no lastInsertRowid at all.
     assert!(
         text.lines()

@@ -261,7 +261,9 @@ pub(crate) fn execute_from(
         run(conn, sql, &mut stmt, &mut out).map_err(|err| guard::explain(err, sql))?;
         most_positional = stmt.parameter_count();
     } else {
-        // Nothing of a script runs if any of its statements would be refused when its turn came.
+        // Nothing of a script runs if any of its statements would be refused when its turn came,
+        // or if it was given values none of its placeholders can take.
+        check_script_values(sql, params)?;
         for statement in classify::statements(sql) {
             if access == Access::ReadOnly {
                 check_query_text(statement)?;
@@ -408,12 +410,61 @@ fn check_named_used(params: &Params, used: &BTreeSet<&str>) -> Result<()> {
     if let Params::Named(values) = params
         && let Some(unused) = values.keys().find(|k| !used.contains(k.as_str()))
     {
-        return Err(Error::invalid_argument(
-            "parameters",
-            format!("parameter '{unused}' does not match any placeholder in the SQL"),
-        ));
+        return Err(unused_name(unused));
     }
     Ok(())
+}
+
+fn unused_name(name: &str) -> Error {
+    Error::invalid_argument(
+        "parameters",
+        format!("parameter '{name}' does not match any placeholder in the SQL"),
+    )
+}
+
+/// Refuses, before any statement of a script runs, values that none of its placeholders can
+/// take: a named value whose name no placeholder in the text has, or more positional values
+/// than any of its statements numbers. Its statements are prepared one at a time as they run (a
+/// later one may need a table an earlier one creates), so this reads the text as SQLite's
+/// tokenizer would; the checks after the run still judge what SQLite itself prepared.
+fn check_script_values(sql: &str, params: &Params) -> Result<()> {
+    match params {
+        Params::Named(values) if !values.is_empty() => {
+            let mut named = BTreeSet::new();
+            for statement in classify::statements(sql) {
+                named.extend(classify::placeholders(statement).filter_map(|p| p.strip_prefix(['$', '@', ':', '#'])));
+            }
+            match values.keys().find(|k| !named.contains(k.as_str())) {
+                Some(unused) => Err(unused_name(unused)),
+                None => Ok(()),
+            }
+        }
+        Params::Positional(values) if !values.is_empty() => {
+            let most = classify::statements(sql).map(placeholder_count).max().unwrap_or(0);
+            check_positional_surplus(params, most)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// How many values `statement` takes, read from its text as SQLite numbers its placeholders:
+/// `?` takes one past the highest number so far, `?NNN` takes NNN, and a name takes one past
+/// the highest the first time it appears.
+fn placeholder_count(statement: &str) -> usize {
+    let mut highest = 0usize;
+    let mut names: Vec<&str> = Vec::new();
+    for placeholder in classify::placeholders(statement) {
+        match placeholder.strip_prefix('?') {
+            Some("") => highest = highest.saturating_add(1),
+            Some(number) => highest = highest.max(number.parse().unwrap_or(usize::MAX)),
+            None if names.contains(&placeholder) => {}
+            None => {
+                names.push(placeholder);
+                highest = highest.saturating_add(1);
+            }
+        }
+    }
+    highest
 }
 
 fn check_positional_surplus(params: &Params, most: usize) -> Result<()> {
@@ -477,6 +528,60 @@ mod tests {
         assert!(err.to_string().contains("zz"), "{err}");
         let err = execute(&conn, "SELECT 1", &Params::from(vec![1]), Access::ReadWrite).unwrap_err();
         assert!(err.to_string().contains("1 value"), "{err}");
+    }
+
+    #[test]
+    fn a_script_given_values_it_cannot_take_runs_nothing() {
+        let conn = Connection::open_in_memory().unwrap();
+        execute(&conn, "CREATE TABLE t (v)", &Params::none(), Access::ReadWrite).unwrap();
+        let count = || -> i64 { conn.query_row("SELECT count(*) FROM t", [], |r| r.get(0)).unwrap() };
+        let script = "INSERT INTO t VALUES (:a); INSERT INTO t VALUES (':b'); -- :c\nINSERT INTO t VALUES (@d)";
+        for (named, unused) in [
+            (&[("a", 1), ("d", 2), ("b", 3)][..], "'b'"),
+            (&[("a", 1), ("c", 2)][..], "'c'"),
+        ] {
+            let err = execute(&conn, script, &Params::named(named.iter().copied()), Access::ReadWrite).unwrap_err();
+            assert!(err.to_string().contains(unused), "{err}");
+            assert_eq!(count(), 0, "nothing of the script ran");
+        }
+        let script = "INSERT INTO t VALUES (?); INSERT INTO t VALUES (?1 + ?2)";
+        let err = execute(&conn, script, &Params::from(vec![1, 2, 3]), Access::ReadWrite).unwrap_err();
+        assert!(err.to_string().contains("3 value(s)"), "{err}");
+        assert_eq!(count(), 0, "nothing of the script ran");
+        // `?3` numbers itself: three values are not too many, and all of it runs.
+        execute(
+            &conn,
+            "INSERT INTO t VALUES (?); INSERT INTO t VALUES (?3)",
+            &Params::from(vec![1, 2, 3]),
+            Access::ReadWrite,
+        )
+        .unwrap();
+        assert_eq!(count(), 2);
+        execute(
+            &conn,
+            "INSERT INTO t VALUES (:a); INSERT INTO t VALUES ($b::x(y) || @a)",
+            &Params::named([("a", 1), ("b::x(y)", 2)]),
+            Access::ReadWrite,
+        )
+        .unwrap();
+        assert_eq!(count(), 4);
+    }
+
+    #[test]
+    fn placeholders_are_counted_as_sqlite_numbers_them() {
+        let conn = Connection::open_in_memory().unwrap();
+        for sql in [
+            "SELECT 1",
+            "SELECT ?, ?",
+            "SELECT ?5, ?",
+            "SELECT ?, ?1, ?",
+            "SELECT :a, ?, :a, @a, ?2",
+            "SELECT $a::b(c), ?, $a::b(c)",
+            "SELECT ':x', \"?\" -- ?9",
+        ] {
+            let expected = conn.prepare(sql).unwrap().parameter_count();
+            assert_eq!(placeholder_count(sql), expected, "{sql}");
+        }
     }
 
     #[test]

@@ -381,6 +381,34 @@ fn starts_with_word(sql: &str) -> bool {
     }
 }
 
+/// The placeholders of `statement`, each as written (`?`, `?2`, `:name`, `@name`,
+/// `$name::x(y)`), read as SQLite's tokenizer reads them: string literals, quoted identifiers
+/// and comments hold none.
+///
+/// A `#name` token is yielded too, though SQLite takes it as a placeholder only inside its own
+/// nested statements; callers use this to tell which values a script can take before it runs,
+/// and one name too many there refuses nothing that would run.
+pub(crate) fn placeholders(statement: &str) -> impl Iterator<Item = &str> + '_ {
+    let bytes = statement.as_bytes();
+    let mut tokens = Tokens { sql: statement, pos: 0 };
+    std::iter::from_fn(move || {
+        while let Some((token, at)) = tokens.next() {
+            match bytes[at] {
+                b'?' => {
+                    let digits = bytes[at + 1..].iter().take_while(|b| b.is_ascii_digit()).count();
+                    tokens.pos = at + 1 + digits;
+                    return Some(&statement[at..tokens.pos]);
+                }
+                b'$' | b'@' | b':' | b'#' if token == Token::Other && tokens.pos > at + 1 => {
+                    return Some(&statement[at..tokens.pos]);
+                }
+                _ => {}
+            }
+        }
+        None
+    })
+}
+
 /// The start of a statement, for error messages.
 pub(crate) fn shown(statement: &str) -> String {
     let trimmed = statement.trim();
@@ -397,6 +425,14 @@ mod tests {
 
     fn split(sql: &str) -> Vec<&str> {
         statements(sql).map(str::trim).collect()
+    }
+
+    #[test]
+    fn placeholders_are_read_as_sqlites_tokenizer_reads_them() {
+        let sql = "SELECT ?, ?12, :a, @b_1, $c::d(e), x$y, ':no', \"@no\", [$no], `?`, /* :no */ :z -- ?9\n, #t, :";
+        let found: Vec<&str> = placeholders(sql).collect();
+        assert_eq!(found, ["?", "?12", ":a", "@b_1", "$c::d(e)", ":z", "#t"]);
+        assert_eq!(placeholders("SELECT 1").count(), 0);
     }
 
     #[test]
