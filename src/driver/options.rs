@@ -54,7 +54,9 @@ const SQLX_DEFAULT_POOL_SIZE: usize = 10;
 /// (idle transactions are rolled back) and `Command Timeout` (the time one statement may run)
 /// configure the engine, `Connect Timeout` bounds opening, and `Max Pool Size` sizes
 /// [`pool_options`](Self::pool_options) (and a [`ShardedPool`](super::ShardedPool)'s connections per
-/// shard).
+/// shard). It also raises the engine's
+/// [`max_open_transactions`](crate::engine::EngineConfig::max_open_transactions) to at least the
+/// pool size, so that every pooled connection can hold a transaction at once.
 #[derive(Clone)]
 pub struct ShardliteConnectOptions {
     options: ConnectionOptions,
