@@ -16,7 +16,7 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
 
-use common::{Subject, Target, header, measure, ratio_line, settings, time, value};
+use common::{Subject, Target, header, measure, ratio_line, settings, time};
 use shardlite::client::{ShardedClient, blocking};
 use shardlite::map::{BucketRange, ShardDefinition, ShardMap, ShardingOptions};
 
@@ -144,7 +144,7 @@ fn main() {
         false,
     );
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let work = value(&results, "raw rusqlite, 8 files") / value(&results, "raw rusqlite, 1 file");
+    let (work, _, _) = results.ratio("raw rusqlite, 8 files", "raw rusqlite, 1 file");
     println!(
         "  the work of 8 shards is {work:.2}x that of 1 (raw rusqlite, one file after another); \
          spread over this machine's {cores} cores no fan-out can take less than {:.2}x",

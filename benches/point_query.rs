@@ -14,8 +14,9 @@
 //! At 1 caller it compares latency; at 8 callers (8 threads, or 8 tasks on a runtime with one
 //! worker per core) throughput. Ratios and targets are those of SPEC section 12.
 //!
-//! `cargo bench --all-features --bench point_query`; `SHARDLITE_BENCH_ROUNDS` and
-//! `SHARDLITE_BENCH_OPS` change the rounds (default 7) and operations per round.
+//! `cargo bench --all-features --bench point_query`; `SHARDLITE_BENCH_ROUNDS`,
+//! `SHARDLITE_BENCH_OPS` and `SHARDLITE_BENCH_PROCESSES` change the rounds (default 7),
+//! operations per round and measuring processes (default 5).
 
 mod common;
 
