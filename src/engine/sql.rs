@@ -452,16 +452,14 @@ fn check_script_values(sql: &str, params: &Params) -> Result<()> {
 /// the highest the first time it appears.
 fn placeholder_count(statement: &str) -> usize {
     let mut highest = 0usize;
-    let mut names: Vec<&str> = Vec::new();
+    let mut names = BTreeSet::new();
     for placeholder in classify::placeholders(statement) {
         match placeholder.strip_prefix('?') {
             Some("") => highest = highest.saturating_add(1),
             Some(number) => highest = highest.max(number.parse().unwrap_or(usize::MAX)),
-            None if names.contains(&placeholder) => {}
-            None => {
-                names.push(placeholder);
-                highest = highest.saturating_add(1);
-            }
+            // A name numbers a value the first time it appears only.
+            None if !names.insert(placeholder) => {}
+            None => highest = highest.saturating_add(1),
         }
     }
     highest
