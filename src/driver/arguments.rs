@@ -40,60 +40,14 @@ impl ShardliteArguments {
     }
 }
 
-/// Whether `sql` has a `$N` placeholder outside string literals, quoted identifiers and comments.
+/// Whether `sql` has a `$N` placeholder outside string literals, quoted identifiers and comments,
+/// read as SQLite's tokenizer reads it (`price$1` is an identifier, not a placeholder).
 fn uses_dollar_numbers(sql: &str) -> bool {
-    let bytes = sql.as_bytes();
-    let at = |i: usize| bytes.get(i).copied();
-    let mut i = 0;
-    while let Some(byte) = at(i) {
-        match byte {
-            b'\'' | b'"' | b'`' => {
-                // A doubled quote stands for itself; either way scanning resumes after the pair.
-                i += 1;
-                while let Some(inner) = at(i) {
-                    i += 1;
-                    if inner == byte {
-                        if at(i) == Some(byte) {
-                            i += 1;
-                        } else {
-                            break;
-                        }
-                    }
-                }
-            }
-            b'[' => {
-                while at(i).is_some_and(|inner| inner != b']') {
-                    i += 1;
-                }
-                i += 1;
-            }
-            b'-' if at(i + 1) == Some(b'-') => {
-                while at(i).is_some_and(|inner| inner != b'\n') {
-                    i += 1;
-                }
-            }
-            b'/' if at(i + 1) == Some(b'*') => {
-                i += 2;
-                while at(i).is_some() && !(at(i) == Some(b'*') && at(i + 1) == Some(b'/')) {
-                    i += 1;
-                }
-                i += 2;
-            }
-            b'$' if at(i + 1).is_some_and(|next| next.is_ascii_digit()) => {
-                // `$` may also sit inside an identifier (`price$1`), which is not a placeholder.
-                let inside_identifier = i
-                    .checked_sub(1)
-                    .and_then(at)
-                    .is_some_and(|before| before.is_ascii_alphanumeric() || before == b'_' || before == b'$');
-                if !inside_identifier {
-                    return true;
-                }
-                i += 1;
-            }
-            _ => i += 1,
-        }
-    }
-    false
+    crate::engine::classify::placeholders(sql).any(|placeholder| {
+        placeholder
+            .strip_prefix('$')
+            .is_some_and(|name| name.starts_with(|c: char| c.is_ascii_digit()))
+    })
 }
 
 /// Where an [`Encode`] implementation writes its value: exactly one [`push`](Self::push) per

@@ -381,9 +381,9 @@ fn starts_with_word(sql: &str) -> bool {
     }
 }
 
-/// The placeholders of `statement`, each as written (`?`, `?2`, `:name`, `@name`,
-/// `$name::x(y)`), read as SQLite's tokenizer reads them: string literals, quoted identifiers
-/// and comments hold none.
+/// The placeholders of `statement` (or of a whole script), each as written (`?`, `?2`, `:name`,
+/// `@name`, `$name::x(y)`), read as SQLite's tokenizer reads them: string literals, quoted
+/// identifiers and comments hold none, and `price$1` is an identifier.
 ///
 /// A `#name` token is yielded too, though SQLite takes it as a placeholder only inside its own
 /// nested statements; callers use this to tell which values a script can take before it runs,
