@@ -320,13 +320,13 @@ impl Database {
         match queue.try_send(job) {
             Ok(()) => {}
             Err(flume::TrySendError::Full(_)) => {
-                return Err(Error::Busy {
-                    shard_id: self.shared.label.clone(),
-                    reason: format!(
+                return Err(Error::busy(
+                    self.shared.label.clone(),
+                    format!(
                         "{} jobs are already waiting for its connections; retry shortly",
                         self.shared.config.max_queued_jobs
                     ),
-                });
+                ));
             }
             Err(flume::TrySendError::Disconnected(_)) => return Err(self.closed()),
         }

@@ -82,13 +82,13 @@ pub(crate) fn fenced_error(message: &str) -> Option<Error> {
     let destination = fields.next()?.to_owned();
     let table = fields.next()?.to_owned();
     let route_value = fields.next()?.to_owned();
-    Some(Error::RouteFenced {
+    Some(Error::from(crate::error::RouteFenced {
         table,
         route_value,
         migration_id,
         destination,
         moved,
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -124,15 +124,10 @@ mod tests {
         .expect("schema");
         let err = sql_error(conn.execute("INSERT INTO t VALUES ('a|b')", []).expect_err("fenced"));
         match err {
-            Error::RouteFenced {
-                route_value,
-                migration_id,
-                moved,
-                ..
-            } => {
-                assert_eq!(route_value, "a|b");
-                assert_eq!(migration_id, "m1");
-                assert!(!moved);
+            Error::RouteFenced(fenced) => {
+                assert_eq!(fenced.route_value, "a|b");
+                assert_eq!(fenced.migration_id, "m1");
+                assert!(!fenced.moved);
             }
             other => panic!("expected a fence error, got {other:?}"),
         }

@@ -63,12 +63,14 @@ impl Database {
     pub async fn begin(&self) -> Result<SessionInfo> {
         let permit = Arc::clone(&self.shared.transaction_slots)
             .try_acquire_owned()
-            .map_err(|_| Error::Busy {
-                shard_id: self.shared.label.clone(),
-                reason: format!(
-                    "{} transactions are already open, the most allowed",
-                    self.shared.config.max_open_transactions
-                ),
+            .map_err(|_| {
+                Error::busy(
+                    self.shared.label.clone(),
+                    format!(
+                        "{} transactions are already open, the most allowed",
+                        self.shared.config.max_open_transactions
+                    ),
+                )
             })?;
         let (jobs, rx) = flume::unbounded();
         let expired = Arc::new(AtomicBool::new(false));
@@ -82,10 +84,10 @@ impl Database {
             })?;
         }
         ready_rx.await.map_err(|_| self.closed())?.map_err(|err| match err {
-            Error::Sql { code, .. } if code & 0xff == rusqlite::ffi::SQLITE_BUSY => Error::Busy {
-                shard_id: self.shared.label.clone(),
-                reason: "another transaction holds the write lock".to_owned(),
-            },
+            Error::Sql(failure) if failure.code & 0xff == rusqlite::ffi::SQLITE_BUSY => Error::busy(
+                self.shared.label.clone(),
+                "another transaction holds the write lock".to_owned(),
+            ),
             other => other,
         })?;
 

@@ -10,7 +10,7 @@ use rusqlite::{CachedStatement, Connection, Statement};
 use super::value::value_from_ref;
 use super::{classify, guard};
 use crate::data::{Params, RowRef, SqlResult, Value};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SqlFailure};
 
 /// Whether statements may write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,11 +30,11 @@ pub(crate) fn sql_error(err: rusqlite::Error) -> Error {
         {
             fenced
         }
-        rusqlite::Error::SqliteFailure(inner, message) => Error::Sql {
+        rusqlite::Error::SqliteFailure(inner, message) => Error::from(SqlFailure {
             code: inner.extended_code,
             code_name: code_name(inner.extended_code),
             message: message.unwrap_or_else(|| inner.to_string()),
-        },
+        }),
         rusqlite::Error::InvalidParameterCount(given, expected) => Error::invalid_argument(
             "parameters",
             format!("the statement has {expected} placeholder(s) but {given} value(s) were given"),
@@ -46,11 +46,11 @@ pub(crate) fn sql_error(err: rusqlite::Error) -> Error {
             Error::invalid_argument("sql", "expected a single statement but found several")
         }
         rusqlite::Error::InvalidPath(_) => Error::invalid_argument("data source", "the path is not valid UTF-8"),
-        other => Error::Sql {
+        other => Error::from(SqlFailure {
             code: rusqlite::ffi::SQLITE_ERROR,
             code_name: "SQLITE_ERROR",
             message: other.to_string(),
-        },
+        }),
     }
 }
 

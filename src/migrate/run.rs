@@ -430,7 +430,7 @@ impl Migrator {
         }
         let mut state = catalog.migration(id).await?.ok_or_else(|| Error::NotFound {
             what: "migration",
-            name: id.to_owned(),
+            name: id.into(),
         })?;
         let activate = state.spec.activate || options.activate;
         let delete_source = state.spec.delete_source || options.delete_source;
@@ -495,7 +495,7 @@ impl Migrator {
         let id = id.trim();
         let mut state = catalog.migration(id).await?.ok_or_else(|| Error::NotFound {
             what: "migration",
-            name: id.to_owned(),
+            name: id.into(),
         })?;
         if let Some(version) = state.pending_map_version {
             return Err(Error::invalid_argument(
@@ -1270,7 +1270,7 @@ impl MigrationAdmin for Migrator {
     async fn migration_progress(&self, migration_id: &str) -> Result<MigrationResult> {
         self.status(migration_id).await?.ok_or_else(|| Error::NotFound {
             what: "migration",
-            name: migration_id.trim().to_owned(),
+            name: migration_id.trim().into(),
         })
     }
 

@@ -160,7 +160,7 @@ impl Database {
             let Some(definition) = load_procedure(conn, &name)? else {
                 return Err(Error::NotFound {
                     what: "procedure",
-                    name,
+                    name: name.into(),
                 });
             };
             let bound = bind_procedure_args(&definition, args)?;

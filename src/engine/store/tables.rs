@@ -26,7 +26,7 @@ fn table_schema(conn: &Connection, table: &str) -> Result<TableSchema> {
     let Some((name, create_sql)) = found else {
         return Err(Error::NotFound {
             what: "table",
-            name: table.to_owned(),
+            name: table.into(),
         });
     };
     let mut stmt = conn
