@@ -31,7 +31,10 @@
 //! Lowest layer first: each module uses only modules listed before it, so a type lives on the
 //! lowest rung that needs it.
 //!
-//! - [`error`]: the crate's [`Error`] and [`ErrorKind`], and [`MapError`](error::MapError).
+//! - [`error`]: the crate's [`Error`] (40 bytes: payloads of more than one string are boxed) and
+//!   [`ErrorKind`], and [`MapError`](error::MapError).
+//! - `sql` (crate-internal): reading SQL text without running it: where statements end and what
+//!   each one is. The engine, schema, driver and client all use it; it uses only `error`.
 //! - [`wire`]: route header and metadata names, the default API-key header, error trailers, and
 //!   (feature `grpc`) the protobuf types generated from `proto/shardlite.proto`.
 //! - [`map`]: the shard-map JSON model, its validation and secret-free snapshots.
@@ -42,7 +45,8 @@
 //! - [`data`]: the value model, parameters, results, rows, documents, schema and status types, and
 //!   the [`DataClient`](data::DataClient) and [`ShardAdmin`](data::ShardAdmin) interfaces.
 //! - [`engine`]: the only module that calls rusqlite: per-file writer, reader and transaction
-//!   threads, SQL execution, and the row, collection, saved-query and procedure stores.
+//!   threads, script execution (`engine/script.rs`), SQLite's errors in the crate's terms (one
+//!   file, `engine/sqlite_error.rs`), and the row, collection, saved-query and procedure stores.
 //! - [`catalog`]: the master catalog file that owns the active map, pending map and history.
 //! - [`schema`]: sqlx-style migration folders applied to a database through its client, schema
 //!   fingerprints, and drift between shards.
@@ -85,6 +89,7 @@ pub mod routing;
 pub mod schema;
 #[cfg(feature = "server")]
 pub mod server;
+pub(crate) mod sql;
 pub mod transaction;
 #[cfg(any(feature = "grpc", feature = "http"))]
 pub mod transport;
@@ -94,5 +99,14 @@ pub mod wire;
 pub mod cli;
 
 pub use error::{Error, ErrorKind, Result};
+
+/// The SQL reader's entry points the fuzz targets under `fuzz/` exercise. Not part of the API:
+/// it may change in any release.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::sql::{
+        StatementKind, check_read_only_script, check_script, classify, is_single_statement, statements,
+    };
+}
 pub use map::{ShardMap, ShardingOptions};
 pub use routing::{RouteContext, RouteSource, ShardResolution};

@@ -40,7 +40,7 @@ use rusqlite::{Connection, Statement};
 use super::checksum::PageDigest;
 use super::database::Database;
 use super::guard;
-use super::sql::sql_error;
+use super::sqlite_error::sql_error;
 use super::value::value_from_ref;
 use crate::data::Value;
 use crate::error::{Error, Result};

@@ -21,8 +21,9 @@ use tokio::sync::{Semaphore, oneshot};
 use super::guard::{self, Limits, Scope};
 use super::hold::Hold;
 use super::inline::{Borrowed, Here};
+use super::script::{self, Access};
 use super::session::Session;
-use super::sql::{self, Access, sql_error};
+use super::sqlite_error::sql_error;
 use crate::data::{Params, SqlResult};
 use crate::error::{Error, Result};
 
@@ -389,13 +390,13 @@ impl Database {
     /// spends it once: on a reader thread, or straight on the writer when the statement
     /// `writes` or does not start like a query.
     pub(crate) async fn execute_elsewhere(&self, sql: &str, params: Params, writes: bool) -> Result<SqlResult> {
-        let params = if !writes && sql::starts_like_query(sql) {
+        let params = if !writes && script::starts_like_query(sql) {
             let query: Arc<str> = Arc::from(sql);
             // The reader hands the parameters back when the text turns out to write
             // (`WITH ... DELETE`), so the writer can run it without a copy having been made.
             match self
                 .read(
-                    move |conn| match sql::execute(conn, &query, &params, Access::ReadOnly) {
+                    move |conn| match script::execute(conn, &query, &params, Access::ReadOnly) {
                         Err(Error::ReadOnlyViolation { .. }) => Ok(Err(params)),
                         other => other.map(Ok),
                     },
@@ -409,14 +410,14 @@ impl Database {
             params
         };
         let text = sql.to_owned();
-        self.write(move |conn| sql::execute(conn, &text, &params, Access::ReadWrite))
+        self.write(move |conn| script::execute(conn, &text, &params, Access::ReadWrite))
             .await
     }
 
     /// Executes a script atomically on the writer: all of it commits, or none of it does.
     pub async fn execute_atomic(&self, sql: &str, params: Params) -> Result<SqlResult> {
         let text = sql.to_owned();
-        self.write_atomic(move |conn| sql::execute(conn, &text, &params, Access::ReadWrite))
+        self.write_atomic(move |conn| script::execute(conn, &text, &params, Access::ReadWrite))
             .await
     }
 
@@ -428,7 +429,7 @@ impl Database {
             return done;
         }
         let text = sql.to_owned();
-        self.read(move |conn| sql::execute(conn, &text, &params, Access::ReadOnly))
+        self.read(move |conn| script::execute(conn, &text, &params, Access::ReadOnly))
             .await
     }
 

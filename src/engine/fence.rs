@@ -11,7 +11,7 @@ use rusqlite::Connection;
 use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::types::ValueRef;
 
-use super::sql::sql_error;
+use super::sqlite_error::sql_error;
 use crate::error::{Error, Result};
 use crate::routing::{bucket_for_token, route_token};
 

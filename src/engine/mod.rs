@@ -12,16 +12,16 @@
 //! `checksum` is the canonical row encoding those checksums hash.
 
 pub(crate) mod checksum;
-pub mod classify;
 pub(crate) mod copy;
 mod database;
 mod dedicated;
-pub mod fence;
+pub(crate) mod fence;
 mod guard;
 mod hold;
 mod inline;
+mod script;
 mod session;
-mod sql;
+mod sqlite_error;
 pub(crate) mod store;
 mod value;
 
@@ -29,6 +29,6 @@ pub(crate) use database::Role;
 pub use database::{Database, EngineConfig, MAX_INLINE_READ_BUDGET};
 pub use dedicated::{BeginMode, DedicatedConnection};
 pub(crate) use inline::Here;
+pub(crate) use script::require_single_statement;
 pub use session::SessionInfo;
-pub(crate) use sql::require_single_statement;
 pub use store::{INTERNAL_PREFIX, MAX_PAGE_SIZE};

@@ -14,7 +14,8 @@ use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
 use super::database::{CancelOnDrop, Database, EngineConfig, open_session, spawn_thread};
 use super::guard;
-use super::sql::{self, Access, sql_error};
+use super::script::{self, Access};
+use super::sqlite_error::sql_error;
 use crate::data::{Params, SqlResult};
 use crate::error::{Error, Result};
 
@@ -316,7 +317,7 @@ fn run_session(
                     continue;
                 }
                 let result = guard::arm(&limits, Some(cancel), || {
-                    sql::execute(&conn, &sql, &params, Access::ReadWrite)
+                    script::execute(&conn, &sql, &params, Access::ReadWrite)
                 });
                 let _ = reply.send(result);
                 if conn.is_autocommit() {
