@@ -57,7 +57,8 @@
 //! - [`connect`]: opening a connection string, in-process or through a daemon.
 //! - [`paging`]: page fill across route keys, bounded merge, month keys and signed cursors.
 //! - [`migrate`]: verified data migrations of a route key or a bucket range: fences persisted in
-//!   the source shard's file, paged copy with checkpoints, verification, resume.
+//!   the source shard's file, paged copy with checkpoints, verification, resume. The run is one
+//!   file per phase (`migrate/run/`: admit, plan, drive, copy, verify, activate).
 //! - `server` (feature `server`): the daemon: REST and gRPC on one port, one error-to-status
 //!   function per protocol, `/openapi.json`, and the admin workspace at `/admin`.
 //! - `driver` (feature `sqlx`): the sqlx-core driver, laid out like `sqlx-sqlite`.
