@@ -25,7 +25,7 @@ use shardlite::catalog::Catalog;
 use shardlite::client::ShardedClient;
 use shardlite::data::{KeyMigrationRequest, MigrationManifest, MigrationStatus, TableManifest};
 use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
-use shardlite::migrate::Migrator;
+use shardlite::reshard::Migrator;
 
 const KEY: &str = "big-tenant";
 
@@ -184,7 +184,7 @@ fn child(rows: i64) {
     let copied_at = Arc::new(std::sync::Mutex::new(started));
     let observer = {
         let copied_at = Arc::clone(&copied_at);
-        move |_: &shardlite::migrate::CopyProgress| {
+        move |_: &shardlite::reshard::CopyProgress| {
             *copied_at.lock().expect("copy clock") = Instant::now();
         }
     };

@@ -143,7 +143,7 @@ impl ConnectedClient {
     }
 
     /// Migrations run by the daemon, for a remote connection; `None` otherwise (run in-process
-    /// ones with [`Migrator`](crate::migrate::Migrator) on [`sharded`](Self::sharded)).
+    /// ones with [`Migrator`](crate::reshard::Migrator) on [`sharded`](Self::sharded)).
     pub fn remote_migrations(&self) -> Option<&Arc<dyn MigrationAdmin>> {
         self.remote_migrations.as_ref()
     }

@@ -56,9 +56,10 @@
 //!   [`ShardedClient`](client::ShardedClient) and its route-bound clients and transactions.
 //! - [`connect`]: opening a connection string, in-process or through a daemon.
 //! - [`paging`]: page fill across route keys, bounded merge, month keys and signed cursors.
-//! - [`migrate`]: verified data migrations of a route key or a bucket range: fences persisted in
-//!   the source shard's file, paged copy with checkpoints, verification, resume. The run is one
-//!   file per phase (`migrate/run/`: admit, plan, drive, copy, verify, activate).
+//! - [`reshard`]: resharding, verified moves of a route key's or a bucket range's data to another
+//!   shard (the wire and the `shardlite migrate` command call them migrations): fences persisted
+//!   in the source shard's file, paged copy with checkpoints, verification, resume. The run is
+//!   one file per phase (`reshard/run/`: admit, plan, drive, copy, verify, activate).
 //! - `server` (feature `server`): the daemon: REST and gRPC on one port, one error-to-status
 //!   function per protocol, `/openapi.json`, and the admin workspace at `/admin`.
 //! - `driver` (feature `sqlx`): the sqlx-core driver, laid out like `sqlx-sqlite`.
@@ -83,9 +84,9 @@ pub mod driver;
 pub mod engine;
 pub mod error;
 pub mod map;
-pub mod migrate;
 pub mod options;
 pub mod paging;
+pub mod reshard;
 pub mod routing;
 pub mod schema;
 #[cfg(feature = "server")]

@@ -144,7 +144,7 @@ async fn bucket_moves_default_to_the_maps_keyspace() {
     // Pending, not active: the catalog holds version 2 as pending, and the fence stays.
     let sharded = ShardedClient::open(&master).await.unwrap();
     assert_eq!(sharded.map().version(), 1);
-    let fences = shardlite::migrate::fences_on(&sharded.for_shard_id("s0").unwrap())
+    let fences = shardlite::reshard::fences_on(&sharded.for_shard_id("s0").unwrap())
         .await
         .unwrap();
     assert_eq!(fences[0].1, "fenced");
@@ -161,7 +161,7 @@ async fn bucket_moves_default_to_the_maps_keyspace() {
     let resumed = shardlite(&["migrate", "resume", "-c", &connection, id, "--activate", "--json"]);
     assert!(resumed.status.success(), "{}", stderr(&resumed));
     assert_eq!(json_of(&resumed)["status"], "Activated");
-    let fences = shardlite::migrate::fences_on(&sharded.for_shard_id("s0").unwrap())
+    let fences = shardlite::reshard::fences_on(&sharded.for_shard_id("s0").unwrap())
         .await
         .unwrap();
     assert_eq!(fences[0].1, "moved");

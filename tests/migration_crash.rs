@@ -23,7 +23,7 @@ use common::temp_dir;
 use shardlite::client::{DataClient, Params, ShardedClient, Value};
 use shardlite::data::MigrationStatus;
 use shardlite::data::ResumeRequest;
-use shardlite::migrate::{Migrator, fences_on};
+use shardlite::reshard::{Migrator, fences_on};
 
 const CHILD_MASTER: &str = "SHARDLITE_TEST_MIGRATION_MASTER";
 const CHILD_KEY: &str = "SHARDLITE_TEST_MIGRATION_KEY";

@@ -16,7 +16,7 @@ use serde_json::{Value as Json, json};
 use shardlite::client::{Params, ShardedClient};
 use shardlite::data::{MigrationAdmin, MigrationStatus, ResumeRequest};
 use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
-use shardlite::migrate::{Migrator, fences_on};
+use shardlite::reshard::{Migrator, fences_on};
 use shardlite::server::ServerConfig;
 use shardlite::transport::RemoteOptions;
 use shardlite::transport::grpc::GrpcClient;

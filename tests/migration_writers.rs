@@ -13,7 +13,7 @@ use common::temp_dir;
 use shardlite::ErrorKind;
 use shardlite::client::{DataClient, Params, ShardedClient, ShardedClientOptions, Value};
 use shardlite::data::MigrationStatus;
-use shardlite::migrate::Migrator;
+use shardlite::reshard::Migrator;
 
 struct Writer {
     key: String,

@@ -13,7 +13,7 @@ use shardlite::client::{DataClient, Params, ShardedClient};
 use shardlite::data::ResumeRequest;
 use shardlite::data::{BucketMigrationRequest, MigrationStatus};
 use shardlite::map::ShardDefinition;
-use shardlite::migrate::{Migrator, fences_on};
+use shardlite::reshard::{Migrator, fences_on};
 use shardlite::routing::{bucket_for_token, route_token};
 
 /// Two keys (and their shard) that resolve to the same shard without a pin.

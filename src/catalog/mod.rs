@@ -10,7 +10,7 @@ mod update;
 pub use update::{MapDiff, diff, validate};
 
 mod files;
-mod migrations;
+mod reshard;
 
 pub use files::{check_shard_files, shard_file};
 

@@ -3,7 +3,7 @@
 mod catalog;
 mod connection;
 mod data;
-mod migrate;
+mod reshard;
 mod schema;
 mod seed;
 #[cfg(feature = "server")]
@@ -79,7 +79,7 @@ enum Command {
     )]
     Migrate {
         #[command(subcommand)]
-        command: migrate::MigrateCommand,
+        command: reshard::MigrateCommand,
     },
     /// Serve a master catalog over REST and gRPC on one port until SIGINT or SIGTERM.
     #[cfg(feature = "server")]
@@ -101,7 +101,7 @@ impl Cli {
             Command::ReadAll(args) => block_on(data::read_all(&args)),
             Command::Catalog { command } => block_on(catalog::run(&command)),
             Command::Schema { command } => block_on(schema::run(&command)),
-            Command::Migrate { command } => block_on(migrate::run(&command)),
+            Command::Migrate { command } => block_on(reshard::run(&command)),
             #[cfg(feature = "server")]
             Command::Serve(args) => block_on(serve::run(&args)),
         };

@@ -10,11 +10,11 @@
 mod admin;
 mod catalog;
 mod interface;
-mod migration;
 #[cfg(feature = "server")]
 pub mod openapi;
 mod params;
 mod records;
+mod reshard;
 mod row;
 mod schema;
 mod value;
@@ -25,15 +25,15 @@ pub use catalog::{
     IssueSeverity, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
 };
 pub use interface::{DataClient, ShardAdmin};
-pub use migration::{
-    BucketMigrationRequest, CollectionManifest, KeyMigrationRequest, MigrationAdmin, MigrationKind, MigrationManifest,
-    MigrationPlan, MigrationReceipt, MigrationResult, MigrationSpec, MigrationStatus, PlannedItem, ResumeRequest,
-    TableManifest,
-};
 pub use params::Params;
 pub use records::{
     ColumnInfo, DatabaseInfo, Document, DocumentPage, ProcedureDefinition, ProcedureParameter, Row, RowPage,
     SavedQuery, SqlResult, TableSchema, TransactionInfo,
+};
+pub use reshard::{
+    BucketMigrationRequest, CollectionManifest, KeyMigrationRequest, MigrationAdmin, MigrationKind, MigrationManifest,
+    MigrationPlan, MigrationReceipt, MigrationResult, MigrationSpec, MigrationStatus, PlannedItem, ResumeRequest,
+    TableManifest,
 };
 pub use row::{FromValue, RowRef, ValueRef};
 pub(crate) use row::{every_row, first_row};

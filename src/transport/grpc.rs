@@ -512,4 +512,4 @@ impl ShardAdmin for GrpcClient {
 }
 
 // Migrations through the daemon (after `rpc!`, which they use).
-mod migrations;
+mod reshard;

@@ -24,7 +24,7 @@
 
 mod body;
 mod failure;
-mod migrations;
+mod reshard;
 
 use std::sync::{Arc, Once};
 

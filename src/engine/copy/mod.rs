@@ -3,7 +3,7 @@
 //! of rows. Rows are stepped and hashed as SQLite column references and copied by
 //! `INSERT ... SELECT`; none of them becomes a [`Value`].
 //!
-//! The caller (the `migrate` module) writes the SQL: the page query in key order, with
+//! The caller (the `reshard` module) writes the SQL: the page query in key order, with
 //! `:after` (the last key of the previous page, in the later pages' text only) and `:limit`,
 //! and the upsert that copies the same page. The engine binds those two and the caller's named
 //! values.

@@ -17,7 +17,7 @@
 //! parameters, documents or keys) at `INFO`.
 
 mod gate;
-mod migrations;
+mod reshard;
 mod service;
 pub mod status;
 

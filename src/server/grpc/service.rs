@@ -223,7 +223,7 @@ impl Shardlite for ShardliteService {
         request: Request<pb::ShardMigrationRequest>,
     ) -> RpcResult<pb::ShardMigrationResult> {
         self.run("MigrateExactRouteKey", request, |call, req| async move {
-            super::migrations::migrate_key(call.admin()?, req).await
+            super::reshard::migrate_key(call.admin()?, req).await
         })
         .await
     }
@@ -233,7 +233,7 @@ impl Shardlite for ShardliteService {
         request: Request<pb::ShardMigrationRequest>,
     ) -> RpcResult<pb::ShardMigrationResult> {
         self.run("MigrateBucketRange", request, |call, req| async move {
-            super::migrations::migrate_buckets(call.admin()?, req).await
+            super::reshard::migrate_buckets(call.admin()?, req).await
         })
         .await
     }
@@ -243,14 +243,14 @@ impl Shardlite for ShardliteService {
         request: Request<pb::ShardMigrationProgressRequest>,
     ) -> RpcResult<pb::ShardMigrationList> {
         self.run("GetShardMigrationProgress", request, |call, req| async move {
-            super::migrations::progress(call.admin()?, req).await
+            super::reshard::progress(call.admin()?, req).await
         })
         .await
     }
 
     async fn get_shard_migration_history(&self, request: Request<pb::Empty>) -> RpcResult<pb::ShardMigrationList> {
         self.run("GetShardMigrationHistory", request, |call, _| async move {
-            super::migrations::history(call.admin()?).await
+            super::reshard::history(call.admin()?).await
         })
         .await
     }
@@ -260,7 +260,7 @@ impl Shardlite for ShardliteService {
         request: Request<pb::ResumeShardMigrationRequest>,
     ) -> RpcResult<pb::ShardMigrationResult> {
         self.run("ResumeShardMigration", request, |call, req| async move {
-            super::migrations::resume(call.admin()?, req).await
+            super::reshard::resume(call.admin()?, req).await
         })
         .await
     }
@@ -270,7 +270,7 @@ impl Shardlite for ShardliteService {
         request: Request<pb::ShardMigrationProgressRequest>,
     ) -> RpcResult<pb::ShardMigrationResult> {
         self.run("AbandonShardMigration", request, |call, req| async move {
-            super::migrations::abandon(call.admin()?, req).await
+            super::reshard::abandon(call.admin()?, req).await
         })
         .await
     }

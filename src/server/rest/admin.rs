@@ -6,9 +6,9 @@
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 
+use super::bodies::{AllShardsSqlRequest, ResolveRequest};
 use super::error::{ApiError, CatalogUpdateRefused, Problem};
 use super::extract::Json;
-use super::schema::{AllShardsSqlRequest, ResolveRequest};
 use crate::client::{ShardSqlResult, ShardStatus, ShardedClient};
 use crate::data::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,

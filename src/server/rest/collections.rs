@@ -3,9 +3,9 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 
+use super::bodies::{CollectionCountBody, DocumentRequest, PageQuery};
 use super::error::{ApiError, Problem};
 use super::extract::{Json, Path, Query, Route};
-use super::schema::{CollectionCountBody, DocumentRequest, PageQuery};
 use crate::client::{Document, DocumentPage};
 use crate::server::ServerState;
 

@@ -2,9 +2,9 @@
 
 use axum::extract::State;
 
+use super::bodies::SqlRequest;
 use super::error::ApiError;
 use super::extract::{Json, Route};
-use super::schema::SqlRequest;
 use crate::client::{DatabaseInfo, SqlResult};
 use crate::server::{Backend, ServerState};
 

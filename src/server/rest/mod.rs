@@ -23,14 +23,14 @@
 //! [`ServerConfig::body_limit`]: crate::server::ServerConfig::body_limit
 
 pub mod admin;
+pub mod bodies;
 pub mod collections;
 pub mod data;
 pub mod error;
 pub mod extract;
-pub mod migrations;
 pub mod openapi;
 pub mod procedures;
-pub mod schema;
+pub mod reshard;
 pub mod shard_schema;
 pub mod tables;
 pub mod transactions;
@@ -151,13 +151,13 @@ fn api_routes() -> OpenApiRouter<ServerState> {
         .routes(routes!(admin::activate_catalog))
         .routes(routes!(shard_schema::schema_status))
         .routes(routes!(shard_schema::migrate_schema))
-        .routes(routes!(migrations::migrate_exact_route_key))
-        .routes(routes!(migrations::migrate_bucket_range))
-        .routes(routes!(migrations::migrations))
-        .routes(routes!(migrations::history))
-        .routes(routes!(migrations::progress))
-        .routes(routes!(migrations::resume))
-        .routes(routes!(migrations::abandon))
+        .routes(routes!(reshard::migrate_exact_route_key))
+        .routes(routes!(reshard::migrate_bucket_range))
+        .routes(routes!(reshard::migrations))
+        .routes(routes!(reshard::history))
+        .routes(routes!(reshard::progress))
+        .routes(routes!(reshard::resume))
+        .routes(routes!(reshard::abandon))
 }
 
 /// The answer for a path no REST endpoint serves: 401 without a required API key, else 404.

@@ -19,8 +19,8 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, Securi
 use utoipa::openapi::{Content, Header, OpenApi, Ref, RefOr, Required};
 use utoipa::{OpenApi as _, ToSchema};
 
+use super::bodies::PkType;
 use super::error::{PROBLEM_CONTENT_TYPE, Problem};
-use super::schema::PkType;
 use crate::data::openapi::{ParamsSchema, ValueSchema};
 use crate::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig};
 

@@ -4,9 +4,9 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 
+use super::bodies::{ExecuteProcedureRequest, ProcedureUpdateRequest, SavedQueryRequest};
 use super::error::{ApiError, Problem};
 use super::extract::{Json, Path, Route};
-use super::schema::{ExecuteProcedureRequest, ProcedureUpdateRequest, SavedQueryRequest};
 use crate::client::{ProcedureDefinition, SavedQuery, SqlResult};
 use crate::server::ServerState;
 

@@ -9,9 +9,9 @@ use axum::http::StatusCode;
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 
+use super::bodies::{PageQuery, PkQuery, PkType, RowBody, RowValuesRequest, RowsAffectedBody, TableCountBody};
 use super::error::{ApiError, Problem};
 use super::extract::{Json, Path, Query, Route};
-use super::schema::{PageQuery, PkQuery, PkType, RowBody, RowValuesRequest, RowsAffectedBody, TableCountBody};
 use crate::client::{DataClient, RowPage, TableSchema, Value};
 use crate::server::ServerState;
 

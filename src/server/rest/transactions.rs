@@ -9,9 +9,9 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 
+use super::bodies::SqlRequest;
 use super::error::{ApiError, Problem};
 use super::extract::{Json, Path, Route};
-use super::schema::SqlRequest;
 use crate::client::{SqlResult, TransactionInfo};
 use crate::server::ServerState;
 

@@ -1,4 +1,5 @@
-//! Migration checkpoints and history in the master catalog.
+//! Resharding checkpoints and history in the master catalog (one row per data move, which the
+//! catalog's tables call a migration).
 //!
 //! A checkpoint is one row per migration id, rewritten after every page a migration copies and
 //! at every phase; the history gets one row each time a migration run ends. Both hold the whole

@@ -6,8 +6,8 @@ use crate::catalog::diff;
 use crate::data::{MigrationPlan, MigrationReceipt, MigrationSpec, PlannedItem, Value};
 use crate::error::{Error, Result};
 use crate::map::{BucketRange, ShardMap, ShardingOptions};
-use crate::migrate::manifest;
-use crate::migrate::target::{Checksum, Selection, Target};
+use crate::reshard::manifest;
+use crate::reshard::target::{Checksum, Selection, Target};
 
 /// The clients, targets and selection of a run, with each manifest entry checked against both
 /// shards' schemas.

@@ -6,7 +6,7 @@ use crate::data::{CatalogIssue, CatalogUpdateRequest, IssueSeverity, MigrationRe
 use crate::engine::store::now_utc;
 use crate::error::{ErrorKind, Result};
 use crate::map::ShardMap;
-use crate::migrate::manifest::issue;
+use crate::reshard::manifest::issue;
 
 /// Writes the new map as the pending map. False (with an issue) when the catalog refuses.
 /// A map this migration already wrote (before a crash) is recognised and kept.

@@ -1,5 +1,6 @@
-//! `shardlite migrate key|buckets|resume|status|history`: move the data of a route key or a
-//! bucket range to another shard, verified, on a local master catalog.
+//! Resharding from the command line, under the seed's command name `shardlite migrate
+//! key|buckets|resume|status|history`: move the data of a route key or a bucket range to another
+//! shard, verified, on a local master catalog. Schema migrations are `shardlite schema`.
 //!
 //! On a terminal a progress bar per table shows the rows copied out of the estimate; otherwise
 //! plain progress lines go to stderr. The result goes to stdout (a summary, or `--json`). The
@@ -22,8 +23,8 @@ use crate::data::{
     ResumeRequest,
 };
 use crate::error::{Error, Result};
-use crate::migrate::{CopyProgress, Migrator};
 use crate::options::ConnectionOptions;
+use crate::reshard::{CopyProgress, Migrator};
 
 /// The `migrate` subcommands.
 #[derive(Debug, Subcommand)]

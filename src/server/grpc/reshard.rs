@@ -1,10 +1,10 @@
-//! The migration RPCs: JSON bodies in, JSON results out, each migration on a task of its own so
+//! The resharding RPCs (data moves, named migrations on the wire): JSON bodies in, JSON results out, each migration on a task of its own so
 //! a caller that goes away does not stop it half-way.
 
 use crate::client::ShardedClient;
 use crate::data::{BucketMigrationRequest, KeyMigrationRequest, MigrationResult, ResumeRequest};
 use crate::error::{Error, Result};
-use crate::migrate::Migrator;
+use crate::reshard::Migrator;
 use crate::wire::proto as pb;
 
 fn decode<T: serde::de::DeserializeOwned>(json: &str) -> Result<T> {

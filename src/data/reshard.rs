@@ -1,5 +1,6 @@
-//! The shapes of data migrations: the manifest, the requests for an exact route key or a bucket
-//! range, and the result, which is also the checkpoint a resume continues from.
+//! The shapes of resharding (data moves, which the wire calls migrations): the manifest, the
+//! requests for an exact route key or a bucket range, and the result, which is also the
+//! checkpoint a resume continues from. Schema migrations' shapes are in `data/schema.rs`.
 
 use serde::{Deserialize, Serialize};
 
@@ -358,7 +359,7 @@ impl MigrationResult {
     }
 }
 
-/// Migrations, in-process ([`Migrator`](crate::migrate::Migrator)) or through a daemon
+/// Migrations, in-process ([`Migrator`](crate::reshard::Migrator)) or through a daemon
 /// (`HttpClient`, `GrpcClient`): the migration half of the shard-admin interface.
 #[async_trait::async_trait]
 pub trait MigrationAdmin: Send + Sync {

@@ -1,4 +1,4 @@
-//! Migration endpoints: `/api/sharding/migrations/...`.
+//! Resharding endpoints (data moves, named migrations on the wire): `/api/sharding/migrations/...`.
 //!
 //! A migration runs on a task of its own: a caller that goes away (or times out) does not stop
 //! it half-way; it runs to its end and records its result, which `GET .../{id}` then shows.
@@ -10,7 +10,7 @@ use super::error::{ApiError, Problem};
 use super::extract::{Json, Path};
 use crate::data::{BucketMigrationRequest, KeyMigrationRequest, MigrationResult, ResumeRequest};
 use crate::error::{Error, Result};
-use crate::migrate::Migrator;
+use crate::reshard::Migrator;
 use crate::server::ServerState;
 
 fn migrator(state: &ServerState) -> Result<Migrator, ApiError> {

@@ -7,7 +7,7 @@ use crate::data::{DataClient, MigrationResult, Value};
 use crate::engine::Database;
 use crate::engine::copy::{PageCursor, PagedCopy};
 use crate::error::{Error, Result};
-use crate::migrate::target::Checksum;
+use crate::reshard::target::Checksum;
 use std::sync::Arc;
 
 /// Copies the remaining pages of one target, checkpointing as it goes: inside SQLite when

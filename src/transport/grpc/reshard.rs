@@ -1,4 +1,4 @@
-//! Migrations through a daemon's gRPC service: JSON bodies, as the REST endpoints take them.
+//! Resharding (data moves, named migrations on the wire) through a daemon's gRPC service: JSON bodies, as the REST endpoints take them.
 
 use async_trait::async_trait;
 

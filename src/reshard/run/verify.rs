@@ -5,7 +5,7 @@ use super::{Context, JOB_TIME, Migrator};
 use crate::data::{DataClient, MigrationResult, Value};
 use crate::engine::copy::PageCursor;
 use crate::error::Result;
-use crate::migrate::target::{Checksum, Target};
+use crate::reshard::target::{Checksum, Target};
 use std::sync::Arc;
 
 /// Counts and checksums the moving rows on the destination; true when every receipt matches.

@@ -1,4 +1,4 @@
-//! Migrations through a daemon's REST endpoints.
+//! Resharding (data moves, named migrations on the wire) through a daemon's REST endpoints.
 
 use async_trait::async_trait;
 

@@ -7,7 +7,7 @@ use crate::data::{CatalogIssue, IssueSeverity, MigrationKind, MigrationResult, M
 use crate::engine::store::now_utc;
 use crate::error::Result;
 use crate::map::{ShardMap, ShardRole};
-use crate::migrate::manifest::{self, issue};
+use crate::reshard::manifest::{self, issue};
 use crate::routing::keyspace_eq;
 
 /// The map's spelling of `keyspace`, or (with an issue) the request's when it is another keyspace.

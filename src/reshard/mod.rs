@@ -1,5 +1,10 @@
-//! Verified data migrations: move the data of one route key, or of a bucket range, to another
+//! Resharding: verified moves of the data of one route key, or of a bucket range, to another
 //! primary shard while the application keeps writing.
+//!
+//! Resharding is what the seed's wire and command line call a *migration*: the REST paths
+//! (`/api/sharding/migrations/...`), the gRPC methods (`MigrateExactRouteKey`, ...), the
+//! `shardlite migrate` command and the JSON bodies keep that name. Schema migrations (sqlx
+//! migration folders applied to every shard) are [`schema`](crate::schema)'s.
 //!
 //! Phases: validate → fence → drain → copy → verify → write the pending map → activate (if
 //! asked) → delete the source rows (if asked, only once the new map is active) → history.

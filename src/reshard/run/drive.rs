@@ -5,9 +5,9 @@ use super::{Context, Migrator, activate, admit, copy, verify};
 use crate::data::{ActivationRequest, MigrationResult, MigrationStatus};
 use crate::engine::store::now_utc;
 use crate::error::Result;
-use crate::migrate::fence::{self, Fence};
-use crate::migrate::manifest::issue;
-use crate::migrate::target::Selection;
+use crate::reshard::fence::{self, Fence};
+use crate::reshard::manifest::issue;
+use crate::reshard::target::Selection;
 
 /// Records the run's state in the catalog, where status reads it and resume starts from it.
 pub(super) async fn checkpoint(migrator: &Migrator, state: &mut MigrationResult) -> Result<()> {

@@ -59,7 +59,7 @@ type Observer = Arc<dyn Fn(&CopyProgress) + Send + Sync>;
 /// # async fn demo() -> shardlite::Result<()> {
 /// use shardlite::client::ShardedClient;
 /// use shardlite::data::{KeyMigrationRequest, MigrationManifest, TableManifest};
-/// use shardlite::migrate::Migrator;
+/// use shardlite::reshard::Migrator;
 ///
 /// let sharded = ShardedClient::open("data/master.db").await?;
 /// let result = Migrator::new(sharded)
