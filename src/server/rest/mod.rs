@@ -16,7 +16,7 @@
 //!   schema status in [`shard_schema`]), and `/openapi.json`
 //!   (generated from the handlers) in [`openapi`].
 //! - The problem body and the one error-to-status function are in [`error`], extractors whose
-//!   rejections become that body in [`extract`], and the request bodies in [`schema`]. Responses
+//!   rejections become that body in [`extract`], and the request bodies in [`bodies`]. Responses
 //!   are the client types themselves, which derive their OpenAPI schemas under the `server`
 //!   feature.
 //!
