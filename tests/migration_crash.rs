@@ -19,7 +19,7 @@ use common::migrate::{
     allow_item, audit_item_writes, fill, forget_copied_pages, item_writes, items_on, key_request, migration_master,
     other, owner, refuse_item,
 };
-use common::temp_dir;
+use common::{old_sqlite, temp_dir};
 use shardlite::client::{DataClient, Params, ShardedClient, Value};
 use shardlite::data::MigrationStatus;
 use shardlite::data::ResumeRequest;
@@ -191,6 +191,11 @@ async fn a_migration_killed_ten_times_resumes_to_an_exact_copy() {
         fences_on(&sharded.for_shard_id(&source).unwrap()).await.unwrap(),
         vec![(MIGRATION_ID.to_owned(), "moved".to_owned())]
     );
+    // Both files, killed ten times mid-migration and resumed, open in an older SQLite.
+    old_sqlite::version();
+    for shard in [&source, &destination] {
+        old_sqlite::read_every_table(&dir.path().join(format!("{shard}.db")));
+    }
 }
 
 /// Each page's transaction on the destination also records how far the copy got, so a resume

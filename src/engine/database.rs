@@ -18,6 +18,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::{Semaphore, oneshot};
 
+use super::fence_upkeep::Upkeep;
 use super::guard::{self, Limits, Scope};
 use super::hold::Hold;
 use super::inline::{Borrowed, Here};
@@ -60,6 +61,13 @@ pub struct EngineConfig {
     /// and so never pay for a thread hop; a long query gives the task back after this much
     /// SQLite work. `None` sends every query to a reader thread. Default 1 ms.
     pub inline_read_budget: Option<Duration>,
+    /// How long a moved record stays in a migration's source file once the new map is active:
+    /// a writer still on the old map is refused for that long rather than writing where nobody
+    /// reads. Afterwards the record and its triggers are removed (the engine checks when it
+    /// opens the file and from time to time while it serves it). Keep it longer than the
+    /// refresh interval of every router and client on the catalog (250 ms by default). Default
+    /// 10 minutes.
+    pub moved_record_grace: Duration,
 }
 
 // The limits are the connection-string limits, so a parsed connection string always fits.
@@ -84,6 +92,7 @@ impl EngineConfig {
         for (name, value) in [
             ("transaction idle timeout", self.transaction_idle_timeout),
             ("statement timeout", self.statement_timeout),
+            ("moved record grace", Some(self.moved_record_grace)),
         ] {
             if value.is_some_and(|value| value > MAX_TIMEOUT) {
                 return Err(Error::invalid_argument(
@@ -136,6 +145,7 @@ impl Default for EngineConfig {
             max_result_bytes: 128 * 1024 * 1024,
             max_queued_jobs: 1024,
             inline_read_budget: Some(Duration::from_millis(1)),
+            moved_record_grace: Duration::from_secs(600),
         }
     }
 }
@@ -214,6 +224,7 @@ impl Database {
         {
             let path = path.clone();
             let config = config.clone();
+            let label_for_writer = label.clone();
             spawn_thread(&format!("shardlite-writer-{label}"), move || {
                 let conn = match open_writer(&path, &config, role) {
                     Ok(conn) => Arc::new(Mutex::new(conn)),
@@ -223,7 +234,8 @@ impl Database {
                     }
                 };
                 let _ = ready_tx.send(Ok(Arc::clone(&conn)));
-                serve_shared(&conn, &writer_rx);
+                let upkeep = (role == Role::Data).then(|| Upkeep::new(config.moved_record_grace, config.busy_timeout));
+                serve_shared(&conn, &writer_rx, upkeep, &label_for_writer);
             })?;
         }
         let writer_conn = ready_rx.await.map_err(|_| Error::Closed {
@@ -459,9 +471,27 @@ fn serve(mut conn: Connection, jobs: &flume::Receiver<Job>) {
     }
 }
 
-fn serve_shared(conn: &Mutex<Connection>, jobs: &flume::Receiver<Job>) {
-    while let Ok(job) = jobs.recv() {
-        job(&mut conn.lock().unwrap_or_else(PoisonError::into_inner));
+/// Runs the writer's jobs; between them, the file's fence upkeep when it is due.
+fn serve_shared(conn: &Mutex<Connection>, jobs: &flume::Receiver<Job>, mut upkeep: Option<Upkeep>, label: &str) {
+    loop {
+        let job = match &upkeep {
+            Some(upkeep) => match jobs.recv_deadline(upkeep.next()) {
+                Ok(job) => Some(job),
+                Err(flume::RecvTimeoutError::Timeout) => None,
+                Err(flume::RecvTimeoutError::Disconnected) => return,
+            },
+            None => match jobs.recv() {
+                Ok(job) => Some(job),
+                Err(_) => return,
+            },
+        };
+        let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(job) = job {
+            job(&mut conn);
+        }
+        if let Some(upkeep) = upkeep.as_mut() {
+            upkeep.run_if_due(&conn, label);
+        }
     }
 }
 
@@ -484,6 +514,11 @@ fn open_writer(path: &Path, config: &EngineConfig, role: Role) -> Result<Connect
     conn.execute_batch("PRAGMA synchronous = NORMAL;").map_err(sql_error)?;
     if role == Role::Data {
         super::store::create_internal_tables(&conn)?;
+        // Upkeep that fails (another process holds the write lock, say) is tried again while
+        // the file is served; it never keeps the file from opening.
+        if let Err(err) = super::fence_upkeep::tidy(&conn, config.moved_record_grace) {
+            tracing::debug!(path = %path.display(), error = %err, "fence upkeep at open will be tried again");
+        }
     }
     guard::install(&conn, Scope::Shared, config.allow_attach)?;
     Ok(conn)

@@ -59,6 +59,9 @@ pub struct ServerConfig {
     /// Jobs that may wait for a shard's writer, and for its readers (default 1024); beyond it,
     /// calls answer `busy` at once.
     pub max_queued_jobs: usize,
+    /// How long a migration's `moved` record stays in its source file once the new map is
+    /// active (see [`EngineConfig::moved_record_grace`]; default 10 minutes).
+    pub moved_record_grace: Duration,
 }
 
 impl Default for ServerConfig {
@@ -78,6 +81,7 @@ impl Default for ServerConfig {
             max_concurrent_requests: 256,
             readers: engine.readers,
             max_queued_jobs: engine.max_queued_jobs,
+            moved_record_grace: engine.moved_record_grace,
         }
     }
 }
@@ -95,6 +99,7 @@ impl ServerConfig {
             max_result_rows: self.max_result_rows,
             max_result_bytes: self.max_result_bytes,
             max_queued_jobs: self.max_queued_jobs,
+            moved_record_grace: self.moved_record_grace,
             ..EngineConfig::default()
         }
     }

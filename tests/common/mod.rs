@@ -6,6 +6,7 @@ pub mod cli;
 #[cfg(feature = "server")]
 pub mod daemon;
 pub mod migrate;
+pub mod old_sqlite;
 #[path = "../../examples/common/mod.rs"]
 mod orders;
 
