@@ -194,7 +194,10 @@ async fn a_migration_killed_ten_times_resumes_to_an_exact_copy() {
     // Both files, killed ten times mid-migration and resumed, open in an older SQLite.
     old_sqlite::version();
     for shard in [&source, &destination] {
-        old_sqlite::read_every_table(&dir.path().join(format!("{shard}.db")));
+        let file = dir.path().join(format!("{shard}.db"));
+        old_sqlite::read_every_table(&file);
+        old_sqlite::run(&file, "INSERT INTO items (id, tenant, n) VALUES ('plain', 'another-tenant', 1)")
+            .expect("a row that did not move");
     }
 }
 
