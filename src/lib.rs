@@ -52,6 +52,8 @@
 //!   [`ShardedClient`](client::ShardedClient) and its route-bound clients and transactions.
 //! - [`connect`]: opening a connection string, in-process or through a daemon.
 //! - [`paging`]: page fill across route keys, bounded merge, month keys and signed cursors.
+//! - [`demo`]: the order-history sample: its map, its orders and the walk-through that
+//!   `shardlite demo` and `examples/order_history.rs` run.
 //! - [`migrate`]: verified data migrations of a route key or a bucket range: fences persisted in
 //!   the source shard's file, paged copy with checkpoints, verification, resume.
 //! - `server` (feature `server`): the daemon: REST and gRPC on one port, one error-to-status
@@ -73,6 +75,7 @@ pub mod catalog;
 pub mod client;
 pub mod connect;
 pub mod data;
+pub mod demo;
 #[cfg(feature = "sqlx")]
 pub mod driver;
 pub mod engine;

@@ -61,7 +61,7 @@ fn a_missing_master_says_how_to_make_one() {
     for needle in [
         "does not exist",
         &format!("shardlite seed --master {}", missing.display()),
-        "cargo run --example order_history -- demo",
+        "shardlite demo demo",
     ] {
         assert!(err.contains(needle), "missing '{needle}' in: {err}");
     }

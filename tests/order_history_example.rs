@@ -50,3 +50,36 @@ fn order_history_sample_tells_the_seed_story() {
         assert!(kept.path().join(format!("shards/shard-{i}.db")).exists());
     }
 }
+
+/// `shardlite demo DIR` tells the same story as the example, from the one implementation both
+/// run, and leaves the same files; without a folder it cleans up after itself.
+#[cfg(feature = "cli")]
+#[test]
+fn the_demo_command_prints_what_the_example_prints() {
+    use common::cli::{shardlite, stderr, stdout};
+
+    let from_example = tempfile::tempdir().expect("temp dir");
+    let from_binary = tempfile::tempdir().expect("temp dir");
+    let example = common::run_example("order_history", &[from_example.path().as_ref()]);
+    let demo = shardlite(&["demo", &common::path_str(from_binary.path())]);
+    assert!(demo.status.success(), "{}", stderr(&demo));
+    let without_last_line = |text: &str, dir: &std::path::Path| {
+        let kept = format!("Files kept in {}", dir.display());
+        assert!(text.trim_end().ends_with(&kept), "{text}");
+        text.trim_end().trim_end_matches(&kept).to_owned()
+    };
+    assert_eq!(
+        without_last_line(&stdout(&demo), from_binary.path()),
+        without_last_line(&example, from_example.path())
+    );
+    let databases: Vec<_> = common::files_in(&from_binary.path().join("shards"))
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "db"))
+        .collect();
+    assert_eq!(databases.len(), 5, "a master and four shards: {databases:?}");
+
+    let temporary = shardlite(&["demo"]);
+    assert!(temporary.status.success(), "{}", stderr(&temporary));
+    assert!(stdout(&temporary).contains("2026-06 orders= 6 total=  589.45"));
+    assert!(!stdout(&temporary).contains("Files kept in"));
+}

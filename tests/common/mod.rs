@@ -7,8 +7,6 @@ pub mod cli;
 pub mod daemon;
 pub mod migrate;
 pub mod old_sqlite;
-#[path = "../../examples/common/mod.rs"]
-mod orders;
 
 use std::path::{Path, PathBuf};
 
@@ -53,7 +51,7 @@ pub fn tenants_map(dir: &Path) -> ShardMap {
 /// The seed's four-shard `orders_by_month` map (the examples' own map): its shard files,
 /// `shard-0.db` .. `shard-3.db`, are created beside the master it is seeded into.
 pub fn orders_options() -> ShardingOptions {
-    orders::orders_map()
+    shardlite::demo::orders_map()
 }
 
 pub fn files_in(dir: &Path) -> Vec<PathBuf> {
