@@ -400,7 +400,11 @@ async fn rest_catalog_endpoints_answer_with_the_documented_statuses_and_problems
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openapi_document_describes_the_catalog_endpoints() {
-    let doc = serde_json::to_value(shardlite::server::rest::openapi_document(&ServerConfig::default())).unwrap();
+    let doc = serde_json::to_value(shardlite::server::rest::openapi_document(
+        &ServerConfig::default(),
+        Some("tenants"),
+    ))
+    .unwrap();
     let paths = &doc["paths"];
     let schema_of = |path: &str, status: &str, content: &str| {
         paths[path]["post"]["responses"][status]["content"][content]["schema"]["$ref"].clone()

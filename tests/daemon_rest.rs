@@ -1479,11 +1479,14 @@ async fn the_openapi_document_covers_every_endpoint() {
         assert!(operation.is_object(), "{method} {path} is not documented");
         assert!(operation["operationId"].is_string(), "{method} {path}");
         let bad_request = &operation["responses"]["400"]["content"]["application/problem+json"]["schema"]["$ref"];
-        // A refused catalog apply is a problem with the validation as an extension member.
-        let problem = if path == "/api/sharding/catalog/apply" {
-            "#/components/schemas/CatalogUpdateRefused"
-        } else {
-            "#/components/schemas/Problem"
+        // A refused catalog apply is a problem with the validation as an extension member, a
+        // rejected migration one with the migration's result.
+        let problem = match path {
+            "/api/sharding/catalog/apply" => "#/components/schemas/CatalogUpdateRefused",
+            "/api/sharding/migrations/exact-route-key" | "/api/sharding/migrations/bucket-range" => {
+                "#/components/schemas/MigrationRejected"
+            }
+            _ => "#/components/schemas/Problem",
         };
         assert_eq!(bad_request, problem, "{method} {path}");
         // The request limits cover every route.

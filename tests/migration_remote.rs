@@ -256,3 +256,45 @@ async fn resume_does_not_write_again_the_page_a_daemon_committed_after_the_check
     drop(sharded);
     daemon.stop().await.unwrap();
 }
+
+/// A request rejected before anything moved is a 400 over REST, with the whole result (its
+/// issues naming the problem) as the member `migration`, and the history records it; the REST
+/// client turns it back into a `Rejected` result, as in-process, and so does the gRPC client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_migration_request_is_a_400_with_the_result() {
+    let dir = temp_dir();
+    let master = migration_master(dir.path()).await;
+    let daemon = start_daemon_on(&master, ServerConfig::default()).await;
+    let request = key_request("some-tenant", "no-such-shard", 10);
+
+    let answer = http_client()
+        .post(daemon.url("/api/sharding/migrations/exact-route-key"))
+        .json(&request)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 400);
+    assert_eq!(answer.headers()["content-type"], "application/problem+json");
+    let problem: Json = answer.json().await.unwrap();
+    assert_eq!(problem["errorCode"], "invalid_input", "{problem}");
+    assert_eq!(problem["migration"]["status"], "Rejected", "{problem}");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("no-such-shard"),
+        "the detail names the problem: {problem}"
+    );
+    let issues = problem["migration"]["issues"].as_array().unwrap();
+    assert!(!issues.is_empty(), "{problem}");
+
+    let http = HttpClient::new(RemoteOptions::new(&daemon.base_url)).unwrap();
+    let grpc = GrpcClient::new(RemoteOptions::new(&daemon.base_url)).unwrap();
+    for rejected in [
+        http.migrate_exact_route_key(&request).await.unwrap(),
+        grpc.migrate_exact_route_key(&request).await.unwrap(),
+    ] {
+        assert_eq!(rejected.status, MigrationStatus::Rejected, "{rejected:#?}");
+    }
+    let history = http.migration_history().await.unwrap();
+    assert_eq!(history.len(), 3, "every rejection is recorded: {history:#?}");
+    assert!(history.iter().all(|m| m.status == MigrationStatus::Rejected));
+    daemon.stop().await.unwrap();
+}
