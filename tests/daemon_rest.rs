@@ -1471,6 +1471,8 @@ async fn the_openapi_document_covers_every_endpoint() {
         ("post", "/api/sharding/migrations/{id}/resume"),
         ("post", "/api/sharding/migrations/{id}/abandon"),
         ("get", "/openapi.json"),
+        ("get", "/healthz"),
+        ("get", "/readyz"),
     ];
     let documented: usize = paths.values().map(|item| item.as_object().unwrap().len()).sum();
     assert_eq!(documented, expected.len(), "{:?}", paths.keys().collect::<Vec<_>>());
@@ -1803,4 +1805,39 @@ async fn remote_sql_cannot_attach_or_vacuum_into_other_files() {
         .fetch()
         .await;
     json_ok(vacuum, StatusCode::OK).await;
+}
+
+/// The probes answer without the API key: `/healthz` while the process serves, `/readyz` with
+/// the active map version (null on a plain daemon); the document lists them without a key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_and_readiness_probes_answer_without_a_key() {
+    let keyed = ServerConfig {
+        api_key: Some(Secret::new("probe-secret")),
+        ..ServerConfig::default()
+    };
+    let sharded = Fixture::sharded().await;
+    let plain = Fixture::plain();
+    for (fixture, map_version) in [(&sharded, json!(1)), (&plain, Value::Null)] {
+        let daemon = fixture.start_with(keyed.clone()).await;
+        let health = json_ok(http_client().get(daemon.url("/healthz")).fetch().await, StatusCode::OK).await;
+        assert_eq!(health["status"], "serving");
+        let ready = json_ok(http_client().get(daemon.url("/readyz")).fetch().await, StatusCode::OK).await;
+        assert_eq!(ready, json!({ "status": "ready", "mapVersion": map_version }));
+        // The data API still needs the key.
+        let info = http_client().get(daemon.url("/api/info")).fetch().await;
+        assert_eq!(info.status(), StatusCode::UNAUTHORIZED);
+        let doc = json_ok(
+            http_client()
+                .get(daemon.url("/openapi.json"))
+                .header("X-CSharpDB-Api-Key", "probe-secret")
+                .fetch()
+                .await,
+            StatusCode::OK,
+        )
+        .await;
+        for path in ["/healthz", "/readyz"] {
+            assert_eq!(doc["paths"][path]["get"]["security"], json!([{}]), "{path}");
+        }
+        daemon.stop().await.unwrap();
+    }
 }

@@ -105,6 +105,7 @@ pub fn openapi_document(config: &crate::server::ServerConfig, keyspace: Option<&
 /// The REST operations' document plus the admin page, completed with the shared responses.
 fn openapi_document_of(mut doc: OpenApi, config: &crate::server::ServerConfig, keyspace: Option<&str>) -> OpenApi {
     crate::server::admin::document(&mut doc);
+    crate::server::health::document(&mut doc);
     openapi::complete(doc, config, keyspace)
 }
 
