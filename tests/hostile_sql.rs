@@ -147,6 +147,54 @@ fn cases(dir: &Path, master: &Path) -> Vec<Case> {
         case("locking_mode", "PRAGMA locking_mode = EXCLUSIVE", ErrorKind::Forbidden),
         case("schema_version", "PRAGMA schema_version = 99", ErrorKind::Forbidden),
     ]
+    .into_iter()
+    .chain(temp_cases())
+    .collect()
+}
+
+/// TEMP objects, in every spelling: refused on the shared connections, a transaction's own
+/// business inside one.
+fn temp_cases() -> Vec<Case> {
+    [
+        (
+            "TEMP trigger",
+            "CREATE TEMP TRIGGER t1 AFTER INSERT ON items BEGIN DELETE FROM items WHERE id <> new.id; END",
+        ),
+        (
+            "TEMPORARY trigger",
+            "create temporary trigger t2 before insert on main.items begin select 1; end",
+        ),
+        (
+            "trigger qualified with temp.",
+            "CREATE TRIGGER temp.t3 AFTER INSERT ON items BEGIN SELECT 1; END",
+        ),
+        (
+            "TEMP table shadowing a real one",
+            "CREATE TEMP TABLE items (id INTEGER PRIMARY KEY, tenant TEXT)",
+        ),
+        (
+            "table qualified with \"temp\".",
+            "CREATE TABLE \"temp\".\"items\" (id INTEGER PRIMARY KEY, tenant TEXT)",
+        ),
+        ("TEMPORARY table", "CREATE TEMPORARY TABLE scratch (x)"),
+        (
+            "TEMP table AS SELECT",
+            "CREATE TEMP TABLE copied AS SELECT * FROM items",
+        ),
+        ("TEMP view", "CREATE TEMP VIEW v AS SELECT * FROM items"),
+        ("view qualified with temp.", "CREATE VIEW TEMP.v2 AS SELECT 1"),
+        (
+            "a script that writes, then creates a TEMP table",
+            "INSERT INTO items (id, tenant) VALUES (103, 'x'); CREATE TEMP TABLE late (x)",
+        ),
+    ]
+    .into_iter()
+    .map(|(name, sql)| {
+        let mut case = case(name, sql, ErrorKind::Forbidden);
+        case.in_transaction = Some(None);
+        case
+    })
+    .collect()
 }
 
 /// One way of reaching the deployment.
@@ -261,13 +309,25 @@ async fn run_cases(surface: &Surface, dir: &Path, master: &Path) {
         surface.name
     );
 
-    // The shared writer is not stuck inside a transaction: a write by another client is
-    // committed and visible to readers at once.
+    // The shared writer is not stuck inside a transaction and has no TEMP object: a write by
+    // another client is committed to the shard's file and visible to readers at once.
     let other = surface.routed.execute_sql(
-        "INSERT INTO items (id, tenant) VALUES (500, 'tenant-a')",
+        "INSERT INTO items (id, tenant) VALUES (500, 'tenant-a') RETURNING (SELECT count(*) FROM temp.sqlite_master)",
         Params::none(),
     );
-    other.await.unwrap();
+    assert_eq!(
+        other.await.unwrap().rows,
+        vec![vec![Value::Integer(0)]],
+        "{}",
+        surface.name
+    );
+    assert_eq!(rows_in_file(&dir.join("s0.db"), 500), 1, "{}", surface.name);
+    let readers_temp = surface
+        .routed
+        .execute_read_only_sql("SELECT count(*) FROM temp.sqlite_master", Params::none())
+        .await
+        .unwrap();
+    assert_eq!(readers_temp.rows, vec![vec![Value::Integer(0)]], "{}", surface.name);
     let seen = surface
         .routed
         .execute_read_only_sql("SELECT count(*) FROM items WHERE id = 500", Params::none())
@@ -279,6 +339,14 @@ async fn run_cases(surface: &Surface, dir: &Path, master: &Path) {
         .execute_sql("DELETE FROM items WHERE id = 500", Params::none())
         .await
         .unwrap();
+}
+
+/// Rows with `id` in the `items` table of the shard file at `path`, read with a connection of
+/// the test's own.
+fn rows_in_file(path: &Path, id: i64) -> i64 {
+    let conn = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    conn.query_row("SELECT count(*) FROM items WHERE id = ?1", [id], |row| row.get(0))
+        .unwrap()
 }
 
 /// A master with the two-shard `tenants` map and an `items` table on both shards.
@@ -425,6 +493,73 @@ async fn the_sqlx_driver_refuses_transaction_control_and_attach_on_pooled_connec
     daemon.stop().await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sqlx_driver_keeps_temp_objects_on_its_own_connections_only() {
+    use shardlite::driver::ShardlitePool;
+
+    let dir = temp_dir();
+    let master = seed(dir.path()).await;
+    let daemon = start_daemon_on(&master, ServerConfig::default()).await;
+    let route_keys = "Shard Keyspace=tenants;Shard Key=tenant-a";
+    let local = format!("Data Source={};{route_keys}", path_str(&master));
+    for (id, connection_string) in [
+        format!("Endpoint={};Transport=Grpc;{route_keys}", daemon.url("")),
+        format!("Endpoint={};Transport=Http;{route_keys}", daemon.url("")),
+        local.clone(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let pool = ShardlitePool::connect(&connection_string).await.unwrap();
+        for case in temp_cases() {
+            let mut conn = pool.acquire().await.unwrap();
+            let outcome = sqlx::raw_sql(sqlx::AssertSqlSafe(case.sql.clone())).execute(&mut *conn).await;
+            if connection_string == local {
+                // A local driver connection is the caller's own: its TEMP objects are its own
+                // business and die with it.
+                outcome.unwrap_or_else(|err| panic!("{connection_string}: {}: {err}", case.name));
+                conn.detach();
+                continue;
+            }
+            let err = outcome.unwrap_err();
+            let code = err.as_database_error().and_then(|e| e.code()).map(|c| c.into_owned());
+            assert_eq!(
+                code.as_deref(),
+                Some("forbidden_statement"),
+                "{connection_string}: {}: {err}",
+                case.name
+            );
+        }
+        // The next write lands in the shard's file, through the shared writer with an empty
+        // temp schema.
+        let id = 600 + i64::try_from(id).unwrap();
+        let temp_objects: i64 = sqlx::query_scalar(
+            "INSERT INTO items (id, tenant) VALUES ($1, 'tenant-a') RETURNING (SELECT count(*) FROM temp.sqlite_master)",
+        )
+        .bind(id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        assert_eq!(rows_in_file(&dir.path().join("s0.db"), id), 1, "{connection_string}");
+        if connection_string != local {
+            assert_eq!(temp_objects, 0, "{connection_string}");
+        }
+        pool.close().await;
+    }
+    // Nothing any driver connection created reached the daemon's connections.
+    let http = HttpClient::new(RemoteOptions::new(daemon.url("")).with_route(route("tenant-a"))).unwrap();
+    let probe = http
+        .execute_sql(
+            "INSERT INTO items (id, tenant) VALUES (700, 'tenant-a') RETURNING (SELECT count(*) FROM temp.sqlite_master)",
+            Params::none(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(probe.rows, vec![vec![Value::Integer(0)]]);
+    assert_eq!(rows_in_file(&dir.path().join("s0.db"), 700), 1);
+    daemon.stop().await.unwrap();
+}
+
 /// A shard with a short statement time limit and small result caps, in-process.
 async fn bounded_shard(dir: &Path) -> Arc<dyn DataClient> {
     let master = seed(dir).await;
@@ -478,7 +613,18 @@ async fn runaway_and_oversized_work_is_bounded() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
-    let _ = shard.rollback_transaction(&tx.transaction_id).await;
+    // SQLite rolled the interrupted transaction back; rolling it back by its id ends it, or
+    // finds it already over.
+    match shard.rollback_transaction(&tx.transaction_id).await {
+        Ok(()) => {}
+        Err(err) => assert!(matches!(err.kind(), ErrorKind::NotFound | ErrorKind::Expired), "{err}"),
+    }
+    // It is over: nothing more runs in it.
+    let err = shard
+        .execute_in_transaction(&tx.transaction_id, "SELECT 1", Params::none())
+        .await
+        .unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::NotFound | ErrorKind::Expired), "{err}");
     let ok = shard
         .execute_sql("SELECT count(*) FROM items", Params::none())
         .await

@@ -291,7 +291,8 @@ impl Database {
     /// dropped: a client went away, a deadline passed), the job is skipped when it has not
     /// started, and interrupted when it has. A job on the writer that leaves a transaction open
     /// is rolled back and fails: the writer is shared, and must be back in autocommit for the
-    /// next caller.
+    /// next caller. Likewise a job that leaves a TEMP object on its connection (see
+    /// [`guard::temp_left`]).
     async fn call<T: Send + 'static>(
         &self,
         queue: &flume::Sender<Job>,
@@ -314,6 +315,11 @@ impl Database {
                         statement: "(the statements left a transaction open)".to_owned(),
                     });
                 }
+            }
+            if let Err(err) = guard::temp_left(conn)
+                && result.is_ok()
+            {
+                result = Err(err);
             }
             let _ = tx.send(result);
         });

@@ -13,7 +13,19 @@
 //!   may use savepoints inside its own transaction);
 //! - pragmas that change durability, safety or connection state (see
 //!   [`pragma_allowed`](super::classify::pragma_allowed));
-//! - `load_extension()`.
+//! - `load_extension()`;
+//! - on the shared connections, creating, dropping or altering TEMP tables, views, triggers and
+//!   indexes, however the statement names the temp schema (`TEMP`, `TEMPORARY`, `temp.x`,
+//!   `"temp".x`, `CREATE TEMP TABLE ... AS SELECT`): such an object would live on a connection
+//!   every caller shares, in no file, and change what later callers' statements do (a TEMP
+//!   table shadows the real one, a TEMP trigger fires on every caller's writes). A transaction
+//!   session's connection and a dedicated connection are their caller's own, so TEMP objects
+//!   stay allowed there and die with the connection.
+//!
+//! As a second line behind that refusal, a statement on a shared connection that names the temp
+//! schema at all marks the thread, and the end of its job ([`temp_left`]) then checks that the
+//! connection's temp schema is empty, drops anything found and fails the job. A job that never
+//! names the temp schema pays for nothing but a flag read.
 //!
 //! The progress handler interrupts a statement that runs past its time limit, or whose caller
 //! has gone away.
@@ -26,7 +38,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 
-use super::classify::{Allowances, StatementKind, classify, pragma_allowed, refuse_kind, shown};
+use super::classify::{Allowances, StatementKind, TEMP_REFUSAL, classify, pragma_allowed, refuse_kind, shown};
 use super::sql::sql_error;
 use crate::error::{Error, Result};
 
@@ -50,6 +62,7 @@ enum Refusal {
     OtherFile,
     Pragma,
     Extension,
+    TempObject,
 }
 
 /// Why the progress handler stopped a statement.
@@ -78,6 +91,8 @@ struct ThreadGuard {
     allowances: Cell<Option<Allowances>>,
     trusted: Cell<bool>,
     vacuum: Cell<bool>,
+    /// A statement on a shared connection named the temp schema since the last [`temp_left`].
+    temp_named: Cell<bool>,
     refusal: Cell<Option<Refusal>>,
     stop: Cell<Option<Stop>>,
     deadline: Cell<Option<Instant>>,
@@ -96,6 +111,8 @@ pub(crate) fn allowances(scope: Scope, allow_attach: bool) -> Allowances {
     Allowances {
         savepoints: scope == Scope::Session,
         attach: allow_attach,
+        temp: scope == Scope::Session,
+        internal: false,
     }
 }
 
@@ -126,7 +143,17 @@ fn authorize(context: &AuthContext<'_>, scope: Scope, allow_attach: bool) -> Aut
         }
         // A plain VACUUM runs its own BEGIN, ATTACH of an unnamed temporary database, and DETACH.
         let vacuum = guard.vacuum.get();
+        let names_temp = context
+            .database_name
+            .is_some_and(|name| name.eq_ignore_ascii_case(TEMP_SCHEMA));
+        if names_temp && scope == Scope::Shared {
+            guard.temp_named.set(true);
+        }
         let refusal = match context.action {
+            action if scope == Scope::Shared && changes_temp_schema(action, names_temp) => {
+                guard.temp_named.set(true);
+                Some(Refusal::TempObject)
+            }
             AuthAction::Transaction { .. } if !vacuum => Some(Refusal::TransactionControl),
             AuthAction::Savepoint { .. } if scope == Scope::Shared => Some(Refusal::TransactionControl),
             // Nothing else may attach: a bound or computed filename reaches the authorizer as an
@@ -163,6 +190,76 @@ fn authorize(context: &AuthContext<'_>, scope: Scope, allow_attach: bool) -> Aut
             }
             None => Authorization::Allow,
         }
+    })
+}
+
+/// The name SQLite gives the connection's temporary schema.
+const TEMP_SCHEMA: &str = "temp";
+
+/// Whether `action` creates, drops or alters a TEMP object; `names_temp` is whether it names
+/// the temp schema (`CREATE TABLE temp.x`, `ALTER TABLE temp.x`).
+fn changes_temp_schema(action: AuthAction<'_>, names_temp: bool) -> bool {
+    match action {
+        AuthAction::CreateTempIndex { .. }
+        | AuthAction::CreateTempTable { .. }
+        | AuthAction::CreateTempTrigger { .. }
+        | AuthAction::CreateTempView { .. }
+        | AuthAction::DropTempIndex { .. }
+        | AuthAction::DropTempTable { .. }
+        | AuthAction::DropTempTrigger { .. }
+        | AuthAction::DropTempView { .. } => true,
+        AuthAction::CreateIndex { .. }
+        | AuthAction::CreateTable { .. }
+        | AuthAction::CreateTrigger { .. }
+        | AuthAction::CreateView { .. }
+        | AuthAction::CreateVtable { .. }
+        | AuthAction::DropIndex { .. }
+        | AuthAction::DropTable { .. }
+        | AuthAction::DropTrigger { .. }
+        | AuthAction::DropView { .. }
+        | AuthAction::DropVtable { .. }
+        | AuthAction::AlterTable { .. } => names_temp,
+        _ => false,
+    }
+}
+
+/// Ends a job on a shared connection: when one of its statements named the temp schema, checks
+/// that no TEMP object is left on `conn`; one that is (which the authorizer should have made
+/// impossible) is dropped, and the job fails. Costs a flag read when the job never named the
+/// temp schema.
+pub(crate) fn temp_left(conn: &Connection) -> Result<()> {
+    if !GUARD.with(|guard| guard.temp_named.take()) {
+        return Ok(());
+    }
+    trusted(|| {
+        let mut stmt = conn
+            .prepare(
+                "SELECT type, name FROM temp.sqlite_master WHERE type IN ('trigger', 'view', 'table') \
+                 ORDER BY CASE type WHEN 'trigger' THEN 0 WHEN 'view' THEN 1 ELSE 2 END",
+            )
+            .map_err(sql_error)?;
+        let objects = stmt
+            .query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))
+            .map_err(sql_error)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(sql_error)?;
+        if objects.is_empty() {
+            return Ok(());
+        }
+        for (kind, name) in &objects {
+            let kind = match kind.as_str() {
+                "trigger" => "TRIGGER",
+                "view" => "VIEW",
+                _ => "TABLE",
+            };
+            let name = name.replace('"', "\"\"");
+            conn.execute_batch(&format!("DROP {kind} IF EXISTS temp.\"{name}\""))
+                .map_err(sql_error)?;
+        }
+        Err(Error::ForbiddenStatement {
+            statement: "(the statements left TEMP objects on a shared connection; they were dropped)".to_owned(),
+            reason: TEMP_REFUSAL,
+        })
     })
 }
 
@@ -336,6 +433,10 @@ pub(crate) fn explain(err: Error, statement: &str) -> Error {
             Some(Refusal::Extension) => Error::ForbiddenStatement {
                 statement: shown(statement),
                 reason: "loading extensions is not allowed",
+            },
+            Some(Refusal::TempObject) => Error::ForbiddenStatement {
+                statement: shown(statement),
+                reason: TEMP_REFUSAL,
             },
             None => err,
         },

@@ -103,6 +103,8 @@ impl Database {
             budget,
             || f(&conn),
         );
+        // A connection that had a TEMP object left on it is closed rather than given back.
+        guard::temp_left(&conn)?;
         pool.give_back(conn);
         Ok(outcome)
     }
@@ -186,6 +188,11 @@ impl Database {
                             statement: "(the statements left a transaction open)".to_owned(),
                         });
                     }
+                }
+                if let Err(err) = guard::temp_left(&conn)
+                    && result.is_ok()
+                {
+                    result = Err(err);
                 }
                 result
             },

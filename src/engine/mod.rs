@@ -18,6 +18,8 @@ mod database;
 mod dedicated;
 pub mod fence;
 mod guard;
+#[cfg(test)]
+mod guard_tests;
 mod hold;
 mod inline;
 mod session;

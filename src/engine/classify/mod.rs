@@ -11,6 +11,7 @@
 //! shard would refuse). The enforcement itself is SQLite's authorizer, set on every connection
 //! by the engine, which sees every statement as SQLite compiles it, whatever its spelling.
 
+mod reserved;
 mod tokens;
 
 use self::tokens::{Keyword, State, Token, Tokens, Words, keyword};
@@ -281,6 +282,11 @@ pub(crate) struct Allowances {
     pub savepoints: bool,
     /// `ATTACH`, `DETACH` and `VACUUM INTO` (`EngineConfig::allow_attach`).
     pub attach: bool,
+    /// TEMP tables, views, triggers and indexes (on a connection that is its caller's own).
+    pub temp: bool,
+    /// Writing shardlite's internal tables and changing their schema (a maintenance
+    /// transaction).
+    pub internal: bool,
 }
 
 impl Allowances {
@@ -288,8 +294,14 @@ impl Allowances {
     pub(crate) const NONE: Self = Self {
         savepoints: false,
         attach: false,
+        temp: false,
+        internal: false,
     };
 }
+
+/// Why a TEMP object is refused on a shared connection.
+pub(crate) const TEMP_REFUSAL: &str = "TEMP tables, views, triggers and indexes would stay on a connection other \
+     callers share: create them inside a transaction, whose connection is its own";
 
 /// The refusal for one statement, if a connection with `allow` refuses it.
 pub(crate) fn refuse(statement: &str, allow: Allowances) -> Result<()> {
@@ -320,6 +332,9 @@ pub(crate) fn refuse_kind(statement: &str, kind: StatementKind<'_>, allow: Allow
     }
     if mentions_load_extension(statement) {
         return forbidden("loading extensions is not allowed");
+    }
+    if kind == StatementKind::Other && !allow.temp && reserved::changes_temp_schema(statement) {
+        return forbidden(TEMP_REFUSAL);
     }
     Ok(())
 }
@@ -614,7 +629,8 @@ mod tests {
     fn savepoints_pass_only_where_allowed() {
         let session = Allowances {
             savepoints: true,
-            attach: false,
+            temp: true,
+            ..Allowances::NONE
         };
         for sql in [
             "SAVEPOINT a",
