@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use common::daemon::{http_client, start_daemon_on};
 use common::{files_in, path_str, temp_dir, tenants_options};
 use shardlite::client::{
-    DataClient, Params, ProcedureDefinition, ShardAdmin, ShardedClient, ShardedClientOptions, Value,
+    DataClient, Params, ProcedureDefinition, ShardAdmin, ShardedClient, ShardedClientOptions, TransactionOptions, Value,
 };
 use shardlite::engine::EngineConfig;
 use shardlite::server::ServerConfig;
@@ -39,6 +39,9 @@ struct Case {
     /// Read-only execute and read-only fan-out: anything that is not a query is a read-only
     /// violation before anything else.
     read_only: ErrorKind,
+    /// Whether the fan-outs refuse it on each shard (per-shard errors) rather than before any
+    /// shard runs it: only the authorizer can see what it does.
+    refused_per_shard: bool,
 }
 
 fn case(name: &'static str, sql: impl Into<String>, kind: ErrorKind) -> Case {
@@ -49,6 +52,7 @@ fn case(name: &'static str, sql: impl Into<String>, kind: ErrorKind) -> Case {
         kind,
         in_transaction: None,
         read_only: ErrorKind::ReadOnly,
+        refused_per_shard: false,
     }
 }
 
@@ -149,7 +153,75 @@ fn cases(dir: &Path, master: &Path) -> Vec<Case> {
     ]
     .into_iter()
     .chain(temp_cases())
+    .chain(internal_cases())
     .collect()
+}
+
+/// Writes to shardlite's internal tables, and changes to their schema and triggers: refused
+/// everywhere outside a maintenance transaction.
+fn internal_cases() -> Vec<Case> {
+    let mut cases: Vec<Case> = [
+        (
+            "INSERT into the collections table",
+            "INSERT INTO _shardlite_collections (collection, key, document) VALUES ('c', 'k', '{}')",
+        ),
+        (
+            "INSERT into a schema-qualified, upper-case internal table",
+            "INSERT INTO main._SHARDLITE_COLLECTIONS (collection, key, document) VALUES ('c', 'k2', '{}')",
+        ),
+        (
+            "UPDATE of the saved queries",
+            "UPDATE _shardlite_saved_queries SET sql_text = 'x'",
+        ),
+        ("DELETE of the procedures", "DELETE FROM \"_shardlite_procedures\""),
+        (
+            "forged fence table",
+            "CREATE TABLE _shardlite_route_fences (migration_id TEXT)",
+        ),
+        ("DROP of an internal table", "DROP TABLE _shardlite_saved_queries"),
+        (
+            "ALTER of an internal table",
+            "ALTER TABLE _shardlite_procedures ADD COLUMN x",
+        ),
+        (
+            "index on an internal table",
+            "CREATE INDEX i ON _shardlite_collections (document)",
+        ),
+        (
+            "trigger on an internal table",
+            "CREATE TRIGGER t AFTER INSERT ON _shardlite_collections BEGIN SELECT 1; END",
+        ),
+        (
+            "forged fence trigger",
+            "CREATE TRIGGER _shardlite_fence_0_insert BEFORE INSERT ON items BEGIN SELECT 1; END",
+        ),
+        (
+            "DROP of a fence trigger",
+            "DROP TRIGGER IF EXISTS _shardlite_fence_0_insert",
+        ),
+        (
+            "trigger on a user table that writes an internal table",
+            "CREATE TRIGGER sneaky AFTER INSERT ON items BEGIN \
+             INSERT INTO _shardlite_collections VALUES ('c', new.id, '{}'); END",
+        ),
+        (
+            "a script that writes, then writes an internal table",
+            "INSERT INTO items (id, tenant) VALUES (104, 'x'); DELETE FROM _shardlite_collections",
+        ),
+    ]
+    .into_iter()
+    .map(|(name, sql)| case(name, sql, ErrorKind::Forbidden))
+    .collect();
+    // Query-shaped, so only the authorizer sees the write: on a read-only connection too.
+    let mut with_insert = case(
+        "WITH ... INSERT into an internal table",
+        "WITH x(a) AS (SELECT 1) INSERT INTO _shardlite_collections SELECT 'c', 'k3', '{}' FROM x",
+        ErrorKind::Forbidden,
+    );
+    with_insert.read_only = ErrorKind::Forbidden;
+    with_insert.refused_per_shard = true;
+    cases.push(with_insert);
+    cases
 }
 
 /// TEMP objects, in every spelling: refused on the shared connections, a transaction's own
@@ -225,7 +297,9 @@ async fn invariants(dir: &Path, admin: &dyn ShardAdmin) -> Invariants {
         .execute_read_only_sql_on_all_shards(
             "SELECT (SELECT count(*) FROM items), (SELECT group_concat(name) FROM sqlite_master), \
              (SELECT journal_mode FROM pragma_journal_mode), (SELECT foreign_keys FROM pragma_foreign_keys), \
-             (SELECT user_version FROM pragma_user_version), (SELECT schema_version FROM pragma_schema_version)",
+             (SELECT user_version FROM pragma_user_version), (SELECT schema_version FROM pragma_schema_version), \
+             (SELECT count(*) FROM _shardlite_collections), (SELECT count(*) FROM _shardlite_saved_queries), \
+             (SELECT group_concat(name) FROM _shardlite_procedures)",
         )
         .await
         .unwrap();
@@ -279,14 +353,31 @@ async fn run_cases(surface: &Surface, dir: &Path, master: &Path) {
 
         if case.params.is_empty() {
             let fan_out = surface.admin.execute_sql_on_all_shards(&case.sql).await;
-            expect(&format!("{name} fan-out"), &case, fan_out, Some(case.kind));
             let read_all = surface.admin.execute_read_only_sql_on_all_shards(&case.sql).await;
-            expect(
-                &format!("{name} read-only fan-out"),
-                &case,
-                read_all,
-                Some(case.read_only),
-            );
+            if case.refused_per_shard {
+                for (path, outcome, kind) in [
+                    ("fan-out", fan_out, case.kind),
+                    ("read-only fan-out", read_all, case.read_only),
+                ] {
+                    let results = outcome.unwrap_or_else(|err| panic!("{name} {path}, {}: {err}", case.name));
+                    for result in results {
+                        assert_eq!(
+                            result.error_code.as_deref(),
+                            Some(kind.code()),
+                            "{name} {path}, {}: {result:?}",
+                            case.name
+                        );
+                    }
+                }
+            } else {
+                expect(&format!("{name} fan-out"), &case, fan_out, Some(case.kind));
+                expect(
+                    &format!("{name} read-only fan-out"),
+                    &case,
+                    read_all,
+                    Some(case.read_only),
+                );
+            }
 
             let procedure = ProcedureDefinition {
                 name: "hostile".into(),
@@ -513,7 +604,9 @@ async fn the_sqlx_driver_keeps_temp_objects_on_its_own_connections_only() {
         let pool = ShardlitePool::connect(&connection_string).await.unwrap();
         for case in temp_cases() {
             let mut conn = pool.acquire().await.unwrap();
-            let outcome = sqlx::raw_sql(sqlx::AssertSqlSafe(case.sql.clone())).execute(&mut *conn).await;
+            let outcome = sqlx::raw_sql(sqlx::AssertSqlSafe(case.sql.clone()))
+                .execute(&mut *conn)
+                .await;
             if connection_string == local {
                 // A local driver connection is the caller's own: its TEMP objects are its own
                 // business and die with it.
@@ -557,6 +650,73 @@ async fn the_sqlx_driver_keeps_temp_objects_on_its_own_connections_only() {
         .unwrap();
     assert_eq!(probe.rows, vec![vec![Value::Integer(0)]]);
     assert_eq!(rows_in_file(&dir.path().join("s0.db"), 700), 1);
+    daemon.stop().await.unwrap();
+}
+
+/// What a maintenance transaction may do, through one surface: write the internal tables with
+/// top-level statements, never through a trigger.
+async fn maintenance_writes(name: &str, client: &dyn DataClient, key: &str) {
+    let tx = client
+        .begin_transaction_with(TransactionOptions::maintenance())
+        .await
+        .unwrap();
+    client
+        .execute_in_transaction(
+            &tx.transaction_id,
+            "INSERT INTO _shardlite_collections (collection, key, document) VALUES ('moved', ?1, '{\"n\": 1}')",
+            Params::from(vec![key]),
+        )
+        .await
+        .unwrap_or_else(|err| panic!("{name}: {err}"));
+    // A trigger is not the maintenance transaction's own statement, even one it defined.
+    client
+        .execute_in_transaction(
+            &tx.transaction_id,
+            "CREATE TEMP TRIGGER relay AFTER INSERT ON items BEGIN \
+             INSERT INTO _shardlite_saved_queries VALUES ('q', 'SELECT 1', '', ''); END",
+            Params::none(),
+        )
+        .await
+        .unwrap_or_else(|err| panic!("{name}: {err}"));
+    let err = client
+        .execute_in_transaction(
+            &tx.transaction_id,
+            "INSERT INTO items (id, tenant) VALUES (900, 'tenant-a')",
+            Params::none(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden, "{name}: {err}");
+    client.commit_transaction(&tx.transaction_id).await.unwrap();
+    assert_eq!(
+        client.get_document("moved", key).await.unwrap(),
+        Some(serde_json::json!({ "n": 1 })),
+        "{name}"
+    );
+    assert!(client.list_saved_queries().await.unwrap().is_empty(), "{name}");
+    // An ordinary transaction is refused the same write.
+    let tx = client.begin_transaction().await.unwrap();
+    let err = client
+        .execute_in_transaction(&tx.transaction_id, "DELETE FROM _shardlite_collections", Params::none())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden, "{name}: {err}");
+    client.rollback_transaction(&tx.transaction_id).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_maintenance_transaction_writes_the_internal_tables() {
+    let dir = temp_dir();
+    let master = seed(dir.path()).await;
+    let sharded = ShardedClient::open(&master).await.unwrap();
+    maintenance_writes("in-process", &sharded.for_route(route("tenant-a")), "k-local").await;
+    let daemon = start_daemon_on(&master, ServerConfig::default()).await;
+    let options = RemoteOptions::new(daemon.url("")).with_route(route("tenant-a"));
+    let http = HttpClient::new(options.clone()).unwrap();
+    let grpc = GrpcClient::connect(options).await.unwrap();
+    maintenance_writes("rest", &http, "k-rest").await;
+    maintenance_writes("grpc", &grpc, "k-grpc").await;
+    assert_eq!(http.count_documents("moved").await.unwrap(), 3);
     daemon.stop().await.unwrap();
 }
 

@@ -517,7 +517,7 @@ fn open_read_only(path: &Path, config: &EngineConfig) -> Result<Connection> {
     Ok(conn)
 }
 
-pub(super) fn open_session(path: &Path, config: &EngineConfig) -> Result<Connection> {
+pub(super) fn open_session(path: &Path, config: &EngineConfig, scope: Scope) -> Result<Connection> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -525,7 +525,7 @@ pub(super) fn open_session(path: &Path, config: &EngineConfig) -> Result<Connect
     .map_err(sql_error)?;
     configure(&conn, config)?;
     conn.execute_batch("PRAGMA synchronous = NORMAL;").map_err(sql_error)?;
-    guard::install(&conn, Scope::Session, config.allow_attach)?;
+    guard::install(&conn, scope, config.allow_attach)?;
     Ok(conn)
 }
 

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::target::{COLLECTIONS_TABLE, Selection, Target, property_path, quote_ident, sql_literal};
-use crate::data::{DataClient, Params, Value};
+use crate::data::{DataClient, Params, TransactionOptions, Value};
 use crate::engine::fence::{BUCKET_FUNCTION, FENCE_MESSAGE_PREFIX};
 use crate::error::Result;
 
@@ -75,7 +75,8 @@ pub(super) fn targets_of(targets: &[Target], routes: &[String]) -> Vec<(String, 
         .collect()
 }
 
-/// One transaction on a shard, through its data interface (in-process or remote alike).
+/// One maintenance transaction on a shard, through its data interface (in-process or remote
+/// alike): only such a transaction may write the fence tables and create their triggers.
 struct Tx<'a> {
     client: &'a dyn DataClient,
     id: String,
@@ -83,7 +84,7 @@ struct Tx<'a> {
 
 impl<'a> Tx<'a> {
     async fn begin(client: &'a dyn DataClient) -> Result<Self> {
-        let info = client.begin_transaction().await?;
+        let info = client.begin_transaction_with(TransactionOptions::maintenance()).await?;
         Ok(Self {
             client,
             id: info.transaction_id,
@@ -341,13 +342,15 @@ pub(super) async fn mark_moved(shard: &Arc<dyn DataClient>, migration_id: &str) 
     if !has_fence_tables(shard).await? {
         return Ok(());
     }
-    shard
-        .execute_sql(
+    let tx = Tx::begin(shard.as_ref()).await?;
+    let outcome = tx
+        .run(
             "UPDATE _shardlite_route_fences SET state = 'moved' WHERE migration_id = ?1",
             Params::from(vec![migration_id]),
         )
-        .await?;
-    Ok(())
+        .await
+        .map(|_| ());
+    tx.finish(outcome).await
 }
 
 /// Removes `migration_id`'s fence from `shard`, and the triggers nothing needs any more.

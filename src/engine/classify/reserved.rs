@@ -7,6 +7,9 @@
 
 use super::tokens::{Token, Tokens};
 
+/// The prefix of shardlite's internal tables and triggers.
+const INTERNAL: &[u8] = b"_shardlite_";
+
 /// Whether `statement` creates, drops or alters a TEMP object: `CREATE TEMP ...`,
 /// `CREATE TEMPORARY ...`, or a `CREATE`, `DROP` or `ALTER` that names the temp schema
 /// (`temp.x`, `"temp".x`).
@@ -46,6 +49,39 @@ pub(super) fn changes_temp_schema(statement: &str) -> bool {
     false
 }
 
+/// Whether `statement` names an internal table or trigger (`_shardlite_...`, bare or quoted as
+/// an identifier), outside string literals and comments.
+pub(super) fn names_internal(statement: &str) -> bool {
+    // The name cannot be there unless its bytes are: most statements need no tokenizing.
+    let bytes = statement.as_bytes();
+    let present = memchr::memchr_iter(b'_', bytes).any(|at| {
+        bytes
+            .get(at..at + INTERNAL.len())
+            .is_some_and(|w| w.eq_ignore_ascii_case(INTERNAL))
+    });
+    if !present {
+        return false;
+    }
+    let starts_internal = |name: &str| {
+        name.as_bytes()
+            .get(..INTERNAL.len())
+            .is_some_and(|w| w.eq_ignore_ascii_case(INTERNAL))
+    };
+    let mut tokens = Tokens { sql: statement, pos: 0 };
+    while let Some((token, at)) = tokens.next() {
+        let text = &statement[at..tokens.pos];
+        let found = match token {
+            Token::Word => starts_internal(text),
+            Token::Quoted if !text.starts_with('\'') && text.len() >= 2 => starts_internal(&text[1..]),
+            _ => false,
+        };
+        if found {
+            return true;
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,6 +113,26 @@ mod tests {
             "",
         ] {
             assert!(!changes_temp_schema(absent), "{absent}");
+        }
+    }
+
+    #[test]
+    fn internal_names_are_found_outside_literals() {
+        for found in [
+            "INSERT INTO _shardlite_collections VALUES (1)",
+            "DELETE FROM main._SHARDLITE_route_fences",
+            "UPDATE \"_shardlite_procedures\" SET name = 'x'",
+            "DROP TRIGGER [_shardlite_fence_0_insert]",
+        ] {
+            assert!(names_internal(found), "{found}");
+        }
+        for absent in [
+            "INSERT INTO t VALUES ('_shardlite_collections')",
+            "INSERT INTO my_shardlite_copy VALUES (1)",
+            "SELECT 1 -- _shardlite_collections",
+            "INSERT INTO t (a_b) VALUES (1)",
+        ] {
+            assert!(!names_internal(absent), "{absent}");
         }
     }
 }
