@@ -339,7 +339,29 @@ impl Database {
         let cancel_on_drop = CancelOnDrop(cancel);
         let outcome = rx.await.map_err(|_| self.closed());
         std::mem::forget(cancel_on_drop);
-        outcome?
+        outcome?.map_err(|err| self.storage_failure(err))
+    }
+
+    /// `err`, or, when SQLite could not use the file itself (an I/O error, a corrupt or foreign
+    /// file, a full disk, a file it cannot open, or one deleted or moved since it was opened),
+    /// [`Error::ShardUnavailable`] naming this database: a failure of this shard's storage, told
+    /// apart from a client's mistake (a read-only violation stays one).
+    pub(super) fn storage_failure(&self, err: Error) -> Error {
+        let Error::Sql {
+            code,
+            code_name,
+            message,
+        } = &err
+        else {
+            return err;
+        };
+        if !is_storage_failure(*code) {
+            return err;
+        }
+        Error::ShardUnavailable {
+            shard_id: self.shared.label.clone(),
+            reason: format!("its database file cannot be used ({code_name}, SQLite code {code}): {message}"),
+        }
     }
 
     /// Runs `f` on the writer connection.
@@ -445,6 +467,24 @@ impl Database {
                 .map_err(sql_error)
         })
         .await
+    }
+}
+
+/// Whether SQLite's (extended) result `code` says it could not use the file itself: an I/O
+/// error, a corrupt or foreign file, a full disk, a file it cannot open or lacks permission for,
+/// or one deleted or moved since it was opened.
+pub(crate) fn is_storage_failure(code: i32) -> bool {
+    match code & 0xff {
+        rusqlite::ffi::SQLITE_IOERR
+        | rusqlite::ffi::SQLITE_CORRUPT
+        | rusqlite::ffi::SQLITE_NOTADB
+        | rusqlite::ffi::SQLITE_FULL
+        | rusqlite::ffi::SQLITE_CANTOPEN
+        | rusqlite::ffi::SQLITE_PERM => true,
+        // Plain SQLITE_READONLY is a write on a read-only connection; its extended codes are
+        // about the file (moved or deleted, cannot lock, cannot recover).
+        rusqlite::ffi::SQLITE_READONLY => code != rusqlite::ffi::SQLITE_READONLY,
+        _ => false,
     }
 }
 

@@ -27,8 +27,8 @@ mod sql;
 pub(crate) mod store;
 mod value;
 
-pub(crate) use database::Role;
 pub use database::{Database, EngineConfig, MAX_INLINE_READ_BUDGET};
+pub(crate) use database::{Role, is_storage_failure};
 pub use dedicated::{BeginMode, DedicatedConnection};
 pub(crate) use inline::Here;
 pub use session::SessionInfo;

@@ -192,7 +192,7 @@ impl Database {
         let outcome = rx.await;
         std::mem::forget(cancel_on_drop);
         match outcome {
-            Ok(result) => result,
+            Ok(result) => result.map_err(|err| self.storage_failure(err)),
             Err(_) => Err(self.session_gone(id)),
         }
     }
@@ -214,9 +214,11 @@ impl Database {
             .map_err(|_| Error::TransactionExpired {
                 transaction_id: id.to_owned(),
             })?;
-        rx.await.map_err(|_| Error::TransactionExpired {
-            transaction_id: id.to_owned(),
-        })?
+        rx.await
+            .map_err(|_| Error::TransactionExpired {
+                transaction_id: id.to_owned(),
+            })?
+            .map_err(|err| self.storage_failure(err))
     }
 
     /// Rolls back and closes a session.
