@@ -1,7 +1,9 @@
 //! What happens when the storage under a daemon fails, with real files and real daemons: the
 //! daemon process killed mid-write, a shard file that is not a database or was deleted, and a
 //! corrupt or truncated master. Each failure is a clear error naming what failed, the other shards
-//! keep serving, and nothing acknowledged is lost.
+//! keep serving, and nothing acknowledged is lost. And when a remote shard's daemon dies during a
+//! data migration, stays down or stalls: per-shard errors in bounded time, and the schema and
+//! data migrations resume once it is back.
 #![cfg(all(feature = "cli", feature = "server", feature = "http"))]
 
 mod common;
@@ -39,10 +41,16 @@ async fn seed(dir: &Path) -> std::path::PathBuf {
 
 /// `shardlite serve` on `master` in a process of its own; returns it and its base URL.
 fn spawn_daemon(master: &Path) -> (Child, String) {
+    spawn_daemon_on(master, "127.0.0.1:0", &[])
+}
+
+/// `shardlite serve` on `master`, listening on `listen`, with `extra` arguments.
+fn spawn_daemon_on(master: &Path, listen: &str, extra: &[&str]) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_shardlite"))
         .args(["serve", "--master"])
         .arg(master)
-        .args(["--listen", "127.0.0.1:0"])
+        .args(["--listen", listen])
+        .args(extra)
         .env_remove("SHARDLITE_API_KEY")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -212,11 +220,17 @@ async fn a_shard_file_that_is_not_a_database_answers_503_naming_the_shard_while_
 async fn a_corrupt_or_truncated_master_is_refused_with_an_error_naming_it() {
     let dir = temp_dir();
     let master = seed(dir.path()).await;
-    let size = std::fs::metadata(&master).unwrap().len();
     let garbage = dir.path().join("garbage.db");
     std::fs::write(&garbage, vec![0x5A; 8192]).unwrap();
+    // A complete copy of the master in one file (whatever is still in its write-ahead log
+    // included), cut in half.
     let truncated = dir.path().join("truncated.db");
-    std::fs::copy(&master, &truncated).unwrap();
+    rusqlite::Connection::open(&master)
+        .unwrap()
+        .execute("VACUUM INTO ?1", [path_str(&truncated)])
+        .unwrap();
+    let size = std::fs::metadata(&truncated).unwrap().len();
+    assert!(size >= 4 * 4096, "{size}");
     std::fs::OpenOptions::new()
         .write(true)
         .open(&truncated)
@@ -266,4 +280,150 @@ async fn a_shard_file_deleted_while_serving_is_reported_as_that_shards_storage_f
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
     let text = err.to_string();
     assert!(text.contains("'s0'") && text.contains("SQLITE_CANTOPEN"), "{text}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A remote shard that is down or stalls
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_work_resumes() {
+    use common::migrate::{fill, items_on, key_request};
+    use shardlite::data::{MigrationScript, MigrationStatus, ResumeRequest, SchemaMigrationRequest};
+    use shardlite::map::{BucketRange, Secret, ShardDefinition, ShardingOptions};
+    use shardlite::migrate::Migrator;
+
+    let dir = temp_dir();
+    let far_file = dir.path().join("far.db");
+    let (far_daemon, url) = spawn_daemon_on(&far_file, "127.0.0.1:0", &["--create"]);
+    let far_daemon = Arc::new(std::sync::Mutex::new(Some(far_daemon)));
+    let addr = url.trim_start_matches("http://").to_owned();
+    let mut far = ShardDefinition::local("far", "");
+    far.data_source = None;
+    far.connection_string = Some(Secret::new(format!(
+        "Endpoint={url};Transport=Http;Connect Timeout=1;Command Timeout=2"
+    )));
+    let options = ShardingOptions {
+        keyspace: "tenants".into(),
+        map_version: 1,
+        virtual_bucket_count: 4,
+        shards: vec![
+            ShardDefinition::local("local", path_str(&dir.path().join("local.db"))),
+            far,
+        ],
+        bucket_ranges: vec![BucketRange::new(0, 2, "local"), BucketRange::new(2, 4, "far")],
+        exact_key_pins: [("wanderer".to_owned(), "local".to_owned())].into(),
+    };
+    let master = common::seed_master(dir.path(), options).await;
+    let sharded = ShardedClient::open(&master).await.unwrap();
+    for outcome in sharded
+        .execute_sql_on_all_shards(
+            "CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER, amount REAL, data BLOB)",
+        )
+        .await
+        .unwrap()
+    {
+        assert!(outcome.error.is_none(), "{outcome:?}");
+    }
+    fill(&sharded, "wanderer", 1, 100).await;
+    let before = items_on(&sharded, "local", "wanderer").await;
+    let schema = SchemaMigrationRequest::new(vec![MigrationScript::new(
+        1,
+        "notes",
+        "CREATE TABLE notes (id INTEGER PRIMARY KEY)",
+    )]);
+
+    // The daemon behind "far" dies (SIGKILL) once the first page of a data migration landed.
+    let killer = Arc::clone(&far_daemon);
+    let migrator = Migrator::new(sharded.clone()).with_observer(move |progress| {
+        if progress.rows > 0
+            && let Some(mut child) = killer.lock().unwrap().take()
+        {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    });
+    let mut request = key_request("wanderer", "far", 40);
+    request.manifest.collections.clear();
+    request.migration_id = Some("to-far".into());
+    let started = std::time::Instant::now();
+    let stopped = migrator.migrate_key(request).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the dead shard held the migration for {:?}",
+        started.elapsed()
+    );
+    match &stopped {
+        Ok(result) => assert_eq!(result.status, MigrationStatus::Failed, "{result:#?}"),
+        Err(err) => assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}"),
+    }
+    assert!(far_daemon.lock().unwrap().is_none(), "the daemon was killed mid-copy");
+    // The source still has every row, and the moving key is fenced there until the migration
+    // resumes: a write to it is refused as retryable.
+    assert_eq!(items_on(&sharded, "local", "wanderer").await, before);
+    let fenced = sharded
+        .for_route(common::migrate::route("wanderer"))
+        .execute_sql(
+            "INSERT INTO items (id, tenant) VALUES ('late', 'wanderer')",
+            Params::none(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(fenced.kind(), ErrorKind::RouteFenced, "{fenced}");
+
+    // While it is down, a write fan-out and a schema migration fail on it alone, at once.
+    let started = std::time::Instant::now();
+    let fan_out = sharded
+        .execute_sql_on_all_shards("CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY)")
+        .await
+        .unwrap();
+    let codes: Vec<_> = fan_out
+        .iter()
+        .map(|r| (r.shard_id.as_str(), r.error_code.as_deref()))
+        .collect();
+    assert_eq!(codes, vec![("local", None), ("far", Some("unavailable"))]);
+    let report = sharded.migrate_schema(&schema).await.unwrap();
+    let states: Vec<_> = report.shards.iter().map(|s| (s.shard_id.as_str(), s.state)).collect();
+    assert_eq!(
+        states,
+        vec![
+            ("local", shardlite::data::ShardMigrationState::Migrated),
+            ("far", shardlite::data::ShardMigrationState::Failed)
+        ]
+    );
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+
+    // Stalled: something accepts on the address and never answers; the command timeout ends
+    // each wait, and the other shard is unaffected.
+    let stall = tokio::net::TcpListener::bind(addr.as_str()).await.unwrap();
+    let holder = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = stall.accept().await {
+            held.push(socket);
+        }
+    });
+    let started = std::time::Instant::now();
+    let fan_out = sharded
+        .execute_sql_on_all_shards("CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY)")
+        .await
+        .unwrap();
+    let codes: Vec<_> = fan_out
+        .iter()
+        .map(|r| (r.shard_id.as_str(), r.error_code.as_deref()))
+        .collect();
+    assert_eq!(codes, vec![("local", None), ("far", Some("unavailable"))]);
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    holder.abort();
+    let _ = holder.await;
+
+    // Back up: the schema migration and the data migration finish where they stopped.
+    let (mut far_daemon, _) = spawn_daemon_on(&far_file, &addr, &["--create"]);
+    let report = sharded.migrate_schema(&schema).await.unwrap();
+    let resumed = migrator.resume("to-far", ResumeRequest::default()).await;
+    let far_items = items_on(&sharded, "far", "wanderer").await;
+    far_daemon.kill().unwrap();
+    far_daemon.wait().unwrap();
+    assert!(report.all_at_target(), "{report:#?}");
+    let resumed = resumed.unwrap();
+    assert_eq!(resumed.status, MigrationStatus::Activated, "{resumed:#?}");
+    assert_eq!(far_items, before);
 }
