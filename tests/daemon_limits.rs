@@ -24,11 +24,11 @@ use shardlite::{ErrorKind, RouteContext};
 
 use common::daemon::{Daemon, http_client, start_daemon};
 
-/// Counts forever; only a time limit or a cancellation stops it.
 /// A read that runs for tens of milliseconds: past the inline budget, so it needs a reader thread.
 const OVER_INLINE_BUDGET: &str =
     "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300000) SELECT count(*) FROM n";
 
+/// Counts forever; only a time limit or a cancellation stops it.
 const RUNAWAY: &str = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c";
 
 /// Long enough that a runaway query is never stopped by the statement timeout during a test.
@@ -97,19 +97,40 @@ async fn eventually<T>(limit: Duration, what: &str, mut probe: impl AsyncFnMut()
     }
 }
 
-/// A read on tenant-a's shard answers within `limit` (each attempt bounded by the client).
+/// A read on tenant-a's shard that needs its only reader thread answers within `limit` (each
+/// attempt bounded by the client): the query is past the inline budget, so it cannot run on the
+/// request's own task, and a reader still busy with an earlier statement would hold it back.
 async fn shard_answers_within(http: &reqwest::Client, daemon: &Daemon, limit: Duration) -> Duration {
     let started = Instant::now();
-    eventually(limit, "a read on the shard answers", async || {
-        let response = sql(http, daemon, "tenant-a", "SELECT 41 + 1")
+    eventually(limit, "a read on the shard's reader answers", async || {
+        let response = sql(http, daemon, "tenant-a", OVER_INLINE_BUDGET)
             .timeout(Duration::from_millis(500))
             .send()
             .await
             .ok()?;
-        (response.status() == StatusCode::OK).then_some(())
+        if response.status() != StatusCode::OK {
+            return None;
+        }
+        let body: Value = response.json().await.ok()?;
+        assert_eq!(body["rows"], json!([[300_000]]), "{body}");
+        Some(())
     })
     .await;
     started.elapsed()
+}
+
+/// Shows that the probe of [`shard_answers_within`] can fail: while `hold` keeps a runaway
+/// statement on tenant-a's only reader, the probe does not answer. Returns once a probe was
+/// seen held back (it gives up after 200 ms, and its queued job is skipped).
+async fn probe_is_held_back(http: &reqwest::Client, daemon: &Daemon, what: &str) {
+    eventually(Duration::from_secs(3), what, async || {
+        let outcome = sql(http, daemon, "tenant-a", OVER_INLINE_BUDGET)
+            .timeout(Duration::from_millis(200))
+            .send()
+            .await;
+        outcome.err().filter(reqwest::Error::is_timeout).map(|_| ())
+    })
+    .await;
 }
 
 async fn problem(response: reqwest::Response, status: StatusCode, code: &str) -> Value {
@@ -163,6 +184,19 @@ async fn a_client_that_gives_up_frees_the_shards_connection() {
     let fixture = Fixture::new().await;
     let daemon = fixture.start(one_reader()).await;
     let http = http_client();
+    // While a runaway query holds the shard's only reader, the probe waits behind it.
+    let hog = {
+        let request = sql(&http, &daemon, "tenant-a", RUNAWAY).timeout(Duration::from_secs(2));
+        tokio::spawn(async move { request.send().await })
+    };
+    probe_is_held_back(&http, &daemon, "the probe waits while the runaway holds the reader").await;
+    let err = hog
+        .await
+        .unwrap()
+        .expect_err("the runaway query does not answer in 2 s");
+    assert!(err.is_timeout(), "{err}");
+    let waited = shard_answers_within(&http, &daemon, Duration::from_secs(3)).await;
+    assert!(waited < Duration::from_secs(3), "waited {waited:?}");
     // Each runaway query takes the shard's only reader until its client stops waiting; were the
     // engine job not cancelled then, the reader would stay busy for the 300 s statement timeout.
     for _ in 0..3 {
@@ -175,9 +209,9 @@ async fn a_client_that_gives_up_frees_the_shards_connection() {
     }
     let waited = shard_answers_within(&http, &daemon, Duration::from_secs(3)).await;
     assert!(waited < Duration::from_secs(3), "waited {waited:?}");
-    // And it stays free: reads answer one after another.
+    // And it stays free: reads that need the reader answer one after another.
     for _ in 0..5 {
-        let response = sql(&http, &daemon, "tenant-a", "SELECT 1")
+        let response = sql(&http, &daemon, "tenant-a", OVER_INLINE_BUDGET)
             .timeout(Duration::from_secs(2))
             .send()
             .await
@@ -198,11 +232,13 @@ async fn the_request_timeout_answers_408_and_stops_the_statement() {
         .await;
     let http = http_client();
     let started = Instant::now();
-    let response = sql(&http, &daemon, "tenant-a", RUNAWAY)
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await
-        .unwrap();
+    let runaway = {
+        let request = sql(&http, &daemon, "tenant-a", RUNAWAY).timeout(Duration::from_secs(10));
+        tokio::spawn(async move { request.send().await })
+    };
+    // Until the daemon's request timeout stops it, the runaway holds the shard's only reader.
+    probe_is_held_back(&http, &daemon, "the probe waits while the runaway holds the reader").await;
+    let response = runaway.await.unwrap().unwrap();
     let elapsed = started.elapsed();
     let body = problem(response, StatusCode::REQUEST_TIMEOUT, "request_timeout").await;
     assert!(body["detail"].as_str().unwrap().contains("500 ms"), "{body}");
@@ -286,19 +322,24 @@ async fn grpc_deadlines_are_honoured_and_the_daemon_keeps_serving() {
         "{err:?}"
     );
 
-    // Both runaway statements were stopped: the shard's only reader answers again.
+    // Both runaway statements were stopped: the shard's only reader answers again, to a query
+    // too long to run on the request's own task.
     let patient = grpc(&daemon).with_route(route("tenant-a"));
-    let answer = eventually(Duration::from_secs(3), "the shard answers over gRPC", async || {
-        tokio::time::timeout(
-            Duration::from_millis(500),
-            patient.execute_sql("SELECT 7", Params::none()),
-        )
-        .await
-        .ok()?
-        .ok()
-    })
+    let answer = eventually(
+        Duration::from_secs(3),
+        "the shard's reader answers over gRPC",
+        async || {
+            tokio::time::timeout(
+                Duration::from_millis(500),
+                patient.execute_sql(OVER_INLINE_BUDGET, Params::none()),
+            )
+            .await
+            .ok()?
+            .ok()
+        },
+    )
     .await;
-    assert_eq!(answer.rows[0][0], shardlite::client::Value::Integer(7));
+    assert_eq!(answer.rows[0][0], shardlite::client::Value::Integer(300_000));
     daemon.stop().await.unwrap();
 }
 

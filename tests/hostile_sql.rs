@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use common::daemon::{http_client, start_daemon_on};
 use common::{files_in, path_str, temp_dir, tenants_options};
 use shardlite::client::{
-    DataClient, Params, ProcedureDefinition, ShardAdmin, ShardedClient, ShardedClientOptions, Value,
+    DataClient, Params, ProcedureDefinition, ShardAdmin, ShardedClient, ShardedClientOptions, TransactionOptions, Value,
 };
 use shardlite::engine::EngineConfig;
 use shardlite::server::ServerConfig;
@@ -39,6 +39,9 @@ struct Case {
     /// Read-only execute and read-only fan-out: anything that is not a query is a read-only
     /// violation before anything else.
     read_only: ErrorKind,
+    /// Whether the fan-outs refuse it on each shard (per-shard errors) rather than before any
+    /// shard runs it: only the authorizer can see what it does.
+    refused_per_shard: bool,
 }
 
 fn case(name: &'static str, sql: impl Into<String>, kind: ErrorKind) -> Case {
@@ -49,6 +52,7 @@ fn case(name: &'static str, sql: impl Into<String>, kind: ErrorKind) -> Case {
         kind,
         in_transaction: None,
         read_only: ErrorKind::ReadOnly,
+        refused_per_shard: false,
     }
 }
 
@@ -147,6 +151,122 @@ fn cases(dir: &Path, master: &Path) -> Vec<Case> {
         case("locking_mode", "PRAGMA locking_mode = EXCLUSIVE", ErrorKind::Forbidden),
         case("schema_version", "PRAGMA schema_version = 99", ErrorKind::Forbidden),
     ]
+    .into_iter()
+    .chain(temp_cases())
+    .chain(internal_cases())
+    .collect()
+}
+
+/// Writes to shardlite's internal tables, and changes to their schema and triggers: refused
+/// everywhere outside a maintenance transaction.
+fn internal_cases() -> Vec<Case> {
+    let mut cases: Vec<Case> = [
+        (
+            "INSERT into the collections table",
+            "INSERT INTO _shardlite_collections (collection, key, document) VALUES ('c', 'k', '{}')",
+        ),
+        (
+            "INSERT into a schema-qualified, upper-case internal table",
+            "INSERT INTO main._SHARDLITE_COLLECTIONS (collection, key, document) VALUES ('c', 'k2', '{}')",
+        ),
+        (
+            "UPDATE of the saved queries",
+            "UPDATE _shardlite_saved_queries SET sql_text = 'x'",
+        ),
+        ("DELETE of the procedures", "DELETE FROM \"_shardlite_procedures\""),
+        (
+            "forged fence table",
+            "CREATE TABLE _shardlite_route_fences (migration_id TEXT)",
+        ),
+        ("DROP of an internal table", "DROP TABLE _shardlite_saved_queries"),
+        (
+            "ALTER of an internal table",
+            "ALTER TABLE _shardlite_procedures ADD COLUMN x",
+        ),
+        (
+            "index on an internal table",
+            "CREATE INDEX i ON _shardlite_collections (document)",
+        ),
+        (
+            "trigger on an internal table",
+            "CREATE TRIGGER t AFTER INSERT ON _shardlite_collections BEGIN SELECT 1; END",
+        ),
+        (
+            "forged fence trigger",
+            "CREATE TRIGGER _shardlite_fence_0_insert BEFORE INSERT ON items BEGIN SELECT 1; END",
+        ),
+        (
+            "DROP of a fence trigger",
+            "DROP TRIGGER IF EXISTS _shardlite_fence_0_insert",
+        ),
+        (
+            "trigger on a user table that writes an internal table",
+            "CREATE TRIGGER sneaky AFTER INSERT ON items BEGIN \
+             INSERT INTO _shardlite_collections VALUES ('c', new.id, '{}'); END",
+        ),
+        (
+            "a script that writes, then writes an internal table",
+            "INSERT INTO items (id, tenant) VALUES (104, 'x'); DELETE FROM _shardlite_collections",
+        ),
+    ]
+    .into_iter()
+    .map(|(name, sql)| case(name, sql, ErrorKind::Forbidden))
+    .collect();
+    // Query-shaped, so only the authorizer sees the write: on a read-only connection too.
+    let mut with_insert = case(
+        "WITH ... INSERT into an internal table",
+        "WITH x(a) AS (SELECT 1) INSERT INTO _shardlite_collections SELECT 'c', 'k3', '{}' FROM x",
+        ErrorKind::Forbidden,
+    );
+    with_insert.read_only = ErrorKind::Forbidden;
+    with_insert.refused_per_shard = true;
+    cases.push(with_insert);
+    cases
+}
+
+/// TEMP objects, in every spelling: refused on the shared connections, a transaction's own
+/// business inside one.
+fn temp_cases() -> Vec<Case> {
+    [
+        (
+            "TEMP trigger",
+            "CREATE TEMP TRIGGER t1 AFTER INSERT ON items BEGIN DELETE FROM items WHERE id <> new.id; END",
+        ),
+        (
+            "TEMPORARY trigger",
+            "create temporary trigger t2 before insert on main.items begin select 1; end",
+        ),
+        (
+            "trigger qualified with temp.",
+            "CREATE TRIGGER temp.t3 AFTER INSERT ON items BEGIN SELECT 1; END",
+        ),
+        (
+            "TEMP table shadowing a real one",
+            "CREATE TEMP TABLE items (id INTEGER PRIMARY KEY, tenant TEXT)",
+        ),
+        (
+            "table qualified with \"temp\".",
+            "CREATE TABLE \"temp\".\"items\" (id INTEGER PRIMARY KEY, tenant TEXT)",
+        ),
+        ("TEMPORARY table", "CREATE TEMPORARY TABLE scratch (x)"),
+        (
+            "TEMP table AS SELECT",
+            "CREATE TEMP TABLE copied AS SELECT * FROM items",
+        ),
+        ("TEMP view", "CREATE TEMP VIEW v AS SELECT * FROM items"),
+        ("view qualified with temp.", "CREATE VIEW TEMP.v2 AS SELECT 1"),
+        (
+            "a script that writes, then creates a TEMP table",
+            "INSERT INTO items (id, tenant) VALUES (103, 'x'); CREATE TEMP TABLE late (x)",
+        ),
+    ]
+    .into_iter()
+    .map(|(name, sql)| {
+        let mut case = case(name, sql, ErrorKind::Forbidden);
+        case.in_transaction = Some(None);
+        case
+    })
+    .collect()
 }
 
 /// One way of reaching the deployment.
@@ -177,7 +297,9 @@ async fn invariants(dir: &Path, admin: &dyn ShardAdmin) -> Invariants {
         .execute_read_only_sql_on_all_shards(
             "SELECT (SELECT count(*) FROM items), (SELECT group_concat(name) FROM sqlite_master), \
              (SELECT journal_mode FROM pragma_journal_mode), (SELECT foreign_keys FROM pragma_foreign_keys), \
-             (SELECT user_version FROM pragma_user_version), (SELECT schema_version FROM pragma_schema_version)",
+             (SELECT user_version FROM pragma_user_version), (SELECT schema_version FROM pragma_schema_version), \
+             (SELECT count(*) FROM _shardlite_collections), (SELECT count(*) FROM _shardlite_saved_queries), \
+             (SELECT group_concat(name) FROM _shardlite_procedures)",
         )
         .await
         .unwrap();
@@ -231,14 +353,31 @@ async fn run_cases(surface: &Surface, dir: &Path, master: &Path) {
 
         if case.params.is_empty() {
             let fan_out = surface.admin.execute_sql_on_all_shards(&case.sql).await;
-            expect(&format!("{name} fan-out"), &case, fan_out, Some(case.kind));
             let read_all = surface.admin.execute_read_only_sql_on_all_shards(&case.sql).await;
-            expect(
-                &format!("{name} read-only fan-out"),
-                &case,
-                read_all,
-                Some(case.read_only),
-            );
+            if case.refused_per_shard {
+                for (path, outcome, kind) in [
+                    ("fan-out", fan_out, case.kind),
+                    ("read-only fan-out", read_all, case.read_only),
+                ] {
+                    let results = outcome.unwrap_or_else(|err| panic!("{name} {path}, {}: {err}", case.name));
+                    for result in results {
+                        assert_eq!(
+                            result.error_code.as_deref(),
+                            Some(kind.code()),
+                            "{name} {path}, {}: {result:?}",
+                            case.name
+                        );
+                    }
+                }
+            } else {
+                expect(&format!("{name} fan-out"), &case, fan_out, Some(case.kind));
+                expect(
+                    &format!("{name} read-only fan-out"),
+                    &case,
+                    read_all,
+                    Some(case.read_only),
+                );
+            }
 
             let procedure = ProcedureDefinition {
                 name: "hostile".into(),
@@ -261,13 +400,25 @@ async fn run_cases(surface: &Surface, dir: &Path, master: &Path) {
         surface.name
     );
 
-    // The shared writer is not stuck inside a transaction: a write by another client is
-    // committed and visible to readers at once.
+    // The shared writer is not stuck inside a transaction and has no TEMP object: a write by
+    // another client is committed to the shard's file and visible to readers at once.
     let other = surface.routed.execute_sql(
-        "INSERT INTO items (id, tenant) VALUES (500, 'tenant-a')",
+        "INSERT INTO items (id, tenant) VALUES (500, 'tenant-a') RETURNING (SELECT count(*) FROM temp.sqlite_master)",
         Params::none(),
     );
-    other.await.unwrap();
+    assert_eq!(
+        other.await.unwrap().rows,
+        vec![vec![Value::Integer(0)]],
+        "{}",
+        surface.name
+    );
+    assert_eq!(rows_in_file(&dir.join("s0.db"), 500), 1, "{}", surface.name);
+    let readers_temp = surface
+        .routed
+        .execute_read_only_sql("SELECT count(*) FROM temp.sqlite_master", Params::none())
+        .await
+        .unwrap();
+    assert_eq!(readers_temp.rows, vec![vec![Value::Integer(0)]], "{}", surface.name);
     let seen = surface
         .routed
         .execute_read_only_sql("SELECT count(*) FROM items WHERE id = 500", Params::none())
@@ -279,6 +430,14 @@ async fn run_cases(surface: &Surface, dir: &Path, master: &Path) {
         .execute_sql("DELETE FROM items WHERE id = 500", Params::none())
         .await
         .unwrap();
+}
+
+/// Rows with `id` in the `items` table of the shard file at `path`, read with a connection of
+/// the test's own.
+fn rows_in_file(path: &Path, id: i64) -> i64 {
+    let conn = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    conn.query_row("SELECT count(*) FROM items WHERE id = ?1", [id], |row| row.get(0))
+        .unwrap()
 }
 
 /// A master with the two-shard `tenants` map and an `items` table on both shards.
@@ -425,6 +584,142 @@ async fn the_sqlx_driver_refuses_transaction_control_and_attach_on_pooled_connec
     daemon.stop().await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sqlx_driver_keeps_temp_objects_on_its_own_connections_only() {
+    use shardlite::driver::ShardlitePool;
+
+    let dir = temp_dir();
+    let master = seed(dir.path()).await;
+    let daemon = start_daemon_on(&master, ServerConfig::default()).await;
+    let route_keys = "Shard Keyspace=tenants;Shard Key=tenant-a";
+    let local = format!("Data Source={};{route_keys}", path_str(&master));
+    for (id, connection_string) in [
+        format!("Endpoint={};Transport=Grpc;{route_keys}", daemon.url("")),
+        format!("Endpoint={};Transport=Http;{route_keys}", daemon.url("")),
+        local.clone(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let pool = ShardlitePool::connect(&connection_string).await.unwrap();
+        for case in temp_cases() {
+            let mut conn = pool.acquire().await.unwrap();
+            let outcome = sqlx::raw_sql(sqlx::AssertSqlSafe(case.sql.clone()))
+                .execute(&mut *conn)
+                .await;
+            if connection_string == local {
+                // A local driver connection is the caller's own: its TEMP objects are its own
+                // business and die with it.
+                outcome.unwrap_or_else(|err| panic!("{connection_string}: {}: {err}", case.name));
+                conn.detach();
+                continue;
+            }
+            let err = outcome.unwrap_err();
+            let code = err.as_database_error().and_then(|e| e.code()).map(|c| c.into_owned());
+            assert_eq!(
+                code.as_deref(),
+                Some("forbidden_statement"),
+                "{connection_string}: {}: {err}",
+                case.name
+            );
+        }
+        // The next write lands in the shard's file, through the shared writer with an empty
+        // temp schema.
+        let id = 600 + i64::try_from(id).unwrap();
+        let temp_objects: i64 = sqlx::query_scalar(
+            "INSERT INTO items (id, tenant) VALUES ($1, 'tenant-a') RETURNING (SELECT count(*) FROM temp.sqlite_master)",
+        )
+        .bind(id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        assert_eq!(rows_in_file(&dir.path().join("s0.db"), id), 1, "{connection_string}");
+        if connection_string != local {
+            assert_eq!(temp_objects, 0, "{connection_string}");
+        }
+        pool.close().await;
+    }
+    // Nothing any driver connection created reached the daemon's connections.
+    let http = HttpClient::new(RemoteOptions::new(daemon.url("")).with_route(route("tenant-a"))).unwrap();
+    let probe = http
+        .execute_sql(
+            "INSERT INTO items (id, tenant) VALUES (700, 'tenant-a') RETURNING (SELECT count(*) FROM temp.sqlite_master)",
+            Params::none(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(probe.rows, vec![vec![Value::Integer(0)]]);
+    assert_eq!(rows_in_file(&dir.path().join("s0.db"), 700), 1);
+    daemon.stop().await.unwrap();
+}
+
+/// What a maintenance transaction may do, through one surface: write the internal tables with
+/// top-level statements, never through a trigger.
+async fn maintenance_writes(name: &str, client: &dyn DataClient, key: &str) {
+    let tx = client
+        .begin_transaction_with(TransactionOptions::maintenance())
+        .await
+        .unwrap();
+    client
+        .execute_in_transaction(
+            &tx.transaction_id,
+            "INSERT INTO _shardlite_collections (collection, key, document) VALUES ('moved', ?1, '{\"n\": 1}')",
+            Params::from(vec![key]),
+        )
+        .await
+        .unwrap_or_else(|err| panic!("{name}: {err}"));
+    // A trigger is not the maintenance transaction's own statement, even one it defined.
+    client
+        .execute_in_transaction(
+            &tx.transaction_id,
+            "CREATE TEMP TRIGGER relay AFTER INSERT ON items BEGIN \
+             INSERT INTO _shardlite_saved_queries VALUES ('q', 'SELECT 1', '', ''); END",
+            Params::none(),
+        )
+        .await
+        .unwrap_or_else(|err| panic!("{name}: {err}"));
+    let err = client
+        .execute_in_transaction(
+            &tx.transaction_id,
+            "INSERT INTO items (id, tenant) VALUES (900, 'tenant-a')",
+            Params::none(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden, "{name}: {err}");
+    client.commit_transaction(&tx.transaction_id).await.unwrap();
+    assert_eq!(
+        client.get_document("moved", key).await.unwrap(),
+        Some(serde_json::json!({ "n": 1 })),
+        "{name}"
+    );
+    assert!(client.list_saved_queries().await.unwrap().is_empty(), "{name}");
+    // An ordinary transaction is refused the same write.
+    let tx = client.begin_transaction().await.unwrap();
+    let err = client
+        .execute_in_transaction(&tx.transaction_id, "DELETE FROM _shardlite_collections", Params::none())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden, "{name}: {err}");
+    client.rollback_transaction(&tx.transaction_id).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_maintenance_transaction_writes_the_internal_tables() {
+    let dir = temp_dir();
+    let master = seed(dir.path()).await;
+    let sharded = ShardedClient::open(&master).await.unwrap();
+    maintenance_writes("in-process", &sharded.for_route(route("tenant-a")), "k-local").await;
+    let daemon = start_daemon_on(&master, ServerConfig::default()).await;
+    let options = RemoteOptions::new(daemon.url("")).with_route(route("tenant-a"));
+    let http = HttpClient::new(options.clone()).unwrap();
+    let grpc = GrpcClient::connect(options).await.unwrap();
+    maintenance_writes("rest", &http, "k-rest").await;
+    maintenance_writes("grpc", &grpc, "k-grpc").await;
+    assert_eq!(http.count_documents("moved").await.unwrap(), 3);
+    daemon.stop().await.unwrap();
+}
+
 /// A shard with a short statement time limit and small result caps, in-process.
 async fn bounded_shard(dir: &Path) -> Arc<dyn DataClient> {
     let master = seed(dir).await;
@@ -478,7 +773,18 @@ async fn runaway_and_oversized_work_is_bounded() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
-    let _ = shard.rollback_transaction(&tx.transaction_id).await;
+    // SQLite rolled the interrupted transaction back; rolling it back by its id ends it, or
+    // finds it already over.
+    match shard.rollback_transaction(&tx.transaction_id).await {
+        Ok(()) => {}
+        Err(err) => assert!(matches!(err.kind(), ErrorKind::NotFound | ErrorKind::Expired), "{err}"),
+    }
+    // It is over: nothing more runs in it.
+    let err = shard
+        .execute_in_transaction(&tx.transaction_id, "SELECT 1", Params::none())
+        .await
+        .unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::NotFound | ErrorKind::Expired), "{err}");
     let ok = shard
         .execute_sql("SELECT count(*) FROM items", Params::none())
         .await

@@ -221,8 +221,14 @@ async fn resume_goes_on_from_the_pages_the_destination_recorded() {
     audit_item_writes(&sharded, destination).await;
     let shard = sharded.for_shard_id(destination).unwrap();
     // What another migration of the same table left behind: it must not count for this one.
+    // Only a maintenance transaction may write the internal tables.
+    let tx = shard
+        .begin_transaction_with(shardlite::client::TransactionOptions::maintenance())
+        .await
+        .unwrap();
     shard
-        .execute_sql(
+        .execute_in_transaction(
+            &tx.transaction_id,
             "CREATE TABLE _shardlite_copy_cursors (migration_id TEXT NOT NULL, item TEXT NOT NULL, after_key,
                  checksum BLOB NOT NULL, rows INTEGER NOT NULL, pages INTEGER NOT NULL, finished INTEGER NOT NULL,
                  PRIMARY KEY (migration_id, item))",
@@ -231,12 +237,14 @@ async fn resume_goes_on_from_the_pages_the_destination_recorded() {
         .await
         .unwrap();
     shard
-        .execute_sql(
+        .execute_in_transaction(
+            &tx.transaction_id,
             "INSERT INTO _shardlite_copy_cursors VALUES ('an-older-one', 'table ''items''', 'zzz', zeroblob(32), 999, 99, 1)",
             Params::none(),
         )
         .await
         .unwrap();
+    shard.commit_transaction(&tx.transaction_id).await.unwrap();
     let records = |id: &'static str| {
         let shard = std::sync::Arc::clone(&shard);
         async move {

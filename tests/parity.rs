@@ -427,7 +427,7 @@ mod blocking_surface {
     use shardlite::client::blocking;
     use shardlite::client::{
         CatalogState, DatabaseInfo, DocumentPage, ProcedureDefinition, Row, RowPage, SavedQuery, ShardSqlResult,
-        ShardStatus, SqlResult, TableSchema, TransactionInfo,
+        ShardStatus, SqlResult, TableSchema, TransactionInfo, TransactionOptions,
     };
     use shardlite::data::{
         ActivationRequest, ActivationResult, CatalogApplyResult, CatalogUpdateRequest, CatalogValidation,
@@ -487,7 +487,7 @@ mod blocking_surface {
             put_procedure(definition: ProcedureDefinition) -> ProcedureDefinition;
             delete_procedure(name: &str) -> bool;
             execute_procedure(name: &str, args: Params) -> SqlResult;
-            begin_transaction() -> TransactionInfo;
+            begin_transaction_with(options: TransactionOptions) -> TransactionInfo;
             execute_in_transaction(transaction_id: &str, sql: &str, params: Params) -> SqlResult;
             commit_transaction(transaction_id: &str) -> ();
             rollback_transaction(transaction_id: &str) -> ();
@@ -531,7 +531,7 @@ mod blocking_surface {
         async fn put_procedure(&self, d: ProcedureDefinition) -> shardlite::Result<ProcedureDefinition> { self.0.as_async().put_procedure(d).await }
         async fn delete_procedure(&self, n: &str) -> shardlite::Result<bool> { self.0.as_async().delete_procedure(n).await }
         async fn execute_procedure(&self, n: &str, a: Params) -> shardlite::Result<SqlResult> { self.0.as_async().execute_procedure(n, a).await }
-        async fn begin_transaction(&self) -> shardlite::Result<TransactionInfo> { self.0.as_async().begin_transaction().await }
+        async fn begin_transaction_with(&self, o: TransactionOptions) -> shardlite::Result<TransactionInfo> { self.0.as_async().begin_transaction_with(o).await }
     }
 
     forward! { ShardAdmin for Unrouted {

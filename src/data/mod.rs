@@ -33,7 +33,7 @@ pub use migration::{
 pub use params::Params;
 pub use records::{
     ColumnInfo, DatabaseInfo, Document, DocumentPage, ProcedureDefinition, ProcedureParameter, Row, RowPage,
-    SavedQuery, SqlResult, TableSchema, TransactionInfo,
+    SavedQuery, SqlResult, TableSchema, TransactionInfo, TransactionOptions,
 };
 pub use row::{FromValue, RowRef, ValueRef};
 pub(crate) use row::{every_row, first_row};

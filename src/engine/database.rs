@@ -303,7 +303,8 @@ impl Database {
     /// dropped: a client went away, a deadline passed), the job is skipped when it has not
     /// started, and interrupted when it has. A job on the writer that leaves a transaction open
     /// is rolled back and fails: the writer is shared, and must be back in autocommit for the
-    /// next caller.
+    /// next caller. Likewise a job that leaves a TEMP object on its connection (see
+    /// [`guard::temp_left`]).
     async fn call<T: Send + 'static>(
         &self,
         queue: &flume::Sender<Job>,
@@ -327,6 +328,11 @@ impl Database {
                     });
                 }
             }
+            if let Err(err) = guard::temp_left(conn)
+                && result.is_ok()
+            {
+                result = Err(err);
+            }
             let _ = tx.send(result);
         });
         match queue.try_send(job) {
@@ -345,7 +351,29 @@ impl Database {
         let cancel_on_drop = CancelOnDrop(cancel);
         let outcome = rx.await.map_err(|_| self.closed());
         std::mem::forget(cancel_on_drop);
-        outcome?
+        outcome?.map_err(|err| self.storage_failure(err))
+    }
+
+    /// `err`, or, when SQLite could not use the file itself (an I/O error, a corrupt or foreign
+    /// file, a full disk, a file it cannot open, or one deleted or moved since it was opened),
+    /// [`Error::ShardUnavailable`] naming this database: a failure of this shard's storage, told
+    /// apart from a client's mistake (a read-only violation stays one).
+    pub(super) fn storage_failure(&self, err: Error) -> Error {
+        let Error::Sql {
+            code,
+            code_name,
+            message,
+        } = &err
+        else {
+            return err;
+        };
+        if !is_storage_failure(*code) {
+            return err;
+        }
+        Error::ShardUnavailable {
+            shard_id: self.shared.label.clone(),
+            reason: format!("its database file cannot be used ({code_name}, SQLite code {code}): {message}"),
+        }
     }
 
     /// Runs `f` on the writer connection.
@@ -454,6 +482,24 @@ impl Database {
     }
 }
 
+/// Whether SQLite's (extended) result `code` says it could not use the file itself: an I/O
+/// error, a corrupt or foreign file, a full disk, a file it cannot open or lacks permission for,
+/// or one deleted or moved since it was opened.
+pub(crate) fn is_storage_failure(code: i32) -> bool {
+    match code & 0xff {
+        rusqlite::ffi::SQLITE_IOERR
+        | rusqlite::ffi::SQLITE_CORRUPT
+        | rusqlite::ffi::SQLITE_NOTADB
+        | rusqlite::ffi::SQLITE_FULL
+        | rusqlite::ffi::SQLITE_CANTOPEN
+        | rusqlite::ffi::SQLITE_PERM => true,
+        // Plain SQLITE_READONLY is a write on a read-only connection; its extended codes are
+        // about the file (moved or deleted, cannot lock, cannot recover).
+        rusqlite::ffi::SQLITE_READONLY => code != rusqlite::ffi::SQLITE_READONLY,
+        _ => false,
+    }
+}
+
 pub(super) fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) -> Result<()> {
     std::thread::Builder::new()
         .name(name.chars().take(60).collect())
@@ -546,7 +592,7 @@ fn open_read_only(path: &Path, config: &EngineConfig) -> Result<Connection> {
     Ok(conn)
 }
 
-pub(super) fn open_session(path: &Path, config: &EngineConfig) -> Result<Connection> {
+pub(super) fn open_session(path: &Path, config: &EngineConfig, scope: Scope) -> Result<Connection> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -554,7 +600,7 @@ pub(super) fn open_session(path: &Path, config: &EngineConfig) -> Result<Connect
     .map_err(sql_error)?;
     configure(&conn, config)?;
     conn.execute_batch("PRAGMA synchronous = NORMAL;").map_err(sql_error)?;
-    guard::install(&conn, Scope::Session, config.allow_attach)?;
+    guard::install(&conn, scope, config.allow_attach)?;
     Ok(conn)
 }
 

@@ -19,6 +19,8 @@ mod dedicated;
 pub mod fence;
 mod fence_upkeep;
 mod guard;
+#[cfg(test)]
+mod guard_tests;
 mod hold;
 mod inline;
 mod session;
@@ -26,8 +28,8 @@ mod sql;
 pub(crate) mod store;
 mod value;
 
-pub(crate) use database::Role;
 pub use database::{Database, EngineConfig, MAX_INLINE_READ_BUDGET};
+pub(crate) use database::{Role, is_storage_failure};
 pub use dedicated::{BeginMode, DedicatedConnection};
 pub(crate) use fence_upkeep::unix_ms_now;
 pub(crate) use inline::Here;

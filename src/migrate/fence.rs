@@ -19,7 +19,7 @@
 use std::sync::Arc;
 
 use super::target::{COLLECTIONS_TABLE, Selection, Target, quote_ident};
-use crate::data::{DataClient, Params, Value};
+use crate::data::{DataClient, Params, TransactionOptions, Value};
 use crate::engine::fence::{
     BUCKET_FUNCTION, FENCE_SCHEMA, FENCE_TABLES, FENCE_TRIGGERS_QUERY, FENCED_TARGETS_QUERY, FencedTarget,
     trigger_statements,
@@ -51,7 +51,8 @@ pub(super) fn targets_of(targets: &[Target], routes: &[String]) -> Vec<(String, 
         .collect()
 }
 
-/// One transaction on a shard, through its data interface (in-process or remote alike).
+/// One maintenance transaction on a shard, through its data interface (in-process or remote
+/// alike): only such a transaction may write the fence tables and create their triggers.
 struct Tx<'a> {
     client: &'a dyn DataClient,
     id: String,
@@ -59,7 +60,7 @@ struct Tx<'a> {
 
 impl<'a> Tx<'a> {
     async fn begin(client: &'a dyn DataClient) -> Result<Self> {
-        let info = client.begin_transaction().await?;
+        let info = client.begin_transaction_with(TransactionOptions::maintenance()).await?;
         Ok(Self {
             client,
             id: info.transaction_id,

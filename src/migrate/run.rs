@@ -25,7 +25,7 @@ use crate::client::ShardedClient;
 use crate::data::{
     ActivationRequest, BucketMigrationRequest, CatalogIssue, CatalogUpdateRequest, DataClient, IssueSeverity,
     KeyMigrationRequest, MigrationAdmin, MigrationKind, MigrationPlan, MigrationReceipt, MigrationResult,
-    MigrationSpec, MigrationStatus, PlannedItem, ResumeRequest, Value,
+    MigrationSpec, MigrationStatus, Params, PlannedItem, ResumeRequest, TransactionOptions, Value,
 };
 use crate::engine::Database;
 use crate::engine::copy::{PageCursor, PagedCopy};
@@ -961,7 +961,7 @@ impl Migrator {
                 let write = async {
                     if !landed {
                         let (sql, params) = target.upsert(rows);
-                        context.destination.execute_sql(&sql, params).await?;
+                        write_page(context.destination.as_ref(), target.collection, &sql, params).await?;
                     }
                     Ok::<_, Error>(())
                 };
@@ -1122,6 +1122,28 @@ impl Migrator {
 }
 
 /// Counts and checksums the moving rows of `target` on `shard` read as values, page by page.
+/// Writes one page of moved rows to `destination`: a collection's documents live in an internal
+/// table, which only a maintenance transaction writes; a table's rows are one plain statement.
+async fn write_page(destination: &dyn DataClient, collection: bool, sql: &str, params: Params) -> Result<()> {
+    if !collection {
+        destination.execute_sql(sql, params).await?;
+        return Ok(());
+    }
+    let tx = destination
+        .begin_transaction_with(TransactionOptions::maintenance())
+        .await?;
+    match destination
+        .execute_in_transaction(&tx.transaction_id, sql, params)
+        .await
+    {
+        Ok(_) => destination.commit_transaction(&tx.transaction_id).await,
+        Err(err) => {
+            let _ = destination.rollback_transaction(&tx.transaction_id).await;
+            Err(err)
+        }
+    }
+}
+
 async fn checksum_through_client(shard: &Arc<dyn DataClient>, target: &Target) -> Result<(u64, Checksum)> {
     let mut checksum = Checksum::empty();
     let mut rows_seen = 0u64;

@@ -8,7 +8,10 @@ use futures_util::future::join_all;
 
 use super::counters::{Outcome, RequestCounters, RequestCounts, Surface};
 use super::remote_transactions::RemoteTransactions;
-use crate::client::{DataClient, LocalClient, Params, ShardedClient, ShardedClientOptions, SqlResult, TransactionInfo};
+use crate::client::{
+    DataClient, LocalClient, Params, ShardedClient, ShardedClientOptions, SqlResult, TransactionInfo,
+    TransactionOptions,
+};
 use crate::engine::EngineConfig;
 use crate::error::{Error, ErrorKind, Result};
 use crate::map::Secret;
@@ -249,9 +252,13 @@ impl ServerState {
 
     /// Begins a transaction on the route's shard and remembers it until it ends. Answers
     /// [`Error::TooManyTransactions`] at once when the API key's limit is reached.
-    pub async fn begin_transaction(&self, route: Option<RouteContext>) -> Result<TransactionInfo> {
+    pub async fn begin_transaction(
+        &self,
+        route: Option<RouteContext>,
+        options: TransactionOptions,
+    ) -> Result<TransactionInfo> {
         let place = self.inner.transactions.reserve()?;
-        let info = self.data_client(route).begin_transaction().await?;
+        let info = self.data_client(route).begin_transaction_with(options).await?;
         place.confirm(info.transaction_id.clone());
         Ok(info)
     }
