@@ -392,6 +392,7 @@ async fn run_cases(surface: &Surface, dir: &Path, master: &Path) {
             expect(&format!("{name} procedure"), &case, outcome, Some(case.kind));
             let _ = surface.routed.delete_procedure("hostile").await;
         }
+        next_write_lands(surface, dir, case.name).await;
     }
     assert_eq!(
         invariants(dir, surface.admin.as_ref()).await,
@@ -400,36 +401,38 @@ async fn run_cases(surface: &Surface, dir: &Path, master: &Path) {
         surface.name
     );
 
-    // The shared writer is not stuck inside a transaction and has no TEMP object: a write by
-    // another client is committed to the shard's file and visible to readers at once.
+    next_write_lands(surface, dir, "at the end").await;
+}
+
+/// The shared writer is not stuck inside a transaction and has no TEMP object, and no reader
+/// has one: a write by another client is committed to the shard's file and visible to readers
+/// at once.
+async fn next_write_lands(surface: &Surface, dir: &Path, after: &str) {
+    let name = format!("{}, {after}", surface.name);
     let other = surface.routed.execute_sql(
         "INSERT INTO items (id, tenant) VALUES (500, 'tenant-a') RETURNING (SELECT count(*) FROM temp.sqlite_master)",
         Params::none(),
     );
-    assert_eq!(
-        other.await.unwrap().rows,
-        vec![vec![Value::Integer(0)]],
-        "{}",
-        surface.name
-    );
-    assert_eq!(rows_in_file(&dir.join("s0.db"), 500), 1, "{}", surface.name);
+    assert_eq!(other.await.unwrap().rows, vec![vec![Value::Integer(0)]], "{name}");
+    assert_eq!(rows_in_file(&dir.join("s0.db"), 500), 1, "{name}");
     let readers_temp = surface
         .routed
         .execute_read_only_sql("SELECT count(*) FROM temp.sqlite_master", Params::none())
         .await
         .unwrap();
-    assert_eq!(readers_temp.rows, vec![vec![Value::Integer(0)]], "{}", surface.name);
+    assert_eq!(readers_temp.rows, vec![vec![Value::Integer(0)]], "{name}");
     let seen = surface
         .routed
         .execute_read_only_sql("SELECT count(*) FROM items WHERE id = 500", Params::none())
         .await
         .unwrap();
-    assert_eq!(seen.rows, vec![vec![Value::Integer(1)]], "{}", surface.name);
+    assert_eq!(seen.rows, vec![vec![Value::Integer(1)]], "{name}");
     surface
         .routed
         .execute_sql("DELETE FROM items WHERE id = 500", Params::none())
         .await
         .unwrap();
+    assert_eq!(rows_in_file(&dir.join("s0.db"), 500), 0, "{name}");
 }
 
 /// Rows with `id` in the `items` table of the shard file at `path`, read with a connection of
@@ -585,7 +588,7 @@ async fn the_sqlx_driver_refuses_transaction_control_and_attach_on_pooled_connec
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_sqlx_driver_keeps_temp_objects_on_its_own_connections_only() {
+async fn the_sqlx_driver_keeps_temp_objects_on_its_own_connections_only_and_never_writes_internal_tables() {
     use shardlite::driver::ShardlitePool;
 
     let dir = temp_dir();
@@ -615,6 +618,21 @@ async fn the_sqlx_driver_keeps_temp_objects_on_its_own_connections_only() {
                 continue;
             }
             let err = outcome.unwrap_err();
+            let code = err.as_database_error().and_then(|e| e.code()).map(|c| c.into_owned());
+            assert_eq!(
+                code.as_deref(),
+                Some("forbidden_statement"),
+                "{connection_string}: {}: {err}",
+                case.name
+            );
+        }
+        // No driver connection writes the internal tables, its own connection included.
+        for case in internal_cases() {
+            let mut conn = pool.acquire().await.unwrap();
+            let err = sqlx::raw_sql(sqlx::AssertSqlSafe(case.sql.clone()))
+                .execute(&mut *conn)
+                .await
+                .unwrap_err();
             let code = err.as_database_error().and_then(|e| e.code()).map(|c| c.into_owned());
             assert_eq!(
                 code.as_deref(),

@@ -427,3 +427,176 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
     assert_eq!(resumed.status, MigrationStatus::Activated, "{resumed:#?}");
     assert_eq!(far_items, before);
 }
+
+// ---------------------------------------------------------------------------------------------
+// A full disk
+
+/// A small tmpfs mounted on `dir`, unmounted when dropped; `None` where this process may not
+/// mount (not root, or no permission in its namespace), unless `SHARDLITE_REQUIRE_MOUNT=1`.
+struct SmallDisk(std::path::PathBuf);
+
+impl SmallDisk {
+    fn mount(dir: &Path, size: &str) -> Option<Self> {
+        std::fs::create_dir_all(dir).unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .output()
+            .is_ok_and(|out| out.status.success());
+        if !mounted {
+            assert!(
+                std::env::var("SHARDLITE_REQUIRE_MOUNT").as_deref() != Ok("1"),
+                "cannot mount a small tmpfs, and SHARDLITE_REQUIRE_MOUNT=1"
+            );
+            eprintln!("skipped: cannot mount a small tmpfs here (needs root)");
+            return None;
+        }
+        Some(Self(dir.to_path_buf()))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_fails_the_write_naming_the_shard_and_keeps_what_was_acknowledged() {
+    use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
+
+    let dir = temp_dir();
+    let small = dir.path().join("small");
+    let Some(_disk) = SmallDisk::mount(&small, "1m") else {
+        return;
+    };
+    let options = ShardingOptions {
+        keyspace: "tenants".into(),
+        map_version: 1,
+        virtual_bucket_count: 4,
+        shards: vec![
+            ShardDefinition::local("s0", path_str(&small.join("s0.db"))),
+            ShardDefinition::local("s1", path_str(&dir.path().join("s1.db"))),
+        ],
+        bucket_ranges: vec![BucketRange::new(0, 2, "s0"), BucketRange::new(2, 4, "s1")],
+        exact_key_pins: [
+            ("tenant-a".to_owned(), "s0".to_owned()),
+            ("tenant-b".to_owned(), "s1".to_owned()),
+        ]
+        .into(),
+    };
+    let master = common::seed_master(dir.path(), options).await;
+    let daemon = start_daemon_on(&master, ServerConfig::default()).await;
+    let client = |key: &str| HttpClient::new(RemoteOptions::new(daemon.url("")).with_route(route(key))).unwrap();
+    let (a, b) = (client("tenant-a"), client("tenant-b"));
+    a.execute_sql(
+        "CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, data BLOB)",
+        Params::none(),
+    )
+    .await
+    .unwrap();
+    b.execute_sql(
+        "CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, data BLOB)",
+        Params::none(),
+    )
+    .await
+    .unwrap();
+    // 64 KiB a row: the 1 MiB disk fills within a few dozen writes.
+    let mut acknowledged = Vec::new();
+    let err = loop {
+        let id = i64::try_from(acknowledged.len()).unwrap();
+        assert!(id < 100, "the disk never filled");
+        match a
+            .execute_sql(
+                "INSERT INTO items (id, tenant, data) VALUES (?1, 'tenant-a', zeroblob(65536))",
+                Params::from(vec![Value::Integer(id)]),
+            )
+            .await
+        {
+            Ok(_) => acknowledged.push(id),
+            Err(err) => break err,
+        }
+    };
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    let text = err.to_string();
+    assert!(text.contains("'s0'") && text.contains("SQLITE_FULL"), "{text}");
+    assert!(!text.contains(&path_str(dir.path())), "{text}");
+    // The other shard keeps taking writes, and every acknowledged write on the full one is there.
+    b.execute_sql(
+        "INSERT INTO items (id, tenant, data) VALUES (1, 'tenant-b', zeroblob(65536))",
+        Params::none(),
+    )
+    .await
+    .unwrap();
+    let ids = a
+        .execute_read_only_sql("SELECT id FROM items ORDER BY id", Params::none())
+        .await
+        .unwrap();
+    let ids: Vec<i64> = ids.rows.iter().map(|row| row[0].as_i64().unwrap()).collect();
+    assert_eq!(ids, acknowledged);
+    daemon.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_destination_disk_stops_a_data_migration_and_leaves_the_source_whole() {
+    use common::migrate::{fill, items_on, key_request};
+    use shardlite::data::MigrationStatus;
+    use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
+    use shardlite::migrate::Migrator;
+
+    let dir = temp_dir();
+    let small = dir.path().join("small");
+    let Some(_disk) = SmallDisk::mount(&small, "1m") else {
+        return;
+    };
+    let options = ShardingOptions {
+        keyspace: "tenants".into(),
+        map_version: 1,
+        virtual_bucket_count: 4,
+        shards: vec![
+            ShardDefinition::local("s0", path_str(&small.join("s0.db"))),
+            ShardDefinition::local("s1", path_str(&dir.path().join("s1.db"))),
+        ],
+        bucket_ranges: vec![BucketRange::new(0, 2, "s0"), BucketRange::new(2, 4, "s1")],
+        exact_key_pins: [("wanderer".to_owned(), "s1".to_owned())].into(),
+    };
+    let master = common::seed_master(dir.path(), options).await;
+    let sharded = ShardedClient::open(&master).await.unwrap();
+    for outcome in sharded
+        .execute_sql_on_all_shards(
+            "CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER, amount REAL, data BLOB)",
+        )
+        .await
+        .unwrap()
+    {
+        assert!(outcome.error.is_none(), "{outcome:?}");
+    }
+    // About 3 MiB of rows for a 1 MiB destination.
+    fill(&sharded, "wanderer", 1, 40_000).await;
+    let before = items_on(&sharded, "s1", "wanderer").await;
+    let outcome = Migrator::new(sharded.clone())
+        .migrate_key(key_request("wanderer", "s0", 1000))
+        .await;
+    let message = match outcome {
+        Ok(result) => {
+            assert_eq!(result.status, MigrationStatus::Failed, "{result:#?}");
+            result.message
+        }
+        Err(err) => {
+            assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+            err.to_string()
+        }
+    };
+    assert!(message.contains("'s0'") && message.contains("SQLITE_FULL"), "{message}");
+    // The source has every row and still takes writes of other keys.
+    assert_eq!(items_on(&sharded, "s1", "wanderer").await, before);
+    sharded
+        .for_shard_id("s1")
+        .unwrap()
+        .execute_sql(
+            "INSERT INTO items (id, tenant) VALUES ('other-1', 'other')",
+            Params::none(),
+        )
+        .await
+        .unwrap();
+}

@@ -356,7 +356,7 @@ impl Database {
 
     /// `err`, or, when SQLite could not use the file itself (an I/O error, a corrupt or foreign
     /// file, a full disk, a file it cannot open, or one deleted or moved since it was opened),
-    /// [`Error::ShardUnavailable`] naming this database: a failure of this shard's storage, told
+    /// [`Error::ShardStorage`] naming this database: a failure of this shard's storage, told
     /// apart from a client's mistake (a read-only violation stays one).
     pub(super) fn storage_failure(&self, err: Error) -> Error {
         let Error::Sql {
@@ -370,9 +370,11 @@ impl Database {
         if !is_storage_failure(*code) {
             return err;
         }
-        Error::ShardUnavailable {
+        Error::ShardStorage {
             shard_id: self.shared.label.clone(),
-            reason: format!("its database file cannot be used ({code_name}, SQLite code {code}): {message}"),
+            code: *code,
+            code_name,
+            message: message.clone(),
         }
     }
 

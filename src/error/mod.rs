@@ -57,6 +57,20 @@ pub enum Error {
         shard_id: String,
     },
 
+    /// A shard whose database file SQLite could not use while serving: an I/O error, a corrupt
+    /// or foreign file, a full disk, a file it cannot open. SQLite's messages name no file.
+    #[error("shard '{shard_id}' cannot use its database file ({code_name}): {message}")]
+    ShardStorage {
+        /// The shard.
+        shard_id: String,
+        /// SQLite's extended result code.
+        code: i32,
+        /// The name of its primary code (`SQLITE_FULL`, ...).
+        code_name: &'static str,
+        /// SQLite's message.
+        message: String,
+    },
+
     /// A shard that could not be opened or reached.
     #[error("shard '{shard_id}' is unavailable: {reason}")]
     ShardUnavailable {
@@ -540,6 +554,7 @@ impl Error {
             Self::ShardDisabled { .. }
             | Self::ShardIsDisabled { .. }
             | Self::ShardUnavailable { .. }
+            | Self::ShardStorage { .. }
             | Self::Closed { .. } => ErrorKind::Unavailable,
             Self::UnknownShard { .. } | Self::NotFound { .. } | Self::TransactionNotFound { .. } => ErrorKind::NotFound,
             Self::InvalidMap(_) => ErrorKind::InvalidMap,
@@ -593,7 +608,7 @@ impl Error {
     /// The SQLite extended result code, when SQLite produced this error.
     pub fn sqlite_code(&self) -> Option<i32> {
         match self {
-            Self::Sql { code, .. } => Some(*code),
+            Self::Sql { code, .. } | Self::ShardStorage { code, .. } => Some(*code),
             Self::Remote { sqlite_code, .. } => *sqlite_code,
             _ => None,
         }
