@@ -31,7 +31,10 @@
 //! Lowest layer first: each module uses only modules listed before it, so a type lives on the
 //! lowest rung that needs it.
 //!
-//! - [`error`]: the crate's [`Error`] and [`ErrorKind`], and [`MapError`](error::MapError).
+//! - [`error`]: the crate's [`Error`] (40 bytes: payloads of more than one string are boxed) and
+//!   [`ErrorKind`], and [`MapError`](error::MapError).
+//! - `sql` (crate-internal): reading SQL text without running it: where statements end and what
+//!   each one is. The engine, schema, driver and client all use it; it uses only `error`.
 //! - [`wire`]: route header and metadata names, the default API-key header, error trailers, and
 //!   (feature `grpc`) the protobuf types generated from `proto/shardlite.proto`.
 //! - [`map`]: the shard-map JSON model, its validation and secret-free snapshots.
@@ -42,7 +45,8 @@
 //! - [`data`]: the value model, parameters, results, rows, documents, schema and status types, and
 //!   the [`DataClient`](data::DataClient) and [`ShardAdmin`](data::ShardAdmin) interfaces.
 //! - [`engine`]: the only module that calls rusqlite: per-file writer, reader and transaction
-//!   threads, SQL execution, and the row, collection, saved-query and procedure stores.
+//!   threads, script execution (`engine/script.rs`), SQLite's errors in the crate's terms (one
+//!   file, `engine/sqlite_error.rs`), and the row, collection, saved-query and procedure stores.
 //! - [`catalog`]: the master catalog file that owns the active map, pending map and history.
 //! - [`schema`]: sqlx-style migration folders applied to a database through its client, schema
 //!   fingerprints, and drift between shards.
@@ -55,7 +59,8 @@
 //! - [`demo`]: the order-history sample: its map, its orders and the walk-through that
 //!   `shardlite demo` and `examples/order_history.rs` run.
 //! - [`migrate`]: verified data migrations of a route key or a bucket range: fences persisted in
-//!   the source shard's file, paged copy with checkpoints, verification, resume.
+//!   the source shard's file, paged copy with checkpoints, verification, resume. The run is one
+//!   file per phase (`migrate/run/`: admit, plan, drive, copy, verify, activate).
 //! - `server` (feature `server`): the daemon: REST and gRPC on one port, one error-to-status
 //!   function per protocol, `/openapi.json`, and the admin workspace at `/admin`.
 //! - `driver` (feature `sqlx`): the sqlx-core driver, laid out like `sqlx-sqlite`.
@@ -88,6 +93,7 @@ pub mod routing;
 pub mod schema;
 #[cfg(feature = "server")]
 pub mod server;
+pub(crate) mod sql;
 pub mod transaction;
 #[cfg(any(feature = "grpc", feature = "http"))]
 pub mod transport;
@@ -97,5 +103,14 @@ pub mod wire;
 pub mod cli;
 
 pub use error::{Error, ErrorKind, Result};
+
+/// The SQL reader's entry points the fuzz targets under `fuzz/` exercise. Not part of the API:
+/// it may change in any release.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::sql::{
+        StatementKind, check_read_only_script, check_script, classify, is_single_statement, statements,
+    };
+}
 pub use map::{ShardMap, ShardingOptions};
 pub use routing::{RouteContext, RouteSource, ShardResolution};

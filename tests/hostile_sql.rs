@@ -476,7 +476,7 @@ async fn in_process_refuses_every_hostile_input_and_changes_nothing() {
     let routed = sharded.for_route(route("tenant-a"));
     let before = invariants(dir.path(), &sharded).await;
     for case in cases(dir.path(), &master) {
-        let kind = if shardlite::engine::classify::is_single_statement(&case.sql) {
+        let kind = if shardlite::fuzzing::is_single_statement(&case.sql) {
             case.kind
         } else {
             ErrorKind::InvalidInput

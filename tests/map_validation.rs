@@ -578,8 +578,11 @@ fn a_disabled_shard_may_own_buckets_but_routes_to_it_fail() {
                 assert!(r.bucket < 4);
                 to_s0 += 1;
             }
-            Err(Error::ShardDisabled { key: k, shard_id }) => {
-                assert_eq!((k.as_str(), shard_id.as_str()), (key.as_str(), "s1"));
+            Err(Error::ShardDisabled(disabled)) => {
+                assert_eq!(
+                    (disabled.key.as_str(), disabled.shard_id.as_str()),
+                    (key.as_str(), "s1")
+                );
                 to_s1 += 1;
             }
             Err(other) => panic!("{key}: {other}"),
@@ -663,7 +666,7 @@ fn invalid_json_map_surfaces_as_invalid_map_error() {
                             {"startBucketInclusive":3,"endBucketExclusive":4,"shardId":"s1"}]}"#,
     );
     assert!(
-        matches!(err, Error::InvalidMap(MapError::BucketGap { bucket: 2 })),
+        matches!(err.map_error(), Some(MapError::BucketGap { bucket: 2 })),
         "{err:?}"
     );
     assert_eq!(err.kind(), ErrorKind::InvalidMap);

@@ -229,12 +229,12 @@ proptest! {
                         prop_assert_eq!(owner.map(|range| range.shard_id.as_str()), Some(r.shard_id));
                     }
                 }
-                (Err(Error::ShardDisabled { key: k, shard_id }), Err(Error::ShardDisabled { key: k2, shard_id: s2 })) => {
+                (Err(Error::ShardDisabled(first)), Err(Error::ShardDisabled(second))) => {
                     prop_assert!(pinned.is_none(), "pins name enabled primaries only");
                     prop_assert_eq!(expected_shard, DISABLED);
-                    prop_assert_eq!(shard_id.as_str(), DISABLED);
-                    prop_assert_eq!(k.as_str(), trimmed);
-                    prop_assert_eq!((k2, s2), (k, shard_id));
+                    prop_assert_eq!(first.shard_id.as_str(), DISABLED);
+                    prop_assert_eq!(first.key.as_str(), trimmed);
+                    prop_assert_eq!(second, first);
                 }
                 (first, second) => {
                     return Err(TestCaseError::fail(format!("{key:?}: unexpected {first:?} / {second:?}")));
@@ -249,8 +249,8 @@ proptest! {
         let other = format!("{}{suffix}", model.keyspace);
         let result = map.resolve(&other, "key");
         prop_assert!(
-            matches!(&result, Err(Error::UnknownKeyspace { keyspace, expected })
-                if *keyspace == other && *expected == model.keyspace),
+            matches!(&result, Err(Error::UnknownKeyspace(unknown))
+                if unknown.keyspace == other && unknown.expected == model.keyspace),
             "{:?}", result
         );
     }

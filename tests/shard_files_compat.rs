@@ -103,19 +103,13 @@ async fn after_a_key_moves_old_sqlite_reads_both_files_and_the_moved_record_goes
         .await
         .unwrap_err();
     match &write {
-        Error::RouteFenced {
-            route_value,
-            migration_id,
-            destination: to,
-            moved,
-            table,
-        } => {
+        Error::RouteFenced(fenced) => {
             assert_eq!(
-                (route_value.as_str(), to.as_str(), *moved),
+                (fenced.route_value.as_str(), fenced.destination.as_str(), fenced.moved),
                 (moving.as_str(), destination, true)
             );
-            assert_eq!(migration_id, &result.migration_id);
-            assert_eq!(table, "table 'items'");
+            assert_eq!(fenced.migration_id, result.migration_id);
+            assert_eq!(fenced.table, "table 'items'");
         }
         other => panic!("expected route_fenced, got {other:?}"),
     }
@@ -302,13 +296,8 @@ async fn a_file_with_an_earlier_releases_fence_triggers_is_repaired_when_opened(
         .await
         .unwrap_err();
     match refused {
-        Error::RouteFenced {
-            migration_id,
-            destination,
-            moved,
-            ..
-        } => assert_eq!(
-            (migration_id.as_str(), destination.as_str(), moved),
+        Error::RouteFenced(fenced) => assert_eq!(
+            (fenced.migration_id.as_str(), fenced.destination.as_str(), fenced.moved),
             ("old-move", "s9", true)
         ),
         other => panic!("expected route_fenced, got {other:?}"),

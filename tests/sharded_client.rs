@@ -190,7 +190,7 @@ async fn transactions_route_by_id_without_a_route_and_reject_a_conflicting_route
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Conflict);
-    assert!(matches!(err, Error::TransactionRouteConflict { ref route_shard_id, .. } if route_shard_id == "s1"));
+    assert!(matches!(err, Error::TransactionRouteConflict(ref conflict) if conflict.route_shard_id == "s1"));
 
     sharded
         .execute_in_transaction(

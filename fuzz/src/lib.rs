@@ -10,7 +10,7 @@ use std::io::Read;
 
 use rusqlite::fallible_iterator::FallibleIterator;
 use rusqlite::{Batch, Connection};
-use shardlite::engine::classify::{
+use shardlite::fuzzing::{
     StatementKind, check_read_only_script, check_script, classify, is_single_statement, statements,
 };
 use shardlite::map::{ShardMap, ShardingOptions};

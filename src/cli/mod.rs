@@ -132,9 +132,12 @@ fn hint(err: &crate::Error) -> Option<String> {
              connection string (`shardlite map -c CONN` shows the keyspace)"
                 .to_owned(),
         ),
-        crate::Error::UnknownKeyspace { expected, .. } => Some(format!(
-            "this map's keyspace is '{expected}': pass --keyspace {expected} (or 'Shard Keyspace={expected}')"
-        )),
+        crate::Error::UnknownKeyspace(unknown) => {
+            let expected = &unknown.expected;
+            Some(format!(
+                "this map's keyspace is '{expected}': pass --keyspace {expected} (or 'Shard Keyspace={expected}')"
+            ))
+        }
         _ => None,
     }
 }

@@ -43,7 +43,7 @@ impl ShardliteArguments {
 /// Whether `sql` has a `$N` placeholder outside string literals, quoted identifiers and comments,
 /// read as SQLite's tokenizer reads it (`price$1` is an identifier, not a placeholder).
 fn uses_dollar_numbers(sql: &str) -> bool {
-    crate::engine::classify::placeholders(sql).any(|placeholder| {
+    crate::sql::placeholders(sql).any(|placeholder| {
         placeholder
             .strip_prefix('$')
             .is_some_and(|name| name.starts_with(|c: char| c.is_ascii_digit()))

@@ -35,11 +35,11 @@ const SQLITE_CONSTRAINT_UNIQUE: i32 = 2067;
 /// use shardlite::driver::ShardliteDatabaseError;
 /// use sqlx_core::error::DatabaseError;
 ///
-/// let err = ShardliteDatabaseError::new(shardlite::Error::Sql {
+/// let err = ShardliteDatabaseError::new(shardlite::Error::from(shardlite::error::SqlFailure {
 ///     code: 2067,
 ///     code_name: "SQLITE_CONSTRAINT",
 ///     message: "UNIQUE constraint failed: orders.id".into(),
-/// });
+/// }));
 /// assert!(err.is_unique_violation());
 /// assert_eq!(err.code().as_deref(), Some("2067"));
 /// assert_eq!(err.message(), "UNIQUE constraint failed: orders.id");
@@ -54,7 +54,7 @@ impl ShardliteDatabaseError {
     /// Wraps a shardlite error.
     pub fn new(inner: crate::Error) -> Self {
         let message = match &inner {
-            crate::Error::Sql { message, .. } => message.clone(),
+            crate::Error::Sql(failure) => failure.message.clone(),
             other => other.to_string(),
         };
         Self { message, inner }
@@ -139,11 +139,11 @@ mod tests {
     use super::*;
 
     fn sql(code: i32) -> ShardliteDatabaseError {
-        ShardliteDatabaseError::new(crate::Error::Sql {
+        ShardliteDatabaseError::new(crate::Error::from(crate::error::SqlFailure {
             code,
             code_name: "SQLITE_CONSTRAINT",
             message: "constraint failed".into(),
-        })
+        }))
     }
 
     #[test]

@@ -22,8 +22,9 @@ use super::fence_upkeep::Upkeep;
 use super::guard::{self, Limits, Scope};
 use super::hold::Hold;
 use super::inline::{Borrowed, Here};
+use super::script::{self, Access};
 use super::session::Session;
-use super::sql::{self, Access, sql_error};
+use super::sqlite_error::sql_error;
 use crate::data::{Params, SqlResult};
 use crate::error::{Error, Result};
 
@@ -338,13 +339,13 @@ impl Database {
         match queue.try_send(job) {
             Ok(()) => {}
             Err(flume::TrySendError::Full(_)) => {
-                return Err(Error::Busy {
-                    shard_id: self.shared.label.clone(),
-                    reason: format!(
+                return Err(Error::busy(
+                    self.shared.label.clone(),
+                    format!(
                         "{} jobs are already waiting for its connections; retry shortly",
                         self.shared.config.max_queued_jobs
                     ),
-                });
+                ));
             }
             Err(flume::TrySendError::Disconnected(_)) => return Err(self.closed()),
         }
@@ -359,22 +360,12 @@ impl Database {
     /// [`Error::ShardStorage`] naming this database: a failure of this shard's storage, told
     /// apart from a client's mistake (a read-only violation stays one).
     pub(super) fn storage_failure(&self, err: Error) -> Error {
-        let Error::Sql {
-            code,
-            code_name,
-            message,
-        } = &err
-        else {
-            return err;
-        };
-        if !is_storage_failure(*code) {
-            return err;
-        }
-        Error::ShardStorage {
-            shard_id: self.shared.label.clone(),
-            code: *code,
-            code_name,
-            message: message.clone(),
+        match err {
+            Error::Sql(failure) if is_storage_failure(failure.code) => Error::ShardStorage {
+                shard_id: self.shared.label.as_str().into(),
+                failure,
+            },
+            other => other,
         }
     }
 
@@ -431,13 +422,13 @@ impl Database {
     /// spends it once: on a reader thread, or straight on the writer when the statement
     /// `writes` or does not start like a query.
     pub(crate) async fn execute_elsewhere(&self, sql: &str, params: Params, writes: bool) -> Result<SqlResult> {
-        let params = if !writes && sql::starts_like_query(sql) {
+        let params = if !writes && script::starts_like_query(sql) {
             let query: Arc<str> = Arc::from(sql);
             // The reader hands the parameters back when the text turns out to write
             // (`WITH ... DELETE`), so the writer can run it without a copy having been made.
             match self
                 .read(
-                    move |conn| match sql::execute(conn, &query, &params, Access::ReadOnly) {
+                    move |conn| match script::execute(conn, &query, &params, Access::ReadOnly) {
                         Err(Error::ReadOnlyViolation { .. }) => Ok(Err(params)),
                         other => other.map(Ok),
                     },
@@ -451,14 +442,14 @@ impl Database {
             params
         };
         let text = sql.to_owned();
-        self.write(move |conn| sql::execute(conn, &text, &params, Access::ReadWrite))
+        self.write(move |conn| script::execute(conn, &text, &params, Access::ReadWrite))
             .await
     }
 
     /// Executes a script atomically on the writer: all of it commits, or none of it does.
     pub async fn execute_atomic(&self, sql: &str, params: Params) -> Result<SqlResult> {
         let text = sql.to_owned();
-        self.write_atomic(move |conn| sql::execute(conn, &text, &params, Access::ReadWrite))
+        self.write_atomic(move |conn| script::execute(conn, &text, &params, Access::ReadWrite))
             .await
     }
 
@@ -470,7 +461,7 @@ impl Database {
             return done;
         }
         let text = sql.to_owned();
-        self.read(move |conn| sql::execute(conn, &text, &params, Access::ReadOnly))
+        self.read(move |conn| script::execute(conn, &text, &params, Access::ReadOnly))
             .await
     }
 

@@ -21,7 +21,8 @@ use tokio::sync::oneshot;
 
 use super::database::{CancelOnDrop, Database, EngineConfig, open_session, spawn_thread};
 use super::guard::{self, Scope};
-use super::sql::{self, Access, sql_error};
+use super::script::{self, Access};
+use super::sqlite_error::{is_busy_or_locked, sql_error};
 use crate::data::{Params, SqlResult};
 use crate::error::{Error, Result};
 
@@ -118,7 +119,7 @@ impl DedicatedConnection {
     /// is open).
     pub async fn execute(&self, sql: &str, params: Params, in_transaction: bool) -> Result<SqlResult> {
         if !in_transaction
-            && sql::starts_like_query(sql)
+            && script::starts_like_query(sql)
             && let Some(done) = self.read_inline(sql, &params)
         {
             return done;
@@ -155,21 +156,15 @@ impl DedicatedConnection {
             &self.config.limits(),
             guard::allowances(Scope::Session, self.config.allow_attach),
             started.checked_add(budget),
-            || sql::execute_from(started, conn, sql, params, Access::ReadOnly),
+            || script::execute_from(started, conn, sql, params, Access::ReadOnly),
         );
         if conn.busy_timeout(self.config.busy_timeout).is_err() {
             return None;
         }
         match outcome {
             guard::Inline::Done(Err(Error::ReadOnlyViolation { .. })) | guard::Inline::OverBudget => None,
-            guard::Inline::Done(Err(err))
-                if err.sqlite_code().is_some_and(|code| {
-                    let primary = code & 0xff;
-                    primary == rusqlite::ffi::SQLITE_BUSY || primary == rusqlite::ffi::SQLITE_LOCKED
-                }) =>
-            {
-                None
-            }
+            // A borrowed connection does not wait for a lock.
+            guard::Inline::Done(Err(err)) if is_busy_or_locked(&err) => None,
             guard::Inline::Done(result) => Some(result),
         }
     }
@@ -256,7 +251,7 @@ fn serve(
                     continue;
                 }
                 let mut result = guard::arm(&limits, Some(cancel), || {
-                    sql::execute(conn, &sql, &params, Access::ReadWrite)
+                    script::execute(conn, &sql, &params, Access::ReadWrite)
                 });
                 match state {
                     TransactionState::Open if conn.is_autocommit() => {

@@ -22,7 +22,7 @@ use rusqlite::Connection;
 use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::types::ValueRef;
 
-use super::sql::sql_error;
+use super::sqlite_error::sql_error;
 use super::store::{quote_ident, sql_literal};
 use crate::data::Value;
 use crate::error::{Error, Result};
@@ -278,13 +278,13 @@ pub(crate) fn fenced_error(message: &str) -> Option<Error> {
     let destination = fields.next()?.to_owned();
     let table = fields.next()?.to_owned();
     let route_value = fields.next()?.to_owned();
-    Some(Error::RouteFenced {
+    Some(Error::from(crate::error::RouteFenced {
         table,
         route_value,
         migration_id,
         destination,
         moved,
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -344,19 +344,13 @@ mod tests {
         conn.execute("INSERT INTO t VALUES ('other')", []).expect("another key");
         let err = sql_error(conn.execute("INSERT INTO t VALUES ('it''s')", []).expect_err("fenced"));
         match err {
-            Error::RouteFenced {
-                table,
-                route_value,
-                migration_id,
-                destination,
-                moved,
-            } => assert_eq!(
+            Error::RouteFenced(fenced) => assert_eq!(
                 (
-                    table.as_str(),
-                    route_value.as_str(),
-                    migration_id.as_str(),
-                    destination.as_str(),
-                    moved
+                    fenced.table.as_str(),
+                    fenced.route_value.as_str(),
+                    fenced.migration_id.as_str(),
+                    fenced.destination.as_str(),
+                    fenced.moved
                 ),
                 ("table 't'", "it's", "m1", "s1", true)
             ),
@@ -383,15 +377,10 @@ mod tests {
         .expect("schema");
         let err = sql_error(conn.execute("INSERT INTO t VALUES ('a|b')", []).expect_err("fenced"));
         match err {
-            Error::RouteFenced {
-                route_value,
-                migration_id,
-                moved,
-                ..
-            } => {
-                assert_eq!(route_value, "a|b");
-                assert_eq!(migration_id, "m1");
-                assert!(!moved);
+            Error::RouteFenced(fenced) => {
+                assert_eq!(fenced.route_value, "a|b");
+                assert_eq!(fenced.migration_id, "m1");
+                assert!(!fenced.moved);
             }
             other => panic!("expected a fence error, got {other:?}"),
         }

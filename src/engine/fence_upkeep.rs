@@ -21,7 +21,7 @@ use super::fence::{
     FENCE_TABLES, FENCE_TRIGGERS_QUERY, FENCED_TARGETS_QUERY, FENCES_TABLE, FencedTarget, trigger_statements,
 };
 use super::guard;
-use super::sql::sql_error;
+use super::sqlite_error::sql_error;
 use super::store::quote_ident;
 use super::value::value_from_ref;
 use crate::error::Result;

@@ -12,7 +12,7 @@
 //!   every connection, and `SAVEPOINT`/`RELEASE` on the shared ones (a transaction session
 //!   may use savepoints inside its own transaction);
 //! - pragmas that change durability, safety or connection state (see
-//!   [`pragma_allowed`](super::classify::pragma_allowed));
+//!   [`pragma_allowed`](crate::sql::pragma_allowed));
 //! - `load_extension()`;
 //! - on the shared connections, creating, dropping or altering TEMP tables, views, triggers and
 //!   indexes, however the statement names the temp schema (`TEMP`, `TEMPORARY`, `temp.x`,
@@ -48,12 +48,12 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 
-use super::classify::{
-    Allowances, INTERNAL_REFUSAL, StatementKind, TEMP_REFUSAL, classify, pragma_allowed, refuse_kind, shown,
-};
-use super::sql::sql_error;
+use super::sqlite_error::sql_error;
 use super::store::INTERNAL_PREFIX;
 use crate::error::{Error, Result};
+use crate::sql::{
+    Allowances, INTERNAL_REFUSAL, StatementKind, TEMP_REFUSAL, classify, pragma_allowed, refuse_kind, shown,
+};
 
 /// SQLite VM instructions between two progress checks: small enough to stop a runaway query
 /// within a millisecond or so, large enough that a point query never pays for a check.

@@ -26,12 +26,13 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
-use super::classify::{self, StatementKind};
 use super::database::{Database, EngineConfig, open_borrowed_reader};
 use super::guard::{self, Inline, Scope};
-use super::sql::{self, Access};
+use super::script::{self, Access};
+use super::sqlite_error::is_busy_or_locked;
 use crate::data::{Params, RowRef, SqlResult};
 use crate::error::{Error, Result};
+use crate::sql::{self, StatementKind};
 
 /// Stripes of a pool: each thread takes from and gives back to its own stripe, so threads that
 /// run queries at once do not contend for one lock (or bounce one cache line between cores).
@@ -118,7 +119,7 @@ impl Database {
         // One clock read serves the hold, the budget and the statement's time limit.
         let started = Instant::now();
         self.within_budget(started, |conn| {
-            sql::execute_from(started, conn, sql, params, Access::ReadOnly)
+            script::execute_from(started, conn, sql, params, Access::ReadOnly)
         })
     }
 
@@ -128,7 +129,7 @@ impl Database {
     /// reason [`read_inline`](Self::read_inline) gives) is [`Here::Elsewhere`]. The caller
     /// then awaits [`execute_elsewhere`](Self::execute_elsewhere), which starts it over.
     pub(crate) fn execute_inline(&self, sql: &str, params: &Params) -> Here<SqlResult> {
-        if !sql::starts_like_query(sql) {
+        if !script::starts_like_query(sql) {
             return Here::Elsewhere;
         }
         Here::from(self.read_inline(sql, params))
@@ -146,12 +147,12 @@ impl Database {
         params: &Params,
         each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
     ) -> Here<()> {
-        let kind = classify::classify(sql);
+        let kind = sql::classify(sql);
         if kind != StatementKind::Query {
             return Here::Elsewhere;
         }
         Here::from(self.within_budget(started, |conn| {
-            sql::query_with(conn, sql, kind, params, Access::ReadOnly, started, each)
+            script::query_with(conn, sql, kind, params, Access::ReadOnly, started, each)
         }))
     }
 
@@ -164,7 +165,7 @@ impl Database {
             open_borrowed_reader(&shared.path, &shared.config, Duration::ZERO).ok()
         });
         match self.borrow_reader(&shared.inline_readers, started.checked_add(budget), read) {
-            Ok(Inline::Done(Err(err))) if is_busy(&err) => None,
+            Ok(Inline::Done(Err(err))) if is_busy_or_locked(&err) => None,
             Ok(Inline::Done(result)) => Some(result.map_err(|err| self.storage_failure(err))),
             Ok(Inline::OverBudget) | Err(_) => None,
         }
@@ -209,13 +210,13 @@ impl Database {
     /// the writer's connection (locked for the call, so writes stay serialised with the writer
     /// thread's). Blocks for as long as the statement runs, within the statement time limit.
     pub fn execute_blocking(&self, sql: &str, params: &Params) -> Result<SqlResult> {
-        if sql::starts_like_query(sql) {
-            match self.read_blocking(|conn| sql::execute(conn, sql, params, Access::ReadOnly)) {
+        if script::starts_like_query(sql) {
+            match self.read_blocking(|conn| script::execute(conn, sql, params, Access::ReadOnly)) {
                 Err(Error::ReadOnlyViolation { .. }) => {}
                 other => return other,
             }
         }
-        self.write_here(|conn| sql::execute(conn, sql, params, Access::ReadWrite))
+        self.write_here(|conn| script::execute(conn, sql, params, Access::ReadWrite))
     }
 
     /// Runs one statement on the calling thread and lends each row it returns to `each`, in
@@ -242,23 +243,23 @@ impl Database {
         params: &Params,
         each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
     ) -> Result<()> {
-        let kind = classify::classify(sql);
+        let kind = sql::classify(sql);
         if kind == StatementKind::Query {
-            match self
-                .read_blocking(|conn| sql::query_with(conn, sql, kind, params, Access::ReadOnly, started, &mut *each))
-            {
+            match self.read_blocking(|conn| {
+                script::query_with(conn, sql, kind, params, Access::ReadOnly, started, &mut *each)
+            }) {
                 Err(Error::ReadOnlyViolation { .. }) => {}
                 other => return other,
             }
         }
-        sql::require_single_statement(sql)?;
-        let result = self.write_here(|conn| sql::execute(conn, sql, params, Access::ReadWrite))?;
+        script::require_single_statement(sql)?;
+        let result = self.write_here(|conn| script::execute(conn, sql, params, Access::ReadWrite))?;
         result.lend_rows(each)
     }
 
     /// [`execute_read_only`](Self::execute_read_only) on the calling thread.
     pub fn execute_read_only_blocking(&self, sql: &str, params: &Params) -> Result<SqlResult> {
-        self.read_blocking(|conn| sql::execute(conn, sql, params, Access::ReadOnly))
+        self.read_blocking(|conn| script::execute(conn, sql, params, Access::ReadOnly))
     }
 
     /// Runs `f` on a borrowed read-only connection on the calling thread.
@@ -292,12 +293,4 @@ impl<T> From<Option<Result<T>>> for Here<T> {
             None => Self::Elsewhere,
         }
     }
-}
-
-/// Whether SQLite answered "busy" or "locked": a borrowed connection does not wait.
-fn is_busy(err: &Error) -> bool {
-    err.sqlite_code().is_some_and(|code| {
-        let primary = code & 0xff;
-        primary == rusqlite::ffi::SQLITE_BUSY || primary == rusqlite::ffi::SQLITE_LOCKED
-    })
 }

@@ -12,19 +12,19 @@
 //! `checksum` is the canonical row encoding those checksums hash.
 
 pub(crate) mod checksum;
-pub mod classify;
 pub(crate) mod copy;
 mod database;
 mod dedicated;
-pub mod fence;
+pub(crate) mod fence;
 mod fence_upkeep;
 mod guard;
 #[cfg(test)]
 mod guard_tests;
 mod hold;
 mod inline;
+mod script;
 mod session;
-mod sql;
+mod sqlite_error;
 pub(crate) mod store;
 mod value;
 
@@ -33,6 +33,6 @@ pub(crate) use database::{Role, is_storage_failure};
 pub use dedicated::{BeginMode, DedicatedConnection};
 pub(crate) use fence_upkeep::unix_ms_now;
 pub(crate) use inline::Here;
+pub(crate) use script::require_single_statement;
 pub use session::SessionInfo;
-pub(crate) use sql::require_single_statement;
 pub use store::{INTERNAL_PREFIX, MAX_PAGE_SIZE};

@@ -14,7 +14,8 @@ use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
 use super::database::{CancelOnDrop, Database, EngineConfig, open_session, spawn_thread};
 use super::guard;
-use super::sql::{self, Access, sql_error};
+use super::script::{self, Access};
+use super::sqlite_error::sql_error;
 use crate::data::{Params, SqlResult, TransactionOptions};
 use crate::error::{Error, Result};
 
@@ -74,12 +75,14 @@ impl Database {
         };
         let permit = Arc::clone(&self.shared.transaction_slots)
             .try_acquire_owned()
-            .map_err(|_| Error::Busy {
-                shard_id: self.shared.label.clone(),
-                reason: format!(
-                    "{} transactions are already open, the most allowed",
-                    self.shared.config.max_open_transactions
-                ),
+            .map_err(|_| {
+                Error::busy(
+                    self.shared.label.clone(),
+                    format!(
+                        "{} transactions are already open, the most allowed",
+                        self.shared.config.max_open_transactions
+                    ),
+                )
             })?;
         let (jobs, rx) = flume::unbounded();
         let expired = Arc::new(AtomicBool::new(false));
@@ -93,10 +96,10 @@ impl Database {
             })?;
         }
         ready_rx.await.map_err(|_| self.closed())?.map_err(|err| match err {
-            Error::Sql { code, .. } if code & 0xff == rusqlite::ffi::SQLITE_BUSY => Error::Busy {
-                shard_id: self.shared.label.clone(),
-                reason: "another transaction holds the write lock".to_owned(),
-            },
+            Error::Sql(failure) if failure.code & 0xff == rusqlite::ffi::SQLITE_BUSY => Error::busy(
+                self.shared.label.clone(),
+                "another transaction holds the write lock".to_owned(),
+            ),
             other => other,
         })?;
 
@@ -328,7 +331,7 @@ fn run_session(
                     continue;
                 }
                 let result = guard::arm(&limits, Some(cancel), || {
-                    sql::execute(&conn, &sql, &params, Access::ReadWrite)
+                    script::execute(&conn, &sql, &params, Access::ReadWrite)
                 });
                 let _ = reply.send(result);
                 if conn.is_autocommit() {

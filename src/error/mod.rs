@@ -5,10 +5,16 @@
 //! daemon, when it picks an HTTP or gRPC status) can act on. Messages are lowercase, name
 //! the offending input, and never contain secrets.
 
-use std::fmt;
-
+mod details;
+mod kind;
 mod map;
 
+use details::fenced_message;
+pub use details::{
+    RemoteFailure, RouteFenced, ShardDisabled, ShardProblem, SqlFailure, StaleMapVersion, TransactionRouteConflict,
+    TransportFailure, UnknownKeyspace,
+};
+pub use kind::ErrorKind;
 pub use map::MapError;
 
 /// Result type used throughout the crate.
@@ -33,22 +39,12 @@ pub enum Error {
     RouteRequired,
 
     /// The route named a keyspace the shard map does not serve.
-    #[error("route keyspace '{keyspace}' does not match the shard map keyspace '{expected}'")]
-    UnknownKeyspace {
-        /// The keyspace the caller sent.
-        keyspace: String,
-        /// The keyspace of the active shard map.
-        expected: String,
-    },
+    #[error("route keyspace '{}' does not match the shard map keyspace '{}'", .0.keyspace, .0.expected)]
+    UnknownKeyspace(Box<UnknownKeyspace>),
 
     /// The route resolved to a shard that is disabled in the map.
-    #[error("route key '{key}' resolves to shard '{shard_id}', which is disabled")]
-    ShardDisabled {
-        /// The route key.
-        key: String,
-        /// The disabled shard.
-        shard_id: String,
-    },
+    #[error("route key '{}' resolves to shard '{}', which is disabled", .0.key, .0.shard_id)]
+    ShardDisabled(Box<ShardDisabled>),
 
     /// A shard id that the map does not define.
     #[error("shard '{shard_id}' is not defined in the shard map")]
@@ -59,26 +55,18 @@ pub enum Error {
 
     /// A shard whose database file SQLite could not use while serving: an I/O error, a corrupt
     /// or foreign file, a full disk, a file it cannot open. SQLite's messages name no file.
-    #[error("shard '{shard_id}' cannot use its database file ({code_name}): {message}")]
+    #[error("shard '{shard_id}' cannot use its database file ({}): {}", .failure.code_name, .failure.message)]
     ShardStorage {
         /// The shard.
-        shard_id: String,
-        /// SQLite's extended result code.
-        code: i32,
-        /// The name of its primary code (`SQLITE_FULL`, ...).
-        code_name: &'static str,
-        /// SQLite's message.
-        message: String,
+        shard_id: Box<str>,
+        /// What SQLite reported: its extended result code, the code's name (`SQLITE_FULL`, ...)
+        /// and its message.
+        failure: Box<SqlFailure>,
     },
 
     /// A shard that could not be opened or reached.
-    #[error("shard '{shard_id}' is unavailable: {reason}")]
-    ShardUnavailable {
-        /// The shard.
-        shard_id: String,
-        /// Why it is unavailable.
-        reason: String,
-    },
+    #[error("shard '{}' is unavailable: {}", .0.shard_id, .0.reason)]
+    ShardUnavailable(Box<ShardProblem>),
 
     /// A shard id that is defined but disabled was addressed directly.
     #[error("shard '{shard_id}' is disabled")]
@@ -89,7 +77,7 @@ pub enum Error {
 
     /// The shard map failed validation.
     #[error(transparent)]
-    InvalidMap(#[from] MapError),
+    InvalidMap(Box<MapError>),
 
     /// The master catalog holds no active shard map.
     #[error("the master catalog has no active shard map")]
@@ -114,7 +102,7 @@ pub enum Error {
     )]
     MalformedTransactionId {
         /// The id as received.
-        input: String,
+        input: Box<str>,
         /// Which part was wrong.
         reason: &'static str,
     },
@@ -135,38 +123,21 @@ pub enum Error {
 
     /// A transaction id was used together with a route that resolves to another shard.
     #[error(
-        "the route resolves to shard '{route_shard_id}', but transaction '{transaction_id}' belongs to shard '{transaction_shard_id}'"
+        "the route resolves to shard '{}', but transaction '{}' belongs to shard '{}'",
+        .0.route_shard_id, .0.transaction_id, .0.transaction_shard_id
     )]
-    TransactionRouteConflict {
-        /// The transaction id.
-        transaction_id: String,
-        /// The shard the id names.
-        transaction_shard_id: String,
-        /// The shard the supplied route resolves to.
-        route_shard_id: String,
-    },
+    TransactionRouteConflict(Box<TransactionRouteConflict>),
 
     /// A transaction id was created under another shard map version.
     #[error(
-        "transaction '{transaction_id}' was begun under shard map version {transaction_version}, but the active version is {active_version}"
+        "transaction '{}' was begun under shard map version {}, but the active version is {}",
+        .0.transaction_id, .0.transaction_version, .0.active_version
     )]
-    StaleMapVersion {
-        /// The transaction id.
-        transaction_id: String,
-        /// The version the id carries.
-        transaction_version: u64,
-        /// The live map version.
-        active_version: u64,
-    },
+    StaleMapVersion(Box<StaleMapVersion>),
 
     /// A shard has reached its limit of open transactions, or could not take the write lock in time.
-    #[error("shard '{shard_id}' is busy: {reason}")]
-    Busy {
-        /// The shard.
-        shard_id: String,
-        /// Why it could not take the request.
-        reason: String,
-    },
+    #[error("shard '{}' is busy: {}", .0.shard_id, .0.reason)]
+    Busy(Box<ShardProblem>),
 
     /// Read-only fan-out was given a statement that can write.
     #[error("read-only SQL accepts only SELECT, VALUES, WITH ... SELECT and EXPLAIN statements; rejected: {reason}")]
@@ -181,7 +152,7 @@ pub enum Error {
         /// The argument's name.
         name: &'static str,
         /// What was wrong with it.
-        reason: String,
+        reason: Box<str>,
     },
 
     /// A table, row, collection, document, saved query or procedure that does not exist.
@@ -190,19 +161,12 @@ pub enum Error {
         /// The kind of object (`"table"`, `"row"`, ...).
         what: &'static str,
         /// Its name or key.
-        name: String,
+        name: Box<str>,
     },
 
     /// SQLite refused the statement.
-    #[error("sqlite error {code} ({code_name}): {message}")]
-    Sql {
-        /// The SQLite extended result code.
-        code: i32,
-        /// The symbolic name of the primary code, e.g. `SQLITE_CONSTRAINT`.
-        code_name: &'static str,
-        /// SQLite's message.
-        message: String,
-    },
+    #[error("sqlite error {} ({}): {}", .0.code, .0.code_name, .0.message)]
+    Sql(Box<SqlFailure>),
 
     /// A file could not be created or opened.
     #[error("i/o error on {what}: {source}")]
@@ -324,15 +288,8 @@ pub enum Error {
 
     /// An error a remote daemon reported, decoded from the wire with its kind preserved, so callers
     /// branch on [`Error::kind`] the same way in-process and over the network.
-    #[error("{message}")]
-    Remote {
-        /// The kind the daemon reported.
-        kind: ErrorKind,
-        /// The daemon's message (never a file path or a secret).
-        message: String,
-        /// The SQLite extended result code, for SQL errors.
-        sqlite_code: Option<i32>,
-    },
+    #[error("{}", .0.message)]
+    Remote(Box<RemoteFailure>),
 
     /// A catalog update named a map version that is no longer the newest: someone else changed
     /// the catalog first.
@@ -359,30 +316,12 @@ pub enum Error {
     /// A write touched a route key or bucket that a data migration has fenced on this shard, or
     /// whose data has moved to another shard. Retryable: reads go on; writes succeed once the
     /// migration ends (or, after a move, once the writer's map is refreshed).
-    #[error("{}", fenced_message(.table, .route_value, .migration_id, .destination, *.moved))]
-    RouteFenced {
-        /// The table (or `collection 'name'`) the write touched.
-        table: String,
-        /// The fenced route: the route key of an exact-key fence, or `buckets [start, end)` for a
-        /// bucket-range fence (a fence trigger raises fixed text, which cannot carry the written
-        /// row's own value in a form every SQLite parses).
-        route_value: String,
-        /// The migration that holds the fence.
-        migration_id: String,
-        /// The shard the data moves (or moved) to.
-        destination: String,
-        /// Whether the move is complete: this shard no longer owns the route value.
-        moved: bool,
-    },
+    #[error("{}", fenced_message(&.0))]
+    RouteFenced(Box<RouteFenced>),
 
     /// A daemon could not be reached, or did not answer within the timeout.
-    #[error("call to the daemon at {endpoint} failed: {reason}")]
-    Transport {
-        /// The endpoint that was called (without credentials).
-        endpoint: String,
-        /// What went wrong (connection refused, timed out, bad endpoint, ...).
-        reason: String,
-    },
+    #[error("call to the daemon at {} failed: {}", .0.endpoint, .0.reason)]
+    Transport(Box<TransportFailure>),
 
     /// A schema migration recorded as applied has other SQL now than when it was applied.
     #[error(
@@ -415,273 +354,56 @@ pub enum Error {
     },
 }
 
-/// The category of an [`Error`]: what a caller can do about it.
-///
-/// The daemon maps each kind to an HTTP status and a gRPC code in one place.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ErrorKind {
-    /// The request lacked a route, or its route was blank.
-    RouteRequired,
-    /// The route's keyspace is not the map's.
-    UnknownKeyspace,
-    /// The input was malformed (bad id, bad argument, bad JSON, invalid map).
-    InvalidInput,
-    /// The shard map is invalid.
-    InvalidMap,
-    /// The named object or shard does not exist.
-    NotFound,
-    /// The request conflicts with the transaction or map it names.
-    Conflict,
-    /// The shard map changed since the transaction began.
-    StaleMapVersion,
-    /// The transaction expired and was rolled back.
-    Expired,
-    /// The daemon or the shard is temporarily unable to take the request; retry later.
-    Busy,
-    /// The addressed shard is disabled or closed.
-    Unavailable,
-    /// Read-only SQL would have written.
-    ReadOnly,
-    /// SQLite refused the SQL (syntax, constraint, type).
-    Sql,
-    /// A constraint (unique, foreign key, not null, check) was violated.
-    Constraint,
-    /// The master catalog has no map.
-    NoMap,
-    /// A shard-admin operation reached a daemon that serves an unsharded database.
-    NotSharded,
-    /// Storage or other internal failure.
-    Internal,
-    /// A catalog update expected another map version than the newest.
-    MapVersionConflict,
-    /// The daemon requires an API key and none, or a wrong one, was presented.
-    Unauthenticated,
-    /// Transaction control outside the transaction API.
-    TransactionControl,
-    /// A statement that reaches other files, loads code, or changes shared connection state.
-    Forbidden,
-    /// A statement ran past its time limit.
-    Timeout,
-    /// The caller went away before the work finished.
-    Cancelled,
-    /// A result grew past the rows or bytes one response may buffer.
-    ResultTooLarge,
-    /// A request ran past the daemon's request timeout or the caller's deadline.
-    RequestTimeout,
-    /// A write touched a route key or bucket fenced by a data migration (or moved by one); retry.
-    RouteFenced,
-}
+// `Result<T, Error>` travels through every layer of the hot path: large payloads are boxed so
+// that an `Ok` stays cheap to move.
+const _: () = assert!(std::mem::size_of::<Error>() <= 40);
 
-impl ErrorKind {
-    /// A stable snake_case code for this kind, used as `errorCode` on the wire.
-    pub fn code(self) -> &'static str {
-        match self {
-            Self::RouteRequired => "route_required",
-            Self::UnknownKeyspace => "unknown_keyspace",
-            Self::InvalidInput => "invalid_input",
-            Self::InvalidMap => "invalid_map",
-            Self::NotFound => "not_found",
-            Self::Conflict => "conflict",
-            Self::StaleMapVersion => "stale_map_version",
-            Self::Expired => "expired",
-            Self::Busy => "busy",
-            Self::Unavailable => "unavailable",
-            Self::ReadOnly => "read_only",
-            Self::Sql => "sql",
-            Self::Constraint => "constraint",
-            Self::NoMap => "no_map",
-            Self::NotSharded => "not_sharded",
-            Self::Internal => "internal",
-            Self::Unauthenticated => "unauthenticated",
-            Self::MapVersionConflict => "map_version_conflict",
-            Self::TransactionControl => "transaction_control",
-            Self::Forbidden => "forbidden_statement",
-            Self::Timeout => "statement_timeout",
-            Self::Cancelled => "cancelled",
-            Self::ResultTooLarge => "result_too_large",
-            Self::RequestTimeout => "request_timeout",
-            Self::RouteFenced => "route_fenced",
+/// Each boxed payload converts into its variant, so `Err(ShardDisabled { .. }.into())` builds one.
+macro_rules! boxed_variants {
+    ($($payload:ident => $variant:ident),* $(,)?) => {$(
+        impl From<$payload> for Error {
+            fn from(payload: $payload) -> Self {
+                Self::$variant(Box::new(payload))
+            }
         }
-    }
-
-    /// The kind whose [`code`](Self::code) is `code`, for decoding errors received over the wire.
-    pub fn from_code(code: &str) -> Option<Self> {
-        [
-            Self::RouteRequired,
-            Self::UnknownKeyspace,
-            Self::InvalidInput,
-            Self::InvalidMap,
-            Self::NotFound,
-            Self::Conflict,
-            Self::StaleMapVersion,
-            Self::Expired,
-            Self::Busy,
-            Self::Unavailable,
-            Self::ReadOnly,
-            Self::Sql,
-            Self::Constraint,
-            Self::NoMap,
-            Self::NotSharded,
-            Self::Internal,
-            Self::Unauthenticated,
-            Self::MapVersionConflict,
-            Self::TransactionControl,
-            Self::Forbidden,
-            Self::Timeout,
-            Self::Cancelled,
-            Self::ResultTooLarge,
-            Self::RequestTimeout,
-            Self::RouteFenced,
-        ]
-        .into_iter()
-        .find(|kind| kind.code() == code)
-    }
+    )*};
 }
 
-impl fmt::Display for ErrorKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.code())
-    }
+boxed_variants! {
+    UnknownKeyspace => UnknownKeyspace,
+    ShardDisabled => ShardDisabled,
+    TransactionRouteConflict => TransactionRouteConflict,
+    StaleMapVersion => StaleMapVersion,
+    SqlFailure => Sql,
+    RemoteFailure => Remote,
+    RouteFenced => RouteFenced,
+    TransportFailure => Transport,
+    MapError => InvalidMap,
 }
 
 impl Error {
-    /// The category of this error.
-    pub fn kind(&self) -> ErrorKind {
+    /// Why the shard map was refused, for an [`Error::InvalidMap`].
+    pub fn map_error(&self) -> Option<&MapError> {
         match self {
-            Self::BlankRoutePart { .. } | Self::RouteRequired => ErrorKind::RouteRequired,
-            Self::UnknownKeyspace { .. } => ErrorKind::UnknownKeyspace,
-            Self::ShardDisabled { .. }
-            | Self::ShardIsDisabled { .. }
-            | Self::ShardUnavailable { .. }
-            | Self::ShardStorage { .. }
-            | Self::Closed { .. } => ErrorKind::Unavailable,
-            Self::UnknownShard { .. } | Self::NotFound { .. } | Self::TransactionNotFound { .. } => ErrorKind::NotFound,
-            Self::InvalidMap(_) => ErrorKind::InvalidMap,
-            Self::NoMap => ErrorKind::NoMap,
-            Self::NotSharded => ErrorKind::NotSharded,
-            Self::MalformedTransactionId { .. }
-            | Self::InvalidArgument { .. }
-            | Self::Json { .. }
-            | Self::ConnectionString { .. }
-            | Self::InvalidCursor { .. } => ErrorKind::InvalidInput,
-            Self::TransactionRouteConflict { .. } => ErrorKind::Conflict,
-            Self::StaleMapVersion { .. } => ErrorKind::StaleMapVersion,
-            Self::TransactionExpired { .. } => ErrorKind::Expired,
-            Self::Busy { .. } | Self::DaemonBusy { .. } | Self::TooManyTransactions { .. } => ErrorKind::Busy,
-            Self::ReadOnlyViolation { .. } => ErrorKind::ReadOnly,
-            Self::Sql { code, .. } => match code & 0xff {
-                rusqlite::ffi::SQLITE_CONSTRAINT => ErrorKind::Constraint,
-                rusqlite::ffi::SQLITE_BUSY | rusqlite::ffi::SQLITE_LOCKED => ErrorKind::Busy,
-                rusqlite::ffi::SQLITE_READONLY => ErrorKind::ReadOnly,
-                rusqlite::ffi::SQLITE_IOERR
-                | rusqlite::ffi::SQLITE_CORRUPT
-                | rusqlite::ffi::SQLITE_FULL
-                | rusqlite::ffi::SQLITE_CANTOPEN
-                | rusqlite::ffi::SQLITE_NOMEM => ErrorKind::Internal,
-                _ => ErrorKind::Sql,
-            },
-            Self::Catalog { .. } | Self::Io { .. } => ErrorKind::Internal,
-            Self::TransactionControl { .. } => ErrorKind::TransactionControl,
-            Self::ForbiddenStatement { .. } => ErrorKind::Forbidden,
-            Self::StatementTimeout { .. } => ErrorKind::Timeout,
-            Self::Cancelled => ErrorKind::Cancelled,
-            Self::ResultTooLarge { .. } => ErrorKind::ResultTooLarge,
-            Self::RequestTimeout { .. } => ErrorKind::RequestTimeout,
-            Self::MapVersionConflict { .. } => ErrorKind::MapVersionConflict,
-            Self::NoPendingMap { .. } => ErrorKind::Conflict,
-            Self::Remote { kind, .. } => *kind,
-            Self::Transport { .. } => ErrorKind::Unavailable,
-            Self::MigrationChanged { .. } | Self::MigrationMissing { .. } | Self::MigrationDirty { .. } => {
-                ErrorKind::Conflict
-            }
-            Self::RouteFenced { .. } => ErrorKind::RouteFenced,
-        }
-    }
-
-    /// Whether the same request may succeed if sent again shortly: the shard was busy, or the
-    /// route was fenced by a migration that will end.
-    pub fn is_retryable(&self) -> bool {
-        matches!(self.kind(), ErrorKind::Busy | ErrorKind::RouteFenced)
-    }
-
-    /// The SQLite extended result code, when SQLite produced this error.
-    pub fn sqlite_code(&self) -> Option<i32> {
-        match self {
-            Self::Sql { code, .. } | Self::ShardStorage { code, .. } => Some(*code),
-            Self::Remote { sqlite_code, .. } => *sqlite_code,
+            Self::InvalidMap(map) => Some(map),
             _ => None,
         }
+    }
+
+    /// A [`Error::ShardUnavailable`] naming the shard and why.
+    pub(crate) fn shard_unavailable(shard_id: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::ShardUnavailable(Box::new(ShardProblem::new(shard_id, reason)))
+    }
+
+    /// A [`Error::Busy`] naming the shard and why.
+    pub(crate) fn busy(shard_id: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::Busy(Box::new(ShardProblem::new(shard_id, reason)))
     }
 
     pub(crate) fn invalid_argument(name: &'static str, reason: impl Into<String>) -> Self {
         Self::InvalidArgument {
             name,
-            reason: reason.into(),
+            reason: reason.into().into_boxed_str(),
         }
-    }
-}
-
-fn fenced_message(table: &str, value: &str, migration_id: &str, destination: &str, moved: bool) -> String {
-    if moved {
-        format!(
-            "route '{value}' in {table} has moved to shard '{destination}' (migration '{migration_id}'): \
-             this shard no longer owns it; refresh the shard map and retry"
-        )
-    } else {
-        format!(
-            "route '{value}' in {table} is fenced by migration '{migration_id}' while its data moves to \
-             shard '{destination}': reads go on; retry the write after the migration ends"
-        )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn constraint_codes_map_to_constraint_kind() {
-        let err = Error::Sql {
-            code: 2067,
-            code_name: "SQLITE_CONSTRAINT",
-            message: "UNIQUE constraint failed: t.id".into(),
-        };
-        assert_eq!(err.kind(), ErrorKind::Constraint);
-        assert_eq!(err.sqlite_code(), Some(2067));
-    }
-
-    #[test]
-    fn every_kind_code_decodes_back() {
-        for kind in [
-            ErrorKind::RouteRequired,
-            ErrorKind::Constraint,
-            ErrorKind::Internal,
-            ErrorKind::Unauthenticated,
-            ErrorKind::TransactionControl,
-            ErrorKind::Forbidden,
-            ErrorKind::Timeout,
-            ErrorKind::Cancelled,
-            ErrorKind::ResultTooLarge,
-            ErrorKind::RequestTimeout,
-            ErrorKind::RouteFenced,
-        ] {
-            assert_eq!(ErrorKind::from_code(kind.code()), Some(kind));
-        }
-        assert_eq!(ErrorKind::from_code("no_such_code"), None);
-        let remote = Error::Remote {
-            kind: ErrorKind::Constraint,
-            message: "UNIQUE constraint failed: t.id".into(),
-            sqlite_code: Some(2067),
-        };
-        assert_eq!(remote.kind(), ErrorKind::Constraint);
-        assert_eq!(remote.sqlite_code(), Some(2067));
-    }
-
-    #[test]
-    fn route_required_message_says_how_to_fix_it() {
-        let text = Error::RouteRequired.to_string();
-        assert!(text.contains("for_route"), "{text}");
-        assert!(text.contains("X-CSharpDB-Shard-Key"), "{text}");
     }
 }

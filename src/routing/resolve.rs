@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{RouteToken, bucket_for_token, keyspace_eq, normalize_route, token::token_with_prefix};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, ShardDisabled, UnknownKeyspace};
 use crate::map::ShardMap;
 
 /// What decided the shard of a route.
@@ -97,10 +97,10 @@ impl ShardMap {
     pub fn resolve<'a>(&'a self, keyspace: &'a str, key: &'a str) -> Result<ShardResolution<'a>> {
         let (keyspace, key) = normalize_route(keyspace, key)?;
         if !keyspace_eq(keyspace, self.keyspace()) {
-            return Err(Error::UnknownKeyspace {
+            return Err(Error::from(UnknownKeyspace {
                 keyspace: keyspace.to_owned(),
                 expected: self.keyspace().to_owned(),
-            });
+            }));
         }
         let prefix = self.route_prefix().as_bytes();
         let token = token_with_prefix(prefix, key);
@@ -112,10 +112,10 @@ impl ShardMap {
         };
         let shard = &self.shards()[shard_index];
         if !shard.enabled {
-            return Err(Error::ShardDisabled {
+            return Err(Error::from(ShardDisabled {
                 key: key.to_owned(),
                 shard_id: shard.id.clone(),
-            });
+            }));
         }
         Ok(ShardResolution {
             keyspace: self.keyspace(),

@@ -24,8 +24,8 @@ use super::inspect::{AppliedMigration, applied_migrations};
 use crate::data::{
     DataClient, MigrationScript, MigrationStep, Params, ShardMigrationOutcome, ShardMigrationState, Value,
 };
-use crate::engine::classify;
 use crate::error::{Error, ErrorKind, Result};
+use crate::sql;
 
 /// How long a run keeps retrying to begin a migration while another holds the write lock (on top
 /// of each attempt's own busy timeout).
@@ -52,7 +52,7 @@ pub fn check_migrations(migrations: &[MigrationScript]) -> Result<Vec<MigrationS
                 format!("migration {} ({}) has no SQL", m.version, m.description),
             ));
         }
-        classify::check_script(&m.sql).map_err(|err| {
+        sql::check_script(&m.sql).map_err(|err| {
             Error::invalid_argument(
                 "migrations",
                 format!("migration {} ({}): {err}", m.version, m.description),

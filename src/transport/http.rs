@@ -43,7 +43,7 @@ use crate::data::{
     SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport, ShardAdmin, ShardSqlResult, ShardStatus,
     SqlResult, TableSchema, TransactionInfo, TransactionOptions, Value,
 };
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TransportFailure};
 use crate::map::ShardMapSnapshot;
 use crate::routing::{ResolvedRoute, RouteContext};
 use crate::wire::{KEYSPACE_HEADER, SHARD_KEY_HEADER};
@@ -126,9 +126,11 @@ impl HttpClient {
             })?;
             builder = builder.add_root_certificate(certificate);
         }
-        let http = builder.build().map_err(|e| Error::Transport {
-            endpoint: endpoint.clone(),
-            reason: format!("the HTTP client could not be built: {e}"),
+        let http = builder.build().map_err(|e| {
+            Error::from(TransportFailure {
+                endpoint: endpoint.clone(),
+                reason: format!("the HTTP client could not be built: {e}"),
+            })
         })?;
         Ok(Self {
             shared: Arc::new(Shared { http, base, endpoint }),

@@ -3,7 +3,7 @@
 use super::ShardedClient;
 use super::generation::ShardSlot;
 use crate::engine::DedicatedConnection;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, StaleMapVersion, TransactionRouteConflict};
 use crate::routing::RouteContext;
 
 impl ShardedClient {
@@ -19,10 +19,10 @@ impl ShardedClient {
             // Not a local file (a remote shard), or not open: the error says which.
             _ => {
                 generation.slot_client(index)?;
-                return Err(Error::ShardUnavailable {
+                return Err(Error::shard_unavailable(
                     shard_id,
-                    reason: "the shard is not a local file, so it has no connection of its own to hand out".to_owned(),
-                });
+                    "the shard is not a local file, so it has no connection of its own to hand out".to_owned(),
+                ));
             }
         };
         let connection = local.database().dedicated().await?;
@@ -43,19 +43,19 @@ impl ShardedClient {
         let generation = self.fresh().await;
         let map = &generation.map;
         if !generation.admits(version, shard_id) {
-            return Err(Error::StaleMapVersion {
+            return Err(Error::from(StaleMapVersion {
                 transaction_id: naming.to_owned(),
                 transaction_version: version,
                 active_version: map.version(),
-            });
+            }));
         }
         let resolution = map.resolve(route.keyspace(), route.key())?;
         if !map.shards()[resolution.shard_index].id.eq_ignore_ascii_case(shard_id) {
-            return Err(Error::TransactionRouteConflict {
+            return Err(Error::from(TransactionRouteConflict {
                 transaction_id: naming.to_owned(),
                 transaction_shard_id: shard_id.to_owned(),
                 route_shard_id: resolution.shard_id.to_owned(),
-            });
+            }));
         }
         Ok(())
     }

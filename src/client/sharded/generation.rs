@@ -51,10 +51,7 @@ impl Generation {
         match &self.shards[index] {
             ShardSlot::Ready { client, .. } => Ok(Arc::clone(client)),
             ShardSlot::Disabled => Err(Error::ShardIsDisabled { shard_id: shard_id() }),
-            ShardSlot::Unavailable(reason) => Err(Error::ShardUnavailable {
-                shard_id: shard_id(),
-                reason: reason.clone(),
-            }),
+            ShardSlot::Unavailable(reason) => Err(Error::shard_unavailable(shard_id(), reason.clone())),
         }
     }
 

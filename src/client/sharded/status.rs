@@ -11,10 +11,10 @@ use crate::data::{
     DataClient, DatabaseInfo, Params, SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport, ShardAdmin,
     ShardSqlResult, ShardStatus, SqlResult,
 };
-use crate::engine::classify;
 use crate::error::{Error, Result};
 use crate::map::{ShardMap, ShardMapSnapshot, ShardRole, ShardTarget};
 use crate::routing::{ResolvedRoute, RouteContext};
+use crate::sql;
 
 impl ShardedClient {
     /// The catalog state: live map, pending map (if a different version is stored) and history.
@@ -89,7 +89,7 @@ impl ShardedClient {
     /// unsafe pragma) is refused before any shard runs it.
     pub async fn execute_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
         require_sql(sql)?;
-        classify::check_script(sql)?;
+        sql::check_script(sql)?;
         Ok(self
             .fan_out(|client| async move { client.execute_sql(sql, Params::none()).await })
             .await)
@@ -101,7 +101,7 @@ impl ShardedClient {
     /// is not a read-only query; other per-shard failures are reported per shard.
     pub async fn execute_read_only_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
         require_sql(sql)?;
-        classify::check_read_only_script(sql)?;
+        sql::check_read_only_script(sql)?;
         let mut violation = None;
         let results = self
             .fan_out(|client| async move { client.execute_read_only_sql(sql, Params::none()).await })

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::ShardedClient;
 use super::generation::ShardSlot;
 use crate::data::{DataClient, Params, SqlResult, TransactionInfo, TransactionOptions};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, StaleMapVersion, TransactionRouteConflict};
 use crate::routing::RouteContext;
 use crate::transaction::TransactionId;
 
@@ -51,11 +51,11 @@ impl ShardedClient {
         let generation = self.fresh().await;
         let map = &generation.map;
         if !generation.admits(id.map_version(), id.shard_id()) {
-            return Err(Error::StaleMapVersion {
+            return Err(Error::from(StaleMapVersion {
                 transaction_id: transaction_id.to_owned(),
                 transaction_version: id.map_version(),
                 active_version: map.version(),
-            });
+            }));
         }
         let index = map.shard_index(id.shard_id()).ok_or_else(|| Error::UnknownShard {
             shard_id: id.shard_id().to_owned(),
@@ -63,11 +63,11 @@ impl ShardedClient {
         if let Some(route) = route {
             let resolution = map.resolve(route.keyspace(), route.key())?;
             if resolution.shard_index != index {
-                return Err(Error::TransactionRouteConflict {
+                return Err(Error::from(TransactionRouteConflict {
                     transaction_id: transaction_id.to_owned(),
                     transaction_shard_id: map.shards()[index].id.clone(),
                     route_shard_id: resolution.shard_id.to_owned(),
-                });
+                }));
             }
         }
         Ok((id, index, generation.slot_client(index)?))

@@ -5,7 +5,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::{count, page_bounds, require_name, total_pages};
 use crate::data::{Document, DocumentPage};
 use crate::engine::database::Database;
-use crate::engine::sql::sql_error;
+use crate::engine::sqlite_error::sql_error;
 use crate::error::{Error, Result};
 
 fn get_document(conn: &Connection, collection: &str, key: &str) -> Result<Option<serde_json::Value>> {

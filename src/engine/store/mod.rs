@@ -14,7 +14,7 @@ mod tables;
 use rusqlite::Connection;
 
 use super::database::Database;
-use super::sql::sql_error;
+use super::sqlite_error::sql_error;
 use crate::data::DatabaseInfo;
 use crate::error::{Error, Result};
 

@@ -8,7 +8,8 @@ use rusqlite::{Connection, OptionalExtension};
 use super::{now_utc, require_name};
 use crate::data::{Params, ProcedureDefinition, SavedQuery, SqlResult, Value};
 use crate::engine::database::Database;
-use crate::engine::sql::{self, Access, sql_error};
+use crate::engine::script::{self, Access};
+use crate::engine::sqlite_error::sql_error;
 use crate::error::{Error, Result};
 
 impl Database {
@@ -120,7 +121,7 @@ impl Database {
         }
         // A body that could never run (it ends the procedure's transaction, or reaches another
         // file) is refused when it is stored, not each time it is called.
-        crate::engine::classify::check_script(&definition.body_sql)?;
+        crate::sql::check_script(&definition.body_sql)?;
         let mut definition = definition;
         definition.name = definition.name.trim().to_owned();
         self.write_internal(move |conn| {
@@ -160,11 +161,11 @@ impl Database {
             let Some(definition) = load_procedure(conn, &name)? else {
                 return Err(Error::NotFound {
                     what: "procedure",
-                    name,
+                    name: name.into(),
                 });
             };
             let bound = bind_procedure_args(&definition, args)?;
-            sql::execute(conn, &definition.body_sql, &bound, Access::ReadWrite)
+            script::execute(conn, &definition.body_sql, &bound, Access::ReadWrite)
         })
         .await
     }

@@ -7,7 +7,8 @@ use rusqlite::{Connection, OptionalExtension};
 use super::{count, page_bounds, quote_ident, total_pages};
 use crate::data::{ColumnInfo, Params, Row, RowPage, TableSchema, Value};
 use crate::engine::database::Database;
-use crate::engine::sql::{self, Access, sql_error};
+use crate::engine::script::{self, Access};
+use crate::engine::sqlite_error::sql_error;
 use crate::engine::value::value_from_ref;
 use crate::error::{Error, Result};
 
@@ -26,7 +27,7 @@ fn table_schema(conn: &Connection, table: &str) -> Result<TableSchema> {
     let Some((name, create_sql)) = found else {
         return Err(Error::NotFound {
             what: "table",
-            name: table.to_owned(),
+            name: table.into(),
         });
     };
     let mut stmt = conn
@@ -142,7 +143,7 @@ impl Database {
                 quote_ident(&schema.primary_key)
             };
             let total_rows = count(conn, &format!("SELECT count(*) FROM {name}"), [])?;
-            let result = sql::execute(
+            let result = script::execute(
                 conn,
                 &format!("SELECT * FROM {name} ORDER BY {order} LIMIT ?1 OFFSET ?2"),
                 &Params::Positional(vec![Value::from(page_size), Value::Integer(offset)]),

@@ -98,14 +98,15 @@ fn half_route(missing: &str, present: &str) -> Error {
         reason: format!(
             "the {missing} metadata entry is missing: a route needs both {KEYSPACE_METADATA} and \
              {SHARD_KEY_METADATA} (only {present} was sent)"
-        ),
+        )
+        .into(),
     }
 }
 
 fn metadata_text(metadata: &MetadataMap, ascii_key: &str, binary_key: &str) -> Result<Option<String>> {
     let bad = |reason: String| Error::InvalidArgument {
         name: "route metadata",
-        reason,
+        reason: reason.into(),
     };
     let ascii = metadata.get(ascii_key).map(|value| value.as_bytes().to_vec());
     let binary = match metadata.get_bin(binary_key) {

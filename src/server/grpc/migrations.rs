@@ -76,7 +76,7 @@ pub(super) async fn progress(
                 .await?
                 .ok_or_else(|| Error::NotFound {
                     what: "migration",
-                    name: request.migration_id.trim().to_owned(),
+                    name: request.migration_id.trim().into(),
                 })?,
         ]
     };

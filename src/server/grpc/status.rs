@@ -22,7 +22,7 @@
 use tonic::metadata::{AsciiMetadataValue, MetadataMap};
 use tonic::{Code, Status};
 
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, ShardProblem};
 use crate::wire::{ERROR_CODE_METADATA, SQLITE_CODE_METADATA};
 
 /// The message of every `internal` error; the real error is logged, never sent.
@@ -79,7 +79,8 @@ pub fn status_from_error(err: &Error) -> Status {
             INTERNAL_MESSAGE.to_owned()
         }
         // The reason can name the shard's file; operators find it in the status RPC and the log.
-        Error::ShardUnavailable { shard_id, reason } => {
+        Error::ShardUnavailable(problem) => {
+            let ShardProblem { shard_id, reason } = &**problem;
             tracing::warn!(shard_id, reason, "gRPC call reached an unavailable shard");
             format!("shard '{shard_id}' is unavailable; GetShardStatus reports why")
         }
@@ -96,6 +97,7 @@ pub fn unauthenticated() -> Status {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{SqlFailure, StaleMapVersion};
 
     fn code_of(status: &Status) -> &str {
         status
@@ -115,11 +117,11 @@ mod tests {
 
     #[test]
     fn transaction_problems_abort_and_admin_on_plain_daemons_fails_precondition() {
-        let stale = Error::StaleMapVersion {
+        let stale = Error::from(StaleMapVersion {
             transaction_id: "csdbshard:1:s0:x".into(),
             transaction_version: 1,
             active_version: 2,
-        };
+        });
         assert_eq!(status_from_error(&stale).code(), Code::Aborted);
         let status = status_from_error(&Error::NotSharded);
         assert_eq!(status.code(), Code::FailedPrecondition);
@@ -128,11 +130,11 @@ mod tests {
 
     #[test]
     fn sql_errors_carry_the_sqlite_code() {
-        let err = Error::Sql {
+        let err = Error::from(SqlFailure {
             code: 2067,
             code_name: "SQLITE_CONSTRAINT",
             message: "UNIQUE constraint failed: t.id".into(),
-        };
+        });
         let status = status_from_error(&err);
         assert_eq!(status.code(), Code::FailedPrecondition);
         assert_eq!(code_of(&status), "constraint");
@@ -154,10 +156,7 @@ mod tests {
         let status = status_from_error(&err);
         assert_eq!(status.code(), Code::Internal);
         assert!(!status.message().contains("/srv"), "{}", status.message());
-        let err = Error::ShardUnavailable {
-            shard_id: "s1".into(),
-            reason: "i/o error on /srv/secret/s1.db".into(),
-        };
+        let err = Error::shard_unavailable("s1", "i/o error on /srv/secret/s1.db");
         let status = status_from_error(&err);
         assert_eq!(status.code(), Code::Unavailable);
         assert!(!status.message().contains("/srv"), "{}", status.message());

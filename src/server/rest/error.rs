@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::data::{CatalogValidation, MigrationResult};
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, ShardProblem};
 
 /// The media type of every error body.
 pub const PROBLEM_CONTENT_TYPE: &str = "application/problem+json";
@@ -184,7 +184,7 @@ impl ApiError {
     pub fn invalid(name: &'static str, reason: impl Into<String>) -> Self {
         Self::Data(Error::InvalidArgument {
             name,
-            reason: reason.into(),
+            reason: reason.into().into_boxed_str(),
         })
     }
 
@@ -192,7 +192,7 @@ impl ApiError {
     pub fn not_found(what: &'static str, name: impl Into<String>) -> Self {
         Self::Data(Error::NotFound {
             what,
-            name: name.into(),
+            name: name.into().into_boxed_str(),
         })
     }
 }
@@ -233,8 +233,11 @@ pub fn problem(err: &ApiError) -> (StatusCode, Problem) {
             let detail = match err {
                 _ if kind == ErrorKind::Internal => INTERNAL_DETAIL.to_owned(),
                 // The reason can name the shard's file; operators find it in the status endpoint.
-                Error::ShardUnavailable { shard_id, .. } => {
-                    format!("shard '{shard_id}' is unavailable; GET /api/sharding/status reports why")
+                Error::ShardUnavailable(problem) => {
+                    format!(
+                        "shard '{}' is unavailable; GET /api/sharding/status reports why",
+                        problem.shard_id
+                    )
                 }
                 _ => err.to_string(),
             };
@@ -288,7 +291,8 @@ impl IntoResponse for ApiError {
         if let Self::Data(err) = &self {
             if err.kind() == ErrorKind::Internal {
                 tracing::error!(error = %err, "request failed with an internal error");
-            } else if let Error::ShardUnavailable { shard_id, reason } = err {
+            } else if let Error::ShardUnavailable(problem) = err {
+                let ShardProblem { shard_id, reason } = &**problem;
                 tracing::warn!(shard_id, reason, "request reached an unavailable shard");
             } else {
                 tracing::debug!(error_code = body.error_code, status = body.status, "request refused");
@@ -331,6 +335,7 @@ impl From<PathRejection> for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{SqlFailure, TransactionRouteConflict, UnknownKeyspace};
 
     fn status_of(err: Error) -> (u16, String) {
         let (status, body) = problem(&ApiError::Data(err));
@@ -341,21 +346,21 @@ mod tests {
     #[test]
     fn routing_problems_are_client_errors() {
         assert_eq!(status_of(Error::RouteRequired), (400, "route_required".into()));
-        let unknown = Error::UnknownKeyspace {
+        let unknown = Error::from(UnknownKeyspace {
             keyspace: "x".into(),
             expected: "tenants".into(),
-        };
+        });
         assert_eq!(status_of(unknown), (400, "unknown_keyspace".into()));
         let malformed = Error::MalformedTransactionId {
             input: "nope".into(),
             reason: "it needs four ':'-separated parts",
         };
         assert_eq!(status_of(malformed), (400, "invalid_input".into()));
-        let conflict = Error::TransactionRouteConflict {
+        let conflict = Error::from(TransactionRouteConflict {
             transaction_id: "csdbshard:1:s0:a".into(),
             transaction_shard_id: "s0".into(),
             route_shard_id: "s1".into(),
-        };
+        });
         assert_eq!(status_of(conflict), (409, "conflict".into()));
         assert_eq!(status_of(Error::NotSharded), (404, "not_sharded".into()));
     }
@@ -388,11 +393,11 @@ mod tests {
 
     #[test]
     fn sql_errors_carry_the_sqlite_code() {
-        let err = Error::Sql {
+        let err = Error::from(SqlFailure {
             code: 2067,
             code_name: "SQLITE_CONSTRAINT",
             message: "UNIQUE constraint failed: t.id".into(),
-        };
+        });
         let (status, body) = problem(&ApiError::Data(err));
         assert_eq!(status, StatusCode::CONFLICT);
         assert_eq!(body.sqlite_code, Some(2067));
@@ -401,11 +406,7 @@ mod tests {
 
     #[test]
     fn busy_answers_carry_retry_after() {
-        let response = ApiError::Data(Error::Busy {
-            shard_id: "s0".into(),
-            reason: "8 transactions are already open".into(),
-        })
-        .into_response();
+        let response = ApiError::Data(Error::busy("s0", "8 transactions are already open")).into_response();
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(response.headers()[header::RETRY_AFTER], "1");
         assert_eq!(response.headers()[header::CONTENT_TYPE], PROBLEM_CONTENT_TYPE);

@@ -87,7 +87,8 @@ fn half_route(missing: &str, present: &str) -> ApiError {
         reason: format!(
             "the {missing} header is missing: a route needs both {KEYSPACE_HEADER} and {SHARD_KEY_HEADER} \
              (only {present} was sent)"
-        ),
+        )
+        .into(),
     })
 }
 
@@ -98,7 +99,7 @@ fn header_text<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>
     let text = std::str::from_utf8(value.as_bytes()).map_err(|_| {
         ApiError::Data(Error::InvalidArgument {
             name: "route headers",
-            reason: format!("the {name} header is not valid UTF-8"),
+            reason: format!("the {name} header is not valid UTF-8").into(),
         })
     })?;
     Ok(Some(text).filter(|t| !t.trim().is_empty()))

@@ -140,7 +140,7 @@ pub async fn progress(
     let found = migrator(&state)?.status(&id).await?;
     Ok(axum::Json(found.ok_or(ApiError::Data(Error::NotFound {
         what: "migration",
-        name: id.trim().to_owned(),
+        name: id.trim().into(),
     }))?))
 }
 

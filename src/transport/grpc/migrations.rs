@@ -53,7 +53,7 @@ impl MigrationAdmin for GrpcClient {
         let list = rpc!(self, get_shard_migration_progress, request)?;
         let first = list.result_json.first().ok_or_else(|| Error::NotFound {
             what: "migration",
-            name: migration_id.trim().to_owned(),
+            name: migration_id.trim().into(),
         })?;
         result_of(first)
     }

@@ -4,15 +4,15 @@
 use tonic::{Code, Status};
 
 use super::proto as pb;
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, RemoteFailure, TransportFailure};
 use crate::wire::{ERROR_CODE_METADATA, SQLITE_CODE_METADATA};
 
 /// An [`Error::Transport`] naming the endpoint.
 pub(super) fn transport_error(endpoint: &str, reason: impl Into<String>) -> Error {
-    Error::Transport {
+    Error::from(TransportFailure {
         endpoint: endpoint.to_owned(),
         reason: reason.into(),
-    }
+    })
 }
 
 /// An error and its sources, joined with ": ".
@@ -49,11 +49,11 @@ pub(super) fn decode_status(endpoint: &str, status: &Status) -> Error {
     let text = |key: &str| metadata.get(key).and_then(|v| v.to_str().ok());
     if let Some(code) = text(ERROR_CODE_METADATA) {
         let kind = ErrorKind::from_code(code).unwrap_or_else(|| kind_from_code(status.code()));
-        return Error::Remote {
+        return Error::from(RemoteFailure {
             kind,
             message: status.message().to_owned(),
             sqlite_code: text(SQLITE_CODE_METADATA).and_then(|c| c.parse().ok()),
-        };
+        });
     }
     match status.code() {
         // Without our trailer these come from the channel (refused, reset, timed out) or from
@@ -69,11 +69,11 @@ pub(super) fn decode_status(endpoint: &str, status: &Status) -> Error {
                 status.message()
             ),
         ),
-        code => Error::Remote {
+        code => Error::from(RemoteFailure {
             kind: kind_from_code(code),
             message: status.message().to_owned(),
             sqlite_code: None,
-        },
+        }),
     }
 }
 

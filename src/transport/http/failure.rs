@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use serde::Deserialize;
 
 use crate::data::{CatalogValidation, MigrationResult};
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, RemoteFailure, TransportFailure};
 
 /// A problem body, as the daemon sends it.
 #[derive(Deserialize)]
@@ -56,11 +56,11 @@ impl Failure {
     pub(super) fn from_answer(endpoint: &str, status: StatusCode, body: &[u8]) -> Self {
         match serde_json::from_slice::<Problem>(body) {
             Ok(problem) if !problem.error_code.is_empty() => Self {
-                error: Error::Remote {
+                error: Error::from(RemoteFailure {
                     kind: ErrorKind::from_code(&problem.error_code).unwrap_or_else(|| kind_for_status(status)),
                     message: problem.detail,
                     sqlite_code: problem.sqlite_code,
-                },
+                }),
                 missing: problem.missing,
                 validation: problem
                     .validation
@@ -72,10 +72,10 @@ impl Failure {
                     .map(Box::new),
             },
             _ => Self {
-                error: Error::Transport {
+                error: Error::from(TransportFailure {
                     endpoint: endpoint.to_owned(),
                     reason: format!("the daemon answered {status} without an error body; is this a shardlite daemon?"),
-                },
+                }),
                 missing: None,
                 validation: None,
                 migration: None,
@@ -116,10 +116,10 @@ pub(super) fn transport_error(endpoint: &str, err: &reqwest::Error) -> Error {
     } else {
         root_cause(err)
     };
-    Error::Transport {
+    Error::from(TransportFailure {
         endpoint: endpoint.to_owned(),
         reason,
-    }
+    })
 }
 
 /// The messages of an error chain, outermost first, without repeats.

@@ -1,5 +1,4 @@
-//! Running SQL text on one connection: binding, script execution, read-only enforcement,
-//! and mapping SQLite errors into [`Error`].
+//! Running SQL text on one connection: binding, script execution and read-only enforcement.
 
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
@@ -7,10 +6,12 @@ use std::time::Instant;
 
 use rusqlite::{CachedStatement, Connection, Statement};
 
+use super::guard;
+use super::sqlite_error::sql_error;
 use super::value::value_from_ref;
-use super::{classify, guard};
 use crate::data::{Params, RowRef, SqlResult, Value};
 use crate::error::{Error, Result};
+use crate::sql;
 
 /// Whether statements may write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,66 +20,6 @@ pub(crate) enum Access {
     ReadWrite,
     /// Only queries; refused before anything runs otherwise.
     ReadOnly,
-}
-
-/// Converts a rusqlite error into the crate's error, keeping SQLite's codes.
-pub(crate) fn sql_error(err: rusqlite::Error) -> Error {
-    match err {
-        rusqlite::Error::SqliteFailure(_, Some(message))
-            if message.starts_with(super::fence::FENCE_MESSAGE_PREFIX)
-                && let Some(fenced) = super::fence::fenced_error(&message) =>
-        {
-            fenced
-        }
-        rusqlite::Error::SqliteFailure(inner, message) => Error::Sql {
-            code: inner.extended_code,
-            code_name: code_name(inner.extended_code),
-            message: message.unwrap_or_else(|| inner.to_string()),
-        },
-        rusqlite::Error::InvalidParameterCount(given, expected) => Error::invalid_argument(
-            "parameters",
-            format!("the statement has {expected} placeholder(s) but {given} value(s) were given"),
-        ),
-        rusqlite::Error::InvalidParameterName(name) => {
-            Error::invalid_argument("parameters", format!("the statement has no parameter named '{name}'"))
-        }
-        rusqlite::Error::MultipleStatement => {
-            Error::invalid_argument("sql", "expected a single statement but found several")
-        }
-        rusqlite::Error::InvalidPath(_) => Error::invalid_argument("data source", "the path is not valid UTF-8"),
-        other => Error::Sql {
-            code: rusqlite::ffi::SQLITE_ERROR,
-            code_name: "SQLITE_ERROR",
-            message: other.to_string(),
-        },
-    }
-}
-
-fn code_name(extended: i32) -> &'static str {
-    use rusqlite::ffi::*;
-    match extended & 0xff {
-        SQLITE_ERROR => "SQLITE_ERROR",
-        SQLITE_INTERNAL => "SQLITE_INTERNAL",
-        SQLITE_PERM => "SQLITE_PERM",
-        SQLITE_ABORT => "SQLITE_ABORT",
-        SQLITE_BUSY => "SQLITE_BUSY",
-        SQLITE_LOCKED => "SQLITE_LOCKED",
-        SQLITE_NOMEM => "SQLITE_NOMEM",
-        SQLITE_READONLY => "SQLITE_READONLY",
-        SQLITE_INTERRUPT => "SQLITE_INTERRUPT",
-        SQLITE_IOERR => "SQLITE_IOERR",
-        SQLITE_CORRUPT => "SQLITE_CORRUPT",
-        SQLITE_FULL => "SQLITE_FULL",
-        SQLITE_CANTOPEN => "SQLITE_CANTOPEN",
-        SQLITE_CONSTRAINT => "SQLITE_CONSTRAINT",
-        SQLITE_MISMATCH => "SQLITE_MISMATCH",
-        SQLITE_MISUSE => "SQLITE_MISUSE",
-        SQLITE_RANGE => "SQLITE_RANGE",
-        SQLITE_NOTADB => "SQLITE_NOTADB",
-        SQLITE_TOOBIG => "SQLITE_TOOBIG",
-        SQLITE_SCHEMA => "SQLITE_SCHEMA",
-        _ => "SQLITE_ERROR",
-    }
 }
 
 /// Binds `params` to one statement. Returns the named parameters it used.
@@ -222,9 +163,9 @@ pub(crate) fn leading_keyword(sql: &str) -> &str {
 }
 
 /// Whether `sql` starts with a query keyword (SELECT, VALUES, WITH, EXPLAIN), in any case: what
-/// [`classify`](classify::classify) calls a query.
+/// [`classify`](sql::classify) calls a query.
 pub(crate) fn starts_like_query(sql: &str) -> bool {
-    classify::classify(sql) == classify::StatementKind::Query
+    sql::classify(sql) == sql::StatementKind::Query
 }
 
 /// Executes SQL text (one statement or a script) with bound parameters.
@@ -253,8 +194,8 @@ pub(crate) fn execute_from(
     let mut out = SqlResult::default();
     let mut used = BTreeSet::new();
     let mut most_positional = 0;
-    if classify::is_single_statement(sql) {
-        let mut stmt = prepare_single(conn, sql, classify::classify(sql), params, access, started, &mut used)?;
+    if sql::is_single_statement(sql) {
+        let mut stmt = prepare_single(conn, sql, sql::classify(sql), params, access, started, &mut used)?;
         // Values no placeholder takes are refused before the statement runs, not after.
         check_positional_surplus(params, stmt.parameter_count())?;
         check_named_used(params, &used)?;
@@ -264,14 +205,14 @@ pub(crate) fn execute_from(
         // Nothing of a script runs if any of its statements would be refused when its turn came,
         // or if it was given values none of its placeholders can take.
         check_script_values(sql, params)?;
-        for statement in classify::statements(sql) {
+        for statement in sql::statements(sql) {
             if access == Access::ReadOnly {
                 check_query_text(statement)?;
             }
             guard::precheck(statement)?;
         }
         if access == Access::ReadOnly {
-            for statement in classify::statements(sql) {
+            for statement in sql::statements(sql) {
                 guard::statement_started(false);
                 let stmt = conn
                     .prepare(statement)
@@ -280,7 +221,7 @@ pub(crate) fn execute_from(
             }
         }
         // Later statements may depend on earlier ones (CREATE then INSERT): prepare each as it runs.
-        for statement in classify::statements(sql) {
+        for statement in sql::statements(sql) {
             if guard::cancelled() {
                 return Err(Error::Cancelled);
             }
@@ -304,17 +245,17 @@ pub(crate) fn execute_from(
 fn prepare_single<'c, 'p>(
     conn: &'c Connection,
     sql: &str,
-    kind: classify::StatementKind<'_>,
+    kind: sql::StatementKind<'_>,
     params: &'p Params,
     access: Access,
     started: Instant,
     used: &mut BTreeSet<&'p str>,
 ) -> Result<CachedStatement<'c>> {
-    if access == Access::ReadOnly && kind != classify::StatementKind::Query {
+    if access == Access::ReadOnly && kind != sql::StatementKind::Query {
         return Err(not_a_query(sql));
     }
     guard::precheck_kind(sql, kind)?;
-    guard::statement_started_at(kind != classify::StatementKind::Query && is_vacuum(sql), started);
+    guard::statement_started_at(kind != sql::StatementKind::Query && is_vacuum(sql), started);
     let mut stmt = conn
         .prepare_cached(sql)
         .map_err(|err| guard::explain(sql_error(err), sql))?;
@@ -333,7 +274,7 @@ fn prepare_single<'c, 'p>(
 pub(crate) fn query_with(
     conn: &Connection,
     sql: &str,
-    kind: classify::StatementKind<'_>,
+    kind: sql::StatementKind<'_>,
     params: &Params,
     access: Access,
     started: Instant,
@@ -368,7 +309,7 @@ pub(crate) fn query_with(
 
 /// Refuses a script where one statement is wanted (a query whose rows go to a closure).
 pub(crate) fn require_single_statement(sql: &str) -> Result<()> {
-    if classify::is_single_statement(sql) {
+    if sql::is_single_statement(sql) {
         Ok(())
     } else {
         Err(Error::invalid_argument(
@@ -387,7 +328,7 @@ fn is_blank(sql: &str) -> bool {
 /// Refuses, before it is prepared, a statement that read-only SQL cannot run because it is not
 /// a query at all (so `ATTACH` or `PRAGMA x = y` is a read-only violation, like any other write).
 fn check_query_text(statement: &str) -> Result<()> {
-    if classify::classify(statement) == classify::StatementKind::Query {
+    if sql::classify(statement) == sql::StatementKind::Query {
         Ok(())
     } else {
         Err(not_a_query(statement))
@@ -396,7 +337,7 @@ fn check_query_text(statement: &str) -> Result<()> {
 
 fn not_a_query(statement: &str) -> Error {
     Error::ReadOnlyViolation {
-        reason: format!("'{}' is not a read-only query", classify::shown(statement)),
+        reason: format!("'{}' is not a read-only query", sql::shown(statement)),
     }
 }
 
@@ -431,8 +372,8 @@ fn check_script_values(sql: &str, params: &Params) -> Result<()> {
     match params {
         Params::Named(values) if !values.is_empty() => {
             let mut named = BTreeSet::new();
-            for statement in classify::statements(sql) {
-                named.extend(classify::placeholders(statement).filter_map(|p| p.strip_prefix(['$', '@', ':', '#'])));
+            for statement in sql::statements(sql) {
+                named.extend(sql::placeholders(statement).filter_map(|p| p.strip_prefix(['$', '@', ':', '#'])));
             }
             match values.keys().find(|k| !named.contains(k.as_str())) {
                 Some(unused) => Err(unused_name(unused)),
@@ -440,7 +381,7 @@ fn check_script_values(sql: &str, params: &Params) -> Result<()> {
             }
         }
         Params::Positional(values) if !values.is_empty() => {
-            let most = classify::statements(sql).map(placeholder_count).max().unwrap_or(0);
+            let most = sql::statements(sql).map(placeholder_count).max().unwrap_or(0);
             check_positional_surplus(params, most)
         }
         _ => Ok(()),
@@ -453,7 +394,7 @@ fn check_script_values(sql: &str, params: &Params) -> Result<()> {
 fn placeholder_count(statement: &str) -> usize {
     let mut highest = 0usize;
     let mut names = BTreeSet::new();
-    for placeholder in classify::placeholders(statement) {
+    for placeholder in sql::placeholders(statement) {
         match placeholder.strip_prefix('?') {
             Some("") => highest = highest.saturating_add(1),
             Some(number) => highest = highest.max(number.parse().unwrap_or(usize::MAX)),

@@ -1,4 +1,4 @@
-//! The classifier's unit tests.
+//! Unit tests of the SQL reader: statement splitting, classification and the early refusals.
 
 use super::*;
 

@@ -1,0 +1,213 @@
+//! Admitting a data move: the checks every request passes before anything changes (keyspace,
+//! destination, catalog, map version, manifest), then the plan and, unless it is a dry run, the
+//! phases.
+
+use super::{Migrator, activate, drive, plan};
+use crate::data::{CatalogIssue, IssueSeverity, MigrationKind, MigrationResult, MigrationSpec, MigrationStatus};
+use crate::engine::store::now_utc;
+use crate::error::Result;
+use crate::map::{ShardMap, ShardRole};
+use crate::migrate::manifest::{self, issue};
+use crate::routing::keyspace_eq;
+
+/// The map's spelling of `keyspace`, or (with an issue) the request's when it is another keyspace.
+pub(super) fn keyspace_of(keyspace: &str, map: &ShardMap, issues: &mut Vec<CatalogIssue>) -> String {
+    if keyspace_eq(keyspace.trim(), map.keyspace()) {
+        map.keyspace().to_owned()
+    } else {
+        issues.push(issue(
+            "keyspace-mismatch",
+            format!(
+                "keyspace '{}' is not the shard map's keyspace '{}'",
+                keyspace.trim(),
+                map.keyspace()
+            ),
+        ));
+        keyspace.trim().to_owned()
+    }
+}
+
+/// Common checks, then the plan, then (unless a dry run) the phases.
+pub(super) async fn start(
+    migrator: &Migrator,
+    spec: MigrationSpec,
+    id: Option<String>,
+    expected_version: Option<u64>,
+    dry_run: bool,
+    mut issues: Vec<CatalogIssue>,
+) -> Result<MigrationResult> {
+    let map = migrator.sharded.map();
+    let id = match id.as_deref().map(str::trim) {
+        Some(id) if !id.is_empty() => id.to_owned(),
+        _ => new_migration_id(),
+    };
+    match migrator.sharded.catalog() {
+        None => issues.push(issue(
+            "catalog-required",
+            "migrations need a client opened from a master catalog".to_owned(),
+        )),
+        Some(catalog) => {
+            if catalog.migration(&id).await?.is_some() {
+                issues.push(issue(
+                    "migration-id-exists",
+                    format!("migration '{id}' already exists: resume it, or choose another id"),
+                ));
+            }
+            if let Some(pending) = catalog.pending_options().await? {
+                issues.push(issue(
+                    "pending-map-exists",
+                    format!(
+                        "the catalog holds a pending map (version {}): activate it first, so the migration \
+                         builds on the map that will be active",
+                        pending.map_version
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(expected) = expected_version
+        && expected != map.version()
+    {
+        issues.push(issue(
+            "map-version-mismatch",
+            format!(
+                "expected active map version {expected}, but the active version is {}",
+                map.version()
+            ),
+        ));
+    }
+    if spec.delete_source && !spec.activate {
+        issues.push(issue(
+            "delete-source-requires-activation",
+            "deleting the source rows needs activation in the same run: until the new map is active the \
+             source still owns them"
+                .to_owned(),
+        ));
+    }
+    issues.extend(manifest::check(&spec.manifest));
+    let now = now_utc();
+    let mut state = MigrationResult {
+        migration_id: id,
+        status: MigrationStatus::Running,
+        phase: "validated".to_owned(),
+        message: String::new(),
+        spec,
+        plan: None,
+        map_version: map.version(),
+        pending_map_version: None,
+        requires_operator_recovery: false,
+        recovery_action: None,
+        receipts: Vec::new(),
+        issues,
+        attempt: 1,
+        started_utc: now.clone(),
+        updated_utc: now,
+        completed_utc: None,
+    };
+    let context = if state.issues.is_empty() {
+        match plan::context(migrator, &state.spec, &map).await {
+            Ok(context) => Some(context),
+            Err(err) => {
+                state.issues.push(issue("manifest-mismatch", err.to_string()));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let Some(context) = context else {
+        state.status = MigrationStatus::Rejected;
+        state.phase = "rejected".to_owned();
+        state.message = format!("the migration was rejected: {}", first_error(&state.issues));
+        // A rejection is recorded under its id, unless the id belongs to another migration.
+        let id_taken = state.issues.iter().any(|i| i.code == "migration-id-exists");
+        if !dry_run && !id_taken && migrator.sharded.catalog().is_some() {
+            activate::finish(migrator, &mut state).await;
+        }
+        return Ok(state);
+    };
+    let plan = plan::plan(migrator, &state.spec, &map, &context).await?;
+    for item in plan
+        .items
+        .iter()
+        .filter(|item| !item.route_index && item.estimated_rows > 0)
+    {
+        if state.spec.kind == MigrationKind::ExactRouteKey {
+            state.issues.push(CatalogIssue {
+                severity: IssueSeverity::Warning,
+                code: "no-route-index".to_owned(),
+                message: format!(
+                    "no index covers the route filter of {} '{}': every page scans it; create an index on its \
+                     route column",
+                    if item.collection { "collection" } else { "table" },
+                    item.name
+                ),
+            });
+        }
+    }
+    state.plan = Some(plan);
+    if dry_run {
+        state.status = MigrationStatus::Planned;
+        state.phase = "planned".to_owned();
+        state.message = "dry run: this is the plan; nothing was changed".to_owned();
+        return Ok(state);
+    }
+    state.receipts = context
+        .targets
+        .iter()
+        .map(|t| plan::fresh_receipt(&t.name, t.collection))
+        .collect();
+    // A record under this id can only be a leftover (the catalog knew no such migration):
+    // the copy must not resume from it.
+    if let Some(destination) = &context.local_destination {
+        destination.clear_copy_cursors(&state.migration_id).await?;
+    }
+    drive::checkpoint(migrator, &mut state).await?;
+    drive::drive(migrator, state, context).await
+}
+
+/// Checks the destination: defined, enabled, primary, not the source.
+pub(super) fn check_destination(
+    map: &ShardMap,
+    source: &str,
+    destination: &str,
+    issues: &mut Vec<CatalogIssue>,
+    same: impl FnOnce() -> String,
+) {
+    match map.shard(destination) {
+        None => issues.push(issue(
+            "unknown-destination-shard",
+            format!("destination shard '{destination}' is not defined in the shard map"),
+        )),
+        Some(shard) if !shard.enabled => issues.push(issue(
+            "destination-shard-disabled",
+            format!("destination shard '{destination}' is disabled"),
+        )),
+        Some(shard) if shard.role == ShardRole::Replica => issues.push(issue(
+            "destination-shard-not-primary",
+            format!("destination shard '{destination}' is a replica: data can move only to primary shards"),
+        )),
+        Some(shard) if !source.is_empty() && shard.id.eq_ignore_ascii_case(source) => {
+            issues.push(issue("destination-is-source", same()));
+        }
+        Some(_) => {}
+    }
+}
+
+/// The message of the first error-level issue, for a run's summary.
+pub(super) fn first_error(issues: &[CatalogIssue]) -> String {
+    issues
+        .iter()
+        .find(|i| i.severity == IssueSeverity::Error)
+        .map_or_else(String::new, |i| i.message.clone())
+}
+
+/// `mig-{yyyymmddhhmmss}-{32 hex}`.
+pub(super) fn new_migration_id() -> String {
+    let stamp = time::OffsetDateTime::now_utc()
+        .format(time::macros::format_description!(
+            "[year][month][day][hour][minute][second]"
+        ))
+        .unwrap_or_default();
+    format!("mig-{stamp}-{}", uuid::Uuid::new_v4().simple())
+}

@@ -1,0 +1,424 @@
+//! A data move's run: [`Migrator`], its requests, resume and abandon. The phases live one file
+//! each: `admit` (request checks), `plan`, `drive` (the phase machine), `copy` (the two copy
+//! strategies), `verify` and `activate`.
+//!
+//! The catalog holds each migration's state: its phase and, per table or collection, a receipt
+//! of the copy (last key, counts, running checksum). Pages are upserted one transaction each,
+//! and resume never copies a page the destination already committed:
+//!
+//! - Between two files of this process (`copy_inside`), each page's transaction on the
+//!   destination also records the cursor after the page, so the destination's record is as far
+//!   as its rows whatever stops the run. The catalog is checkpointed every
+//!   [`CHECKPOINT_INTERVAL`] for progress; resume starts from the record when it is further
+//!   along than the receipt (and updates the receipt from it).
+//! - Through the data clients (`copy_through_clients`), each page is checkpointed in the
+//!   catalog once the destination committed it and before the next is written, so a stopped
+//!   run leaves at most one page beyond the checkpoint; resume reads that page back from the
+//!   destination and writes it only when it is not already there.
+
+mod activate;
+mod admit;
+mod copy;
+mod drive;
+mod plan;
+mod verify;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::fence::{self};
+use super::manifest::issue;
+use super::target::{Selection, Target};
+use crate::catalog::Catalog;
+use crate::client::ShardedClient;
+use crate::data::{
+    BucketMigrationRequest, DataClient, KeyMigrationRequest, MigrationAdmin, MigrationKind, MigrationResult,
+    MigrationSpec, MigrationStatus, ResumeRequest,
+};
+use crate::engine::Database;
+use crate::error::{Error, Result};
+
+/// Progress of a copy, reported after every page.
+#[derive(Debug, Clone)]
+pub struct CopyProgress {
+    /// The migration.
+    pub migration_id: String,
+    /// The table or collection being copied.
+    pub item: String,
+    /// Rows copied so far (including pages copied before a resume).
+    pub rows: u64,
+    /// Rows the plan expected to move.
+    pub estimated_rows: u64,
+}
+
+type Observer = Arc<dyn Fn(&CopyProgress) + Send + Sync>;
+
+/// Runs migrations through a [`ShardedClient`] opened from a master catalog.
+///
+/// ```no_run
+/// # async fn demo() -> shardlite::Result<()> {
+/// use shardlite::client::ShardedClient;
+/// use shardlite::data::{KeyMigrationRequest, MigrationManifest, TableManifest};
+/// use shardlite::migrate::Migrator;
+///
+/// let sharded = ShardedClient::open("data/master.db").await?;
+/// let result = Migrator::new(sharded)
+///     .migrate_key(KeyMigrationRequest {
+///         keyspace: "tenants".into(),
+///         route_key: "tenant-42".into(),
+///         destination_shard_id: "s1".into(),
+///         manifest: MigrationManifest {
+///             page_size: None,
+///             tables: vec![TableManifest {
+///                 table_name: "orders".into(),
+///                 route_key_column: "tenant".into(),
+///                 primary_key_column: "id".into(),
+///             }],
+///             collections: vec![],
+///         },
+///         migration_id: None,
+///         expected_current_map_version: None,
+///         dry_run: false,
+///         activate: true,
+///         delete_source: true,
+///         operator: Some("ada".into()),
+///         comment: None,
+///     })
+///     .await?;
+/// println!("{:?}: {}", result.status, result.message);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Migrator {
+    sharded: ShardedClient,
+    observer: Option<Observer>,
+}
+
+impl std::fmt::Debug for Migrator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Migrator")
+            .field("sharded", &self.sharded)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long one copy or checksum job may keep a shard's connection before it hands it back to
+/// other callers (at a page boundary); the copy goes on in the next job.
+const JOB_TIME: Duration = Duration::from_millis(100);
+
+/// The least time between two catalog checkpoints of a copy inside SQLite: the catalog write
+/// competes with the copy's own threads for the processor. The catalog's receipt is then the
+/// copy's progress for status and progress reports only; where the copy resumes is the cursor
+/// each page's own transaction records on the destination, which is never behind it.
+const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(25);
+
+/// The clients and SQL one run needs.
+struct Context {
+    source: Arc<dyn DataClient>,
+    destination: Arc<dyn DataClient>,
+    /// The engine of each side, when it is a file of this process: pages are then copied and
+    /// checksummed inside SQLite.
+    local_source: Option<Database>,
+    local_destination: Option<Database>,
+    targets: Vec<Target>,
+    /// Each target's route column or property.
+    routes: Vec<String>,
+    selection: Selection,
+    pins: Vec<String>,
+}
+
+impl Migrator {
+    /// A migrator over `sharded`, which must be opened from a master catalog.
+    pub fn new(sharded: ShardedClient) -> Self {
+        Self {
+            sharded,
+            observer: None,
+        }
+    }
+
+    /// Calls `observer` after every page copied (for progress bars).
+    pub fn with_observer(mut self, observer: impl Fn(&CopyProgress) + Send + Sync + 'static) -> Self {
+        self.observer = Some(Arc::new(observer));
+        self
+    }
+
+    fn catalog(&self) -> Result<&Catalog> {
+        self.sharded.catalog().ok_or_else(|| Error::Catalog {
+            reason: "migrations need a client opened from a master catalog, where they record the new map, their \
+                     checkpoints and history"
+                .to_owned(),
+        })
+    }
+
+    /// Moves the data of one route key to another primary shard and pins the key there.
+    ///
+    /// A request that cannot run comes back `Rejected` with issues naming each problem (not as
+    /// an error); so do verification and catalog failures, with a recovery text.
+    pub async fn migrate_key(&self, request: KeyMigrationRequest) -> Result<MigrationResult> {
+        let map = self.sharded.map();
+        let mut issues = Vec::new();
+        let keyspace = admit::keyspace_of(&request.keyspace, &map, &mut issues);
+        let key = request.route_key.trim().to_owned();
+        if key.is_empty() {
+            issues.push(issue("missing-route-key", "the route key is blank".to_owned()));
+        }
+        let mut source = String::new();
+        if !key.is_empty() && issues.is_empty() {
+            match map.resolve(&keyspace, &key) {
+                Ok(resolution) => source = resolution.shard_id.to_owned(),
+                Err(err) => issues.push(issue("source-shard-unavailable", err.to_string())),
+            }
+        }
+        let destination = request.destination_shard_id.trim().to_owned();
+        admit::check_destination(&map, &source, &destination, &mut issues, || {
+            format!("route key '{key}' already resolves to shard '{source}'")
+        });
+        let spec = MigrationSpec {
+            kind: MigrationKind::ExactRouteKey,
+            keyspace,
+            route_key: Some(key),
+            start_bucket_inclusive: None,
+            end_bucket_exclusive: None,
+            source_shard_id: source,
+            destination_shard_id: destination,
+            manifest: request.manifest,
+            activate: request.activate,
+            delete_source: request.delete_source,
+            operator: request.operator,
+            comment: request.comment,
+        };
+        admit::start(
+            self,
+            spec,
+            request.migration_id,
+            request.expected_current_map_version,
+            request.dry_run,
+            issues,
+        )
+        .await
+    }
+
+    /// Moves the data of the buckets `[start, end)` from their source shard to another primary
+    /// shard. Pinned keys stay where their pins put them.
+    pub async fn migrate_buckets(&self, request: BucketMigrationRequest) -> Result<MigrationResult> {
+        let map = self.sharded.map();
+        let mut issues = Vec::new();
+        let keyspace = admit::keyspace_of(&request.keyspace, &map, &mut issues);
+        let (start, end) = (request.start_bucket_inclusive, request.end_bucket_exclusive);
+        let source = request.source_shard_id.trim().to_owned();
+        match map.shard(&source) {
+            None => issues.push(issue(
+                "unknown-source-shard",
+                format!("source shard '{source}' is not defined in the shard map"),
+            )),
+            Some(shard) if !shard.enabled => issues.push(issue(
+                "source-shard-disabled",
+                format!("source shard '{source}' is disabled"),
+            )),
+            Some(_) => {}
+        }
+        if start >= end || end > map.bucket_count() {
+            issues.push(issue(
+                "invalid-bucket-range",
+                format!(
+                    "bucket range [{start}, {end}) is empty or outside the {} virtual buckets",
+                    map.bucket_count()
+                ),
+            ));
+        } else if let Some(index) = map.shard_index(&source)
+            && (start..end).any(|bucket| map.bucket_owner(bucket) != index)
+        {
+            issues.push(issue(
+                "source-does-not-own-bucket-range",
+                format!("source shard '{source}' does not own every bucket of [{start}, {end})"),
+            ));
+        }
+        let destination = request.destination_shard_id.trim().to_owned();
+        admit::check_destination(&map, &source, &destination, &mut issues, || {
+            format!("bucket range [{start}, {end}) already belongs to shard '{source}'")
+        });
+        let spec = MigrationSpec {
+            kind: MigrationKind::BucketRange,
+            keyspace,
+            route_key: None,
+            start_bucket_inclusive: Some(start),
+            end_bucket_exclusive: Some(end),
+            source_shard_id: source,
+            destination_shard_id: destination,
+            manifest: request.manifest,
+            activate: request.activate,
+            delete_source: request.delete_source,
+            operator: request.operator,
+            comment: request.comment,
+        };
+        admit::start(
+            self,
+            spec,
+            request.migration_id,
+            request.expected_current_map_version,
+            request.dry_run,
+            issues,
+        )
+        .await
+    }
+
+    /// Continues migration `id` from its last checkpoint: pages already copied are not copied
+    /// again, everything is verified again, and the phases after verification run as far as
+    /// the migration (and `options`) asks. A migration that already ended successfully is
+    /// returned as it is, so resuming twice does no harm.
+    ///
+    /// A page can be on the destination without a checkpoint in the catalog (the run stopped
+    /// between the two writes). Between files of this process each page's transaction also
+    /// recorded the cursor after it on the destination, and the copy goes on from whichever of
+    /// that record and the catalog is further along; through the data clients, the first page
+    /// after the checkpoint is read back from the destination and written only if it is not
+    /// already there. After `VerificationFailed` everything is copied again.
+    pub async fn resume(&self, id: &str, options: ResumeRequest) -> Result<MigrationResult> {
+        let catalog = self.catalog()?;
+        let id = id.trim();
+        if id.is_empty() {
+            return Err(Error::invalid_argument("migration id", "it is blank"));
+        }
+        let mut state = catalog.migration(id).await?.ok_or_else(|| Error::NotFound {
+            what: "migration",
+            name: id.into(),
+        })?;
+        let activate = state.spec.activate || options.activate;
+        let delete_source = state.spec.delete_source || options.delete_source;
+        if delete_source && !activate {
+            return Err(Error::invalid_argument(
+                "resume options",
+                "deleting the source rows needs activation: resume with activation too",
+            ));
+        }
+        let finished = match state.status {
+            MigrationStatus::Rejected | MigrationStatus::Planned => {
+                return Err(Error::invalid_argument(
+                    "migration id",
+                    format!("migration '{id}' was rejected and never started: start a new one"),
+                ));
+            }
+            MigrationStatus::Activated => !delete_source || state.phase == "source-deleted",
+            MigrationStatus::PendingActivation => !activate,
+            _ => false,
+        };
+        if finished {
+            return Ok(state);
+        }
+        state.spec.activate = activate;
+        state.spec.delete_source = delete_source;
+        let copy_again = state.status == MigrationStatus::VerificationFailed;
+        if copy_again {
+            // The destination was repaired (or will be compared afresh): copy everything again.
+            for receipt in &mut state.receipts {
+                *receipt = plan::fresh_receipt(&receipt.name, receipt.collection);
+            }
+        }
+        if state.status != MigrationStatus::Activated {
+            state.status = if state.pending_map_version.is_some() {
+                MigrationStatus::PendingActivation
+            } else {
+                MigrationStatus::Running
+            };
+        }
+        state.attempt += 1;
+        state.issues.clear();
+        state.completed_utc = None;
+        state.requires_operator_recovery = false;
+        state.recovery_action = None;
+        let map = self.sharded.map();
+        let context = plan::context(self, &state.spec, &map).await?;
+        if copy_again && let Some(destination) = &context.local_destination {
+            // The cursors the destination recorded belong to the copy being redone.
+            destination.clear_copy_cursors(&state.migration_id).await?;
+        }
+        drive::checkpoint(self, &mut state).await?;
+        drive::drive(self, state, context).await
+    }
+
+    /// Gives up a migration that has not changed the map (the explicit recovery for a fence a
+    /// crash or a failure left behind): releases its fence, so writes of its keys on the source
+    /// go on, and records it as `Failed` in phase `abandoned`. Rows already copied to the
+    /// destination stay there (running the migration again upserts them). Refused once the
+    /// migration has written its new map: finish it with [`resume`](Self::resume) instead.
+    pub async fn abandon(&self, id: &str) -> Result<MigrationResult> {
+        let catalog = self.catalog()?;
+        let id = id.trim();
+        let mut state = catalog.migration(id).await?.ok_or_else(|| Error::NotFound {
+            what: "migration",
+            name: id.into(),
+        })?;
+        if let Some(version) = state.pending_map_version {
+            return Err(Error::invalid_argument(
+                "migration id",
+                format!(
+                    "migration '{id}' already wrote map version {version}, which routes its keys to the destination: \
+                     finish it with resume (and activation) instead"
+                ),
+            ));
+        }
+        if matches!(state.status, MigrationStatus::Rejected | MigrationStatus::Planned) {
+            return Err(Error::invalid_argument(
+                "migration id",
+                format!("migration '{id}' was rejected and holds no fence"),
+            ));
+        }
+        let source = self.sharded.for_shard_id(&state.spec.source_shard_id)?;
+        fence::release(&source, &state.migration_id).await?;
+        state.status = MigrationStatus::Failed;
+        state.phase = "abandoned".to_owned();
+        state.message = "abandoned by the operator: the fence was released and the shard map left unchanged; rows \
+                         already copied to the destination stay there"
+            .to_owned();
+        activate::finish(self, &mut state).await;
+        Ok(state)
+    }
+
+    /// The state of migration `id`, as last checkpointed.
+    pub async fn status(&self, id: &str) -> Result<Option<MigrationResult>> {
+        self.catalog()?.migration(id.trim()).await
+    }
+
+    /// Every migration's latest state, most recently updated first.
+    pub async fn migrations(&self) -> Result<Vec<MigrationResult>> {
+        self.catalog()?.migrations().await
+    }
+
+    /// The migration history: one entry per run that ended, newest first.
+    pub async fn history(&self) -> Result<Vec<MigrationResult>> {
+        self.catalog()?.migration_history().await
+    }
+}
+#[async_trait::async_trait]
+impl MigrationAdmin for Migrator {
+    async fn migrate_exact_route_key(&self, request: &KeyMigrationRequest) -> Result<MigrationResult> {
+        self.migrate_key(request.clone()).await
+    }
+
+    async fn migrate_bucket_range(&self, request: &BucketMigrationRequest) -> Result<MigrationResult> {
+        self.migrate_buckets(request.clone()).await
+    }
+
+    async fn resume_migration(&self, migration_id: &str, options: &ResumeRequest) -> Result<MigrationResult> {
+        self.resume(migration_id, *options).await
+    }
+
+    async fn migration_progress(&self, migration_id: &str) -> Result<MigrationResult> {
+        self.status(migration_id).await?.ok_or_else(|| Error::NotFound {
+            what: "migration",
+            name: migration_id.trim().into(),
+        })
+    }
+
+    async fn migrations(&self) -> Result<Vec<MigrationResult>> {
+        Migrator::migrations(self).await
+    }
+
+    async fn migration_history(&self) -> Result<Vec<MigrationResult>> {
+        self.history().await
+    }
+
+    async fn abandon_migration(&self, migration_id: &str) -> Result<MigrationResult> {
+        self.abandon(migration_id).await
+    }
+}

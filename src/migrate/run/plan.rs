@@ -1,0 +1,197 @@
+//! Planning a data move: the clients and targets of a run, each target's row estimate and query
+//! plan, the map the move proposes, and fresh copy receipts.
+
+use super::{Context, Migrator};
+use crate::catalog::diff;
+use crate::data::{MigrationPlan, MigrationReceipt, MigrationSpec, PlannedItem, Value};
+use crate::error::{Error, Result};
+use crate::map::{BucketRange, ShardMap, ShardingOptions};
+use crate::migrate::manifest;
+use crate::migrate::target::{Checksum, Selection, Target};
+
+/// The clients, targets and selection of a run, with each manifest entry checked against both
+/// shards' schemas.
+pub(super) async fn context(migrator: &Migrator, spec: &MigrationSpec, map: &ShardMap) -> Result<Context> {
+    let source = migrator.sharded.for_shard_id(&spec.source_shard_id)?;
+    let destination = migrator.sharded.for_shard_id(&spec.destination_shard_id)?;
+    let pins: Vec<String> = map
+        .options()
+        .exact_key_pins
+        .keys()
+        .map(|k| k.trim().to_owned())
+        .collect();
+    let selection = Selection::of(spec, map.bucket_count(), pins.clone());
+    let page_size = manifest::page_size(&spec.manifest);
+    let mut targets = Vec::new();
+    let mut routes = Vec::new();
+    for table in &spec.manifest.tables {
+        let name = table.table_name.trim();
+        let schema = source.table_schema(name).await.map_err(|err| {
+            Error::invalid_argument(
+                "manifest",
+                format!(
+                    "table '{name}' cannot be read on source shard '{}': {err}",
+                    spec.source_shard_id
+                ),
+            )
+        })?;
+        destination.table_schema(name).await.map_err(|err| {
+            Error::invalid_argument(
+                "manifest",
+                format!(
+                    "table '{name}' cannot be read on destination shard '{}' (create the schema there first): {err}",
+                    spec.destination_shard_id
+                ),
+            )
+        })?;
+        let columns: Vec<String> = schema.columns.iter().map(|c| c.name.clone()).collect();
+        let target = Target::table(
+            &schema.name,
+            &columns,
+            table.primary_key_column.trim(),
+            table.route_key_column.trim(),
+            selection.clone(),
+            page_size,
+        )
+        .ok_or_else(|| {
+            Error::invalid_argument(
+                "manifest",
+                format!(
+                    "table '{name}' has no column '{}' or '{}' (its columns: {})",
+                    table.primary_key_column.trim(),
+                    table.route_key_column.trim(),
+                    columns.join(", ")
+                ),
+            )
+        })?;
+        let route = columns
+            .iter()
+            .find(|c| c.eq_ignore_ascii_case(table.route_key_column.trim()))
+            .cloned()
+            .unwrap_or_default();
+        targets.push(target);
+        routes.push(route);
+    }
+    for collection in &spec.manifest.collections {
+        let property = collection.route_key_property.trim();
+        targets.push(Target::collection(
+            collection.collection_name.trim(),
+            property,
+            selection.clone(),
+            page_size,
+        ));
+        routes.push(property.to_owned());
+    }
+    Ok(Context {
+        source,
+        destination,
+        local_source: migrator
+            .sharded
+            .local_shard(&spec.source_shard_id)
+            .map(|local| local.database().clone()),
+        local_destination: migrator
+            .sharded
+            .local_shard(&spec.destination_shard_id)
+            .map(|local| local.database().clone()),
+        targets,
+        routes,
+        selection,
+        pins,
+    })
+}
+
+/// Row estimates and query plans of every target, and the map diff the move proposes.
+pub(super) async fn plan(
+    _migrator: &Migrator,
+    spec: &MigrationSpec,
+    map: &ShardMap,
+    context: &Context,
+) -> Result<MigrationPlan> {
+    let mut items = Vec::new();
+    for target in &context.targets {
+        let (sql, params) = target.count_query();
+        let count = context.source.execute_read_only_sql(&sql, params).await?;
+        let (sql, params) = target.explain_query();
+        let explained = context.source.execute_read_only_sql(&sql, params).await?;
+        let detail_index = explained.column_names.iter().position(|c| c == "detail").unwrap_or(3);
+        let query_plan: Vec<String> = explained
+            .rows
+            .iter()
+            .filter_map(|row| row.get(detail_index).and_then(Value::as_str).map(str::to_owned))
+            .collect();
+        let route_index = query_plan
+            .iter()
+            .any(|step| (step.contains("USING INDEX") || step.contains("USING COVERING INDEX")) && step.contains("=?"));
+        items.push(PlannedItem {
+            name: target.name.clone(),
+            collection: target.collection,
+            estimated_rows: first_u64(&count.rows),
+            route_index,
+            query_plan: query_plan.join("; "),
+        });
+    }
+    let proposed = ShardMap::new(proposed_options(map, spec))?;
+    let changes = diff(map, &proposed);
+    Ok(MigrationPlan {
+        items,
+        moved_buckets: changes.moved_buckets,
+        moved_pins: changes.moved_pins,
+        proposed_map_version: proposed.version(),
+    })
+}
+
+/// The active map with the moving key pinned (or the range owned) by the destination, one
+/// version up.
+pub(super) fn proposed_options(map: &ShardMap, spec: &MigrationSpec) -> ShardingOptions {
+    let mut options = map.options().clone();
+    options.map_version = i64::try_from(map.version() + 1).unwrap_or(i64::MAX);
+    let destination = map
+        .shard(&spec.destination_shard_id)
+        .map_or_else(|| spec.destination_shard_id.clone(), |s| s.id.clone());
+    if let Some(key) = &spec.route_key {
+        options.exact_key_pins.insert(key.clone(), destination);
+    } else if let (Some(start), Some(end)) = (spec.start_bucket_inclusive, spec.end_bucket_exclusive) {
+        let mut ranges: Vec<BucketRange> = Vec::new();
+        for bucket in 0..map.bucket_count() {
+            let owner = if (start..end).contains(&bucket) {
+                destination.clone()
+            } else {
+                map.shards()[map.bucket_owner(bucket)].id.clone()
+            };
+            let at = i64::from(bucket);
+            match ranges.last_mut() {
+                Some(last) if last.shard_id == owner => last.end_bucket_exclusive = at + 1,
+                _ => ranges.push(BucketRange::new(at, at + 1, owner)),
+            }
+        }
+        options.bucket_ranges = ranges;
+    }
+    options
+}
+
+/// A receipt of a copy not yet begun.
+pub(super) fn fresh_receipt(name: &str, collection: bool) -> MigrationReceipt {
+    MigrationReceipt {
+        name: name.to_owned(),
+        collection,
+        source_rows: 0,
+        pages_copied: 0,
+        last_key: None,
+        copied: false,
+        source_checksum: Checksum::empty().to_hex(),
+        destination_rows: None,
+        destination_checksum: None,
+        verified: false,
+        source_rows_deleted: 0,
+        error: None,
+    }
+}
+
+/// The first cell of a count query's answer.
+pub(super) fn first_u64(rows: &[Vec<Value>]) -> u64 {
+    rows.first()
+        .and_then(|row| row.first())
+        .and_then(Value::as_i64)
+        .and_then(|v| u64::try_from(v).ok())
+        .unwrap_or(0)
+}
