@@ -1,15 +1,13 @@
 //! `shardlite catalog show|validate|apply|activate` end to end against a local master: JSON
 //! output, readable diffs, and exit codes.
 
-use support::cli::{shardlite, stderr, stdout};
+use support::cli::{json_of, seeded, shardlite, stderr, stdout};
+use support::with_third_shard;
 
 use std::path::Path;
 
 use serde_json::json;
 use shardlite::map::{BucketRange, ShardingOptions};
-use support::cli::json_of;
-use support::cli::seeded;
-use support::with_third_shard;
 
 fn write_map(dir: &Path, name: &str, map: &ShardingOptions) -> String {
     let path = dir.join(name);

@@ -1,10 +1,9 @@
 //! The data commands (`resolve`, `map`, `status`, `sql`, `exec-all`, `read-all`) end to end
 //! against a local master.
 
-use support::cli::{shardlite, stderr, stdout};
+use support::cli::{seeded, shardlite, stderr, stdout};
 
 use std::path::Path;
-use support::cli::seeded;
 
 #[test]
 fn data_commands_work_against_a_local_master() {

@@ -3,8 +3,7 @@
 //! JSON output, and exit codes.
 
 use shardlite::client::ShardedClient;
-use support::cli::json_of;
-use support::cli::{shardlite, stderr, stdout};
+use support::cli::{json_of, shardlite, stderr, stdout};
 use support::migrate::{fill, items_on, manifest, migration_master, other, owner};
 use support::temp_dir;
 

@@ -8,8 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use support::by_hand;
-use support::cli::json_of;
-use support::cli::{seeded_with, shardlite, stderr, stdout};
+use support::cli::{json_of, seeded_with, shardlite, stderr, stdout};
 
 const SHARDS: [&str; 4] = ["shard-0", "shard-1", "shard-2", "shard-3"];
 

@@ -22,8 +22,7 @@ use shardlite::wire::ERROR_CODE_METADATA;
 use shardlite::{ErrorKind, RouteContext};
 
 use support::daemon::{Daemon, http_client, start_daemon, start_daemon_on};
-use support::seeded_master;
-use support::with_third_shard;
+use support::{seeded_master, with_third_shard};
 
 /// Version 2 with bucket 1 moved from s0 to s2 and tenant-b re-pinned from s1 to s0.
 fn moving_map(dir: &Path) -> ShardingOptions {

@@ -19,8 +19,7 @@ use shardlite::{Error, ErrorKind, RouteContext};
 use tokio::net::TcpListener;
 
 use support::daemon::{Daemon, start_daemon};
-use support::route;
-use support::seeded_master;
+use support::{route, seeded_master};
 
 fn options(daemon: &Daemon) -> RemoteOptions {
     RemoteOptions::new(&daemon.base_url)

@@ -23,8 +23,7 @@ use shardlite::transport::RemoteOptions;
 use shardlite::transport::grpc::GrpcClient;
 use shardlite::transport::http::HttpClient;
 use support::daemon::{http_client, start_daemon_on};
-use support::route;
-use support::{files_in, path_str, temp_dir, tenants_options};
+use support::{files_in, path_str, route, temp_dir, tenants_options};
 
 /// One hostile input and what each path must answer.
 struct Case {

@@ -18,11 +18,8 @@ use shardlite::transport::grpc::GrpcClient;
 use shardlite::transport::grpc::proto::{self as pb, shardlite_client::ShardliteClient};
 use shardlite::wire::{ERROR_CODE_METADATA, KEYSPACE_METADATA, SHARD_KEY_METADATA};
 
-use support::Fixture;
-use support::daemon::routed;
-use support::daemon::tx_url;
-use support::daemon::{Daemon, http_client, start_daemon};
-use support::route;
+use support::daemon::{Daemon, http_client, routed, start_daemon, tx_url};
+use support::{Fixture, route};
 
 /// Counts forever; only a time limit or a cancellation stops it.
 /// A read that runs for tens of milliseconds: past the inline budget, so it needs a reader thread.

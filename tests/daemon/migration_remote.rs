@@ -13,8 +13,7 @@ use shardlite::server::ServerConfig;
 use shardlite::transport::RemoteOptions;
 use shardlite::transport::grpc::GrpcClient;
 use shardlite::transport::http::HttpClient;
-use support::daemon::remote_shard;
-use support::daemon::{Daemon, http_client, start_daemon_on};
+use support::daemon::{Daemon, http_client, remote_shard, start_daemon_on};
 use support::migrate::{
     allow_item, audit_item_writes, fill, forget_copied_pages, item_writes, items_on, key_request, migration_master,
     other, owner, refuse_item,

@@ -11,8 +11,7 @@ use shardlite::server::ServerConfig;
 use shardlite::transport::RemoteOptions;
 use shardlite::transport::grpc::GrpcClient;
 use shardlite::transport::http::HttpClient;
-use support::daemon::remote_shard;
-use support::daemon::{Daemon, start_daemon_on};
+use support::daemon::{Daemon, remote_shard, start_daemon_on};
 use support::route;
 
 /// Three shards, each a plain database behind its own daemon: s0 over gRPC, s1 over REST,

@@ -11,9 +11,7 @@ use shardlite::map::Secret;
 use shardlite::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig};
 
 use support::Fixture;
-use support::daemon::routed;
-use support::daemon::tx_url;
-use support::daemon::{Daemon, http_client};
+use support::daemon::{Daemon, http_client, routed, tx_url};
 
 const ITEMS_DDL: &str = "CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, name TEXT)";
 

@@ -12,8 +12,7 @@ use shardlite::data::{ActivationRequest, CatalogUpdateRequest};
 use shardlite::driver::{ShardedPool, ShardliteDatabaseError};
 use shardlite::{ErrorKind, RouteContext};
 use sqlx::Connection;
-use support::orders_route as route;
-use support::{orders_master, seed_master, temp_dir, tenants_options};
+use support::{orders_master, orders_route as route, seed_master, temp_dir, tenants_options};
 
 const SCHEMA: &str = "CREATE TABLE events (id INTEGER PRIMARY KEY, route_key TEXT NOT NULL, n INTEGER NOT NULL)";
 

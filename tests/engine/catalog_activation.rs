@@ -14,8 +14,7 @@ use shardlite::ErrorKind;
 use shardlite::client::{DataClient, Params, ShardedClient, ShardedClientOptions, Value};
 use shardlite::data::{ActivationRequest, CatalogUpdateRequest};
 use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
-use support::route;
-use support::{path_str, temp_dir};
+use support::{path_str, route, temp_dir};
 
 #[cfg(feature = "sqlx")]
 const CHILD_MASTER: &str = "SHARDLITE_TEST_CHILD_MASTER";

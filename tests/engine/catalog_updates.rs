@@ -8,8 +8,7 @@ use shardlite::data::{
 };
 use shardlite::map::BucketRange;
 use shardlite::{Error, ErrorKind};
-use support::temp_dir;
-use support::with_third_shard;
+use support::{temp_dir, with_third_shard};
 
 async fn seeded_catalog(dir: &std::path::Path) -> Catalog {
     Catalog::open(support::seeded_master(dir).await).await.unwrap()

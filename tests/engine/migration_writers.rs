@@ -11,8 +11,7 @@ use shardlite::client::{DataClient, Params, ShardedClient, ShardedClientOptions,
 use shardlite::data::MigrationStatus;
 use shardlite::migrate::Migrator;
 use support::migrate::{fill, key_request, migration_master, other, owner};
-use support::route;
-use support::temp_dir;
+use support::{route, temp_dir};
 
 struct Writer {
     key: String,

@@ -12,8 +12,7 @@ use shardlite::map::ShardDefinition;
 use shardlite::migrate::{Migrator, fences_on};
 use shardlite::routing::{bucket_for_token, route_token};
 use support::migrate::{fill, has_profile, items_on, key_request, manifest, migration_master, other, owner};
-use support::route;
-use support::{path_str, temp_dir};
+use support::{path_str, route, temp_dir};
 
 /// Two keys (and their shard) that resolve to the same shard without a pin.
 fn two_keys_on_one_shard(sharded: &ShardedClient) -> (String, String, String) {

@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use shardlite::client::{DataClient, Params, ProcedureDefinition, ShardAdmin, ShardedClient, Value};
 use shardlite::{ErrorKind, RouteContext};
-use support::route;
-use support::seeded_master;
+use support::{route, seeded_master};
 
 /// One way of reaching a sharded deployment.
 struct Surface {

@@ -9,8 +9,7 @@ use shardlite::client::{DataClient, LocalClient, Params, ShardedClient, Value};
 use shardlite::engine::EngineConfig;
 use shardlite::map::{BucketRange, ShardDefinition, ShardMap, ShardingOptions};
 use shardlite::{Error, ErrorKind, RouteContext};
-use support::route;
-use support::{temp_dir, tenants_map, tenants_options};
+use support::{route, temp_dir, tenants_map, tenants_options};
 
 async fn client(dir: &std::path::Path) -> ShardedClient {
     ShardedClient::from_map(tenants_map(dir)).await.unwrap()

@@ -1,13 +1,16 @@
 //! What shardlite's integration-test binaries share: temp dirs, the reference maps and routes,
-//! seeded masters and [`Fixture`], a real daemon on `127.0.0.1:0` ([`daemon`]), the CLI runner
-//! ([`cli`]), migration fixtures ([`migrate`]) and a headless browser ([`browser`]).
+//! seeded masters and [`Fixture`], a real daemon on `127.0.0.1:0` (`daemon`), the CLI runner
+//! ([`cli`]), migration fixtures ([`migrate`]) and a headless browser (`browser`).
 //!
 //! A library of its own (a path dev-dependency, as sqlx does with `sqlx-test`) rather than a
-//! `mod common;` that each test binary compiles again: a module included by several binaries is
-//! dead code in every binary that leaves some of it unused, which a `#![allow(dead_code)]` would
-//! only hide. As a library its public items are its interface, so the compiler still reports what
-//! is unused inside it, it is compiled once for all the binaries, and its `server` feature (turned
-//! on by shardlite's) keeps the daemon and the WebDriver client out of builds without a daemon.
+//! `mod common;` that each test binary compiles again. A module included by several binaries is
+//! partly dead code in every binary that uses only some of it, and silencing that with
+//! `#![allow(dead_code)]` would also hide what no binary uses. A library's public items are its
+//! interface, so a binary may use any subset of them without a warning, while unused private code
+//! in here is still reported; the cost is that a public helper no test calls any more goes
+//! unreported, so it leaves with the last test that needed it. The library is compiled once for
+//! all the binaries, and its `server` feature, which shardlite's `server` feature turns on, keeps
+//! the daemon and the WebDriver client out of builds without a daemon.
 
 #[cfg(feature = "server")]
 pub mod browser;
