@@ -9,21 +9,19 @@
 //!
 //! `SHARDLITE_CRASH_ROWS` sets the row count (default 20,000; the benchmark uses more).
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::migrate::{
-    allow_item, audit_item_writes, fill, forget_copied_pages, item_writes, items_on, key_request, migration_master,
-    other, owner, refuse_item,
-};
-use common::{old_sqlite, temp_dir};
 use shardlite::client::{DataClient, Params, ShardedClient, Value};
 use shardlite::data::MigrationStatus;
 use shardlite::data::ResumeRequest;
 use shardlite::migrate::{Migrator, fences_on};
+use support::migrate::{
+    allow_item, audit_item_writes, fill, forget_copied_pages, item_writes, items_on, key_request, migration_master,
+    other, owner, refuse_item,
+};
+use support::{old_sqlite, temp_dir};
 
 const CHILD_MASTER: &str = "SHARDLITE_TEST_MIGRATION_MASTER";
 const CHILD_KEY: &str = "SHARDLITE_TEST_MIGRATION_KEY";
