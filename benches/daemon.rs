@@ -33,12 +33,10 @@
 //! `SHARDLITE_BENCH_ONLY=text` measures only the rows whose name contains `text` (to profile one
 //! of them).
 
-#[allow(dead_code)]
-#[path = "../tests/common/daemon.rs"]
-mod daemon;
-
 #[path = "daemon/bare.rs"]
 mod bare;
+
+use support::daemon;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -9,8 +9,6 @@
 //! cargo run --example blocking_orders
 //! ```
 
-mod common;
-
 use std::error::Error;
 
 use shardlite::RouteContext;
@@ -18,7 +16,7 @@ use shardlite::client::blocking::ShardedClient;
 use shardlite::client::{Params, Value};
 use shardlite::map::{ShardDefinition, ShardMap};
 
-use common::{ORDERS_KEYSPACE, orders_map};
+use shardlite::demo::{ORDERS_KEYSPACE, orders_map};
 
 fn main() -> Result<(), Box<dyn Error + Send + Sync>> {
     let dir = tempfile::tempdir()?;

@@ -11,8 +11,6 @@
 //! cargo run --example sqlx_many_routes --features sqlx
 //! ```
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::error::Error;
 
@@ -22,7 +20,7 @@ use shardlite::client::ShardedClient;
 use shardlite::driver::ShardedPool;
 use sqlx::Connection;
 
-use common::orders_map;
+use shardlite::demo::orders_map;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error + Send + Sync>> {

@@ -11,8 +11,6 @@
 //! cargo run --example sqlx_remote --features sqlx,server,http,grpc
 //! ```
 
-mod common;
-
 use std::error::Error;
 
 use shardlite::catalog::Catalog;
@@ -21,7 +19,7 @@ use shardlite::driver::ShardliteConnection;
 use shardlite::server::{self, ServerConfig, ServerState};
 use sqlx::{Connection, Row};
 
-use common::orders_map;
+use shardlite::demo::orders_map;
 
 const MONTH: &str = "2026-05";
 

@@ -56,6 +56,8 @@
 //!   [`ShardedClient`](client::ShardedClient) and its route-bound clients and transactions.
 //! - [`connect`]: opening a connection string, in-process or through a daemon.
 //! - [`paging`]: page fill across route keys, bounded merge, month keys and signed cursors.
+//! - [`demo`]: the order-history sample: its map, its orders and the walk-through that
+//!   `shardlite demo` and `examples/order_history.rs` run.
 //! - [`reshard`]: resharding, verified moves of a route key's or a bucket range's data to another
 //!   shard (the wire and the `shardlite migrate` command call them migrations): fences persisted
 //!   in the source shard's file, paged copy with checkpoints, verification, resume. The run is
@@ -79,6 +81,7 @@ pub mod catalog;
 pub mod client;
 pub mod connect;
 pub mod data;
+pub mod demo;
 #[cfg(feature = "sqlx")]
 pub mod driver;
 pub mod engine;

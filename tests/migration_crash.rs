@@ -9,21 +9,19 @@
 //!
 //! `SHARDLITE_CRASH_ROWS` sets the row count (default 20,000; the benchmark uses more).
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::migrate::{
-    allow_item, audit_item_writes, fill, forget_copied_pages, item_writes, items_on, key_request, migration_master,
-    other, owner, refuse_item,
-};
-use common::temp_dir;
 use shardlite::client::{DataClient, Params, ShardedClient, Value};
 use shardlite::data::MigrationStatus;
 use shardlite::data::ResumeRequest;
 use shardlite::reshard::{Migrator, fences_on};
+use support::migrate::{
+    allow_item, audit_item_writes, fill, forget_copied_pages, item_writes, items_on, key_request, migration_master,
+    other, owner, refuse_item,
+};
+use support::{old_sqlite, temp_dir};
 
 const CHILD_MASTER: &str = "SHARDLITE_TEST_MIGRATION_MASTER";
 const CHILD_KEY: &str = "SHARDLITE_TEST_MIGRATION_KEY";
@@ -191,6 +189,17 @@ async fn a_migration_killed_ten_times_resumes_to_an_exact_copy() {
         fences_on(&sharded.for_shard_id(&source).unwrap()).await.unwrap(),
         vec![(MIGRATION_ID.to_owned(), "moved".to_owned())]
     );
+    // Both files, killed ten times mid-migration and resumed, open in an older SQLite.
+    old_sqlite::version();
+    for shard in [&source, &destination] {
+        let file = dir.path().join(format!("{shard}.db"));
+        old_sqlite::read_every_table(&file);
+        old_sqlite::run(
+            &file,
+            "INSERT INTO items (id, tenant, n) VALUES ('plain', 'another-tenant', 1)",
+        )
+        .expect("a row that did not move");
+    }
 }
 
 /// Each page's transaction on the destination also records how far the copy got, so a resume
@@ -210,8 +219,14 @@ async fn resume_goes_on_from_the_pages_the_destination_recorded() {
     audit_item_writes(&sharded, destination).await;
     let shard = sharded.for_shard_id(destination).unwrap();
     // What another migration of the same table left behind: it must not count for this one.
+    // Only a maintenance transaction may write the internal tables.
+    let tx = shard
+        .begin_transaction_with(shardlite::client::TransactionOptions::maintenance())
+        .await
+        .unwrap();
     shard
-        .execute_sql(
+        .execute_in_transaction(
+            &tx.transaction_id,
             "CREATE TABLE _shardlite_copy_cursors (migration_id TEXT NOT NULL, item TEXT NOT NULL, after_key,
                  checksum BLOB NOT NULL, rows INTEGER NOT NULL, pages INTEGER NOT NULL, finished INTEGER NOT NULL,
                  PRIMARY KEY (migration_id, item))",
@@ -220,12 +235,14 @@ async fn resume_goes_on_from_the_pages_the_destination_recorded() {
         .await
         .unwrap();
     shard
-        .execute_sql(
+        .execute_in_transaction(
+            &tx.transaction_id,
             "INSERT INTO _shardlite_copy_cursors VALUES ('an-older-one', 'table ''items''', 'zzz', zeroblob(32), 999, 99, 1)",
             Params::none(),
         )
         .await
         .unwrap();
+    shard.commit_transaction(&tx.transaction_id).await.unwrap();
     let records = |id: &'static str| {
         let shard = std::sync::Arc::clone(&shard);
         async move {

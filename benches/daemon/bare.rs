@@ -283,7 +283,7 @@ bare_service! {
     resume_shard_migration(ResumeShardMigrationRequest) -> ShardMigrationResult;
     abandon_shard_migration(ShardMigrationProgressRequest) -> ShardMigrationResult;
     execute_read_only_sql(SqlRequest) -> SqlResult;
-    begin_transaction(Empty) -> TransactionInfo;
+    begin_transaction(BeginTransactionRequest) -> TransactionInfo;
     execute_in_transaction(TransactionSqlRequest) -> SqlResult;
     commit_transaction(TransactionRequest) -> Empty;
     rollback_transaction(TransactionRequest) -> Empty;

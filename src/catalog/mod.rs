@@ -90,10 +90,47 @@ impl Catalog {
             readers: 1,
             ..EngineConfig::default()
         };
-        let db = Database::open_as(&path, "master catalog".to_owned(), config, Role::Catalog).await?;
-        let catalog = Self { db, path };
-        catalog.check_schema_version().await?;
+        let unreadable = |err: Error| match err.sqlite_code() {
+            Some(code) if crate::engine::is_storage_failure(code) => Error::Catalog {
+                reason: format!(
+                    "the master '{}' cannot be read ({err}): restore it from a backup, or seed a new one",
+                    path.display()
+                ),
+            },
+            _ => err,
+        };
+        let db = Database::open_as(&path, "master catalog".to_owned(), config, Role::Catalog)
+            .await
+            .map_err(unreadable)?;
+        let catalog = Self { db, path: path.clone() };
+        catalog.check_intact().await.map_err(unreadable)?;
+        catalog.check_schema_version().await.map_err(unreadable)?;
         Ok(catalog)
+    }
+
+    /// Refuses a master SQLite finds damaged (a truncated or partly overwritten file), which
+    /// could otherwise open and serve a map with pages missing. The master is small, so SQLite's
+    /// `quick_check` costs little at open.
+    async fn check_intact(&self) -> Result<()> {
+        let result = self
+            .db
+            .execute_read_only("SELECT quick_check FROM pragma_quick_check", Params::none())
+            .await?;
+        let verdict = result
+            .rows
+            .first()
+            .and_then(|row| row.first())
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if verdict == "ok" {
+            return Ok(());
+        }
+        Err(Error::Catalog {
+            reason: format!(
+                "the master '{}' is damaged (SQLite's quick_check says: {verdict}): restore it from a backup",
+                self.path.display()
+            ),
+        })
     }
 
     /// The catalog file.

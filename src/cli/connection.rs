@@ -85,7 +85,7 @@ pub async fn open(args: &ConnectionArgs, route: Option<RouteContext>) -> Result<
             format!(
                 "Data Source '{path}' does not exist: create a master catalog with `shardlite seed \
                  --master {path} --map MAP.json`, or get a ready one with \
-                 `cargo run --example order_history -- demo` (it keeps demo/shards/master.db)"
+                 `shardlite demo demo` (it keeps demo/shards/master.db)"
             ),
         ));
     }

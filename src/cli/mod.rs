@@ -3,6 +3,7 @@
 mod catalog;
 mod connection;
 mod data;
+mod demo;
 mod reshard;
 mod schema;
 mod seed;
@@ -20,7 +21,7 @@ use clap::{Parser, Subcommand};
     name = "shardlite",
     version,
     about,
-    after_help = "Example: shardlite status -c \"Data Source=demo/shards/master.db\"   (make one with `cargo run --example order_history -- demo`)"
+    after_help = "Example: shardlite status -c \"Data Source=demo/shards/master.db\"   (make one with `shardlite demo demo`)"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -29,6 +30,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the order-history sample: a master and four shard files, orders routed by month.
+    #[command(after_help = "Example: shardlite demo demo   (keeps the files in ./demo/shards/)")]
+    Demo(demo::DemoArgs),
     /// Print the canonical route text, token and bucket of a route.
     #[command(after_help = "Example: shardlite token orders_by_month 2026-06 --buckets 16")]
     Token(token::TokenArgs),
@@ -91,6 +95,7 @@ impl Cli {
     /// Runs the parsed command, printing errors to stderr.
     pub fn run(self) -> ExitCode {
         let outcome = match self.command {
+            Command::Demo(args) => block_on(demo::run(&args)),
             Command::Token(args) => token::run(&args),
             Command::Seed(args) => block_on(seed::run(&args)),
             Command::Resolve(args) => block_on(data::resolve(&args)),

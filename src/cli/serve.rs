@@ -58,6 +58,12 @@ pub struct ServeArgs {
     /// Seconds one SQL statement may run before it is interrupted (`statement_timeout`); 0 = no limit.
     #[arg(long, value_name = "SECS", default_value_t = seconds(ServerConfig::default().statement_timeout))]
     statement_timeout: u64,
+    /// Seconds a migration's `moved` record (which refuses writers still on the old map) stays in
+    /// its source shard file once the new map is active; keep it longer than every router's
+    /// refresh interval. Afterwards the record and its triggers are removed.
+    #[arg(long, value_name = "SECS", default_value_t = ServerConfig::default().moved_record_grace.as_secs(),
+        value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
+    moved_record_grace: u64,
     /// Rows one result may buffer; more is refused with `result_too_large`.
     #[arg(long, value_name = "N", default_value_t = ServerConfig::default().max_result_rows,
         value_parser = positive)]
@@ -178,6 +184,7 @@ fn server_config(args: &ServeArgs) -> ServerConfig {
         max_open_transactions_per_key: args.max_open_transactions_per_key,
         readers: args.readers,
         max_queued_jobs: args.max_queued_jobs,
+        moved_record_grace: Duration::from_secs(args.moved_record_grace),
     }
 }
 
@@ -273,6 +280,14 @@ mod tests {
         assert_eq!(parsed.max_open_transactions, default.max_open_transactions);
         assert_eq!(parsed.max_open_transactions_per_key, 64);
         assert_eq!(parsed.readers, default.readers);
+        assert_eq!(parsed.moved_record_grace, Duration::from_secs(600));
+        assert_eq!(
+            config(&["--moved-record-grace", "30"])
+                .expect("parses")
+                .moved_record_grace,
+            Duration::from_secs(30)
+        );
+        assert!(config(&["--moved-record-grace", "0"]).is_err());
         assert_eq!(parsed.max_queued_jobs, default.max_queued_jobs);
     }
 

@@ -48,7 +48,7 @@ use super::{ShardedClientOptions, ShardedTransaction};
 use crate::data::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
     DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, RowRef, SavedQuery, ShardAdmin,
-    ShardSqlResult, ShardStatus, SqlResult, TableSchema, TransactionInfo, Value,
+    ShardSqlResult, ShardStatus, SqlResult, TableSchema, TransactionInfo, TransactionOptions, Value,
 };
 use crate::data::{SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport, every_row, first_row};
 use crate::error::{Error, Result};
@@ -446,6 +446,8 @@ impl RoutedClient {
         fn execute_procedure(&self, name: &str, args: Params) -> Result<SqlResult>;
         /// Begins a transaction on the route's shard; the returned id routes later calls.
         fn begin_transaction(&self) -> Result<TransactionInfo>;
+        /// Begins a transaction with `options` (a maintenance transaction, say).
+        fn begin_transaction_with(&self, options: TransactionOptions) -> Result<TransactionInfo>;
         /// Executes SQL inside a transaction of the route's shard.
         fn execute_in_transaction(&self, transaction_id: &str, sql: &str, params: Params) -> Result<SqlResult>;
         /// Commits a transaction of the route's shard.

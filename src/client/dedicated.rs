@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::forward::impl_data_client;
 use super::{LocalClient, ShardedClient};
-use crate::data::{DataClient, DatabaseInfo, Params, SqlResult, TransactionInfo};
+use crate::data::{DataClient, DatabaseInfo, Params, SqlResult, TransactionInfo, TransactionOptions};
 use crate::engine::{BeginMode, DedicatedConnection};
 use crate::error::{Error, ErrorKind, Result};
 use crate::routing::RouteContext;
@@ -217,7 +217,14 @@ impl_data_client!(DedicatedClient, |this| Ok::<_, Error>(&this.shared), {
     async fn info(&self) -> Result<DatabaseInfo> {
         self.shared.info().await
     }
-    async fn begin_transaction(&self) -> Result<TransactionInfo> {
+    async fn begin_transaction_with(&self, options: TransactionOptions) -> Result<TransactionInfo> {
+        if options.maintenance {
+            return Err(Error::invalid_argument(
+                "transaction options",
+                "a maintenance transaction runs on a connection of its own: begin it on the shard's client, \
+                 not on a dedicated connection",
+            ));
+        }
         self.check_or_follow().await?;
         // IMMEDIATE: the write lock is taken now, so no statement of the transaction fails later
         // on upgrading it.

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use super::forward::impl_data_client;
-use crate::data::{DatabaseInfo, Params, SqlResult, TransactionInfo};
+use crate::data::{DatabaseInfo, Params, SqlResult, TransactionInfo, TransactionOptions};
 use crate::engine::{Database, EngineConfig};
 use crate::error::Result;
 use crate::options::ConnectionOptions;
@@ -98,8 +98,8 @@ impl_data_client!(LocalClient, |this| Ok::<_, crate::Error>(&this.db), {
     async fn info(&self) -> Result<DatabaseInfo> {
         self.db.info().await
     }
-    async fn begin_transaction(&self) -> Result<TransactionInfo> {
-        let session = self.db.begin().await?;
+    async fn begin_transaction_with(&self, options: TransactionOptions) -> Result<TransactionInfo> {
+        let session = self.db.begin_with(options).await?;
         Ok(TransactionInfo {
             transaction_id: session.id,
             expires_at_utc: session.expires_at.map(format_utc),

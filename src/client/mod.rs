@@ -25,5 +25,5 @@ pub use sharded::{ShardedClient, ShardedClientOptions, ShardedTransaction};
 pub use crate::data::{
     CatalogHistoryEntry, CatalogState, ColumnInfo, DataClient, DatabaseInfo, Document, DocumentPage, FromValue, Params,
     ProcedureDefinition, ProcedureParameter, Row, RowPage, RowRef, SavedQuery, ShardAdmin, ShardSqlResult, ShardStatus,
-    SqlResult, TableSchema, TransactionInfo, Value, ValueRef,
+    SqlResult, TableSchema, TransactionInfo, TransactionOptions, Value, ValueRef,
 };

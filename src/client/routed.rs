@@ -8,7 +8,9 @@ use std::time::Instant;
 use super::forward::impl_data_client;
 use super::sharded::generation::{Generation, ShardSlot};
 use super::{ShardedClient, ShardedTransaction};
-use crate::data::{DataClient, DatabaseInfo, Params, RowRef, SqlResult, TransactionInfo, every_row, first_row};
+use crate::data::{
+    DataClient, DatabaseInfo, Params, RowRef, SqlResult, TransactionInfo, TransactionOptions, every_row, first_row,
+};
 use crate::engine::{Database, Here};
 use crate::error::Result;
 use crate::map::ShardMap;
@@ -239,8 +241,8 @@ impl_data_client!(RoutedClient, |this| this.shard().await, {
     async fn info(&self) -> Result<DatabaseInfo> {
         self.shard().await?.info().await
     }
-    async fn begin_transaction(&self) -> Result<TransactionInfo> {
-        self.sharded.begin_on(&self.route).await
+    async fn begin_transaction_with(&self, options: TransactionOptions) -> Result<TransactionInfo> {
+        self.sharded.begin_on(&self.route, options).await
     }
     async fn execute_in_transaction(&self, transaction_id: &str, sql: &str, params: Params) -> Result<SqlResult> {
         self.sharded

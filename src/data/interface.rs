@@ -8,7 +8,7 @@ use super::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
     DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery, SchemaMigrationReport,
     SchemaMigrationRequest, SchemaStatusReport, ShardSqlResult, ShardStatus, SqlResult, TableSchema, TransactionInfo,
-    Value,
+    TransactionOptions, Value,
 };
 use crate::error::Result;
 use crate::map::ShardMapSnapshot;
@@ -120,7 +120,11 @@ pub trait DataClient: Send + Sync {
     async fn execute_procedure(&self, name: &str, args: Params) -> Result<SqlResult>;
 
     /// Begins a transaction; the returned id routes later calls.
-    async fn begin_transaction(&self) -> Result<TransactionInfo>;
+    async fn begin_transaction(&self) -> Result<TransactionInfo> {
+        self.begin_transaction_with(TransactionOptions::default()).await
+    }
+    /// Begins a transaction with `options` (a maintenance transaction, say).
+    async fn begin_transaction_with(&self, options: TransactionOptions) -> Result<TransactionInfo>;
     /// Executes SQL inside a transaction.
     async fn execute_in_transaction(&self, transaction_id: &str, sql: &str, params: Params) -> Result<SqlResult>;
     /// Commits a transaction.

@@ -28,7 +28,7 @@ pub use interface::{DataClient, ShardAdmin};
 pub use params::Params;
 pub use records::{
     ColumnInfo, DatabaseInfo, Document, DocumentPage, ProcedureDefinition, ProcedureParameter, Row, RowPage,
-    SavedQuery, SqlResult, TableSchema, TransactionInfo,
+    SavedQuery, SqlResult, TableSchema, TransactionInfo, TransactionOptions,
 };
 pub use reshard::{
     BucketMigrationRequest, CollectionManifest, KeyMigrationRequest, MigrationAdmin, MigrationKind, MigrationManifest,

@@ -63,8 +63,12 @@ impl PartialSchema for ValueSchema {
             .item(ObjectBuilder::new().schema_type(Type::String))
             .item(blob)
             .item(real)
+            .item(ObjectBuilder::new().schema_type(Type::Boolean).description(Some(
+                "accepted as the integer 1 or 0 (SQLite has no boolean); answered as that integer",
+            )))
             .description(Some(
-                "an SQLite value: null, a 64-bit integer (exact beyond 2^53), a float, text, or a blob",
+                "an SQLite value: null, a 64-bit integer (exact beyond 2^53), a float, text, or a blob; a boolean \
+                 sent is stored as 1 or 0",
             ))
             .into()
     }

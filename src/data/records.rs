@@ -205,6 +205,27 @@ pub struct DatabaseInfo {
     pub procedure_count: u64,
 }
 
+/// How a transaction begins.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema, utoipa::IntoParams))]
+#[cfg_attr(feature = "server", into_params(parameter_in = Query))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TransactionOptions {
+    /// A maintenance transaction: its statements may also write shardlite's internal tables
+    /// (`_shardlite_*`) and create or drop their triggers, as a data migration does when it
+    /// fences routes and moves collection documents. An operator capability: the scoped API
+    /// keys of SPEC section 17 reserve it for `admin` keys. Default false.
+    #[serde(default)]
+    pub maintenance: bool,
+}
+
+impl TransactionOptions {
+    /// The options of a maintenance transaction.
+    pub fn maintenance() -> Self {
+        Self { maintenance: true }
+    }
+}
+
 /// An open transaction, as returned by begin.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]

@@ -18,6 +18,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::{Semaphore, oneshot};
 
+use super::fence_upkeep::Upkeep;
 use super::guard::{self, Limits, Scope};
 use super::hold::Hold;
 use super::inline::{Borrowed, Here};
@@ -61,6 +62,13 @@ pub struct EngineConfig {
     /// and so never pay for a thread hop; a long query gives the task back after this much
     /// SQLite work. `None` sends every query to a reader thread. Default 1 ms.
     pub inline_read_budget: Option<Duration>,
+    /// How long a moved record stays in a migration's source file once the new map is active:
+    /// a writer still on the old map is refused for that long rather than writing where nobody
+    /// reads. Afterwards the record and its triggers are removed (the engine checks when it
+    /// opens the file and from time to time while it serves it). Keep it longer than the
+    /// refresh interval of every router and client on the catalog (250 ms by default). Default
+    /// 10 minutes.
+    pub moved_record_grace: Duration,
 }
 
 // The limits are the connection-string limits, so a parsed connection string always fits.
@@ -85,6 +93,7 @@ impl EngineConfig {
         for (name, value) in [
             ("transaction idle timeout", self.transaction_idle_timeout),
             ("statement timeout", self.statement_timeout),
+            ("moved record grace", Some(self.moved_record_grace)),
         ] {
             if value.is_some_and(|value| value > MAX_TIMEOUT) {
                 return Err(Error::invalid_argument(
@@ -137,6 +146,7 @@ impl Default for EngineConfig {
             max_result_bytes: 128 * 1024 * 1024,
             max_queued_jobs: 1024,
             inline_read_budget: Some(Duration::from_millis(1)),
+            moved_record_grace: Duration::from_secs(600),
         }
     }
 }
@@ -215,6 +225,7 @@ impl Database {
         {
             let path = path.clone();
             let config = config.clone();
+            let label_for_writer = label.clone();
             spawn_thread(&format!("shardlite-writer-{label}"), move || {
                 let conn = match open_writer(&path, &config, role) {
                     Ok(conn) => Arc::new(Mutex::new(conn)),
@@ -224,7 +235,8 @@ impl Database {
                     }
                 };
                 let _ = ready_tx.send(Ok(Arc::clone(&conn)));
-                serve_shared(&conn, &writer_rx);
+                let upkeep = (role == Role::Data).then(|| Upkeep::new(config.moved_record_grace, config.busy_timeout));
+                serve_shared(&conn, &writer_rx, upkeep, &label_for_writer);
             })?;
         }
         let writer_conn = ready_rx.await.map_err(|_| Error::Closed {
@@ -292,7 +304,8 @@ impl Database {
     /// dropped: a client went away, a deadline passed), the job is skipped when it has not
     /// started, and interrupted when it has. A job on the writer that leaves a transaction open
     /// is rolled back and fails: the writer is shared, and must be back in autocommit for the
-    /// next caller.
+    /// next caller. Likewise a job that leaves a TEMP object on its connection (see
+    /// [`guard::temp_left`]).
     async fn call<T: Send + 'static>(
         &self,
         queue: &flume::Sender<Job>,
@@ -316,6 +329,11 @@ impl Database {
                     });
                 }
             }
+            if let Err(err) = guard::temp_left(conn)
+                && result.is_ok()
+            {
+                result = Err(err);
+            }
             let _ = tx.send(result);
         });
         match queue.try_send(job) {
@@ -334,7 +352,21 @@ impl Database {
         let cancel_on_drop = CancelOnDrop(cancel);
         let outcome = rx.await.map_err(|_| self.closed());
         std::mem::forget(cancel_on_drop);
-        outcome?
+        outcome?.map_err(|err| self.storage_failure(err))
+    }
+
+    /// `err`, or, when SQLite could not use the file itself (an I/O error, a corrupt or foreign
+    /// file, a full disk, a file it cannot open, or one deleted or moved since it was opened),
+    /// [`Error::ShardStorage`] naming this database: a failure of this shard's storage, told
+    /// apart from a client's mistake (a read-only violation stays one).
+    pub(super) fn storage_failure(&self, err: Error) -> Error {
+        match err {
+            Error::Sql(failure) if is_storage_failure(failure.code) => Error::ShardStorage {
+                shard_id: self.shared.label.as_str().into(),
+                failure,
+            },
+            other => other,
+        }
     }
 
     /// Runs `f` on the writer connection.
@@ -443,6 +475,24 @@ impl Database {
     }
 }
 
+/// Whether SQLite's (extended) result `code` says it could not use the file itself: an I/O
+/// error, a corrupt or foreign file, a full disk, a file it cannot open or lacks permission for,
+/// or one deleted or moved since it was opened.
+pub(crate) fn is_storage_failure(code: i32) -> bool {
+    match code & 0xff {
+        rusqlite::ffi::SQLITE_IOERR
+        | rusqlite::ffi::SQLITE_CORRUPT
+        | rusqlite::ffi::SQLITE_NOTADB
+        | rusqlite::ffi::SQLITE_FULL
+        | rusqlite::ffi::SQLITE_CANTOPEN
+        | rusqlite::ffi::SQLITE_PERM => true,
+        // Plain SQLITE_READONLY is a write on a read-only connection; its extended codes are
+        // about the file (moved or deleted, cannot lock, cannot recover).
+        rusqlite::ffi::SQLITE_READONLY => code != rusqlite::ffi::SQLITE_READONLY,
+        _ => false,
+    }
+}
+
 pub(super) fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) -> Result<()> {
     std::thread::Builder::new()
         .name(name.chars().take(60).collect())
@@ -460,9 +510,27 @@ fn serve(mut conn: Connection, jobs: &flume::Receiver<Job>) {
     }
 }
 
-fn serve_shared(conn: &Mutex<Connection>, jobs: &flume::Receiver<Job>) {
-    while let Ok(job) = jobs.recv() {
-        job(&mut conn.lock().unwrap_or_else(PoisonError::into_inner));
+/// Runs the writer's jobs; between them, the file's fence upkeep when it is due.
+fn serve_shared(conn: &Mutex<Connection>, jobs: &flume::Receiver<Job>, mut upkeep: Option<Upkeep>, label: &str) {
+    loop {
+        let job = match &upkeep {
+            Some(upkeep) => match jobs.recv_deadline(upkeep.next()) {
+                Ok(job) => Some(job),
+                Err(flume::RecvTimeoutError::Timeout) => None,
+                Err(flume::RecvTimeoutError::Disconnected) => return,
+            },
+            None => match jobs.recv() {
+                Ok(job) => Some(job),
+                Err(_) => return,
+            },
+        };
+        let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(job) = job {
+            job(&mut conn);
+        }
+        if let Some(upkeep) = upkeep.as_mut() {
+            upkeep.run_if_due(&conn, label);
+        }
     }
 }
 
@@ -485,6 +553,11 @@ fn open_writer(path: &Path, config: &EngineConfig, role: Role) -> Result<Connect
     conn.execute_batch("PRAGMA synchronous = NORMAL;").map_err(sql_error)?;
     if role == Role::Data {
         super::store::create_internal_tables(&conn)?;
+        // Upkeep that fails (another process holds the write lock, say) is tried again while
+        // the file is served; it never keeps the file from opening.
+        if let Err(err) = super::fence_upkeep::tidy(&conn, config.moved_record_grace) {
+            tracing::debug!(path = %path.display(), error = %err, "fence upkeep at open will be tried again");
+        }
     }
     guard::install(&conn, Scope::Shared, config.allow_attach)?;
     Ok(conn)
@@ -512,7 +585,7 @@ fn open_read_only(path: &Path, config: &EngineConfig) -> Result<Connection> {
     Ok(conn)
 }
 
-pub(super) fn open_session(path: &Path, config: &EngineConfig) -> Result<Connection> {
+pub(super) fn open_session(path: &Path, config: &EngineConfig, scope: Scope) -> Result<Connection> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -520,7 +593,7 @@ pub(super) fn open_session(path: &Path, config: &EngineConfig) -> Result<Connect
     .map_err(sql_error)?;
     configure(&conn, config)?;
     conn.execute_batch("PRAGMA synchronous = NORMAL;").map_err(sql_error)?;
-    guard::install(&conn, Scope::Session, config.allow_attach)?;
+    guard::install(&conn, scope, config.allow_attach)?;
     Ok(conn)
 }
 

@@ -206,7 +206,7 @@ fn serve(
     jobs: &flume::Receiver<Job>,
     ready: oneshot::Sender<Result<Arc<Mutex<Owned>>>>,
 ) {
-    let conn = match open_session(path, config) {
+    let conn = match open_session(path, config, Scope::Session) {
         Ok(conn) => conn,
         Err(err) => {
             let _ = ready.send(Err(err));

@@ -13,7 +13,29 @@
 //!   may use savepoints inside its own transaction);
 //! - pragmas that change durability, safety or connection state (see
 //!   [`pragma_allowed`](crate::sql::pragma_allowed));
-//! - `load_extension()`.
+//! - `load_extension()`;
+//! - on the shared connections, creating, dropping or altering TEMP tables, views, triggers and
+//!   indexes, however the statement names the temp schema (`TEMP`, `TEMPORARY`, `temp.x`,
+//!   `"temp".x`, `CREATE TEMP TABLE ... AS SELECT`): such an object would live on a connection
+//!   every caller shares, in no file, and change what later callers' statements do (a TEMP
+//!   table shadows the real one, a TEMP trigger fires on every caller's writes). A transaction
+//!   session's connection and a dedicated connection are their caller's own, so TEMP objects
+//!   stay allowed there and die with the connection.
+//!
+//! - writing shardlite's internal tables (`_shardlite_*`: collections, saved queries, procedures,
+//!   a data migration's fences, pins, targets and copy cursors), and creating, dropping or
+//!   altering them or any index, trigger or view that is internal or on an internal table. The
+//!   engine's own statements write them under [`internal_writes`] (or [`trusted`]); a data
+//!   migration writes them through the data interface inside a *maintenance* transaction
+//!   ([`Scope::Maintenance`]), an operator capability asked for explicitly when the transaction
+//!   begins. Either way only a top-level statement may write them, never a trigger or view a
+//!   client defined. Reading them is allowed: they hold what the collection, saved-query,
+//!   procedure and migration APIs show anyway.
+//!
+//! As a second line behind that refusal, a statement on a shared connection that names the temp
+//! schema at all marks the thread, and the end of its job ([`temp_left`]) then checks that the
+//! connection's temp schema is empty, drops anything found and fails the job. A job that never
+//! names the temp schema pays for nothing but a flag read.
 //!
 //! The progress handler interrupts a statement that runs past its time limit, or whose caller
 //! has gone away.
@@ -27,8 +49,11 @@ use rusqlite::Connection;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 
 use super::sqlite_error::sql_error;
+use super::store::INTERNAL_PREFIX;
 use crate::error::{Error, Result};
-use crate::sql::{Allowances, StatementKind, classify, pragma_allowed, refuse_kind, shown};
+use crate::sql::{
+    Allowances, INTERNAL_REFUSAL, StatementKind, TEMP_REFUSAL, classify, pragma_allowed, refuse_kind, shown,
+};
 
 /// SQLite VM instructions between two progress checks: small enough to stop a runaway query
 /// within a millisecond or so, large enough that a point query never pays for a check.
@@ -39,8 +64,12 @@ const PROGRESS_PERIOD: i32 = 1000;
 pub(crate) enum Scope {
     /// The writer and the readers, which every caller shares.
     Shared,
-    /// A transaction session's own connection: savepoints are its caller's business.
+    /// A transaction session's own connection (or a dedicated one): savepoints and TEMP objects
+    /// are its caller's business.
     Session,
+    /// A maintenance transaction's own connection: a session whose top-level statements may
+    /// also write the internal tables and change their schema and triggers (data migrations).
+    Maintenance,
 }
 
 /// Why the authorizer refused a statement.
@@ -50,6 +79,8 @@ enum Refusal {
     OtherFile,
     Pragma,
     Extension,
+    TempObject,
+    Internal,
 }
 
 /// Why the progress handler stopped a statement.
@@ -77,7 +108,11 @@ struct ThreadGuard {
     /// What the connection this thread owns accepts (set when its guard is installed).
     allowances: Cell<Option<Allowances>>,
     trusted: Cell<bool>,
+    /// The engine is writing its internal tables (see [`internal_writes`]).
+    internal: Cell<bool>,
     vacuum: Cell<bool>,
+    /// A statement on a shared connection named the temp schema since the last [`temp_left`].
+    temp_named: Cell<bool>,
     refusal: Cell<Option<Refusal>>,
     stop: Cell<Option<Stop>>,
     deadline: Cell<Option<Instant>>,
@@ -93,9 +128,12 @@ thread_local! {
 
 /// What a connection of `scope` accepts.
 pub(crate) fn allowances(scope: Scope, allow_attach: bool) -> Allowances {
+    let own = scope != Scope::Shared;
     Allowances {
-        savepoints: scope == Scope::Session,
+        savepoints: own,
         attach: allow_attach,
+        temp: own,
+        internal: scope == Scope::Maintenance,
     }
 }
 
@@ -126,8 +164,29 @@ fn authorize(context: &AuthContext<'_>, scope: Scope, allow_attach: bool) -> Aut
         }
         // A plain VACUUM runs its own BEGIN, ATTACH of an unnamed temporary database, and DETACH.
         let vacuum = guard.vacuum.get();
+        let names_temp = context
+            .database_name
+            .is_some_and(|name| name.eq_ignore_ascii_case(TEMP_SCHEMA));
+        if names_temp && scope == Scope::Shared {
+            guard.temp_named.set(true);
+        }
         let refusal = match context.action {
+            action if scope == Scope::Shared && changes_temp_schema(action, names_temp) => {
+                guard.temp_named.set(true);
+                Some(Refusal::TempObject)
+            }
             AuthAction::Transaction { .. } if !vacuum => Some(Refusal::TransactionControl),
+            // Only a top-level statement writes the internal tables, never a trigger or view a
+            // client defined.
+            // A plain VACUUM copies every table, internal ones included, through statements of
+            // its own.
+            action
+                if !vacuum
+                    && touches_internal(action)
+                    && !((scope == Scope::Maintenance || guard.internal.get()) && context.accessor.is_none()) =>
+            {
+                Some(Refusal::Internal)
+            }
             AuthAction::Savepoint { .. } if scope == Scope::Shared => Some(Refusal::TransactionControl),
             // Nothing else may attach: a bound or computed filename reaches the authorizer as an
             // empty one, so an empty filename is refused too outside a plain VACUUM.
@@ -163,6 +222,135 @@ fn authorize(context: &AuthContext<'_>, scope: Scope, allow_attach: bool) -> Aut
             }
             None => Authorization::Allow,
         }
+    })
+}
+
+/// The name SQLite gives the connection's temporary schema.
+const TEMP_SCHEMA: &str = "temp";
+
+/// Whether `action` creates, drops or alters a TEMP object; `names_temp` is whether it names
+/// the temp schema (`CREATE TABLE temp.x`, `ALTER TABLE temp.x`).
+fn changes_temp_schema(action: AuthAction<'_>, names_temp: bool) -> bool {
+    match action {
+        AuthAction::CreateTempIndex { .. }
+        | AuthAction::CreateTempTable { .. }
+        | AuthAction::CreateTempTrigger { .. }
+        | AuthAction::CreateTempView { .. }
+        | AuthAction::DropTempIndex { .. }
+        | AuthAction::DropTempTable { .. }
+        | AuthAction::DropTempTrigger { .. }
+        | AuthAction::DropTempView { .. } => true,
+        AuthAction::CreateIndex { .. }
+        | AuthAction::CreateTable { .. }
+        | AuthAction::CreateTrigger { .. }
+        | AuthAction::CreateView { .. }
+        | AuthAction::CreateVtable { .. }
+        | AuthAction::DropIndex { .. }
+        | AuthAction::DropTable { .. }
+        | AuthAction::DropTrigger { .. }
+        | AuthAction::DropView { .. }
+        | AuthAction::DropVtable { .. }
+        | AuthAction::AlterTable { .. } => names_temp,
+        _ => false,
+    }
+}
+
+/// Whether `name` is reserved for shardlite's internal tables and triggers.
+fn is_internal(name: &str) -> bool {
+    name.as_bytes()
+        .get(..INTERNAL_PREFIX.len())
+        .is_some_and(|start| start.eq_ignore_ascii_case(INTERNAL_PREFIX.as_bytes()))
+}
+
+/// Whether `action` writes an internal table, or creates, drops or alters an internal table or
+/// any index, trigger or view that is internal or on an internal table.
+fn touches_internal(action: AuthAction<'_>) -> bool {
+    match action {
+        AuthAction::Insert { table_name }
+        | AuthAction::Update { table_name, .. }
+        | AuthAction::Delete { table_name }
+        | AuthAction::CreateTable { table_name }
+        | AuthAction::CreateTempTable { table_name }
+        | AuthAction::DropTable { table_name }
+        | AuthAction::DropTempTable { table_name }
+        | AuthAction::AlterTable { table_name, .. }
+        | AuthAction::CreateVtable { table_name, .. }
+        | AuthAction::DropVtable { table_name, .. } => is_internal(table_name),
+        AuthAction::CreateIndex { index_name, table_name }
+        | AuthAction::CreateTempIndex { index_name, table_name }
+        | AuthAction::DropIndex { index_name, table_name }
+        | AuthAction::DropTempIndex { index_name, table_name } => is_internal(index_name) || is_internal(table_name),
+        AuthAction::CreateTrigger {
+            trigger_name,
+            table_name,
+        }
+        | AuthAction::CreateTempTrigger {
+            trigger_name,
+            table_name,
+        }
+        | AuthAction::DropTrigger {
+            trigger_name,
+            table_name,
+        }
+        | AuthAction::DropTempTrigger {
+            trigger_name,
+            table_name,
+        } => is_internal(trigger_name) || is_internal(table_name),
+        AuthAction::CreateView { view_name }
+        | AuthAction::CreateTempView { view_name }
+        | AuthAction::DropView { view_name }
+        | AuthAction::DropTempView { view_name } => is_internal(view_name),
+        _ => false,
+    }
+}
+
+/// Runs the engine's own writes of its internal tables (collections, saved queries,
+/// procedures, a migration's copy into a collection): top-level statements of `f` may write
+/// them, and every other rule of the guard still holds.
+pub(crate) fn internal_writes<T>(f: impl FnOnce() -> T) -> T {
+    let before = GUARD.with(|guard| guard.internal.replace(true));
+    let value = f();
+    GUARD.with(|guard| guard.internal.set(before));
+    value
+}
+
+/// Ends a job on a shared connection: when one of its statements named the temp schema, checks
+/// that no TEMP object is left on `conn`; one that is (which the authorizer should have made
+/// impossible) is dropped, and the job fails. Costs a flag read when the job never named the
+/// temp schema.
+pub(crate) fn temp_left(conn: &Connection) -> Result<()> {
+    if !GUARD.with(|guard| guard.temp_named.take()) {
+        return Ok(());
+    }
+    trusted(|| {
+        let mut stmt = conn
+            .prepare(
+                "SELECT type, name FROM temp.sqlite_master WHERE type IN ('trigger', 'view', 'table') \
+                 ORDER BY CASE type WHEN 'trigger' THEN 0 WHEN 'view' THEN 1 ELSE 2 END",
+            )
+            .map_err(sql_error)?;
+        let objects = stmt
+            .query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))
+            .map_err(sql_error)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(sql_error)?;
+        if objects.is_empty() {
+            return Ok(());
+        }
+        for (kind, name) in &objects {
+            let kind = match kind.as_str() {
+                "trigger" => "TRIGGER",
+                "view" => "VIEW",
+                _ => "TABLE",
+            };
+            let name = name.replace('"', "\"\"");
+            conn.execute_batch(&format!("DROP {kind} IF EXISTS temp.\"{name}\""))
+                .map_err(sql_error)?;
+        }
+        Err(Error::ForbiddenStatement {
+            statement: "(the statements left TEMP objects on a shared connection; they were dropped)".to_owned(),
+            reason: TEMP_REFUSAL,
+        })
     })
 }
 
@@ -336,6 +524,14 @@ pub(crate) fn explain(err: Error, statement: &str) -> Error {
             Some(Refusal::Extension) => Error::ForbiddenStatement {
                 statement: shown(statement),
                 reason: "loading extensions is not allowed",
+            },
+            Some(Refusal::TempObject) => Error::ForbiddenStatement {
+                statement: shown(statement),
+                reason: TEMP_REFUSAL,
+            },
+            Some(Refusal::Internal) => Error::ForbiddenStatement {
+                statement: shown(statement),
+                reason: INTERNAL_REFUSAL,
             },
             None => err,
         },

@@ -104,6 +104,8 @@ impl Database {
             budget,
             || f(&conn),
         );
+        // A connection that had a TEMP object left on it is closed rather than given back.
+        guard::temp_left(&conn)?;
         pool.give_back(conn);
         Ok(outcome)
     }
@@ -164,7 +166,7 @@ impl Database {
         });
         match self.borrow_reader(&shared.inline_readers, started.checked_add(budget), read) {
             Ok(Inline::Done(Err(err))) if is_busy_or_locked(&err) => None,
-            Ok(Inline::Done(result)) => Some(result),
+            Ok(Inline::Done(result)) => Some(result.map_err(|err| self.storage_failure(err))),
             Ok(Inline::OverBudget) | Err(_) => None,
         }
     }
@@ -188,11 +190,16 @@ impl Database {
                         });
                     }
                 }
+                if let Err(err) = guard::temp_left(&conn)
+                    && result.is_ok()
+                {
+                    result = Err(err);
+                }
                 result
             },
         );
         match outcome {
-            Inline::Done(result) => result,
+            Inline::Done(result) => result.map_err(|err| self.storage_failure(err)),
             // Only a budget stops a job with `OverBudget`, and writes run without one.
             Inline::OverBudget => Err(Error::Cancelled),
         }
@@ -257,8 +264,11 @@ impl Database {
 
     /// Runs `f` on a borrowed read-only connection on the calling thread.
     pub(crate) fn read_blocking<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        match self.borrow_reader(&self.shared.blocking_readers, None, f)? {
-            Inline::Done(result) => result,
+        match self
+            .borrow_reader(&self.shared.blocking_readers, None, f)
+            .map_err(|err| self.storage_failure(err))?
+        {
+            Inline::Done(result) => result.map_err(|err| self.storage_failure(err)),
             Inline::OverBudget => Err(Error::Cancelled),
         }
     }

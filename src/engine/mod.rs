@@ -16,7 +16,10 @@ pub(crate) mod copy;
 mod database;
 mod dedicated;
 pub(crate) mod fence;
+mod fence_upkeep;
 mod guard;
+#[cfg(test)]
+mod guard_tests;
 mod hold;
 mod inline;
 mod script;
@@ -25,9 +28,10 @@ mod sqlite_error;
 pub(crate) mod store;
 mod value;
 
-pub(crate) use database::Role;
 pub use database::{Database, EngineConfig, MAX_INLINE_READ_BUDGET};
+pub(crate) use database::{Role, is_storage_failure};
 pub use dedicated::{BeginMode, DedicatedConnection};
+pub(crate) use fence_upkeep::unix_ms_now;
 pub(crate) use inline::Here;
 pub(crate) use script::require_single_statement;
 pub use session::SessionInfo;

@@ -16,7 +16,7 @@ use super::database::{CancelOnDrop, Database, EngineConfig, open_session, spawn_
 use super::guard;
 use super::script::{self, Access};
 use super::sqlite_error::sql_error;
-use crate::data::{Params, SqlResult};
+use crate::data::{Params, SqlResult, TransactionOptions};
 use crate::error::{Error, Result};
 
 pub(super) enum SessionJob {
@@ -62,6 +62,17 @@ impl Database {
     ///
     /// Answers [`Error::Busy`] at once when the open-transaction limit is reached.
     pub async fn begin(&self) -> Result<SessionInfo> {
+        self.begin_with(TransactionOptions::default()).await
+    }
+
+    /// [`begin`](Self::begin) with `options`: a maintenance transaction's statements may also
+    /// write shardlite's internal tables (see [`TransactionOptions::maintenance`]).
+    pub async fn begin_with(&self, options: TransactionOptions) -> Result<SessionInfo> {
+        let scope = if options.maintenance {
+            guard::Scope::Maintenance
+        } else {
+            guard::Scope::Session
+        };
         let permit = Arc::clone(&self.shared.transaction_slots)
             .try_acquire_owned()
             .map_err(|_| {
@@ -81,7 +92,7 @@ impl Database {
             let config = self.shared.config.clone();
             let expired = Arc::clone(&expired);
             spawn_thread(&format!("shardlite-tx-{}", self.shared.label), move || {
-                run_session(&path, &config, &rx, &expired, permit, ready_tx);
+                run_session(&path, &config, scope, &rx, &expired, permit, ready_tx);
             })?;
         }
         ready_rx.await.map_err(|_| self.closed())?.map_err(|err| match err {
@@ -184,7 +195,7 @@ impl Database {
         let outcome = rx.await;
         std::mem::forget(cancel_on_drop);
         match outcome {
-            Ok(result) => result,
+            Ok(result) => result.map_err(|err| self.storage_failure(err)),
             Err(_) => Err(self.session_gone(id)),
         }
     }
@@ -206,9 +217,11 @@ impl Database {
             .map_err(|_| Error::TransactionExpired {
                 transaction_id: id.to_owned(),
             })?;
-        rx.await.map_err(|_| Error::TransactionExpired {
-            transaction_id: id.to_owned(),
-        })?
+        rx.await
+            .map_err(|_| Error::TransactionExpired {
+                transaction_id: id.to_owned(),
+            })?
+            .map_err(|err| self.storage_failure(err))
     }
 
     /// Rolls back and closes a session.
@@ -274,6 +287,7 @@ fn forget_old_sessions(sessions: &mut HashMap<String, Session>, now: Instant) {
 fn run_session(
     path: &Path,
     config: &EngineConfig,
+    scope: guard::Scope,
     jobs: &flume::Receiver<SessionJob>,
     expired: &AtomicBool,
     permit: OwnedSemaphorePermit,
@@ -285,7 +299,7 @@ fn run_session(
         drop(conn);
         drop(permit);
     };
-    let conn = match open_session(path, config).and_then(|conn| {
+    let conn = match open_session(path, config, scope).and_then(|conn| {
         guard::trusted(|| conn.execute_batch("BEGIN")).map_err(sql_error)?;
         Ok(conn)
     }) {

@@ -92,7 +92,9 @@ pub struct RemoteFailure {
 pub struct RouteFenced {
     /// The table (or `collection 'name'`) the write touched.
     pub table: String,
-    /// The route value of the row or document written.
+    /// The fenced route: the route key of an exact-key fence, or `buckets [start, end)` for a
+    /// bucket-range fence (a fence trigger raises fixed text, which cannot carry the written
+    /// row's own value in a form every SQLite parses).
     pub route_value: String,
     /// The data move that holds the fence.
     pub migration_id: String,
@@ -122,12 +124,12 @@ pub(super) fn fenced_message(fenced: &RouteFenced) -> String {
     } = fenced;
     if *moved {
         format!(
-            "route value '{value}' in {table} has moved to shard '{destination}' (migration '{migration_id}'): \
+            "route '{value}' in {table} has moved to shard '{destination}' (migration '{migration_id}'): \
              this shard no longer owns it; refresh the shard map and retry"
         )
     } else {
         format!(
-            "route value '{value}' in {table} is fenced by migration '{migration_id}' while its data moves to \
+            "route '{value}' in {table} is fenced by migration '{migration_id}' while its data moves to \
              shard '{destination}': reads go on; retry the write after the migration ends"
         )
     }

@@ -144,6 +144,7 @@ impl Error {
             Self::ShardDisabled { .. }
             | Self::ShardIsDisabled { .. }
             | Self::ShardUnavailable { .. }
+            | Self::ShardStorage { .. }
             | Self::Closed { .. } => ErrorKind::Unavailable,
             Self::UnknownShard { .. } | Self::NotFound { .. } | Self::TransactionNotFound { .. } => ErrorKind::NotFound,
             Self::InvalidMap(_) => ErrorKind::InvalidMap,
@@ -197,7 +198,7 @@ impl Error {
     /// The SQLite extended result code, when SQLite produced this error.
     pub fn sqlite_code(&self) -> Option<i32> {
         match self {
-            Self::Sql(failure) => Some(failure.code),
+            Self::Sql(failure) | Self::ShardStorage { failure, .. } => Some(failure.code),
             Self::Remote(remote) => remote.sqlite_code,
             _ => None,
         }

@@ -53,6 +53,17 @@ pub enum Error {
         shard_id: String,
     },
 
+    /// A shard whose database file SQLite could not use while serving: an I/O error, a corrupt
+    /// or foreign file, a full disk, a file it cannot open. SQLite's messages name no file.
+    #[error("shard '{shard_id}' cannot use its database file ({}): {}", .failure.code_name, .failure.message)]
+    ShardStorage {
+        /// The shard.
+        shard_id: Box<str>,
+        /// What SQLite reported: its extended result code, the code's name (`SQLITE_FULL`, ...)
+        /// and its message.
+        failure: Box<SqlFailure>,
+    },
+
     /// A shard that could not be opened or reached.
     #[error("shard '{}' is unavailable: {}", .0.shard_id, .0.reason)]
     ShardUnavailable(Box<ShardProblem>),

@@ -16,39 +16,15 @@
 //! longer owns the data, so a writer still on the old map is refused rather than writing where
 //! nobody will read); `open` only inside the transaction that deletes the moved rows.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::target::{COLLECTIONS_TABLE, Selection, Target, property_path, quote_ident, sql_literal};
-use crate::data::{DataClient, Params, Value};
-use crate::engine::fence::{BUCKET_FUNCTION, FENCE_MESSAGE_PREFIX};
+use super::target::{COLLECTIONS_TABLE, Selection, Target, quote_ident};
+use crate::data::{DataClient, Params, TransactionOptions, Value};
+use crate::engine::fence::{
+    BUCKET_FUNCTION, FENCE_SCHEMA, FENCE_TABLES, FENCE_TRIGGERS_QUERY, FENCED_TARGETS_QUERY, FencedTarget,
+    trigger_statements,
+};
 use crate::error::Result;
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS _shardlite_route_fences (
-    migration_id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL CHECK (kind IN ('key', 'buckets')),
-    keyspace TEXT NOT NULL,
-    route_key TEXT,
-    bucket_count INTEGER,
-    start_bucket INTEGER,
-    end_bucket INTEGER,
-    destination TEXT NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('fenced', 'moved', 'open')),
-    created_utc TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS _shardlite_route_fence_pins (
-    migration_id TEXT NOT NULL,
-    route_key TEXT NOT NULL,
-    PRIMARY KEY (migration_id, route_key)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS _shardlite_route_fence_targets (
-    migration_id TEXT NOT NULL,
-    table_name TEXT NOT NULL,
-    route_column TEXT NOT NULL,
-    collection TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (migration_id, table_name, route_column, collection)
-) WITHOUT ROWID;";
 
 /// What a migration fences on its source.
 pub(super) struct Fence<'a> {
@@ -75,7 +51,8 @@ pub(super) fn targets_of(targets: &[Target], routes: &[String]) -> Vec<(String, 
         .collect()
 }
 
-/// One transaction on a shard, through its data interface (in-process or remote alike).
+/// One maintenance transaction on a shard, through its data interface (in-process or remote
+/// alike): only such a transaction may write the fence tables and create their triggers.
 struct Tx<'a> {
     client: &'a dyn DataClient,
     id: String,
@@ -83,7 +60,7 @@ struct Tx<'a> {
 
 impl<'a> Tx<'a> {
     async fn begin(client: &'a dyn DataClient) -> Result<Self> {
-        let info = client.begin_transaction().await?;
+        let info = client.begin_transaction_with(TransactionOptions::maintenance()).await?;
         Ok(Self {
             client,
             id: info.transaction_id,
@@ -117,7 +94,7 @@ pub(super) async fn install(source: &Arc<dyn DataClient>, fence: &Fence<'_>) -> 
 }
 
 async fn install_in(tx: &Tx<'_>, fence: &Fence<'_>) -> Result<Option<String>> {
-    tx.run(SCHEMA, Params::none()).await?;
+    tx.run(FENCE_SCHEMA, Params::none()).await?;
     if let Some(other) = conflicting(tx, fence).await? {
         return Ok(Some(other));
     }
@@ -251,103 +228,56 @@ async fn conflicting(tx: &Tx<'_>, fence: &Fence<'_>) -> Result<Option<String>> {
         .map(str::to_owned))
 }
 
-/// Drops every fence trigger and creates the ones the remaining fences need.
+/// Drops every fence trigger and creates the ones the remaining fences need (their SQL is the
+/// engine's, so that it parses in every SQLite a shard file may meet).
 async fn rebuild_triggers(tx: &Tx<'_>) -> Result<()> {
-    let existing = tx
-        .run(
-            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name GLOB '_shardlite_fence_*'",
-            Params::none(),
-        )
-        .await?;
+    let existing = tx.run(FENCE_TRIGGERS_QUERY, Params::none()).await?;
     for row in &existing.rows {
         if let Some(name) = row.first().and_then(Value::as_str) {
             tx.run(&format!("DROP TRIGGER IF EXISTS {}", quote_ident(name)), Params::none())
                 .await?;
         }
     }
-    let targets = tx
-        .run(
-            "SELECT DISTINCT table_name, route_column, collection FROM _shardlite_route_fence_targets
-             WHERE migration_id IN (SELECT migration_id FROM _shardlite_route_fences)
-             ORDER BY table_name, route_column, collection",
-            Params::none(),
-        )
-        .await?;
-    let mut by_table: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
-    for row in &targets.rows {
-        let text = |i: usize| row.get(i).and_then(Value::as_str).unwrap_or_default().to_owned();
-        by_table.entry(text(0)).or_default().push((text(1), text(2)));
-    }
-    for (index, (table, routes)) in by_table.iter().enumerate() {
-        for (event, aliases) in [
-            ("INSERT", &["NEW"][..]),
-            ("UPDATE", &["OLD", "NEW"][..]),
-            ("DELETE", &["OLD"][..]),
-        ] {
-            let mut body = String::new();
-            for (route, collection) in routes {
-                for alias in aliases {
-                    body.push_str(&check_statement(table, route, collection, alias));
-                }
-            }
-            let sql = format!(
-                "CREATE TRIGGER {} BEFORE {event} ON {} BEGIN {body} END",
-                quote_ident(&format!("_shardlite_fence_{index}_{}", event.to_ascii_lowercase())),
-                quote_ident(table)
-            );
-            tx.run(&sql, Params::none()).await?;
-        }
+    let targets: Vec<FencedTarget> = tx
+        .run(FENCED_TARGETS_QUERY, Params::none())
+        .await?
+        .rows
+        .iter()
+        .filter_map(|row| FencedTarget::from_row(row))
+        .collect();
+    for statement in trigger_statements(&targets) {
+        tx.run(&statement, Params::none()).await?;
     }
     Ok(())
 }
 
-/// One trigger statement: raises `route_fenced` when the row `alias` has a fenced route value.
-fn check_statement(table: &str, route: &str, collection: &str, alias: &str) -> String {
-    let (value, label, scope) = if collection.is_empty() {
-        (
-            format!("{alias}.{}", quote_ident(route)),
-            format!("table '{table}'"),
-            String::new(),
-        )
-    } else {
-        (
-            format!("json_extract({alias}.document, {})", sql_literal(&property_path(route))),
-            format!("collection '{collection}'"),
-            format!(" AND {alias}.collection = {}", sql_literal(collection)),
-        )
-    };
-    let sep = "char(31)";
-    format!(
-        "SELECT RAISE(ABORT, {prefix} || {sep} || (f.state = 'moved') || {sep} || f.migration_id || {sep} \
-         || f.destination || {sep} || {label} || {sep} || coalesce(CAST({value} AS TEXT), '')) \
-         FROM _shardlite_route_fences f JOIN _shardlite_route_fence_targets g ON g.migration_id = f.migration_id \
-         WHERE g.table_name = {table_lit} AND g.route_column = {route_lit} AND g.collection = {collection_lit} \
-         AND f.state IN ('fenced', 'moved'){scope} AND ((f.kind = 'key' AND f.route_key = {value}) \
-         OR (f.kind = 'buckets' AND {BUCKET_FUNCTION}(f.keyspace, {value}, f.bucket_count) >= f.start_bucket \
-         AND {BUCKET_FUNCTION}(f.keyspace, {value}, f.bucket_count) < f.end_bucket \
-         AND NOT EXISTS (SELECT 1 FROM _shardlite_route_fence_pins p WHERE p.migration_id = f.migration_id \
-         AND p.route_key = trim(CAST({value} AS TEXT))))); ",
-        prefix = sql_literal(FENCE_MESSAGE_PREFIX),
-        label = sql_literal(&label),
-        table_lit = sql_literal(table),
-        route_lit = sql_literal(route),
-        collection_lit = sql_literal(collection),
-    )
-}
-
-/// Marks `migration_id`'s fence on `shard` as `moved`: the new map is active (no fence: nothing
-/// happens).
+/// Marks `migration_id`'s fence on `shard` as `moved`: the new map is active. Its triggers are
+/// written again, since their message says whether the data has moved; the engine removes the
+/// moved record after its grace period. No fence: nothing happens.
 pub(super) async fn mark_moved(shard: &Arc<dyn DataClient>, migration_id: &str) -> Result<()> {
     if !has_fence_tables(shard).await? {
         return Ok(());
     }
-    shard
-        .execute_sql(
-            "UPDATE _shardlite_route_fences SET state = 'moved' WHERE migration_id = ?1",
-            Params::from(vec![migration_id]),
-        )
-        .await?;
-    Ok(())
+    let tx = Tx::begin(shard.as_ref()).await?;
+    let outcome = async {
+        let changed = tx
+            .run(
+                "UPDATE _shardlite_route_fences SET state = 'moved', moved_unix_ms = ?2
+                 WHERE migration_id = ?1 AND state <> 'moved'",
+                Params::Positional(vec![
+                    Value::from(migration_id),
+                    Value::Integer(crate::engine::unix_ms_now()),
+                ]),
+            )
+            .await?
+            .rows_affected;
+        if changed > 0 {
+            rebuild_triggers(&tx).await?;
+        }
+        Ok(())
+    }
+    .await;
+    tx.finish(outcome).await
 }
 
 /// Removes `migration_id`'s fence from `shard`, and the triggers nothing needs any more.
@@ -357,18 +287,24 @@ pub(super) async fn release(shard: &Arc<dyn DataClient>, migration_id: &str) -> 
     }
     let tx = Tx::begin(shard.as_ref()).await?;
     let outcome = async {
-        for table in [
-            "_shardlite_route_fence_targets",
-            "_shardlite_route_fence_pins",
-            "_shardlite_route_fences",
-        ] {
+        for table in FENCE_TABLES {
             tx.run(
                 &format!("DELETE FROM {table} WHERE migration_id = ?1"),
                 Params::from(vec![migration_id]),
             )
             .await?;
         }
-        rebuild_triggers(&tx).await
+        rebuild_triggers(&tx).await?;
+        // The last fence gone, its tables go too: the file is as it was before any migration.
+        let remaining = tx
+            .run("SELECT count(*) FROM _shardlite_route_fences", Params::none())
+            .await?;
+        if first_i64(&remaining) == 0 {
+            for table in FENCE_TABLES {
+                tx.run(&format!("DROP TABLE IF EXISTS {table}"), Params::none()).await?;
+            }
+        }
+        Ok(())
     }
     .await;
     tx.finish(outcome).await

@@ -45,6 +45,16 @@
 //!
 //! Source and destination are reached through [`DataClient`](crate::data::DataClient), so
 //! either may be a remote daemon; local files additionally through their engine, for the copy.
+//!
+//! Client SQL may not write shardlite's internal tables (`_shardlite_*`) nor create or drop
+//! their triggers. A migration does both (fence rows and triggers, a collection's documents, the
+//! deletion of moved documents), so it does them inside *maintenance* transactions
+//! ([`TransactionOptions::maintenance`](crate::data::TransactionOptions::maintenance)), which
+//! the data interface carries in-process, over REST (`POST /api/transactions?maintenance=true`)
+//! and over gRPC (`BeginTransactionRequest.maintenance`). Only such a transaction's own
+//! top-level statements may write the internal tables, never a trigger; the engine's local copy
+//! writes them as the engine's own statements. Asking for maintenance is an operator capability,
+//! which SPEC section 17's scoped API keys reserve for `admin` keys.
 
 mod fence;
 mod manifest;

@@ -73,18 +73,8 @@ pub(super) struct Target {
     pub(super) page_size: usize,
 }
 
-pub(super) fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
-pub(super) fn sql_literal(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
-}
-
-/// The JSON path of a top-level property (the manifest refuses names with `"` or `\`).
-pub(super) fn property_path(property: &str) -> String {
-    format!("$.\"{property}\"")
-}
+pub(super) use crate::engine::fence::property_path;
+pub(super) use crate::engine::store::{quote_ident, sql_literal};
 
 impl Target {
     /// A table whose columns are `column_names` (in schema order).

@@ -7,7 +7,8 @@
 //! Every route, of either protocol, runs behind the daemon's request limits: at most
 //! [`ServerConfig::max_concurrent_requests`] at once (more are answered `busy` at once) and each
 //! within [`ServerConfig::request_timeout`] or a gRPC caller's shorter deadline (then
-//! `request_timeout`, and the work is stopped). The [`admin`] workspace is served at `/admin`.
+//! `request_timeout`, and the work is stopped). The [`admin`] workspace is served at `/admin`,
+//! and the [`health`] probes at `/healthz` and `/readyz`, both without the API key.
 //!
 //! ```no_run
 //! # async fn demo() -> shardlite::Result<()> {
@@ -33,6 +34,7 @@
 pub mod admin;
 mod counters;
 pub mod grpc;
+pub mod health;
 mod limits;
 mod remote_transactions;
 pub mod rest;
@@ -120,8 +122,10 @@ pub fn router(state: &ServerState) -> Result<axum::Router> {
     let grpc = grpc::routes(state.clone()).reset_fallback();
     let fallback_state = state.clone();
     Ok(rest::router(state)?
-        // The admin page is served without the API key; the API calls it makes need it.
+        // The admin page is served without the API key; the API calls it makes need it. So are
+        // the health probes, which load balancers call.
         .merge(admin::routes())
+        .merge(health::routes(state.clone()))
         .merge(grpc)
         .fallback(move |request: Request| fallback(fallback_state.clone(), request))
         .layer(limits::RequestLimitLayer::new(state.config())))

@@ -8,7 +8,10 @@ use futures_util::future::join_all;
 
 use super::counters::{Outcome, RequestCounters, RequestCounts, Surface};
 use super::remote_transactions::RemoteTransactions;
-use crate::client::{DataClient, LocalClient, Params, ShardedClient, ShardedClientOptions, SqlResult, TransactionInfo};
+use crate::client::{
+    DataClient, LocalClient, Params, ShardedClient, ShardedClientOptions, SqlResult, TransactionInfo,
+    TransactionOptions,
+};
 use crate::engine::EngineConfig;
 use crate::error::{Error, ErrorKind, Result};
 use crate::map::Secret;
@@ -59,6 +62,9 @@ pub struct ServerConfig {
     /// Jobs that may wait for a shard's writer, and for its readers (default 1024); beyond it,
     /// calls answer `busy` at once.
     pub max_queued_jobs: usize,
+    /// How long a migration's `moved` record stays in its source file once the new map is
+    /// active (see [`EngineConfig::moved_record_grace`]; default 10 minutes).
+    pub moved_record_grace: Duration,
 }
 
 impl Default for ServerConfig {
@@ -78,6 +84,7 @@ impl Default for ServerConfig {
             max_concurrent_requests: 256,
             readers: engine.readers,
             max_queued_jobs: engine.max_queued_jobs,
+            moved_record_grace: engine.moved_record_grace,
         }
     }
 }
@@ -95,6 +102,7 @@ impl ServerConfig {
             max_result_rows: self.max_result_rows,
             max_result_bytes: self.max_result_bytes,
             max_queued_jobs: self.max_queued_jobs,
+            moved_record_grace: self.moved_record_grace,
             ..EngineConfig::default()
         }
     }
@@ -244,9 +252,13 @@ impl ServerState {
 
     /// Begins a transaction on the route's shard and remembers it until it ends. Answers
     /// [`Error::TooManyTransactions`] at once when the API key's limit is reached.
-    pub async fn begin_transaction(&self, route: Option<RouteContext>) -> Result<TransactionInfo> {
+    pub async fn begin_transaction(
+        &self,
+        route: Option<RouteContext>,
+        options: TransactionOptions,
+    ) -> Result<TransactionInfo> {
         let place = self.inner.transactions.reserve()?;
-        let info = self.data_client(route).begin_transaction().await?;
+        let info = self.data_client(route).begin_transaction_with(options).await?;
         place.confirm(info.transaction_id.clone());
         Ok(info)
     }

@@ -11,6 +11,7 @@
 //! shard would refuse). The enforcement itself is SQLite's authorizer, set on every connection
 //! by the engine, which sees every statement as SQLite compiles it, whatever its spelling.
 
+mod reserved;
 mod tokens;
 
 use self::tokens::{Keyword, State, Token, Tokens, Words, keyword};
@@ -38,16 +39,6 @@ pub enum StatementKind<'a> {
 
 /// The statements of `sql`, each without its terminating `;`, skipping empty ones (only white
 /// space, comments or semicolons).
-///
-/// ```
-/// use shardlite::engine::classify::statements;
-///
-/// let script = "CREATE TRIGGER t AFTER INSERT ON a BEGIN INSERT INTO b VALUES (1); END; SELECT ';' -- ;\n;";
-/// let parts: Vec<&str> = statements(script).collect();
-/// assert_eq!(parts.len(), 2);
-/// assert!(parts[0].ends_with("END"));
-/// assert_eq!(parts[1].trim(), "SELECT ';' -- ;");
-/// ```
 pub fn statements(sql: &str) -> Statements<'_> {
     Statements { sql, pos: 0 }
 }
@@ -108,17 +99,6 @@ pub fn is_single_statement(sql: &str) -> bool {
 }
 
 /// What `statement` (one statement, as [`statements`] yields it) is.
-///
-/// ```
-/// use shardlite::engine::classify::{classify, StatementKind};
-///
-/// assert_eq!(classify("/* hi */ begin immediate"), StatementKind::TransactionControl);
-/// assert_eq!(classify("VACUUM main INTO '/tmp/x.db'"), StatementKind::OtherFile);
-/// assert_eq!(
-///     classify("PRAGMA main.journal_mode = DELETE"),
-///     StatementKind::Pragma { name: "journal_mode", has_argument: true }
-/// );
-/// ```
 pub fn classify(statement: &str) -> StatementKind<'_> {
     let mut words = Words {
         tokens: Tokens { sql: statement, pos: 0 },
@@ -235,16 +215,6 @@ pub fn pragma_allowed(name: &str, has_argument: bool) -> bool {
 /// accepts: transaction control, `ATTACH`/`DETACH`/`VACUUM INTO`, a pragma that sets
 /// durability, safety or connection state, or a call of `load_extension`. The error names the
 /// statement.
-///
-/// ```
-/// use shardlite::engine::classify::check_script;
-/// use shardlite::ErrorKind;
-///
-/// assert!(check_script("CREATE TABLE t (id INTEGER PRIMARY KEY); PRAGMA table_info(t)").is_ok());
-/// let err = check_script("SELECT 1; COMMIT").unwrap_err();
-/// assert_eq!(err.kind(), ErrorKind::TransactionControl);
-/// assert_eq!(check_script("ATTACH 'x.db' AS x").unwrap_err().kind(), ErrorKind::Forbidden);
-/// ```
 pub fn check_script(sql: &str) -> Result<()> {
     for statement in statements(sql) {
         refuse(statement, Allowances::NONE)?;
@@ -254,14 +224,6 @@ pub fn check_script(sql: &str) -> Result<()> {
 
 /// Refuses, without running anything, a script that is not made only of queries: the check a
 /// read-only fan-out makes before any shard runs the script.
-///
-/// ```
-/// use shardlite::engine::classify::check_read_only_script;
-/// use shardlite::ErrorKind;
-///
-/// assert!(check_read_only_script("SELECT 1; WITH x AS (SELECT 2) SELECT * FROM x").is_ok());
-/// assert_eq!(check_read_only_script("ATTACH 'x.db' AS x").unwrap_err().kind(), ErrorKind::ReadOnly);
-/// ```
 pub fn check_read_only_script(sql: &str) -> Result<()> {
     for statement in statements(sql) {
         if classify(statement) != StatementKind::Query {
@@ -281,6 +243,11 @@ pub(crate) struct Allowances {
     pub savepoints: bool,
     /// `ATTACH`, `DETACH` and `VACUUM INTO` (`EngineConfig::allow_attach`).
     pub attach: bool,
+    /// TEMP tables, views, triggers and indexes (on a connection that is its caller's own).
+    pub temp: bool,
+    /// Writing shardlite's internal tables and changing their schema (a maintenance
+    /// transaction).
+    pub internal: bool,
 }
 
 impl Allowances {
@@ -288,8 +255,18 @@ impl Allowances {
     pub(crate) const NONE: Self = Self {
         savepoints: false,
         attach: false,
+        temp: false,
+        internal: false,
     };
 }
+
+/// Why a write to an internal table, or a change to its schema or triggers, is refused.
+pub(crate) const INTERNAL_REFUSAL: &str = "shardlite's internal tables and triggers (_shardlite_*) are changed only by \
+     shardlite: use the collections, saved-query and procedure APIs (reading the tables is allowed)";
+
+/// Why a TEMP object is refused on a shared connection.
+pub(crate) const TEMP_REFUSAL: &str = "TEMP tables, views, triggers and indexes would stay on a connection other \
+     callers share: create them inside a transaction, whose connection is its own";
 
 /// The refusal for one statement, if a connection with `allow` refuses it.
 pub(crate) fn refuse(statement: &str, allow: Allowances) -> Result<()> {
@@ -320,6 +297,14 @@ pub(crate) fn refuse_kind(statement: &str, kind: StatementKind<'_>, allow: Allow
     }
     if mentions_load_extension(statement) {
         return forbidden("loading extensions is not allowed");
+    }
+    if kind == StatementKind::Other && !allow.temp && reserved::changes_temp_schema(statement) {
+        return forbidden(TEMP_REFUSAL);
+    }
+    // A query may read the internal tables; anything else may not name them. This also keeps a
+    // client from sending the exact text of one of the engine's own cached statements.
+    if kind != StatementKind::Query && !allow.internal && reserved::names_internal(statement) {
+        return forbidden(INTERNAL_REFUSAL);
     }
     Ok(())
 }

@@ -193,7 +193,8 @@ fn check_script_names_the_refused_statement() {
 fn savepoints_pass_only_where_allowed() {
     let session = Allowances {
         savepoints: true,
-        attach: false,
+        temp: true,
+        ..Allowances::NONE
     };
     for sql in [
         "SAVEPOINT a",
@@ -242,4 +243,37 @@ fn load_extension_is_found_wherever_its_underscore_falls() {
 fn long_scripts_split_without_recursion() {
     let script = "SELECT 1;".repeat(200_000);
     assert_eq!(statements(&script).count(), 200_000);
+}
+
+#[test]
+fn the_reader_splits_classifies_and_refuses_as_its_docs_say() {
+    let script = "CREATE TRIGGER t AFTER INSERT ON a BEGIN INSERT INTO b VALUES (1); END; SELECT ';' -- ;\n;";
+    let parts: Vec<&str> = statements(script).collect();
+    assert_eq!(parts.len(), 2);
+    assert!(parts[0].ends_with("END"));
+    assert_eq!(parts[1].trim(), "SELECT ';' -- ;");
+
+    assert_eq!(classify("/* hi */ begin immediate"), StatementKind::TransactionControl);
+    assert_eq!(classify("VACUUM main INTO '/tmp/x.db'"), StatementKind::OtherFile);
+    assert_eq!(
+        classify("PRAGMA main.journal_mode = DELETE"),
+        StatementKind::Pragma {
+            name: "journal_mode",
+            has_argument: true
+        }
+    );
+
+    assert!(check_script("CREATE TABLE t (id INTEGER PRIMARY KEY); PRAGMA table_info(t)").is_ok());
+    let err = check_script("SELECT 1; COMMIT").unwrap_err();
+    assert_eq!(err.kind(), crate::ErrorKind::TransactionControl);
+    assert_eq!(
+        check_script("ATTACH 'x.db' AS x").unwrap_err().kind(),
+        crate::ErrorKind::Forbidden
+    );
+
+    assert!(check_read_only_script("SELECT 1; WITH x AS (SELECT 2) SELECT * FROM x").is_ok());
+    assert_eq!(
+        check_read_only_script("ATTACH 'x.db' AS x").unwrap_err().kind(),
+        crate::ErrorKind::ReadOnly
+    );
 }

@@ -62,7 +62,7 @@ use crate::data::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
     DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery,
     SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport, ShardAdmin, ShardSqlResult, ShardStatus,
-    SqlResult, TableSchema, TransactionInfo, Value,
+    SqlResult, TableSchema, TransactionInfo, TransactionOptions, Value,
 };
 use crate::error::{Error, Result};
 use crate::map::ShardMapSnapshot;
@@ -427,8 +427,11 @@ impl DataClient for GrpcClient {
         Ok(rpc!(self, execute_procedure, request)?.into())
     }
 
-    async fn begin_transaction(&self) -> Result<TransactionInfo> {
-        Ok(rpc!(self, begin_transaction, pb::Empty {})?.into())
+    async fn begin_transaction_with(&self, options: TransactionOptions) -> Result<TransactionInfo> {
+        let request = pb::BeginTransactionRequest {
+            maintenance: options.maintenance,
+        };
+        Ok(rpc!(self, begin_transaction, request)?.into())
     }
 
     async fn execute_in_transaction(&self, transaction_id: &str, sql: &str, params: Params) -> Result<SqlResult> {

@@ -41,7 +41,7 @@ use crate::data::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
     DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery,
     SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport, ShardAdmin, ShardSqlResult, ShardStatus,
-    SqlResult, TableSchema, TransactionInfo, Value,
+    SqlResult, TableSchema, TransactionInfo, TransactionOptions, Value,
 };
 use crate::error::{Error, Result, TransportFailure};
 use crate::map::ShardMapSnapshot;
@@ -415,8 +415,14 @@ impl DataClient for HttpClient {
         .await
     }
 
-    async fn begin_transaction(&self) -> Result<TransactionInfo> {
-        self.json(self.post(&["transactions"])).await
+    async fn begin_transaction_with(&self, options: TransactionOptions) -> Result<TransactionInfo> {
+        let request = self.post(&["transactions"]);
+        let request = if options.maintenance {
+            request.query(&[("maintenance", "true")])
+        } else {
+            request
+        };
+        self.json(request).await
     }
 
     async fn execute_in_transaction(&self, transaction_id: &str, sql: &str, params: Params) -> Result<SqlResult> {

@@ -30,7 +30,7 @@ use self::generation::{Generation, data_source_of, open_slots};
 use super::RoutedClient;
 use super::forward::impl_data_client;
 use crate::catalog::{Catalog, check_shard_files};
-use crate::data::{DataClient, DatabaseInfo, Params, SqlResult, TransactionInfo};
+use crate::data::{DataClient, DatabaseInfo, Params, SqlResult, TransactionInfo, TransactionOptions};
 use crate::engine::EngineConfig;
 use crate::error::{Error, Result};
 use crate::map::{ShardMap, ShardMapSnapshot};
@@ -249,7 +249,7 @@ impl_data_client!(
         async fn info(&self) -> Result<DatabaseInfo> {
             self.aggregate_info().await
         }
-        async fn begin_transaction(&self) -> Result<TransactionInfo> {
+        async fn begin_transaction_with(&self, _options: TransactionOptions) -> Result<TransactionInfo> {
             Err(Error::RouteRequired)
         }
         async fn execute_in_transaction(&self, transaction_id: &str, sql: &str, params: Params) -> Result<SqlResult> {

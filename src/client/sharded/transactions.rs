@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::ShardedClient;
 use super::generation::ShardSlot;
-use crate::data::{DataClient, Params, SqlResult, TransactionInfo};
+use crate::data::{DataClient, Params, SqlResult, TransactionInfo, TransactionOptions};
 use crate::error::{Error, Result, StaleMapVersion, TransactionRouteConflict};
 use crate::routing::RouteContext;
 use crate::transaction::TransactionId;
@@ -13,7 +13,7 @@ impl ShardedClient {
     /// Begins a transaction on the shard `route` resolves to. The guard rolls back when
     /// dropped without [`commit`](ShardedTransaction::commit).
     pub async fn begin(&self, route: &RouteContext) -> Result<ShardedTransaction> {
-        let info = self.begin_on(route).await?;
+        let info = self.begin_on(route, TransactionOptions::default()).await?;
         Ok(ShardedTransaction {
             sharded: self.clone(),
             id: TransactionId::parse(&info.transaction_id)?,
@@ -22,10 +22,10 @@ impl ShardedClient {
         })
     }
 
-    pub(crate) async fn begin_on(&self, route: &RouteContext) -> Result<TransactionInfo> {
+    pub(crate) async fn begin_on(&self, route: &RouteContext, options: TransactionOptions) -> Result<TransactionInfo> {
         let generation = self.fresh().await;
         let (index, client) = generation.route_client(route)?;
-        let inner = client.begin_transaction().await?;
+        let inner = client.begin_transaction_with(options).await?;
         let id = TransactionId::new(
             generation.map.version(),
             generation.map.shards()[index].id.clone(),

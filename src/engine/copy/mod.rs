@@ -376,8 +376,8 @@ fn write_pages(
             bind(insert, &copy.query, cursor)?;
             guard::trusted(|| begin.raw_execute()).map_err(sql_error)?;
             guard::statement_started(false);
-            insert
-                .raw_execute()
+            // The engine's own statement, which writes the internal table of a collection.
+            guard::internal_writes(|| insert.raw_execute())
                 .map_err(|err| guard::explain(sql_error(err), &copy.insert[which]))?;
             let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
             guard::trusted(|| {
@@ -409,8 +409,7 @@ fn prepared<'c, 's>(
 ) -> Result<&'s mut Statement<'c>> {
     let slot = &mut statements[which];
     if slot.is_none() {
-        let statement = conn
-            .prepare(&texts[which])
+        let statement = guard::internal_writes(|| conn.prepare(&texts[which]))
             .map_err(|err| guard::explain(sql_error(err), &texts[which]))?;
         *slot = Some(statement);
     }

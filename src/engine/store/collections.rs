@@ -106,7 +106,7 @@ impl Database {
         require_name("document key", key)?;
         let (collection, key) = (collection.to_owned(), key.to_owned());
         let text = document.to_string();
-        self.write(move |conn| {
+        self.write_internal(move |conn| {
             conn.prepare_cached(
                 "INSERT INTO _shardlite_collections (collection, key, document) VALUES (?1, ?2, ?3) \
                  ON CONFLICT (collection, key) DO UPDATE SET document = excluded.document",

@@ -2,7 +2,9 @@
 //! JSON collections ([`collections`]), saved queries and procedures ([`procedures`]), and the
 //! reserved internal tables behind them.
 //!
-//! Internal tables are named `_shardlite_*` and never appear in table lists or counts.
+//! Internal tables are named `_shardlite_*` and never appear in table lists or counts. Client SQL
+//! may read them but not write them (see [`guard`](super::guard)): the writes here run under
+//! [`internal_writes`](super::guard::internal_writes).
 //! Identifiers are always quoted; values are always bound.
 
 mod collections;
@@ -49,6 +51,11 @@ pub(crate) fn create_internal_tables(conn: &Connection) -> Result<()> {
 /// Quotes an SQL identifier.
 pub(crate) fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Quotes a text as an SQL string literal.
+pub(crate) fn sql_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
 }
 
 pub(crate) fn now_utc() -> String {
@@ -100,9 +107,19 @@ impl Database {
         .await
     }
 
-    /// Runs a `DELETE` with text parameters on the writer; returns whether it removed anything.
+    /// Runs `f` on the writer, where its statements may write the internal tables (see
+    /// [`internal_writes`](super::guard::internal_writes)).
+    pub(super) async fn write_internal<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.write(move |conn| super::guard::internal_writes(|| f(conn))).await
+    }
+
+    /// Runs a `DELETE` of an internal table with text parameters on the writer; returns whether
+    /// it removed anything.
     pub(super) async fn delete_where(&self, sql: &'static str, params: Vec<String>) -> Result<bool> {
-        self.write(move |conn| {
+        self.write_internal(move |conn| {
             let n = conn
                 .prepare_cached(sql)
                 .map_err(sql_error)?

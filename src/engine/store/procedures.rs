@@ -50,7 +50,7 @@ impl Database {
         require_name("saved query name", name)?;
         require_name("sqlText", sql_text)?;
         let (name, sql_text) = (name.trim().to_owned(), sql_text.to_owned());
-        self.write(move |conn| {
+        self.write_internal(move |conn| {
             let now = now_utc();
             conn.prepare_cached(
                 "INSERT INTO _shardlite_saved_queries (name, sql_text, created_utc, updated_utc) \
@@ -124,7 +124,7 @@ impl Database {
         crate::sql::check_script(&definition.body_sql)?;
         let mut definition = definition;
         definition.name = definition.name.trim().to_owned();
-        self.write(move |conn| {
+        self.write_internal(move |conn| {
             let text = serde_json::to_string(&definition).map_err(|source| Error::Json {
                 what: "a procedure definition",
                 source,

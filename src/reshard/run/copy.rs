@@ -3,7 +3,7 @@
 //! copying a page twice.
 
 use super::{CHECKPOINT_INTERVAL, Context, CopyProgress, JOB_TIME, Migrator, drive};
-use crate::data::{DataClient, MigrationResult, Value};
+use crate::data::{DataClient, MigrationResult, Params, TransactionOptions, Value};
 use crate::engine::Database;
 use crate::engine::copy::{PageCursor, PagedCopy};
 use crate::error::{Error, Result};
@@ -187,7 +187,7 @@ pub(super) async fn copy_through_clients(
             let write = async {
                 if !landed {
                     let (sql, params) = target.upsert(rows);
-                    context.destination.execute_sql(&sql, params).await?;
+                    write_page(context.destination.as_ref(), target.collection, &sql, params).await?;
                 }
                 Ok::<_, Error>(())
             };
@@ -214,5 +214,27 @@ pub(super) async fn copy_through_clients(
             return Ok(());
         }
         rows = next;
+    }
+}
+
+/// Writes one page of moved rows to `destination`: a collection's documents live in an internal
+/// table, which only a maintenance transaction writes; a table's rows are one plain statement.
+async fn write_page(destination: &dyn DataClient, collection: bool, sql: &str, params: Params) -> Result<()> {
+    if !collection {
+        destination.execute_sql(sql, params).await?;
+        return Ok(());
+    }
+    let tx = destination
+        .begin_transaction_with(TransactionOptions::maintenance())
+        .await?;
+    match destination
+        .execute_in_transaction(&tx.transaction_id, sql, params)
+        .await
+    {
+        Ok(_) => destination.commit_transaction(&tx.transaction_id).await,
+        Err(err) => {
+            let _ = destination.rollback_transaction(&tx.transaction_id).await;
+            Err(err)
+        }
     }
 }

@@ -9,7 +9,7 @@ use tonic::{Request, Response, Status};
 
 use super::gate::CallRoute;
 use super::status::status_from_error;
-use crate::client::{DataClient, ShardedClient};
+use crate::client::{DataClient, ShardedClient, TransactionOptions};
 use crate::data::CatalogUpdateRequest;
 use crate::error::{Error, Result};
 use crate::routing::RouteContext;
@@ -296,9 +296,12 @@ impl Shardlite for ShardliteService {
     // ---------------------------------------------------------------- transactions
     // Through the state, which tracks open remote transactions so shutdown can roll them back.
 
-    async fn begin_transaction(&self, request: Request<pb::Empty>) -> RpcResult<pb::TransactionInfo> {
-        self.run("BeginTransaction", request, |call, _| async move {
-            Ok(call.state.begin_transaction(call.route).await?.into())
+    async fn begin_transaction(&self, request: Request<pb::BeginTransactionRequest>) -> RpcResult<pb::TransactionInfo> {
+        self.run("BeginTransaction", request, |call, req| async move {
+            let options = TransactionOptions {
+                maintenance: req.maintenance,
+            };
+            Ok(call.state.begin_transaction(call.route, options).await?.into())
         })
         .await
     }

@@ -137,7 +137,20 @@ pub async fn validate_catalog_update(
     State(state): State<ServerState>,
     Json(request): Json<CatalogUpdateRequest>,
 ) -> Result<axum::Json<CatalogValidation>, ApiError> {
+    map_version_in_range("expectedCurrentMapVersion", request.expected_current_map_version)?;
     Ok(axum::Json(sharded(&state)?.validate_catalog_update(&request).await?))
+}
+
+/// Map versions are SQLite integers: one above `i64::MAX` (which the document's `int64`
+/// forbids too) is bad input, not a version that merely does not match.
+fn map_version_in_range(name: &'static str, version: Option<u64>) -> Result<(), ApiError> {
+    match version {
+        Some(version) if i64::try_from(version).is_err() => Err(ApiError::Data(Error::invalid_argument(
+            name,
+            format!("{version} is above the largest map version, {}", i64::MAX),
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Validates a proposed map and writes it as the pending map, compare-and-set on
@@ -163,6 +176,7 @@ pub async fn apply_catalog_update(
     State(state): State<ServerState>,
     Json(request): Json<CatalogUpdateRequest>,
 ) -> Result<Response, ApiError> {
+    map_version_in_range("expectedCurrentMapVersion", request.expected_current_map_version)?;
     let result = sharded(&state)?.apply_catalog_update(&request).await?;
     if result.applied {
         Ok(axum::Json(result).into_response())
@@ -190,6 +204,7 @@ pub async fn activate_catalog(
     State(state): State<ServerState>,
     Json(request): Json<ActivationRequest>,
 ) -> Result<axum::Json<ActivationResult>, ApiError> {
+    map_version_in_range("expectedPendingMapVersion", Some(request.expected_pending_map_version))?;
     Ok(axum::Json(sharded(&state)?.activate_pending_map(&request).await?))
 }
 

@@ -113,8 +113,8 @@ pub struct ResolveRequest {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
-    /// The page, from 1 (default 1).
-    #[param(minimum = 1, default = 1)]
+    /// The page, from 1 (default 1) to 2^31 - 1.
+    #[param(minimum = 1, maximum = 2_147_483_647, default = 1)]
     pub page: Option<u32>,
     /// Items per page, 1 to 1000 (default 50).
     #[param(minimum = 1, maximum = 1000, default = 50)]
@@ -122,9 +122,17 @@ pub struct PageQuery {
 }
 
 impl PageQuery {
-    /// The page and page size, with defaults applied (the engine validates the ranges).
-    pub fn resolve(&self) -> (u32, u32) {
-        (self.page.unwrap_or(1), self.page_size.unwrap_or(50))
+    /// The page and page size, with defaults applied; a page past the documented range is refused
+    /// here, and the engine validates the rest.
+    pub fn resolve(&self) -> Result<(u32, u32), crate::Error> {
+        let page = self.page.unwrap_or(1);
+        if i32::try_from(page).is_err() {
+            return Err(crate::Error::invalid_argument(
+                "page",
+                format!("{page} is past the last page number accepted, {}", i32::MAX),
+            ));
+        }
+        Ok((page, self.page_size.unwrap_or(50)))
     }
 }
 
@@ -209,7 +217,7 @@ mod tests {
             api_key: Some(Secret::new("key")),
             ..ServerConfig::default()
         };
-        serde_json::to_value(crate::server::rest::openapi_document(&config)).unwrap()
+        serde_json::to_value(crate::server::rest::openapi_document(&config, Some("orders_by_month"))).unwrap()
     }
 
     fn collect_refs<'a>(node: &'a Json, refs: &mut Vec<&'a str>) {

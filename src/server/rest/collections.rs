@@ -39,7 +39,7 @@ pub async fn browse_documents(
     Path(name): Path<String>,
     Query(paging): Query<PageQuery>,
 ) -> Result<axum::Json<DocumentPage>, ApiError> {
-    let (page, page_size) = paging.resolve();
+    let (page, page_size) = paging.resolve()?;
     let documents = state
         .data_client(route)
         .browse_documents(&name, page, page_size)

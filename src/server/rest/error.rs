@@ -19,7 +19,9 @@
 //!
 //! A `not_found` body also says which kind of object is missing (`missing`: `row`, `table`, ...).
 //! A catalog update that validation refused is a 400 `invalid_input` body with the validation as
-//! the extension member `validation` ([`CatalogUpdateRefused`]).
+//! the extension member `validation` ([`CatalogUpdateRefused`]); a migration request that was
+//! rejected before anything moved is a 400 `invalid_input` body with the whole result as the
+//! extension member `migration` ([`MigrationRejected`]).
 //! Request problems that are not crate errors: `payload_too_large` (413),
 //! `unsupported_media_type` (415), `method_not_allowed` (405) and `not_found` for a path no
 //! endpoint serves (404).
@@ -30,7 +32,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::data::CatalogValidation;
+use crate::data::{CatalogValidation, MigrationResult};
 use crate::error::{Error, ErrorKind, ShardProblem};
 
 /// The media type of every error body.
@@ -73,6 +75,7 @@ pub struct Problem {
 
 /// The answer to a catalog update that validation refused: a problem body (400, `invalid_input`,
 /// the error issues as its detail) whose extension member `validation` is the whole validation.
+/// A body that could not be read at all is a plain problem, without `validation`.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CatalogUpdateRefused {
@@ -80,7 +83,8 @@ pub struct CatalogUpdateRefused {
     #[serde(flatten)]
     pub problem: Problem,
     /// Why the update was refused, and what it would have changed.
-    pub validation: CatalogValidation,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation: Option<CatalogValidation>,
 }
 
 impl CatalogUpdateRefused {
@@ -88,23 +92,67 @@ impl CatalogUpdateRefused {
     pub fn new(validation: CatalogValidation) -> Self {
         let refused = Error::invalid_argument("catalog update", validation.error_summary());
         let (_, problem) = problem(&ApiError::Data(refused));
-        Self { problem, validation }
+        Self {
+            problem,
+            validation: Some(validation),
+        }
     }
+}
+
+/// The answer to a migration request that was rejected before anything moved (its `status` is
+/// `Rejected`; the history records it): a problem body (400, `invalid_input`, the result's
+/// message as its detail) whose extension member `migration` is the whole result, with the
+/// `issues` that name each problem. A body that could not be read at all is a plain problem,
+/// without `migration`.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MigrationRejected {
+    /// The problem members.
+    #[serde(flatten)]
+    pub problem: Problem,
+    /// The rejected migration's result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub migration: Option<MigrationResult>,
+}
+
+impl MigrationRejected {
+    /// The answer for `migration`, which was rejected.
+    pub fn new(migration: MigrationResult) -> Self {
+        let rejected = Error::invalid_argument("migration request", migration.message.clone());
+        let (_, problem) = problem(&ApiError::Data(rejected));
+        Self {
+            problem,
+            migration: Some(migration),
+        }
+    }
+}
+
+impl IntoResponse for MigrationRejected {
+    fn into_response(self) -> Response {
+        let status = self.problem.status;
+        problem_with_members(status, self)
+    }
+}
+
+/// A problem body with extension members, with its status and media type.
+fn problem_with_members(status: u16, body: impl Serialize) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+    let mut response = (status, axum::Json(body)).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_CONTENT_TYPE));
+    response
 }
 
 impl IntoResponse for CatalogUpdateRefused {
     fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.problem.status).unwrap_or(StatusCode::BAD_REQUEST);
         tracing::debug!(
             error_code = self.problem.error_code,
             status = self.problem.status,
             "catalog update refused"
         );
-        let mut response = (status, axum::Json(self)).into_response();
-        response
-            .headers_mut()
-            .insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_CONTENT_TYPE));
-        response
+        let status = self.problem.status;
+        problem_with_members(status, self)
     }
 }
 

@@ -76,7 +76,8 @@ pub fn router(state: &ServerState) -> Result<Router> {
     }
 
     let (api, doc) = api_routes().split_for_parts();
-    let doc = openapi_document_of(doc, config);
+    let keyspace = state.sharded().map(|sharded| sharded.map().keyspace().to_owned());
+    let doc = openapi_document_of(doc, config, keyspace.as_deref());
     let json = serde_json::to_vec(&doc).map_err(|source| Error::Json {
         what: "the OpenAPI document",
         source,
@@ -94,15 +95,18 @@ pub fn router(state: &ServerState) -> Result<Router> {
         .with_state(state.clone()))
 }
 
-/// The OpenAPI document the daemon serves for `config` (without starting anything).
-pub fn openapi_document(config: &crate::server::ServerConfig) -> OpenApi {
-    openapi_document_of(api_routes().into_openapi(), config)
+/// The OpenAPI document the daemon serves for `config` (without starting anything). A daemon
+/// serving a shard map of `keyspace` requires the route headers, with that keyspace, on the data
+/// operations that need a route; `None` for a daemon serving a plain database.
+pub fn openapi_document(config: &crate::server::ServerConfig, keyspace: Option<&str>) -> OpenApi {
+    openapi_document_of(api_routes().into_openapi(), config, keyspace)
 }
 
 /// The REST operations' document plus the admin page, completed with the shared responses.
-fn openapi_document_of(mut doc: OpenApi, config: &crate::server::ServerConfig) -> OpenApi {
+fn openapi_document_of(mut doc: OpenApi, config: &crate::server::ServerConfig, keyspace: Option<&str>) -> OpenApi {
     crate::server::admin::document(&mut doc);
-    openapi::complete(doc, config)
+    crate::server::health::document(&mut doc);
+    openapi::complete(doc, config, keyspace)
 }
 
 fn api_routes() -> OpenApiRouter<ServerState> {

@@ -74,14 +74,19 @@ pub async fn openapi_json(Extension(OpenApiJson(json)): Extension<OpenApiJson>) 
     )
 }
 
-/// Adds the shared parameters, responses and security to every operation of `doc`.
-pub fn complete(mut doc: OpenApi, config: &ServerConfig) -> OpenApi {
+/// Adds the shared parameters, responses and security to every operation of `doc`. On a daemon
+/// serving a shard map of `keyspace`, the route headers are required (with that keyspace)
+/// wherever the operation needs a route.
+pub fn complete(mut doc: OpenApi, config: &ServerConfig, keyspace: Option<&str>) -> OpenApi {
     let authenticated = config.api_key.is_some();
     for (path, item) in &mut doc.paths.paths {
         let area = Area::of(path);
+        // Operations on an open transaction route by its shard-prefixed id, not by headers, and
+        // the daemon's info answers for the whole map without a route.
+        let needs_route = !path.starts_with("/api/transactions/") && path != "/api/info";
         for operation in operations(item) {
             if area == Area::Data {
-                add_route_headers(operation);
+                add_route_headers(operation, keyspace.filter(|_| needs_route));
             }
             let has_body = operation.request_body.as_ref().is_some_and(has_content);
             let responses = &mut operation.responses.responses;
@@ -171,20 +176,45 @@ fn has_content(body: &RefOr<RequestBody>) -> bool {
     }
 }
 
-fn add_route_headers(operation: &mut Operation) {
+/// The route headers of a data operation: required, and the keyspace named, when the operation
+/// runs on a shard of a map of `keyspace`.
+fn add_route_headers(operation: &mut Operation, keyspace: Option<&str>) {
     let parameters = operation.parameters.get_or_insert_with(Vec::new);
     for (name, what) in [(KEYSPACE_HEADER, "keyspace"), (SHARD_KEY_HEADER, "key")] {
-        let description = format!(
-            "The route {what}. Send both route headers or neither; a blank value counts as absent. Operations \
-             that need a route answer 400 `route_required` without one."
-        );
+        let description = if keyspace.is_some() {
+            format!(
+                "The route {what}: this daemon serves a shard map, so the operation runs on the shard the route \
+                 resolves to, and answers 400 `route_required` without both route headers (a blank value counts \
+                 as absent)."
+            )
+        } else {
+            format!(
+                "The route {what}. Send both route headers or neither; a blank value counts as absent. On a \
+                 daemon that serves a shard map, operations that need a route answer 400 `route_required` \
+                 without one."
+            )
+        };
+        let mut schema = ObjectBuilder::new().schema_type(Type::String);
+        if let Some(keyspace) = keyspace {
+            schema = if name == KEYSPACE_HEADER {
+                // Keyspaces compare case-insensitively; the map's own spelling is the one named.
+                schema.enum_values(Some([keyspace.to_owned()]))
+            } else {
+                // A blank key counts as absent.
+                schema.pattern(Some(r"\S"))
+            };
+        }
         parameters.push(RefOr::T(
             ParameterBuilder::new()
                 .name(name)
                 .parameter_in(ParameterIn::Header)
-                .required(Required::False)
+                .required(if keyspace.is_some() {
+                    Required::True
+                } else {
+                    Required::False
+                })
                 .description(Some(description))
-                .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+                .schema(Some(schema))
                 .build(),
         ));
     }

@@ -2,13 +2,16 @@
 //!
 //! A migration runs on a task of its own: a caller that goes away (or times out) does not stop
 //! it half-way; it runs to its end and records its result, which `GET .../{id}` then shows.
-//! Rejections, verification and catalog failures are 200 answers whose `status` says so.
+//! A request rejected before anything moved is a 400 whose body carries the result
+//! ([`MigrationRejected`]); a migration that was admitted answers 200 whatever its end
+//! (verification or catalog failures too), with a `status` that says so.
 
 use axum::extract::State;
+use axum::response::{IntoResponse, Response};
 
-use super::error::{ApiError, Problem};
+use super::error::{ApiError, MigrationRejected, Problem};
 use super::extract::{Json, Path};
-use crate::data::{BucketMigrationRequest, KeyMigrationRequest, MigrationResult, ResumeRequest};
+use crate::data::{BucketMigrationRequest, KeyMigrationRequest, MigrationResult, MigrationStatus, ResumeRequest};
 use crate::error::{Error, Result};
 use crate::reshard::Migrator;
 use crate::server::ServerState;
@@ -31,6 +34,15 @@ where
     }
 }
 
+/// The answer for a migration that was started: a rejection is a 400 with the result in its body.
+fn started(result: MigrationResult) -> Response {
+    if result.status == MigrationStatus::Rejected {
+        MigrationRejected::new(result).into_response()
+    } else {
+        axum::Json(result).into_response()
+    }
+}
+
 /// Moves the data of one route key to another primary shard, verified, and pins the key there
 /// (or, with `dryRun`, returns the plan and changes nothing).
 #[utoipa::path(
@@ -40,16 +52,20 @@ where
     operation_id = "migrateExactRouteKey",
     request_body = KeyMigrationRequest,
     responses(
-        (status = 200, description = "The migration's result; `status` says how it ended", body = MigrationResult),
-        (status = 400, description = "A malformed body", body = Problem, content_type = "application/problem+json"),
+        (status = 200, description = "The migration was admitted; `status` says how it ended", body = MigrationResult),
+        (status = 400, description = "The request was rejected before anything moved (`invalid_input`, the \
+            result as the member `migration`, its `issues` naming each problem: unknown keyspace or shard, a \
+            manifest that does not match the shards, a key already fenced, a stale map version, ...), or a \
+            malformed body (a plain problem without `migration`)", body = MigrationRejected,
+            content_type = "application/problem+json"),
     )
 )]
 pub async fn migrate_exact_route_key(
     State(state): State<ServerState>,
     Json(request): Json<KeyMigrationRequest>,
-) -> Result<axum::Json<MigrationResult>, ApiError> {
+) -> Result<Response, ApiError> {
     let migrator = migrator(&state)?;
-    Ok(axum::Json(
+    Ok(started(
         detached(async move { migrator.migrate_key(request).await }).await?,
     ))
 }
@@ -63,16 +79,20 @@ pub async fn migrate_exact_route_key(
     operation_id = "migrateBucketRange",
     request_body = BucketMigrationRequest,
     responses(
-        (status = 200, description = "The migration's result; `status` says how it ended", body = MigrationResult),
-        (status = 400, description = "A malformed body", body = Problem, content_type = "application/problem+json"),
+        (status = 200, description = "The migration was admitted; `status` says how it ended", body = MigrationResult),
+        (status = 400, description = "The request was rejected before anything moved (`invalid_input`, the \
+            result as the member `migration`, its `issues` naming each problem: a bucket range outside the \
+            map or not owned by the source shard, a manifest that does not match the shards, a range already \
+            fenced, a stale map version, ...), or a malformed body (a plain problem without `migration`)",
+            body = MigrationRejected, content_type = "application/problem+json"),
     )
 )]
 pub async fn migrate_bucket_range(
     State(state): State<ServerState>,
     Json(request): Json<BucketMigrationRequest>,
-) -> Result<axum::Json<MigrationResult>, ApiError> {
+) -> Result<Response, ApiError> {
     let migrator = migrator(&state)?;
-    Ok(axum::Json(
+    Ok(started(
         detached(async move { migrator.migrate_buckets(request).await }).await?,
     ))
 }

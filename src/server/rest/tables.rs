@@ -92,7 +92,7 @@ pub async fn browse_rows(
     Path(name): Path<String>,
     Query(paging): Query<PageQuery>,
 ) -> Result<axum::Json<RowPage>, ApiError> {
-    let (page, page_size) = paging.resolve();
+    let (page, page_size) = paging.resolve()?;
     let rows = state.data_client(route).browse_rows(&name, page, page_size).await?;
     Ok(axum::Json(rows))
 }

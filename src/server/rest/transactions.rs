@@ -11,19 +11,21 @@ use axum::http::StatusCode;
 
 use super::bodies::SqlRequest;
 use super::error::{ApiError, Problem};
-use super::extract::{Json, Path, Route};
-use crate::client::{SqlResult, TransactionInfo};
+use super::extract::{Json, Path, Query, Route};
+use crate::client::{SqlResult, TransactionInfo, TransactionOptions};
 use crate::server::ServerState;
 
 /// Begins a transaction on the route's shard. It takes the shard's write lock at its first
 /// write (until then other writers go straight through) and holds it until commit, rollback or
 /// idle expiry. Answers `busy` (503) when the shard's or the API key's transaction limit is
-/// reached.
+/// reached. `?maintenance=true` begins a maintenance transaction, whose statements may also
+/// write shardlite's internal tables (an operator capability, used by data migrations).
 #[utoipa::path(
     post,
     path = "/api/transactions",
     tag = "transactions",
     operation_id = "beginTransaction",
+    params(TransactionOptions),
     responses(
         (status = 200, description = "The transaction id and its idle expiry", body = TransactionInfo),
     )
@@ -31,8 +33,9 @@ use crate::server::ServerState;
 pub async fn begin(
     State(state): State<ServerState>,
     Route(route): Route,
+    Query(options): Query<TransactionOptions>,
 ) -> Result<axum::Json<TransactionInfo>, ApiError> {
-    let info = state.begin_transaction(route).await?;
+    let info = state.begin_transaction(route, options).await?;
     Ok(axum::Json(info))
 }
 

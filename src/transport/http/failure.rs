@@ -1,12 +1,12 @@
 //! Failed calls: a transport failure, or an error status whose problem body
 //! (`application/problem+json`) decodes into the crate's [`Error`] with the daemon's
 //! [`ErrorKind`] and SQLite code, keeping the extension members a caller may need (`missing`,
-//! and the `validation` of a refused catalog update).
+//! the `validation` of a refused catalog update, the `migration` of a rejected migration).
 
 use reqwest::StatusCode;
 use serde::Deserialize;
 
-use crate::data::CatalogValidation;
+use crate::data::{CatalogValidation, MigrationResult};
 use crate::error::{Error, ErrorKind, RemoteFailure, TransportFailure};
 
 /// A problem body, as the daemon sends it.
@@ -26,14 +26,18 @@ struct Problem {
     /// members, so that a body this client cannot read still decodes as an error.
     #[serde(default)]
     validation: Option<serde_json::Value>,
+    /// For a rejected migration request: its result, read apart like `validation`.
+    #[serde(default)]
+    migration: Option<serde_json::Value>,
 }
 
-/// A failed call: the error, for `not_found` the kind of object that is missing, and for a
-/// refused catalog update its validation.
+/// A failed call: the error, for `not_found` the kind of object that is missing, for a refused
+/// catalog update its validation, and for a rejected migration its result.
 pub(super) struct Failure {
     pub(super) error: Error,
     missing: Option<String>,
     validation: Option<Box<CatalogValidation>>,
+    migration: Option<Box<MigrationResult>>,
 }
 
 impl Failure {
@@ -43,6 +47,7 @@ impl Failure {
             error: transport_error(endpoint, err),
             missing: None,
             validation: None,
+            migration: None,
         }
     }
 
@@ -61,6 +66,10 @@ impl Failure {
                     .validation
                     .and_then(|validation| serde_json::from_value(validation).ok())
                     .map(Box::new),
+                migration: problem
+                    .migration
+                    .and_then(|migration| serde_json::from_value(migration).ok())
+                    .map(Box::new),
             },
             _ => Self {
                 error: Error::from(TransportFailure {
@@ -69,6 +78,7 @@ impl Failure {
                 }),
                 missing: None,
                 validation: None,
+                migration: None,
             },
         }
     }
@@ -78,6 +88,15 @@ impl Failure {
     pub(super) fn into_refused_validation(self) -> Result<CatalogValidation, Error> {
         match self.validation {
             Some(validation) if self.error.kind() == ErrorKind::InvalidInput => Ok(*validation),
+            _ => Err(self.error),
+        }
+    }
+
+    /// The result of a migration the daemon rejected (400 `invalid_input` with a `migration`
+    /// member), or the error when the answer is anything else.
+    pub(super) fn into_rejected_migration(self) -> Result<MigrationResult, Error> {
+        match self.migration {
+            Some(migration) if self.error.kind() == ErrorKind::InvalidInput => Ok(*migration),
             _ => Err(self.error),
         }
     }

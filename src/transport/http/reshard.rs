@@ -6,15 +6,26 @@ use super::HttpClient;
 use crate::data::{BucketMigrationRequest, KeyMigrationRequest, MigrationAdmin, MigrationResult, ResumeRequest};
 use crate::error::Result;
 
+impl HttpClient {
+    /// A migration's result: the daemon answers a rejected request with 400 and the result; in
+    /// process that is a result (status `Rejected`), not an error.
+    async fn started(&self, request: reqwest::RequestBuilder) -> Result<MigrationResult> {
+        match self.call(request).await {
+            Ok(response) => self.read_json(response).await,
+            Err(failure) => failure.into_rejected_migration(),
+        }
+    }
+}
+
 #[async_trait]
 impl MigrationAdmin for HttpClient {
     async fn migrate_exact_route_key(&self, request: &KeyMigrationRequest) -> Result<MigrationResult> {
-        self.json(self.post(&["sharding", "migrations", "exact-route-key"]).json(request))
+        self.started(self.post(&["sharding", "migrations", "exact-route-key"]).json(request))
             .await
     }
 
     async fn migrate_bucket_range(&self, request: &BucketMigrationRequest) -> Result<MigrationResult> {
-        self.json(self.post(&["sharding", "migrations", "bucket-range"]).json(request))
+        self.started(self.post(&["sharding", "migrations", "bucket-range"]).json(request))
             .await
     }
 

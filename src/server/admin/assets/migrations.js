@@ -123,7 +123,9 @@ export const view = {
       replace(this.out, resultView(result));
       return result;
     } catch (error) {
-      replace(this.out, message('error', error.message));
+      // A rejected request answers 400 with the result, whose issues say what to change.
+      const rejected = error.problem && error.problem.migration;
+      replace(this.out, rejected ? resultView(rejected) : message('error', error.message));
       return null;
     }
   },

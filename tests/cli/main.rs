@@ -1,0 +1,15 @@
+//! Programs run as processes (feature `cli`): the `shardlite` command, the examples, and the
+//! README's walk-through as written.
+
+mod blocking_orders_example;
+mod catalog;
+mod data;
+mod first_steps;
+mod migrate;
+mod order_history_example;
+mod readme;
+mod schema;
+mod serve;
+mod sqlx_many_routes_example;
+mod sqlx_remote_example;
+mod token;

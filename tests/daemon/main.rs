@@ -1,0 +1,13 @@
+//! The daemon (feature `server`): REST and gRPC on one port of a real daemon on `127.0.0.1:0`,
+//! its limits, the catalog and data moves through it, remote clients and shards served by
+//! daemons, and hostile SQL on every surface. Modules that also need a remote client say so.
+
+mod catalog_remote;
+mod grpc;
+mod hostile_sql;
+mod limits;
+mod migration_remote;
+mod openapi_contract;
+mod remote_shards;
+mod rest;
+mod storage_failures;

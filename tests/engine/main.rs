@@ -1,0 +1,21 @@
+//! The library in process, against real SQLite files in a temp dir per test: shard maps and
+//! routing (with the golden vectors), connection strings, the catalog, the async and blocking
+//! clients, data moves and schema migrations. The `shardlite seed` checks and the driver
+//! connection in a child process run built binaries; the rest stays in this process.
+
+mod blocking_client;
+mod catalog;
+mod catalog_activation;
+mod catalog_updates;
+mod connect;
+mod connection_strings;
+mod map_validation;
+mod migration_writers;
+mod migrations;
+mod paging;
+mod parity;
+mod routing_properties;
+mod routing_vectors;
+mod schema_migrations;
+mod shard_files_compat;
+mod sharded_client;

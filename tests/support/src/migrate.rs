@@ -1,0 +1,197 @@
+//! Fixtures for migration tests: the two-shard `tenants` master with an `items` table and a
+//! `profiles` collection, rows for a route key, and what each shard holds of it.
+
+use std::path::{Path, PathBuf};
+
+use crate::route;
+use shardlite::client::{DataClient, Params, ShardedClient, Value};
+use shardlite::data::{CollectionManifest, KeyMigrationRequest, MigrationManifest, TableManifest};
+
+/// The `tenants` map of [`crate::tenants_options`] seeded into `dir/master.db`, with
+/// `items (id TEXT PRIMARY KEY, tenant, n, amount, data)` indexed on `tenant` on every shard.
+pub async fn migration_master(dir: &Path) -> PathBuf {
+    let master = crate::seed_master(dir, crate::tenants_options(dir)).await;
+    let sharded = ShardedClient::open(&master).await.expect("open master");
+    for result in sharded
+        .execute_sql_on_all_shards(
+            "CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER, amount REAL, data BLOB);
+             CREATE INDEX items_tenant ON items (tenant);",
+        )
+        .await
+        .expect("schema")
+    {
+        assert!(
+            result.error.is_none(),
+            "schema on {}: {:?}",
+            result.shard_id,
+            result.error
+        );
+    }
+    master
+}
+
+/// Inserts `rows` rows for `key` through its route (ids `{key}-{n:08}`, n from `first`), and
+/// one `profiles` document.
+pub async fn fill(sharded: &ShardedClient, key: &str, first: i64, rows: i64) {
+    let routed = sharded.for_route(route(key));
+    routed
+        .execute_sql(
+            "WITH RECURSIVE seq(n) AS (SELECT ?2 UNION ALL SELECT n + 1 FROM seq WHERE n < ?2 + ?3 - 1)
+             INSERT INTO items (id, tenant, n, amount, data)
+             SELECT ?1 || '-' || printf('%08d', n), ?1, n, n * 1.5, zeroblob(n % 7) FROM seq",
+            Params::Positional(vec![Value::from(key), Value::Integer(first), Value::Integer(rows)]),
+        )
+        .await
+        .expect("fill");
+    routed
+        .put_document(
+            "profiles",
+            &format!("{key}-profile"),
+            serde_json::json!({ "tenant": key, "plan": "gold" }),
+        )
+        .await
+        .expect("profile");
+}
+
+/// The manifest for `items` and `profiles`, `page_size` rows a page.
+pub fn manifest(page_size: u32) -> MigrationManifest {
+    MigrationManifest {
+        page_size: Some(page_size),
+        tables: vec![TableManifest {
+            table_name: "items".into(),
+            route_key_column: "tenant".into(),
+            primary_key_column: "id".into(),
+        }],
+        collections: vec![CollectionManifest {
+            collection_name: "profiles".into(),
+            route_key_property: "tenant".into(),
+        }],
+    }
+}
+
+/// A request to move `key` to `destination`, activating and deleting the source.
+pub fn key_request(key: &str, destination: &str, page_size: u32) -> KeyMigrationRequest {
+    KeyMigrationRequest {
+        keyspace: "tenants".into(),
+        route_key: key.into(),
+        destination_shard_id: destination.into(),
+        manifest: manifest(page_size),
+        migration_id: None,
+        expected_current_map_version: None,
+        dry_run: false,
+        activate: true,
+        delete_source: true,
+        operator: Some("test".into()),
+        comment: None,
+    }
+}
+
+/// `(rows, digest)` of `key`'s items on one shard, read directly: the digest lists every row.
+pub async fn items_on(sharded: &ShardedClient, shard: &str, key: &str) -> (i64, String) {
+    let result = sharded
+        .for_shard_id(shard)
+        .expect("shard")
+        .execute_read_only_sql(
+            "SELECT count(*), coalesce(group_concat(id || ':' || n || ':' || amount || ':' || hex(data), ','), '')
+             FROM (SELECT * FROM items WHERE tenant = ?1 ORDER BY id)",
+            Params::from(vec![key]),
+        )
+        .await
+        .expect("count");
+    let row = &result.rows[0];
+    (
+        row[0].as_i64().expect("count"),
+        row[1].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+/// Whether `shard` holds `key`'s profile document.
+pub async fn has_profile(sharded: &ShardedClient, shard: &str, key: &str) -> bool {
+    sharded
+        .for_shard_id(shard)
+        .expect("shard")
+        .get_document("profiles", &format!("{key}-profile"))
+        .await
+        .expect("get")
+        .is_some()
+}
+
+/// The shard `key` resolves to now.
+pub fn owner(sharded: &ShardedClient, key: &str) -> String {
+    sharded.resolve_route(&route(key)).expect("resolve").shard_id
+}
+
+/// The other shard of the two.
+pub fn other(shard: &str) -> &'static str {
+    if shard == "s0" { "s1" } else { "s0" }
+}
+
+/// Counts, in a side table `item_writes` of `shard`, every row its `items` table gets inserted
+/// or updated from now on (a page copied twice is updated by the copy's upsert).
+pub async fn audit_item_writes(sharded: &ShardedClient, shard: &str) {
+    let client = sharded.for_shard_id(shard).expect("shard");
+    for statement in [
+        "CREATE TABLE item_writes (kind TEXT NOT NULL, id TEXT NOT NULL)",
+        "CREATE TRIGGER items_inserted AFTER INSERT ON items BEGIN INSERT INTO item_writes VALUES ('insert', new.id); END",
+        "CREATE TRIGGER items_updated AFTER UPDATE ON items BEGIN INSERT INTO item_writes VALUES ('update', new.id); END",
+    ] {
+        client.execute_sql(statement, Params::none()).await.expect("audit");
+    }
+}
+
+/// `(inserts, updates)` of `items` rows on `shard` since [`audit_item_writes`].
+pub async fn item_writes(sharded: &ShardedClient, shard: &str) -> (i64, i64) {
+    let result = sharded
+        .for_shard_id(shard)
+        .expect("shard")
+        .execute_read_only_sql(
+            "SELECT count(*) FILTER (WHERE kind = 'insert'), count(*) FILTER (WHERE kind = 'update') FROM item_writes",
+            Params::none(),
+        )
+        .await
+        .expect("item writes");
+    let row = &result.rows[0];
+    (row[0].as_i64().expect("inserts"), row[1].as_i64().expect("updates"))
+}
+
+/// Makes `shard` refuse to insert the `items` row whose `n` is `n`, so a copy stops at the page
+/// holding it, until [`allow_item`].
+pub async fn refuse_item(sharded: &ShardedClient, shard: &str, n: i64) {
+    sharded
+        .for_shard_id(shard)
+        .expect("shard")
+        .execute_sql(
+            &format!(
+                "CREATE TRIGGER refuse_item BEFORE INSERT ON items WHEN new.n = {n} \
+                 BEGIN SELECT RAISE(ABORT, 'refused for the test'); END"
+            ),
+            Params::none(),
+        )
+        .await
+        .expect("refuse");
+}
+
+/// Lifts [`refuse_item`].
+pub async fn allow_item(sharded: &ShardedClient, shard: &str) {
+    sharded
+        .for_shard_id(shard)
+        .expect("shard")
+        .execute_sql("DROP TRIGGER refuse_item", Params::none())
+        .await
+        .expect("allow");
+}
+
+/// Rewinds the catalog's checkpoint of migration `id` to before its first page of `items`, as
+/// if the run had stopped before checkpointing any of the pages the destination committed.
+pub async fn forget_copied_pages(master: &Path, id: &str) {
+    let catalog = shardlite::catalog::Catalog::open(master).await.expect("catalog");
+    let mut state = catalog.migration(id).await.expect("read").expect("a checkpoint");
+    let receipt = &mut state.receipts[0];
+    assert_eq!(receipt.name, "items");
+    receipt.source_rows = 0;
+    receipt.pages_copied = 0;
+    receipt.last_key = None;
+    receipt.copied = false;
+    receipt.source_checksum = "0".repeat(64);
+    catalog.save_migration_checkpoint(&state).await.expect("rewind");
+}
