@@ -51,6 +51,8 @@
 //! - [`client`]: the in-process clients: [`LocalClient`](client::LocalClient), the
 //!   [`ShardedClient`](client::ShardedClient) and its route-bound clients and transactions.
 //! - [`connect`]: opening a connection string, in-process or through a daemon.
+//! - [`query`]: queries across shards: one `SELECT` read with `sqlparser`, run on every shard
+//!   as partial results and merged by SQLite in memory.
 //! - [`paging`]: page fill across route keys, bounded merge, month keys and signed cursors.
 //! - [`migrate`]: verified data migrations of a route key or a bucket range: fences persisted in
 //!   the source shard's file, paged copy with checkpoints, verification, resume.
@@ -81,6 +83,7 @@ pub mod map;
 pub mod migrate;
 pub mod options;
 pub mod paging;
+pub mod query;
 pub mod routing;
 pub mod schema;
 #[cfg(feature = "server")]

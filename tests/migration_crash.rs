@@ -196,8 +196,11 @@ async fn a_migration_killed_ten_times_resumes_to_an_exact_copy() {
     for shard in [&source, &destination] {
         let file = dir.path().join(format!("{shard}.db"));
         old_sqlite::read_every_table(&file);
-        old_sqlite::run(&file, "INSERT INTO items (id, tenant, n) VALUES ('plain', 'another-tenant', 1)")
-            .expect("a row that did not move");
+        old_sqlite::run(
+            &file,
+            "INSERT INTO items (id, tenant, n) VALUES ('plain', 'another-tenant', 1)",
+        )
+        .expect("a row that did not move");
     }
 }
 

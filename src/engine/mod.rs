@@ -21,6 +21,7 @@ mod fence_upkeep;
 mod guard;
 mod hold;
 mod inline;
+pub mod merge;
 mod session;
 mod sql;
 pub(crate) mod store;

@@ -161,6 +161,14 @@ pub enum Error {
         reason: String,
     },
 
+    /// A query across every shard uses a construct whose answer could not be proven equal to
+    /// the answer of one file holding every shard's rows; nothing ran.
+    #[error("{construct} cannot be answered exactly across shards")]
+    UnsupportedCrossShardQuery {
+        /// The construct, as the SQL wrote it or by its name (`window function`, `random()`).
+        construct: String,
+    },
+
     /// A request argument was missing or malformed.
     #[error("invalid {name}: {reason}")]
     InvalidArgument {
@@ -457,6 +465,8 @@ pub enum ErrorKind {
     RequestTimeout,
     /// A write touched a route key or bucket fenced by a data migration (or moved by one); retry.
     RouteFenced,
+    /// A query across every shard uses a construct that cannot be answered exactly there.
+    UnsupportedCrossShardQuery,
 }
 
 impl ErrorKind {
@@ -488,6 +498,7 @@ impl ErrorKind {
             Self::ResultTooLarge => "result_too_large",
             Self::RequestTimeout => "request_timeout",
             Self::RouteFenced => "route_fenced",
+            Self::UnsupportedCrossShardQuery => "unsupported_cross_shard_query",
         }
     }
 
@@ -519,6 +530,7 @@ impl ErrorKind {
             Self::ResultTooLarge,
             Self::RequestTimeout,
             Self::RouteFenced,
+            Self::UnsupportedCrossShardQuery,
         ]
         .into_iter()
         .find(|kind| kind.code() == code)
@@ -581,6 +593,7 @@ impl Error {
                 ErrorKind::Conflict
             }
             Self::RouteFenced { .. } => ErrorKind::RouteFenced,
+            Self::UnsupportedCrossShardQuery { .. } => ErrorKind::UnsupportedCrossShardQuery,
         }
     }
 
@@ -650,6 +663,7 @@ mod tests {
             ErrorKind::ResultTooLarge,
             ErrorKind::RequestTimeout,
             ErrorKind::RouteFenced,
+            ErrorKind::UnsupportedCrossShardQuery,
         ] {
             assert_eq!(ErrorKind::from_code(kind.code()), Some(kind));
         }
