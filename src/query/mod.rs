@@ -81,17 +81,18 @@ pub fn plan(sql: &str, params: Params) -> Result<QueryPlan> {
         return Err(Error::invalid_argument("sql", "the SQL text is empty"));
     }
     let dialect = SQLiteDialect {};
-    let tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, sql)
-        .tokenize()
+    let mut tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, sql)
+        .tokenize_with_location()
         .map_err(|err| syntax(&err.to_string()))?;
     if tokens.len() > MAX_TOKENS {
         return Err(refused(format!("a query of more than {MAX_TOKENS} tokens")));
     }
+    placeholders::number(&mut tokens)?;
     let mut statements = Parser::new(&dialect)
-        .with_tokens(tokens)
+        .with_tokens_with_locations(tokens)
         .parse_statements()
         .map_err(|err| syntax(&err.to_string()))?;
-    let mut statement = match statements.len() {
+    let statement = match statements.len() {
         1 => statements.remove(0),
         0 => return Err(Error::invalid_argument("sql", "the SQL text holds no statement")),
         _ => return Err(refused("several statements")),
@@ -107,7 +108,7 @@ pub fn plan(sql: &str, params: Params) -> Result<QueryPlan> {
             "{keyword} (only one SELECT is answered across shards)"
         )));
     };
-    placeholders::number(&mut statement, &params)?;
+    placeholders::check(&statement, &params)?;
     refuse::check_everywhere(&statement, &params)?;
     let Statement::Query(query) = statement else {
         return Err(refused("a statement that is not a SELECT"));

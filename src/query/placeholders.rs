@@ -2,47 +2,51 @@
 //! text, then bound, statement by statement, to exactly the values each generated statement
 //! uses (a shard's statement and the merge statement each take a part of them).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{Expr, Statement, Value as AstValue, Visit, VisitMut, VisitorMut};
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, TokenWithSpan};
 
 use crate::data::{Params, Value};
 use crate::error::{Error, Result};
 
-/// Rewrites every positional placeholder of `statement` (`?`, `?NNN`) as `?NNN` with the number
-/// SQLite gives it in the text (`?` is one past the highest number so far), and checks `params`
-/// against the placeholders the way the engine does: positional values for positional
-/// placeholders only, none missing and none left over; named values for named ones.
-pub(super) fn number(statement: &mut Statement, params: &Params) -> Result<()> {
-    let mut found = Vec::new();
-    let _ = Visit::visit(&*statement, &mut Collect(&mut found));
-    // The visitor walks the tree, not the text: SQLite numbers `?` in text order.
-    found.sort_by_key(|(line, column, _)| (*line, *column));
+/// Rewrites every positional placeholder token (`?`, `?NNN`) as `?NNN` with the number SQLite
+/// gives it in the text: `?` is one past the highest number so far. (A query that mixes them
+/// with named placeholders is refused by [`check`], whichever way its values are passed.)
+pub(super) fn number(tokens: &mut [TokenWithSpan]) -> Result<()> {
     let mut highest = 0usize;
-    let mut numbers = BTreeMap::new();
-    let mut named = BTreeSet::new();
-    for (line, column, text) in &found {
-        match text.strip_prefix('?') {
-            Some("") => {
+    for token in tokens {
+        if let Token::Placeholder(text) = &mut token.token
+            && let Some(digits) = text.strip_prefix('?')
+        {
+            if digits.is_empty() {
                 highest += 1;
-                numbers.insert((*line, *column), highest);
-            }
-            Some(digits) => {
+                *text = format!("?{highest}");
+            } else {
                 let number: usize = digits.parse().map_err(|_| {
                     Error::invalid_argument("sql", format!("placeholder '{text}' is not a valid number"))
                 })?;
                 highest = highest.max(number);
             }
-            None => {
-                if named.insert(text.clone()) {
-                    highest += 1;
-                }
-            }
         }
     }
+    Ok(())
+}
+
+/// Checks `params` against the placeholders the way the engine does: positional values for
+/// positional placeholders only, none missing and none left over; named values for named ones.
+pub(super) fn check(statement: &Statement, params: &Params) -> Result<()> {
+    let mut found = Vec::new();
+    let _ = Visit::visit(statement, &mut Collect(&mut found));
+    let highest = found
+        .iter()
+        .filter_map(|p| p.strip_prefix('?')?.parse::<usize>().ok())
+        .max()
+        .unwrap_or(0);
+    let named: BTreeSet<&String> = found.iter().filter(|p| !p.starts_with('?')).collect();
     match params {
         Params::Positional(values) => {
             if let Some(name) = named.first() {
@@ -62,7 +66,7 @@ pub(super) fn number(statement: &mut Statement, params: &Params) -> Result<()> {
             }
         }
         Params::Named(values) => {
-            if let Some((_, _, text)) = found.iter().find(|(_, _, t)| t.starts_with('?')) {
+            if let Some(text) = found.iter().find(|t| t.starts_with('?')) {
                 return Err(Error::invalid_argument(
                     "parameters",
                     format!("placeholder '{text}' is positional: pass parameters as a JSON array, not an object"),
@@ -84,7 +88,6 @@ pub(super) fn number(statement: &mut Statement, params: &Params) -> Result<()> {
             }
         }
     }
-    let _ = VisitMut::visit(statement, &mut Renumber(&numbers));
     Ok(())
 }
 
@@ -137,7 +140,7 @@ pub(super) fn finish(sql: &str, params: &Params) -> Result<(String, Params)> {
     Ok((statement.to_string(), bound))
 }
 
-struct Collect<'a>(&'a mut Vec<(u64, u64, String)>);
+struct Collect<'a>(&'a mut Vec<String>);
 
 impl sqlparser::ast::Visitor for Collect<'_> {
     type Break = ();
@@ -145,22 +148,7 @@ impl sqlparser::ast::Visitor for Collect<'_> {
         if let Expr::Value(v) = expr
             && let AstValue::Placeholder(text) = &v.value
         {
-            self.0.push((v.span.start.line, v.span.start.column, text.clone()));
-        }
-        ControlFlow::Continue(())
-    }
-}
-
-struct Renumber<'a>(&'a BTreeMap<(u64, u64), usize>);
-
-impl VisitorMut for Renumber<'_> {
-    type Break = ();
-    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        if let Expr::Value(v) = expr
-            && let AstValue::Placeholder(text) = &mut v.value
-            && let Some(number) = self.0.get(&(v.span.start.line, v.span.start.column))
-        {
-            *text = format!("?{number}");
+            self.0.push(text.clone());
         }
         ControlFlow::Continue(())
     }
@@ -193,33 +181,42 @@ impl VisitorMut for Dense<'_> {
 
 #[cfg(test)]
 mod tests {
+    use sqlparser::tokenizer::Tokenizer;
+
     use super::*;
 
     fn parse(sql: &str) -> Statement {
-        Parser::parse_sql(&SQLiteDialect {}, sql).expect("parse").remove(0)
+        let mut tokens = Tokenizer::new(&SQLiteDialect {}, sql)
+            .tokenize_with_location()
+            .expect("tokens");
+        number(&mut tokens).expect("numbered");
+        Parser::new(&SQLiteDialect {})
+            .with_tokens_with_locations(tokens)
+            .parse_statements()
+            .expect("parse")
+            .remove(0)
     }
 
     #[test]
     fn question_marks_are_numbered_in_text_order() {
-        let mut statement = parse("SELECT a FROM t WHERE b = ? AND c = ?3 AND d = ? ORDER BY a LIMIT ?");
-        let params = Params::from(vec![1, 2, 3, 4, 5]);
-        number(&mut statement, &params).expect("numbered");
+        let statement = parse("SELECT a FROM t WHERE b = ? AND c = ?3 AND d = ? ORDER BY a LIMIT ?");
+        check(&statement, &Params::from(vec![1, 2, 3, 4, 5])).expect("checked");
         assert_eq!(
             statement.to_string(),
             "SELECT a FROM t WHERE b = ?1 AND c = ?3 AND d = ?4 ORDER BY a LIMIT ?5"
         );
-        let (sql, bound) = finish("SELECT ?4, ?1, ?4", &params).expect("finish");
+        let (sql, bound) = finish("SELECT ?4, ?1, ?4", &Params::from(vec![1, 2, 3, 4, 5])).expect("finish");
         assert_eq!(sql, "SELECT ?1, ?2, ?1");
         assert_eq!(bound, Params::from(vec![4, 1]));
     }
 
     #[test]
     fn values_must_match_the_placeholders() {
-        let mut statement = parse("SELECT a FROM t WHERE b = ?");
-        assert!(number(&mut statement, &Params::from(vec![1, 2])).is_err());
-        let mut statement = parse("SELECT a FROM t WHERE b = :b");
-        assert!(number(&mut statement, &Params::from(vec![1])).is_err());
-        number(&mut statement, &Params::named([("b", 1)])).expect("named");
+        let statement = parse("SELECT a FROM t WHERE b = ?");
+        assert!(check(&statement, &Params::from(vec![1, 2])).is_err());
+        let statement = parse("SELECT a FROM t WHERE b = :b");
+        assert!(check(&statement, &Params::from(vec![1])).is_err());
+        check(&statement, &Params::named([("b", 1)])).expect("named");
         let (_, bound) = finish("SELECT :b", &Params::named([("b", 1)])).expect("finish");
         assert_eq!(bound, Params::named([("b", 1)]));
     }
