@@ -34,6 +34,15 @@ impl Rng {
     fn chance(&mut self, percent: usize) -> bool {
         self.below(100) < percent
     }
+    fn int(&mut self, n: usize) -> i64 {
+        i64::try_from(self.below(n)).unwrap()
+    }
+    fn byte(&mut self, n: usize) -> u8 {
+        u8::try_from(self.below(n)).unwrap()
+    }
+    fn real(&mut self, n: usize) -> f64 {
+        f64::from(u32::try_from(self.below(n)).unwrap())
+    }
     fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
         items[self.below(items.len())]
     }
@@ -47,7 +56,9 @@ fn seed() -> u64 {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .unwrap()
-                .as_nanos() as u64
+                .as_nanos()
+                .try_into()
+                .unwrap_or(u64::MAX)
         })
 }
 
@@ -100,19 +111,19 @@ fn generated_rows(rng: &mut Rng, count: usize) -> Vec<Vec<Value>> {
             };
             let n = match rng.below(10) {
                 0 => Value::Null,
-                1 => Value::Integer(-(rng.below(1000) as i64)),
-                _ => Value::Integer(rng.below(20) as i64 - 5),
+                1 => Value::Integer(-(rng.int(1000))),
+                _ => Value::Integer(rng.int(20) - 5),
             };
             let big = if rng.chance(30) {
                 Value::Null
             } else {
-                Value::Integer((1_i64 << 61) + rng.below(1 << 20) as i64)
+                Value::Integer((1_i64 << 61) + rng.int(1 << 20))
             };
             let r = match rng.below(8) {
                 0 => Value::Null,
-                1 => Value::Real(-(rng.below(100) as f64) / 8.0),
-                2 => Value::Real(0.1 * rng.below(50) as f64),
-                _ => Value::Real(rng.below(40) as f64 / 4.0 - 3.0),
+                1 => Value::Real(-(rng.real(100)) / 8.0),
+                2 => Value::Real(0.1 * rng.real(50)),
+                _ => Value::Real(rng.real(40) / 4.0 - 3.0),
             };
             let name = if rng.chance(15) {
                 Value::Null
@@ -122,16 +133,16 @@ fn generated_rows(rng: &mut Rng, count: usize) -> Vec<Vec<Value>> {
             let b = match rng.below(4) {
                 0 => Value::Null,
                 1 => Value::Blob(vec![]),
-                _ => Value::Blob(vec![rng.below(4) as u8, rng.below(256) as u8]),
+                _ => Value::Blob(vec![rng.byte(4), rng.byte(256)]),
             };
             let m = match rng.below(6) {
                 0 => Value::Null,
-                1 => Value::Integer(rng.below(7) as i64 - 3),
+                1 => Value::Integer(rng.int(7) - 3),
                 // Never equal to an integer: min and max keep whichever of equal values came first.
-                2 => Value::Real(rng.below(7) as f64 / 2.0 + 0.25),
+                2 => Value::Real(rng.real(7) / 2.0 + 0.25),
                 3 => Value::Text(rng.pick(&["x", "X", "y", "10"]).into()),
-                4 => Value::Blob(vec![rng.below(3) as u8]),
-                _ => Value::Integer(i64::MIN + rng.below(3) as i64),
+                4 => Value::Blob(vec![rng.byte(3)]),
+                _ => Value::Integer(i64::MIN + rng.int(3)),
             };
             vec![
                 Value::Integer(i64::try_from(i).unwrap() + 1),
@@ -208,7 +219,7 @@ fn where_clause(rng: &mut Rng, params: &mut Vec<Value>) -> String {
     }
     let predicate = rng.pick(WHERES);
     for _ in predicate.matches('?') {
-        params.push(Value::Integer(rng.below(10) as i64 - 2));
+        params.push(Value::Integer(rng.int(10) - 2));
     }
     format!(" WHERE {predicate}")
 }
@@ -271,7 +282,7 @@ fn plain_query(rng: &mut Rng) -> Generated {
         sql.push_str(&format!(" LIMIT {}", rng.below(30)));
         if rng.chance(50) {
             sql.push_str(" OFFSET ?");
-            params.push(Value::Integer(rng.below(20) as i64));
+            params.push(Value::Integer(rng.int(20)));
         }
         if ordered.is_none() {
             ordered = Some(false);
@@ -369,7 +380,7 @@ fn aggregate_query(rng: &mut Rng) -> Generated {
             "count(DISTINCT name) >= ?",
         ]);
         for _ in having.matches('?') {
-            params.push(Value::Integer(rng.below(6) as i64));
+            params.push(Value::Integer(rng.int(6)));
         }
         sql.push_str(&format!(" HAVING {having}"));
     }
@@ -624,4 +635,54 @@ async fn the_blocking_client_answers_the_same_query() {
     let (names, expected) = reference_answer(&reference, sql, &[]).unwrap();
     assert_eq!(found.column_names, names);
     assert!(same_rows(found.rows, expected, Some(true)));
+}
+
+#[tokio::test]
+async fn the_result_caps_apply_to_the_whole_query_and_a_limit_keeps_partials_small() {
+    let dir = temp_dir();
+    let mut rng = Rng(5);
+    let rows = generated_rows(&mut rng, 90);
+    let (sharded, _reference) = fixture(dir.path(), 3, &rows).await;
+    let mut largest = 0;
+    for shard in sharded
+        .execute_read_only_sql_on_all_shards("SELECT count(*) FROM orders")
+        .await
+        .unwrap()
+    {
+        largest = largest.max(shard.result.unwrap().rows[0][0].as_i64().unwrap());
+    }
+    drop(sharded);
+    // Every shard's rows fit the cap; all of them together do not.
+    let engine = shardlite::engine::EngineConfig {
+        max_result_rows: usize::try_from(largest).unwrap() + 1,
+        ..Default::default()
+    };
+    let capped = ShardedClient::from_map_with(
+        map_of(dir.path(), 3),
+        shardlite::client::ShardedClientOptions::with_engine(engine),
+    )
+    .await
+    .unwrap();
+    assert!(largest + 1 < 90, "one shard holds nearly every row");
+    let err = capped
+        .query_all_shards("SELECT id, name FROM orders", Params::none())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ResultTooLarge, "{err}");
+    let newest = capped
+        .query_all_shards(
+            "SELECT id FROM orders ORDER BY id DESC LIMIT 5 OFFSET 2",
+            Params::none(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        newest.rows,
+        (84..=88).rev().map(|id| vec![Value::Integer(id)]).collect::<Vec<_>>()
+    );
+    let grouped = capped
+        .query_all_shards("SELECT tenant, count(*) FROM orders GROUP BY tenant", Params::none())
+        .await
+        .unwrap();
+    assert_eq!(grouped.rows.len(), 12);
 }

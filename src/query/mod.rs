@@ -40,6 +40,56 @@ use crate::error::{Error, Result};
 /// a bound on the depth of the trees read from it.
 const MAX_TOKENS: usize = 20_000;
 
+/// How deep the trees read from a query across shards may be. A chain of operators
+/// (`a + b + c …`, `x AND y AND z …`) is read into a tree as deep as the chain is long, and
+/// walking, printing and dropping a tree recurses once per level: this keeps every tree far from
+/// the end of a thread's stack, in debug builds too.
+const MAX_DEPTH: usize = 64;
+
+/// An upper bound of the depth of the trees `tokens` read into: the operators of every chain
+/// that encloses a token (a chain ends at a comma or a parenthesis), plus the parentheses.
+fn depth(tokens: &[sqlparser::tokenizer::TokenWithSpan]) -> usize {
+    use sqlparser::tokenizer::Token;
+    const KEYWORDS: &[&str] = &[
+        "and", "or", "not", "is", "in", "like", "glob", "regexp", "match", "between", "collate", "escape", "when",
+        "then", "else",
+    ];
+    let mut chains = vec![0usize];
+    let mut deepest = 0;
+    for token in tokens {
+        match &token.token {
+            Token::LParen => chains.push(0),
+            Token::RParen => {
+                if chains.len() > 1 {
+                    chains.pop();
+                }
+            }
+            Token::Comma => {
+                if let Some(chain) = chains.last_mut() {
+                    *chain = 0;
+                }
+            }
+            Token::Word(word)
+                if word.quote_style.is_some() || !KEYWORDS.iter().any(|k| word.value.eq_ignore_ascii_case(k)) => {}
+            Token::Whitespace(_)
+            | Token::Number(..)
+            | Token::SingleQuotedString(_)
+            | Token::DoubleQuotedString(_)
+            | Token::HexStringLiteral(_)
+            | Token::Period
+            | Token::SemiColon
+            | Token::Placeholder(_) => {}
+            _ => {
+                if let Some(chain) = chains.last_mut() {
+                    *chain += 1;
+                }
+            }
+        }
+        deepest = deepest.max(chains.iter().sum::<usize>() + chains.len());
+    }
+    deepest
+}
+
 /// A query across shards, read and checked, ready to run.
 #[derive(Debug)]
 pub struct QueryPlan {
@@ -54,8 +104,8 @@ pub struct QueryPlan {
 
 #[derive(Debug)]
 enum Shape {
-    Rows(rows::RowsPlan),
-    Aggregate(aggregate::AggregatePlan),
+    Rows(Box<rows::RowsPlan>),
+    Aggregate(Box<aggregate::AggregatePlan>),
 }
 
 /// What the merge reads and runs: the partial columns, the statement and its values.
@@ -86,6 +136,11 @@ pub fn plan(sql: &str, params: Params) -> Result<QueryPlan> {
         .map_err(|err| syntax(&err.to_string()))?;
     if tokens.len() > MAX_TOKENS {
         return Err(refused(format!("a query of more than {MAX_TOKENS} tokens")));
+    }
+    if depth(&tokens) > MAX_DEPTH {
+        return Err(refused(format!(
+            "an expression nested or chained more than {MAX_DEPTH} deep"
+        )));
     }
     placeholders::number(&mut tokens)?;
     let mut statements = Parser::new(&dialect)
@@ -135,9 +190,14 @@ pub fn plan(sql: &str, params: Params) -> Result<QueryPlan> {
     let names = expr::item_texts(sql, select);
     let mut probes = Vec::new();
     let shape = if is_aggregate(&query, select) {
-        Shape::Aggregate(aggregate::AggregatePlan::new(&query, select, names, &mut probes)?)
+        Shape::Aggregate(Box::new(aggregate::AggregatePlan::new(
+            &query,
+            select,
+            names,
+            &mut probes,
+        )?))
     } else {
-        Shape::Rows(rows::RowsPlan::new(&query, select, names, &mut probes)?)
+        Shape::Rows(Box::new(rows::RowsPlan::new(&query, select, names, &mut probes)?))
     };
     Ok(QueryPlan {
         params,

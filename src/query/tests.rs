@@ -58,3 +58,32 @@ fn constructs_that_cannot_be_exact_are_refused() {
         assert!(found.contains(construct), "{sql}: {found}");
     }
 }
+
+#[test]
+fn the_longest_query_accepted_plans_within_a_small_stack() {
+    // Chains are as deep as they are long; the depth cap bounds them. Debug builds use the
+    // most stack per level; a runtime's threads have 2 MiB, and half is left here.
+    for chain in [" + 1", " AND 1", " || 'x'"] {
+        let sql = format!("SELECT a{} FROM t ORDER BY a LIMIT 3", chain.repeat(MAX_DEPTH - 4));
+        let planned = std::thread::Builder::new()
+            .stack_size(1 << 20)
+            .spawn(move || plan(&sql, Params::none()).map(|p| p.shard_statement(None).is_ok()))
+            .expect("thread")
+            .join()
+            .expect("no stack overflow");
+        assert!(matches!(planned, Ok(true)), "{planned:?}");
+        let longer = format!("SELECT a{} FROM t", chain.repeat(MAX_DEPTH + 1));
+        assert!(refusal(&longer).contains("deep"));
+    }
+}
+
+#[test]
+fn many_operators_side_by_side_are_not_deep() {
+    let items: Vec<String> = (0..60).map(|i| format!("a + {i} * 2 - b")).collect();
+    let sql = format!(
+        "SELECT {} FROM t WHERE a IN ({})",
+        items.join(", "),
+        vec!["1"; 500].join(", ")
+    );
+    plan(&sql, Params::none()).expect("planned");
+}
