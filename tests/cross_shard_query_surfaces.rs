@@ -3,6 +3,10 @@
 //! answering like the library and refusing what cannot be exact with the same code.
 #![cfg(feature = "server")]
 
+// Only some of the browser helpers are needed here.
+#[allow(dead_code)]
+#[path = "common/browser.rs"]
+mod browser;
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -186,4 +190,53 @@ async fn the_cli_prints_one_merged_result() {
         "{}",
         stderr(&refused)
     );
+}
+
+/// The admin page's diagnostics tab merges one SELECT across shards, and shows a refusal with
+/// its code (skipped where Chromium is not installed, as the other browser checks are).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_page_merges_a_query_across_shards() {
+    let Some(browser) = browser::Browser::start().await else {
+        return;
+    };
+    let dir = common::temp_dir();
+    let master = master(dir.path()).await;
+    let daemon = start_daemon_on(&master, ServerConfig::default()).await;
+    browser.goto(&daemon.url("/admin")).await;
+    browser.click("button[data-view=diagnostics]").await;
+    browser.type_into("#diagnostics-sql", &MERGED.replace('?', "4")).await;
+    browser.click("#diagnostics-merge").await;
+    browser
+        .wait_until(
+            "the merged answer",
+            "return document.querySelectorAll('#diagnostics-merged tbody tr').length === 3;",
+        )
+        .await;
+    let cells = browser
+        .run(
+            "return [...document.querySelectorAll('#diagnostics-merged tbody tr')].map((row) =>
+               [...row.querySelectorAll('td')].map((cell) => cell.textContent));",
+            vec![],
+        )
+        .await;
+    let expected: Vec<Vec<String>> = expected()
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|value| match value {
+                    Value::Integer(v) => v.to_string(),
+                    Value::Text(v) => v.clone(),
+                    other => format!("{other:?}"),
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(cells, json!(expected));
+
+    browser.type_into("#diagnostics-sql", REFUSED).await;
+    browser.click("#diagnostics-merge").await;
+    let refused = browser.text("#diagnostics-error").await;
+    assert!(refused.contains("unsupported_cross_shard_query"), "{refused}");
+    browser.close().await;
+    daemon.stop().await.unwrap();
 }
