@@ -240,35 +240,3 @@ async fn the_admin_page_merges_a_query_across_shards() {
     browser.close().await;
     daemon.stop().await.unwrap();
 }
-
-/// An sqlx connection to a master with no route reads across every shard and refuses writes.
-#[cfg(feature = "sqlx")]
-#[tokio::test]
-async fn an_sqlx_connection_without_a_route_reads_merged_and_needs_a_route_to_write() {
-    use shardlite::driver::ShardliteConnection;
-    use sqlx::{Connection, Row};
-
-    let dir = common::temp_dir();
-    let master = master(dir.path()).await;
-    let mut conn = ShardliteConnection::connect(&format!("Data Source={}", master.display()))
-        .await
-        .unwrap();
-    let rows = sqlx::query(MERGED).bind(4_i64).fetch_all(&mut conn).await.unwrap();
-    let found: Vec<(String, i64, i64)> = rows.iter().map(|row| (row.get(0), row.get(1), row.get(2))).collect();
-    let expected: Vec<(String, i64, i64)> = expected()
-        .into_iter()
-        .map(|row| match row.as_slice() {
-            [Value::Text(tenant), Value::Integer(count), Value::Integer(sum)] => (tenant.clone(), *count, *sum),
-            other => panic!("{other:?}"),
-        })
-        .collect();
-    assert_eq!(found, expected);
-    let err = sqlx::query("DELETE FROM orders").execute(&mut conn).await.unwrap_err();
-    assert!(err.to_string().contains("route is required"), "{err}");
-    let err = sqlx::query(REFUSED).fetch_all(&mut conn).await.unwrap_err();
-    assert!(
-        err.to_string().contains("cannot be answered exactly across shards"),
-        "{err}"
-    );
-    conn.close().await.unwrap();
-}

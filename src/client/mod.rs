@@ -12,14 +12,12 @@ pub mod blocking;
 mod dedicated;
 mod forward;
 mod local;
-mod merged;
 mod routed;
 mod sharded;
 
 pub use dedicated::DedicatedClient;
 pub use local::LocalClient;
 pub(crate) use local::engine_config_for;
-pub use merged::MergedReadsClient;
 pub use routed::RoutedClient;
 pub use sharded::{ShardedClient, ShardedClientOptions, ShardedTransaction};
 

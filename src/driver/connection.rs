@@ -21,7 +21,7 @@ use super::{
     ShardliteTypeInfo,
 };
 use crate::ErrorKind;
-use crate::client::{DedicatedClient, MergedReadsClient};
+use crate::client::DedicatedClient;
 use crate::connect::{ConnectedClient, ConnectionTarget};
 use crate::data::{DataClient, Params, SqlResult, TransactionInfo};
 
@@ -408,8 +408,6 @@ async fn own_connection(connected: &ConnectedClient) -> Result<Arc<dyn DataClien
             Some(local) => Arc::new(DedicatedClient::for_local(local).await?),
             None => Arc::clone(connected.client()),
         },
-        // No route: reads are answered across every shard, writes need a route.
-        (ConnectionTarget::Sharded { .. }, Some(sharded), None) => Arc::new(MergedReadsClient::new(sharded.clone())),
         _ => Arc::clone(connected.client()),
     };
     Ok(client)

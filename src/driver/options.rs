@@ -12,7 +12,7 @@ use sqlx_core::error::Error;
 use sqlx_core::pool::PoolOptions;
 
 use super::{Shardlite, ShardliteConnection};
-use crate::connect::{ConnectedClient, connect_with};
+use crate::connect::{ConnectedClient, ConnectionTarget, connect_with};
 use crate::engine::EngineConfig;
 use crate::options::ConnectionOptions;
 
@@ -141,9 +141,19 @@ impl ShardliteConnectOptions {
     pub(crate) async fn open(&self) -> Result<ConnectedClient, Error> {
         let connected = self
             .opened
-            // A master catalog without a route opens too: its connections answer reads across
-            // every shard and refuse writes with "route required".
-            .get_or_try_init(|| async { connect_with(&self.options, self.engine.clone()).await })
+            .get_or_try_init(|| async {
+                let connected = connect_with(&self.options, self.engine.clone()).await?;
+                if let ConnectionTarget::Sharded { master, keyspace, .. } = connected.target() {
+                    // Every data call would fail with "route required": refuse now, naming the fix.
+                    return Err(crate::Error::ConnectionString {
+                        reason: format!(
+                            "'Data Source' '{master}' is a master catalog with a shard map (keyspace '{keyspace}'): \
+                             add 'Shard Keyspace' and 'Shard Key' to bind the connection to one route"
+                        ),
+                    });
+                }
+                Ok(connected)
+            })
             .await?;
         Ok(connected.clone())
     }
