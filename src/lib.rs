@@ -43,6 +43,8 @@
 //!   the [`DataClient`](data::DataClient) and [`ShardAdmin`](data::ShardAdmin) interfaces.
 //! - [`engine`]: the only module that calls rusqlite: per-file writer, reader and transaction
 //!   threads, SQL execution, and the row, collection, saved-query and procedure stores.
+//! - [`query`]: queries across shards: one `SELECT` read with `sqlparser`, run on every shard
+//!   as partial results and merged by SQLite in memory.
 //! - [`catalog`]: the master catalog file that owns the active map, pending map and history.
 //! - [`schema`]: sqlx-style migration folders applied to a database through its client, schema
 //!   fingerprints, and drift between shards.
@@ -51,8 +53,6 @@
 //! - [`client`]: the in-process clients: [`LocalClient`](client::LocalClient), the
 //!   [`ShardedClient`](client::ShardedClient) and its route-bound clients and transactions.
 //! - [`connect`]: opening a connection string, in-process or through a daemon.
-//! - [`query`]: queries across shards: one `SELECT` read with `sqlparser`, run on every shard
-//!   as partial results and merged by SQLite in memory.
 //! - [`paging`]: page fill across route keys, bounded merge, month keys and signed cursors.
 //! - [`migrate`]: verified data migrations of a route key or a bucket range: fences persisted in
 //!   the source shard's file, paged copy with checkpoints, verification, resume.
