@@ -47,6 +47,8 @@
 //! - [`engine`]: the only module that calls rusqlite: per-file writer, reader and transaction
 //!   threads, script execution (`engine/script.rs`), SQLite's errors in the crate's terms (one
 //!   file, `engine/sqlite_error.rs`), and the row, collection, saved-query and procedure stores.
+//! - [`query`]: queries across shards: one `SELECT` read with `sqlparser`, run on every shard
+//!   as partial results and merged by SQLite in memory.
 //! - [`catalog`]: the master catalog file that owns the active map, pending map and history.
 //! - [`schema`]: sqlx-style migration folders applied to a database through its client, schema
 //!   fingerprints, and drift between shards.
@@ -89,6 +91,7 @@ pub mod error;
 pub mod map;
 pub mod options;
 pub mod paging;
+pub mod query;
 pub mod reshard;
 pub mod routing;
 pub mod schema;

@@ -1,4 +1,5 @@
-//! The data and admin commands: `resolve`, `map`, `status`, `sql`, `exec-all`, `read-all`.
+//! The data and admin commands: `resolve`, `map`, `status`, `sql`, `exec-all`, `read-all`,
+//! `query-all`.
 
 use clap::Args;
 use comfy_table::Table;
@@ -57,6 +58,21 @@ pub struct FanOutArgs {
     #[command(flatten)]
     connection: ConnectionArgs,
     /// The SQL to run on every enabled shard.
+    sql: String,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+/// Arguments of `shardlite query-all`.
+#[derive(Debug, Args)]
+pub struct QueryAllArgs {
+    #[command(flatten)]
+    connection: ConnectionArgs,
+    /// A value for the next `?` placeholder, as JSON (`42`, `"2026-06"`, `null`); text that is
+    /// not JSON is taken as text. Repeat for each placeholder.
+    #[arg(long = "param", value_name = "V")]
+    params: Vec<String>,
+    /// One read-only SELECT, answered over every shard as one result.
     sql: String,
     #[command(flatten)]
     output: OutputArgs,
@@ -262,4 +278,23 @@ pub async fn read_all(args: &FanOutArgs) -> Result<()> {
     let opened = connection::open(&args.connection, None).await?;
     let results = opened.admin()?.execute_read_only_sql_on_all_shards(&args.sql).await?;
     print_fan_out(&results, args.output.json)
+}
+
+/// `shardlite query-all`.
+pub async fn query_all(args: &QueryAllArgs) -> Result<()> {
+    let values = args
+        .params
+        .iter()
+        .map(|text| serde_json::from_str::<Value>(text).unwrap_or_else(|_| Value::Text(text.clone())))
+        .collect();
+    let opened = connection::open(&args.connection, None).await?;
+    let result = opened
+        .admin()?
+        .query_all_shards(&args.sql, Params::Positional(values))
+        .await?;
+    if args.output.json {
+        return print_json(&result);
+    }
+    print_result(&result);
+    Ok(())
 }

@@ -65,6 +65,11 @@ enum Command {
         after_help = "Example: shardlite read-all -c \"Data Source=data/master.db\" \"SELECT count(*) FROM orders\""
     )]
     ReadAll(data::FanOutArgs),
+    /// Run one read-only SELECT on every shard and print one merged result.
+    #[command(
+        after_help = "Example: shardlite query-all -c \"Data Source=data/master.db\" \"SELECT order_month, count(*) FROM orders WHERE amount > ? GROUP BY order_month ORDER BY 1\" --param 10"
+    )]
+    QueryAll(data::QueryAllArgs),
     /// Show the master catalog, or change the map: validate, apply (as the pending map), activate.
     #[command(after_help = "Example: shardlite catalog show -c \"Data Source=data/master.db\"")]
     Catalog {
@@ -104,6 +109,7 @@ impl Cli {
             Command::Sql(args) => block_on(data::sql(&args)),
             Command::ExecAll(args) => block_on(data::exec_all(&args)),
             Command::ReadAll(args) => block_on(data::read_all(&args)),
+            Command::QueryAll(args) => block_on(data::query_all(&args)),
             Command::Catalog { command } => block_on(catalog::run(&command)),
             Command::Schema { command } => block_on(schema::run(&command)),
             Command::Migrate { command } => block_on(reshard::run(&command)),

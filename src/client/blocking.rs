@@ -241,6 +241,12 @@ impl ShardedClient {
         /// Applies sqlx-style migrations to every enabled shard (or the shards named).
         fn migrate_schema(&self, request: &SchemaMigrationRequest) -> Result<SchemaMigrationReport>;
     }
+
+    /// One read-only `SELECT` over every enabled shard, answered as SQLite would answer it over
+    /// one file holding every shard's rows (see the async client's `query_all_shards`).
+    pub fn query_all_shards(&self, sql: &str, params: Params) -> Result<SqlResult> {
+        self.waiter.block_on(self.sharded.query_all_shards(sql, params))
+    }
 }
 
 /// A blocking client bound to one route. Every call runs on the shard the route resolves to;

@@ -28,6 +28,10 @@ pub trait ShardAdmin: Send + Sync {
     async fn execute_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>>;
     /// Read-only SQL on every enabled shard, enforced by the engine.
     async fn execute_read_only_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>>;
+    /// One read-only `SELECT` over every enabled shard, answered as one result, as SQLite would
+    /// answer it over one file holding every shard's rows; what cannot be exact is refused
+    /// ([`UnsupportedCrossShardQuery`](crate::ErrorKind::UnsupportedCrossShardQuery)).
+    async fn query_all_shards(&self, sql: &str, params: Params) -> Result<SqlResult>;
     /// Active and pending maps and catalog history.
     async fn catalog_state(&self) -> Result<CatalogState>;
     /// Validates a proposed map against the catalog; changes nothing. An invalid map is a

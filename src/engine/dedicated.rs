@@ -19,8 +19,9 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::database::{CancelOnDrop, Database, EngineConfig, open_session, spawn_thread};
+use super::database::{CancelOnDrop, Database, EngineConfig, spawn_thread};
 use super::guard::{self, Scope};
+use super::open::open_session;
 use super::script::{self, Access};
 use super::sqlite_error::{is_busy_or_locked, sql_error};
 use crate::data::{Params, SqlResult};

@@ -26,8 +26,9 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
-use super::database::{Database, EngineConfig, open_borrowed_reader};
+use super::database::{Database, EngineConfig};
 use super::guard::{self, Inline, Scope};
+use super::open::open_borrowed_reader;
 use super::script::{self, Access};
 use super::sqlite_error::is_busy_or_locked;
 use crate::data::{Params, RowRef, SqlResult};

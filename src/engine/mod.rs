@@ -22,6 +22,8 @@ mod guard;
 mod guard_tests;
 mod hold;
 mod inline;
+pub mod merge;
+mod open;
 mod script;
 mod session;
 mod sqlite_error;

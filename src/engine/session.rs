@@ -12,8 +12,9 @@ use std::time::{Duration, Instant, SystemTime};
 use rusqlite::Connection;
 use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
-use super::database::{CancelOnDrop, Database, EngineConfig, open_session, spawn_thread};
+use super::database::{CancelOnDrop, Database, EngineConfig, spawn_thread};
 use super::guard;
+use super::open::open_session;
 use super::script::{self, Access};
 use super::sqlite_error::sql_error;
 use crate::data::{Params, SqlResult, TransactionOptions};

@@ -61,6 +61,8 @@ pub enum ErrorKind {
     RequestTimeout,
     /// A write touched a route key or bucket fenced by a data migration (or moved by one); retry.
     RouteFenced,
+    /// A query across every shard uses a construct that cannot be answered exactly there.
+    UnsupportedCrossShardQuery,
 }
 
 impl ErrorKind {
@@ -92,6 +94,7 @@ impl ErrorKind {
             Self::ResultTooLarge => "result_too_large",
             Self::RequestTimeout => "request_timeout",
             Self::RouteFenced => "route_fenced",
+            Self::UnsupportedCrossShardQuery => "unsupported_cross_shard_query",
         }
     }
 
@@ -123,6 +126,7 @@ impl ErrorKind {
             Self::ResultTooLarge,
             Self::RequestTimeout,
             Self::RouteFenced,
+            Self::UnsupportedCrossShardQuery,
         ]
         .into_iter()
         .find(|kind| kind.code() == code)
@@ -186,6 +190,7 @@ impl Error {
                 ErrorKind::Conflict
             }
             Self::RouteFenced { .. } => ErrorKind::RouteFenced,
+            Self::UnsupportedCrossShardQuery { .. } => ErrorKind::UnsupportedCrossShardQuery,
         }
     }
 
@@ -235,6 +240,7 @@ mod tests {
             ErrorKind::ResultTooLarge,
             ErrorKind::RequestTimeout,
             ErrorKind::RouteFenced,
+            ErrorKind::UnsupportedCrossShardQuery,
         ] {
             assert_eq!(ErrorKind::from_code(kind.code()), Some(kind));
         }

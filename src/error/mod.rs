@@ -146,6 +146,14 @@ pub enum Error {
         reason: String,
     },
 
+    /// A query across every shard uses a construct whose answer could not be proven equal to
+    /// the answer of one file holding every shard's rows; nothing ran.
+    #[error("{construct} cannot be answered exactly across shards")]
+    UnsupportedCrossShardQuery {
+        /// The construct, as the SQL wrote it or by its name (`window function`, `random()`).
+        construct: Box<str>,
+    },
+
     /// A request argument was missing or malformed.
     #[error("invalid {name}: {reason}")]
     InvalidArgument {

@@ -485,6 +485,10 @@ impl ShardAdmin for GrpcClient {
         Ok(list.items.into_iter().map(Into::into).collect())
     }
 
+    async fn query_all_shards(&self, sql: &str, params: Params) -> Result<SqlResult> {
+        Ok(rpc!(self, query_all_shards, sql_request(sql, params))?.into())
+    }
+
     async fn catalog_state(&self) -> Result<CatalogState> {
         rpc!(self, get_shard_catalog, pb::Empty {})?.try_into()
     }

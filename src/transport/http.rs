@@ -466,6 +466,11 @@ impl ShardAdmin for HttpClient {
         self.json(request.json(&json!({ "sql": sql }))).await
     }
 
+    async fn query_all_shards(&self, sql: &str, params: Params) -> Result<SqlResult> {
+        self.json(self.post(&["sharding", "query"]).json(&sql_body(sql, params)))
+            .await
+    }
+
     async fn catalog_state(&self) -> Result<CatalogState> {
         self.json(self.get(&["sharding", "catalog"])).await
     }

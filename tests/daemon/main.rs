@@ -3,6 +3,7 @@
 //! daemons, and hostile SQL on every surface. Modules that also need a remote client say so.
 
 mod catalog_remote;
+mod cross_shard_query_surfaces;
 mod grpc;
 mod hostile_sql;
 mod limits;

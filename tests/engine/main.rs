@@ -9,6 +9,7 @@ mod catalog_activation;
 mod catalog_updates;
 mod connect;
 mod connection_strings;
+mod cross_shard_queries;
 mod map_validation;
 mod migration_writers;
 mod migrations;

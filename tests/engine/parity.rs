@@ -521,6 +521,7 @@ mod blocking_surface {
     forward! { ShardAdmin for Unrouted {
             execute_sql_on_all_shards(sql: &str) -> Vec<ShardSqlResult>;
             execute_read_only_sql_on_all_shards(sql: &str) -> Vec<ShardSqlResult>;
+            query_all_shards(sql: &str, params: Params) -> SqlResult;
             catalog_state() -> CatalogState;
             validate_catalog_update(request: &CatalogUpdateRequest) -> CatalogValidation;
             apply_catalog_update(request: &CatalogUpdateRequest) -> CatalogApplyResult;

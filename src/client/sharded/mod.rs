@@ -4,6 +4,7 @@
 //! - [`generation`]: the map served now and its shards' clients, swapped whole on activation;
 //! - [`catalog`]: catalog updates and live activation;
 //! - [`status`]: shard health, fan-out and catalog state;
+//! - [`query`]: one `SELECT` over every shard, merged into one result;
 //! - [`schema`]: schema migrations and schema status on every shard;
 //! - [`transactions`]: routed transactions and their RAII guard;
 //! - [`remote`]: shards reached through another daemon or a connection string.
@@ -11,6 +12,7 @@
 mod catalog;
 mod dedicated;
 pub(super) mod generation;
+mod query;
 mod remote;
 mod schema;
 mod status;

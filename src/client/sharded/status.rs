@@ -191,6 +191,9 @@ impl ShardAdmin for ShardedClient {
     async fn execute_read_only_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
         ShardedClient::execute_read_only_sql_on_all_shards(self, sql).await
     }
+    async fn query_all_shards(&self, sql: &str, params: Params) -> Result<SqlResult> {
+        ShardedClient::query_all_shards(self, sql, params).await
+    }
     async fn catalog_state(&self) -> Result<CatalogState> {
         ShardedClient::catalog_state(self).await
     }

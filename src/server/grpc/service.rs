@@ -156,6 +156,14 @@ impl Shardlite for ShardliteService {
         .await
     }
 
+    async fn query_all_shards(&self, request: Request<pb::SqlRequest>) -> RpcResult<pb::SqlResult> {
+        self.run("QueryAllShards", request, |call, req| async move {
+            let params = params_from_pb(req.params)?;
+            Ok(call.admin()?.query_all_shards(&req.sql, params).await?.into())
+        })
+        .await
+    }
+
     async fn get_shard_catalog(&self, request: Request<pb::Empty>) -> RpcResult<pb::ShardCatalogState> {
         self.run("GetShardCatalog", request, |call, _| async move {
             Ok(call.admin()?.catalog_state().await?.into())

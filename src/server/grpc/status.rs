@@ -8,6 +8,7 @@
 //! | `map_version_conflict` | `ABORTED`: the catalog changed; read it again |
 //! | `constraint`, `transaction_control` | `FAILED_PRECONDITION` |
 //! | `not_sharded` (shard-admin call on an unsharded daemon) | `FAILED_PRECONDITION` |
+//! | `unsupported_cross_shard_query` | `FAILED_PRECONDITION` |
 //! | `forbidden_statement` | `PERMISSION_DENIED` |
 //! | `statement_timeout`, `request_timeout` | `DEADLINE_EXCEEDED` |
 //! | `cancelled` | `CANCELLED` |
@@ -46,7 +47,9 @@ fn code_for(kind: ErrorKind) -> Code {
         | ErrorKind::StaleMapVersion
         | ErrorKind::Expired
         | ErrorKind::RouteFenced => Code::Aborted,
-        ErrorKind::Constraint | ErrorKind::NotSharded => Code::FailedPrecondition,
+        ErrorKind::Constraint | ErrorKind::NotSharded | ErrorKind::UnsupportedCrossShardQuery => {
+            Code::FailedPrecondition
+        }
         ErrorKind::Busy | ErrorKind::Unavailable => Code::Unavailable,
         ErrorKind::Unauthenticated => Code::Unauthenticated,
         ErrorKind::Internal => Code::Internal,

@@ -14,6 +14,7 @@
 //! | `not_found`, `no_map`, `not_sharded` | 404 |
 //! | `statement_timeout`, `request_timeout`, `cancelled` | 408 |
 //! | `conflict`, `map_version_conflict`, `stale_map_version`, `expired`, `route_fenced`, `constraint` | 409 |
+//! | `unsupported_cross_shard_query` | 422 |
 //! | `busy` (with `Retry-After`), `unavailable` | 503 |
 //! | `internal` | 500, with a generic detail; the real error goes to the log |
 //!
@@ -227,6 +228,7 @@ pub fn problem(err: &ApiError) -> (StatusCode, Problem) {
                 | ErrorKind::Expired
                 | ErrorKind::RouteFenced
                 | ErrorKind::Constraint => StatusCode::CONFLICT,
+                ErrorKind::UnsupportedCrossShardQuery => StatusCode::UNPROCESSABLE_ENTITY,
                 ErrorKind::Busy | ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
                 ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             };

@@ -30,6 +30,7 @@ pub mod error;
 pub mod extract;
 pub mod openapi;
 pub mod procedures;
+pub mod query;
 pub mod reshard;
 pub mod shard_schema;
 pub mod tables;
@@ -149,6 +150,7 @@ fn api_routes() -> OpenApiRouter<ServerState> {
         .routes(routes!(admin::status))
         .routes(routes!(admin::execute_all))
         .routes(routes!(admin::read_all))
+        .routes(routes!(query::query_all))
         .routes(routes!(admin::catalog))
         .routes(routes!(admin::validate_catalog_update))
         .routes(routes!(admin::apply_catalog_update))

@@ -1,4 +1,5 @@
-// Diagnostics: read-only SQL on every shard at once, each shard's rows or error shown apart.
+// Diagnostics: read-only SQL on every shard at once, each shard's rows or error shown apart, or
+// one SELECT merged across shards into one answer.
 
 import { post } from './api.js';
 import { el, message, replace, table } from './dom.js';
@@ -20,11 +21,26 @@ export const view = {
         replace(out, message('error', error.message, { id: 'diagnostics-error' }));
       }
     };
+    const merge = async () => {
+      replace(out, message('info', 'merging every shard\u2019s rows…'));
+      try {
+        const result = await post('/api/sharding/query', { sql: sql.value });
+        replace(out, el('div', { id: 'diagnostics-merged' },
+          el('h3', { text: 'All shards, merged' }),
+          table(result.columnNames, result.rows, { class: 'rows' })));
+      } catch (error) {
+        const code = error.errorCode ? `${error.errorCode}: ` : '';
+        replace(out, message('error', `${code}${error.message}`, { id: 'diagnostics-error' }));
+      }
+    };
     replace(section,
       el('h2', { text: 'Diagnostics' }),
       el('p', { class: 'hint', text: 'Read-only SQL on every enabled shard in parallel. A statement that could write is refused before anything runs.' }),
       sql,
-      el('div', { class: 'buttons' }, el('button', { type: 'button', id: 'diagnostics-run', onclick: run, text: 'Run on every shard' })),
+      el('p', { class: 'hint', text: 'Merge runs one SELECT across shards and answers as one database holding every shard\u2019s rows would; what cannot be answered exactly is refused.' }),
+      el('div', { class: 'buttons' },
+        el('button', { type: 'button', id: 'diagnostics-run', onclick: run, text: 'Run on every shard' }),
+        el('button', { type: 'button', id: 'diagnostics-merge', onclick: merge, text: 'Merge into one answer' })),
       out);
   },
   async show() {},

@@ -1,0 +1,142 @@
+//! One read-only `SELECT` over every shard, answered as one result (see [`crate::query`]).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures_util::future::try_join_all;
+
+use super::ShardedClient;
+use crate::data::{DataClient, Params, SqlResult, Value};
+use crate::engine::merge::{MergeLimits, PartialColumn, merge_partial_rows};
+use crate::error::{Error, Result};
+use crate::query::{self, QueryPlan};
+
+impl ShardedClient {
+    /// Runs one read-only `SELECT` on every enabled shard and returns the one result SQLite
+    /// would give over one file holding every shard's rows.
+    ///
+    /// `ORDER BY` (the sort keys need not be selected), `LIMIT` / `OFFSET` (each shard returns
+    /// at most `limit + offset` rows), `DISTINCT`, `count`, `sum`, `total`, `min`, `max`, `avg`,
+    /// aggregates over `DISTINCT` values, `GROUP BY`, `HAVING` and `WHERE` with bound values are
+    /// merged; joins and subqueries run on each shard over its own rows, which is exact for
+    /// tables whose rows share a route. A query that cannot be answered exactly fails with
+    /// [`Error::UnsupportedCrossShardQuery`] before any shard runs it. The statement time
+    /// limit and the result's row and byte limits of the shards' engine apply to the whole.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> shardlite::Result<()> {
+    /// use shardlite::client::{Params, ShardedClient};
+    ///
+    /// let sharded = ShardedClient::open("data/master.db").await?;
+    /// let newest = sharded
+    ///     .query_all_shards("SELECT id, placed_at FROM orders ORDER BY placed_at DESC LIMIT 20", Params::none())
+    ///     .await?;
+    /// let per_month = sharded
+    ///     .query_all_shards(
+    ///         "SELECT order_month, count(*), avg(amount) FROM orders WHERE amount > ?1 GROUP BY order_month",
+    ///         Params::from(vec![10]),
+    ///     )
+    ///     .await?;
+    /// # let _ = (newest, per_month); Ok(()) }
+    /// ```
+    pub async fn query_all_shards(&self, sql: &str, params: Params) -> Result<SqlResult> {
+        let started = Instant::now();
+        let plan = query::plan(sql, params)?;
+        let engine = &self.inner.options.engine;
+        let limits = MergeLimits {
+            max_rows: engine.max_result_rows,
+            max_bytes: engine.max_result_bytes,
+            deadline: engine.statement_timeout.map(|limit| started + limit),
+            timeout: engine.statement_timeout,
+        };
+        let work = self.run_plan(&plan, limits);
+        let mut result = match limits.timeout {
+            Some(limit) => tokio::time::timeout(limit, work)
+                .await
+                .map_err(|_| Error::StatementTimeout {
+                    limit_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+                })??,
+            None => work.await?,
+        };
+        result.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        Ok(result)
+    }
+
+    async fn run_plan(&self, plan: &QueryPlan, limits: MergeLimits) -> Result<SqlResult> {
+        let limit_values = match plan.limit_statement() {
+            Some(statement) => {
+                let (sql, params) = statement?;
+                Some(merge(Vec::new(), Vec::new(), sql, params, limits).await?)
+            }
+            None => None,
+        };
+        let (sql, params) = plan.shard_statement(limit_values.as_ref())?;
+        let generation = self.fresh().await;
+        let clients: Vec<Arc<dyn DataClient>> = generation
+            .enabled_shards()
+            .map(|(_, client)| client)
+            .collect::<Result<_>>()?;
+        let Some(first) = clients.first() else {
+            return Err(Error::invalid_argument("shard map", "no shard is enabled"));
+        };
+        let probe = async {
+            match plan.probe_statement() {
+                Some(statement) => {
+                    let (sql, params) = statement?;
+                    first.execute_read_only_sql(&sql, params).await.map(Some)
+                }
+                None => Ok(None),
+            }
+        };
+        let shards = try_join_all(
+            clients
+                .iter()
+                .map(|client| client.execute_read_only_sql(&sql, params.clone())),
+        );
+        let (partials, probe) = tokio::try_join!(shards, probe)?;
+        let mut rows = 0usize;
+        let mut bytes = 0usize;
+        for partial in &partials {
+            rows = rows.saturating_add(partial.rows.len());
+            bytes = partial.rows.iter().flatten().fold(bytes, |sum, value| {
+                sum.saturating_add(match value {
+                    Value::Text(text) => text.len(),
+                    Value::Blob(blob) => blob.len(),
+                    _ => 8,
+                })
+            });
+        }
+        if rows > limits.max_rows {
+            return Err(Error::ResultTooLarge {
+                limit: u64::try_from(limits.max_rows).unwrap_or(u64::MAX),
+                unit: "rows",
+            });
+        }
+        if bytes > limits.max_bytes {
+            return Err(Error::ResultTooLarge {
+                limit: u64::try_from(limits.max_bytes).unwrap_or(u64::MAX),
+                unit: "bytes",
+            });
+        }
+        let names = partials.first().map(|p| p.column_names.clone()).unwrap_or_default();
+        let statement = plan.merge_statement(&names, probe.as_ref())?;
+        let rows: Vec<Vec<Value>> = partials.into_iter().flat_map(|p| p.rows).collect();
+        merge(statement.columns, rows, statement.sql, statement.params, limits).await
+    }
+}
+
+/// Runs the merge on a thread that may block.
+async fn merge(
+    columns: Vec<PartialColumn>,
+    rows: Vec<Vec<Value>>,
+    sql: String,
+    params: Params,
+    limits: MergeLimits,
+) -> Result<SqlResult> {
+    tokio::task::spawn_blocking(move || merge_partial_rows(&columns, rows, &sql, &params, limits))
+        .await
+        .map_err(|err| Error::Io {
+            what: "the merge of a query across shards".to_owned(),
+            source: std::io::Error::other(err.to_string()),
+        })?
+}

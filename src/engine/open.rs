@@ -1,0 +1,76 @@
+//! How the engine opens each kind of connection to a file: the writer (which creates the file,
+//! turns on WAL and, for a data file, its internal tables and fence upkeep), the readers, the
+//! connections any thread may borrow, and transaction sessions; each with the guard of its scope.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::database::{EngineConfig, Role};
+use super::guard::{self, Scope};
+use super::sqlite_error::sql_error;
+use crate::error::Result;
+
+fn configure(conn: &Connection, config: &EngineConfig) -> Result<()> {
+    conn.busy_timeout(config.busy_timeout).map_err(sql_error)?;
+    conn.set_prepared_statement_cache_capacity(config.statement_cache_capacity);
+    super::fence::register_functions(conn)?;
+    conn.execute_batch("PRAGMA foreign_keys = ON;").map_err(sql_error)
+}
+
+pub(super) fn open_writer(path: &Path, config: &EngineConfig, role: Role) -> Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(sql_error)?;
+    configure(&conn, config)?;
+    conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+        .map_err(sql_error)?;
+    conn.execute_batch("PRAGMA synchronous = NORMAL;").map_err(sql_error)?;
+    if role == Role::Data {
+        super::store::create_internal_tables(&conn)?;
+        // Upkeep that fails (another process holds the write lock, say) is tried again while
+        // the file is served; it never keeps the file from opening.
+        if let Err(err) = super::fence_upkeep::tidy(&conn, config.moved_record_grace) {
+            tracing::debug!(path = %path.display(), error = %err, "fence upkeep at open will be tried again");
+        }
+    }
+    guard::install(&conn, Scope::Shared, config.allow_attach)?;
+    Ok(conn)
+}
+
+pub(super) fn open_reader(path: &Path, config: &EngineConfig) -> Result<Connection> {
+    let conn = open_read_only(path, config)?;
+    guard::install(&conn, Scope::Shared, config.allow_attach)?;
+    Ok(conn)
+}
+
+/// A read-only connection with its guard's hooks, for any thread to borrow.
+pub(super) fn open_borrowed_reader(path: &Path, config: &EngineConfig, busy_timeout: Duration) -> Result<Connection> {
+    let conn = open_read_only(path, config)?;
+    conn.busy_timeout(busy_timeout).map_err(sql_error)?;
+    guard::install_hooks(&conn, Scope::Shared, config.allow_attach)?;
+    Ok(conn)
+}
+
+fn open_read_only(path: &Path, config: &EngineConfig) -> Result<Connection> {
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .map_err(sql_error)?;
+    configure(&conn, config)?;
+    conn.execute_batch("PRAGMA query_only = ON;").map_err(sql_error)?;
+    Ok(conn)
+}
+
+pub(super) fn open_session(path: &Path, config: &EngineConfig, scope: Scope) -> Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(sql_error)?;
+    configure(&conn, config)?;
+    conn.execute_batch("PRAGMA synchronous = NORMAL;").map_err(sql_error)?;
+    guard::install(&conn, scope, config.allow_attach)?;
+    Ok(conn)
+}
