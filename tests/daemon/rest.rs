@@ -1397,6 +1397,7 @@ async fn the_openapi_document_covers_every_endpoint() {
         ("delete", "/api/procedures/{name}"),
         ("post", "/api/procedures/{name}/execute"),
         ("get", "/api/sharding/map"),
+        ("post", "/api/sharding/query"),
         ("post", "/api/sharding/resolve"),
         ("get", "/api/sharding/status"),
         ("post", "/api/sharding/sql/execute-all"),
