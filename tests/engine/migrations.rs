@@ -11,21 +11,10 @@ use shardlite::data::{BucketMigrationRequest, MigrationStatus};
 use shardlite::map::ShardDefinition;
 use shardlite::reshard::{Migrator, fences_on};
 use shardlite::routing::{bucket_for_token, route_token};
-use support::migrate::{fill, has_profile, items_on, key_request, manifest, migration_master, other, owner};
+use support::migrate::{
+    fill, has_profile, items_on, key_request, manifest, migration_master, other, owner, two_keys_on_one_shard,
+};
 use support::{path_str, route, temp_dir};
-
-/// Two keys (and their shard) that resolve to the same shard without a pin.
-fn two_keys_on_one_shard(sharded: &ShardedClient) -> (String, String, String) {
-    let keys: Vec<String> = (0..64).map(|i| format!("key-{i}")).collect();
-    for (i, a) in keys.iter().enumerate() {
-        for b in &keys[i + 1..] {
-            if owner(sharded, a) == owner(sharded, b) {
-                return (a.clone(), b.clone(), owner(sharded, a));
-            }
-        }
-    }
-    unreachable!("64 keys over two shards always share one")
-}
 
 fn codes(result: &shardlite::data::MigrationResult) -> Vec<String> {
     result.issues.iter().map(|i| i.code.clone()).collect()

@@ -14,7 +14,9 @@ use shardlite::engine::{Database, EngineConfig};
 use shardlite::reshard::Migrator;
 use shardlite::routing::{bucket_for_token, route_token};
 use shardlite::{Error, ErrorKind};
-use support::migrate::{allow_item, fill, key_request, manifest, migration_master, other, owner, refuse_item};
+use support::migrate::{
+    allow_item, fill, key_request, manifest, migration_master, other, owner, refuse_item, two_keys_on_one_shard,
+};
 use support::old_sqlite::{self, read_every_table, shardlite_fence_objects};
 use support::route;
 use support::temp_dir;
@@ -24,19 +26,6 @@ fn client_options(grace: Duration) -> ShardedClientOptions {
         moved_record_grace: grace,
         ..EngineConfig::default()
     })
-}
-
-/// Two unpinned keys that resolve to the same shard, and that shard.
-fn two_keys_on_one_shard(sharded: &ShardedClient) -> (String, String, String) {
-    let keys: Vec<String> = (0..64).map(|i| format!("key-{i}")).collect();
-    for (i, a) in keys.iter().enumerate() {
-        for b in &keys[i + 1..] {
-            if owner(sharded, a) == owner(sharded, b) {
-                return (a.clone(), b.clone(), owner(sharded, a));
-            }
-        }
-    }
-    unreachable!("64 keys over two shards always share one")
 }
 
 fn shard_file(dir: &Path, shard: &str) -> PathBuf {

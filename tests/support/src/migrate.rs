@@ -195,3 +195,16 @@ pub async fn forget_copied_pages(master: &Path, id: &str) {
     receipt.source_checksum = "0".repeat(64);
     catalog.save_migration_checkpoint(&state).await.expect("rewind");
 }
+
+/// Two keys (and their shard) that resolve to the same shard without a pin.
+pub fn two_keys_on_one_shard(sharded: &ShardedClient) -> (String, String, String) {
+    let keys: Vec<String> = (0..64).map(|i| format!("key-{i}")).collect();
+    for (i, a) in keys.iter().enumerate() {
+        for b in &keys[i + 1..] {
+            if owner(sharded, a) == owner(sharded, b) {
+                return (a.clone(), b.clone(), owner(sharded, a));
+            }
+        }
+    }
+    unreachable!("64 keys over two shards always share one")
+}
