@@ -21,6 +21,7 @@ use tokio::sync::{Semaphore, oneshot};
 use super::fence_upkeep::Upkeep;
 use super::guard::{self, Limits};
 use super::hold::Hold;
+use super::identity::FileIdentity;
 use super::inline::{Borrowed, Here};
 use super::open::{open_reader, open_writer};
 use super::script::{self, Access};
@@ -163,6 +164,8 @@ pub struct Database {
 pub(super) struct Shared {
     pub(super) path: PathBuf,
     pub(super) label: String,
+    /// The file the writer opened: writes stop if the path comes to name another (or none).
+    pub(super) identity: Option<FileIdentity>,
     pub(super) config: EngineConfig,
     writer: flume::Sender<Job>,
     /// The writer's connection: its thread runs queued jobs on it, and blocking callers run
@@ -177,6 +180,13 @@ pub(super) struct Shared {
     pub(super) blocking_readers: Borrowed,
     pub(super) transaction_slots: Arc<Semaphore>,
     pub(super) sessions: Mutex<HashMap<String, Session>>,
+}
+
+impl Shared {
+    /// Fails when the path no longer names the file the writer opened (see [`FileIdentity`]).
+    pub(super) fn check_file(&self) -> Result<()> {
+        FileIdentity::check(self.identity, &self.path, &self.label)
+    }
 }
 
 impl std::fmt::Debug for Database {
@@ -266,8 +276,10 @@ impl Database {
             })??;
         }
 
+        let identity = FileIdentity::of(&path);
         Ok(Self {
             shared: Arc::new(Shared {
+                identity,
                 transaction_slots: Arc::new(Semaphore::new(config.max_open_transactions.max(1))),
                 inline_readers: Borrowed::new(Duration::ZERO),
                 inline_hold: Arc::default(),
@@ -317,11 +329,15 @@ impl Database {
         let cancel = Arc::new(AtomicBool::new(false));
         let limits = self.shared.config.limits();
         let job_cancel = Arc::clone(&cancel);
+        let shared = Arc::clone(&self.shared);
         let job: Job = Box::new(move |conn: &mut Connection| {
             if job_cancel.load(Ordering::Relaxed) {
                 return;
             }
-            let mut result = guard::arm(&limits, Some(job_cancel), || f(conn));
+            let mut result = match on_writer.then(|| shared.check_file()) {
+                Some(Err(err)) => Err(err),
+                _ => guard::arm(&limits, Some(job_cancel), || f(conn)),
+            };
             if on_writer && !conn.is_autocommit() {
                 let _ = guard::trusted(|| conn.execute_batch("ROLLBACK"));
                 if result.is_ok() {

@@ -176,6 +176,7 @@ impl Database {
     /// writer thread: a transaction left open is rolled back and the call fails.
     fn write_here<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let shared = &self.shared;
+        shared.check_file()?;
         let conn = shared.writer_conn.lock().unwrap_or_else(PoisonError::into_inner);
         let outcome = guard::run_inline(
             &shared.config.limits(),

@@ -21,6 +21,7 @@ mod guard;
 #[cfg(test)]
 mod guard_tests;
 mod hold;
+mod identity;
 mod inline;
 pub mod merge;
 mod open;

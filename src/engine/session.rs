@@ -4,7 +4,7 @@
 //! caller hears "expired" rather than "unknown".
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
@@ -14,6 +14,7 @@ use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
 use super::database::{CancelOnDrop, Database, EngineConfig, spawn_thread};
 use super::guard;
+use super::identity::FileIdentity;
 use super::open::open_session;
 use super::script::{self, Access};
 use super::sqlite_error::sql_error;
@@ -89,11 +90,15 @@ impl Database {
         let expired = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = oneshot::channel();
         {
-            let path = self.shared.path.clone();
+            let file = SessionFile {
+                path: self.shared.path.clone(),
+                identity: self.shared.identity,
+                label: self.shared.label.clone(),
+            };
             let config = self.shared.config.clone();
             let expired = Arc::clone(&expired);
             spawn_thread(&format!("shardlite-tx-{}", self.shared.label), move || {
-                run_session(&path, &config, scope, &rx, &expired, permit, ready_tx);
+                run_session(&file, &config, scope, &rx, &expired, permit, ready_tx);
             })?;
         }
         ready_rx.await.map_err(|_| self.closed())?.map_err(|err| match err {
@@ -285,8 +290,15 @@ fn forget_old_sessions(sessions: &mut HashMap<String, Session>, now: Instant) {
     }
 }
 
+/// The file a session writes, and what the database opened as it.
+struct SessionFile {
+    path: PathBuf,
+    identity: Option<FileIdentity>,
+    label: String,
+}
+
 fn run_session(
-    path: &Path,
+    file: &SessionFile,
     config: &EngineConfig,
     scope: guard::Scope,
     jobs: &flume::Receiver<SessionJob>,
@@ -300,6 +312,7 @@ fn run_session(
         drop(conn);
         drop(permit);
     };
+    let path = file.path.as_path();
     let conn = match open_session(path, config, scope).and_then(|conn| {
         guard::trusted(|| conn.execute_batch("BEGIN")).map_err(sql_error)?;
         Ok(conn)
@@ -342,7 +355,10 @@ fn run_session(
                 }
             }
             Ok(SessionJob::Commit(reply)) => {
-                let result = guard::trusted(|| conn.execute_batch("COMMIT")).map_err(sql_error);
+                // A file deleted or replaced since the shard opened it would take the commit and
+                // lose it: refuse, and roll back.
+                let result = FileIdentity::check(file.identity, path, &file.label)
+                    .and_then(|()| guard::trusted(|| conn.execute_batch("COMMIT")).map_err(sql_error));
                 if result.is_err() && !conn.is_autocommit() {
                     let _ = rollback(&conn);
                 }

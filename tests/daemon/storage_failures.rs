@@ -1,5 +1,5 @@
 //! What happens when the storage under a daemon fails, with real files and real daemons: the
-//! daemon process killed mid-write, a shard file that is not a database or was deleted, and a
+//! daemon process killed mid-write, a shard file that is not a database or was deleted or replaced, and a
 //! corrupt or truncated master. Each failure is a clear error naming what failed, the other shards
 //! keep serving, and nothing acknowledged is lost. And when a remote shard's daemon dies during a
 //! data migration, stays down or stalls: per-shard errors in bounded time, and the schema and
@@ -256,9 +256,9 @@ async fn a_corrupt_or_truncated_master_is_refused_with_an_error_naming_it() {
     }
 }
 
-/// A connection opened after the shard's file was deleted reports the shard's storage failure.
-/// (Connections opened before keep reading and writing the deleted file, as SQLite does: that is
-/// not detected yet.)
+/// A shard file deleted while serving: every write is refused naming the shard (through the
+/// writer thread, on a blocking caller's thread, and at a transaction's commit), so nothing is
+/// acknowledged into a file that is gone; a connection opened afterwards finds no file.
 #[tokio::test]
 async fn a_shard_file_deleted_while_serving_is_reported_as_that_shards_storage_failure() {
     let dir = temp_dir();
@@ -267,9 +267,31 @@ async fn a_shard_file_deleted_while_serving_is_reported_as_that_shards_storage_f
         .await
         .unwrap();
     database.execute("CREATE TABLE t (x)", Params::none()).await.unwrap();
+    let open = database.begin().await.unwrap();
+    database
+        .session_execute(&open.id, "INSERT INTO t VALUES ('in a transaction')", Params::none())
+        .await
+        .unwrap();
     for suffix in ["", "-wal", "-shm"] {
         std::fs::remove_file(dir.path().join(format!("s0.db{suffix}"))).unwrap();
     }
+    let deleted = |err: shardlite::Error| {
+        assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+        let text = err.to_string();
+        assert!(text.contains("'s0'") && text.contains("deleted"), "{text}");
+    };
+    deleted(
+        database
+            .execute("INSERT INTO t VALUES (1)", Params::none())
+            .await
+            .unwrap_err(),
+    );
+    deleted(
+        database
+            .execute_blocking("INSERT INTO t VALUES (2)", &Params::none())
+            .unwrap_err(),
+    );
+    deleted(database.session_commit(&open.id).await.unwrap_err());
     // A connection opened now finds no file: the error names the shard and is not a client's
     // mistake.
     let err = database
@@ -278,6 +300,36 @@ async fn a_shard_file_deleted_while_serving_is_reported_as_that_shards_storage_f
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
     let text = err.to_string();
     assert!(text.contains("'s0'") && text.contains("SQLITE_CANTOPEN"), "{text}");
+}
+
+/// A shard file replaced by another file while serving: writes are refused naming the shard,
+/// and the file that took its place is left as it was.
+#[tokio::test]
+async fn a_shard_file_replaced_while_serving_takes_no_write() {
+    let dir = temp_dir();
+    let path = dir.path().join("s0.db");
+    let database = shardlite::engine::Database::open(&path, "s0", shardlite::engine::EngineConfig::default())
+        .await
+        .unwrap();
+    database.execute("CREATE TABLE t (x)", Params::none()).await.unwrap();
+    let other = dir.path().join("other.db");
+    rusqlite::Connection::open(&other)
+        .unwrap()
+        .execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES ('theirs');")
+        .unwrap();
+    let theirs = std::fs::read(&other).unwrap();
+    std::fs::rename(&other, &path).unwrap();
+    let err = database
+        .execute("INSERT INTO t VALUES ('ours')", Params::none())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    assert!(err.to_string().contains("replaced"), "{err}");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        theirs,
+        "the file in its place is untouched"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
