@@ -511,30 +511,21 @@ impl Drop for SmallDisk {
     }
 }
 
+/// The reference `tenants` map with `s0`'s file on `small` (a [`SmallDisk`]) and `s1`'s in `dir`.
+fn tenants_with_s0_on(small: &Path, dir: &Path) -> shardlite::map::ShardingOptions {
+    let mut options = tenants_options(dir);
+    options.shards[0] = shardlite::map::ShardDefinition::local("s0", path_str(&small.join("s0.db")));
+    options
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_disk_fails_the_write_naming_the_shard_and_keeps_what_was_acknowledged() {
-    use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
-
     let dir = temp_dir();
     let small = dir.path().join("small");
     let Some(_disk) = SmallDisk::mount(&small, "1m") else {
         return;
     };
-    let options = ShardingOptions {
-        keyspace: "tenants".into(),
-        map_version: 1,
-        virtual_bucket_count: 4,
-        shards: vec![
-            ShardDefinition::local("s0", path_str(&small.join("s0.db"))),
-            ShardDefinition::local("s1", path_str(&dir.path().join("s1.db"))),
-        ],
-        bucket_ranges: vec![BucketRange::new(0, 2, "s0"), BucketRange::new(2, 4, "s1")],
-        exact_key_pins: [
-            ("tenant-a".to_owned(), "s0".to_owned()),
-            ("tenant-b".to_owned(), "s1".to_owned()),
-        ]
-        .into(),
-    };
+    let options = tenants_with_s0_on(&small, dir.path());
     let master = support::seed_master(dir.path(), options).await;
     let daemon = start_daemon_on(&master, ServerConfig::default()).await;
     let client = |key: &str| HttpClient::new(RemoteOptions::new(daemon.url("")).with_route(route(key))).unwrap();
@@ -590,7 +581,6 @@ async fn a_full_disk_fails_the_write_naming_the_shard_and_keeps_what_was_acknowl
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_destination_disk_stops_a_data_migration_and_leaves_the_source_whole() {
     use shardlite::data::MigrationStatus;
-    use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
     use shardlite::reshard::Migrator;
     use support::migrate::{fill, items_on, key_request};
 
@@ -599,17 +589,8 @@ async fn a_full_destination_disk_stops_a_data_migration_and_leaves_the_source_wh
     let Some(_disk) = SmallDisk::mount(&small, "1m") else {
         return;
     };
-    let options = ShardingOptions {
-        keyspace: "tenants".into(),
-        map_version: 1,
-        virtual_bucket_count: 4,
-        shards: vec![
-            ShardDefinition::local("s0", path_str(&small.join("s0.db"))),
-            ShardDefinition::local("s1", path_str(&dir.path().join("s1.db"))),
-        ],
-        bucket_ranges: vec![BucketRange::new(0, 2, "s0"), BucketRange::new(2, 4, "s1")],
-        exact_key_pins: [("wanderer".to_owned(), "s1".to_owned())].into(),
-    };
+    let mut options = tenants_with_s0_on(&small, dir.path());
+    options.exact_key_pins = [("wanderer".to_owned(), "s1".to_owned())].into();
     let master = support::seed_master(dir.path(), options).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     for outcome in sharded
