@@ -96,6 +96,14 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = ServerConfig::default().max_queued_jobs,
         value_parser = positive)]
     max_queued_jobs: usize,
+    /// Shard files open at once; when full, the least recently used idle one closes. Default:
+    /// what the descriptor limit allows (the daemon first raises its soft limit to the hard one).
+    #[arg(long, value_name = "N", value_parser = positive)]
+    max_open_shards: Option<usize>,
+    /// Seconds an unused shard file stays open before it closes (it opens again on its next
+    /// use); 0 keeps files open until their place is needed.
+    #[arg(long, value_name = "SECS", default_value_t = seconds(ServerConfig::default().shard_idle_timeout))]
+    shard_idle_timeout: u64,
 }
 
 /// Whole seconds of an optional limit, 0 for none (the flags' spelling of "no limit").
@@ -127,7 +135,10 @@ fn parse_api_key(text: &str) -> std::result::Result<Secret, String> {
 pub async fn run(args: &ServeArgs) -> Result<()> {
     init_logging();
     check_master_exists(args).await?;
-    let state = ServerState::open(&args.master, server_config(args)).await?;
+    let config = server_config(args);
+    raise_descriptor_limit(&config);
+    config.engine_config().validate()?;
+    let state = ServerState::open(&args.master, config).await?;
     // Fail on a bad configuration before binding, so nothing half-starts.
     let _ = server::router(&state)?;
     let listener = tokio::net::TcpListener::bind(&args.listen)
@@ -185,6 +196,26 @@ fn server_config(args: &ServeArgs) -> ServerConfig {
         readers: args.readers,
         max_queued_jobs: args.max_queued_jobs,
         moved_record_grace: Duration::from_secs(args.moved_record_grace),
+        max_open_shards: args.max_open_shards,
+        shard_idle_timeout: limit_from_seconds(args.shard_idle_timeout),
+    }
+}
+
+/// Raises the soft descriptor limit to the hard one, as servers do, and logs both with the
+/// number of shard files that may be open at once.
+fn raise_descriptor_limit(config: &ServerConfig) {
+    let raised = crate::engine::raise_descriptor_limit();
+    let max_open_shards = config
+        .max_open_shards
+        .unwrap_or_else(crate::engine::default_max_open_shards);
+    match raised {
+        Some((before, after)) => tracing::info!(
+            soft_limit_before = before,
+            soft_limit = after,
+            max_open_shards,
+            "file descriptor limit"
+        ),
+        None => tracing::info!(max_open_shards, "file descriptor limit unknown"),
     }
 }
 

@@ -42,6 +42,14 @@ impl LocalClient {
         })
     }
 
+    /// A client over a database file that opens on first use rather than now (see
+    /// [`Database::lazy`]): how a sharded client holds the shards of its map.
+    pub fn lazy(path: impl AsRef<Path>, label: impl Into<String>, config: EngineConfig) -> Result<Self> {
+        Ok(Self {
+            db: Database::lazy(path, label, config)?,
+        })
+    }
+
     /// The engine handle.
     pub fn database(&self) -> &Database {
         &self.db
@@ -64,8 +72,8 @@ impl LocalClient {
 }
 
 /// The engine settings a connection string asks for, on top of `base`: `Busy Timeout`,
-/// `Command Timeout` (the per-statement time limit) and `Transaction Timeout` (idle expiry), each
-/// only when given, `0` meaning no limit for the last two. Public as
+/// `Command Timeout` (the per-statement time limit), `Transaction Timeout` (idle expiry) and
+/// `Max Open Shards`, each only when given, `0` meaning no limit for the timeouts. Public as
 /// [`connect::engine_config_for`](crate::connect::engine_config_for); the sharded client applies it
 /// to shards defined by a connection string.
 pub(crate) fn engine_config_for(options: &ConnectionOptions, base: EngineConfig) -> EngineConfig {
@@ -78,6 +86,9 @@ pub(crate) fn engine_config_for(options: &ConnectionOptions, base: EngineConfig)
     }
     if let Some(idle) = options.idle_transaction_timeout() {
         config.transaction_idle_timeout = (!idle.is_zero()).then_some(idle);
+    }
+    if let Some(shards) = options.max_open_shards() {
+        config.max_open_shards = usize::try_from(shards).unwrap_or(usize::MAX);
     }
     config
 }

@@ -1,192 +1,36 @@
-//! One SQLite file served by a writer thread, a few reader threads and per-transaction
-//! session threads.
+//! One SQLite file: its writer's queue, its readers' queue and its transaction sessions.
 //!
 //! WAL lets one writer and many readers work at once. Ordinary writes are serialised on
-//! the writer thread's connection, so concurrent callers never race for the write lock and
+//! the writer's connection, so concurrent callers never race for the write lock and
 //! never see "database is locked". Reads run on read-only connections (`SQLITE_OPEN_READ_ONLY`
-//! plus `PRAGMA query_only`). An explicit transaction is a session: it owns a connection on a
+//! plus `PRAGMA query_only`). Queued jobs run on the process's [worker threads](super::workers),
+//! never on the async runtime. An explicit transaction is a session: it owns a connection on a
 //! thread of its own, holds the write lock from `BEGIN IMMEDIATE` to commit or rollback, and
-//! is rolled back if it stays idle past its timeout. Async callers talk to all of these
-//! threads over channels; no blocking call ever runs on the async runtime.
+//! is rolled back if it stays idle past its timeout. The file opens on first use and closes
+//! when idle ([`lifecycle`](super::lifecycle)).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use rusqlite::Connection;
-use tokio::sync::{Semaphore, oneshot};
+use tokio::sync::oneshot;
 
-use super::fence_upkeep::Upkeep;
-use super::guard::{self, Limits};
-use super::hold::Hold;
-use super::identity::FileIdentity;
-use super::inline::{Borrowed, Here};
-use super::open::{open_reader, open_writer};
+use super::config::EngineConfig;
+use super::guard;
+use super::inline::Here;
+use super::lane::{Job, Lane};
+use super::lifecycle::Shared;
 use super::script::{self, Access};
-use super::session::Session;
 use super::sqlite_error::sql_error;
 use crate::data::{Params, SqlResult};
 use crate::error::{Error, Result};
 
-/// Tuning for one database file.
-#[derive(Debug, Clone)]
-pub struct EngineConfig {
-    /// Reader threads (read-only connections). Default 2.
-    pub readers: usize,
-    /// How long a statement waits for a lock held by another connection. Default 5 s.
-    pub busy_timeout: Duration,
-    /// Prepared statements cached per connection. Default 64.
-    pub statement_cache_capacity: usize,
-    /// Open transactions allowed at once; beyond it, begin answers busy. Default 8.
-    pub max_open_transactions: usize,
-    /// An open transaction idle this long is rolled back. `None` never expires. Default 60 s.
-    pub transaction_idle_timeout: Option<Duration>,
-    /// Whether SQL may `ATTACH` and `DETACH` other files (and so `VACUUM INTO` a path). Default
-    /// false, and the daemon never turns it on: SQL then reaches only its own file. An
-    /// in-process application that attaches files of its own may turn it on, knowing that an
-    /// attached database stays attached on the shared connection for every later caller.
-    pub allow_attach: bool,
-    /// How long one statement may run before it is interrupted with
-    /// [`Error::StatementTimeout`]. `None` never interrupts. Default 30 s (ADO.NET's
-    /// `CommandTimeout`).
-    pub statement_timeout: Option<Duration>,
-    /// Rows one result may buffer; more is [`Error::ResultTooLarge`]. Default 250 000.
-    pub max_result_rows: usize,
-    /// Bytes of values one result may buffer; more is [`Error::ResultTooLarge`]. Default 128 MiB.
-    pub max_result_bytes: usize,
-    /// Jobs that may wait for the writer, and for the readers; beyond it calls answer
-    /// [`Error::Busy`] at once instead of queueing without bound. Default 1024.
-    pub max_queued_jobs: usize,
-    /// How long a read-only query of an async caller may run on the caller's own task before
-    /// it is stopped and started again on a reader thread. Point queries finish well inside it
-    /// and so never pay for a thread hop; a long query gives the task back after this much
-    /// SQLite work. `None` sends every query to a reader thread. Default 1 ms.
-    pub inline_read_budget: Option<Duration>,
-    /// How long a moved record stays in a migration's source file once the new map is active:
-    /// a writer still on the old map is refused for that long rather than writing where nobody
-    /// reads. Afterwards the record and its triggers are removed (the engine checks when it
-    /// opens the file and from time to time while it serves it). Keep it longer than the
-    /// refresh interval of every router and client on the catalog (250 ms by default). Default
-    /// 10 minutes.
-    pub moved_record_grace: Duration,
-}
-
-// The limits are the connection-string limits, so a parsed connection string always fits.
-pub use crate::options::{MAX_BUSY_TIMEOUT, MAX_TIMEOUT};
-
-/// The longest [`EngineConfig::inline_read_budget`] accepted.
-pub const MAX_INLINE_READ_BUDGET: Duration = Duration::from_millis(100);
-
-impl EngineConfig {
-    /// Checks that every setting is one the engine can honour; the error names the setting.
-    pub fn validate(&self) -> Result<()> {
-        if self.busy_timeout > MAX_BUSY_TIMEOUT {
-            return Err(Error::invalid_argument(
-                "busy timeout",
-                format!(
-                    "{:?} is longer than SQLite accepts ({} ms)",
-                    self.busy_timeout,
-                    i32::MAX
-                ),
-            ));
-        }
-        for (name, value) in [
-            ("transaction idle timeout", self.transaction_idle_timeout),
-            ("statement timeout", self.statement_timeout),
-            ("moved record grace", Some(self.moved_record_grace)),
-        ] {
-            if value.is_some_and(|value| value > MAX_TIMEOUT) {
-                return Err(Error::invalid_argument(
-                    name,
-                    format!("{value:?} is longer than the longest accepted, one year"),
-                ));
-            }
-        }
-        if self
-            .inline_read_budget
-            .is_some_and(|budget| budget > MAX_INLINE_READ_BUDGET)
-        {
-            return Err(Error::invalid_argument(
-                "inline read budget",
-                format!(
-                    "{:?} is longer than the longest accepted, {MAX_INLINE_READ_BUDGET:?}: an async task must not be held that long",
-                    self.inline_read_budget.unwrap_or_default()
-                ),
-            ));
-        }
-        if self.max_result_rows == 0 || self.max_result_bytes == 0 || self.max_queued_jobs == 0 {
-            return Err(Error::invalid_argument(
-                "engine limits",
-                "the result and queue limits must be at least 1",
-            ));
-        }
-        Ok(())
-    }
-
-    pub(crate) fn limits(&self) -> Limits {
-        Limits {
-            statement_timeout: self.statement_timeout,
-            max_rows: self.max_result_rows,
-            max_bytes: self.max_result_bytes,
-        }
-    }
-}
-
-impl Default for EngineConfig {
-    fn default() -> Self {
-        Self {
-            readers: 2,
-            busy_timeout: Duration::from_secs(5),
-            statement_cache_capacity: 64,
-            max_open_transactions: 8,
-            transaction_idle_timeout: Some(Duration::from_secs(60)),
-            allow_attach: false,
-            statement_timeout: Some(Duration::from_secs(30)),
-            max_result_rows: 250_000,
-            max_result_bytes: 128 * 1024 * 1024,
-            max_queued_jobs: 1024,
-            inline_read_budget: Some(Duration::from_millis(1)),
-            moved_record_grace: Duration::from_secs(600),
-        }
-    }
-}
-
-type Job = Box<dyn FnOnce(&mut Connection) + Send>;
-
-/// A handle to one open SQLite file. Cheap to clone; the threads stop when the last clone drops.
+/// A handle to one SQLite file. Cheap to clone; the file closes when idle (and when the last
+/// clone drops) and opens again on its next use.
 #[derive(Clone)]
 pub struct Database {
     pub(super) shared: Arc<Shared>,
-}
-
-pub(super) struct Shared {
-    pub(super) path: PathBuf,
-    pub(super) label: String,
-    /// The file the writer opened: writes stop if the path comes to name another (or none).
-    pub(super) identity: Option<FileIdentity>,
-    pub(super) config: EngineConfig,
-    writer: flume::Sender<Job>,
-    /// The writer's connection: its thread runs queued jobs on it, and blocking callers run
-    /// their writes on it on their own thread; the lock serialises the two.
-    pub(super) writer_conn: Arc<Mutex<Connection>>,
-    readers: flume::Sender<Job>,
-    /// Read-only connections that async callers borrow to run a short query on their own task.
-    pub(super) inline_readers: Borrowed,
-    /// The read transaction kept open while async callers' inline reads overlap.
-    pub(super) inline_hold: Arc<Hold>,
-    /// Read-only connections that blocking callers borrow to run queries on their own thread.
-    pub(super) blocking_readers: Borrowed,
-    pub(super) transaction_slots: Arc<Semaphore>,
-    pub(super) sessions: Mutex<HashMap<String, Session>>,
-}
-
-impl Shared {
-    /// Fails when the path no longer names the file the writer opened (see [`FileIdentity`]).
-    pub(super) fn check_file(&self) -> Result<()> {
-        FileIdentity::check(self.identity, &self.path, &self.label)
-    }
 }
 
 impl std::fmt::Debug for Database {
@@ -201,10 +45,18 @@ impl std::fmt::Debug for Database {
 /// What kind of file is being opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Role {
-    /// A data database: gets the internal tables for collections, saved queries and procedures.
+    /// A data database: gets the internal tables for collections, saved queries and procedures,
+    /// and counts against its set of open files.
     Data,
-    /// The master catalog.
+    /// The master catalog: stays open while any handle lives.
     Catalog,
+}
+
+/// Which of a file's queues a job goes to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Queue {
+    Writer,
+    Readers,
 }
 
 impl Database {
@@ -215,84 +67,23 @@ impl Database {
         Self::open_as(path.as_ref(), label.into(), config, Role::Data).await
     }
 
+    /// A handle to a database file that opens it (creating it if needed) on first use, not
+    /// now: a shard of a large map costs nothing until a call reaches it.
+    pub fn lazy(path: impl AsRef<Path>, label: impl Into<String>, config: EngineConfig) -> Result<Self> {
+        config.validate()?;
+        Ok(Self::from_shared(Shared::new(
+            path.as_ref().to_path_buf(),
+            label.into(),
+            config,
+            Role::Data,
+        )))
+    }
+
     pub(crate) async fn open_as(path: &Path, label: String, config: EngineConfig, role: Role) -> Result<Self> {
         config.validate()?;
-        let path = path.to_path_buf();
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            let parent = parent.to_path_buf();
-            tokio::task::spawn_blocking(move || std::fs::create_dir_all(&parent))
-                .await
-                .map_err(|_| Error::Closed {
-                    shard_id: label.clone(),
-                })?
-                .map_err(|source| Error::Io {
-                    what: format!("the folder of database '{label}'"),
-                    source,
-                })?;
-        }
-
-        let (writer, writer_rx) = flume::bounded::<Job>(config.max_queued_jobs);
-        let (ready_tx, ready_rx) = oneshot::channel();
-        {
-            let path = path.clone();
-            let config = config.clone();
-            let label_for_writer = label.clone();
-            spawn_thread(&format!("shardlite-writer-{label}"), move || {
-                let conn = match open_writer(&path, &config, role) {
-                    Ok(conn) => Arc::new(Mutex::new(conn)),
-                    Err(err) => {
-                        let _ = ready_tx.send(Err(err));
-                        return;
-                    }
-                };
-                let _ = ready_tx.send(Ok(Arc::clone(&conn)));
-                let upkeep = (role == Role::Data).then(|| Upkeep::new(config.moved_record_grace, config.busy_timeout));
-                serve_shared(&conn, &writer_rx, upkeep, &label_for_writer);
-            })?;
-        }
-        let writer_conn = ready_rx.await.map_err(|_| Error::Closed {
-            shard_id: label.clone(),
-        })??;
-
-        let (readers, readers_rx) = flume::bounded::<Job>(config.max_queued_jobs);
-        for n in 0..config.readers.max(1) {
-            let (ready_tx, ready_rx) = oneshot::channel();
-            let path = path.clone();
-            let config = config.clone();
-            let rx = readers_rx.clone();
-            spawn_thread(&format!("shardlite-reader-{label}-{n}"), move || {
-                match open_reader(&path, &config) {
-                    Ok(conn) => {
-                        let _ = ready_tx.send(Ok(()));
-                        serve(conn, &rx);
-                    }
-                    Err(err) => {
-                        let _ = ready_tx.send(Err(err));
-                    }
-                }
-            })?;
-            ready_rx.await.map_err(|_| Error::Closed {
-                shard_id: label.clone(),
-            })??;
-        }
-
-        let identity = FileIdentity::of(&path);
-        Ok(Self {
-            shared: Arc::new(Shared {
-                identity,
-                transaction_slots: Arc::new(Semaphore::new(config.max_open_transactions.max(1))),
-                inline_readers: Borrowed::new(Duration::ZERO),
-                inline_hold: Arc::default(),
-                blocking_readers: Borrowed::new(config.busy_timeout),
-                path,
-                label,
-                config,
-                writer,
-                writer_conn,
-                readers,
-                sessions: Mutex::new(HashMap::new()),
-            }),
-        })
+        let database = Self::from_shared(Shared::new(PathBuf::from(path), label, config, role));
+        database.opened_async().await?;
+        Ok(database)
     }
 
     /// The file this database lives in.
@@ -321,22 +112,26 @@ impl Database {
     /// [`guard::temp_left`]).
     async fn call<T: Send + 'static>(
         &self,
-        queue: &flume::Sender<Job>,
-        on_writer: bool,
+        queue: Queue,
         f: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
+        // Held until the job ends: a file with a call in flight is never closed.
+        let open = self.opened_async().await?;
+        let on_writer = queue == Queue::Writer;
         let (tx, rx) = oneshot::channel();
         let cancel = Arc::new(AtomicBool::new(false));
         let limits = self.shared.config.limits();
+        let allowances = guard::allowances(guard::Scope::Shared, self.shared.config.allow_attach);
         let job_cancel = Arc::clone(&cancel);
+        let job_open = Arc::clone(&open);
         let shared = Arc::clone(&self.shared);
         let job: Job = Box::new(move |conn: &mut Connection| {
             if job_cancel.load(Ordering::Relaxed) {
                 return;
             }
-            let mut result = match on_writer.then(|| shared.check_file()) {
+            let mut result = match on_writer.then(|| job_open.check_file(&shared)) {
                 Some(Err(err)) => Err(err),
-                _ => guard::arm(&limits, Some(job_cancel), || f(conn)),
+                _ => guard::arm_for(&limits, allowances, Some(job_cancel), || f(conn)),
             };
             if on_writer && !conn.is_autocommit() {
                 let _ = guard::trusted(|| conn.execute_batch("ROLLBACK"));
@@ -353,18 +148,15 @@ impl Database {
             }
             let _ = tx.send(result);
         });
-        match queue.try_send(job) {
-            Ok(()) => {}
-            Err(flume::TrySendError::Full(_)) => {
-                return Err(Error::busy(
-                    self.shared.label.clone(),
-                    format!(
-                        "{} jobs are already waiting for its connections; retry shortly",
-                        self.shared.config.max_queued_jobs
-                    ),
-                ));
-            }
-            Err(flume::TrySendError::Disconnected(_)) => return Err(self.closed()),
+        let lane: &Arc<Lane> = if on_writer { &open.writer } else { &open.readers };
+        if lane.submit(job).is_err() {
+            return Err(Error::busy(
+                self.shared.label.clone(),
+                format!(
+                    "{} jobs are already waiting for its connections; retry shortly",
+                    self.shared.config.max_queued_jobs
+                ),
+            ));
         }
         let cancel_on_drop = CancelOnDrop(cancel);
         let outcome = rx.await.map_err(|_| self.closed());
@@ -391,7 +183,7 @@ impl Database {
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        self.call(&self.shared.writer, true, f).await
+        self.call(Queue::Writer, f).await
     }
 
     /// Runs `f` on a read-only connection.
@@ -399,7 +191,7 @@ impl Database {
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        self.call(&self.shared.readers, false, f).await
+        self.call(Queue::Readers, f).await
     }
 
     /// Runs `f` inside `BEGIN IMMEDIATE` ... `COMMIT` on the writer, rolling back if it fails.
@@ -519,36 +311,6 @@ pub(super) fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) -> Res
             what: "a database worker thread".to_owned(),
             source,
         })
-}
-
-fn serve(mut conn: Connection, jobs: &flume::Receiver<Job>) {
-    while let Ok(job) = jobs.recv() {
-        job(&mut conn);
-    }
-}
-
-/// Runs the writer's jobs; between them, the file's fence upkeep when it is due.
-fn serve_shared(conn: &Mutex<Connection>, jobs: &flume::Receiver<Job>, mut upkeep: Option<Upkeep>, label: &str) {
-    loop {
-        let job = match &upkeep {
-            Some(upkeep) => match jobs.recv_deadline(upkeep.next()) {
-                Ok(job) => Some(job),
-                Err(flume::RecvTimeoutError::Timeout) => None,
-                Err(flume::RecvTimeoutError::Disconnected) => return,
-            },
-            None => match jobs.recv() {
-                Ok(job) => Some(job),
-                Err(_) => return,
-            },
-        };
-        let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(job) = job {
-            job(&mut conn);
-        }
-        if let Some(upkeep) = upkeep.as_mut() {
-            upkeep.run_if_due(&conn, label);
-        }
-    }
 }
 
 /// Tells a running or queued job that its caller stopped waiting.

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::database::{CancelOnDrop, Database, EngineConfig, spawn_thread};
+use super::config::EngineConfig;
+use super::database::{CancelOnDrop, Database, spawn_thread};
 use super::guard::{self, Scope};
 use super::open::open_session;
 use super::script::{self, Access};
@@ -74,6 +75,7 @@ pub struct DedicatedConnection {
     /// (see [`EngineConfig::inline_read_budget`]), when the thread is not busy.
     shared: Arc<Mutex<Owned>>,
     config: EngineConfig,
+    _pin: super::lifecycle::Pin,
 }
 
 /// What the connection's thread and an inline read share.
@@ -86,6 +88,9 @@ struct Owned {
 impl Database {
     /// Opens a connection of its own on this file, for one caller.
     pub async fn dedicated(&self) -> Result<DedicatedConnection> {
+        // The file stays open (and counted in its set) for as long as the connection lives.
+        let pin = self.pin();
+        self.opened_async().await?;
         let (jobs, rx) = flume::unbounded();
         let (ready_tx, ready_rx) = oneshot::channel();
         let path = self.shared.path.clone();
@@ -99,6 +104,7 @@ impl Database {
             label: self.shared.label.clone(),
             shared,
             config: self.shared.config.clone(),
+            _pin: pin,
         })
     }
 }

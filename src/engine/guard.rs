@@ -416,6 +416,21 @@ pub(crate) fn arm<T>(limits: &Limits, cancel: Option<Arc<AtomicBool>>, f: impl F
     value
 }
 
+/// [`arm`] for a job of a connection this thread does not own (a worker thread running a
+/// file's queued job): the connection's `allowances` hold for the job, and the thread's own
+/// (normally none) come back afterwards.
+pub(crate) fn arm_for<T>(
+    limits: &Limits,
+    allowances: Allowances,
+    cancel: Option<Arc<AtomicBool>>,
+    f: impl FnOnce() -> T,
+) -> T {
+    let saved = GUARD.with(|guard| guard.allowances.replace(Some(allowances)));
+    let value = arm(limits, cancel, f);
+    GUARD.with(|guard| guard.allowances.set(saved));
+    value
+}
+
 /// How a job run with [`run_inline`] ended.
 pub(crate) enum Inline<T> {
     /// It ran to its end (successfully or not).

@@ -1,6 +1,7 @@
 //! The guard against a real file: what client SQL may do to the shared connections' state.
 
-use super::database::{Database, EngineConfig};
+use super::config::EngineConfig;
+use super::database::Database;
 use crate::data::{Params, Value};
 use crate::error::ErrorKind;
 
@@ -21,7 +22,8 @@ async fn open() -> (tempfile::TempDir, Database) {
 
 /// TEMP objects on the shared writer's connection, counted on that connection.
 fn writer_temp_objects(database: &Database) -> i64 {
-    let conn = database.shared.writer_conn.lock().unwrap();
+    let open = database.opened().unwrap();
+    let conn = open.writer_conn.lock().unwrap();
     conn.query_row("SELECT count(*) FROM temp.sqlite_master", [], |row| row.get(0))
         .unwrap()
 }

@@ -26,7 +26,8 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
-use super::database::{Database, EngineConfig};
+use super::config::EngineConfig;
+use super::database::Database;
 use super::guard::{self, Inline, Scope};
 use super::open::open_borrowed_reader;
 use super::script::{self, Access};
@@ -162,10 +163,12 @@ impl Database {
     fn within_budget<T>(&self, started: Instant, read: impl FnOnce(&Connection) -> Result<T>) -> Option<Result<T>> {
         let shared = &self.shared;
         let budget = shared.config.inline_read_budget?;
-        let _reading = shared.inline_hold.enter(started, || {
+        // A closed file opens on a worker, not on the caller's task.
+        let open = self.opened_if_open()?;
+        let _reading = open.inline_hold.enter(started, || {
             open_borrowed_reader(&shared.path, &shared.config, Duration::ZERO).ok()
         });
-        match self.borrow_reader(&shared.inline_readers, started.checked_add(budget), read) {
+        match self.borrow_reader(&open.inline_readers, started.checked_add(budget), read) {
             Ok(Inline::Done(Err(err))) if is_busy_or_locked(&err) => None,
             Ok(Inline::Done(result)) => Some(result.map_err(|err| self.storage_failure(err))),
             Ok(Inline::OverBudget) | Err(_) => None,
@@ -176,8 +179,9 @@ impl Database {
     /// writer thread: a transaction left open is rolled back and the call fails.
     fn write_here<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let shared = &self.shared;
-        shared.check_file()?;
-        let conn = shared.writer_conn.lock().unwrap_or_else(PoisonError::into_inner);
+        let open = self.opened().map_err(|err| self.storage_failure(err))?;
+        open.check_file(shared)?;
+        let conn = open.writer_conn.lock().unwrap_or_else(PoisonError::into_inner);
         let outcome = guard::run_inline(
             &shared.config.limits(),
             guard::allowances(Scope::Shared, shared.config.allow_attach),
@@ -266,8 +270,9 @@ impl Database {
 
     /// Runs `f` on a borrowed read-only connection on the calling thread.
     pub(crate) fn read_blocking<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let open = self.opened().map_err(|err| self.storage_failure(err))?;
         match self
-            .borrow_reader(&self.shared.blocking_readers, None, f)
+            .borrow_reader(&open.blocking_readers, None, f)
             .map_err(|err| self.storage_failure(err))?
         {
             Inline::Done(result) => result.map_err(|err| self.storage_failure(err)),

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::database::{EngineConfig, Role};
+use super::config::EngineConfig;
+use super::database::Role;
 use super::guard::{self, Scope};
 use super::sqlite_error::sql_error;
 use crate::error::Result;
@@ -19,12 +20,14 @@ fn configure(conn: &Connection, config: &EngineConfig) -> Result<()> {
     conn.execute_batch("PRAGMA foreign_keys = ON;").map_err(sql_error)
 }
 
-pub(super) fn open_writer(path: &Path, config: &EngineConfig, role: Role) -> Result<Connection> {
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(sql_error)?;
+/// The writer's connection; `create` when the file may be created (its first open: a file
+/// that disappeared while closed is reported rather than replaced by an empty one).
+pub(super) fn open_writer(path: &Path, config: &EngineConfig, role: Role, create: bool) -> Result<Connection> {
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    if create {
+        flags |= OpenFlags::SQLITE_OPEN_CREATE;
+    }
+    let conn = Connection::open_with_flags(path, flags).map_err(sql_error)?;
     configure(&conn, config)?;
     conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
         .map_err(sql_error)?;
@@ -37,13 +40,14 @@ pub(super) fn open_writer(path: &Path, config: &EngineConfig, role: Role) -> Res
             tracing::debug!(path = %path.display(), error = %err, "fence upkeep at open will be tried again");
         }
     }
-    guard::install(&conn, Scope::Shared, config.allow_attach)?;
+    // Worker threads run its jobs, each under the connection's allowances (`guard::arm_for`).
+    guard::install_hooks(&conn, Scope::Shared, config.allow_attach)?;
     Ok(conn)
 }
 
 pub(super) fn open_reader(path: &Path, config: &EngineConfig) -> Result<Connection> {
     let conn = open_read_only(path, config)?;
-    guard::install(&conn, Scope::Shared, config.allow_attach)?;
+    guard::install_hooks(&conn, Scope::Shared, config.allow_attach)?;
     Ok(conn)
 }
 

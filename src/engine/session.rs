@@ -12,7 +12,8 @@ use std::time::{Duration, Instant, SystemTime};
 use rusqlite::Connection;
 use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
-use super::database::{CancelOnDrop, Database, EngineConfig, spawn_thread};
+use super::config::EngineConfig;
+use super::database::{CancelOnDrop, Database, spawn_thread};
 use super::guard;
 use super::identity::FileIdentity;
 use super::open::open_session;
@@ -86,13 +87,14 @@ impl Database {
                     ),
                 )
             })?;
+        let identity = self.opened_async().await?.identity;
         let (jobs, rx) = flume::unbounded();
         let expired = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = oneshot::channel();
         {
             let file = SessionFile {
                 path: self.shared.path.clone(),
-                identity: self.shared.identity,
+                identity,
                 label: self.shared.label.clone(),
             };
             let config = self.shared.config.clone();

@@ -197,6 +197,27 @@ pub(super) static KEYS: &[KeySpec] = &[
         },
         print: |options| options.max_pool_size.map(|size| size.to_string()),
     },
+    KeySpec {
+        name: "Max Open Shards",
+        aliases: &[],
+        url_name: "max_open_shards",
+        in_url_query: true,
+        secret: false,
+        read: |draft, name, value| {
+            let shards = whole_number(&value)
+                .and_then(|n| u32::try_from(n).ok())
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "invalid value '{value}' for '{name}': expected a whole number from 1 to {}",
+                        u32::MAX
+                    ))
+                })?;
+            draft.options.max_open_shards = Some(shards);
+            Ok(())
+        },
+        print: |options| options.max_open_shards.map(|shards| shards.to_string()),
+    },
 ];
 
 /// Looks up an ADO.NET key by its name or an alias: ASCII case ignored, surrounding white space

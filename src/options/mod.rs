@@ -26,6 +26,7 @@
 //! | `Busy Timeout` | `busy_timeout` | whole **milliseconds** SQLite waits for a lock; `0` = do not wait; at most `2147483647` |
 //! | `Transaction Timeout` | `transaction_timeout` | whole seconds an open transaction may stay idle; `0` = no limit; at most a year |
 //! | `Max Pool Size` | `max_pool_size` | the most connections a pool opens, at least 1 |
+//! | `Max Open Shards` | `max_open_shards` | the most shard files open at once in this process's client (local shards), at least 1 |
 //!
 //! # The ADO.NET form
 //!
@@ -148,6 +149,7 @@ pub struct ConnectionOptions {
     busy_timeout: Option<Duration>,
     idle_transaction_timeout: Option<Duration>,
     max_pool_size: Option<u32>,
+    max_open_shards: Option<u32>,
 }
 
 /// Where a connection goes. One enum, so that a data source and an endpoint cannot both be set.
@@ -242,6 +244,13 @@ impl ConnectionOptions {
         self
     }
 
+    /// Sets the most shard files open at once (at least 1; see
+    /// [`EngineConfig::max_open_shards`](crate::engine::EngineConfig::max_open_shards)).
+    pub fn with_max_open_shards(mut self, shards: u32) -> Self {
+        self.max_open_shards = Some(shards);
+        self
+    }
+
     /// The local SQLite file, for a direct connection.
     pub fn data_source(&self) -> Option<&str> {
         match &self.target {
@@ -311,6 +320,11 @@ impl ConnectionOptions {
     /// The most connections a pool opens (`Max Pool Size`).
     pub fn max_pool_size(&self) -> Option<u32> {
         self.max_pool_size
+    }
+
+    /// The most shard files open at once (`Max Open Shards`).
+    pub fn max_open_shards(&self) -> Option<u32> {
+        self.max_open_shards
     }
 
     /// The ADO.NET form **including the API key**: for handing to something that connects, never for logs.

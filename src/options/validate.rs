@@ -51,6 +51,11 @@ impl ConnectionOptions {
         if let Some(header) = &self.api_key_header {
             check_header_name(header)?;
         }
+        if self.max_open_shards == Some(0) {
+            return Err(invalid(
+                "invalid value '0' for 'Max Open Shards': expected a whole number, at least 1",
+            ));
+        }
         if self.max_pool_size == Some(0) {
             return Err(invalid(
                 "invalid value '0' for 'Max Pool Size': expected a whole number, at least 1",

@@ -65,6 +65,12 @@ pub struct ServerConfig {
     /// How long a migration's `moved` record stays in its source file once the new map is
     /// active (see [`EngineConfig::moved_record_grace`]; default 10 minutes).
     pub moved_record_grace: Duration,
+    /// Shard files open at once (see [`EngineConfig::max_open_shards`]); `None` takes the
+    /// default the descriptor limit allows.
+    pub max_open_shards: Option<usize>,
+    /// How long an unused shard file stays open (default 60 s); `None` keeps it open until
+    /// its place is needed.
+    pub shard_idle_timeout: Option<Duration>,
 }
 
 impl Default for ServerConfig {
@@ -85,6 +91,8 @@ impl Default for ServerConfig {
             readers: engine.readers,
             max_queued_jobs: engine.max_queued_jobs,
             moved_record_grace: engine.moved_record_grace,
+            max_open_shards: None,
+            shard_idle_timeout: engine.shard_idle_timeout,
         }
     }
 }
@@ -93,7 +101,7 @@ impl ServerConfig {
     /// The engine settings the daemon opens its shards (or its plain database) with. `ATTACH`
     /// is always off: remote SQL must not reach other files on the daemon's machine.
     pub fn engine_config(&self) -> EngineConfig {
-        EngineConfig {
+        let mut engine = EngineConfig {
             readers: self.readers,
             max_open_transactions: self.max_open_transactions,
             transaction_idle_timeout: Some(self.transaction_idle_timeout),
@@ -103,8 +111,13 @@ impl ServerConfig {
             max_result_bytes: self.max_result_bytes,
             max_queued_jobs: self.max_queued_jobs,
             moved_record_grace: self.moved_record_grace,
+            shard_idle_timeout: self.shard_idle_timeout,
             ..EngineConfig::default()
+        };
+        if let Some(max) = self.max_open_shards {
+            engine.max_open_shards = max;
         }
+        engine
     }
 
     /// Checks the daemon's own limits (the engine checks its settings when a shard opens); the

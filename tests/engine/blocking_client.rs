@@ -588,6 +588,9 @@ async fn async_row_queries_past_the_inline_budget_start_over_and_return_each_row
         });
         let sharded = ShardedClient::open_with(&master, options).await.unwrap();
         let a = sharded.for_route(route("tenant-a"));
+        // The shard file opens on its first use, off the caller's task; from then on queries
+        // start on the caller's task.
+        a.execute_read_only_sql("SELECT 1", Params::none()).await.unwrap();
         let mut seen = 0;
         let rows = a
             .query_map(&sql, Params::none(), |row| {

@@ -10,6 +10,7 @@ mod catalog_updates;
 mod connect;
 mod connection_strings;
 mod cross_shard_queries;
+mod many_shards;
 mod map_validation;
 mod migration_writers;
 mod migrations;

@@ -108,6 +108,8 @@ async fn after_a_key_moves_old_sqlite_reads_both_files_and_the_moved_record_goes
     let short = ShardedClient::open_with(&master, client_options(Duration::from_millis(200)))
         .await
         .unwrap();
+    // Shard files open on first use; the check runs when the file opens and while it is open.
+    short.execute_read_only_sql_on_all_shards("SELECT 1").await.unwrap();
     wait_until_no_fence_objects(&source_file);
     old_sqlite::run(&source_file, &insert_item("plain-after-grace", &moving)).expect("no record left");
     drop(short);
@@ -181,6 +183,8 @@ async fn after_a_bucket_range_moves_old_sqlite_reads_both_files_and_writes_after
     let short = ShardedClient::open_with(&master, client_options(Duration::from_millis(200)))
         .await
         .unwrap();
+    // Shard files open on first use; the check runs when the file opens and while it is open.
+    short.execute_read_only_sql_on_all_shards("SELECT 1").await.unwrap();
     wait_until_no_fence_objects(&source_file);
     old_sqlite::run(&source_file, &insert_item("plain-after-grace", &staying)).expect("no record left");
     drop(short);

@@ -116,15 +116,13 @@ pub(super) async fn open_slots(
                 return slot;
             }
             match &shard.target {
-                ShardTarget::DataSource(path) => {
-                    match LocalClient::open_with(locate(path), shard.id.clone(), engine).await {
-                        Ok(local) => ShardSlot::Ready {
-                            client: Arc::new(local.clone()),
-                            local: Some(local),
-                        },
-                        Err(err) => ShardSlot::Unavailable(err.to_string()),
-                    }
-                }
+                ShardTarget::DataSource(path) => match LocalClient::lazy(locate(path), shard.id.clone(), engine) {
+                    Ok(local) => ShardSlot::Ready {
+                        client: Arc::new(local.clone()),
+                        local: Some(local),
+                    },
+                    Err(err) => ShardSlot::Unavailable(err.to_string()),
+                },
                 ShardTarget::Endpoint { endpoint, transport } => {
                     let mut remote = remote::RemoteShard::new(endpoint.clone(), *transport);
                     remote.api_key = shard.api_key.clone();

@@ -113,7 +113,19 @@ impl ShardedClientOptions {
     }
 }
 
+/// Shards one fan-out works on at once, at most: enough to keep the worker threads busy, and
+/// never more than half the open-shard bound, so that routed calls keep finding a place.
+const MAX_FAN_OUT_WIDTH: usize = 64;
+
 impl ShardedClient {
+    /// Runs `work` (one future per shard) a bounded number at a time, answering in order: a
+    /// fan-out over ten thousand shards holds a few open at once, not all of them.
+    pub(super) async fn bounded<F: Future>(&self, work: Vec<F>) -> Vec<F::Output> {
+        use futures_util::StreamExt as _;
+        let width = (self.inner.options.engine.max_open_shards / 2).clamp(1, MAX_FAN_OUT_WIDTH);
+        futures_util::stream::iter(work).buffered(width).collect().await
+    }
+
     /// Opens the master catalog at `master` and every shard of its active map.
     ///
     /// A relative `dataSource` (or connection-string `Data Source`) is a file in the master's

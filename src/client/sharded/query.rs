@@ -3,8 +3,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures_util::future::try_join_all;
-
 use super::ShardedClient;
 use crate::data::{DataClient, Params, SqlResult, Value};
 use crate::engine::merge::{MergeLimits, PartialColumn, merge_partial_rows};
@@ -88,11 +86,17 @@ impl ShardedClient {
                 None => Ok(None),
             }
         };
-        let shards = try_join_all(
-            clients
-                .iter()
-                .map(|client| client.execute_read_only_sql(&sql, params.clone())),
-        );
+        let shards = async {
+            self.bounded(
+                clients
+                    .iter()
+                    .map(|client| client.execute_read_only_sql(&sql, params.clone()))
+                    .collect(),
+            )
+            .await
+            .into_iter()
+            .collect::<Result<Vec<_>>>()
+        };
         let (partials, probe) = tokio::try_join!(shards, probe)?;
         let mut rows = 0usize;
         let mut bytes = 0usize;

@@ -110,7 +110,7 @@ pub(super) async fn open_connection_string_shard(
         return remote.open();
     };
     let engine = crate::client::engine_config_for(&options, engine);
-    match LocalClient::open_with(locate(path), shard_id.to_owned(), engine).await {
+    match LocalClient::lazy(locate(path), shard_id.to_owned(), engine) {
         Ok(local) => ShardSlot::Ready {
             client: Arc::new(local.clone()),
             local: Some(local),

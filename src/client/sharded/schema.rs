@@ -1,7 +1,5 @@
 //! Schema migrations and schema status across every shard (see [`crate::schema`]).
 
-use futures_util::future::join_all;
-
 use super::ShardedClient;
 use crate::data::{SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport};
 use crate::error::{Error, Result};
@@ -22,14 +20,20 @@ impl ShardedClient {
     pub async fn schema_status(&self) -> Result<SchemaStatusReport> {
         let generation = self.fresh().await;
         let map = &generation.map;
-        let schemas = join_all(generation.enabled_shards().map(|(index, client)| async move {
-            let schema = match client {
-                Ok(client) => schema::inspect_database(&*client).await,
-                Err(err) => Err(err),
-            };
-            (map.shards()[index].id.clone(), schema)
-        }))
-        .await;
+        let schemas = self
+            .bounded(
+                generation
+                    .enabled_shards()
+                    .map(|(index, client)| async move {
+                        let schema = match client {
+                            Ok(client) => schema::inspect_database(&*client).await,
+                            Err(err) => Err(err),
+                        };
+                        (map.shards()[index].id.clone(), schema)
+                    })
+                    .collect(),
+            )
+            .await;
         Ok(schema::compare_schemas(schemas))
     }
 
@@ -74,19 +78,23 @@ impl ShardedClient {
             chosen.push(index);
         }
         let migrations = &migrations;
-        let shards = join_all(
-            generation
-                .enabled_shards()
-                .filter(|(index, _)| chosen.is_empty() || chosen.contains(index))
-                .map(|(index, client)| async move {
-                    let shard_id = &map.shards()[index].id;
-                    match client {
-                        Ok(client) => schema::migrate_database(&*client, shard_id, migrations, request.dry_run).await,
-                        Err(err) => schema::apply::unreachable_shard(shard_id, &err),
-                    }
-                }),
-        )
-        .await;
+        let shards = self
+            .bounded(
+                generation
+                    .enabled_shards()
+                    .filter(|(index, _)| chosen.is_empty() || chosen.contains(index))
+                    .map(|(index, client)| async move {
+                        let shard_id = &map.shards()[index].id;
+                        match client {
+                            Ok(client) => {
+                                schema::migrate_database(&*client, shard_id, migrations, request.dry_run).await
+                            }
+                            Err(err) => schema::apply::unreachable_shard(shard_id, &err),
+                        }
+                    })
+                    .collect(),
+            )
+            .await;
         Ok(SchemaMigrationReport {
             target_version: migrations.last().map(|m| m.version),
             dry_run: request.dry_run,

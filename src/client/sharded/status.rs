@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures_util::future::join_all;
 
 use super::ShardedClient;
 use crate::data::{
@@ -50,35 +49,41 @@ impl ShardedClient {
         let generation = self.fresh().await;
         let generation = &generation;
         let map = &generation.map;
-        join_all(map.shards().iter().enumerate().map(|(index, shard)| async move {
-            let data_source = match &shard.target {
-                ShardTarget::DataSource(path) => Some(path.clone()),
-                ShardTarget::Endpoint { endpoint, .. } => Some(endpoint.clone()),
-                ShardTarget::ConnectionString(_) => None,
-            };
-            let probe = if shard.enabled {
-                match generation.slot_client(index) {
-                    Ok(client) => client.info().await,
-                    Err(err) => Err(err),
-                }
-            } else {
-                Err(Error::ShardIsDisabled {
-                    shard_id: shard.id.clone(),
+        self.bounded(
+            map.shards()
+                .iter()
+                .enumerate()
+                .map(|(index, shard)| async move {
+                    let data_source = match &shard.target {
+                        ShardTarget::DataSource(path) => Some(path.clone()),
+                        ShardTarget::Endpoint { endpoint, .. } => Some(endpoint.clone()),
+                        ShardTarget::ConnectionString(_) => None,
+                    };
+                    let probe = if shard.enabled {
+                        match generation.slot_client(index) {
+                            Ok(client) => client.info().await,
+                            Err(err) => Err(err),
+                        }
+                    } else {
+                        Err(Error::ShardIsDisabled {
+                            shard_id: shard.id.clone(),
+                        })
+                    };
+                    let healthy = probe.is_ok();
+                    ShardStatus {
+                        shard_id: shard.id.clone(),
+                        data_source,
+                        enabled: shard.enabled,
+                        healthy,
+                        role: shard.role,
+                        can_promote: healthy && shard.role == ShardRole::Replica && shard.replica.promotion_eligible,
+                        replica: shard.replica.clone(),
+                        error: probe.as_ref().err().map(ToString::to_string),
+                        info: probe.ok(),
+                    }
                 })
-            };
-            let healthy = probe.is_ok();
-            ShardStatus {
-                shard_id: shard.id.clone(),
-                data_source,
-                enabled: shard.enabled,
-                healthy,
-                role: shard.role,
-                can_promote: healthy && shard.role == ShardRole::Replica && shard.replica.promotion_eligible,
-                replica: shard.replica.clone(),
-                error: probe.as_ref().err().map(ToString::to_string),
-                info: probe.ok(),
-            }
-        }))
+                .collect(),
+        )
         .await
     }
 
@@ -128,16 +133,21 @@ impl ShardedClient {
     {
         let generation = self.fresh().await;
         let map = &generation.map;
-        join_all(generation.enabled_shards().map(|(index, client)| {
-            let run = &run;
-            async move {
-                let outcome = match client {
-                    Ok(client) => run(client).await,
-                    Err(err) => Err(err),
-                };
-                ShardSqlResult::from_outcome(&map.shards()[index].id, outcome)
-            }
-        }))
+        self.bounded(
+            generation
+                .enabled_shards()
+                .map(|(index, client)| {
+                    let run = &run;
+                    async move {
+                        let outcome = match client {
+                            Ok(client) => run(client).await,
+                            Err(err) => Err(err),
+                        };
+                        ShardSqlResult::from_outcome(&map.shards()[index].id, outcome)
+                    }
+                })
+                .collect(),
+        )
         .await
     }
 
@@ -147,12 +157,14 @@ impl ShardedClient {
             data_source: generation.data_source.clone(),
             ..DatabaseInfo::default()
         };
-        let infos = join_all(
-            generation
-                .enabled_shards()
-                .map(|(_, client)| async move { client?.info().await }),
-        )
-        .await;
+        let infos = self
+            .bounded(
+                generation
+                    .enabled_shards()
+                    .map(|(_, client)| async move { client?.info().await })
+                    .collect(),
+            )
+            .await;
         for info in infos {
             let info = info?;
             total.table_count += info.table_count;

@@ -1,0 +1,332 @@
+//! A database file's life: closed until first used, open while used, closed again when idle or
+//! when the [set of open files](super::shelf) needs its place.
+//!
+//! Open, a file holds a writer connection, its reader connections and the pools of connections
+//! callers borrow ([`Open`]); closed, it holds none of them, and no thread and no descriptor.
+//! Opening is serialised per file; a file is only closed when nothing uses it: no call holds
+//! its open state, no transaction is open, no dedicated connection, copy or fence installation
+//! has [pinned](Database::pin) it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use arc_swap::ArcSwapOption;
+use rusqlite::Connection;
+use tokio::sync::{Semaphore, oneshot};
+
+use super::config::EngineConfig;
+use super::database::{Database, Role};
+use super::fence_upkeep::Upkeep;
+use super::hold::Hold;
+use super::identity::FileIdentity;
+use super::inline::Borrowed;
+use super::lane::Lane;
+use super::open::{open_reader, open_writer};
+use super::session::Session;
+use super::shelf::{self, TICK};
+use super::workers::workers;
+use crate::error::{Error, Result};
+
+/// What every handle of one file shares, open or closed.
+pub(super) struct Shared {
+    pub(super) path: PathBuf,
+    pub(super) label: String,
+    pub(super) config: EngineConfig,
+    pub(super) role: Role,
+    open: ArcSwapOption<Open>,
+    /// Held while the file opens or closes.
+    opening: Mutex<()>,
+    /// Whether the file was opened once: later opens never create it (a shard file deleted
+    /// while closed is reported, not silently replaced by an empty one).
+    opened_once: AtomicBool,
+    /// The sweeper tick of the last use.
+    last_used: AtomicU64,
+    /// Dedicated connections, copies and fence installations in progress.
+    pins: AtomicUsize,
+    pub(super) transaction_slots: Arc<Semaphore>,
+    pub(super) sessions: Mutex<HashMap<String, Session>>,
+}
+
+/// An open file's connections.
+pub(super) struct Open {
+    /// The file the writer opened: writes stop if the path comes to name another (or none).
+    pub(super) identity: Option<FileIdentity>,
+    pub(super) writer: Arc<Lane>,
+    /// The writer's connection: its lane runs queued jobs on it, and blocking callers run
+    /// their writes on it on their own thread; the lock serialises the two.
+    pub(super) writer_conn: Arc<Mutex<Connection>>,
+    pub(super) readers: Arc<Lane>,
+    /// Read-only connections that async callers borrow to run a short query on their own task.
+    pub(super) inline_readers: Borrowed,
+    /// The read transaction kept open while async callers' inline reads overlap.
+    pub(super) inline_hold: Arc<Hold>,
+    /// Read-only connections that blocking callers borrow to run queries on their own thread.
+    pub(super) blocking_readers: Borrowed,
+    upkeep: Option<Arc<Mutex<Upkeep>>>,
+}
+
+impl Open {
+    fn new(shared: &Shared, create: bool) -> Result<Self> {
+        let config = &shared.config;
+        let writer_conn = Arc::new(Mutex::new(open_writer(&shared.path, config, shared.role, create)?));
+        let readers = (0..config.readers.max(1))
+            .map(|_| open_reader(&shared.path, config))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            identity: FileIdentity::of(&shared.path),
+            writer: Lane::writer(Arc::clone(&writer_conn), config.max_queued_jobs),
+            writer_conn,
+            readers: Lane::readers(readers, config.max_queued_jobs),
+            inline_readers: Borrowed::new(std::time::Duration::ZERO),
+            inline_hold: Arc::default(),
+            blocking_readers: Borrowed::new(config.busy_timeout),
+            upkeep: (shared.role == Role::Data)
+                .then(|| Arc::new(Mutex::new(Upkeep::new(config.moved_record_grace, config.busy_timeout)))),
+        })
+    }
+
+    /// Fails when the path no longer names the file the writer opened (see [`FileIdentity`]).
+    pub(super) fn check_file(&self, shared: &Shared) -> Result<()> {
+        FileIdentity::check(self.identity, &shared.path, &shared.label)
+    }
+}
+
+impl Shared {
+    pub(super) fn new(path: PathBuf, label: String, config: EngineConfig, role: Role) -> Self {
+        workers().allow(config.worker_threads);
+        Self {
+            transaction_slots: Arc::new(Semaphore::new(config.max_open_transactions.max(1))),
+            path,
+            label,
+            config,
+            role,
+            open: ArcSwapOption::empty(),
+            opening: Mutex::new(()),
+            opened_once: AtomicBool::new(false),
+            last_used: AtomicU64::new(0),
+            pins: AtomicUsize::new(0),
+            sessions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The sweeper tick of the last use.
+    pub(super) fn last_used(&self) -> u64 {
+        self.last_used.load(Ordering::Relaxed)
+    }
+
+    fn touch(&self) {
+        let now = shelf::now();
+        if self.last_used.load(Ordering::Relaxed) != now {
+            self.last_used.store(now, Ordering::Relaxed);
+        }
+    }
+
+    fn open_transactions(&self) -> usize {
+        self.config
+            .max_open_transactions
+            .max(1)
+            .saturating_sub(self.transaction_slots.available_permits())
+    }
+
+    /// Whether something that must not be closed under it uses the file (a call in flight is
+    /// only seen for sure when closing, see [`close_if_idle`](Self::close_if_idle)).
+    pub(super) fn is_busy(&self) -> bool {
+        self.pins.load(Ordering::Relaxed) > 0 || self.open_transactions() > 0
+    }
+
+    /// Closes the file when nothing uses it; whether it closed. Never waits: a file being
+    /// opened or closed by another caller stays as it is.
+    pub(super) fn close_if_idle(&self) -> bool {
+        let Ok(_opening) = self.opening.try_lock() else {
+            return false;
+        };
+        let Some(open) = self.open.swap(None) else {
+            return false;
+        };
+        // Replacing the value accounts for every reader's loan, so the count is exact here.
+        if Arc::strong_count(&open) > 1 || self.is_busy() {
+            self.open.store(Some(open));
+            return false;
+        }
+        self.config.open_shards.forget(self);
+        drop(open);
+        tracing::debug!(shard = %self.label, "closed an idle shard file");
+        true
+    }
+
+    /// The sweeper's visit: closes the file when idle past its timeout, or else runs its fence
+    /// upkeep on the writer when due.
+    pub(super) fn sweep(&self, tick: u64) {
+        if let Some(idle) = self.config.shard_idle_timeout {
+            let ticks = u64::try_from(idle.as_millis() / TICK.as_millis())
+                .unwrap_or(u64::MAX)
+                .max(1);
+            if tick.saturating_sub(self.last_used()) >= ticks && self.close_if_idle() {
+                return;
+            }
+        }
+        let Some(open) = self.open.load_full() else {
+            return;
+        };
+        let Some(upkeep) = open.upkeep.as_ref().filter(|upkeep| is_due(upkeep)) else {
+            return;
+        };
+        let upkeep = Arc::clone(upkeep);
+        let label = self.label.clone();
+        // A full queue skips this visit; the next tick tries again.
+        let _ = open.writer.submit(Box::new(move |conn: &mut Connection| {
+            upkeep
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .run_if_due(conn, &label);
+        }));
+    }
+}
+
+fn is_due(upkeep: &Mutex<Upkeep>) -> bool {
+    upkeep.lock().unwrap_or_else(PoisonError::into_inner).next() <= std::time::Instant::now()
+}
+
+/// A file's open state, lent to one call.
+pub(super) enum Opened {
+    Lent(arc_swap::Guard<Option<Arc<Open>>>),
+    Owned(Arc<Open>),
+}
+
+impl std::ops::Deref for Opened {
+    type Target = Open;
+
+    fn deref(&self) -> &Open {
+        match self {
+            // Only lent when it held an open file.
+            Self::Lent(guard) => guard.as_deref().unwrap_or_else(|| unreachable!("lent only when open")),
+            Self::Owned(open) => open,
+        }
+    }
+}
+
+impl Database {
+    pub(super) fn from_shared(shared: Shared) -> Self {
+        Self {
+            shared: Arc::new(shared),
+        }
+    }
+
+    /// The file's open state, opening it on this thread if it is closed.
+    pub(super) fn opened(&self) -> Result<Opened> {
+        let lent = self.shared.open.load();
+        if lent.is_some() {
+            self.shared.touch();
+            return Ok(Opened::Lent(lent));
+        }
+        drop(lent);
+        self.open_here().map(Opened::Owned)
+    }
+
+    /// The file's open state when it is open now (a use); `None` when closed.
+    pub(super) fn opened_if_open(&self) -> Option<Opened> {
+        let lent = self.shared.open.load();
+        lent.is_some().then(|| {
+            self.shared.touch();
+            Opened::Lent(lent)
+        })
+    }
+
+    /// The file's open state for an async caller: a closed file opens on a worker thread.
+    pub(super) async fn opened_async(&self) -> Result<Arc<Open>> {
+        if let Some(open) = self.shared.open.load_full() {
+            self.shared.touch();
+            return Ok(open);
+        }
+        let (tx, rx) = oneshot::channel();
+        let database = self.clone();
+        workers().spawn(Box::new(move || {
+            let _ = tx.send(database.open_here());
+        }));
+        rx.await.map_err(|_| self.closed())?
+    }
+
+    /// Opens the file on this thread, in a place of its set of open files.
+    fn open_here(&self) -> Result<Arc<Open>> {
+        let shared = &self.shared;
+        let _opening = shared.opening.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(open) = shared.open.load_full() {
+            shared.touch();
+            return Ok(open);
+        }
+        let place = match shared.role {
+            Role::Data => Some(shared.config.open_shards.admit(
+                shared,
+                shared.config.max_open_shards,
+                shared.config.busy_timeout,
+            )?),
+            Role::Catalog => None,
+        };
+        let create = !shared.opened_once.load(Ordering::Relaxed);
+        if create {
+            create_parent(&shared.path, &shared.label)?;
+        }
+        let open = Arc::new(Open::new(shared, create).map_err(|err| self.storage_failure(err))?);
+        shared.open.store(Some(Arc::clone(&open)));
+        shared.opened_once.store(true, Ordering::Relaxed);
+        shared.touch();
+        if let Some(place) = place {
+            place.fill(&self.shared);
+        }
+        Ok(open)
+    }
+
+    /// Whether the file is open now (it opens on its next use otherwise).
+    pub fn is_open(&self) -> bool {
+        self.shared.open.load().is_some()
+    }
+
+    /// Closes the file now if nothing uses it (see [`EngineConfig::shard_idle_timeout`] for
+    /// when it closes on its own); whether it closed. It opens again on its next use.
+    pub fn close_if_idle(&self) -> bool {
+        self.shared.close_if_idle()
+    }
+
+    /// Keeps the file open until the pin drops: for work that spans calls (a copy, a fence
+    /// being installed, a dedicated connection).
+    pub(crate) fn pin(&self) -> Pin {
+        self.shared.pins.fetch_add(1, Ordering::Relaxed);
+        Pin(Arc::clone(&self.shared))
+    }
+
+    /// Jobs queued on the writer and on the readers, for metrics; 0 when closed.
+    pub fn queued_jobs(&self) -> usize {
+        self.shared
+            .open
+            .load()
+            .as_ref()
+            .map_or(0, |open| open.writer.queued() + open.readers.queued())
+    }
+}
+
+/// Keeps a file open while it lives (see [`Database::pin`]).
+pub(crate) struct Pin(Arc<Shared>);
+
+impl std::fmt::Debug for Pin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Pin").field(&self.0.label).finish()
+    }
+}
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        self.0.pins.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+fn create_parent(path: &Path, label: &str) -> Result<()> {
+    match path.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        Some(parent) => std::fs::create_dir_all(parent).map_err(|source| Error::Io {
+            what: format!("the folder of database '{label}'"),
+            source,
+        }),
+        None => Ok(()),
+    }
+}
