@@ -46,6 +46,7 @@ pub use config::{
 };
 pub use database::Database;
 pub(crate) use database::{Role, is_storage_failure};
+pub(crate) use lifecycle::Pin;
 pub use shelf::OpenShards;
 
 pub use dedicated::{BeginMode, DedicatedConnection};

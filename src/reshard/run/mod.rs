@@ -35,7 +35,7 @@ use crate::data::{
     BucketMigrationRequest, DataClient, KeyMigrationRequest, MigrationAdmin, MigrationKind, MigrationResult,
     MigrationSpec, MigrationStatus, ResumeRequest,
 };
-use crate::engine::Database;
+use crate::engine::{Database, Pin};
 use crate::error::{Error, Result};
 
 /// Progress of a copy, reported after every page.
@@ -125,6 +125,9 @@ struct Context {
     routes: Vec<String>,
     selection: Selection,
     pins: Vec<String>,
+    /// Keeps the local files of both sides open for the whole run: a copy in progress is never
+    /// closed under it to make room for other shards.
+    _kept_open: Vec<Pin>,
 }
 
 impl Migrator {

@@ -82,17 +82,24 @@ pub(super) async fn context(migrator: &Migrator, spec: &MigrationSpec, map: &Sha
         ));
         routes.push(property.to_owned());
     }
+    let local_source = migrator
+        .sharded
+        .local_shard(&spec.source_shard_id)
+        .map(|local| local.database().clone());
+    let local_destination = migrator
+        .sharded
+        .local_shard(&spec.destination_shard_id)
+        .map(|local| local.database().clone());
     Ok(Context {
         source,
         destination,
-        local_source: migrator
-            .sharded
-            .local_shard(&spec.source_shard_id)
-            .map(|local| local.database().clone()),
-        local_destination: migrator
-            .sharded
-            .local_shard(&spec.destination_shard_id)
-            .map(|local| local.database().clone()),
+        _kept_open: local_source
+            .iter()
+            .chain(&local_destination)
+            .map(crate::engine::Database::pin)
+            .collect(),
+        local_source,
+        local_destination,
         targets,
         routes,
         selection,
