@@ -36,7 +36,7 @@ use serde_json::json;
 
 use self::body::{Count, DocumentBody, RowsAffected, key_segment, sql_body};
 use self::failure::{Failure, transport_error};
-use super::RemoteOptions;
+use super::{RemoteOptions, tls};
 use crate::data::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
     DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery,
@@ -121,10 +121,30 @@ impl HttpClient {
             builder = builder.timeout(options.request_timeout);
         }
         if let Some(pem) = &options.ca_certificate_pem {
-            let certificate = reqwest::Certificate::from_pem(pem).map_err(|e| Error::ConnectionString {
-                reason: format!("the CA certificate does not parse: {e}"),
+            tls::certificates(pem).map_err(|reason| Error::ConnectionString {
+                reason: format!("the server CA {reason}"),
             })?;
-            builder = builder.add_root_certificate(certificate);
+            for certificate in reqwest::Certificate::from_pem_bundle(pem).map_err(|e| Error::ConnectionString {
+                reason: format!("the server CA does not parse: {e}"),
+            })? {
+                builder = builder.add_root_certificate(certificate);
+            }
+        }
+        if let Some((certificate, key)) = &options.client_identity_pem {
+            tls::certificates(certificate).map_err(|reason| Error::ConnectionString {
+                reason: format!("the client certificate {reason}"),
+            })?;
+            tls::private_key(key.expose().as_bytes()).map_err(|reason| Error::ConnectionString {
+                reason: format!("the client key {reason}"),
+            })?;
+            let mut pem = certificate.clone();
+            pem.push(b'\n');
+            pem.extend_from_slice(key.expose().as_bytes());
+            // reqwest's message for a bad identity does not quote the key; still, say only what failed.
+            let identity = reqwest::Identity::from_pem(&pem).map_err(|_| Error::ConnectionString {
+                reason: "the client certificate and key do not form a usable identity".to_owned(),
+            })?;
+            builder = builder.identity(identity);
         }
         let http = builder.build().map_err(|e| {
             Error::from(TransportFailure {
