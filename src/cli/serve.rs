@@ -362,6 +362,28 @@ mod tests {
     }
 
     #[test]
+    fn tls_flags_come_as_a_certificate_and_its_key() {
+        let parse = |flags: &[&str]| {
+            let argv = ["serve", "--master", "m.db"].iter().chain(flags);
+            Serve::try_parse_from(argv).map(|serve| tls_files(&serve.args))
+        };
+        assert!(parse(&[]).expect("no TLS").is_none());
+        let files = parse(&["--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-client-ca", "ca.pem"])
+            .expect("TLS flags parse")
+            .expect("TLS on");
+        assert_eq!(files.certificate, PathBuf::from("c.pem"));
+        assert_eq!(files.key, PathBuf::from("k.pem"));
+        assert_eq!(files.client_ca, Some(PathBuf::from("ca.pem")));
+        for lone in [
+            &["--tls-cert", "c.pem"][..],
+            &["--tls-key", "k.pem"],
+            &["--tls-client-ca", "ca.pem"],
+        ] {
+            assert!(parse(lone).is_err(), "{lone:?}");
+        }
+    }
+
+    #[test]
     fn counts_must_be_positive() {
         for flag in [
             "--max-result-rows",

@@ -7,7 +7,9 @@
 //! branch exactly as they would in-process (a catalog update the daemon refuses as invalid, 400
 //! with its validation, is `Ok` with `applied: false`, as in-process); a daemon that cannot be
 //! reached, or does not answer within the request timeout, is [`Error::Transport`] naming the
-//! endpoint.
+//! endpoint. `https://` endpoints trust the system's roots plus the CA of
+//! [`RemoteOptions::with_ca_certificate_pem`], and present the client certificate of
+//! [`RemoteOptions::with_client_identity_pem`]; a failed handshake names its cause.
 //!
 //! ```no_run
 //! # async fn demo() -> shardlite::Result<()> {
