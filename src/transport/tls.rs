@@ -28,11 +28,13 @@ pub fn read_certificates(path: &Path) -> Result<Vec<u8>, String> {
 }
 
 /// The certificates of the PEM file at `path`, or why there are none (naming the file).
+#[cfg(feature = "server")]
 pub(crate) fn load_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
     certificates(&read(path)?).map_err(|reason| format!("'{}' {reason}", path.display()))
 }
 
 /// The private key of the PEM file at `path`, or why there is none (naming the file, never the key).
+#[cfg(feature = "server")]
 pub(crate) fn load_private_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
     private_key(&read(path)?).map_err(|reason| format!("'{}' {reason}", path.display()))
 }

@@ -1,6 +1,6 @@
 //! `shardlite serve --tls-cert --tls-key` as a process: unusable PEM files refused at start
-//! naming the file, and SIGHUP reloading the certificate for new connections while open ones
-//! stay up.
+//! naming the file, SIGHUP reloading the certificate for new connections while open ones stay
+//! up, and the CLI and a map's `https://` endpoint shard reaching it.
 #![cfg(all(feature = "cli", feature = "server", unix))]
 
 use std::io::{BufRead, BufReader};
@@ -9,7 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use support::cli::{binary, stderr};
+use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
+use support::cli::{binary, json_of, seeded_with, shardlite, stderr, stdout};
 use support::temp_dir;
 use support::tls::{TestCa, TlsFixture};
 
@@ -225,4 +226,65 @@ fn serve_refuses_unusable_tls_files_naming_them() {
         .expect("run shardlite serve");
     assert!(!out.status.success());
     assert!(stderr(&out).contains("--tls-key"), "{}", stderr(&out));
+}
+
+#[test]
+fn the_cli_and_an_endpoint_shard_reach_a_tls_daemon() {
+    let dir = temp_dir();
+    let tls = TlsFixture::new(dir.path());
+    let served = Served::start(
+        &dir.path().join("plain.db"),
+        &[
+            "--tls-cert".as_ref(),
+            tls.server_cert.as_os_str(),
+            "--tls-key".as_ref(),
+            tls.server_key.as_os_str(),
+        ],
+    );
+    let first = served
+        .stdout
+        .recv_timeout(LINE_TIMEOUT)
+        .expect("the daemon prints its address");
+    let base = first.strip_prefix("listening on ").expect("address line").to_owned();
+
+    // `--connection` with the CA, in both transports.
+    for transport in ["Http", "Grpc"] {
+        let connection = format!("Endpoint={base};Transport={transport};Server CA={}", tls.ca.display());
+        let out = shardlite(&["sql", "-c", &connection, "--json", "SELECT 6 * 7 AS answer"]);
+        assert!(out.status.success(), "{transport}: {}", stderr(&out));
+        assert!(stdout(&out).contains("42"), "{transport}: {}", stdout(&out));
+    }
+
+    // A map whose shard is the daemon's `https://` endpoint: the handshake checks the daemon's
+    // certificate against the system's roots, which this process is pointed at.
+    let mut shard = ShardDefinition::local("s0", "");
+    shard.data_source = None;
+    shard.endpoint = Some(base.clone());
+    shard.transport = Some("grpc".to_owned());
+    let map = ShardingOptions {
+        keyspace: "tenants".into(),
+        map_version: 1,
+        virtual_bucket_count: 1,
+        shards: vec![shard],
+        bucket_ranges: vec![BucketRange::new(0, 1, "s0")],
+        exact_key_pins: Default::default(),
+    };
+    let master = seeded_with(dir.path(), &map);
+    let status = |system_roots: &Path| {
+        let out = Command::new(binary())
+            .args(["status", "--json", "-c", &master])
+            .env_remove("SHARDLITE_CONNECTION")
+            .env_remove("SSL_CERT_DIR")
+            .env("SSL_CERT_FILE", system_roots)
+            .output()
+            .expect("run shardlite status");
+        assert!(out.status.success(), "{}", stderr(&out));
+        json_of(&out)[0].clone()
+    };
+    let trusted = status(&tls.ca);
+    assert_eq!(trusted["healthy"], true, "{trusted}");
+    let untrusted = status(&tls.rogue_ca);
+    assert_eq!(untrusted["healthy"], false, "{untrusted}");
+    let error = untrusted["error"].as_str().unwrap_or_default();
+    assert!(error.contains("not signed by a trusted CA"), "{untrusted}");
 }
