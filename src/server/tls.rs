@@ -106,11 +106,14 @@ impl ServerTls {
         let tls = self.clone();
         Ok(tokio::spawn(async move {
             while hangups.recv().await.is_some() {
-                match tls.reload() {
-                    Ok(()) => tracing::info!("SIGHUP: TLS certificate and key reloaded; new connections use them"),
-                    Err(err) => {
+                // Reading files blocks: keep it off the threads that serve requests.
+                let reloading = tls.clone();
+                match tokio::task::spawn_blocking(move || reloading.reload()).await {
+                    Ok(Ok(())) => tracing::info!("SIGHUP: TLS certificate and key reloaded; new connections use them"),
+                    Ok(Err(err)) => {
                         tracing::warn!(error = %err, "SIGHUP: TLS files not reloaded; the previous ones stay in use");
                     }
+                    Err(err) => tracing::warn!(error = %err, "SIGHUP: the TLS reload did not finish"),
                 }
             }
         }))
