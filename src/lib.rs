@@ -53,7 +53,7 @@
 //! - [`schema`]: sqlx-style migration folders applied to a database through its client, schema
 //!   fingerprints, and drift between shards.
 //! - `transport` (features `grpc`, `http`): the remote clients, `GrpcClient` and `HttpClient`,
-//!   implementing the same interfaces over the network.
+//!   implementing the same interfaces over the network, plain or over TLS (`transport::tls`).
 //! - [`client`]: the in-process clients: [`LocalClient`](client::LocalClient), the
 //!   [`ShardedClient`](client::ShardedClient) and its route-bound clients and transactions.
 //! - [`connect`]: opening a connection string, in-process or through a daemon.
@@ -64,8 +64,9 @@
 //!   shard (the wire and the `shardlite migrate` command call them migrations): fences persisted
 //!   in the source shard's file, paged copy with checkpoints, verification, resume. The run is
 //!   one file per phase (`reshard/run/`: admit, plan, drive, copy, verify, activate).
-//! - `server` (feature `server`): the daemon: REST and gRPC on one port, one error-to-status
-//!   function per protocol, `/openapi.json`, and the admin workspace at `/admin`.
+//! - `server` (feature `server`): the daemon: REST and gRPC on one port (plain or TLS,
+//!   `server::tls`), one error-to-status function per protocol, `/openapi.json`, and the admin
+//!   workspace at `/admin`.
 //! - `driver` (feature `sqlx`): the sqlx-core driver, laid out like `sqlx-sqlite`.
 //! - `cli` (feature `cli`): the `shardlite` command line; `src/bin/shardlite.rs` only dispatches.
 //!

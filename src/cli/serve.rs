@@ -1,5 +1,6 @@
 //! `shardlite serve --master PATH [--create] [--listen ADDR] [--api-key KEY] [--api-key-header NAME]
-//! [--body-limit BYTES] [--transaction-timeout SECS] [limits]`: the daemon.
+//! [--body-limit BYTES] [--transaction-timeout SECS] [limits] [--tls-cert PEM --tls-key PEM
+//! [--tls-client-ca PEM]]`: the daemon.
 //!
 //! The limits bound what one client can cost the others; each has a default that is safe to
 //! expose: `--statement-timeout`, `--max-result-rows`, `--max-result-bytes`, `--request-timeout`,
@@ -14,7 +15,8 @@
 //! shutdown), not a line per request; `RUST_LOG=shardlite=debug` adds one line per request with
 //! its route and shard, and failures of the daemon's own are logged at `warn`. stdout's first line is
 //! `listening on http://ADDR`, with the real port when `--listen` asks for port 0, so scripts can
-//! read it; the second says what is served (the keyspace and map version, or a plain database). SIGINT or SIGTERM stops the daemon gracefully.
+//! read it (`https://` with `--tls-cert`); the second says what is served (the keyspace and map version, or a
+//! plain database). SIGINT or SIGTERM stops the daemon gracefully; SIGHUP reloads the TLS files.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -24,7 +26,7 @@ use clap::Args;
 
 use crate::error::{Error, Result};
 use crate::map::Secret;
-use crate::server::{self, ServerConfig, ServerState};
+use crate::server::{self, ServerConfig, ServerState, ServerTls, TlsFiles};
 use crate::wire::DEFAULT_API_KEY_HEADER;
 
 /// Arguments of `shardlite serve`.
@@ -104,6 +106,17 @@ pub struct ServeArgs {
     /// use); 0 keeps files open until their place is needed.
     #[arg(long, value_name = "SECS", default_value_t = seconds(ServerConfig::default().shard_idle_timeout))]
     shard_idle_timeout: u64,
+    /// Serve REST and gRPC over TLS with this PEM certificate chain (leaf first); needs
+    /// `--tls-key`. SIGHUP reloads it (and the key and client CA) for new connections.
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key of `--tls-cert`.
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Require client certificates signed by the CA(s) in this PEM file (mutual TLS); needs
+    /// `--tls-cert`.
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_client_ca: Option<PathBuf>,
 }
 
 /// Whole seconds of an optional limit, 0 for none (the flags' spelling of "no limit").
@@ -135,6 +148,8 @@ fn parse_api_key(text: &str) -> std::result::Result<Secret, String> {
 pub async fn run(args: &ServeArgs) -> Result<()> {
     init_logging();
     check_master_exists(args).await?;
+    // Unusable TLS files are refused before anything opens or binds.
+    let tls = tls_files(args).map(ServerTls::load).transpose()?;
     let config = server_config(args);
     raise_descriptor_limit(&config);
     config.engine_config().validate()?;
@@ -155,7 +170,8 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
     // A closed stdout (a reader that took the first line and left) must not stop the daemon, so
     // write errors here are ignored rather than panicking as `println!` would.
     let mut out = std::io::stdout();
-    let _ = writeln!(out, "listening on http://{address}");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let _ = writeln!(out, "listening on {scheme}://{address}");
     let _ = match state.sharded() {
         Some(sharded) => {
             let map = sharded.map();
@@ -174,7 +190,16 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
         ),
     };
     let _ = out.flush();
-    server::run(listener, state, shutdown_signal()).await?;
+    match tls {
+        Some(tls) => {
+            #[cfg(unix)]
+            let reloads = tls.reload_on_sighup()?;
+            server::run_tls(listener, tls, state, shutdown_signal()).await?;
+            #[cfg(unix)]
+            reloads.abort();
+        }
+        None => server::run(listener, state, shutdown_signal()).await?,
+    }
     tracing::info!("shardlite daemon stopped");
     Ok(())
 }
@@ -217,6 +242,16 @@ fn raise_descriptor_limit(config: &ServerConfig) {
         ),
         None => tracing::info!(max_open_shards, "file descriptor limit unknown"),
     }
+}
+
+/// The TLS files the flags name, if TLS is on.
+fn tls_files(args: &ServeArgs) -> Option<TlsFiles> {
+    let (certificate, key) = (args.tls_cert.clone()?, args.tls_key.clone()?);
+    Some(TlsFiles {
+        certificate,
+        key,
+        client_ca: args.tls_client_ca.clone(),
+    })
 }
 
 /// A missing master is refused unless `--create` asks for a new database: opening would otherwise
@@ -355,6 +390,28 @@ mod tests {
         assert!(!engine.allow_attach);
         assert_eq!(parsed.max_concurrent_requests, 3);
         assert_eq!(parsed.max_open_transactions_per_key, 5);
+    }
+
+    #[test]
+    fn tls_flags_come_as_a_certificate_and_its_key() {
+        let parse = |flags: &[&str]| {
+            let argv = ["serve", "--master", "m.db"].iter().chain(flags);
+            Serve::try_parse_from(argv).map(|serve| tls_files(&serve.args))
+        };
+        assert!(parse(&[]).expect("no TLS").is_none());
+        let files = parse(&["--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-client-ca", "ca.pem"])
+            .expect("TLS flags parse")
+            .expect("TLS on");
+        assert_eq!(files.certificate, PathBuf::from("c.pem"));
+        assert_eq!(files.key, PathBuf::from("k.pem"));
+        assert_eq!(files.client_ca, Some(PathBuf::from("ca.pem")));
+        for lone in [
+            &["--tls-cert", "c.pem"][..],
+            &["--tls-key", "k.pem"],
+            &["--tls-client-ca", "ca.pem"],
+        ] {
+            assert!(parse(lone).is_err(), "{lone:?}");
+        }
     }
 
     #[test]

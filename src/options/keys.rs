@@ -125,6 +125,43 @@ pub(super) static KEYS: &[KeySpec] = &[
         print: |options| options.api_key_header.clone(),
     },
     KeySpec {
+        name: "Server CA",
+        aliases: &[],
+        url_name: "server_ca",
+        in_url_query: true,
+        secret: false,
+        read: |draft, _, value| {
+            draft.options.server_ca = Some(value);
+            Ok(())
+        },
+        print: |options| options.server_ca.clone(),
+    },
+    KeySpec {
+        name: "Client Certificate",
+        aliases: &[],
+        url_name: "client_certificate",
+        in_url_query: true,
+        secret: false,
+        read: |draft, _, value| {
+            draft.options.client_certificate = Some(value);
+            Ok(())
+        },
+        print: |options| options.client_certificate.clone(),
+    },
+    KeySpec {
+        name: "Client Key",
+        aliases: &[],
+        url_name: "client_key",
+        in_url_query: true,
+        // The path of the key file, not the key: printed like any other path.
+        secret: false,
+        read: |draft, _, value| {
+            draft.options.client_key = Some(value);
+            Ok(())
+        },
+        print: |options| options.client_key.clone(),
+    },
+    KeySpec {
         name: "Connect Timeout",
         aliases: &[],
         url_name: "connect_timeout",

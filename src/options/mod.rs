@@ -21,6 +21,9 @@
 //! | `Shard Key` | `shard_key` | the route key this connection is bound to |
 //! | `Api Key` | `api_key` | the daemon's API key (remote only; a secret) |
 //! | `Api Key Header` | `api_key_header` | the header that carries it (remote only), default [`DEFAULT_API_KEY_HEADER`] |
+//! | `Server CA` | `server_ca` | a PEM file of the CA certificate(s) that signed the daemon's TLS certificate (`https://` only), trusted besides the system's |
+//! | `Client Certificate` | `client_certificate` | a PEM file of the client certificate (chain) presented to a daemon that requires one (mTLS; `https://` only) |
+//! | `Client Key` | `client_key` | the PEM file of that certificate's private key (with `Client Certificate`) |
 //! | `Connect Timeout` | `connect_timeout` | whole seconds to wait while connecting; `0` = no limit; at most a year |
 //! | `Command Timeout` | `command_timeout` | whole seconds one command may run; `0` = no limit; at most a year |
 //! | `Busy Timeout` | `busy_timeout` | whole **milliseconds** SQLite waits for a lock; `0` = do not wait; at most `2147483647` |
@@ -60,7 +63,9 @@
 //! Parsing finishes with [`ConnectionOptions::validate`]: exactly one of `Data Source` and `Endpoint`;
 //! `Endpoint` needs `Transport=Http` or `Grpc`, and those transports need an `Endpoint`; `Shard Keyspace` and
 //! `Shard Key` come together and are not blank; `Api Key` and `Api Key Header` are for remote connections
-//! only. Every error is [`Error::ConnectionString`] and names the key (and the bad value, except for secrets).
+//! only; `Server CA`, `Client Certificate` and `Client Key` need an `https://` endpoint, and the last two come
+//! together (the files are read when a client is built, and an unreadable or malformed one is refused naming
+//! the key and the file). Every error is [`Error::ConnectionString`] and names the key (and the bad value, except for secrets).
 //!
 //! # Normal forms
 //!
@@ -144,6 +149,9 @@ pub struct ConnectionOptions {
     route: Option<RouteContext>,
     api_key: Option<Secret>,
     api_key_header: Option<String>,
+    server_ca: Option<String>,
+    client_certificate: Option<String>,
+    client_key: Option<String>,
     connect_timeout: Option<Duration>,
     command_timeout: Option<Duration>,
     busy_timeout: Option<Duration>,
@@ -207,6 +215,21 @@ impl ConnectionOptions {
     /// Sets the header (gRPC: metadata key) that carries the API key (remote connections only).
     pub fn with_api_key_header(mut self, header: impl Into<String>) -> Self {
         self.api_key_header = Some(header.into());
+        self
+    }
+
+    /// Trusts the CA certificate(s) in the PEM file at `path` for the daemon's TLS certificate
+    /// (`https://` endpoints only).
+    pub fn with_server_ca(mut self, path: impl Into<String>) -> Self {
+        self.server_ca = Some(path.into());
+        self
+    }
+
+    /// Presents the client certificate in the PEM file `certificate`, with the private key in the PEM
+    /// file `key`, to a daemon that requires client certificates (mTLS; `https://` endpoints only).
+    pub fn with_client_certificate(mut self, certificate: impl Into<String>, key: impl Into<String>) -> Self {
+        self.client_certificate = Some(certificate.into());
+        self.client_key = Some(key.into());
         self
     }
 
@@ -295,6 +318,21 @@ impl ConnectionOptions {
     /// The header that carries the API key: the one given, or [`DEFAULT_API_KEY_HEADER`].
     pub fn api_key_header_or_default(&self) -> &str {
         self.api_key_header.as_deref().unwrap_or(DEFAULT_API_KEY_HEADER)
+    }
+
+    /// The PEM file of the CA that signed the daemon's TLS certificate (`Server CA`), if given.
+    pub fn server_ca(&self) -> Option<&str> {
+        self.server_ca.as_deref()
+    }
+
+    /// The PEM file of the client certificate for mTLS (`Client Certificate`), if given.
+    pub fn client_certificate(&self) -> Option<&str> {
+        self.client_certificate.as_deref()
+    }
+
+    /// The PEM file of the client certificate's private key (`Client Key`), if given.
+    pub fn client_key(&self) -> Option<&str> {
+        self.client_key.as_deref()
     }
 
     /// How long connecting may take (`Connect Timeout`); zero means no limit.

@@ -45,6 +45,7 @@ impl ConnectionOptions {
                 normalize_endpoint(endpoint)?;
             }
         }
+        self.validate_tls()?;
         if self.api_key.as_ref().is_some_and(|key| key.expose().trim().is_empty()) {
             return Err(invalid("'Api Key' is empty"));
         }
@@ -62,6 +63,46 @@ impl ConnectionOptions {
             ));
         }
         Ok(())
+    }
+}
+
+impl ConnectionOptions {
+    /// The TLS files: for an `https://` endpoint only, not blank, and a client certificate comes with its key.
+    fn validate_tls(&self) -> Result<()> {
+        let files = [
+            ("Server CA", &self.server_ca),
+            ("Client Certificate", &self.client_certificate),
+            ("Client Key", &self.client_key),
+        ];
+        for (name, value) in files {
+            let Some(path) = value else { continue };
+            if path.trim().is_empty() {
+                return Err(invalid(format!("'{name}' is empty: it names a PEM file")));
+            }
+            match &self.target {
+                Target::Endpoint { endpoint, .. } if endpoint.starts_with("https://") => {}
+                Target::Endpoint { .. } => {
+                    return Err(invalid(format!(
+                        "'{name}' applies only to an https:// 'Endpoint' (TLS); this endpoint is http://"
+                    )));
+                }
+                Target::DataSource(_) | Target::Unset => {
+                    return Err(invalid(format!(
+                        "'{name}' applies only to remote connections (an https:// 'Endpoint'), not to 'Data Source'"
+                    )));
+                }
+            }
+        }
+        match (&self.client_certificate, &self.client_key) {
+            (Some(_), None) => Err(invalid(
+                "'Client Key' is missing: 'Client Certificate' and 'Client Key' name a client certificate together",
+            )),
+            (None, Some(_)) => Err(invalid(
+                "'Client Certificate' is missing: 'Client Certificate' and 'Client Key' name a client certificate \
+                 together",
+            )),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -165,8 +206,74 @@ mod tests {
         assert!(remote().with_api_key(" ").validate().is_err());
         assert!(remote().with_api_key_header("X Key").validate().is_err());
         assert!(remote().with_max_pool_size(0).validate().is_err());
+        assert!(
+            remote().with_server_ca("ca.pem").validate().is_err(),
+            "TLS files need https://"
+        );
         let local = ConnectionOptions::new().with_data_source("a.db");
         assert!(local.clone().with_api_key("k").validate().is_err());
         assert!(local.with_api_key_header("X-Key").validate().is_err());
+    }
+}
+
+#[cfg(test)]
+mod tls_tests {
+    use super::*;
+    use crate::error::Error;
+
+    fn reason(text: &str) -> String {
+        match text.parse::<ConnectionOptions>() {
+            Err(Error::ConnectionString { reason }) => reason,
+            other => panic!("expected a connection-string error for {text:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn tls_files_parse_in_both_forms_and_round_trip() {
+        let text = "Endpoint=https://db.internal:61818;Transport=Grpc;Server CA=/etc/ca.pem;\
+                    Client Certificate=/etc/client.pem;Client Key='/etc/client key.pem'";
+        let options: ConnectionOptions = text.parse().expect("parses");
+        assert_eq!(options.server_ca(), Some("/etc/ca.pem"));
+        assert_eq!(options.client_certificate(), Some("/etc/client.pem"));
+        assert_eq!(options.client_key(), Some("/etc/client key.pem"));
+        let url = options.to_url();
+        assert!(url.starts_with("shardlite+grpcs://db.internal:61818?"), "{url}");
+        assert!(url.contains("server_ca=%2Fetc%2Fca.pem"), "{url}");
+        assert_eq!(url.parse::<ConnectionOptions>().expect("URL parses"), options);
+        assert_eq!(
+            options.to_string().parse::<ConnectionOptions>().expect("text parses"),
+            options
+        );
+        let built = ConnectionOptions::new()
+            .with_endpoint("https://db.internal:61818", Transport::Grpc)
+            .with_server_ca("/etc/ca.pem")
+            .with_client_certificate("/etc/client.pem", "/etc/client key.pem");
+        assert_eq!(built, options);
+    }
+
+    #[test]
+    fn tls_files_are_refused_where_they_cannot_apply() {
+        let https = "Endpoint=https://h:1;Transport=Http";
+        let cases = [
+            (
+                "Endpoint=http://h:1;Transport=Http;Server CA=ca.pem".to_owned(),
+                "'Server CA' applies only to an https://",
+            ),
+            (
+                "Data Source=a.db;Client Certificate=c.pem;Client Key=k.pem".to_owned(),
+                "not to 'Data Source'",
+            ),
+            (format!("{https};Client Certificate=c.pem"), "'Client Key' is missing"),
+            (format!("{https};Client Key=k.pem"), "'Client Certificate' is missing"),
+            (format!("{https};Server CA= "), "'Server CA' is empty"),
+            (
+                format!("{https};Server Cert=ca.pem"),
+                "unknown connection-string key 'Server Cert'",
+            ),
+        ];
+        for (text, expected) in cases {
+            let reason = reason(&text);
+            assert!(reason.contains(expected), "{text}: {reason}");
+        }
     }
 }

@@ -9,6 +9,8 @@
 //! within [`ServerConfig::request_timeout`] or a gRPC caller's shorter deadline (then
 //! `request_timeout`, and the work is stopped). The [`admin`] workspace is served at `/admin`,
 //! and the [`health`] probes at `/healthz` and `/readyz`, both without the API key.
+//! [`run_tls`] serves the same over TLS ([`tls`]: one rustls acceptor, ALPN `h2` and `http/1.1`,
+//! optional client certificates, reload without dropping connections).
 //!
 //! ```no_run
 //! # async fn demo() -> shardlite::Result<()> {
@@ -39,6 +41,7 @@ mod limits;
 mod remote_transactions;
 pub mod rest;
 mod state;
+pub mod tls;
 
 use std::future::Future;
 
@@ -49,6 +52,7 @@ use axum::serve::ListenerExt as _;
 
 pub use counters::RequestCounts;
 pub use state::{Backend, KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState};
+pub use tls::{ServerTls, TlsFiles};
 
 use crate::error::{Error, Result};
 
@@ -61,17 +65,7 @@ pub async fn run(
     state: ServerState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    let app = router(&state)?;
-    let address = listener.local_addr().map_err(|source| Error::Io {
-        what: "the daemon's listen address".to_owned(),
-        source,
-    })?;
-    tracing::info!(
-        %address,
-        sharded = state.sharded().is_some(),
-        authenticated = state.config().api_key.is_some(),
-        "serving REST and gRPC"
-    );
+    let address = listen_address(&listener)?;
     // gRPC multiplexes calls on one HTTP/2 connection; with Nagle's algorithm on, a small answer
     // waits until the peer acknowledged the previous one, which caps calls in flight at the
     // pace of delayed acknowledgements. tonic's own server turns it off too.
@@ -80,6 +74,52 @@ pub async fn run(
             tracing::debug!(error = %err, "could not set TCP_NODELAY on a connection");
         }
     });
+    serve(listener, address, state, false, shutdown).await
+}
+
+/// Serves REST and gRPC over TLS on `listener` until `shutdown` completes, as [`run`] does in
+/// plain text. Each connection's handshake uses the configuration `tls` holds at that moment, so
+/// a [`ServerTls::reload`] applies to new connections only.
+pub async fn run_tls(
+    listener: tokio::net::TcpListener,
+    tls: ServerTls,
+    state: ServerState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let address = listen_address(&listener)?;
+    let listener = tls::TlsListener::new(listener, tls).map_err(|source| Error::Io {
+        what: "the daemon's listen address".to_owned(),
+        source,
+    })?;
+    serve(listener, address, state, true, shutdown).await
+}
+
+fn listen_address(listener: &tokio::net::TcpListener) -> Result<std::net::SocketAddr> {
+    listener.local_addr().map_err(|source| Error::Io {
+        what: "the daemon's listen address".to_owned(),
+        source,
+    })
+}
+
+async fn serve<L>(
+    listener: L,
+    address: std::net::SocketAddr,
+    state: ServerState,
+    tls: bool,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()>
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
+    let app = router(&state)?;
+    tracing::info!(
+        %address,
+        tls,
+        sharded = state.sharded().is_some(),
+        authenticated = state.config().api_key.is_some(),
+        "serving REST and gRPC"
+    );
     let summaries = tokio::spawn(log_request_counts(state.clone()));
     let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     summaries.abort();

@@ -17,7 +17,9 @@
 //!   (connecting included), so nothing hangs.
 //! - `https://` endpoints use TLS through rustls with the `ring` provider. Trusted roots are the
 //!   operating system's (tonic's `tls-native-roots`) plus any CA given with
-//!   [`RemoteOptions::with_ca_certificate_pem`].
+//!   [`RemoteOptions::with_ca_certificate_pem`] (`Server CA`); a client certificate for mTLS is
+//!   given with [`RemoteOptions::with_client_identity_pem`]. A failed handshake is an
+//!   [`Error::Transport`] that names the cause (see [`crate::transport::tls::explain_failure`]).
 //!
 //! ```no_run
 //! # async fn demo() -> shardlite::Result<()> {

@@ -7,7 +7,9 @@
 //! branch exactly as they would in-process (a catalog update the daemon refuses as invalid, 400
 //! with its validation, is `Ok` with `applied: false`, as in-process); a daemon that cannot be
 //! reached, or does not answer within the request timeout, is [`Error::Transport`] naming the
-//! endpoint.
+//! endpoint. `https://` endpoints trust the system's roots plus the CA of
+//! [`RemoteOptions::with_ca_certificate_pem`], and present the client certificate of
+//! [`RemoteOptions::with_client_identity_pem`]; a failed handshake names its cause.
 //!
 //! ```no_run
 //! # async fn demo() -> shardlite::Result<()> {
@@ -36,7 +38,7 @@ use serde_json::json;
 
 use self::body::{Count, DocumentBody, RowsAffected, key_segment, sql_body};
 use self::failure::{Failure, transport_error};
-use super::RemoteOptions;
+use super::{RemoteOptions, tls};
 use crate::data::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
     DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery,
@@ -121,10 +123,30 @@ impl HttpClient {
             builder = builder.timeout(options.request_timeout);
         }
         if let Some(pem) = &options.ca_certificate_pem {
-            let certificate = reqwest::Certificate::from_pem(pem).map_err(|e| Error::ConnectionString {
-                reason: format!("the CA certificate does not parse: {e}"),
+            tls::certificates(pem).map_err(|reason| Error::ConnectionString {
+                reason: format!("the server CA {reason}"),
             })?;
-            builder = builder.add_root_certificate(certificate);
+            for certificate in reqwest::Certificate::from_pem_bundle(pem).map_err(|e| Error::ConnectionString {
+                reason: format!("the server CA does not parse: {e}"),
+            })? {
+                builder = builder.add_root_certificate(certificate);
+            }
+        }
+        if let Some((certificate, key)) = &options.client_identity_pem {
+            tls::certificates(certificate).map_err(|reason| Error::ConnectionString {
+                reason: format!("the client certificate {reason}"),
+            })?;
+            tls::private_key(key.expose().as_bytes()).map_err(|reason| Error::ConnectionString {
+                reason: format!("the client key {reason}"),
+            })?;
+            let mut pem = certificate.clone();
+            pem.push(b'\n');
+            pem.extend_from_slice(key.expose().as_bytes());
+            // reqwest's message for a bad identity does not quote the key; still, say only what failed.
+            let identity = reqwest::Identity::from_pem(&pem).map_err(|_| Error::ConnectionString {
+                reason: "the client certificate and key do not form a usable identity".to_owned(),
+            })?;
+            builder = builder.identity(identity);
         }
         let http = builder.build().map_err(|e| {
             Error::from(TransportFailure {

@@ -6,7 +6,9 @@
 //!   `shardlite.v1.Shardlite` service in `proto/shardlite.proto`.
 //! - [`http`] (feature `http`): [`HttpClient`](http::HttpClient), a REST client of the same daemon.
 //!
-//! Both take the same [`RemoteOptions`]: endpoint, route, API key and header, timeouts.
+//! Both take the same [`RemoteOptions`]: endpoint, route, API key and header, timeouts, and for
+//! `https://` endpoints the CA to trust and a client certificate ([`tls`] reads and checks the
+//! PEM files and names the cause of a failed handshake).
 //!
 //! The route of a route-bound client travels on every call as the headers (HTTP) or metadata
 //! (gRPC, lower-cased) named below; errors the daemon reports come back as
@@ -19,5 +21,6 @@ pub mod grpc;
 #[cfg(feature = "http")]
 pub mod http;
 mod options;
+pub mod tls;
 
 pub use options::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_REQUEST_TIMEOUT, RemoteOptions};

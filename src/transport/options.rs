@@ -1,7 +1,9 @@
 //! Settings shared by the remote clients.
 
+use std::path::Path;
 use std::time::Duration;
 
+use super::tls;
 use crate::error::{Error, Result};
 use crate::map::{Secret, Transport};
 use crate::options::ConnectionOptions;
@@ -40,6 +42,8 @@ pub struct RemoteOptions {
     pub(crate) connect_timeout: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) ca_certificate_pem: Option<Vec<u8>>,
+    /// The client certificate chain and its private key, both PEM, for mTLS.
+    pub(crate) client_identity_pem: Option<(Vec<u8>, Secret)>,
     pub(crate) tls_domain_name: Option<String>,
     pub(crate) max_message_size: usize,
 }
@@ -58,13 +62,16 @@ impl RemoteOptions {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             ca_certificate_pem: None,
+            client_identity_pem: None,
             tls_domain_name: None,
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
         }
     }
 
     /// Options from a connection string with `Endpoint` and `Transport=Http|Grpc`: its route, API
-    /// key (and header), `Connect Timeout` and `Command Timeout` (the request timeout; `0` = no limit).
+    /// key (and header), `Connect Timeout` and `Command Timeout` (the request timeout; `0` = no limit),
+    /// and the TLS files `Server CA`, `Client Certificate` and `Client Key`, which are read here: a file
+    /// that cannot be read or holds no certificate (or key) is refused naming the key and the file.
     pub fn from_connection_options(options: &ConnectionOptions) -> Result<Self> {
         let Some(endpoint) = options.endpoint() else {
             return Err(Error::ConnectionString {
@@ -88,6 +95,19 @@ impl RemoteOptions {
         }
         if let Some(timeout) = options.command_timeout() {
             grpc = grpc.with_request_timeout(timeout);
+        }
+        let tls_file = |key: &str, reason: String| Error::ConnectionString {
+            reason: format!("'{key}': {reason}"),
+        };
+        if let Some(path) = options.server_ca() {
+            let pem = tls::read_certificates(Path::new(path)).map_err(|reason| tls_file("Server CA", reason))?;
+            grpc = grpc.with_ca_certificate_pem(pem);
+        }
+        if let (Some(certificate), Some(key)) = (options.client_certificate(), options.client_key()) {
+            let certificate = tls::read_certificates(Path::new(certificate))
+                .map_err(|reason| tls_file("Client Certificate", reason))?;
+            let key = tls::read_private_key(Path::new(key)).map_err(|reason| tls_file("Client Key", reason))?;
+            grpc.client_identity_pem = Some((certificate, key));
         }
         Ok(grpc)
     }
@@ -126,6 +146,13 @@ impl RemoteOptions {
     /// Trusts the CA certificate(s) in `pem` for `https://` endpoints (for example a private CA).
     pub fn with_ca_certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
         self.ca_certificate_pem = Some(pem.into());
+        self
+    }
+
+    /// Presents a client certificate (for a daemon that requires one, mTLS): the certificate chain
+    /// and its private key, both PEM. The key is kept out of `Debug` and of every message.
+    pub fn with_client_identity_pem(mut self, certificate_pem: impl Into<Vec<u8>>, key_pem: impl Into<String>) -> Self {
+        self.client_identity_pem = Some((certificate_pem.into(), Secret::new(key_pem)));
         self
     }
 

@@ -1,10 +1,11 @@
 //! The sqlx driver (feature `sqlx`) through the `sqlx` facade: route-bound connections and
-//! pools, connection state, `ShardedPool`, sqlx's `Migrator`, and every transport.
+//! pools, connection state, `ShardedPool`, sqlx's `Migrator`, and every transport, TLS included.
 
 mod connection_state;
 mod driver;
 mod migrate;
 mod sharded_pool;
+mod tls;
 mod transports;
 
 /// Installs shardlite's `Any` driver. sqlx takes the list of drivers once per process, and the

@@ -7,14 +7,14 @@ use super::generation::ShardSlot;
 use crate::client::LocalClient;
 use crate::engine::EngineConfig;
 
-/// A shard served by another daemon (one plain database behind it).
+/// A shard served by another daemon (one plain database behind it), named by an `endpoint` in
+/// the map. An `https://` endpoint is verified against the system's trusted CAs; a private CA or
+/// a client certificate is given through a `connectionString` shard (`Server CA=…`).
 pub(super) struct RemoteShard {
     endpoint: String,
     transport: crate::map::Transport,
     pub(super) api_key: Option<crate::map::Secret>,
     pub(super) api_key_header: Option<String>,
-    connect_timeout: Option<std::time::Duration>,
-    request_timeout: Option<std::time::Duration>,
 }
 
 impl RemoteShard {
@@ -24,8 +24,6 @@ impl RemoteShard {
             transport,
             api_key: None,
             api_key_header: None,
-            connect_timeout: None,
-            request_timeout: None,
         }
     }
 
@@ -34,9 +32,6 @@ impl RemoteShard {
     /// with a transport error naming the endpoint.
     #[cfg(any(feature = "grpc", feature = "http"))]
     pub(super) fn open(self) -> ShardSlot {
-        use crate::data::DataClient;
-        use crate::error::{Error, Result};
-        use crate::map::Transport;
         use crate::transport::RemoteOptions;
 
         let mut options = RemoteOptions::new(self.endpoint);
@@ -46,37 +41,45 @@ impl RemoteShard {
         if let Some(header) = self.api_key_header {
             options = options.with_api_key_header(header);
         }
-        if let Some(timeout) = self.connect_timeout {
-            options = options.with_connect_timeout(timeout);
-        }
-        if let Some(timeout) = self.request_timeout {
-            options = options.with_request_timeout(timeout);
-        }
-        let client: Result<Arc<dyn DataClient>> = match self.transport {
-            #[cfg(feature = "grpc")]
-            Transport::Grpc => crate::transport::grpc::GrpcClient::new(options).map(|c| Arc::new(c) as _),
-            #[cfg(feature = "http")]
-            Transport::Http => crate::transport::http::HttpClient::new(options).map(|c| Arc::new(c) as _),
-            other => Err(Error::invalid_argument(
-                "transport",
-                format!("remote shards over {} need a build with that feature", other.as_str()),
-            )),
-        };
-        match client {
-            Ok(client) => ShardSlot::Ready { client, local: None },
-            Err(err) => ShardSlot::Unavailable(err.to_string()),
-        }
+        open_remote(options, self.transport)
     }
 
     #[cfg(not(any(feature = "grpc", feature = "http")))]
     pub(super) fn open(self) -> ShardSlot {
-        ShardSlot::Unavailable(format!(
-            "the shard at {} is reached over {}, which needs a build with the '{}' feature",
-            self.endpoint,
-            self.transport.as_str(),
-            self.transport.as_str()
-        ))
+        unavailable_without_feature(&self.endpoint, self.transport)
     }
+}
+
+/// A slot for the daemon `options` name, reached over `transport`.
+#[cfg(any(feature = "grpc", feature = "http"))]
+fn open_remote(options: crate::transport::RemoteOptions, transport: crate::map::Transport) -> ShardSlot {
+    use crate::data::DataClient;
+    use crate::error::{Error, Result};
+    use crate::map::Transport;
+
+    let client: Result<Arc<dyn DataClient>> = match transport {
+        #[cfg(feature = "grpc")]
+        Transport::Grpc => crate::transport::grpc::GrpcClient::new(options).map(|c| Arc::new(c) as _),
+        #[cfg(feature = "http")]
+        Transport::Http => crate::transport::http::HttpClient::new(options).map(|c| Arc::new(c) as _),
+        other => Err(Error::invalid_argument(
+            "transport",
+            format!("remote shards over {} need a build with that feature", other.as_str()),
+        )),
+    };
+    match client {
+        Ok(client) => ShardSlot::Ready { client, local: None },
+        Err(err) => ShardSlot::Unavailable(err.to_string()),
+    }
+}
+
+#[cfg(not(any(feature = "grpc", feature = "http")))]
+fn unavailable_without_feature(endpoint: &str, transport: crate::map::Transport) -> ShardSlot {
+    ShardSlot::Unavailable(format!(
+        "the shard at {endpoint} is reached over {}, which needs a build with the '{}' feature",
+        transport.as_str(),
+        transport.as_str()
+    ))
 }
 
 /// Opens a shard defined by a connection string. A `Data Source` is opened in-process, at the
@@ -99,15 +102,18 @@ pub(super) async fn open_connection_string_shard(
         );
     }
     let Some(path) = options.data_source() else {
-        let (Some(endpoint), Some(transport)) = (options.endpoint(), options.transport()) else {
+        let (Some(_), Some(transport)) = (options.endpoint(), options.transport()) else {
             return ShardSlot::Unavailable("the connection string names neither Data Source nor Endpoint".to_owned());
         };
-        let mut remote = RemoteShard::new(endpoint.to_owned(), transport);
-        remote.api_key = options.api_key().cloned();
-        remote.api_key_header = options.api_key_header().map(str::to_owned);
-        remote.connect_timeout = options.connect_timeout();
-        remote.request_timeout = options.command_timeout();
-        return remote.open();
+        // The string's TLS files (Server CA, client certificate) are read here; a file that
+        // cannot be read leaves the shard unavailable, naming the key and the file.
+        #[cfg(any(feature = "grpc", feature = "http"))]
+        return match crate::transport::RemoteOptions::from_connection_options(&options) {
+            Ok(remote) => open_remote(remote, transport),
+            Err(err) => ShardSlot::Unavailable(err.to_string()),
+        };
+        #[cfg(not(any(feature = "grpc", feature = "http")))]
+        return unavailable_without_feature(options.endpoint().unwrap_or_default(), transport);
     };
     let engine = crate::client::engine_config_for(&options, engine);
     match LocalClient::lazy(locate(path), shard_id.to_owned(), engine) {

@@ -1,12 +1,13 @@
 //! The daemon's endpoint: checked, reduced to its origin, and turned into a tonic channel
 //! endpoint with the connect timeout and TLS settings of the [`RemoteOptions`].
 
-use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
 use super::non_zero;
 use super::status::error_chain;
 use crate::error::{Error, Result};
 use crate::transport::RemoteOptions;
+use crate::transport::tls::{certificates, private_key};
 
 /// Checks the endpoint and returns `(origin, is_https)`: scheme, host and port only.
 fn parse_endpoint(endpoint: &str) -> Result<(String, bool)> {
@@ -45,7 +46,19 @@ pub(super) fn channel_endpoint(options: &RemoteOptions) -> Result<(String, Endpo
     if https {
         let mut tls = ClientTlsConfig::new().with_enabled_roots();
         if let Some(pem) = &options.ca_certificate_pem {
+            certificates(pem).map_err(|reason| Error::ConnectionString {
+                reason: format!("the server CA {reason}"),
+            })?;
             tls = tls.ca_certificate(Certificate::from_pem(pem));
+        }
+        if let Some((certificate, key)) = &options.client_identity_pem {
+            certificates(certificate).map_err(|reason| Error::ConnectionString {
+                reason: format!("the client certificate {reason}"),
+            })?;
+            private_key(key.expose().as_bytes()).map_err(|reason| Error::ConnectionString {
+                reason: format!("the client key {reason}"),
+            })?;
+            tls = tls.identity(Identity::from_pem(certificate, key.expose()));
         }
         if let Some(domain) = &options.tls_domain_name {
             tls = tls.domain_name(domain.clone());

@@ -5,13 +5,20 @@ use tonic::{Code, Status};
 
 use super::proto as pb;
 use crate::error::{Error, ErrorKind, RemoteFailure, TransportFailure};
+use crate::transport::tls::explain_failure;
 use crate::wire::{ERROR_CODE_METADATA, SQLITE_CODE_METADATA};
 
-/// An [`Error::Transport`] naming the endpoint.
+/// An [`Error::Transport`] naming the endpoint; a failed TLS handshake (or a TLS port reached
+/// without TLS) is explained first.
 pub(super) fn transport_error(endpoint: &str, reason: impl Into<String>) -> Error {
+    let reason = reason.into();
+    let reason = match explain_failure(&reason) {
+        Some(explained) => format!("{explained} ({reason})"),
+        None => reason,
+    };
     Error::from(TransportFailure {
         endpoint: endpoint.to_owned(),
-        reason: reason.into(),
+        reason,
     })
 }
 

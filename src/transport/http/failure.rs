@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use crate::data::{CatalogValidation, MigrationResult};
 use crate::error::{Error, ErrorKind, RemoteFailure, TransportFailure};
+use crate::transport::tls::explain_failure as explain_tls_failure;
 
 /// A problem body, as the daemon sends it.
 #[derive(Deserialize)]
@@ -74,7 +75,12 @@ impl Failure {
             _ => Self {
                 error: Error::from(TransportFailure {
                     endpoint: endpoint.to_owned(),
-                    reason: format!("the daemon answered {status} without an error body; is this a shardlite daemon?"),
+                    reason: match std::str::from_utf8(body).ok().and_then(explain_tls_failure) {
+                        Some(explained) => explained.to_owned(),
+                        None => {
+                            format!("the daemon answered {status} without an error body; is this a shardlite daemon?")
+                        }
+                    },
                 }),
                 missing: None,
                 validation: None,
@@ -109,12 +115,15 @@ impl Failure {
 
 /// An [`Error::Transport`] naming the endpoint, for a request that failed or timed out.
 pub(super) fn transport_error(endpoint: &str, err: &reqwest::Error) -> Error {
-    let reason = if err.is_timeout() {
+    let cause = root_cause(err);
+    let reason = if let Some(explained) = explain_tls_failure(&cause) {
+        format!("{explained} ({cause})")
+    } else if err.is_timeout() {
         "no answer within the request timeout".to_owned()
     } else if err.is_connect() {
-        format!("could not connect ({})", root_cause(err))
+        format!("could not connect ({cause})")
     } else {
-        root_cause(err)
+        cause
     };
     Error::from(TransportFailure {
         endpoint: endpoint.to_owned(),
@@ -207,5 +216,17 @@ mod tests {
             assert!(failure.error.to_string().contains(ENDPOINT), "{}", failure.error);
             assert!(!failure.is_missing("row"));
         }
+    }
+
+    #[test]
+    fn a_tls_port_answering_plain_http_says_to_use_https() {
+        let body = crate::transport::tls::TLS_REQUIRED_REPLY.as_bytes();
+        let failure = Failure::from_answer(ENDPOINT, StatusCode::BAD_REQUEST, body);
+        assert!(matches!(failure.error, Error::Transport { .. }), "{:?}", failure.error);
+        assert!(
+            failure.error.to_string().contains("use an https:// endpoint"),
+            "{}",
+            failure.error
+        );
     }
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Once;
 
 use shardlite::map::ShardDefinition;
-use shardlite::server::{self, KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState};
+use shardlite::server::{self, KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState, ServerTls};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -65,19 +65,43 @@ pub async fn start_daemon(state: ServerState) -> Daemon {
     }
 }
 
+/// Starts `server::run_tls` with `state` and `tls` on `127.0.0.1:0`; `base_url` is
+/// `https://127.0.0.1:PORT`.
+pub async fn start_tls_daemon(state: ServerState, tls: ServerTls) -> Daemon {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0");
+    let addr = listener.local_addr().expect("bound address");
+    let (shutdown, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(server::run_tls(listener, tls, state, async move {
+        let _ = stopped.await;
+    }));
+    Daemon {
+        base_url: format!("https://{addr}"),
+        addr,
+        shutdown: Some(shutdown),
+        task: Some(task),
+    }
+}
+
 /// Opens `master` (sharded when it has a map, plain otherwise) and starts a daemon on it.
 pub async fn start_daemon_on(master: &Path, config: ServerConfig) -> Daemon {
     let state = ServerState::open(master, config).await.expect("open the master");
     start_daemon(state).await
 }
 
-/// An HTTP client for the daemon (plain HTTP on loopback; ring if TLS is ever used).
+/// An HTTP client for the daemon (plain HTTP on loopback; see `tls` for HTTPS).
 pub fn http_client() -> reqwest::Client {
+    install_crypto_provider();
+    reqwest::Client::builder().no_proxy().build().expect("http client")
+}
+
+/// Installs rustls' ring provider for reqwest, once per process.
+pub fn install_crypto_provider() {
     static PROVIDER: Once = Once::new();
     PROVIDER.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
-    reqwest::Client::builder().no_proxy().build().expect("http client")
 }
 
 /// Sends both route headers for `key` in keyspace `tenants`.

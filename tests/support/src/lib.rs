@@ -1,6 +1,7 @@
 //! What shardlite's integration-test binaries share: temp dirs, the reference maps and routes,
 //! seeded masters and [`Fixture`], a real daemon on `127.0.0.1:0` (`daemon`), the CLI runner
-//! ([`cli`]), migration fixtures ([`migrate`]) and a headless browser (`browser`).
+//! ([`cli`]), migration fixtures ([`migrate`]), a headless browser (`browser`) and test
+//! certificates (`tls`).
 //!
 //! A library of its own (a path dev-dependency, as sqlx does with `sqlx-test`) rather than a
 //! `mod common;` that each test binary compiles again. A module included by several binaries is
@@ -19,6 +20,8 @@ pub mod cli;
 pub mod daemon;
 pub mod migrate;
 pub mod old_sqlite;
+#[cfg(feature = "server")]
+pub mod tls;
 
 use std::path::{Path, PathBuf};
 
