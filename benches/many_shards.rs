@@ -11,25 +11,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
-
 const BINARY: &str = env!("CARGO_BIN_EXE_shardlite");
-
-fn map(count: usize) -> ShardingOptions {
-    let buckets = i64::try_from(count).expect("a shard count fits");
-    ShardingOptions {
-        keyspace: "tenants".into(),
-        map_version: 1,
-        virtual_bucket_count: buckets,
-        shards: (0..count)
-            .map(|i| ShardDefinition::local(format!("s{i}"), format!("shards/s{i}.db")))
-            .collect(),
-        bucket_ranges: (0..buckets)
-            .map(|i| BucketRange::new(i, i + 1, format!("s{i}")))
-            .collect(),
-        exact_key_pins: (0..count).map(|i| (format!("t{i}"), format!("s{i}"))).collect(),
-    }
-}
 
 fn usage(pid: u32) -> (u64, usize, u64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the daemon's status");
@@ -47,7 +29,11 @@ fn usage(pid: u32) -> (u64, usize, u64) {
 
 fn seed(dir: &Path, count: usize) -> Duration {
     let map_file = dir.join("map.json");
-    std::fs::write(&map_file, serde_json::to_string(&map(count)).expect("a map as JSON")).expect("write the map");
+    std::fs::write(
+        &map_file,
+        serde_json::to_string(&support::pinned_tenants(count, |i| format!("shards/s{i}.db"))).expect("a map as JSON"),
+    )
+    .expect("write the map");
     let started = Instant::now();
     let out = Command::new(BINARY)
         .args(["seed", "--master"])

@@ -11,10 +11,9 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};
-use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
 use support::cli::seeded_with;
 use support::daemon::http_client;
-use support::temp_dir;
+use support::{pinned_tenants, temp_dir};
 
 const KEYSPACE_HEADER: &str = "X-CSharpDB-Keyspace";
 const KEY_HEADER: &str = "X-CSharpDB-Shard-Key";
@@ -24,23 +23,6 @@ fn shard_count() -> usize {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(2_000)
-}
-
-/// `count` shards with relative paths (beside the master), tenant `t{i}` pinned to `s{i}`.
-fn map(count: usize) -> ShardingOptions {
-    let buckets = i64::try_from(count).unwrap();
-    ShardingOptions {
-        keyspace: "tenants".into(),
-        map_version: 1,
-        virtual_bucket_count: buckets,
-        shards: (0..count)
-            .map(|i| ShardDefinition::local(format!("s{i}"), format!("shards/s{i}.db")))
-            .collect(),
-        bucket_ranges: (0..buckets)
-            .map(|i| BucketRange::new(i, i + 1, format!("s{i}")))
-            .collect(),
-        exact_key_pins: (0..count).map(|i| (format!("t{i}"), format!("s{i}"))).collect(),
-    }
 }
 
 /// What /proc says of a process: threads, descriptors, resident MiB.
@@ -110,6 +92,29 @@ async fn post(http: &reqwest::Client, url: String, body: Value, key: Option<&str
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// Runs `sql` on every shard through `/api/sharding/sql/{endpoint}`; checks that each of the
+/// `count` shards answered without an error, and returns how long it took.
+async fn fan_out(http: &reqwest::Client, base: &str, endpoint: &str, sql: &str, count: usize) -> Duration {
+    let started = Instant::now();
+    let (status, body) = post(
+        http,
+        format!("{base}/api/sharding/sql/{endpoint}"),
+        json!({ "sql": sql }),
+        None,
+    )
+    .await;
+    let took = started.elapsed();
+    assert_eq!(status, 200, "{body}");
+    let results = body
+        .as_array()
+        .or_else(|| body["results"].as_array())
+        .expect("per-shard results");
+    assert_eq!(results.len(), count);
+    let failed: Vec<_> = results.iter().filter(|r| !r["error"].is_null()).take(3).collect();
+    assert!(failed.is_empty(), "{endpoint}: {failed:?}");
+    took
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thousands_of_shards_under_a_descriptor_limit_of_1024() {
     let count = shard_count();
@@ -118,7 +123,7 @@ async fn thousands_of_shards_under_a_descriptor_limit_of_1024() {
     let dir = temp_dir();
 
     let seeding = Instant::now();
-    let _ = seeded_with(dir.path(), &map(count));
+    let _ = seeded_with(dir.path(), &pinned_tenants(count, |i| format!("shards/s{i}.db")));
     let seed_time = seeding.elapsed();
     let (served, start_time) = serve(&dir.path().join("master.db"));
     let pid = served.child.id();
@@ -138,23 +143,14 @@ async fn thousands_of_shards_under_a_descriptor_limit_of_1024() {
     assert!(resident <= 150, "{resident} MiB resident at start");
 
     // exec-all of a CREATE TABLE on every shard.
-    let started = Instant::now();
-    let (status, body) = post(
+    let exec_all = fan_out(
         &http,
-        format!("{}/api/sharding/sql/execute-all", served.base),
-        json!({"sql": "CREATE TABLE items (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)"}),
-        None,
+        &served.base,
+        "execute-all",
+        "CREATE TABLE items (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)",
+        count,
     )
     .await;
-    let exec_all = started.elapsed();
-    assert_eq!(status, 200, "{body}");
-    let results = body
-        .as_array()
-        .or_else(|| body["results"].as_array())
-        .expect("per-shard results");
-    assert_eq!(results.len(), count);
-    let failed: Vec<_> = results.iter().filter(|r| !r["error"].is_null()).take(3).collect();
-    assert!(failed.is_empty(), "{failed:?}");
     println!("exec-all CREATE TABLE on {count} shards: {exec_all:?}");
     assert!(exec_all <= scaled(60.0), "exec-all took {exec_all:?}");
 
@@ -203,21 +199,7 @@ async fn thousands_of_shards_under_a_descriptor_limit_of_1024() {
     assert!(descriptors < 1024, "{descriptors} descriptors");
 
     // A read-only fan-out over every shard.
-    let started = Instant::now();
-    let (status, body) = post(
-        &http,
-        format!("{}/api/sharding/sql/read-all", served.base),
-        json!({"sql": "SELECT count(*) FROM items"}),
-        None,
-    )
-    .await;
-    let read_all = started.elapsed();
-    assert_eq!(status, 200, "{body}");
-    let results = body
-        .as_array()
-        .or_else(|| body["results"].as_array())
-        .expect("per-shard results");
-    assert_eq!(results.len(), count);
+    let read_all = fan_out(&http, &served.base, "read-all", "SELECT count(*) FROM items", count).await;
     let (_, _, resident) = usage(pid);
     println!("read-only fan-out over {count} shards: {read_all:?}; {resident} MiB");
     assert!(read_all <= scaled(15.0), "read-only fan-out took {read_all:?}");

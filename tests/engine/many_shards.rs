@@ -8,26 +8,8 @@ use std::time::{Duration, Instant};
 use shardlite::ErrorKind;
 use shardlite::client::{DataClient, Params, ShardedClient, ShardedClientOptions, Value};
 use shardlite::engine::EngineConfig;
-use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
 use shardlite::options::ConnectionOptions;
-use support::{path_str, route_in, seed_master, temp_dir};
-
-/// A map of `count` shards `s0`… in `dir`, with tenant `t{i}` pinned to shard `s{i}`.
-fn many(dir: &Path, count: usize) -> ShardingOptions {
-    let buckets = i64::try_from(count).unwrap();
-    ShardingOptions {
-        keyspace: "tenants".into(),
-        map_version: 1,
-        virtual_bucket_count: buckets,
-        shards: (0..count)
-            .map(|i| ShardDefinition::local(format!("s{i}"), path_str(&dir.join(format!("s{i}.db")))))
-            .collect(),
-        bucket_ranges: (0..buckets)
-            .map(|i| BucketRange::new(i, i + 1, format!("s{i}")))
-            .collect(),
-        exact_key_pins: (0..count).map(|i| (format!("t{i}"), format!("s{i}"))).collect(),
-    }
-}
+use support::{path_str, pinned_tenants, route_in, seed_master, temp_dir};
 
 fn tenant(i: usize) -> shardlite::RouteContext {
     route_in("tenants", &format!("t{i}"))
@@ -53,7 +35,7 @@ fn open_shard_files(dir: &Path) -> usize {
 }
 
 async fn client(dir: &Path, count: usize, engine: EngineConfig) -> ShardedClient {
-    let master = seed_master(dir, many(dir, count)).await;
+    let master = seed_master(dir, pinned_tenants(count, |i| path_str(&dir.join(format!("s{i}.db"))))).await;
     // Seeding opens each file once to create it; nothing of that stays open.
     ShardedClient::open_with(&master, ShardedClientOptions::with_engine(engine))
         .await
