@@ -12,8 +12,8 @@ use futures_util::stream::FuturesUnordered;
 use super::connection::{self, ConnectionArgs};
 use super::data::{OutputArgs, print_json, table};
 use crate::data::{
-    MigrationStep, SchemaChange, SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport, ShardAdmin,
-    ShardMigrationOutcome, ShardMigrationState,
+    SchemaChange, SchemaMigrationReport, SchemaMigrationRequest, SchemaMigrationState, SchemaStatusReport, SchemaStep,
+    ShardAdmin, ShardSchemaOutcome,
 };
 use crate::error::{Error, Result};
 use crate::schema::read_migration_dir;
@@ -93,7 +93,7 @@ async fn admin(connection: &ConnectionArgs) -> Result<Arc<dyn ShardAdmin>> {
     connection::open(connection, None).await?.admin().cloned()
 }
 
-fn steps(steps: &[MigrationStep]) -> String {
+fn steps(steps: &[SchemaStep]) -> String {
     steps
         .iter()
         .map(|s| s.version.to_string())
@@ -106,21 +106,21 @@ fn version(version: Option<i64>) -> String {
 }
 
 /// One line per shard outcome, for progress and the plain summary.
-fn describe(outcome: &ShardMigrationOutcome) -> String {
+fn describe(outcome: &ShardSchemaOutcome) -> String {
     match outcome.state {
-        ShardMigrationState::UpToDate => format!("up to date at version {}", version(outcome.version_after)),
-        ShardMigrationState::Migrated => format!(
+        SchemaMigrationState::UpToDate => format!("up to date at version {}", version(outcome.version_after)),
+        SchemaMigrationState::Migrated => format!(
             "migrated {} -> {} (applied {})",
             version(outcome.version_before),
             version(outcome.version_after),
             steps(&outcome.applied)
         ),
-        ShardMigrationState::WouldMigrate => format!(
+        SchemaMigrationState::WouldMigrate => format!(
             "would apply {} (now at version {})",
             steps(&outcome.pending),
             version(outcome.version_before)
         ),
-        ShardMigrationState::Failed => format!(
+        SchemaMigrationState::Failed => format!(
             "FAILED{}: {}",
             outcome
                 .failed_version
@@ -160,7 +160,7 @@ async fn migrate(args: &MigrateArgs) -> Result<()> {
     let behind: Vec<&str> = report
         .shards
         .iter()
-        .filter(|s| s.state == ShardMigrationState::Failed || (!args.dry_run && !s.at_target()))
+        .filter(|s| s.state == SchemaMigrationState::Failed || (!args.dry_run && !s.at_target()))
         .map(|s| s.shard_id.as_str())
         .collect();
     if behind.is_empty() {
@@ -204,7 +204,7 @@ async fn migrate_with_progress(
             async move { (order, shard, admin.migrate_schema(&one).await) }
         })
         .collect();
-    let mut outcomes: Vec<Option<ShardMigrationOutcome>> = vec![None; shards.len()];
+    let mut outcomes: Vec<Option<ShardSchemaOutcome>> = vec![None; shards.len()];
     while let Some((order, shard, result)) = running.next().await {
         // A refused set is refused for every shard alike: stop at the first refusal.
         let mut report = result?;
@@ -233,10 +233,10 @@ fn print_report(report: &SchemaMigrationReport) {
     ]);
     for shard in &report.shards {
         let state = match shard.state {
-            ShardMigrationState::UpToDate => "up to date",
-            ShardMigrationState::Migrated => "migrated",
-            ShardMigrationState::WouldMigrate => "would migrate",
-            ShardMigrationState::Failed => "FAILED",
+            SchemaMigrationState::UpToDate => "up to date",
+            SchemaMigrationState::Migrated => "migrated",
+            SchemaMigrationState::WouldMigrate => "would migrate",
+            SchemaMigrationState::Failed => "FAILED",
         };
         out.add_row(vec![
             shard.shard_id.clone(),

@@ -38,7 +38,7 @@ pub use reshard::{
 pub use row::{FromValue, RowRef, ValueRef};
 pub(crate) use row::{every_row, first_row};
 pub use schema::{
-    MigrationScript, MigrationStep, SchemaChange, SchemaMigrationReport, SchemaMigrationRequest, SchemaObjectDiff,
-    SchemaStatusReport, ShardMigrationOutcome, ShardMigrationState, ShardSchemaStatus,
+    SchemaChange, SchemaMigrationReport, SchemaMigrationRequest, SchemaMigrationState, SchemaObjectDiff, SchemaScript,
+    SchemaStatusReport, SchemaStep, ShardSchemaOutcome, ShardSchemaStatus,
 };
 pub use value::Value;

@@ -11,16 +11,16 @@ use sha2::{Digest, Sha384};
 /// `_sqlx_migrations` are the rows sqlx would write.
 ///
 /// ```
-/// use shardlite::data::MigrationScript;
+/// use shardlite::data::SchemaScript;
 ///
-/// let m = MigrationScript::new(1, "create orders", "CREATE TABLE orders (id INTEGER PRIMARY KEY)");
+/// let m = SchemaScript::new(1, "create orders", "CREATE TABLE orders (id INTEGER PRIMARY KEY)");
 /// assert_eq!(m.checksum().len(), 48);
 /// assert!(!m.no_transaction());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct MigrationScript {
+pub struct SchemaScript {
     /// The version (the file name's number; positive).
     pub version: i64,
     /// What it does (the rest of the file name, underscores as spaces).
@@ -29,7 +29,7 @@ pub struct MigrationScript {
     pub sql: String,
 }
 
-impl MigrationScript {
+impl SchemaScript {
     /// A migration of `version` with `description` and `sql`.
     pub fn new(version: i64, description: impl Into<String>, sql: impl Into<String>) -> Self {
         Self {
@@ -57,7 +57,7 @@ impl MigrationScript {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SchemaMigrationRequest {
     /// The migrations, any order (they run by version).
-    pub migrations: Vec<MigrationScript>,
+    pub migrations: Vec<SchemaScript>,
     /// Report what would run on which shard, and change nothing.
     #[serde(default)]
     pub dry_run: bool,
@@ -68,7 +68,7 @@ pub struct SchemaMigrationRequest {
 
 impl SchemaMigrationRequest {
     /// A request to apply `migrations` on every enabled shard.
-    pub fn new(migrations: Vec<MigrationScript>) -> Self {
+    pub fn new(migrations: Vec<SchemaScript>) -> Self {
         Self {
             migrations,
             dry_run: false,
@@ -93,7 +93,7 @@ impl SchemaMigrationRequest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
-pub enum ShardMigrationState {
+pub enum SchemaMigrationState {
     /// Every migration was already applied (or another run applied the rest meanwhile); this run
     /// applied nothing.
     UpToDate,
@@ -109,7 +109,7 @@ pub enum ShardMigrationState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
-pub struct MigrationStep {
+pub struct SchemaStep {
     /// Its version.
     pub version: i64,
     /// Its description.
@@ -123,11 +123,11 @@ pub struct MigrationStep {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
-pub struct ShardMigrationOutcome {
+pub struct ShardSchemaOutcome {
     /// The shard.
     pub shard_id: String,
     /// Where it stands.
-    pub state: ShardMigrationState,
+    pub state: SchemaMigrationState,
     /// Its highest applied version before the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version_before: Option<i64>,
@@ -136,10 +136,10 @@ pub struct ShardMigrationOutcome {
     pub version_after: Option<i64>,
     /// What this run applied, in order.
     #[serde(default)]
-    pub applied: Vec<MigrationStep>,
+    pub applied: Vec<SchemaStep>,
     /// What is still to run: on a dry run what would run, on a failure what did not.
     #[serde(default)]
-    pub pending: Vec<MigrationStep>,
+    pub pending: Vec<SchemaStep>,
     /// The migration that failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_version: Option<i64>,
@@ -151,12 +151,12 @@ pub struct ShardMigrationOutcome {
     pub error_code: Option<String>,
 }
 
-impl ShardMigrationOutcome {
+impl ShardSchemaOutcome {
     /// Whether the shard holds every migration of the set.
     pub fn at_target(&self) -> bool {
         matches!(
             self.state,
-            ShardMigrationState::UpToDate | ShardMigrationState::Migrated
+            SchemaMigrationState::UpToDate | SchemaMigrationState::Migrated
         )
     }
 }
@@ -172,20 +172,20 @@ pub struct SchemaMigrationReport {
     /// Whether this was a dry run.
     pub dry_run: bool,
     /// One outcome per shard, in definition order.
-    pub shards: Vec<ShardMigrationOutcome>,
+    pub shards: Vec<ShardSchemaOutcome>,
 }
 
 impl SchemaMigrationReport {
     /// Whether every shard holds every migration of the set (never on a dry run with work left).
     pub fn all_at_target(&self) -> bool {
-        self.shards.iter().all(ShardMigrationOutcome::at_target)
+        self.shards.iter().all(ShardSchemaOutcome::at_target)
     }
 
     /// The shards that failed.
-    pub fn failed(&self) -> impl Iterator<Item = &ShardMigrationOutcome> {
+    pub fn failed(&self) -> impl Iterator<Item = &ShardSchemaOutcome> {
         self.shards
             .iter()
-            .filter(|shard| shard.state == ShardMigrationState::Failed)
+            .filter(|shard| shard.state == SchemaMigrationState::Failed)
     }
 }
 
@@ -279,14 +279,14 @@ mod tests {
 
     #[test]
     fn checksum_is_sha384_of_the_sql_text() {
-        let m = MigrationScript::new(1, "x", "");
+        let m = SchemaScript::new(1, "x", "");
         // SHA-384 of the empty string.
         assert_eq!(
             m.checksum()[..4],
             [0x38, 0xb0, 0x60, 0xa7],
             "sqlx's checksum is SHA-384 over the file's text"
         );
-        assert!(MigrationScript::new(2, "y", "-- no-transaction\nVACUUM").no_transaction());
+        assert!(SchemaScript::new(2, "y", "-- no-transaction\nVACUUM").no_transaction());
     }
 
     #[test]

@@ -21,9 +21,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::inspect::{AppliedMigration, applied_migrations};
-use crate::data::{
-    DataClient, MigrationScript, MigrationStep, Params, ShardMigrationOutcome, ShardMigrationState, Value,
-};
+use crate::data::{DataClient, Params, SchemaMigrationState, SchemaScript, SchemaStep, ShardSchemaOutcome, Value};
 use crate::error::{Error, ErrorKind, Result};
 use crate::sql;
 
@@ -34,7 +32,7 @@ const LOCK_PATIENCE: Duration = Duration::from_secs(60);
 /// Checks a migration set before anything runs anywhere, and sorts it by version: versions must
 /// be unique, and no migration may hold a statement every database would refuse (transaction
 /// control, `ATTACH`, an unsafe pragma); the error names the migration.
-pub fn check_migrations(migrations: &[MigrationScript]) -> Result<Vec<MigrationScript>> {
+pub fn check_migrations(migrations: &[SchemaScript]) -> Result<Vec<SchemaScript>> {
     let mut sorted = migrations.to_vec();
     sorted.sort_by_key(|m| m.version);
     for pair in sorted.windows(2) {
@@ -67,16 +65,16 @@ pub fn check_migrations(migrations: &[MigrationScript]) -> Result<Vec<MigrationS
 /// would run and changes nothing.
 ///
 /// Never fails as a whole: a failure is an outcome in state
-/// [`Failed`](ShardMigrationState::Failed) with the error, the failed version, what this run
+/// [`Failed`](SchemaMigrationState::Failed) with the error, the failed version, what this run
 /// applied before it, and what is still pending. Like sqlx's `Migrator`, it refuses to run on a
 /// database with a dirty version, with an applied version the set does not hold, or with an
 /// applied migration whose checksum changed.
 pub async fn migrate_database(
     client: &dyn DataClient,
     shard_id: &str,
-    migrations: &[MigrationScript],
+    migrations: &[SchemaScript],
     dry_run: bool,
-) -> ShardMigrationOutcome {
+) -> ShardSchemaOutcome {
     let mut outcome = untouched(shard_id);
     let applied = match applied_migrations(client)
         .await
@@ -87,7 +85,7 @@ pub async fn migrate_database(
     };
     outcome.version_before = applied.keys().next_back().copied();
     outcome.version_after = outcome.version_before;
-    let pending: Vec<&MigrationScript> = migrations
+    let pending: Vec<&SchemaScript> = migrations
         .iter()
         .filter(|m| !applied.contains_key(&m.version))
         .collect();
@@ -96,7 +94,7 @@ pub async fn migrate_database(
         return outcome;
     }
     if dry_run {
-        outcome.state = ShardMigrationState::WouldMigrate;
+        outcome.state = SchemaMigrationState::WouldMigrate;
         return outcome;
     }
     if let Err(err) = patiently(|| client.execute_sql(super::CREATE_MIGRATIONS_TABLE, Params::none())).await {
@@ -121,22 +119,22 @@ pub async fn migrate_database(
     }
     // Another run may have applied everything this one meant to.
     outcome.state = if outcome.applied.is_empty() {
-        ShardMigrationState::UpToDate
+        SchemaMigrationState::UpToDate
     } else {
-        ShardMigrationState::Migrated
+        SchemaMigrationState::Migrated
     };
     outcome
 }
 
 /// The outcome of a shard that could not be reached at all.
-pub fn unreachable_shard(shard_id: &str, err: &Error) -> ShardMigrationOutcome {
+pub fn unreachable_shard(shard_id: &str, err: &Error) -> ShardSchemaOutcome {
     failed(untouched(shard_id), None, err)
 }
 
-fn untouched(shard_id: &str) -> ShardMigrationOutcome {
-    ShardMigrationOutcome {
+fn untouched(shard_id: &str) -> ShardSchemaOutcome {
+    ShardSchemaOutcome {
         shard_id: shard_id.to_owned(),
-        state: ShardMigrationState::UpToDate,
+        state: SchemaMigrationState::UpToDate,
         version_before: None,
         version_after: None,
         applied: Vec::new(),
@@ -147,16 +145,16 @@ fn untouched(shard_id: &str) -> ShardMigrationOutcome {
     }
 }
 
-fn step(migration: &MigrationScript, elapsed: Option<Duration>) -> MigrationStep {
-    MigrationStep {
+fn step(migration: &SchemaScript, elapsed: Option<Duration>) -> SchemaStep {
+    SchemaStep {
         version: migration.version,
         description: migration.description.clone(),
         elapsed_ms: elapsed.map(|e| e.as_secs_f64() * 1000.0),
     }
 }
 
-fn failed(mut outcome: ShardMigrationOutcome, version: Option<i64>, err: &Error) -> ShardMigrationOutcome {
-    outcome.state = ShardMigrationState::Failed;
+fn failed(mut outcome: ShardSchemaOutcome, version: Option<i64>, err: &Error) -> ShardSchemaOutcome {
+    outcome.state = SchemaMigrationState::Failed;
     outcome.failed_version = version;
     outcome.error = Some(err.to_string());
     outcome.error_code = Some(err.kind().code().to_owned());
@@ -164,14 +162,11 @@ fn failed(mut outcome: ShardMigrationOutcome, version: Option<i64>, err: &Error)
 }
 
 /// The applied migrations by version, after the checks sqlx's `Migrator` makes.
-fn check_applied(
-    applied: &[AppliedMigration],
-    migrations: &[MigrationScript],
-) -> Result<BTreeMap<i64, AppliedMigration>> {
+fn check_applied(applied: &[AppliedMigration], migrations: &[SchemaScript]) -> Result<BTreeMap<i64, AppliedMigration>> {
     if let Some(dirty) = applied.iter().find(|m| !m.success) {
         return Err(Error::MigrationDirty { version: dirty.version });
     }
-    let known: BTreeMap<i64, &MigrationScript> = migrations.iter().map(|m| (m.version, m)).collect();
+    let known: BTreeMap<i64, &SchemaScript> = migrations.iter().map(|m| (m.version, m)).collect();
     for m in applied {
         match known.get(&m.version) {
             None => return Err(Error::MigrationMissing { version: m.version }),
@@ -186,7 +181,7 @@ fn check_applied(
 
 /// What a row found for `migration`'s version means: applied already by another run (`Ok`), or a
 /// problem.
-fn already_recorded(migration: &MigrationScript, success: bool, checksum: &[u8]) -> Result<()> {
+fn already_recorded(migration: &SchemaScript, success: bool, checksum: &[u8]) -> Result<()> {
     if !success {
         return Err(Error::MigrationDirty {
             version: migration.version,
@@ -200,7 +195,7 @@ fn already_recorded(migration: &MigrationScript, success: bool, checksum: &[u8])
     Ok(())
 }
 
-fn row_params(migration: &MigrationScript, success: bool, execution_time: i64) -> Params {
+fn row_params(migration: &SchemaScript, success: bool, execution_time: i64) -> Params {
     Params::Positional(vec![
         Value::Integer(migration.version),
         Value::Text(migration.description.clone()),
@@ -253,7 +248,7 @@ where
 /// database's write lock before anything is read, so nothing the transaction sees can change
 /// under it. When the row exists already, the insert fails on the primary key, and the row says
 /// whether another run applied this very migration.
-async fn apply_in_transaction(client: &dyn DataClient, migration: &MigrationScript) -> Result<Option<Duration>> {
+async fn apply_in_transaction(client: &dyn DataClient, migration: &SchemaScript) -> Result<Option<Duration>> {
     patiently(|| async {
         let id = client.begin_transaction().await?.transaction_id;
         let outcome = record_and_run(client, &id, migration).await;
@@ -273,7 +268,7 @@ async fn apply_in_transaction(client: &dyn DataClient, migration: &MigrationScri
 }
 
 /// The statements of [`apply_in_transaction`], in transaction `id`.
-async fn record_and_run(client: &dyn DataClient, id: &str, migration: &MigrationScript) -> Result<Option<Duration>> {
+async fn record_and_run(client: &dyn DataClient, id: &str, migration: &SchemaScript) -> Result<Option<Duration>> {
     if let Err(err) = client
         .execute_in_transaction(id, INSERT_ROW, row_params(migration, true, -1))
         .await
@@ -305,7 +300,7 @@ async fn record_and_run(client: &dyn DataClient, id: &str, migration: &Migration
 }
 
 /// Claims the version, runs the migration outside a transaction, then marks it successful.
-async fn apply_without_transaction(client: &dyn DataClient, migration: &MigrationScript) -> Result<Option<Duration>> {
+async fn apply_without_transaction(client: &dyn DataClient, migration: &SchemaScript) -> Result<Option<Duration>> {
     let version = || Params::Positional(vec![Value::Integer(migration.version)]);
     if let Err(err) = patiently(|| client.execute_sql(INSERT_ROW, row_params(migration, false, -1))).await {
         if err.kind() != ErrorKind::Constraint {
@@ -343,20 +338,20 @@ mod tests {
 
     #[test]
     fn a_set_with_a_repeated_version_or_forbidden_sql_is_refused() {
-        let one = MigrationScript::new(1, "a", "CREATE TABLE a (id INTEGER)");
-        let err = check_migrations(&[one.clone(), MigrationScript::new(1, "b", "SELECT 1")]).unwrap_err();
+        let one = SchemaScript::new(1, "a", "CREATE TABLE a (id INTEGER)");
+        let err = check_migrations(&[one.clone(), SchemaScript::new(1, "b", "SELECT 1")]).unwrap_err();
         assert!(err.to_string().contains("version 1 appears twice"), "{err}");
-        let err = check_migrations(&[MigrationScript::new(2, "attach", "ATTACH 'x.db' AS x")]).unwrap_err();
+        let err = check_migrations(&[SchemaScript::new(2, "attach", "ATTACH 'x.db' AS x")]).unwrap_err();
         assert!(err.to_string().contains("migration 2 (attach)"), "{err}");
-        let err = check_migrations(&[MigrationScript::new(3, "blank", "  ")]).unwrap_err();
+        let err = check_migrations(&[SchemaScript::new(3, "blank", "  ")]).unwrap_err();
         assert!(err.to_string().contains("no SQL"), "{err}");
-        let sorted = check_migrations(&[MigrationScript::new(5, "e", "SELECT 5"), one]).unwrap();
+        let sorted = check_migrations(&[SchemaScript::new(5, "e", "SELECT 5"), one]).unwrap();
         assert_eq!(sorted.iter().map(|m| m.version).collect::<Vec<_>>(), [1, 5]);
     }
 
     #[test]
     fn applied_rows_are_checked_as_sqlx_checks_them() {
-        let set = [MigrationScript::new(1, "a", "SELECT 1")];
+        let set = [SchemaScript::new(1, "a", "SELECT 1")];
         let row = |version, success, checksum: Vec<u8>| AppliedMigration {
             version,
             success,

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::data::MigrationScript;
+use crate::data::SchemaScript;
 use crate::error::{Error, Result};
 
 /// Reads the migrations in `dir` as sqlx's `Migrator::new(path)` does, sorted by version.
@@ -23,13 +23,13 @@ use crate::error::{Error, Result};
 /// }
 /// # Ok::<(), shardlite::Error>(())
 /// ```
-pub fn read_migration_dir(dir: impl AsRef<Path>) -> Result<Vec<MigrationScript>> {
+pub fn read_migration_dir(dir: impl AsRef<Path>) -> Result<Vec<SchemaScript>> {
     let dir = dir.as_ref();
     let io = |source| Error::Io {
         what: format!("migration folder {}", dir.display()),
         source,
     };
-    let mut found: BTreeMap<i64, (String, MigrationScript)> = BTreeMap::new();
+    let mut found: BTreeMap<i64, (String, SchemaScript)> = BTreeMap::new();
     for entry in std::fs::read_dir(dir).map_err(io)? {
         let entry = entry.map_err(io)?;
         if !entry.file_type().map_err(io)?.is_file() && !entry.path().is_file() {
@@ -52,7 +52,7 @@ pub fn read_migration_dir(dir: impl AsRef<Path>) -> Result<Vec<MigrationScript>>
                 format!("the files {other} and {name} both hold migration version {version}"),
             ));
         }
-        found.insert(version, (name, MigrationScript::new(version, description, sql)));
+        found.insert(version, (name, SchemaScript::new(version, description, sql)));
     }
     Ok(found.into_values().map(|(_, script)| script).collect())
 }

@@ -337,7 +337,7 @@ async fn a_shard_file_replaced_while_serving_takes_no_write() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_work_resumes() {
-    use shardlite::data::{MigrationScript, MigrationStatus, ResumeRequest, SchemaMigrationRequest};
+    use shardlite::data::{MigrationStatus, ResumeRequest, SchemaMigrationRequest, SchemaScript};
     use shardlite::map::{BucketRange, Secret, ShardDefinition, ShardingOptions};
     use shardlite::reshard::Migrator;
     use support::migrate::{fill, items_on, key_request};
@@ -376,7 +376,7 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
     }
     fill(&sharded, "wanderer", 1, 100).await;
     let before = items_on(&sharded, "local", "wanderer").await;
-    let schema = SchemaMigrationRequest::new(vec![MigrationScript::new(
+    let schema = SchemaMigrationRequest::new(vec![SchemaScript::new(
         1,
         "notes",
         "CREATE TABLE notes (id INTEGER PRIMARY KEY)",
@@ -436,8 +436,8 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
     assert_eq!(
         states,
         vec![
-            ("local", shardlite::data::ShardMigrationState::Migrated),
-            ("far", shardlite::data::ShardMigrationState::Failed)
+            ("local", shardlite::data::SchemaMigrationState::Migrated),
+            ("far", shardlite::data::SchemaMigrationState::Failed)
         ]
     );
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use shardlite::client::ShardedClient;
-use shardlite::data::{SchemaMigrationRequest, ShardMigrationState};
+use shardlite::data::{SchemaMigrationRequest, SchemaMigrationState};
 use shardlite::driver::ShardlitePool;
 use sqlx::migrate::{MigrateError, Migrator};
 use support::Fixture;
@@ -92,14 +92,14 @@ async fn migrator_run_on_a_route_bound_pool_migrates_that_shard_only() {
     let sharded = ShardedClient::open(&fx.master).await.unwrap();
     let request = SchemaMigrationRequest::new(shardlite::schema::read_migration_dir(fx.migrations_dir()).unwrap());
     let report = sharded.migrate_schema(&request).await.unwrap();
-    let states: Vec<ShardMigrationState> = report.shards.iter().map(|s| s.state).collect();
+    let states: Vec<SchemaMigrationState> = report.shards.iter().map(|s| s.state).collect();
     assert_eq!(
         states,
         [
-            ShardMigrationState::UpToDate,
-            ShardMigrationState::Migrated,
-            ShardMigrationState::Migrated,
-            ShardMigrationState::Migrated
+            SchemaMigrationState::UpToDate,
+            SchemaMigrationState::Migrated,
+            SchemaMigrationState::Migrated,
+            SchemaMigrationState::Migrated
         ]
     );
     let status = sharded.schema_status().await.unwrap();

@@ -10,7 +10,7 @@ use std::path::Path;
 use shardlite::ErrorKind;
 use shardlite::client::{ShardAdmin, ShardedClient};
 use shardlite::data::{
-    SchemaChange, SchemaMigrationReport, SchemaMigrationRequest, ShardMigrationState, ShardSchemaStatus,
+    SchemaChange, SchemaMigrationReport, SchemaMigrationRequest, SchemaMigrationState, ShardSchemaStatus,
 };
 use shardlite::schema::read_migration_dir;
 use support::Fixture;
@@ -79,11 +79,11 @@ impl Migrations for Fixture {
     }
 }
 
-fn states(report: &SchemaMigrationReport) -> Vec<(&str, ShardMigrationState)> {
+fn states(report: &SchemaMigrationReport) -> Vec<(&str, SchemaMigrationState)> {
     report.shards.iter().map(|s| (s.shard_id.as_str(), s.state)).collect()
 }
 
-fn versions(steps: &[shardlite::data::MigrationStep]) -> Vec<i64> {
+fn versions(steps: &[shardlite::data::SchemaStep]) -> Vec<i64> {
     steps.iter().map(|s| s.version).collect()
 }
 
@@ -101,7 +101,7 @@ async fn broken_shard_then_repair_then_drift(fx: &Fixture, admin: &dyn ShardAdmi
     assert!(dry.dry_run);
     assert_eq!(dry.target_version, Some(3));
     for shard in &dry.shards {
-        assert_eq!(shard.state, ShardMigrationState::WouldMigrate, "{shard:?}");
+        assert_eq!(shard.state, SchemaMigrationState::WouldMigrate, "{shard:?}");
         assert_eq!(versions(&shard.pending), [1, 2, 3]);
         assert!(shard.applied.is_empty());
     }
@@ -119,10 +119,10 @@ async fn broken_shard_then_repair_then_drift(fx: &Fixture, admin: &dyn ShardAdmi
     assert_eq!(
         states(&first),
         [
-            ("shard-0", ShardMigrationState::Migrated),
-            ("shard-1", ShardMigrationState::Migrated),
-            ("shard-2", ShardMigrationState::Failed),
-            ("shard-3", ShardMigrationState::Migrated),
+            ("shard-0", SchemaMigrationState::Migrated),
+            ("shard-1", SchemaMigrationState::Migrated),
+            ("shard-2", SchemaMigrationState::Failed),
+            ("shard-3", SchemaMigrationState::Migrated),
         ]
     );
     assert!(!first.all_at_target());
@@ -164,10 +164,10 @@ async fn broken_shard_then_repair_then_drift(fx: &Fixture, admin: &dyn ShardAdmi
     assert_eq!(
         states(&second),
         [
-            ("shard-0", ShardMigrationState::UpToDate),
-            ("shard-1", ShardMigrationState::UpToDate),
-            ("shard-2", ShardMigrationState::Migrated),
-            ("shard-3", ShardMigrationState::UpToDate),
+            ("shard-0", SchemaMigrationState::UpToDate),
+            ("shard-1", SchemaMigrationState::UpToDate),
+            ("shard-2", SchemaMigrationState::Migrated),
+            ("shard-3", SchemaMigrationState::UpToDate),
         ]
     );
     assert!(second.all_at_target());
@@ -228,7 +228,7 @@ async fn broken_shard_then_repair_then_drift(fx: &Fixture, admin: &dyn ShardAdmi
     .unwrap();
     let changed = admin.migrate_schema(&fx.request()).await.unwrap();
     for shard in &changed.shards {
-        assert_eq!(shard.state, ShardMigrationState::Failed);
+        assert_eq!(shard.state, SchemaMigrationState::Failed);
         assert_eq!(shard.error_code.as_deref(), Some(ErrorKind::Conflict.code()));
         assert!(
             shard.error.as_deref().unwrap().contains("migration 2 was changed"),
@@ -240,13 +240,13 @@ async fn broken_shard_then_repair_then_drift(fx: &Fixture, admin: &dyn ShardAdmi
 /// Migrations 4..=9 each log their version; a migration applied twice logs it twice.
 fn logging_migrations(dir: &Path) -> SchemaMigrationRequest {
     let mut request = SchemaMigrationRequest::new(read_migration_dir(dir.join("migrations")).unwrap());
-    request.migrations.push(shardlite::data::MigrationScript::new(
+    request.migrations.push(shardlite::data::SchemaScript::new(
         4,
         "create log",
         "CREATE TABLE migration_log (version INTEGER NOT NULL)",
     ));
     for version in 5..=9 {
-        request.migrations.push(shardlite::data::MigrationScript::new(
+        request.migrations.push(shardlite::data::SchemaScript::new(
             version,
             format!("log {version}"),
             format!("INSERT INTO migration_log (version) VALUES ({version}); CREATE TABLE t{version} (x)"),
@@ -305,7 +305,7 @@ async fn refused_sets_and_unknown_shards_are_errors_before_anything_runs() {
     let fx = fixture().await;
     let sharded = ShardedClient::open(&fx.master).await.unwrap();
     let mut request = fx.request();
-    request.migrations.push(shardlite::data::MigrationScript::new(
+    request.migrations.push(shardlite::data::SchemaScript::new(
         4,
         "attach",
         "ATTACH 'elsewhere.db' AS e",
@@ -326,7 +326,7 @@ async fn refused_sets_and_unknown_shards_are_errors_before_anything_runs() {
         .migrate_schema(&fx.request().on_shards(["SHARD-1"]))
         .await
         .unwrap();
-    assert_eq!(states(&report), [("shard-1", ShardMigrationState::Migrated)]);
+    assert_eq!(states(&report), [("shard-1", SchemaMigrationState::Migrated)]);
     assert_eq!(fx.recorded("shard-0"), None);
 }
 
@@ -335,7 +335,7 @@ async fn a_no_transaction_migration_is_claimed_then_recorded_and_a_failed_one_le
     let fx = fixture().await;
     let sharded = ShardedClient::open(&fx.master).await.unwrap();
     let mut request = fx.request();
-    request.migrations.push(shardlite::data::MigrationScript::new(
+    request.migrations.push(shardlite::data::SchemaScript::new(
         4,
         "outside a transaction",
         "-- no-transaction\nCREATE TABLE nt (x);",
@@ -348,7 +348,7 @@ async fn a_no_transaction_migration_is_claimed_then_recorded_and_a_failed_one_le
         assert!(rows.iter().all(|row| row.2), "{shard}: every row successful");
     }
     // A failing one is reported and leaves no row, so a fixed rerun applies it.
-    request.migrations.push(shardlite::data::MigrationScript::new(
+    request.migrations.push(shardlite::data::SchemaScript::new(
         5,
         "broken",
         "-- no-transaction\nCREATE TABLE nt (x);",
@@ -403,7 +403,7 @@ mod through_a_daemon {
         // A third run over REST finds nothing to do.
         let again = http.migrate_schema(&logging_migrations(fx.dir.path())).await.unwrap();
         assert!(
-            again.shards.iter().all(|s| s.state == ShardMigrationState::UpToDate),
+            again.shards.iter().all(|s| s.state == SchemaMigrationState::UpToDate),
             "{again:?}"
         );
     }

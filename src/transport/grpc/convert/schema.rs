@@ -2,13 +2,13 @@
 
 use super::pb;
 use crate::data::{
-    MigrationScript, MigrationStep, SchemaChange, SchemaMigrationReport, SchemaMigrationRequest, SchemaObjectDiff,
-    SchemaStatusReport, ShardMigrationOutcome, ShardMigrationState, ShardSchemaStatus,
+    SchemaChange, SchemaMigrationReport, SchemaMigrationRequest, SchemaMigrationState, SchemaObjectDiff, SchemaScript,
+    SchemaStatusReport, SchemaStep, ShardSchemaOutcome, ShardSchemaStatus,
 };
 use crate::error::{Error, Result};
 
 convert_both_ways!(
-    MigrationScript,
+    SchemaScript,
     pb::MigrationScript {
         version,
         description,
@@ -26,7 +26,7 @@ convert_both_ways!(
 );
 
 convert_both_ways!(
-    MigrationStep,
+    SchemaStep,
     pb::MigrationStep {
         version,
         description,
@@ -38,23 +38,23 @@ fn unknown(what: &str, value: i32) -> Error {
     Error::invalid_argument("gRPC message", format!("unknown {what} {value}"))
 }
 
-fn state_to_pb(state: ShardMigrationState) -> i32 {
+fn state_to_pb(state: SchemaMigrationState) -> i32 {
     use pb::ShardMigrationState as P;
     (match state {
-        ShardMigrationState::UpToDate => P::UpToDate,
-        ShardMigrationState::Migrated => P::Migrated,
-        ShardMigrationState::WouldMigrate => P::WouldMigrate,
-        ShardMigrationState::Failed => P::Failed,
+        SchemaMigrationState::UpToDate => P::UpToDate,
+        SchemaMigrationState::Migrated => P::Migrated,
+        SchemaMigrationState::WouldMigrate => P::WouldMigrate,
+        SchemaMigrationState::Failed => P::Failed,
     }) as i32
 }
 
-fn state_from_pb(state: i32) -> Result<ShardMigrationState> {
+fn state_from_pb(state: i32) -> Result<SchemaMigrationState> {
     use pb::ShardMigrationState as P;
     match P::try_from(state) {
-        Ok(P::UpToDate) => Ok(ShardMigrationState::UpToDate),
-        Ok(P::Migrated) => Ok(ShardMigrationState::Migrated),
-        Ok(P::WouldMigrate) => Ok(ShardMigrationState::WouldMigrate),
-        Ok(P::Failed) => Ok(ShardMigrationState::Failed),
+        Ok(P::UpToDate) => Ok(SchemaMigrationState::UpToDate),
+        Ok(P::Migrated) => Ok(SchemaMigrationState::Migrated),
+        Ok(P::WouldMigrate) => Ok(SchemaMigrationState::WouldMigrate),
+        Ok(P::Failed) => Ok(SchemaMigrationState::Failed),
         Ok(P::Unspecified) | Err(_) => Err(unknown("shard migration state", state)),
     }
 }
@@ -78,8 +78,8 @@ fn change_from_pb(change: i32) -> Result<SchemaChange> {
     }
 }
 
-impl From<ShardMigrationOutcome> for pb::ShardMigrationOutcome {
-    fn from(o: ShardMigrationOutcome) -> Self {
+impl From<ShardSchemaOutcome> for pb::ShardMigrationOutcome {
+    fn from(o: ShardSchemaOutcome) -> Self {
         Self {
             shard_id: o.shard_id,
             state: state_to_pb(o.state),
@@ -94,7 +94,7 @@ impl From<ShardMigrationOutcome> for pb::ShardMigrationOutcome {
     }
 }
 
-impl TryFrom<pb::ShardMigrationOutcome> for ShardMigrationOutcome {
+impl TryFrom<pb::ShardMigrationOutcome> for ShardSchemaOutcome {
     type Error = Error;
 
     fn try_from(o: pb::ShardMigrationOutcome) -> Result<Self> {
@@ -217,7 +217,7 @@ mod tests {
     #[test]
     fn an_unspecified_state_is_refused() {
         let outcome = pb::ShardMigrationOutcome::default();
-        let err = ShardMigrationOutcome::try_from(outcome).unwrap_err();
+        let err = ShardSchemaOutcome::try_from(outcome).unwrap_err();
         assert!(err.to_string().contains("shard migration state 0"), "{err}");
         let diff = pb::ShardSchemaStatus {
             differences: vec![pb::SchemaObjectDiff::default()],
