@@ -1,4 +1,4 @@
-//! `shardlite serve --master PATH [--create] [--listen ADDR] [--api-key KEY] [--api-key-header NAME]
+//! `shardlite serve --master PATH [--create] [--listen ADDR] [--api-key KEY | --api-keys FILE] [--api-key-header NAME]
 //! [--body-limit BYTES] [--transaction-timeout SECS] [limits]`: the daemon.
 //!
 //! The limits bound what one client can cost the others; each has a default that is safe to
@@ -24,6 +24,7 @@ use clap::Args;
 
 use crate::error::{Error, Result};
 use crate::map::Secret;
+use crate::server::keys::KeyRing;
 use crate::server::{self, ServerConfig, ServerState};
 use crate::wire::DEFAULT_API_KEY_HEADER;
 
@@ -44,6 +45,10 @@ pub struct ServeArgs {
     /// Require this API key on every REST and gRPC request (never logged).
     #[arg(long, env = "SHARDLITE_API_KEY", hide_env_values = true, value_parser = parse_api_key)]
     api_key: Option<Secret>,
+    /// A JSON file of API keys, each with a name, scopes (read, write, admin) and keyspaces;
+    /// read again on SIGHUP. Instead of `--api-key`.
+    #[arg(long, value_name = "FILE", conflicts_with = "api_key")]
+    api_keys: Option<PathBuf>,
     /// The header (gRPC metadata key, lower-cased) that carries the API key.
     #[arg(long, default_value = DEFAULT_API_KEY_HEADER)]
     api_key_header: String,
@@ -127,7 +132,12 @@ fn parse_api_key(text: &str) -> std::result::Result<Secret, String> {
 pub async fn run(args: &ServeArgs) -> Result<()> {
     init_logging();
     check_master_exists(args).await?;
-    let state = ServerState::open(&args.master, server_config(args)).await?;
+    let mut config = server_config(args);
+    if let Some(path) = &args.api_keys {
+        config.api_keys = Some(KeyRing::load(path)?);
+        config.api_keys_file = Some(path.clone());
+    }
+    let state = ServerState::open(&args.master, config).await?;
     // Fail on a bad configuration before binding, so nothing half-starts.
     let _ = server::router(&state)?;
     let listener = tokio::net::TcpListener::bind(&args.listen)
@@ -163,6 +173,7 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
         ),
     };
     let _ = out.flush();
+    server::reload_api_keys_on_sighup(&state);
     server::run(listener, state, shutdown_signal()).await?;
     tracing::info!("shardlite daemon stopped");
     Ok(())
@@ -172,6 +183,8 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
 fn server_config(args: &ServeArgs) -> ServerConfig {
     ServerConfig {
         api_key: args.api_key.clone(),
+        api_keys: None,
+        api_keys_file: None,
         api_key_header: args.api_key_header.trim().to_owned(),
         body_limit: args.body_limit,
         transaction_idle_timeout: Duration::from_secs(args.transaction_timeout),

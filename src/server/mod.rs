@@ -35,7 +35,10 @@ pub mod admin;
 mod counters;
 pub mod grpc;
 pub mod health;
+pub mod keys;
 mod limits;
+pub mod operations;
+mod reload;
 mod remote_transactions;
 pub mod rest;
 mod state;
@@ -48,6 +51,7 @@ use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt as _;
 
 pub use counters::RequestCounts;
+pub use reload::reload_api_keys_on_sighup;
 pub use state::{Backend, KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState};
 
 use crate::error::{Error, Result};
@@ -69,7 +73,7 @@ pub async fn run(
     tracing::info!(
         %address,
         sharded = state.sharded().is_some(),
-        authenticated = state.config().api_key.is_some(),
+        authenticated = state.config().requires_key(),
         "serving REST and gRPC"
     );
     // gRPC multiplexes calls on one HTTP/2 connection; with Nagle's algorithm on, a small answer

@@ -218,7 +218,7 @@ pub fn problem(err: &ApiError) -> (StatusCode, Problem) {
                 | ErrorKind::Sql
                 | ErrorKind::TransactionControl
                 | ErrorKind::ResultTooLarge => StatusCode::BAD_REQUEST,
-                ErrorKind::Forbidden => StatusCode::FORBIDDEN,
+                ErrorKind::Forbidden | ErrorKind::PermissionDenied => StatusCode::FORBIDDEN,
                 ErrorKind::Timeout | ErrorKind::RequestTimeout | ErrorKind::Cancelled => StatusCode::REQUEST_TIMEOUT,
                 ErrorKind::Unauthenticated => StatusCode::UNAUTHORIZED,
                 ErrorKind::NotFound | ErrorKind::NoMap | ErrorKind::NotSharded => StatusCode::NOT_FOUND,

@@ -16,6 +16,8 @@ pub struct Daemon {
     pub base_url: String,
     /// The bound address.
     pub addr: SocketAddr,
+    /// The state it serves (to reload its keys, read its counters).
+    pub state: ServerState,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<shardlite::Result<()>>>,
 }
@@ -54,12 +56,13 @@ pub async fn start_daemon(state: ServerState) -> Daemon {
         .expect("bind 127.0.0.1:0");
     let addr = listener.local_addr().expect("bound address");
     let (shutdown, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(server::run(listener, state, async move {
+    let task = tokio::spawn(server::run(listener, state.clone(), async move {
         let _ = stopped.await;
     }));
     Daemon {
         base_url: format!("http://{addr}"),
         addr,
+        state,
         shutdown: Some(shutdown),
         task: Some(task),
     }

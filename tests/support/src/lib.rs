@@ -19,6 +19,7 @@ pub mod cli;
 pub mod daemon;
 pub mod migrate;
 pub mod old_sqlite;
+pub mod serve;
 
 use std::path::{Path, PathBuf};
 
