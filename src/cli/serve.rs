@@ -42,6 +42,10 @@ pub struct ServeArgs {
     /// The address to listen on (`127.0.0.1:0` picks a free port and prints it).
     #[arg(long, default_value = "127.0.0.1:61818")]
     listen: String,
+    /// Serve Prometheus metrics at `GET /metrics` on this address (its own port, without the API
+    /// key); off by default. `127.0.0.1:0` picks a free port and prints it.
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<String>,
     /// Require this API key on every REST and gRPC request (never logged).
     #[arg(long, env = "SHARDLITE_API_KEY", hide_env_values = true, value_parser = parse_api_key)]
     api_key: Option<Secret>,
@@ -172,9 +176,30 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
             args.master.display()
         ),
     };
+    let metrics = match &args.metrics_listen {
+        Some(listen) => {
+            let listener = tokio::net::TcpListener::bind(listen)
+                .await
+                .map_err(|source| Error::Io {
+                    what: format!("metrics listen address '{listen}'"),
+                    source,
+                })?;
+            if let Ok(address) = listener.local_addr() {
+                tracing::info!(%address, "serving Prometheus metrics at /metrics");
+                let _ = writeln!(out, "metrics on http://{address}/metrics");
+            }
+            let serving = server::metrics::serve(listener, state.clone(), std::future::pending());
+            Some(tokio::spawn(serving))
+        }
+        None => None,
+    };
     let _ = out.flush();
     server::reload_api_keys_on_sighup(&state);
-    server::run(listener, state, shutdown_signal()).await?;
+    let served = server::run(listener, state, shutdown_signal()).await;
+    if let Some(metrics) = metrics {
+        metrics.abort();
+    }
+    served?;
     tracing::info!("shardlite daemon stopped");
     Ok(())
 }
@@ -198,6 +223,7 @@ fn server_config(args: &ServeArgs) -> ServerConfig {
         readers: args.readers,
         max_queued_jobs: args.max_queued_jobs,
         moved_record_grace: Duration::from_secs(args.moved_record_grace),
+        metrics: args.metrics_listen.is_some(),
     }
 }
 

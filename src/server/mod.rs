@@ -37,6 +37,7 @@ pub mod grpc;
 pub mod health;
 pub mod keys;
 mod limits;
+pub mod metrics;
 pub mod operations;
 mod reload;
 mod remote_transactions;

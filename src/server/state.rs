@@ -9,6 +9,7 @@ use futures_util::future::join_all;
 
 use super::counters::{Outcome, RequestCounters, RequestCounts, Surface};
 use super::keys::{Access, KeyRing};
+use super::metrics::{Metrics, ScrapeSource, ScrapeValues};
 use super::remote_transactions::RemoteTransactions;
 use crate::client::{
     DataClient, LocalClient, Params, ShardedClient, ShardedClientOptions, SqlResult, TransactionInfo,
@@ -70,6 +71,9 @@ pub struct ServerConfig {
     /// Jobs that may wait for a shard's writer, and for its readers (default 1024); beyond it,
     /// calls answer `busy` at once.
     pub max_queued_jobs: usize,
+    /// Whether to collect the Prometheus metrics ([`metrics`](super::metrics); `--metrics-listen`
+    /// turns it on). Off, requests skip even the few atomic additions they cost.
+    pub metrics: bool,
     /// How long a migration's `moved` record stays in its source file once the new map is
     /// active (see [`EngineConfig::moved_record_grace`]; default 10 minutes).
     pub moved_record_grace: Duration,
@@ -95,6 +99,7 @@ impl Default for ServerConfig {
             readers: engine.readers,
             max_queued_jobs: engine.max_queued_jobs,
             moved_record_grace: engine.moved_record_grace,
+            metrics: false,
         }
     }
 }
@@ -185,6 +190,8 @@ struct StateInner {
     counters: RequestCounters,
     /// The accepted keys (`None`: the daemon requires none); replaced by a reload.
     keys: ArcSwapOption<KeyRing>,
+    /// The Prometheus metrics, when collected.
+    metrics: Option<Metrics>,
 }
 
 impl ServerState {
@@ -212,6 +219,7 @@ impl ServerState {
         Self {
             inner: Arc::new(StateInner {
                 keys: ArcSwapOption::new(keys),
+                metrics: config.metrics.then(Metrics::default),
                 backend,
                 transactions: RemoteTransactions::new(
                     config.transaction_idle_timeout,
@@ -231,6 +239,32 @@ impl ServerState {
     /// Counts one request.
     pub(super) fn count_request(&self, surface: Surface, outcome: Outcome) {
         self.inner.counters.record(surface, outcome);
+    }
+
+    /// The Prometheus metrics, when [`ServerConfig::metrics`] is on.
+    pub fn metrics(&self) -> Option<&Metrics> {
+        self.inner.metrics.as_ref()
+    }
+
+    /// Reads the values the metrics take at scrape time (see [`ScrapeSource`]).
+    pub async fn scrape(&self) -> ScrapeValues {
+        ScrapeSource::scrape(self).await
+    }
+
+    /// Counts a request routed by `route` for the per-shard metric (a route that does not
+    /// resolve is not counted; the request fails on it anyway).
+    pub(super) fn count_shard_request(&self, metrics: &Metrics, route: &RouteContext) {
+        if let Some(sharded) = self.sharded() {
+            let map = sharded.map();
+            if let Ok(resolution) = map.resolve(route.keyspace(), route.key()) {
+                metrics.count_shard_request(&map, resolution.shard_index);
+            }
+        }
+    }
+
+    /// The ids of the remote transactions open now.
+    pub fn open_transaction_ids(&self) -> Vec<String> {
+        self.inner.transactions.open_ids()
     }
 
     /// The settings.

@@ -7,6 +7,7 @@ mod cross_shard_query_surfaces;
 mod grpc;
 mod hostile_sql;
 mod limits;
+mod metrics;
 mod migration_remote;
 mod openapi_contract;
 mod remote_shards;

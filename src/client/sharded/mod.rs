@@ -230,6 +230,18 @@ impl std::ops::Deref for ActiveMap {
     }
 }
 
+impl ActiveMap {
+    /// Shards of this map with a client ready to serve (opened local files and remote
+    /// endpoints); disabled shards and shards that failed to open are not counted.
+    pub fn ready_shard_count(&self) -> usize {
+        self.0
+            .shards
+            .iter()
+            .filter(|slot| matches!(slot, generation::ShardSlot::Ready { .. }))
+            .count()
+    }
+}
+
 impl std::fmt::Debug for ActiveMap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.0.map.fmt(f)

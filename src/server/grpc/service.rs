@@ -16,6 +16,7 @@ use crate::routing::RouteContext;
 use crate::server::ServerState;
 use crate::server::counters::{Outcome, Surface};
 use crate::server::keys::{Access, Scope};
+use crate::server::metrics;
 use crate::server::operations::OperationId;
 use crate::transport::grpc::convert::{document_from_json, params_from_pb, required_value, row_from_pb, row_to_pb};
 use crate::wire::proto::{self as pb, shardlite_server::Shardlite};
@@ -61,6 +62,10 @@ impl ShardliteService {
         if let Err(denied) = permitted {
             tracing::info!(rpc, error = %denied, "gRPC call refused");
             self.state.count_request(Surface::Grpc, Outcome::ClientError);
+            if let Some(metrics) = self.state.metrics() {
+                let outcome = metrics::Outcome::Failed(denied.kind());
+                metrics.record(metrics::Transport::Grpc, operation, outcome, started.elapsed());
+            }
             return Err(status_from_error(&denied));
         }
         let route = request.extensions().get::<CallRoute>().and_then(|r| r.0.clone());
@@ -68,7 +73,17 @@ impl ShardliteService {
             state: self.state.clone(),
             route: route.clone(),
         };
+        if let (Some(metrics), Some(route)) = (self.state.metrics(), route.as_ref()) {
+            self.state.count_shard_request(metrics, route);
+        }
         let outcome = handler(call, request.into_inner()).await;
+        if let Some(metrics) = self.state.metrics() {
+            let counted = match &outcome {
+                Ok(_) => metrics::Outcome::Ok,
+                Err(err) => metrics::Outcome::Failed(err.kind()),
+            };
+            metrics.record(metrics::Transport::Grpc, operation, counted, started.elapsed());
+        }
         let counted = match &outcome {
             Ok(_) => Outcome::Ok,
             Err(err) if err.kind() == crate::ErrorKind::Internal => Outcome::ServerError,

@@ -53,10 +53,11 @@ use utoipa_axum::routes;
 
 pub use error::{ApiError, PROBLEM_CONTENT_TYPE, Problem, problem};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::server::ServerState;
 use crate::server::counters::{Outcome, Surface};
 use crate::server::keys::{Access, Scope};
+use crate::server::metrics;
 use gate::RestOperations;
 
 /// The REST router for `state`, with its middleware and `/openapi.json`, and without a fallback
@@ -222,6 +223,9 @@ async fn route_context(
     next: Next,
 ) -> std::result::Result<Response, ApiError> {
     let route = extract::route_from_headers(request.headers())?;
+    if let (Some(metrics), Some(route)) = (state.metrics(), route.as_ref()) {
+        state.count_shard_request(metrics, route);
+    }
     let span = tracing::Span::current();
     // Resolving only to name the shard in a span nobody records would cost a route hash per
     // request; the handler resolves the route anyway.
@@ -289,6 +293,14 @@ async fn trace_request(State(gate): State<RequestGate>, request: Request, next: 
         Outcome::Ok
     };
     state.count_request(Surface::Rest, outcome);
+    if let Some(metrics) = state.metrics() {
+        let outcome = match response.extensions().get::<ErrorKind>() {
+            Some(kind) => metrics::Outcome::Failed(*kind),
+            None if status.is_success() || status.is_redirection() => metrics::Outcome::Ok,
+            None => metrics::Outcome::Rejected,
+        };
+        metrics.record(metrics::Transport::Rest, operation, outcome, started.elapsed());
+    }
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
     let status = status.as_u16();
     span.in_scope(|| {

@@ -108,3 +108,13 @@ pub fn remote_shard(shard_id: &str, daemon: &Daemon, transport: &str) -> ShardDe
     shard.transport = Some(transport.to_owned());
     shard
 }
+
+/// Serves `state`'s `/metrics` on `127.0.0.1:0` (until the test's runtime ends) and returns its URL.
+pub async fn start_metrics(state: &ServerState) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0");
+    let addr = listener.local_addr().expect("bound address");
+    tokio::spawn(server::metrics::serve(listener, state.clone(), std::future::pending()));
+    format!("http://{addr}/metrics")
+}
