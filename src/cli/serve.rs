@@ -28,13 +28,20 @@ use crate::server::keys::KeyRing;
 use crate::server::{self, ServerConfig, ServerState};
 use crate::wire::DEFAULT_API_KEY_HEADER;
 
+#[path = "serve_config.rs"]
+mod serve_config;
+
 /// Arguments of `shardlite serve`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
+    /// A TOML file with any of these flags (`max-result-rows = 1000`, `create = true`); flags
+    /// given here win over the file.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// The master catalog, which must exist (see `--create`). Without an active shard map, the
-    /// file is served as one plain database.
+    /// file is served as one plain database. Required, here or in `--config`.
     #[arg(long)]
-    master: PathBuf,
+    master: Option<PathBuf>,
     /// Create the master as a new, empty plain database when it does not exist, instead of
     /// refusing to start.
     #[arg(long)]
@@ -105,6 +112,17 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = ServerConfig::default().max_queued_jobs,
         value_parser = positive)]
     max_queued_jobs: usize,
+    /// The flags given on the command line or by environment variable (argument ids), which
+    /// win over `--config`.
+    #[arg(skip)]
+    explicit: Vec<String>,
+}
+
+impl ServeArgs {
+    /// Records which flags the command line (or the environment) set, from its parse.
+    pub(super) fn note_explicit_flags(&mut self, matches: &clap::ArgMatches) {
+        self.explicit = serve_config::explicit_flags(matches);
+    }
 }
 
 /// Whole seconds of an optional limit, 0 for none (the flags' spelling of "no limit").
@@ -135,13 +153,27 @@ fn parse_api_key(text: &str) -> std::result::Result<Secret, String> {
 /// Runs the daemon until SIGINT or SIGTERM.
 pub async fn run(args: &ServeArgs) -> Result<()> {
     init_logging();
-    check_master_exists(args).await?;
+    let merged;
+    let args = match &args.config {
+        Some(path) => {
+            merged = serve_config::apply_file(args, path)?;
+            &merged
+        }
+        None => args,
+    };
+    let master = args.master.clone().ok_or_else(|| {
+        Error::invalid_argument(
+            "--master",
+            "the master catalog is required: pass --master PATH or set master in --config",
+        )
+    })?;
+    check_master_exists(args, &master).await?;
     let mut config = server_config(args);
     if let Some(path) = &args.api_keys {
         config.api_keys = Some(KeyRing::load(path)?);
         config.api_keys_file = Some(path.clone());
     }
-    let state = ServerState::open(&args.master, config).await?;
+    let state = ServerState::open(&master, config).await?;
     // Fail on a bad configuration before binding, so nothing half-starts.
     let _ = server::router(&state)?;
     let listener = tokio::net::TcpListener::bind(&args.listen)
@@ -154,7 +186,7 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
         what: format!("listen address '{}'", args.listen),
         source,
     })?;
-    tracing::info!(%address, master = %args.master.display(), "shardlite daemon listening");
+    tracing::info!(%address, master = %master.display(), "shardlite daemon listening");
     // A closed stdout (a reader that took the first line and left) must not stop the daemon, so
     // write errors here are ignored rather than panicking as `println!` would.
     let mut out = std::io::stdout();
@@ -173,7 +205,7 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
         None => writeln!(
             out,
             "serving '{}' as one plain database: it holds no shard map (store one with `shardlite seed`)",
-            args.master.display()
+            master.display()
         ),
     };
     let metrics = match &args.metrics_listen {
@@ -229,9 +261,9 @@ fn server_config(args: &ServeArgs) -> ServerConfig {
 
 /// A missing master is refused unless `--create` asks for a new database: opening would otherwise
 /// create an empty file, and a typo in the path would start a daemon that serves nothing useful.
-async fn check_master_exists(args: &ServeArgs) -> Result<()> {
-    let exists = tokio::fs::try_exists(&args.master).await.map_err(|source| Error::Io {
-        what: format!("master catalog '{}'", args.master.display()),
+async fn check_master_exists(args: &ServeArgs, master: &std::path::Path) -> Result<()> {
+    let exists = tokio::fs::try_exists(master).await.map_err(|source| Error::Io {
+        what: format!("master catalog '{}'", master.display()),
         source,
     })?;
     if exists || args.create {
@@ -242,8 +274,8 @@ async fn check_master_exists(args: &ServeArgs) -> Result<()> {
         format!(
             "'{}' does not exist: create a master catalog with `shardlite seed --master {} --map MAP.json`, \
              or pass --create to serve a new, empty database",
-            args.master.display(),
-            args.master.display()
+            master.display(),
+            master.display()
         ),
     ))
 }

@@ -10,6 +10,7 @@ mod order_history_example;
 mod readme;
 mod schema;
 mod serve;
+mod serve_config;
 mod serve_keys;
 mod sqlx_many_routes_example;
 mod sqlx_remote_example;

@@ -12,6 +12,7 @@ pub struct ServeProcess {
     /// `http://127.0.0.1:PORT`, from the first line the daemon prints.
     pub base_url: String,
     log: Arc<Mutex<String>>,
+    stdout: Arc<Mutex<Vec<String>>>,
 }
 
 impl ServeProcess {
@@ -41,13 +42,17 @@ impl ServeProcess {
             }
         });
         let (sender, receiver) = mpsc::channel();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let later = Arc::clone(&lines);
         std::thread::spawn(move || {
             let mut reader = BufReader::new(stdout);
             let mut line = String::new();
             let _ = reader.read_line(&mut line);
             let _ = sender.send(line);
-            // Keep reading so the daemon never blocks on a full pipe.
-            let _ = std::io::copy(&mut reader, &mut std::io::sink());
+            // Keep reading, so the daemon never blocks on a full pipe.
+            for line in reader.lines().map_while(Result::ok) {
+                later.lock().unwrap().push(line);
+            }
         });
         let line = receiver.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
         let Some(address) = line.trim().strip_prefix("listening on ") else {
@@ -59,6 +64,7 @@ impl ServeProcess {
             base_url: address.to_owned(),
             child,
             log,
+            stdout: lines,
         }
     }
 
@@ -75,6 +81,25 @@ impl ServeProcess {
             .status()
             .expect("run kill");
         assert!(status.success(), "kill -{signal} failed");
+    }
+
+    /// Waits until a line of stdout after the first starts with `prefix` (at most 30 s) and
+    /// returns the rest of it.
+    pub fn wait_for_stdout(&self, prefix: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let found = self
+                .stdout
+                .lock()
+                .unwrap()
+                .iter()
+                .find_map(|line| line.strip_prefix(prefix).map(str::to_owned));
+            if let Some(rest) = found {
+                return rest;
+            }
+            assert!(Instant::now() < deadline, "stdout never had a line starting {prefix:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// What the daemon logged so far.
