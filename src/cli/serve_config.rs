@@ -47,7 +47,9 @@ pub(super) fn apply_file(args: &ServeArgs, path: &Path) -> Result<ServeArgs> {
 pub(super) fn parse_file(text: &str) -> std::result::Result<ServeArgs, String> {
     // The line number, not the line: it may hold a key.
     let table: toml::Table = text.parse().map_err(|err: toml::de::Error| {
-        let line = err.span().map_or(1, |span| text[..span.start].matches('\n').count() + 1);
+        let line = err
+            .span()
+            .map_or(1, |span| text[..span.start].matches('\n').count() + 1);
         format!("not valid TOML at line {line}: {}", err.message())
     })?;
     let command = ServeArgs::augment_args(clap::Command::new("serve"));
