@@ -163,11 +163,15 @@ fn block_on<F: std::future::Future<Output = crate::Result<()>>>(future: F) -> cr
 /// Parses the process arguments and runs the command.
 pub fn main() -> ExitCode {
     let matches = Cli::command().get_matches();
-    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.format(&mut Cli::command()).exit());
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.format(&mut Cli::command()).exit());
     // `serve --config FILE` needs to know which flags the command line set: those win.
     #[cfg(feature = "server")]
-    if let (Command::Serve(args), Some(("serve", serve))) = (&mut cli.command, matches.subcommand()) {
-        args.note_explicit_flags(serve);
-    }
+    let cli = {
+        let mut cli = cli;
+        if let (Command::Serve(args), Some(("serve", serve))) = (&mut cli.command, matches.subcommand()) {
+            args.note_explicit_flags(serve);
+        }
+        cli
+    };
     cli.run()
 }
