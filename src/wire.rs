@@ -29,6 +29,10 @@ pub const DEFAULT_API_KEY_HEADER: &str = "X-CSharpDB-Api-Key";
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod proto {
     tonic::include_proto!("shardlite.v1");
+
+    /// The encoded `FileDescriptorSet` of `proto/shardlite.proto`: the service's methods and
+    /// messages, for reflection and for tests that must cover every method.
+    pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/shardlite_descriptor.bin"));
 }
 
 #[cfg(test)]

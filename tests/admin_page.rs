@@ -751,3 +751,45 @@ async fn catalog_actions(browser: &Browser, daemon: &Daemon, shots: &Path) {
     assert_eq!(map["mapVersion"], 2, "{map}");
     assert_eq!(map["exactKeyPins"]["2026-07"], to, "{map}");
 }
+
+/// With keys with scopes, a `read` key sees the shards, and an admin view shows the daemon's
+/// refusal naming the missing scope instead of data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_key_sees_the_shards_and_is_refused_the_catalog_by_scope() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let dir = support::temp_dir();
+    let master = support::seed_master(dir.path(), support::tenants_options(dir.path())).await;
+    let keys = shardlite::server::keys::KeyRing::parse(
+        r#"[{"name": "viewer", "key": "viewer-key", "scopes": ["read"], "keyspaces": ["*"]}]"#,
+    )
+    .expect("valid keys");
+    let config = ServerConfig {
+        api_keys: Some(keys),
+        api_key_header: API_KEY_HEADER.to_owned(),
+        ..ServerConfig::default()
+    };
+    let daemon = start_daemon_on(&master, config).await;
+    browser.goto(&daemon.url("/admin")).await;
+    browser.wait_for("#key-form:not([hidden])").await;
+    browser.type_into("#api-key", "viewer-key").await;
+    browser.click("#key-submit").await;
+    browser
+        .wait_until(
+            "the shards are listed for the read key",
+            "return document.querySelectorAll('#shards-table tbody tr').length === 2;",
+        )
+        .await;
+    browser.click("button[data-view=catalog]").await;
+    browser
+        .wait_until(
+            "the catalog view shows the scope refusal",
+            "return document.body.innerText.includes(\"needs the 'admin' scope\")
+                 && document.body.innerText.includes(\"'viewer'\");",
+        )
+        .await;
+    browser.screenshot(&screenshots(), "20-read-key-refused-catalog").await;
+    browser.close().await;
+    daemon.stop().await.unwrap();
+}

@@ -13,7 +13,7 @@ mod token;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 /// Application-level sharding for SQLite.
 #[derive(Debug, Parser)]
@@ -162,5 +162,16 @@ fn block_on<F: std::future::Future<Output = crate::Result<()>>>(future: F) -> cr
 
 /// Parses the process arguments and runs the command.
 pub fn main() -> ExitCode {
-    Cli::parse().run()
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.format(&mut Cli::command()).exit());
+    // `serve --config FILE` needs to know which flags the command line set: those win.
+    #[cfg(feature = "server")]
+    let cli = {
+        let mut cli = cli;
+        if let (Command::Serve(args), Some(("serve", serve))) = (&mut cli.command, matches.subcommand()) {
+            args.note_explicit_flags(serve);
+        }
+        cli
+    };
+    cli.run()
 }

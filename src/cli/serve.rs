@@ -1,6 +1,6 @@
-//! `shardlite serve --master PATH [--create] [--listen ADDR] [--api-key KEY] [--api-key-header NAME]
+//! `shardlite serve --master PATH [--create] [--listen ADDR] [--api-key KEY | --api-keys FILE] [--api-key-header NAME]
 //! [--body-limit BYTES] [--transaction-timeout SECS] [limits] [--tls-cert PEM --tls-key PEM
-//! [--tls-client-ca PEM]]`: the daemon.
+//! [--tls-client-ca PEM]] [--metrics-listen ADDR] [--config FILE]`: the daemon.
 //!
 //! The limits bound what one client can cost the others; each has a default that is safe to
 //! expose: `--statement-timeout`, `--max-result-rows`, `--max-result-bytes`, `--request-timeout`,
@@ -26,16 +26,24 @@ use clap::Args;
 
 use crate::error::{Error, Result};
 use crate::map::Secret;
+use crate::server::keys::KeyRing;
 use crate::server::{self, ServerConfig, ServerState, ServerTls, TlsFiles};
 use crate::wire::DEFAULT_API_KEY_HEADER;
 
+#[path = "serve_config.rs"]
+mod serve_config;
+
 /// Arguments of `shardlite serve`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
+    /// A TOML file with any of these flags (`max-result-rows = 1000`, `create = true`); flags
+    /// given here win over the file.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// The master catalog, which must exist (see `--create`). Without an active shard map, the
-    /// file is served as one plain database.
+    /// file is served as one plain database. Required, here or in `--config`.
     #[arg(long)]
-    master: PathBuf,
+    master: Option<PathBuf>,
     /// Create the master as a new, empty plain database when it does not exist, instead of
     /// refusing to start.
     #[arg(long)]
@@ -43,9 +51,17 @@ pub struct ServeArgs {
     /// The address to listen on (`127.0.0.1:0` picks a free port and prints it).
     #[arg(long, default_value = "127.0.0.1:61818")]
     listen: String,
+    /// Serve Prometheus metrics at `GET /metrics` on this address (its own port, without the API
+    /// key); off by default. `127.0.0.1:0` picks a free port and prints it.
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<String>,
     /// Require this API key on every REST and gRPC request (never logged).
     #[arg(long, env = "SHARDLITE_API_KEY", hide_env_values = true, value_parser = parse_api_key)]
     api_key: Option<Secret>,
+    /// A JSON file of API keys, each with a name, scopes (read, write, admin) and keyspaces;
+    /// read again on SIGHUP. Instead of `--api-key`.
+    #[arg(long, value_name = "FILE", conflicts_with = "api_key")]
+    api_keys: Option<PathBuf>,
     /// The header (gRPC metadata key, lower-cased) that carries the API key.
     #[arg(long, default_value = DEFAULT_API_KEY_HEADER)]
     api_key_header: String,
@@ -117,6 +133,17 @@ pub struct ServeArgs {
     /// `--tls-cert`.
     #[arg(long, value_name = "PEM", requires = "tls_cert")]
     tls_client_ca: Option<PathBuf>,
+    /// The flags given on the command line or by environment variable (argument ids), which
+    /// win over `--config`.
+    #[arg(skip)]
+    explicit: Vec<String>,
+}
+
+impl ServeArgs {
+    /// Records which flags the command line (or the environment) set, from its parse.
+    pub(super) fn note_explicit_flags(&mut self, matches: &clap::ArgMatches) {
+        self.explicit = serve_config::explicit_flags(matches);
+    }
 }
 
 /// Whole seconds of an optional limit, 0 for none (the flags' spelling of "no limit").
@@ -147,13 +174,31 @@ fn parse_api_key(text: &str) -> std::result::Result<Secret, String> {
 /// Runs the daemon until SIGINT or SIGTERM.
 pub async fn run(args: &ServeArgs) -> Result<()> {
     init_logging();
-    check_master_exists(args).await?;
+    let merged;
+    let args = match &args.config {
+        Some(path) => {
+            merged = serve_config::apply_file(args, path)?;
+            &merged
+        }
+        None => args,
+    };
+    let master = args.master.clone().ok_or_else(|| {
+        Error::invalid_argument(
+            "--master",
+            "the master catalog is required: pass --master PATH or set master in --config",
+        )
+    })?;
+    check_master_exists(args, &master).await?;
     // Unusable TLS files are refused before anything opens or binds.
     let tls = tls_files(args).map(ServerTls::load).transpose()?;
-    let config = server_config(args);
+    let mut config = server_config(args);
+    if let Some(path) = &args.api_keys {
+        config.api_keys = Some(KeyRing::load(path)?);
+        config.api_keys_file = Some(path.clone());
+    }
     raise_descriptor_limit(&config);
     config.engine_config().validate()?;
-    let state = ServerState::open(&args.master, config).await?;
+    let state = ServerState::open(&master, config).await?;
     // Fail on a bad configuration before binding, so nothing half-starts.
     let _ = server::router(&state)?;
     let listener = tokio::net::TcpListener::bind(&args.listen)
@@ -166,7 +211,7 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
         what: format!("listen address '{}'", args.listen),
         source,
     })?;
-    tracing::info!(%address, master = %args.master.display(), "shardlite daemon listening");
+    tracing::info!(%address, master = %master.display(), "shardlite daemon listening");
     // A closed stdout (a reader that took the first line and left) must not stop the daemon, so
     // write errors here are ignored rather than panicking as `println!` would.
     let mut out = std::io::stdout();
@@ -186,20 +231,43 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
         None => writeln!(
             out,
             "serving '{}' as one plain database: it holds no shard map (store one with `shardlite seed`)",
-            args.master.display()
+            master.display()
         ),
     };
+    let metrics = match &args.metrics_listen {
+        Some(listen) => {
+            let listener = tokio::net::TcpListener::bind(listen)
+                .await
+                .map_err(|source| Error::Io {
+                    what: format!("metrics listen address '{listen}'"),
+                    source,
+                })?;
+            if let Ok(address) = listener.local_addr() {
+                tracing::info!(%address, "serving Prometheus metrics at /metrics");
+                let _ = writeln!(out, "metrics on http://{address}/metrics");
+            }
+            let serving = server::metrics::serve(listener, state.clone(), std::future::pending());
+            Some(tokio::spawn(serving))
+        }
+        None => None,
+    };
     let _ = out.flush();
-    match tls {
+    server::reload_api_keys_on_sighup(&state);
+    let served = match tls {
         Some(tls) => {
             #[cfg(unix)]
             let reloads = tls.reload_on_sighup()?;
-            server::run_tls(listener, tls, state, shutdown_signal()).await?;
+            let served = server::run_tls(listener, tls, state, shutdown_signal()).await;
             #[cfg(unix)]
             reloads.abort();
+            served
         }
-        None => server::run(listener, state, shutdown_signal()).await?,
+        None => server::run(listener, state, shutdown_signal()).await,
+    };
+    if let Some(metrics) = metrics {
+        metrics.abort();
     }
+    served?;
     tracing::info!("shardlite daemon stopped");
     Ok(())
 }
@@ -208,6 +276,8 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
 fn server_config(args: &ServeArgs) -> ServerConfig {
     ServerConfig {
         api_key: args.api_key.clone(),
+        api_keys: None,
+        api_keys_file: None,
         api_key_header: args.api_key_header.trim().to_owned(),
         body_limit: args.body_limit,
         transaction_idle_timeout: Duration::from_secs(args.transaction_timeout),
@@ -223,6 +293,7 @@ fn server_config(args: &ServeArgs) -> ServerConfig {
         moved_record_grace: Duration::from_secs(args.moved_record_grace),
         max_open_shards: args.max_open_shards,
         shard_idle_timeout: limit_from_seconds(args.shard_idle_timeout),
+        metrics: args.metrics_listen.is_some(),
     }
 }
 
@@ -256,9 +327,9 @@ fn tls_files(args: &ServeArgs) -> Option<TlsFiles> {
 
 /// A missing master is refused unless `--create` asks for a new database: opening would otherwise
 /// create an empty file, and a typo in the path would start a daemon that serves nothing useful.
-async fn check_master_exists(args: &ServeArgs) -> Result<()> {
-    let exists = tokio::fs::try_exists(&args.master).await.map_err(|source| Error::Io {
-        what: format!("master catalog '{}'", args.master.display()),
+async fn check_master_exists(args: &ServeArgs, master: &std::path::Path) -> Result<()> {
+    let exists = tokio::fs::try_exists(master).await.map_err(|source| Error::Io {
+        what: format!("master catalog '{}'", master.display()),
         source,
     })?;
     if exists || args.create {
@@ -269,8 +340,8 @@ async fn check_master_exists(args: &ServeArgs) -> Result<()> {
         format!(
             "'{}' does not exist: create a master catalog with `shardlite seed --master {} --map MAP.json`, \
              or pass --create to serve a new, empty database",
-            args.master.display(),
-            args.master.display()
+            master.display(),
+            master.display()
         ),
     ))
 }

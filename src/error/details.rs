@@ -1,6 +1,8 @@
 //! The payloads of the [`Error`](super::Error) variants that carry more than one string, boxed so
 //! the error itself stays small.
 
+use std::fmt;
+
 use super::ErrorKind;
 
 /// The route named a keyspace the shard map does not serve ([`Error::UnknownKeyspace`](super::Error::UnknownKeyspace)).
@@ -132,5 +134,37 @@ pub(super) fn fenced_message(fenced: &RouteFenced) -> String {
             "route '{value}' in {table} is fenced by migration '{migration_id}' while its data moves to \
              shard '{destination}': reads go on; retry the write after the migration ends"
         )
+    }
+}
+
+/// Why an authenticated request was refused ([`Error::PermissionDenied`](super::Error::PermissionDenied)).
+/// Names the key by its configured name, never by its secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermissionDenial {
+    /// The name the key has in the key file.
+    pub key_name: String,
+    /// The scope the operation needs (`read`, `write` or `admin`).
+    pub scope: &'static str,
+    /// When the key holds the scope but not the keyspace: the keyspace it may not use.
+    pub keyspace: Option<String>,
+}
+
+impl fmt::Display for PermissionDenial {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self {
+            key_name,
+            scope,
+            keyspace,
+        } = self;
+        match keyspace {
+            None => write!(
+                f,
+                "permission denied: this operation needs the '{scope}' scope, which the API key '{key_name}' does not have"
+            ),
+            Some(keyspace) => write!(
+                f,
+                "permission denied: the API key '{key_name}' has the '{scope}' scope but not for keyspace '{keyspace}'"
+            ),
+        }
     }
 }

@@ -63,6 +63,8 @@ pub enum ErrorKind {
     RouteFenced,
     /// A query across every shard uses a construct that cannot be answered exactly there.
     UnsupportedCrossShardQuery,
+    /// The API key is valid but lacks the scope the operation needs, or may not use its keyspace.
+    PermissionDenied,
 }
 
 impl ErrorKind {
@@ -95,41 +97,44 @@ impl ErrorKind {
             Self::RequestTimeout => "request_timeout",
             Self::RouteFenced => "route_fenced",
             Self::UnsupportedCrossShardQuery => "unsupported_cross_shard_query",
+            Self::PermissionDenied => "permission_denied",
         }
     }
 
+    /// Every kind, in declaration order (a kind's position is stable within one build).
+    pub const ALL: [ErrorKind; 27] = [
+        Self::RouteRequired,
+        Self::UnknownKeyspace,
+        Self::InvalidInput,
+        Self::InvalidMap,
+        Self::NotFound,
+        Self::Conflict,
+        Self::StaleMapVersion,
+        Self::Expired,
+        Self::Busy,
+        Self::Unavailable,
+        Self::ReadOnly,
+        Self::Sql,
+        Self::Constraint,
+        Self::NoMap,
+        Self::NotSharded,
+        Self::Internal,
+        Self::Unauthenticated,
+        Self::MapVersionConflict,
+        Self::TransactionControl,
+        Self::Forbidden,
+        Self::Timeout,
+        Self::Cancelled,
+        Self::ResultTooLarge,
+        Self::RequestTimeout,
+        Self::RouteFenced,
+        Self::UnsupportedCrossShardQuery,
+        Self::PermissionDenied,
+    ];
+
     /// The kind whose [`code`](Self::code) is `code`, for decoding errors received over the wire.
     pub fn from_code(code: &str) -> Option<Self> {
-        [
-            Self::RouteRequired,
-            Self::UnknownKeyspace,
-            Self::InvalidInput,
-            Self::InvalidMap,
-            Self::NotFound,
-            Self::Conflict,
-            Self::StaleMapVersion,
-            Self::Expired,
-            Self::Busy,
-            Self::Unavailable,
-            Self::ReadOnly,
-            Self::Sql,
-            Self::Constraint,
-            Self::NoMap,
-            Self::NotSharded,
-            Self::Internal,
-            Self::Unauthenticated,
-            Self::MapVersionConflict,
-            Self::TransactionControl,
-            Self::Forbidden,
-            Self::Timeout,
-            Self::Cancelled,
-            Self::ResultTooLarge,
-            Self::RequestTimeout,
-            Self::RouteFenced,
-            Self::UnsupportedCrossShardQuery,
-        ]
-        .into_iter()
-        .find(|kind| kind.code() == code)
+        Self::ALL.into_iter().find(|kind| kind.code() == code)
     }
 }
 
@@ -191,6 +196,7 @@ impl Error {
             }
             Self::RouteFenced { .. } => ErrorKind::RouteFenced,
             Self::UnsupportedCrossShardQuery { .. } => ErrorKind::UnsupportedCrossShardQuery,
+            Self::PermissionDenied(_) => ErrorKind::PermissionDenied,
         }
     }
 
@@ -241,6 +247,7 @@ mod tests {
             ErrorKind::RequestTimeout,
             ErrorKind::RouteFenced,
             ErrorKind::UnsupportedCrossShardQuery,
+            ErrorKind::PermissionDenied,
         ] {
             assert_eq!(ErrorKind::from_code(kind.code()), Some(kind));
         }

@@ -11,8 +11,8 @@ mod map;
 
 use details::fenced_message;
 pub use details::{
-    RemoteFailure, RouteFenced, ShardDisabled, ShardProblem, SqlFailure, StaleMapVersion, TransactionRouteConflict,
-    TransportFailure, UnknownKeyspace,
+    PermissionDenial, RemoteFailure, RouteFenced, ShardDisabled, ShardProblem, SqlFailure, StaleMapVersion,
+    TransactionRouteConflict, TransportFailure, UnknownKeyspace,
 };
 pub use kind::ErrorKind;
 pub use map::MapError;
@@ -327,6 +327,11 @@ pub enum Error {
     #[error("{}", fenced_message(&.0))]
     RouteFenced(Box<RouteFenced>),
 
+    /// The daemon knows the API key, but the key lacks the scope the operation needs or may not
+    /// use the keyspace it reaches (403, `PERMISSION_DENIED`).
+    #[error("{0}")]
+    PermissionDenied(Box<PermissionDenial>),
+
     /// A daemon could not be reached, or did not answer within the timeout.
     #[error("call to the daemon at {} failed: {}", .0.endpoint, .0.reason)]
     Transport(Box<TransportFailure>),
@@ -387,6 +392,7 @@ boxed_variants! {
     RouteFenced => RouteFenced,
     TransportFailure => Transport,
     MapError => InvalidMap,
+    PermissionDenial => PermissionDenied,
 }
 
 impl Error {

@@ -37,7 +37,11 @@ pub mod admin;
 mod counters;
 pub mod grpc;
 pub mod health;
+pub mod keys;
 mod limits;
+pub mod metrics;
+pub mod operations;
+mod reload;
 mod remote_transactions;
 pub mod rest;
 mod state;
@@ -51,6 +55,7 @@ use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt as _;
 
 pub use counters::RequestCounts;
+pub use reload::reload_api_keys_on_sighup;
 pub use state::{Backend, KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState};
 pub use tls::{ServerTls, TlsFiles};
 
@@ -117,7 +122,7 @@ where
         %address,
         tls,
         sharded = state.sharded().is_some(),
-        authenticated = state.config().api_key.is_some(),
+        authenticated = state.config().requires_key(),
         "serving REST and gRPC"
     );
     let summaries = tokio::spawn(log_request_counts(state.clone()));

@@ -102,6 +102,13 @@ impl RemoteTransactions {
         table.open.len()
     }
 
+    /// The ids of the open transactions, after reaping (for the metrics' per-shard gauge).
+    pub(super) fn open_ids(&self) -> Vec<String> {
+        let mut table = self.lock();
+        self.reap(&mut table, Instant::now());
+        table.open.keys().cloned().collect()
+    }
+
     /// Forgets every entry, returning the ids.
     pub(super) fn drain(&self) -> Vec<String> {
         self.lock().open.drain().map(|(id, _)| id).collect()

@@ -1,12 +1,15 @@
 //! What every request handler shares: the backend (sharded or plain) and the server settings.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use arc_swap::ArcSwapOption;
 use futures_util::future::join_all;
 
 use super::counters::{Outcome, RequestCounters, RequestCounts, Surface};
+use super::keys::{Access, KeyRing};
+use super::metrics::{Metrics, ScrapeSource, ScrapeValues};
 use super::remote_transactions::RemoteTransactions;
 use crate::client::{
     DataClient, LocalClient, Params, ShardedClient, ShardedClientOptions, SqlResult, TransactionInfo,
@@ -29,6 +32,12 @@ pub use crate::wire::{KEYSPACE_HEADER, SHARD_KEY_HEADER};
 pub struct ServerConfig {
     /// When set, every REST, gRPC and admin request must present this key.
     pub api_key: Option<Secret>,
+    /// Keys with scopes and keyspaces (`--api-keys FILE`); set at most one of this and
+    /// [`api_key`](Self::api_key).
+    pub api_keys: Option<KeyRing>,
+    /// The file [`api_keys`](Self::api_keys) came from, read again by
+    /// [`ServerState::reload_api_keys`] (on SIGHUP).
+    pub api_keys_file: Option<PathBuf>,
     /// The header carrying the API key (default `X-CSharpDB-Api-Key`).
     pub api_key_header: String,
     /// Largest accepted request body in bytes (default 8 MiB); larger bodies get 413.
@@ -62,6 +71,9 @@ pub struct ServerConfig {
     /// Jobs that may wait for a shard's writer, and for its readers (default 1024); beyond it,
     /// calls answer `busy` at once.
     pub max_queued_jobs: usize,
+    /// Whether to collect the Prometheus metrics ([`metrics`](super::metrics); `--metrics-listen`
+    /// turns it on). Off, requests skip even the few atomic additions they cost.
+    pub metrics: bool,
     /// How long a migration's `moved` record stays in its source file once the new map is
     /// active (see [`EngineConfig::moved_record_grace`]; default 10 minutes).
     pub moved_record_grace: Duration,
@@ -78,6 +90,8 @@ impl Default for ServerConfig {
         let engine = EngineConfig::default();
         Self {
             api_key: None,
+            api_keys: None,
+            api_keys_file: None,
             api_key_header: DEFAULT_API_KEY_HEADER.to_owned(),
             body_limit: 8 * 1024 * 1024,
             transaction_idle_timeout: engine.busy_timeout,
@@ -93,6 +107,7 @@ impl Default for ServerConfig {
             moved_record_grace: engine.moved_record_grace,
             max_open_shards: None,
             shard_idle_timeout: engine.shard_idle_timeout,
+            metrics: false,
         }
     }
 }
@@ -120,9 +135,24 @@ impl ServerConfig {
         engine
     }
 
+    /// Whether requests must present a key ([`api_key`](Self::api_key) or
+    /// [`api_keys`](Self::api_keys) is set).
+    pub fn requires_key(&self) -> bool {
+        self.api_key.is_some() || self.api_keys.is_some()
+    }
+
     /// Checks the daemon's own limits (the engine checks its settings when a shard opens); the
     /// error names the setting.
     pub fn validate(&self) -> Result<()> {
+        if self.api_key.is_some() && self.api_keys.is_some() {
+            return Err(Error::invalid_argument(
+                "api keys",
+                "give one API key (--api-key, SHARDLITE_API_KEY) or a key file (--api-keys), not both",
+            ));
+        }
+        if self.api_keys.as_ref().is_some_and(KeyRing::is_empty) {
+            return Err(Error::invalid_argument("api keys", "the key file lists no keys"));
+        }
         for (name, value) in [
             ("max concurrent requests", self.max_concurrent_requests),
             ("max open transactions", self.max_open_transactions),
@@ -171,6 +201,10 @@ struct StateInner {
     transactions: RemoteTransactions,
     /// Requests served, by surface and outcome.
     counters: RequestCounters,
+    /// The accepted keys (`None`: the daemon requires none); replaced by a reload.
+    keys: ArcSwapOption<KeyRing>,
+    /// The Prometheus metrics, when collected.
+    metrics: Option<Metrics>,
 }
 
 impl ServerState {
@@ -190,8 +224,15 @@ impl ServerState {
 
     /// State over an already opened backend.
     pub fn new(backend: Backend, config: ServerConfig) -> Self {
+        let keys = match (&config.api_keys, &config.api_key) {
+            (Some(ring), _) => Some(Arc::new(ring.clone())),
+            (None, Some(key)) => Some(Arc::new(KeyRing::single(key))),
+            (None, None) => None,
+        };
         Self {
             inner: Arc::new(StateInner {
+                keys: ArcSwapOption::new(keys),
+                metrics: config.metrics.then(Metrics::default),
                 backend,
                 transactions: RemoteTransactions::new(
                     config.transaction_idle_timeout,
@@ -211,6 +252,32 @@ impl ServerState {
     /// Counts one request.
     pub(super) fn count_request(&self, surface: Surface, outcome: Outcome) {
         self.inner.counters.record(surface, outcome);
+    }
+
+    /// The Prometheus metrics, when [`ServerConfig::metrics`] is on.
+    pub fn metrics(&self) -> Option<&Metrics> {
+        self.inner.metrics.as_ref()
+    }
+
+    /// Reads the values the metrics take at scrape time (see [`ScrapeSource`]).
+    pub async fn scrape(&self) -> ScrapeValues {
+        ScrapeSource::scrape(self).await
+    }
+
+    /// Counts a request routed by `route` for the per-shard metric (a route that does not
+    /// resolve is not counted; the request fails on it anyway).
+    pub(super) fn count_shard_request(&self, metrics: &Metrics, route: &RouteContext) {
+        if let Some(sharded) = self.sharded() {
+            let map = sharded.map();
+            if let Ok(resolution) = map.resolve(route.keyspace(), route.key()) {
+                metrics.count_shard_request(&map, resolution.shard_index);
+            }
+        }
+    }
+
+    /// The ids of the remote transactions open now.
+    pub fn open_transaction_ids(&self) -> Vec<String> {
+        self.inner.transactions.open_ids()
     }
 
     /// The settings.
@@ -242,20 +309,42 @@ impl ServerState {
         }
     }
 
-    /// Whether `presented` is the configured API key (always true when none is configured).
-    /// Compares SHA-256 digests in constant time, so timing reveals nothing about the key.
+    /// Who presented `presented`: [`Access::Open`] when the daemon requires no key, the key's
+    /// holder when it is one of the configured keys (compared as SHA-256 digests in constant
+    /// time, so timing reveals nothing about them), `None` otherwise.
+    pub fn authenticate(&self, presented: Option<&[u8]>) -> Option<Access> {
+        let keys = self.inner.keys.load();
+        let Some(ring) = keys.as_deref() else {
+            return Some(Access::Open);
+        };
+        ring.authenticate(presented?).map(Access::Key)
+    }
+
+    /// Whether `presented` is an accepted API key (always true when none is configured).
     pub fn api_key_matches(&self, presented: Option<&[u8]>) -> bool {
-        let Some(expected) = &self.inner.config.api_key else {
-            return true;
+        self.authenticate(presented).is_some()
+    }
+
+    /// The keyspace the daemon serves (`None` for a plain database): what a key's keyspaces
+    /// are checked against.
+    pub fn served_keyspace(&self) -> Option<String> {
+        self.sharded().map(|sharded| sharded.map().keyspace().to_owned())
+    }
+
+    /// Reads [`ServerConfig::api_keys_file`] again and, when it is valid, serves its keys from
+    /// the next request on. A bad file changes nothing: the error says why, and the keys in use
+    /// stay. Returns how many keys are now accepted.
+    pub fn reload_api_keys(&self) -> Result<usize> {
+        let Some(path) = &self.inner.config.api_keys_file else {
+            return Err(Error::invalid_argument(
+                "api keys",
+                "the daemon was not started with a key file (--api-keys), so there is nothing to reload",
+            ));
         };
-        let Some(presented) = presented else {
-            return false;
-        };
-        use sha2::{Digest, Sha256};
-        use subtle::ConstantTimeEq;
-        let a = Sha256::digest(expected.expose().as_bytes());
-        let b = Sha256::digest(presented);
-        a.ct_eq(&b).into()
+        let ring = KeyRing::load(path)?;
+        let count = ring.len();
+        self.inner.keys.store(Some(Arc::new(ring)));
+        Ok(count)
     }
 
     // -----------------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ mod order_history_example;
 mod readme;
 mod schema;
 mod serve;
+mod serve_config;
+mod serve_keys;
 mod serve_tls;
 mod sqlx_many_routes_example;
 mod sqlx_remote_example;

@@ -118,6 +118,11 @@ impl ShardedClientOptions {
 const MAX_FAN_OUT_WIDTH: usize = 64;
 
 impl ShardedClient {
+    /// In-process shard files open now (see [`EngineConfig::max_open_shards`](crate::engine::EngineConfig::max_open_shards)).
+    pub fn open_shard_count(&self) -> usize {
+        self.inner.options.engine.open_shards.len()
+    }
+
     /// Runs `work` (one future per shard) a bounded number at a time, answering in order: a
     /// fan-out over ten thousand shards holds a few open at once, not all of them.
     pub(super) async fn bounded<F: Future>(&self, work: Vec<F>) -> Vec<F::Output> {
@@ -239,6 +244,25 @@ impl std::ops::Deref for ActiveMap {
 
     fn deref(&self) -> &ShardMap {
         &self.0.map
+    }
+}
+
+impl ActiveMap {
+    /// Jobs waiting on each in-process shard file of this map (its writer's and readers'
+    /// queues), by shard id; 0 for a closed file. Remote and disabled shards are left out.
+    pub fn queued_jobs(&self) -> Vec<(String, usize)> {
+        self.0
+            .map
+            .shards()
+            .iter()
+            .zip(&self.0.shards)
+            .filter_map(|(shard, slot)| match slot {
+                generation::ShardSlot::Ready { local: Some(local), .. } => {
+                    Some((shard.id.clone(), local.database().queued_jobs()))
+                }
+                _ => None,
+            })
+            .collect()
     }
 }
 

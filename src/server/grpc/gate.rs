@@ -9,11 +9,17 @@ use super::status::{status_from_error, unauthenticated};
 use crate::error::{Error, Result};
 use crate::routing::RouteContext;
 use crate::server::ServerState;
+use crate::server::keys::Access;
 use crate::wire::{KEYSPACE_METADATA, KEYSPACE_METADATA_BIN, SHARD_KEY_METADATA, SHARD_KEY_METADATA_BIN};
 
 /// The route a call carried, stored in the request extensions for the handler.
 #[derive(Debug, Clone)]
 pub(super) struct CallRoute(pub(super) Option<RouteContext>);
+
+/// Who made a call (the key's holder, or open access on a daemon without keys), stored in the
+/// request extensions for the scope check.
+#[derive(Debug, Clone)]
+pub(super) struct CallAccess(pub(super) Access);
 
 /// Checks the API key (when one is configured) and parses the route metadata of every call.
 #[derive(Clone)]
@@ -29,10 +35,9 @@ pub(super) struct CallGate {
 impl CallGate {
     pub(super) fn new(state: ServerState) -> Self {
         let config = state.config();
-        let (api_key_metadata, misconfigured) = match &config.api_key {
-            None => (None, false),
-            Some(_) => match AsciiMetadataKey::from_bytes(config.api_key_header.trim().to_ascii_lowercase().as_bytes())
-            {
+        let (api_key_metadata, misconfigured) = match config.requires_key() {
+            false => (None, false),
+            true => match AsciiMetadataKey::from_bytes(config.api_key_header.trim().to_ascii_lowercase().as_bytes()) {
                 Ok(key) => (Some(key), false),
                 Err(_) => {
                     tracing::error!(
@@ -50,30 +55,31 @@ impl CallGate {
         }
     }
 
-    fn authenticated(&self, metadata: &MetadataMap) -> bool {
+    fn authenticated(&self, metadata: &MetadataMap) -> Option<Access> {
         if self.misconfigured {
-            return false;
+            return None;
         }
         match &self.api_key_metadata {
-            None => true,
+            None => Some(Access::Open),
             Some(name) => self
                 .state
-                .api_key_matches(metadata.get(name).map(|value| value.as_bytes())),
+                .authenticate(metadata.get(name).map(|value| value.as_bytes())),
         }
     }
 }
 
 impl Interceptor for CallGate {
     fn call(&mut self, mut request: Request<()>) -> std::result::Result<Request<()>, Status> {
-        if !self.authenticated(request.metadata()) {
+        let Some(access) = self.authenticated(request.metadata()) else {
             tracing::info!(code = "unauthenticated", "gRPC call refused: missing or wrong API key");
             return Err(unauthenticated());
-        }
+        };
         let route = route_from_metadata(request.metadata()).map_err(|err| {
             tracing::info!(code = err.kind().code(), error = %err, "gRPC call refused: bad route metadata");
             status_from_error(&err)
         })?;
         request.extensions_mut().insert(CallRoute(route));
+        request.extensions_mut().insert(CallAccess(access));
         Ok(request)
     }
 }

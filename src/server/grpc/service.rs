@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use tonic::{Request, Response, Status};
 
-use super::gate::CallRoute;
+use super::gate::{CallAccess, CallRoute};
 use super::status::status_from_error;
 use crate::client::{DataClient, ShardedClient, TransactionOptions};
 use crate::data::CatalogUpdateRequest;
@@ -15,6 +15,9 @@ use crate::error::{Error, Result};
 use crate::routing::RouteContext;
 use crate::server::ServerState;
 use crate::server::counters::{Outcome, Surface};
+use crate::server::keys::{Access, Scope};
+use crate::server::metrics;
+use crate::server::operations::OperationId;
 use crate::transport::grpc::convert::{document_from_json, params_from_pb, required_value, row_from_pb, row_to_pb};
 use crate::wire::proto::{self as pb, shardlite_server::Shardlite};
 
@@ -42,12 +45,45 @@ impl ShardliteService {
         Fut: Future<Output = Result<Resp>>,
     {
         let started = Instant::now();
+        let operation = OperationId::of(rpc).unwrap_or(OperationId::OTHER);
+        let access = request.extensions().get::<CallAccess>().map(|access| access.0.clone());
+        // An operation without a scope decision needs `admin`, the narrowest scope.
+        let scope = match operation.needs() {
+            _ if operation == OperationId::OTHER => Some(Scope::Admin),
+            needs => needs.scope(),
+        };
+        let permitted = match &access {
+            Some(access) => access.permit(scope, || self.state.served_keyspace()),
+            None => Err(Error::invalid_argument(
+                "API key",
+                "the call did not pass the key check",
+            )),
+        };
+        if let Err(denied) = permitted {
+            tracing::info!(rpc, error = %denied, "gRPC call refused");
+            self.state.count_request(Surface::Grpc, Outcome::ClientError);
+            if let Some(metrics) = self.state.metrics() {
+                let outcome = metrics::Outcome::Failed(denied.kind());
+                metrics.record(metrics::Transport::Grpc, operation, outcome, started.elapsed());
+            }
+            return Err(status_from_error(&denied));
+        }
         let route = request.extensions().get::<CallRoute>().and_then(|r| r.0.clone());
         let call = Call {
             state: self.state.clone(),
             route: route.clone(),
         };
+        if let (Some(metrics), Some(route)) = (self.state.metrics(), route.as_ref()) {
+            self.state.count_shard_request(metrics, route);
+        }
         let outcome = handler(call, request.into_inner()).await;
+        if let Some(metrics) = self.state.metrics() {
+            let counted = match &outcome {
+                Ok(_) => metrics::Outcome::Ok,
+                Err(err) => metrics::Outcome::Failed(err.kind()),
+            };
+            metrics.record(metrics::Transport::Grpc, operation, counted, started.elapsed());
+        }
         let counted = match &outcome {
             Ok(_) => Outcome::Ok,
             Err(err) if err.kind() == crate::ErrorKind::Internal => Outcome::ServerError,
@@ -72,6 +108,11 @@ impl ShardliteService {
             } else {
                 tracing::debug!(rpc, keyspace, key, shard, code, elapsed_ms, "gRPC call");
             }
+        }
+        if scope == Some(Scope::Admin) {
+            let key = access.as_ref().and_then(Access::key_name).unwrap_or("-");
+            let code = outcome.as_ref().map_or_else(|err| err.kind().code(), |_| "ok");
+            tracing::info!(key, operation = rpc, code, "admin action");
         }
         outcome.map(Response::new).map_err(|err| status_from_error(&err))
     }

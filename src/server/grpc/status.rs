@@ -9,7 +9,7 @@
 //! | `constraint`, `transaction_control` | `FAILED_PRECONDITION` |
 //! | `not_sharded` (shard-admin call on an unsharded daemon) | `FAILED_PRECONDITION` |
 //! | `unsupported_cross_shard_query` | `FAILED_PRECONDITION` |
-//! | `forbidden_statement` | `PERMISSION_DENIED` |
+//! | `forbidden_statement`, `permission_denied` (the key lacks a scope) | `PERMISSION_DENIED` |
 //! | `statement_timeout`, `request_timeout` | `DEADLINE_EXCEEDED` |
 //! | `cancelled` | `CANCELLED` |
 //! | `result_too_large` | `RESOURCE_EXHAUSTED` |
@@ -54,7 +54,7 @@ fn code_for(kind: ErrorKind) -> Code {
         ErrorKind::Unauthenticated => Code::Unauthenticated,
         ErrorKind::Internal => Code::Internal,
         ErrorKind::TransactionControl => Code::FailedPrecondition,
-        ErrorKind::Forbidden => Code::PermissionDenied,
+        ErrorKind::Forbidden | ErrorKind::PermissionDenied => Code::PermissionDenied,
         ErrorKind::Timeout | ErrorKind::RequestTimeout => Code::DeadlineExceeded,
         ErrorKind::Cancelled => Code::Cancelled,
         ErrorKind::ResultTooLarge => Code::ResourceExhausted,

@@ -218,7 +218,7 @@ pub fn problem(err: &ApiError) -> (StatusCode, Problem) {
                 | ErrorKind::Sql
                 | ErrorKind::TransactionControl
                 | ErrorKind::ResultTooLarge => StatusCode::BAD_REQUEST,
-                ErrorKind::Forbidden => StatusCode::FORBIDDEN,
+                ErrorKind::Forbidden | ErrorKind::PermissionDenied => StatusCode::FORBIDDEN,
                 ErrorKind::Timeout | ErrorKind::RequestTimeout | ErrorKind::Cancelled => StatusCode::REQUEST_TIMEOUT,
                 ErrorKind::Unauthenticated => StatusCode::UNAUTHORIZED,
                 ErrorKind::NotFound | ErrorKind::NoMap | ErrorKind::NotSharded => StatusCode::NOT_FOUND,
@@ -301,6 +301,16 @@ impl IntoResponse for ApiError {
             }
         }
         let mut response = (status, axum::Json(body)).into_response();
+        // The request middleware counts the outcome by kind (the metrics' `code` label).
+        match &self {
+            Self::Data(err) => {
+                response.extensions_mut().insert(err.kind());
+            }
+            Self::Unauthenticated => {
+                response.extensions_mut().insert(ErrorKind::Unauthenticated);
+            }
+            _ => {}
+        }
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_CONTENT_TYPE));
         if status == StatusCode::SERVICE_UNAVAILABLE

@@ -28,6 +28,7 @@ pub mod collections;
 pub mod data;
 pub mod error;
 pub mod extract;
+mod gate;
 pub mod openapi;
 pub mod procedures;
 pub mod query;
@@ -52,9 +53,12 @@ use utoipa_axum::routes;
 
 pub use error::{ApiError, PROBLEM_CONTENT_TYPE, Problem, problem};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::server::ServerState;
 use crate::server::counters::{Outcome, Surface};
+use crate::server::keys::{Access, Scope};
+use crate::server::metrics;
+use gate::RestOperations;
 
 /// The REST router for `state`, with its middleware and `/openapi.json`, and without a fallback
 /// (the daemon adds one after merging the gRPC routes; see [`not_found`]).
@@ -79,6 +83,10 @@ pub fn router(state: &ServerState) -> Result<Router> {
     let (api, doc) = api_routes().split_for_parts();
     let keyspace = state.sharded().map(|sharded| sharded.map().keyspace().to_owned());
     let doc = openapi_document_of(doc, config, keyspace.as_deref());
+    let gate = RequestGate {
+        state: state.clone(),
+        operations: RestOperations::of(&doc)?,
+    };
     let json = serde_json::to_vec(&doc).map_err(|source| Error::Json {
         what: "the OpenAPI document",
         source,
@@ -91,7 +99,7 @@ pub fn router(state: &ServerState) -> Result<Router> {
             get(openapi::openapi_json).layer(Extension(openapi::OpenApiJson(json.into()))),
         )
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(from_fn_with_state(state.clone(), trace_request))
+        .layer(from_fn_with_state(gate, trace_request))
         .layer(DefaultBodyLimit::max(config.body_limit))
         .with_state(state.clone()))
 }
@@ -180,10 +188,21 @@ async fn method_not_allowed() -> ApiError {
 }
 
 fn api_key_presented(state: &ServerState, headers: &HeaderMap) -> bool {
+    authenticate(state, headers).is_some()
+}
+
+fn authenticate(state: &ServerState, headers: &HeaderMap) -> Option<Access> {
     let presented = headers
         .get(state.config().api_key_header.as_str())
         .map(HeaderValue::as_bytes);
-    state.api_key_matches(presented)
+    state.authenticate(presented)
+}
+
+/// What the request middleware needs: the state, and which operation a request is.
+#[derive(Clone)]
+struct RequestGate {
+    state: ServerState,
+    operations: RestOperations,
 }
 
 fn unauthenticated(state: &ServerState) -> Response {
@@ -204,6 +223,9 @@ async fn route_context(
     next: Next,
 ) -> std::result::Result<Response, ApiError> {
     let route = extract::route_from_headers(request.headers())?;
+    if let (Some(metrics), Some(route)) = (state.metrics(), route.as_ref()) {
+        state.count_shard_request(metrics, route);
+    }
     let span = tracing::Span::current();
     // Resolving only to name the shard in a span nobody records would cost a route hash per
     // request; the handler resolves the route anyway.
@@ -218,17 +240,20 @@ async fn route_context(
     Ok(next.run(request).await)
 }
 
-/// Counts every request, answers 401 unless it presents the configured API key (compared in
-/// constant time), and logs it at `debug` (a failure of the daemon's own at `warn`) in a span
-/// that carries its route.
+/// Counts every request, answers 401 unless it presents an accepted API key (compared in
+/// constant time) and 403 when the key lacks the operation's scope or the daemon's keyspace,
+/// logs admin actions at `info` with the key's name, and logs every request at `debug` (a
+/// failure of the daemon's own at `warn`) in a span that carries its route.
 ///
 /// One middleware rather than two: each `from_fn` layer costs a clone of the route's service
 /// and two boxed futures per request.
-async fn trace_request(State(state): State<ServerState>, request: Request, next: Next) -> Response {
+async fn trace_request(State(gate): State<RequestGate>, request: Request, next: Next) -> Response {
     let started = Instant::now();
+    let state = &gate.state;
     let method = request.method().clone();
     let matched = request.extensions().get::<MatchedPath>().cloned();
     let path = matched.as_ref().map_or("-", MatchedPath::as_str);
+    let operation = gate.operations.find(&method, path);
     let span = tracing::debug_span!(
         "request",
         method = %method,
@@ -237,11 +262,28 @@ async fn trace_request(State(state): State<ServerState>, request: Request, next:
         key = Empty,
         shard = Empty,
     );
-    let response = if api_key_presented(&state, request.headers()) {
-        next.run(request).instrument(span.clone()).await
-    } else {
-        unauthenticated(&state)
+    let access = authenticate(state, request.headers());
+    let scope = operation.needs().scope();
+    let response = match &access {
+        None => unauthenticated(state),
+        Some(access) => match access.permit(scope, || state.served_keyspace()) {
+            Ok(()) => next.run(request).instrument(span.clone()).await,
+            Err(denied) => {
+                tracing::info!(operation = operation.name(), error = %denied, "request refused");
+                ApiError::Data(denied).into_response()
+            }
+        },
     };
+    if scope == Some(Scope::Admin)
+        && let Some(access) = &access
+    {
+        tracing::info!(
+            key = access.key_name().unwrap_or("-"),
+            operation = operation.name(),
+            status = response.status().as_u16(),
+            "admin action"
+        );
+    }
     let status = response.status();
     let outcome = if status.is_server_error() {
         Outcome::ServerError
@@ -251,6 +293,14 @@ async fn trace_request(State(state): State<ServerState>, request: Request, next:
         Outcome::Ok
     };
     state.count_request(Surface::Rest, outcome);
+    if let Some(metrics) = state.metrics() {
+        let outcome = match response.extensions().get::<ErrorKind>() {
+            Some(kind) => metrics::Outcome::Failed(*kind),
+            None if status.is_success() || status.is_redirection() => metrics::Outcome::Ok,
+            None => metrics::Outcome::Rejected,
+        };
+        metrics.record(metrics::Transport::Rest, operation, outcome, started.elapsed());
+    }
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
     let status = status.as_u16();
     span.in_scope(|| {

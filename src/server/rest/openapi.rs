@@ -22,6 +22,7 @@ use utoipa::{OpenApi as _, ToSchema};
 use super::bodies::PkType;
 use super::error::{PROBLEM_CONTENT_TYPE, Problem};
 use crate::data::openapi::{ParamsSchema, ValueSchema};
+use crate::server::operations::OperationId;
 use crate::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig};
 
 /// The static part of the document; operations are added by the router.
@@ -78,7 +79,7 @@ pub async fn openapi_json(Extension(OpenApiJson(json)): Extension<OpenApiJson>) 
 /// serving a shard map of `keyspace`, the route headers are required (with that keyspace)
 /// wherever the operation needs a route.
 pub fn complete(mut doc: OpenApi, config: &ServerConfig, keyspace: Option<&str>) -> OpenApi {
-    let authenticated = config.api_key.is_some();
+    let authenticated = config.requires_key();
     for (path, item) in &mut doc.paths.paths {
         let area = Area::of(path);
         // Operations on an open transaction route by its shard-prefixed id, not by headers, and
@@ -107,6 +108,19 @@ pub fn complete(mut doc: OpenApi, config: &ServerConfig, keyspace: Option<&str>)
                     "401",
                     problem_response("The API key is missing or wrong (`unauthenticated`)"),
                 );
+                let scope = operation
+                    .operation_id
+                    .as_deref()
+                    .and_then(OperationId::of_rest)
+                    .and_then(|id| id.needs().scope());
+                if let Some(scope) = scope {
+                    add(
+                        "403",
+                        problem_response(&format!(
+                            "The API key lacks the `{scope}` scope, or this keyspace (`permission_denied`)"
+                        )),
+                    );
+                }
             }
             if has_body {
                 add(
@@ -157,7 +171,7 @@ impl Area {
     }
 }
 
-fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+pub(super) fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
     [
         item.get.as_mut(),
         item.put.as_mut(),

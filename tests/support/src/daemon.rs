@@ -16,6 +16,8 @@ pub struct Daemon {
     pub base_url: String,
     /// The bound address.
     pub addr: SocketAddr,
+    /// The state it serves (to reload its keys, read its counters).
+    pub state: ServerState,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<shardlite::Result<()>>>,
 }
@@ -54,12 +56,13 @@ pub async fn start_daemon(state: ServerState) -> Daemon {
         .expect("bind 127.0.0.1:0");
     let addr = listener.local_addr().expect("bound address");
     let (shutdown, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(server::run(listener, state, async move {
+    let task = tokio::spawn(server::run(listener, state.clone(), async move {
         let _ = stopped.await;
     }));
     Daemon {
         base_url: format!("http://{addr}"),
         addr,
+        state,
         shutdown: Some(shutdown),
         task: Some(task),
     }
@@ -73,12 +76,13 @@ pub async fn start_tls_daemon(state: ServerState, tls: ServerTls) -> Daemon {
         .expect("bind 127.0.0.1:0");
     let addr = listener.local_addr().expect("bound address");
     let (shutdown, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(server::run_tls(listener, tls, state, async move {
+    let task = tokio::spawn(server::run_tls(listener, tls, state.clone(), async move {
         let _ = stopped.await;
     }));
     Daemon {
         base_url: format!("https://{addr}"),
         addr,
+        state,
         shutdown: Some(shutdown),
         task: Some(task),
     }
@@ -128,4 +132,14 @@ pub fn remote_shard(shard_id: &str, daemon: &Daemon, transport: &str) -> ShardDe
     shard.endpoint = Some(daemon.base_url.clone());
     shard.transport = Some(transport.to_owned());
     shard
+}
+
+/// Serves `state`'s `/metrics` on `127.0.0.1:0` (until the test's runtime ends) and returns its URL.
+pub async fn start_metrics(state: &ServerState) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0");
+    let addr = listener.local_addr().expect("bound address");
+    tokio::spawn(server::metrics::serve(listener, state.clone(), std::future::pending()));
+    format!("http://{addr}/metrics")
 }

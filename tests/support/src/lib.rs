@@ -20,6 +20,7 @@ pub mod cli;
 pub mod daemon;
 pub mod migrate;
 pub mod old_sqlite;
+pub mod serve;
 #[cfg(feature = "server")]
 pub mod tls;
 

@@ -1,0 +1,101 @@
+//! What the metrics read at scrape time rather than on every request: gauges that depend on the
+//! engine and the catalog.
+
+use std::collections::BTreeMap;
+
+use crate::server::ServerState;
+use crate::transaction::TransactionId;
+
+/// One shard's gauges. `None` where the engine does not report the figure.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShardGauges {
+    /// The shard id (the `shard` label).
+    pub shard: String,
+    /// Transactions open on the shard.
+    pub open_transactions: Option<u64>,
+    /// Jobs waiting for the shard's connections.
+    pub queue_depth: Option<u64>,
+}
+
+/// The values a scrape reads from the engine and the catalog.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScrapeValues {
+    /// Shards with an open, ready client.
+    pub open_shards: Option<u64>,
+    /// Per-shard gauges.
+    pub shards: Vec<ShardGauges>,
+    /// The active map's version (absent on a plain database).
+    pub map_version: Option<u64>,
+    /// Rows copied by the data migrations recorded in the catalog.
+    pub migration_rows_copied: Option<u64>,
+}
+
+/// Where a scrape reads the engine-dependent values from. [`ServerState`] implements it with
+/// what the engine reports today; an engine that tracks more (queue depths, per-shard
+/// transactions) is reached by implementing this again.
+#[async_trait::async_trait]
+pub trait ScrapeSource: Send + Sync {
+    /// Reads the values once, for one scrape.
+    async fn scrape(&self) -> ScrapeValues;
+}
+
+#[async_trait::async_trait]
+impl ScrapeSource for ServerState {
+    /// Open shards: shard files open now (one for a plain database). Open transactions: the
+    /// daemon's remote transactions by the shard their id names. Queue depth: jobs waiting on
+    /// each in-process shard file (remote shards have no sample).
+    async fn scrape(&self) -> ScrapeValues {
+        let mut by_shard: BTreeMap<String, u64> = BTreeMap::new();
+        let mut queued: BTreeMap<String, usize> = BTreeMap::new();
+        let (open_shards, map_version, migration_rows_copied) = match self.sharded() {
+            Some(sharded) => {
+                let map = sharded.map();
+                for shard in map.shards() {
+                    by_shard.insert(shard.id.clone(), 0);
+                }
+                queued.extend(map.queued_jobs());
+                let copied = match crate::reshard::Migrator::new(sharded.clone()).migrations().await {
+                    Ok(migrations) => Some(
+                        migrations
+                            .iter()
+                            .flat_map(|migration| &migration.receipts)
+                            .map(|receipt| receipt.source_rows)
+                            .sum(),
+                    ),
+                    Err(err) => {
+                        tracing::debug!(error = %err, "metrics: cannot read the data migrations");
+                        None
+                    }
+                };
+                (
+                    u64::try_from(sharded.open_shard_count()).ok(),
+                    Some(map.version()),
+                    copied,
+                )
+            }
+            None => {
+                by_shard.insert("database".to_owned(), 0);
+                (Some(1), None, None)
+            }
+        };
+        for id in self.open_transaction_ids() {
+            let shard = id
+                .parse::<TransactionId>()
+                .map_or_else(|_| "database".to_owned(), |id| id.shard_id().to_owned());
+            *by_shard.entry(shard).or_default() += 1;
+        }
+        ScrapeValues {
+            open_shards,
+            shards: by_shard
+                .into_iter()
+                .map(|(shard, open)| ShardGauges {
+                    queue_depth: queued.get(&shard).and_then(|depth| u64::try_from(*depth).ok()),
+                    shard,
+                    open_transactions: Some(open),
+                })
+                .collect(),
+            map_version,
+            migration_rows_copied,
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! `shardlite serve --api-keys FILE`: a bad file refused at start naming the problem, SIGHUP
+//! reloading the file (a bad one keeps the old keys), and admin actions logged with the key's
+//! name, never the key.
+#![cfg(all(feature = "cli", feature = "server"))]
+
+use support::cli::{seeded, shardlite, stderr};
+use support::daemon::http_client;
+use support::path_str;
+use support::serve::ServeProcess;
+use support::temp_dir;
+
+const KEY_HEADER: &str = "X-CSharpDB-Api-Key";
+
+#[test]
+fn serve_refuses_a_bad_key_file_naming_the_problem() {
+    let dir = temp_dir();
+    seeded(dir.path());
+    let master = path_str(&dir.path().join("master.db"));
+    let file = dir.path().join("keys.json");
+    let file_text = path_str(&file);
+    for (json, expected) in [
+        (
+            r#"[{"name": "ops", "key": "s3cret-one", "scopes": ["root"], "keyspaces": ["*"]}]"#,
+            "unknown scope 'root'",
+        ),
+        (
+            r#"[{"name": "ops", "key": "s3cret-one", "scopes": ["read"]}]"#,
+            "missing field `keyspaces`",
+        ),
+        (r#"{"name": "ops"}"#, "expected a JSON array"),
+    ] {
+        std::fs::write(&file, json).unwrap();
+        let out = shardlite(&[
+            "serve",
+            "--master",
+            &master,
+            "--listen",
+            "127.0.0.1:0",
+            "--api-keys",
+            &file_text,
+        ]);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{json}: {err}");
+        assert!(err.contains(expected) && err.contains(&file_text), "{json}: {err}");
+        assert!(!err.contains("s3cret-one"), "the key leaked: {err}");
+        assert!(out.stdout.is_empty(), "nothing listened");
+    }
+    let missing = path_str(&dir.path().join("nope.json"));
+    let out = shardlite(&[
+        "serve",
+        "--master",
+        &master,
+        "--listen",
+        "127.0.0.1:0",
+        "--api-keys",
+        &missing,
+    ]);
+    assert!(
+        !out.status.success() && stderr(&out).contains("nope.json"),
+        "{}",
+        stderr(&out)
+    );
+    let out = shardlite(&[
+        "serve",
+        "--master",
+        &master,
+        "--listen",
+        "127.0.0.1:0",
+        "--api-keys",
+        &file_text,
+        "--api-key",
+        "k",
+    ]);
+    assert!(
+        !out.status.success() && stderr(&out).contains("--api-key"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_reloads_the_key_file_and_admin_actions_log_the_key_name() {
+    let dir = temp_dir();
+    seeded(dir.path());
+    let master = path_str(&dir.path().join("master.db"));
+    let file = dir.path().join("keys.json");
+    std::fs::write(
+        &file,
+        r#"[{"name": "operator", "key": "op-secret-1", "scopes": ["read", "admin"], "keyspaces": ["*"]}]"#,
+    )
+    .unwrap();
+    let daemon = ServeProcess::start(&[
+        "--master",
+        &master,
+        "--listen",
+        "127.0.0.1:0",
+        "--api-keys",
+        &path_str(&file),
+    ]);
+    let catalog = |key: &'static str| {
+        let url = daemon.url("/api/sharding/catalog");
+        async move {
+            http_client()
+                .get(url)
+                .header(KEY_HEADER, key)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(catalog("op-secret-1").await, 200);
+    let log = daemon.wait_for_log("admin action");
+    let line = log.lines().find(|line| line.contains("admin action")).unwrap();
+    assert!(line.contains("operator") && line.contains("GetShardCatalog"), "{line}");
+
+    // A bad file on reload keeps the keys in use, and the log says why.
+    std::fs::write(&file, "[{").unwrap();
+    daemon.signal("HUP");
+    daemon.wait_for_log("kept the previous API keys");
+    assert_eq!(catalog("op-secret-1").await, 200);
+
+    std::fs::write(
+        &file,
+        r#"[{"name": "rotated", "key": "op-secret-2", "scopes": ["read"], "keyspaces": ["tenants"]}]"#,
+    )
+    .unwrap();
+    daemon.signal("HUP");
+    daemon.wait_for_log("reloaded the API key file");
+    assert_eq!(catalog("op-secret-1").await, 401);
+    assert_eq!(catalog("op-secret-2").await, 403, "the new key has no admin scope");
+    let log = daemon.stop();
+    for secret in ["op-secret-1", "op-secret-2"] {
+        assert!(!log.contains(secret), "a key reached the log:\n{log}");
+    }
+}
