@@ -51,6 +51,13 @@ impl ConnectionOptions {
         if let Some(header) = &self.api_key_header {
             check_header_name(header)?;
         }
+        if self
+            .keyspace
+            .as_deref()
+            .is_some_and(|keyspace| keyspace.trim().is_empty())
+        {
+            return Err(invalid("'Shard Keyspace' is empty"));
+        }
         if self.max_pool_size == Some(0) {
             return Err(invalid(
                 "invalid value '0' for 'Max Pool Size': expected a whole number, at least 1",
