@@ -21,7 +21,7 @@ use tokio::sync::{Semaphore, oneshot};
 use super::fence_upkeep::Upkeep;
 use super::guard::{self, Limits};
 use super::hold::Hold;
-use super::identity::FileIdentity;
+use super::identity::{FileIdentity, read_only_file};
 use super::inline::{Borrowed, Here};
 use super::open::{open_reader, open_writer};
 use super::script::{self, Access};
@@ -338,6 +338,9 @@ impl Database {
                 Some(Err(err)) => Err(err),
                 _ => guard::arm(&limits, Some(job_cancel), || f(conn)),
             };
+            if on_writer {
+                result = result.map_err(|err| read_only_file(conn, &shared.label, err));
+            }
             if on_writer && !conn.is_autocommit() {
                 let _ = guard::trusted(|| conn.execute_batch("ROLLBACK"));
                 if result.is_ok() {

@@ -12,3 +12,4 @@ mod openapi_contract;
 mod remote_shards;
 mod rest;
 mod storage_failures;
+mod storage_permissions;
