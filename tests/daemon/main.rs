@@ -8,6 +8,7 @@ mod grpc;
 mod hostile_sql;
 mod limits;
 mod migration_remote;
+mod migration_stall;
 mod openapi_contract;
 mod remote_shards;
 mod rest;
