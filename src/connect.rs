@@ -199,6 +199,7 @@ pub fn engine_config_for(options: &ConnectionOptions, base: EngineConfig) -> Eng
 /// |---|---|---|
 /// | `Data Source` = a master catalog with an active map, plus `Shard Keyspace` and `Shard Key` | the sharded client, bound to the route with [`ShardedClient::for_route`]; the route is resolved in-process and the shard file is used directly | run on the route's shard; transactions get `csdbshard:` ids |
 /// | `Data Source` = a master catalog with an active map, no route keys | the [`ShardedClient`] itself ([`ConnectionTarget::Sharded`]) | fail with [`Error::RouteRequired`], except id-routed transaction calls and `info`; shard-admin calls work through [`ConnectedClient::sharded`] |
+/// | `Data Source` = a master catalog with an active map, `Shard Keyspace` alone | the same, once the keyspace is checked against the map's ([`Error::UnknownKeyspace`] otherwise) | as without route keys; the sqlx driver answers reads across every shard |
 /// | `Data Source` = a plain database (no map), no route keys | a [`LocalClient`], creating the file if it is missing, as SQLite does | run on that file |
 /// | `Data Source` = a plain database or a missing file, plus route keys | nothing: [`Error::ConnectionString`] | |
 /// | `Endpoint` + `Transport=Grpc` (feature `grpc`) | the gRPC client, connected now, carrying the route (if any) as metadata on every call ([`ConnectionTarget::Remote`]) | run where the daemon routes them |
@@ -251,7 +252,7 @@ async fn open(options: &ConnectionOptions, engine: EngineConfig) -> Result<Conne
     };
     match options.route() {
         Some(route) => open_routed(path, route, engine).await,
-        None => open_unrouted(path, engine).await,
+        None => open_unrouted(path, options.keyspace(), engine).await,
     }
 }
 
@@ -308,20 +309,39 @@ async fn open_routed(path: &str, route: &RouteContext, engine: EngineConfig) -> 
     })
 }
 
-async fn open_unrouted(path: &str, engine: EngineConfig) -> Result<ConnectedClient> {
+async fn open_unrouted(path: &str, keyspace: Option<&str>, engine: EngineConfig) -> Result<ConnectedClient> {
+    if keyspace.is_some() && !tokio::fs::try_exists(path).await.unwrap_or(false) {
+        return Err(Error::ConnectionString {
+            reason: format!(
+                "'Data Source' '{path}' does not exist: a connection bound to a keyspace ('Shard Keyspace') needs \
+                 a master catalog with a shard map"
+            ),
+        });
+    }
     match ShardedClient::open_with(path, ShardedClientOptions::with_engine(engine.clone())).await {
-        Ok(sharded) => Ok(ConnectedClient {
-            client: Arc::new(sharded.clone()),
-            target: ConnectionTarget::Sharded {
-                master: path.to_owned(),
-                keyspace: sharded.map().keyspace().to_owned(),
-                map_version: sharded.map().version(),
-            },
-            admin: Some(Arc::new(sharded.clone())),
-            remote_migrations: None,
-            sharded: Some(sharded),
-            route: None,
-            local: None,
+        Ok(sharded) => {
+            if let Some(keyspace) = keyspace {
+                check_keyspace(keyspace, sharded.map().keyspace())?;
+            }
+            Ok(ConnectedClient {
+                client: Arc::new(sharded.clone()),
+                target: ConnectionTarget::Sharded {
+                    master: path.to_owned(),
+                    keyspace: sharded.map().keyspace().to_owned(),
+                    map_version: sharded.map().version(),
+                },
+                admin: Some(Arc::new(sharded.clone())),
+                remote_migrations: None,
+                sharded: Some(sharded),
+                route: None,
+                local: None,
+            })
+        }
+        Err(err) if err.kind() == ErrorKind::NoMap && keyspace.is_some() => Err(Error::ConnectionString {
+            reason: format!(
+                "'Shard Keyspace' binds a connection to a sharded keyspace, but 'Data Source' '{path}' holds no \
+                 shard map: remove it to use the file as a plain database, or point 'Data Source' at a master catalog"
+            ),
         }),
         Err(err) if err.kind() == ErrorKind::NoMap => {
             let label = Path::new(path)
@@ -342,6 +362,17 @@ async fn open_unrouted(path: &str, engine: EngineConfig) -> Result<ConnectedClie
         }
         Err(err) => Err(err),
     }
+}
+
+/// Refuses a connection whose `Shard Keyspace` is not the map's, as a route of that keyspace is.
+pub(crate) fn check_keyspace(keyspace: &str, expected: &str) -> Result<()> {
+    if crate::routing::keyspace_eq(keyspace, expected) {
+        return Ok(());
+    }
+    Err(Error::from(crate::error::UnknownKeyspace {
+        keyspace: keyspace.to_owned(),
+        expected: expected.to_owned(),
+    }))
 }
 
 async fn open_remote(options: &ConnectionOptions) -> Result<ConnectedClient> {

@@ -12,7 +12,7 @@ use sqlx_core::error::Error;
 use sqlx_core::pool::PoolOptions;
 
 use super::{Shardlite, ShardliteConnection};
-use crate::connect::{ConnectedClient, ConnectionTarget, connect_with};
+use crate::connect::{ConnectedClient, ConnectionTarget, check_keyspace, connect_with};
 use crate::engine::EngineConfig;
 use crate::options::ConnectionOptions;
 
@@ -49,6 +49,10 @@ const SQLX_DEFAULT_POOL_SIZE: usize = 10;
 /// interval. Cloned options share the files; [`engine_config`](Self::engine_config) starts afresh.
 ///
 /// # Connection-string keys
+///
+/// `Shard Keyspace` and `Shard Key` bind each connection to one route's shard; `Shard Keyspace`
+/// alone binds it to the keyspace without a key, and its reads are answered across every shard
+/// (see [`ShardliteConnection`]).
 ///
 /// `Busy Timeout` (how long a write waits for another connection's lock), `Transaction Timeout`
 /// (idle transactions are rolled back) and `Command Timeout` (the time one statement may run)
@@ -143,14 +147,24 @@ impl ShardliteConnectOptions {
             .opened
             .get_or_try_init(|| async {
                 let connected = connect_with(&self.options, self.engine.clone()).await?;
-                if let ConnectionTarget::Sharded { master, keyspace, .. } = connected.target() {
-                    // Every data call would fail with "route required": refuse now, naming the fix.
-                    return Err(crate::Error::ConnectionString {
-                        reason: format!(
-                            "'Data Source' '{master}' is a master catalog with a shard map (keyspace '{keyspace}'): \
-                             add 'Shard Keyspace' and 'Shard Key' to bind the connection to one route"
-                        ),
-                    });
+                let across_shards = self.options.is_keyspace_without_key();
+                match connected.target() {
+                    ConnectionTarget::Sharded { master, keyspace, .. } if !across_shards => {
+                        // Every data call would fail with "route required": refuse now, naming the fix.
+                        return Err(crate::Error::ConnectionString {
+                            reason: format!(
+                                "'Data Source' '{master}' is a master catalog with a shard map (keyspace '{keyspace}'): \
+                                 add 'Shard Keyspace' and 'Shard Key' to bind the connection to one route, or \
+                                 'Shard Keyspace' alone to answer reads across every shard"
+                            ),
+                        });
+                    }
+                    ConnectionTarget::Remote { .. } if across_shards => {
+                        if let (Some(admin), Some(keyspace)) = (connected.admin(), self.options.keyspace()) {
+                            check_keyspace(keyspace, &admin.shard_map().await?.keyspace)?;
+                        }
+                    }
+                    _ => {}
                 }
                 Ok(connected)
             })

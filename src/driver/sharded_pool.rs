@@ -14,7 +14,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::{ShardliteConnectOptions, ShardliteConnection};
 use crate::client::{DedicatedClient, ShardedClient};
 use crate::connect::{ConnectionTarget, connect_with};
-use crate::data::DataClient;
+use crate::data::{DataClient, ShardAdmin};
 use crate::engine::DedicatedConnection;
 use crate::routing::RouteContext;
 
@@ -247,6 +247,61 @@ impl ShardedPool {
                 _permit: permit,
             }),
         })
+    }
+
+    /// A connection bound to the keyspace without a route: each query (`SELECT`) is answered across
+    /// every shard as one merged result, as
+    /// [`query_all_shards`](crate::client::ShardedClient::query_all_shards) answers it; any other
+    /// statement, and `begin`, fail with [`RouteRequired`](crate::Error::RouteRequired). It holds
+    /// no connection of the pool: the shards' own readers answer.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> sqlx_core::Result<()> {
+    /// use shardlite::driver::ShardedPool;
+    ///
+    /// let pool = ShardedPool::connect("Data Source=data/master.db").await?;
+    /// let mut conn = pool.acquire_across_shards().await?;
+    /// let newest = sqlx_core::query::query("SELECT id FROM orders ORDER BY placed_at DESC LIMIT 20")
+    ///     .fetch_all(&mut conn)
+    ///     .await?;
+    /// # let _ = newest; Ok(()) }
+    /// ```
+    pub async fn acquire_across_shards(&self) -> Result<ShardliteConnection, Error> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(Error::PoolClosed);
+        }
+        let log_settings = self.inner.log_settings.clone();
+        let (target, client, admin): (ConnectionTarget, Arc<dyn DataClient>, Arc<dyn ShardAdmin>) =
+            match &self.inner.backend {
+                Backend::Local { sharded, master } => (
+                    ConnectionTarget::Sharded {
+                        master: master.clone(),
+                        keyspace: sharded.map().keyspace().to_owned(),
+                        map_version: sharded.map().version(),
+                    },
+                    Arc::new(sharded.clone()),
+                    Arc::new(sharded.clone()),
+                ),
+                #[cfg(feature = "grpc")]
+                Backend::Grpc(client) => (
+                    ConnectionTarget::Remote {
+                        endpoint: client.endpoint().to_owned(),
+                        transport: crate::map::Transport::Grpc,
+                    },
+                    Arc::new(client.clone()),
+                    Arc::new(client.clone()),
+                ),
+                #[cfg(feature = "http")]
+                Backend::Http(client) => (
+                    ConnectionTarget::Remote {
+                        endpoint: client.endpoint().to_owned(),
+                        transport: crate::map::Transport::Http,
+                    },
+                    Arc::new(client.clone()),
+                    Arc::new(client.clone()),
+                ),
+            };
+        Ok(ShardliteConnection::from_parts(target, Arc::clone(&client), client, log_settings).across_shards(admin))
     }
 
     /// Stops handing out connections and closes the idle ones; connections in use close when

@@ -18,6 +18,7 @@ use tokio::sync::oneshot;
 
 use super::config::EngineConfig;
 use super::guard;
+use super::identity::read_only_file;
 use super::inline::Here;
 use super::lane::{Job, Lane};
 use super::lifecycle::Shared;
@@ -133,6 +134,9 @@ impl Database {
                 Some(Err(err)) => Err(err),
                 _ => guard::arm_for(&limits, allowances, Some(job_cancel), || f(conn)),
             };
+            if on_writer {
+                result = result.map_err(|err| read_only_file(conn, &shared.label, err));
+            }
             if on_writer && !conn.is_autocommit() {
                 let _ = guard::trusted(|| conn.execute_batch("ROLLBACK"));
                 if result.is_ok() {

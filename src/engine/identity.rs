@@ -6,8 +6,14 @@
 //! file opened; a mismatch answers [`Error::ShardStorage`] naming the shard, and nothing is
 //! written. A file overwritten in place (same inode) is not caught here; SQLite reports what it
 //! then cannot read.
+//!
+//! A file this process may not write (permission denied, a read-only mount, an immutable file)
+//! is opened read-only by SQLite without a word, and a write on it then fails as a client's
+//! write on a read-only connection would; [`read_only_file`] tells the two apart.
 
 use std::path::Path;
+
+use rusqlite::Connection;
 
 use crate::error::{Error, Result, SqlFailure};
 
@@ -59,5 +65,30 @@ impl FileIdentity {
                 ),
             }),
         })
+    }
+}
+
+/// `err`, or, when it is SQLite's plain "attempt to write a readonly database" on `conn` (a
+/// writer or a transaction's connection) whose file SQLite could only open read-only,
+/// [`Error::ShardStorage`] naming the shard `label`: the shard's storage refuses writes (this
+/// process may not write the file), which is not a client's read-only violation.
+pub(super) fn read_only_file(conn: &Connection, label: &str, err: Error) -> Error {
+    match err {
+        Error::Sql(failure)
+            if failure.code == rusqlite::ffi::SQLITE_READONLY
+                && conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) =>
+        {
+            Error::ShardStorage {
+                shard_id: label.into(),
+                failure: Box::new(SqlFailure {
+                    code: failure.code,
+                    code_name: failure.code_name,
+                    message: "the database file could only be opened read-only (this process may not write it: \
+                              permission denied, a read-only mount or an immutable file); nothing was written"
+                        .to_owned(),
+                }),
+            }
+        }
+        other => other,
     }
 }

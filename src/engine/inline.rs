@@ -29,6 +29,7 @@ use rusqlite::Connection;
 use super::config::EngineConfig;
 use super::database::Database;
 use super::guard::{self, Inline, Scope};
+use super::identity::read_only_file;
 use super::open::open_borrowed_reader;
 use super::script::{self, Access};
 use super::sqlite_error::is_busy_or_locked;
@@ -187,7 +188,7 @@ impl Database {
             guard::allowances(Scope::Shared, shared.config.allow_attach),
             None,
             || {
-                let mut result = f(&conn);
+                let mut result = f(&conn).map_err(|err| read_only_file(&conn, &shared.label, err));
                 if !conn.is_autocommit() {
                     let _ = guard::trusted(|| conn.execute_batch("ROLLBACK"));
                     if result.is_ok() {

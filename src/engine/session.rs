@@ -15,7 +15,7 @@ use tokio::sync::{OwnedSemaphorePermit, oneshot};
 use super::config::EngineConfig;
 use super::database::{CancelOnDrop, Database, spawn_thread};
 use super::guard;
-use super::identity::FileIdentity;
+use super::identity::{FileIdentity, read_only_file};
 use super::open::open_session;
 use super::script::{self, Access};
 use super::sqlite_error::sql_error;
@@ -348,7 +348,8 @@ fn run_session(
                 }
                 let result = guard::arm(&limits, Some(cancel), || {
                     script::execute(&conn, &sql, &params, Access::ReadWrite)
-                });
+                })
+                .map_err(|err| read_only_file(&conn, &file.label, err));
                 let _ = reply.send(result);
                 if conn.is_autocommit() {
                     // An error made SQLite roll the transaction back (an interrupted write, say):

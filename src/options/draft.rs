@@ -68,15 +68,18 @@ impl Draft {
         };
         options.route = match (self.shard_keyspace, self.shard_key) {
             (None, None) => None,
-            (Some(_), None) => {
-                return Err(invalid(
-                    "'Shard Key' is missing: 'Shard Keyspace' and 'Shard Key' bind a connection to a route together",
-                ));
+            (Some(keyspace), None) => {
+                if keyspace.trim().is_empty() {
+                    return Err(invalid("'Shard Keyspace' is empty"));
+                }
+                // A keyspace without a key: reads across every shard, writes need a route.
+                options.keyspace = Some(keyspace.trim().to_owned());
+                None
             }
             (None, Some(_)) => {
                 return Err(invalid(
-                    "'Shard Keyspace' is missing: 'Shard Keyspace' and 'Shard Key' bind a connection to a route \
-                     together",
+                    "'Shard Keyspace' is missing: 'Shard Key' binds a connection to a route together with \
+                     'Shard Keyspace'",
                 ));
             }
             (Some(keyspace), Some(key)) => {

@@ -86,7 +86,7 @@ pub(super) static KEYS: &[KeySpec] = &[
             draft.shard_keyspace = Some(value);
             Ok(())
         },
-        print: |options| options.route.as_ref().map(|route| route.keyspace().to_owned()),
+        print: |options| options.keyspace().map(str::to_owned),
     },
     KeySpec {
         name: "Shard Key",

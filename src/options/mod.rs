@@ -17,8 +17,8 @@
 //! | `Data Source` (also `DataSource`) | the path of `shardlite:` | a local SQLite file: a master catalog or a plain database |
 //! | `Endpoint` | the authority and path of `shardlite+http:` and friends | an absolute `http://` or `https://` URL of a daemon |
 //! | `Transport` | the scheme | `Direct`, `Http` or `Grpc` (any case) |
-//! | `Shard Keyspace` | `shard_keyspace` | the route keyspace this connection is bound to |
-//! | `Shard Key` | `shard_key` | the route key this connection is bound to |
+//! | `Shard Keyspace` | `shard_keyspace` | the route keyspace this connection is bound to; alone, reads are answered across every shard |
+//! | `Shard Key` | `shard_key` | the route key this connection is bound to (needs `Shard Keyspace`) |
 //! | `Api Key` | `api_key` | the daemon's API key (remote only; a secret) |
 //! | `Api Key Header` | `api_key_header` | the header that carries it (remote only), default [`DEFAULT_API_KEY_HEADER`] |
 //! | `Server CA` | `server_ca` | a PEM file of the CA certificate(s) that signed the daemon's TLS certificate (`https://` only), trusted besides the system's |
@@ -61,8 +61,8 @@
 //! # Validation
 //!
 //! Parsing finishes with [`ConnectionOptions::validate`]: exactly one of `Data Source` and `Endpoint`;
-//! `Endpoint` needs `Transport=Http` or `Grpc`, and those transports need an `Endpoint`; `Shard Keyspace` and
-//! `Shard Key` come together and are not blank; `Api Key` and `Api Key Header` are for remote connections
+//! `Endpoint` needs `Transport=Http` or `Grpc`, and those transports need an `Endpoint`; `Shard Key` needs
+//! `Shard Keyspace`, and neither is blank; `Api Key` and `Api Key Header` are for remote connections
 //! only; `Server CA`, `Client Certificate` and `Client Key` need an `https://` endpoint, and the last two come
 //! together (the files are read when a client is built, and an unreadable or malformed one is refused naming
 //! the key and the file). Every error is [`Error::ConnectionString`] and names the key (and the bad value, except for secrets).
@@ -147,6 +147,8 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 pub struct ConnectionOptions {
     target: Target,
     route: Option<RouteContext>,
+    /// `Shard Keyspace` given without `Shard Key` (trimmed); `None` when `route` is set.
+    keyspace: Option<String>,
     api_key: Option<Secret>,
     api_key_header: Option<String>,
     server_ca: Option<String>,
@@ -200,9 +202,27 @@ impl ConnectionOptions {
         self
     }
 
-    /// Binds the connection to one route.
+    /// Binds the connection to one route, replacing a keyspace bound without a key.
     pub fn with_route(mut self, route: RouteContext) -> Self {
         self.route = Some(route);
+        self.keyspace = None;
+        self
+    }
+
+    /// Binds the connection to a keyspace without a key (`Shard Keyspace` alone), replacing any
+    /// route: reads are answered across every shard, statements that write need a route.
+    ///
+    /// ```
+    /// use shardlite::options::ConnectionOptions;
+    ///
+    /// let options = ConnectionOptions::new().with_data_source("master.db").with_keyspace(" orders_by_month ");
+    /// assert_eq!(options.keyspace(), Some("orders_by_month"));
+    /// assert!(options.route().is_none());
+    /// assert_eq!(options.to_string(), "Data Source=master.db;Shard Keyspace=orders_by_month");
+    /// ```
+    pub fn with_keyspace(mut self, keyspace: impl Into<String>) -> Self {
+        self.keyspace = Some(keyspace.into().trim().to_owned());
+        self.route = None;
         self
     }
 
@@ -303,6 +323,19 @@ impl ConnectionOptions {
     /// The route the connection is bound to, if any.
     pub fn route(&self) -> Option<&RouteContext> {
         self.route.as_ref()
+    }
+
+    /// The keyspace the connection is bound to: its route's, or the one given without a key.
+    pub fn keyspace(&self) -> Option<&str> {
+        match &self.route {
+            Some(route) => Some(route.keyspace()),
+            None => self.keyspace.as_deref(),
+        }
+    }
+
+    /// Whether the connection names a keyspace but no key: reads run across every shard.
+    pub fn is_keyspace_without_key(&self) -> bool {
+        self.route.is_none() && self.keyspace.is_some()
     }
 
     /// The API key, if any. Its `Debug` is redacted; call [`Secret::expose`] only where it is sent.

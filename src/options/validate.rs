@@ -57,6 +57,13 @@ impl ConnectionOptions {
                 "invalid value '0' for 'Max Open Shards': expected a whole number, at least 1",
             ));
         }
+        if self
+            .keyspace
+            .as_deref()
+            .is_some_and(|keyspace| keyspace.trim().is_empty())
+        {
+            return Err(invalid("'Shard Keyspace' is empty"));
+        }
         if self.max_pool_size == Some(0) {
             return Err(invalid(
                 "invalid value '0' for 'Max Pool Size': expected a whole number, at least 1",

@@ -208,6 +208,50 @@ pub fn plan(sql: &str, params: Params) -> Result<QueryPlan> {
     })
 }
 
+/// Whether `sql` only reads: each of its statements is a query (`SELECT`, `WITH … SELECT`,
+/// `VALUES`, a compound `SELECT`). Any other statement (`INSERT`, `WITH … DELETE`, `CREATE`,
+/// `PRAGMA`, …) is not. Text that cannot be read counts as a query, so that [`plan`] says what
+/// is wrong with it.
+///
+/// ```
+/// use shardlite::query::is_query;
+///
+/// assert!(is_query("SELECT count(*) FROM orders"));
+/// assert!(is_query("WITH t AS (SELECT 1) SELECT * FROM t"));
+/// assert!(!is_query("INSERT INTO orders (id) VALUES (1)"));
+/// assert!(!is_query("WITH t AS (SELECT 1) DELETE FROM orders WHERE id IN t"));
+/// assert!(!is_query("SELECT 1; DROP TABLE orders"));
+/// ```
+pub fn is_query(sql: &str) -> bool {
+    let dialect = SQLiteDialect {};
+    let Ok(mut tokens) = sqlparser::tokenizer::Tokenizer::new(&dialect, sql).tokenize_with_location() else {
+        return true;
+    };
+    if tokens.len() > MAX_TOKENS || depth(&tokens) > MAX_DEPTH || placeholders::number(&mut tokens).is_err() {
+        return true;
+    }
+    let Ok(statements) = Parser::new(&dialect)
+        .with_tokens_with_locations(tokens)
+        .parse_statements()
+    else {
+        return true;
+    };
+    statements.iter().all(|statement| match statement {
+        Statement::Query(query) => body_reads(&query.body),
+        _ => false,
+    })
+}
+
+/// Whether a query body only reads (`WITH … INSERT` is a query whose body writes).
+fn body_reads(body: &SetExpr) -> bool {
+    match body {
+        SetExpr::Select(_) | SetExpr::Values(_) | SetExpr::Table(_) => true,
+        SetExpr::Query(query) => body_reads(&query.body),
+        SetExpr::SetOperation { left, right, .. } => body_reads(left) && body_reads(right),
+        _ => false,
+    }
+}
+
 fn syntax(message: &str) -> Error {
     Error::from(crate::error::SqlFailure {
         code: 1,

@@ -44,7 +44,13 @@ fn spawn_daemon(master: &Path) -> (Child, String) {
 
 /// `shardlite serve` on `master`, listening on `listen`, with `extra` arguments.
 fn spawn_daemon_on(master: &Path, listen: &str, extra: &[&str]) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_shardlite"))
+    spawn_daemon_as(Command::new(env!("CARGO_BIN_EXE_shardlite")), master, listen, extra)
+}
+
+/// `shardlite serve` on `master` run by `command` (the binary, or a wrapper that runs it),
+/// listening on `listen`, with `extra` arguments; returns it and its base URL.
+pub(crate) fn spawn_daemon_as(mut command: Command, master: &Path, listen: &str, extra: &[&str]) -> (Child, String) {
+    let mut child = command
         .args(["serve", "--master"])
         .arg(master)
         .args(["--listen", listen])

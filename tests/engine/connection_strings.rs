@@ -306,11 +306,15 @@ fn builders_cap_timeouts_so_their_text_still_parses() {
 // ---- validation ------------------------------------------------------------------------------------------
 
 #[test]
-fn exactly_one_route_key_names_the_missing_one() {
-    refused_naming(
-        "Data Source=a.db;Shard Keyspace=orders_by_month",
-        &["'Shard Key' is missing"],
-    );
+fn a_key_needs_a_keyspace_but_a_keyspace_stands_alone() {
+    let alone = parse("Data Source=a.db;Shard Keyspace= orders_by_month ");
+    assert!(alone.route().is_none());
+    assert!(alone.is_keyspace_without_key());
+    assert_eq!(alone.keyspace(), Some("orders_by_month"));
+    assert_eq!(alone.to_string(), "Data Source=a.db;Shard Keyspace=orders_by_month");
+    assert_eq!(alone.to_url(), "shardlite:a.db?shard_keyspace=orders_by_month");
+    assert_eq!(parse(&alone.to_url()), alone);
+    refused_naming("Data Source=a.db;Shard Keyspace=' '", &["'Shard Keyspace'", "empty"]);
     refused_naming("Data Source=a.db;Shard Key=2026-06", &["'Shard Keyspace' is missing"]);
     refused_naming(
         "Endpoint=http://h;Transport=Http;Shard Key=2026-06",
@@ -402,7 +406,7 @@ fn the_url_form_names_unknown_and_misplaced_query_keys() {
     refused_naming("shardlite:///m.db?shard_keyspace=o&shard_kye=1", &["'shard_kye'"]);
     refused_naming("shardlite:///m.db?data_source=x", &["'data_source'"]);
     refused_naming("shardlite+http://h?transport=grpc", &["'transport'"]);
-    refused_naming("shardlite:///m.db?shard_keyspace=o", &["'Shard Key' is missing"]);
+    refused_naming("shardlite:///m.db?shard_key=1", &["'Shard Keyspace' is missing"]);
     refused_naming(
         "shardlite:///m.db?connect_timeout=soon",
         &["'connect_timeout'", "'soon'"],

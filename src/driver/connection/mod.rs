@@ -23,10 +23,16 @@ use super::{
 use crate::ErrorKind;
 use crate::client::DedicatedClient;
 use crate::connect::{ConnectedClient, ConnectionTarget};
-use crate::data::{DataClient, Params, SqlResult, TransactionInfo};
+use crate::data::{DataClient, Params, ShardAdmin, SqlResult};
+
+mod across_shards;
+mod begin;
+
+use begin::{begin_detached, check_begin_statement};
 
 /// A connection bound to what its connection string names: one shard of a master catalog (the
-/// route resolved in-process), or a plain database file.
+/// route resolved in-process), a plain database file, or a keyspace without a key, whose reads
+/// are answered across every shard (see below).
 ///
 /// ```no_run
 /// # async fn demo() -> sqlx_core::Result<()> {
@@ -67,6 +73,16 @@ use crate::data::{DataClient, Params, SqlResult, TransactionInfo};
 /// (committed, expired) makes the connection unusable: every later operation, `ping` included,
 /// reports it, so a pool discards the connection. Dropping or closing a connection rolls back
 /// whatever transaction it still has open.
+///
+/// # Across shards
+///
+/// A connection bound to a keyspace without a key (`Shard Keyspace` alone in the connection
+/// string, or [`ShardedPool::acquire_across_shards`](super::ShardedPool::acquire_across_shards))
+/// answers each query (`SELECT`, `WITH … SELECT`) with
+/// [`query_all_shards`](crate::client::ShardedClient::query_all_shards): one result merged from
+/// every shard, as SQLite would give it over one file holding every shard's rows. Any other
+/// statement, and `begin`, fail with [`RouteRequired`](crate::Error::RouteRequired): a write
+/// needs a route.
 pub struct ShardliteConnection {
     target: ConnectionTarget,
     /// The shared client of the target (rows, collections and the like).
@@ -74,6 +90,8 @@ pub struct ShardliteConnection {
     /// What SQL and transactions run on: a connection of its own in-process, the remote client
     /// otherwise.
     client: Arc<dyn DataClient>,
+    /// For a connection bound to a keyspace without a key: where queries are answered across shards.
+    across_shards: Option<Arc<dyn ShardAdmin>>,
     log_settings: LogSettings,
     transaction: TransactionState,
 }
@@ -153,12 +171,25 @@ impl ShardliteConnection {
     pub(crate) async fn establish(options: &ShardliteConnectOptions) -> Result<Self, Error> {
         let connected = options.open().await?;
         let client = own_connection(&connected).await?;
-        Ok(Self::from_parts(
+        let connection = Self::from_parts(
             connected.target().clone(),
             Arc::clone(connected.client()),
             client,
             options.log_settings.clone(),
-        ))
+        );
+        Ok(match connected.admin() {
+            Some(admin) if options.connection_options().is_keyspace_without_key() => {
+                connection.across_shards(Arc::clone(admin))
+            }
+            _ => connection,
+        })
+    }
+
+    /// Makes this a connection bound to a keyspace without a key: queries are answered across
+    /// every shard by `admin`, anything else needs a route.
+    pub(crate) fn across_shards(mut self, admin: Arc<dyn ShardAdmin>) -> Self {
+        self.across_shards = Some(admin);
+        self
     }
 
     /// A connection over `client` (SQL and transactions) reaching `target`, with `shared` for the
@@ -173,6 +204,7 @@ impl ShardliteConnection {
             target,
             shared,
             client,
+            across_shards: None,
             log_settings,
             transaction: TransactionState::default(),
         }
@@ -262,7 +294,10 @@ impl ShardliteConnection {
         let params = arguments.map_or_else(Params::none, |arguments| arguments.into_params_for(sql.as_str()));
         let mut logger = QueryLogger::new(sql.clone(), self.log_settings.clone());
         let result = match (self.transaction.depth, self.transaction.session.as_deref()) {
-            (0, _) => self.client().execute_sql(sql.as_str(), params).await,
+            (0, _) => match &self.across_shards {
+                Some(admin) => across_shards::run(&**admin, sql.as_str(), params).await,
+                None => self.client().execute_sql(sql.as_str(), params).await,
+            },
             (_, Some(id)) => self.client().execute_in_transaction(id, sql.as_str(), params).await,
             (_, None) => {
                 return Err(Error::Protocol(
@@ -284,6 +319,9 @@ impl ShardliteConnection {
         // which must undo this level, not the one below.
         self.transaction.depth = depth + 1;
         if depth == 0 {
+            if self.across_shards.is_some() {
+                return Err(crate::Error::RouteRequired.into());
+            }
             if let Some(statement) = statement {
                 check_begin_statement(statement.as_str())?;
             }
@@ -411,49 +449,6 @@ async fn own_connection(connected: &ConnectedClient) -> Result<Arc<dyn DataClien
         _ => Arc::clone(connected.client()),
     };
     Ok(client)
-}
-
-/// Begins on a task of its own, so that a caller that stops waiting does not leave an open
-/// transaction (and the shard's write lock) behind.
-async fn begin_detached(client: &Arc<dyn DataClient>) -> Result<TransactionInfo, Error> {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return Ok(client.begin_transaction().await?);
-    };
-    let (reply, answer) = tokio::sync::oneshot::channel();
-    let client = Arc::clone(client);
-    runtime.spawn(async move {
-        let outcome = client.begin_transaction().await;
-        if let Err(Ok(info)) = reply.send(outcome) {
-            let _ = client.rollback_transaction(&info.transaction_id).await;
-        }
-    });
-    match answer.await {
-        Ok(outcome) => Ok(outcome?),
-        Err(_) => Err(Error::WorkerCrashed),
-    }
-}
-
-/// The engine begins every transaction with `BEGIN IMMEDIATE` (take the write lock up front, so
-/// that no transaction fails later on upgrading its lock); `begin_with` may ask for any `BEGIN`
-/// form, since IMMEDIATE gives at least the isolation each one promises.
-fn check_begin_statement(sql: &str) -> Result<(), Error> {
-    let words: Vec<String> = sql
-        .trim()
-        .trim_end_matches(';')
-        .split_whitespace()
-        .map(str::to_ascii_uppercase)
-        .collect();
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    match words.as_slice() {
-        ["BEGIN"] | ["BEGIN", "TRANSACTION"] => Ok(()),
-        ["BEGIN", "DEFERRED" | "IMMEDIATE" | "EXCLUSIVE"] => Ok(()),
-        ["BEGIN", "DEFERRED" | "IMMEDIATE" | "EXCLUSIVE", "TRANSACTION"] => Ok(()),
-        _ => Err(Error::InvalidArgument(format!(
-            "shardlite begins transactions itself (BEGIN IMMEDIATE on the shard): begin_with accepts only \
-             BEGIN [DEFERRED | IMMEDIATE | EXCLUSIVE] [TRANSACTION], not '{}'",
-            sql.trim()
-        ))),
-    }
 }
 
 type Step = Result<Either<ShardliteQueryResult, ShardliteRow>, Error>;

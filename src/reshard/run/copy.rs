@@ -6,7 +6,7 @@ use super::{CHECKPOINT_INTERVAL, Context, CopyProgress, JOB_TIME, Migrator, driv
 use crate::data::{DataClient, MigrationResult, Params, TransactionOptions, Value};
 use crate::engine::Database;
 use crate::engine::copy::{PageCursor, PagedCopy};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, ShardProblem};
 use crate::reshard::target::Checksum;
 use std::sync::Arc;
 
@@ -157,13 +157,26 @@ pub(super) async fn copy_through_clients(
 ) -> Result<()> {
     let target = &context.targets[index];
     let mut checksum = Checksum::from_hex(&state.receipts[index].source_checksum)?;
-    let read = |shard: &Arc<dyn DataClient>, after: Option<Value>| {
+    let (source_id, destination_id) = (
+        state.spec.source_shard_id.clone(),
+        state.spec.destination_shard_id.clone(),
+    );
+    let read = |shard: &Arc<dyn DataClient>, shard_id: &str, after: Option<Value>| {
         let (sql, params) = target.page_query(after.as_ref());
         let shard = Arc::clone(shard);
-        async move { Ok::<_, Error>(shard.execute_read_only_sql(&sql, params).await?.rows) }
+        let shard_id = shard_id.to_owned();
+        async move {
+            Ok::<_, Error>(
+                shard
+                    .execute_read_only_sql(&sql, params)
+                    .await
+                    .map_err(|err| on_shard(&shard_id, err))?
+                    .rows,
+            )
+        }
     };
     let mut after = state.receipts[index].last_key.clone();
-    let mut rows = read(&context.source, after.clone()).await?;
+    let mut rows = read(&context.source, &source_id, after.clone()).await?;
     let mut check_destination = state.attempt > 1;
     loop {
         let count = rows.len();
@@ -182,12 +195,14 @@ pub(super) async fn copy_through_clients(
             checksum.add_page(&rows);
             // A run that stopped between the destination's commit and the checkpoint left
             // this page there already, exactly as the source has it.
-            let landed = check_destination && read(&context.destination, after.clone()).await? == rows;
+            let landed = check_destination && read(&context.destination, &destination_id, after.clone()).await? == rows;
             check_destination = false;
             let write = async {
                 if !landed {
                     let (sql, params) = target.upsert(rows);
-                    write_page(context.destination.as_ref(), target.collection, &sql, params).await?;
+                    write_page(context.destination.as_ref(), target.collection, &sql, params)
+                        .await
+                        .map_err(|err| on_shard(&destination_id, err))?;
                 }
                 Ok::<_, Error>(())
             };
@@ -197,7 +212,7 @@ pub(super) async fn copy_through_clients(
                 // The next page is read from the source while this one is written to the
                 // destination (two files, two threads); it is checkpointed only after the
                 // write commits, as before.
-                let (written, following) = tokio::join!(write, read(&context.source, Some(last.clone())));
+                let (written, following) = tokio::join!(write, read(&context.source, &source_id, Some(last.clone())));
                 written?;
                 next = following?;
             }
@@ -236,5 +251,14 @@ async fn write_page(destination: &dyn DataClient, collection: bool, sql: &str, p
             let _ = destination.rollback_transaction(&tx.transaction_id).await;
             Err(err)
         }
+    }
+}
+
+/// `err`, naming shard `shard_id` when it is a failure to reach the shard (a remote shard whose
+/// daemon is down or does not answer in time), whose message names only the daemon's endpoint.
+pub(super) fn on_shard(shard_id: &str, err: Error) -> Error {
+    match err {
+        Error::Transport(_) => Error::ShardUnavailable(Box::new(ShardProblem::new(shard_id, err.to_string()))),
+        other => other,
     }
 }

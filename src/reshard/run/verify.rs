@@ -21,7 +21,9 @@ pub(super) async fn verify(_migrator: &Migrator, state: &mut MigrationResult, co
                 }
                 (cursor.rows, Checksum::from_link(cursor.checksum))
             }
-            None => checksum_through_client(&context.destination, target).await?,
+            None => checksum_through_client(&context.destination, target)
+                .await
+                .map_err(|err| super::copy::on_shard(&state.spec.destination_shard_id, err))?,
         };
         let receipt = &mut state.receipts[index];
         receipt.destination_rows = Some(rows_seen);
