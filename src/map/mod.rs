@@ -32,8 +32,8 @@ pub use options::{BucketRange, ReplicaInfo, Secret, ShardDefinition, ShardingOpt
 pub use snapshot::{ShardMapSnapshot, ShardSnapshot};
 
 use validate::{
-    ShardIdProblem, assign_buckets, normalize_shard_id, validate_files, validate_pins, validate_replication,
-    validate_shard,
+    ShardIdProblem, ShardLookup, assign_buckets, normalize_shard_id, validate_files, validate_pins,
+    validate_replication, validate_shard,
 };
 
 /// The largest `virtualBucketCount` accepted: one owner slot per bucket is allocated.
@@ -150,6 +150,9 @@ pub struct ShardMap {
     map_version: u64,
     bucket_count: u32,
     shards: Vec<Shard>,
+    /// Each shard's position in `shards`, by its id in ASCII lower case: shard ids are ASCII
+    /// and compared ignoring case, and a map may hold thousands of shards.
+    by_id: std::collections::HashMap<String, u32>,
     /// Index into `shards` of each bucket's owner.
     owners: Vec<u32>,
     /// Pinned route keys (trimmed, case-sensitive), sorted, with the index into `shards`.
@@ -188,24 +191,30 @@ impl ShardMap {
         }
 
         let mut shards: Vec<Shard> = Vec::with_capacity(options.shards.len());
+        let mut by_id = std::collections::HashMap::with_capacity(options.shards.len());
         for (index, def) in options.shards.iter().enumerate() {
             let id = normalize_shard_id(&def.shard_id).map_err(|e| match e {
                 ShardIdProblem::Blank => MapError::BlankShardId { index },
                 other => other.into_error(&def.shard_id),
             })?;
-            if shards.iter().any(|s| s.id.eq_ignore_ascii_case(&id)) {
+            let position = u32::try_from(index).unwrap_or(u32::MAX);
+            if by_id.insert(id.to_ascii_lowercase(), position).is_some() {
                 return Err(MapError::DuplicateShardId { shard_id: id });
             }
             shards.push(validate_shard(id, def)?);
         }
+        let lookup = ShardLookup {
+            shards: &shards,
+            by_id: &by_id,
+        };
         if !shards.iter().any(|s| s.enabled) {
             return Err(MapError::NoEnabledShard);
         }
         validate_files(&shards)?;
-        validate_replication(&shards)?;
+        validate_replication(lookup)?;
 
-        let owners = assign_buckets(&options, &shards, bucket_count)?;
-        let pins = validate_pins(&options, &shards)?;
+        let owners = assign_buckets(&options, lookup, bucket_count)?;
+        let pins = validate_pins(&options, lookup)?;
 
         Ok(Self {
             options,
@@ -215,6 +224,7 @@ impl ShardMap {
             map_version,
             bucket_count,
             shards,
+            by_id,
             owners,
             pins,
         })
@@ -257,8 +267,12 @@ impl ShardMap {
 
     /// Position of the shard with this id (ignoring case and surrounding white space).
     pub fn shard_index(&self, shard_id: &str) -> Option<usize> {
-        let shard_id = shard_id.trim();
-        self.shards.iter().position(|s| s.id.eq_ignore_ascii_case(shard_id))
+        ShardLookup {
+            shards: &self.shards,
+            by_id: &self.by_id,
+        }
+        .find(shard_id)
+        .map(|(index, _)| index)
     }
 
     /// The options this map was built from, as submitted (secrets included).

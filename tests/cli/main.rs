@@ -5,6 +5,7 @@ mod blocking_orders_example;
 mod catalog;
 mod data;
 mod first_steps;
+mod many_shards;
 mod migrate;
 mod order_history_example;
 mod readme;

@@ -17,6 +17,7 @@ pub mod browser;
 pub mod cli;
 #[cfg(feature = "server")]
 pub mod daemon;
+pub mod many;
 pub mod migrate;
 pub mod old_sqlite;
 
