@@ -11,4 +11,5 @@ mod migration_remote;
 mod openapi_contract;
 mod remote_shards;
 mod rest;
+mod status_pages;
 mod storage_failures;
