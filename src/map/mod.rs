@@ -160,9 +160,11 @@ pub struct ShardMap {
     pins: Vec<(String, u32)>,
     /// The start of every route's canonical text, `"{len}:{keyspace}|"`, built once.
     route_prefix: String,
-    /// Each pin's route token with its index in `pins`, sorted: resolution, which hashes the key
-    /// anyway, finds a pin by comparing numbers. Filled by the routing module on first use.
-    pin_tokens: std::sync::OnceLock<Vec<(u64, u32)>>,
+    /// Each pin's route token with its index in `pins`: resolution, which hashes the key anyway,
+    /// finds a pin with one probe of a hash table keyed by the token (a SHA-256 prefix, so it is
+    /// its own hash), which stays flat with 100,000 pins where a binary search did not. Filled by
+    /// the routing module on first use.
+    pin_tokens: std::sync::OnceLock<PinTokens>,
 }
 
 impl ShardMap {
@@ -304,22 +306,20 @@ impl ShardMap {
             return None;
         }
         let tokens = self.pin_tokens.get_or_init(|| {
-            let mut tokens: Vec<(u64, u32)> = self
-                .pins
-                .iter()
-                .enumerate()
-                .map(|(at, (pinned, _))| (token_of(pinned), u32::try_from(at).unwrap_or(u32::MAX)))
-                .collect();
-            tokens.sort_unstable();
+            let mut tokens = PinTokens::with_capacity_and_hasher(self.pins.len(), Default::default());
+            for (at, (pinned, _)) in self.pins.iter().enumerate() {
+                tokens
+                    .entry(token_of(pinned))
+                    .or_insert(u32::try_from(at).unwrap_or(u32::MAX));
+            }
             tokens
         });
-        let first = tokens.partition_point(|(t, _)| *t < token);
-        tokens[first..]
-            .iter()
-            .take_while(|(t, _)| *t == token)
-            .map(|(_, at)| &self.pins[usize::try_from(*at).unwrap_or(usize::MAX)])
-            .find(|(pinned, _)| pinned == key)
-            .and_then(|(_, index)| usize::try_from(*index).ok())
+        let at = usize::try_from(*tokens.get(&token)?).unwrap_or(usize::MAX);
+        match self.pins.get(at) {
+            Some((pinned, index)) if pinned == key => usize::try_from(*index).ok(),
+            // Two keys with one token (a 64-bit SHA-256 prefix): ask by key.
+            _ => self.pinned_shard(key),
+        }
     }
 
     /// Whether a (trimmed) route key is pinned.
@@ -340,5 +340,29 @@ impl ShardMap {
             }
         }
         ranges
+    }
+}
+
+/// Pins by route token (see `ShardMap::pin_tokens`).
+type PinTokens = std::collections::HashMap<u64, u32, std::hash::BuildHasherDefault<TokenHasher>>;
+
+/// Hashes a route token as itself: the token is a SHA-256 prefix, already uniform, and hashing
+/// it again would cost about as much as the lookup.
+#[derive(Default)]
+struct TokenHasher(u64);
+
+impl std::hash::Hasher for TokenHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*byte);
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
     }
 }
