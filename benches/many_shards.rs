@@ -31,7 +31,8 @@ fn seed(dir: &Path, count: usize) -> Duration {
     let map_file = dir.join("map.json");
     std::fs::write(
         &map_file,
-        serde_json::to_string(&support::pinned_tenants(count, |i| format!("shards/s{i}.db"))).expect("a map as JSON"),
+        serde_json::to_string(&support::many::pinned_tenants(count, |i| format!("shards/s{i}.db")))
+            .expect("a map as JSON"),
     )
     .expect("write the map");
     let started = Instant::now();

@@ -2,6 +2,9 @@
 //! buckets, four shards, four pins) versus one SHA-256 of the same canonical route text, for a
 //! pinned and an unpinned key. SPEC section 12: at most 1.5 times one SHA-256.
 //!
+//! The same on a map with a pin per tenant (SPEC section 13: 100,000 exact-key pins over 16
+//! shards), for a pinned and an unpinned key, and against the same 16-shard map without pins.
+//!
 //! `cargo bench --bench routing`
 
 mod common;
@@ -44,6 +47,14 @@ const PINNED_KEY: &str = "2026-06";
 /// Not pinned: resolved through its bucket.
 const UNPINNED_KEY: &str = "2024-01";
 
+/// Pins in the map with a pin per tenant, and its shards.
+const MANY_PINS: usize = 100_000;
+const PINNED_SHARDS: usize = 16;
+/// Pinned in that map (`tenant-{n}` for n below [`MANY_PINS`]).
+const MANY_PINNED_KEY: &str = "tenant-77777";
+/// Not pinned in that map.
+const MANY_UNPINNED_KEY: &str = "customer-77777";
+
 fn main() {
     let (rounds, ops) = settings(2_000_000);
     let map = ShardMap::from_json(SEED_MAP).expect("the seed map is valid");
@@ -58,6 +69,23 @@ fn main() {
             "benchmark key {key} no longer exercises {source:?}"
         );
     }
+    let many_pins = ShardMap::new(support::many::pinned(PINNED_SHARDS, MANY_PINS)).expect("the pinned map is valid");
+    let no_pins = ShardMap::new(support::many::pinned(PINNED_SHARDS, 0)).expect("the unpinned map is valid");
+    let tenants = many_pins.keyspace().to_owned();
+    for (key, source) in [
+        (MANY_PINNED_KEY, RouteSource::Pin),
+        (MANY_UNPINNED_KEY, RouteSource::BucketRange),
+    ] {
+        // Also builds the map's pin lookup, once, before timing.
+        let resolution = many_pins.resolve(&tenants, key).expect("tenant keys resolve");
+        assert_eq!(
+            resolution.source, source,
+            "benchmark key {key} no longer exercises {source:?}"
+        );
+    }
+    let many_pinned_text = canonical_route_text(&tenants, MANY_PINNED_KEY).expect("not blank");
+    let many_unpinned_text = canonical_route_text(&tenants, MANY_UNPINNED_KEY).expect("not blank");
+    let (many_pins, no_pins, tenants) = (&many_pins, &no_pins, tenants.as_str());
     let pinned_text = canonical_route_text(KEYSPACE, PINNED_KEY).expect("seed keys are not blank");
     let unpinned_text = canonical_route_text(KEYSPACE, UNPINNED_KEY).expect("seed keys are not blank");
     let map = &map;
@@ -90,6 +118,46 @@ fn main() {
                 black_box(Sha256::digest(black_box(unpinned_text.as_bytes())));
             })
         }),
+        Subject::new("resolve, 100k pins, pinned key", |ops| {
+            time(ops, |_| {
+                black_box(
+                    many_pins
+                        .resolve(black_box(tenants), black_box(MANY_PINNED_KEY))
+                        .expect("tenant keys resolve")
+                        .shard_index,
+                );
+            })
+        }),
+        Subject::new("sha256, 100k pins, pinned key", |ops| {
+            time(ops, |_| {
+                black_box(Sha256::digest(black_box(many_pinned_text.as_bytes())));
+            })
+        }),
+        Subject::new("resolve, 100k pins, unpinned key", |ops| {
+            time(ops, |_| {
+                black_box(
+                    many_pins
+                        .resolve(black_box(tenants), black_box(MANY_UNPINNED_KEY))
+                        .expect("tenant keys resolve")
+                        .shard_index,
+                );
+            })
+        }),
+        Subject::new("sha256, 100k pins, unpinned key", |ops| {
+            time(ops, |_| {
+                black_box(Sha256::digest(black_box(many_unpinned_text.as_bytes())));
+            })
+        }),
+        Subject::new("resolve, no pins, same key", |ops| {
+            time(ops, |_| {
+                black_box(
+                    no_pins
+                        .resolve(black_box(tenants), black_box(MANY_PINNED_KEY))
+                        .expect("tenant keys resolve")
+                        .shard_index,
+                );
+            })
+        }),
     ];
     let results = measure(rounds, ops, &mut subjects);
     header(
@@ -108,6 +176,31 @@ fn main() {
         "resolve, unpinned key",
         "sha256, unpinned key",
         Target::AtMost(1.5),
+        false,
+    );
+    header(
+        "a pin per tenant: 100,000 exact-key pins over 16 shards (latency)",
+        "ns/op",
+    );
+    ratio_line(
+        &results,
+        "resolve, 100k pins, pinned key",
+        "sha256, 100k pins, pinned key",
+        Target::AtMost(1.5),
+        false,
+    );
+    ratio_line(
+        &results,
+        "resolve, 100k pins, unpinned key",
+        "sha256, 100k pins, unpinned key",
+        Target::AtMost(1.5),
+        false,
+    );
+    ratio_line(
+        &results,
+        "resolve, 100k pins, pinned key",
+        "resolve, no pins, same key",
+        Target::None,
         false,
     );
 }

@@ -793,3 +793,103 @@ async fn a_read_key_sees_the_shards_and_is_refused_the_catalog_by_scope() {
     browser.close().await;
     daemon.stop().await.unwrap();
 }
+
+/// A page of the shard table's rows, read from the page: `[first shard, row count]`.
+const SHARD_ROWS: &str = "const rows = document.querySelectorAll('#shards-table tbody tr');
+    return [rows.length ? rows[0].cells[0].textContent : null, rows.length];";
+
+/// 10,000 shards (20 enabled, one of them broken): the shard table shows a page at a time with
+/// counts over the whole map, the bucket bar draws a bounded number of segments, and the page
+/// keeps working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_map_of_ten_thousand_shards_stays_usable() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let dir = support::temp_dir();
+    let master = support::seed_master(dir.path(), support::many::many_shards(10_000, |i| i % 500 != 0)).await;
+    std::fs::write(dir.path().join("shards/s500.db"), vec![7u8; 4096]).unwrap();
+    let daemon = start_daemon_on(&master, ServerConfig::default()).await;
+    browser.goto(&daemon.url("/admin")).await;
+    browser
+        .wait_until(
+            "the first page of shards is listed",
+            "return document.querySelectorAll('#shards-table tbody tr').length === 100;",
+        )
+        .await;
+    assert_eq!(browser.run(SHARD_ROWS, vec![]).await, json!(["s0", 100]));
+    assert_eq!(
+        browser.text("#shards-summary").await,
+        "10000 shard(s): 20 enabled (19 healthy, 1 unavailable), 9980 disabled"
+    );
+    assert_eq!(browser.text("#shards-range").await, "shards 1 to 100 of 10000");
+    let elements = "return document.getElementsByTagName('*').length;";
+    let dom = browser.run(elements, vec![]).await.as_u64().unwrap();
+    assert!(dom < 2_500, "the shards view holds {dom} elements");
+
+    browser.click("#shards-next").await;
+    browser
+        .wait_until(
+            "the second page is listed",
+            "return document.querySelector('#shards-range').textContent === 'shards 101 to 200 of 10000';",
+        )
+        .await;
+    assert_eq!(browser.run(SHARD_ROWS, vec![]).await, json!(["s100", 100]));
+
+    browser.click("#shards-unhealthy").await;
+    browser
+        .wait_until(
+            "only the broken shard is listed",
+            "const rows = document.querySelectorAll('#shards-table tbody tr');
+             return rows.length === 1 && rows[0].cells[0].textContent === 's500';",
+        )
+        .await;
+    assert_eq!(browser.text("#shards-range").await, "shards 1 to 1 of 1");
+
+    browser.click("button[data-view=buckets]").await;
+    browser.wait_for("#bucket-bar .segment").await;
+    let bar = browser
+        .run(
+            "const segments = [...document.querySelectorAll('#bucket-bar .segment')];
+             return [segments.length, Number(segments[0].dataset.start),
+                     Number(segments[segments.length - 1].dataset.end),
+                     document.querySelectorAll('#bucket-legend .swatch').length,
+                     document.querySelector('#legend-more').textContent];",
+            vec![],
+        )
+        .await;
+    assert_eq!(
+        bar,
+        json!([256, 0, 40_000, 32, "and 9968 more shards (the Shards view lists them)"])
+    );
+    // A slice of the bar: a click names the exact owner of the bucket under the pointer.
+    browser.click("#bucket-bar .segment[data-start='20000']").await;
+    let selected = browser.text("#bucket-selected").await;
+    let bucket: u32 = selected
+        .strip_prefix("bucket ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{selected}"));
+    let owner = bucket / 4;
+    assert!(
+        selected.ends_with(&format!(
+            "is owned by s{owner} (range [{}, {}))",
+            owner * 4,
+            owner * 4 + 4
+        )),
+        "{selected}"
+    );
+    browser.type_into("#bucket-number", "39999").await;
+    browser.click("#bucket-form button[type=submit]").await;
+    let selected = browser.text("#bucket-selected").await;
+    assert!(
+        selected.contains("bucket 39999 is owned by s9999 (range [39996, 40000))"),
+        "{selected}"
+    );
+    let dom = browser.run(elements, vec![]).await.as_u64().unwrap();
+    assert!(dom < 2_500, "the page holds {dom} elements with the bucket view open");
+    browser.screenshot(&screenshots(), "20-ten-thousand-shards").await;
+
+    browser.close().await;
+    daemon.stop().await.unwrap();
+}

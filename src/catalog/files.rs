@@ -5,6 +5,7 @@
 //! are the same file when their canonical forms match (both files exist) or, failing that, when
 //! their absolute, lexically normalised forms match ([`normalize_path`]).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::Result;
@@ -53,21 +54,37 @@ pub fn shard_file(master: &Path, shard: &Shard) -> Option<PathBuf> {
 /// Opening a master ([`ShardedClient::open`](crate::client::ShardedClient::open)) and seeding one
 /// ([`Catalog::seed`](super::Catalog::seed)) run this before they open any shard file.
 pub async fn check_shard_files(master: &Path, map: &ShardMap) -> Result<()> {
-    let master_identity = identity(master).await;
-    let mut seen: Vec<(PathBuf, &Shard)> = Vec::new();
-    for shard in map.shards() {
-        let Some(file) = shard_file(master, shard) else {
-            continue;
-        };
-        let file_identity = identity(&file).await;
-        if file_identity == master_identity {
+    let files: Vec<(usize, PathBuf)> = map
+        .shards()
+        .iter()
+        .enumerate()
+        .filter_map(|(index, shard)| shard_file(master, shard).map(|file| (index, file)))
+        .collect();
+    // One blocking task for every path: a map may name ten thousand files.
+    let master_path = master.to_path_buf();
+    let (master_identity, identities) = tokio::task::spawn_blocking(move || {
+        let identities: Vec<(usize, PathBuf, PathBuf)> = files
+            .into_iter()
+            .map(|(index, file)| (index, identity(&file), file))
+            .collect();
+        (identity(&master_path), identities)
+    })
+    .await
+    .map_err(|_| crate::Error::Io {
+        what: "the shard files of the map".to_owned(),
+        source: std::io::Error::other("the task checking them stopped"),
+    })?;
+    let mut seen: HashMap<&Path, &Shard> = HashMap::with_capacity(identities.len());
+    for (index, file_identity, file) in &identities {
+        let shard = &map.shards()[*index];
+        if *file_identity == master_identity {
             return Err(MapError::ShardIsMasterCatalog {
                 shard_id: shard.id.clone(),
                 file: file.display().to_string(),
             }
             .into());
         }
-        if let Some((_, first)) = seen.iter().find(|(seen_identity, _)| *seen_identity == file_identity) {
+        if let Some(first) = seen.insert(file_identity, shard) {
             return Err(MapError::DuplicateShardFile {
                 first: first.id.clone(),
                 second: shard.id.clone(),
@@ -75,7 +92,6 @@ pub async fn check_shard_files(master: &Path, map: &ShardMap) -> Result<()> {
             }
             .into());
         }
-        seen.push((file_identity, shard));
     }
     Ok(())
 }
@@ -83,8 +99,8 @@ pub async fn check_shard_files(master: &Path, map: &ShardMap) -> Result<()> {
 /// What a path is compared by: its canonical form when the file exists, else its absolute,
 /// normalised form. A file that exists and one that does not can never be the same, so mixing the
 /// two forms is safe.
-async fn identity(path: &Path) -> PathBuf {
-    match tokio::fs::canonicalize(path).await {
+fn identity(path: &Path) -> PathBuf {
+    match std::fs::canonicalize(path) {
         Ok(canonical) => canonical,
         Err(_) => normalize_path(&std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())),
     }

@@ -10,6 +10,7 @@ mod update;
 pub use update::{MapDiff, diff, validate};
 
 mod files;
+mod new_files;
 mod reshard;
 
 pub use files::{check_shard_files, shard_file};
@@ -19,7 +20,7 @@ use std::path::{Path, PathBuf};
 use crate::data::{CatalogHistoryEntry, Params, SqlResult, Value};
 use crate::engine::{Database, EngineConfig, Role};
 use crate::error::{Error, Result};
-use crate::map::{ShardMap, ShardTarget, ShardingOptions, resolve_data_source};
+use crate::map::{ShardMap, ShardingOptions};
 
 /// The catalog schema version this release writes.
 pub const CATALOG_SCHEMA_VERSION: i64 = 1;
@@ -243,12 +244,7 @@ impl Catalog {
                 ),
             });
         }
-        for shard in map.shards() {
-            if let ShardTarget::DataSource(path) = &shard.target {
-                let file = resolve_data_source(&self.path, path);
-                Database::open(file, shard.id.clone(), EngineConfig::default()).await?;
-            }
-        }
+        new_files::create_shard_files(&self.path, &map).await?;
         self.ensure_schema().await?;
         let json = options.to_json();
         let now = crate::engine::store::now_utc();

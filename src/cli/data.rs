@@ -1,4 +1,4 @@
-//! The data and admin commands: `resolve`, `map`, `status`, `sql`, `exec-all`, `read-all`,
+//! The data and admin commands: `resolve`, `map`, `sql`, `exec-all`, `read-all`,
 //! `query-all`.
 
 use clap::Args;
@@ -27,7 +27,7 @@ pub struct ResolveArgs {
     output: OutputArgs,
 }
 
-/// Arguments of `shardlite map` and `shardlite status`.
+/// Arguments of `shardlite map`.
 #[derive(Debug, Args)]
 pub struct AdminArgs {
     #[command(flatten)]
@@ -185,38 +185,6 @@ pub async fn map(args: &AdminArgs) -> Result<()> {
         }
         println!("{pins}");
     }
-    Ok(())
-}
-
-/// `shardlite status`.
-pub async fn status(args: &AdminArgs) -> Result<()> {
-    let opened = connection::open(&args.connection, None).await?;
-    let status = opened.admin()?.shard_status().await?;
-    if args.output.json {
-        return print_json(&status);
-    }
-    let mut out = table(vec![
-        "shard".into(),
-        "enabled".into(),
-        "healthy".into(),
-        "role".into(),
-        "tables".into(),
-        "error".into(),
-    ]);
-    for shard in &status {
-        out.add_row(vec![
-            shard.shard_id.clone(),
-            shard.enabled.to_string(),
-            shard.healthy.to_string(),
-            shard.role.as_str().to_owned(),
-            shard
-                .info
-                .as_ref()
-                .map_or_else(String::new, |i| i.table_count.to_string()),
-            shard.error.clone().unwrap_or_default(),
-        ]);
-    }
-    println!("{out}");
     Ok(())
 }
 

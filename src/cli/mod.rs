@@ -9,6 +9,7 @@ mod schema;
 mod seed;
 #[cfg(feature = "server")]
 mod serve;
+mod status;
 mod token;
 
 use std::process::ExitCode;
@@ -47,9 +48,11 @@ enum Command {
     /// Show the active shard map (no secrets).
     #[command(after_help = "Example: shardlite map -c \"Data Source=data/master.db\"")]
     Map(data::AdminArgs),
-    /// Probe every shard and show its health.
-    #[command(after_help = "Example: shardlite status -c \"Endpoint=http://127.0.0.1:61818;Transport=Grpc\"")]
-    Status(data::AdminArgs),
+    /// Probe every shard and show its health (counts by state on a large map).
+    #[command(
+        after_help = "Example: shardlite status -c \"Endpoint=http://127.0.0.1:61818;Transport=Grpc\" --unhealthy"
+    )]
+    Status(status::StatusArgs),
     /// Run SQL on the shard a route resolves to (or on a plain database).
     #[command(
         after_help = "Example: shardlite sql -c \"Data Source=data/master.db\" --keyspace orders_by_month --key 2026-06 \"SELECT count(*) FROM orders\""
@@ -105,7 +108,7 @@ impl Cli {
             Command::Seed(args) => block_on(seed::run(&args)),
             Command::Resolve(args) => block_on(data::resolve(&args)),
             Command::Map(args) => block_on(data::map(&args)),
-            Command::Status(args) => block_on(data::status(&args)),
+            Command::Status(args) => block_on(status::run(&args)),
             Command::Sql(args) => block_on(data::sql(&args)),
             Command::ExecAll(args) => block_on(data::exec_all(&args)),
             Command::ReadAll(args) => block_on(data::read_all(&args)),

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use super::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
     DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery, SchemaMigrationReport,
-    SchemaMigrationRequest, SchemaStatusReport, ShardSqlResult, ShardStatus, SqlResult, TableSchema, TransactionInfo,
-    TransactionOptions, Value,
+    SchemaMigrationRequest, SchemaStatusReport, ShardSqlResult, ShardStatus, ShardStatusPage, ShardStatusQuery,
+    SqlResult, TableSchema, TransactionInfo, TransactionOptions, Value,
 };
 use crate::error::Result;
 use crate::map::ShardMapSnapshot;
@@ -24,6 +24,13 @@ pub trait ShardAdmin: Send + Sync {
     async fn resolve_route(&self, route: &RouteContext) -> Result<ResolvedRoute>;
     /// Every shard's health, in definition order.
     async fn shard_status(&self) -> Result<Vec<ShardStatus>>;
+    /// One page of shard health with counts by state over every shard probed, for maps too
+    /// large to list at once: one shard, only problem shards, or a page of them. This default
+    /// probes every shard through [`shard_status`](Self::shard_status) and pages the answer.
+    async fn shard_status_page(&self, query: &ShardStatusQuery) -> Result<ShardStatusPage> {
+        query.check()?;
+        Ok(ShardStatusPage::select(self.shard_status().await?, query))
+    }
     /// SQL on every enabled shard (schema setup); per-shard results.
     async fn execute_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>>;
     /// Read-only SQL on every enabled shard, enforced by the engine.

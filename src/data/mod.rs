@@ -17,6 +17,7 @@ mod records;
 mod reshard;
 mod row;
 mod schema;
+mod status;
 mod value;
 
 pub use admin::{CatalogHistoryEntry, CatalogState, ShardSqlResult, ShardStatus};
@@ -41,4 +42,5 @@ pub use schema::{
     SchemaChange, SchemaMigrationReport, SchemaMigrationRequest, SchemaMigrationState, SchemaObjectDiff, SchemaScript,
     SchemaStatusReport, SchemaStep, ShardSchemaOutcome, ShardSchemaStatus,
 };
+pub use status::{MAX_STATUS_PAGE, ShardStatusPage, ShardStatusQuery, ShardStatusSummary, is_unhealthy};
 pub use value::Value;

@@ -27,6 +27,7 @@ mod guard;
 mod guard_tests;
 mod hold;
 mod identity;
+mod image;
 mod inline;
 mod lane;
 mod lifecycle;
@@ -46,6 +47,7 @@ pub use config::{
 };
 pub use database::Database;
 pub(crate) use database::{Role, is_storage_failure};
+pub(crate) use image::empty_shard_image;
 pub(crate) use lifecycle::Pin;
 pub use shelf::OpenShards;
 

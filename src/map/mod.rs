@@ -32,8 +32,8 @@ pub use options::{BucketRange, ReplicaInfo, Secret, ShardDefinition, ShardingOpt
 pub use snapshot::{ShardMapSnapshot, ShardSnapshot};
 
 use validate::{
-    ShardIdProblem, assign_buckets, normalize_shard_id, validate_files, validate_pins, validate_replication,
-    validate_shard,
+    ShardIdProblem, ShardLookup, assign_buckets, normalize_shard_id, validate_files, validate_pins,
+    validate_replication, validate_shard,
 };
 
 /// The largest `virtualBucketCount` accepted: one owner slot per bucket is allocated.
@@ -150,6 +150,9 @@ pub struct ShardMap {
     map_version: u64,
     bucket_count: u32,
     shards: Vec<Shard>,
+    /// Each shard's position in `shards`, by its id in ASCII lower case: shard ids are ASCII
+    /// and compared ignoring case, and a map may hold thousands of shards.
+    by_id: std::collections::HashMap<String, u32>,
     /// Index into `shards` of each bucket's owner.
     owners: Vec<u32>,
     /// Pinned route keys (trimmed, case-sensitive), sorted, with the index into `shards`.
@@ -157,9 +160,11 @@ pub struct ShardMap {
     pins: Vec<(String, u32)>,
     /// The start of every route's canonical text, `"{len}:{keyspace}|"`, built once.
     route_prefix: String,
-    /// Each pin's route token with its index in `pins`, sorted: resolution, which hashes the key
-    /// anyway, finds a pin by comparing numbers. Filled by the routing module on first use.
-    pin_tokens: std::sync::OnceLock<Vec<(u64, u32)>>,
+    /// Each pin's route token with its index in `pins`: resolution, which hashes the key anyway,
+    /// finds a pin with one probe of a hash table keyed by the token (a SHA-256 prefix, so it is
+    /// its own hash), which stays flat with 100,000 pins where a binary search did not. Filled by
+    /// the routing module on first use.
+    pin_tokens: std::sync::OnceLock<PinTokens>,
 }
 
 impl ShardMap {
@@ -188,24 +193,30 @@ impl ShardMap {
         }
 
         let mut shards: Vec<Shard> = Vec::with_capacity(options.shards.len());
+        let mut by_id = std::collections::HashMap::with_capacity(options.shards.len());
         for (index, def) in options.shards.iter().enumerate() {
             let id = normalize_shard_id(&def.shard_id).map_err(|e| match e {
                 ShardIdProblem::Blank => MapError::BlankShardId { index },
                 other => other.into_error(&def.shard_id),
             })?;
-            if shards.iter().any(|s| s.id.eq_ignore_ascii_case(&id)) {
+            let position = u32::try_from(index).unwrap_or(u32::MAX);
+            if by_id.insert(id.to_ascii_lowercase(), position).is_some() {
                 return Err(MapError::DuplicateShardId { shard_id: id });
             }
             shards.push(validate_shard(id, def)?);
         }
+        let lookup = ShardLookup {
+            shards: &shards,
+            by_id: &by_id,
+        };
         if !shards.iter().any(|s| s.enabled) {
             return Err(MapError::NoEnabledShard);
         }
         validate_files(&shards)?;
-        validate_replication(&shards)?;
+        validate_replication(lookup)?;
 
-        let owners = assign_buckets(&options, &shards, bucket_count)?;
-        let pins = validate_pins(&options, &shards)?;
+        let owners = assign_buckets(&options, lookup, bucket_count)?;
+        let pins = validate_pins(&options, lookup)?;
 
         Ok(Self {
             options,
@@ -215,6 +226,7 @@ impl ShardMap {
             map_version,
             bucket_count,
             shards,
+            by_id,
             owners,
             pins,
         })
@@ -257,8 +269,12 @@ impl ShardMap {
 
     /// Position of the shard with this id (ignoring case and surrounding white space).
     pub fn shard_index(&self, shard_id: &str) -> Option<usize> {
-        let shard_id = shard_id.trim();
-        self.shards.iter().position(|s| s.id.eq_ignore_ascii_case(shard_id))
+        ShardLookup {
+            shards: &self.shards,
+            by_id: &self.by_id,
+        }
+        .find(shard_id)
+        .map(|(index, _)| index)
     }
 
     /// The options this map was built from, as submitted (secrets included).
@@ -290,22 +306,20 @@ impl ShardMap {
             return None;
         }
         let tokens = self.pin_tokens.get_or_init(|| {
-            let mut tokens: Vec<(u64, u32)> = self
-                .pins
-                .iter()
-                .enumerate()
-                .map(|(at, (pinned, _))| (token_of(pinned), u32::try_from(at).unwrap_or(u32::MAX)))
-                .collect();
-            tokens.sort_unstable();
+            let mut tokens = PinTokens::with_capacity_and_hasher(self.pins.len(), Default::default());
+            for (at, (pinned, _)) in self.pins.iter().enumerate() {
+                tokens
+                    .entry(token_of(pinned))
+                    .or_insert(u32::try_from(at).unwrap_or(u32::MAX));
+            }
             tokens
         });
-        let first = tokens.partition_point(|(t, _)| *t < token);
-        tokens[first..]
-            .iter()
-            .take_while(|(t, _)| *t == token)
-            .map(|(_, at)| &self.pins[usize::try_from(*at).unwrap_or(usize::MAX)])
-            .find(|(pinned, _)| pinned == key)
-            .and_then(|(_, index)| usize::try_from(*index).ok())
+        let at = usize::try_from(*tokens.get(&token)?).unwrap_or(usize::MAX);
+        match self.pins.get(at) {
+            Some((pinned, index)) if pinned == key => usize::try_from(*index).ok(),
+            // Two keys with one token (a 64-bit SHA-256 prefix): ask by key.
+            _ => self.pinned_shard(key),
+        }
     }
 
     /// Whether a (trimmed) route key is pinned.
@@ -326,5 +340,29 @@ impl ShardMap {
             }
         }
         ranges
+    }
+}
+
+/// Pins by route token (see `ShardMap::pin_tokens`).
+type PinTokens = std::collections::HashMap<u64, u32, std::hash::BuildHasherDefault<TokenHasher>>;
+
+/// Hashes a route token as itself: the token is a SHA-256 prefix, already uniform, and hashing
+/// it again would cost about as much as the lookup.
+#[derive(Default)]
+struct TokenHasher(u64);
+
+impl std::hash::Hasher for TokenHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*byte);
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
     }
 }

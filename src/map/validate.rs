@@ -2,7 +2,7 @@
 //! shard definitions, files, replication, bucket coverage and pins. Each returns the first
 //! problem as a [`MapError`] naming the offending item.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::{
     MapError, ReplicaInfo, Shard, ShardDefinition, ShardRole, ShardTarget, ShardingOptions, Transport, normalize_path,
@@ -42,10 +42,28 @@ pub(super) fn normalize_shard_id(raw: &str) -> Result<String, ShardIdProblem> {
     Ok(id.to_owned())
 }
 
-/// Finds a defined shard for an id written in a range, pin or `primaryShardId`.
-fn find_shard<'a>(shards: &'a [Shard], raw: &str) -> Option<(usize, &'a Shard)> {
-    let id = raw.trim();
-    shards.iter().enumerate().find(|(_, s)| s.id.eq_ignore_ascii_case(id))
+/// A map's shards with their index by id, for the checks that look shards up by the id a range,
+/// pin or `primaryShardId` names (a map may have thousands of shards and a pin per tenant).
+#[derive(Clone, Copy)]
+pub(super) struct ShardLookup<'a> {
+    pub(super) shards: &'a [Shard],
+    /// Position in `shards` by id in ASCII lower case.
+    pub(super) by_id: &'a HashMap<String, u32>,
+}
+
+impl<'a> ShardLookup<'a> {
+    /// Finds a defined shard for an id written in a range, pin or `primaryShardId` (ignoring case
+    /// and surrounding white space).
+    pub(super) fn find(self, raw: &str) -> Option<(usize, &'a Shard)> {
+        let id = raw.trim();
+        let index = if id.bytes().any(|b| b.is_ascii_uppercase()) {
+            self.by_id.get(id.to_ascii_lowercase().as_str())
+        } else {
+            self.by_id.get(id)
+        }?;
+        let index = usize::try_from(*index).ok()?;
+        self.shards.get(index).map(|shard| (index, shard))
+    }
 }
 
 fn non_blank(value: &Option<String>) -> Option<String> {
@@ -142,26 +160,26 @@ pub(super) fn validate_shard(id: String, def: &ShardDefinition) -> Result<Shard,
 /// No two `dataSource` shards name the same file (compared as normalised relative or absolute paths;
 /// the master's folder is not known here, so that comparison waits for opening or seeding).
 pub(super) fn validate_files(shards: &[Shard]) -> Result<(), MapError> {
-    let mut seen: Vec<(std::path::PathBuf, &Shard)> = Vec::new();
+    let mut seen: HashMap<std::path::PathBuf, &Shard> = HashMap::new();
     for shard in shards {
         let ShardTarget::DataSource(path) = &shard.target else {
             continue;
         };
         let normal = normalize_path(std::path::Path::new(path.trim()));
-        if let Some((_, first)) = seen.iter().find(|(file, _)| *file == normal) {
+        if let Some(first) = seen.get(&normal) {
             return Err(MapError::DuplicateShardFile {
                 first: first.id.clone(),
                 second: shard.id.clone(),
                 file: path.clone(),
             });
         }
-        seen.push((normal, shard));
+        seen.insert(normal, shard);
     }
     Ok(())
 }
 
-pub(super) fn validate_replication(shards: &[Shard]) -> Result<(), MapError> {
-    for shard in shards {
+pub(super) fn validate_replication(lookup: ShardLookup<'_>) -> Result<(), MapError> {
+    for shard in lookup.shards {
         let shard_id = || shard.id.clone();
         if let Some(value) = shard.replica.replication_lag_bytes.filter(|v| *v < 0) {
             return Err(MapError::NegativeReplicationLag {
@@ -185,7 +203,7 @@ pub(super) fn validate_replication(shards: &[Shard]) -> Result<(), MapError> {
                 if primary.eq_ignore_ascii_case(&shard.id) {
                     return Err(MapError::ReplicaOfItself { shard_id: shard_id() });
                 }
-                match find_shard(shards, primary) {
+                match lookup.find(primary) {
                     None => {
                         return Err(MapError::ReplicaOfUnknownShard {
                             shard_id: shard_id(),
@@ -227,9 +245,10 @@ pub(super) fn validate_replication(shards: &[Shard]) -> Result<(), MapError> {
 
 pub(super) fn assign_buckets(
     options: &ShardingOptions,
-    shards: &[Shard],
+    lookup: ShardLookup<'_>,
     bucket_count: u32,
 ) -> Result<Vec<u32>, MapError> {
+    let shards = lookup.shards;
     let len = usize::try_from(bucket_count).unwrap_or(usize::MAX);
     if options.bucket_ranges.is_empty() {
         if shards.len() == 1 {
@@ -241,7 +260,7 @@ pub(super) fn assign_buckets(
     let mut owners = vec![UNASSIGNED; len];
     for range in &options.bucket_ranges {
         let (start, end) = (range.start_bucket_inclusive, range.end_bucket_exclusive);
-        let Some((index, shard)) = find_shard(shards, &range.shard_id) else {
+        let Some((index, shard)) = lookup.find(&range.shard_id) else {
             return Err(MapError::RangeUnknownShard {
                 shard_id: range.shard_id.trim().to_owned(),
                 start,
@@ -285,7 +304,10 @@ pub(super) fn assign_buckets(
     Ok(owners)
 }
 
-pub(super) fn validate_pins(options: &ShardingOptions, shards: &[Shard]) -> Result<Vec<(String, u32)>, MapError> {
+pub(super) fn validate_pins(
+    options: &ShardingOptions,
+    lookup: ShardLookup<'_>,
+) -> Result<Vec<(String, u32)>, MapError> {
     let mut pins = BTreeMap::new();
     for (raw_key, raw_shard) in &options.exact_key_pins {
         let key = raw_key.trim();
@@ -294,7 +316,7 @@ pub(super) fn validate_pins(options: &ShardingOptions, shards: &[Shard]) -> Resu
                 shard_id: raw_shard.trim().to_owned(),
             });
         }
-        let Some((index, shard)) = find_shard(shards, raw_shard) else {
+        let Some((index, shard)) = lookup.find(raw_shard) else {
             return Err(MapError::PinUnknownShard {
                 key: key.to_owned(),
                 shard_id: raw_shard.trim().to_owned(),

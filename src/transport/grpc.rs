@@ -64,7 +64,7 @@ use crate::data::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
     DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery,
     SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport, ShardAdmin, ShardSqlResult, ShardStatus,
-    SqlResult, TableSchema, TransactionInfo, TransactionOptions, Value,
+    ShardStatusPage, ShardStatusQuery, SqlResult, TableSchema, TransactionInfo, TransactionOptions, Value,
 };
 use crate::error::{Error, Result};
 use crate::map::ShardMapSnapshot;
@@ -473,6 +473,16 @@ impl ShardAdmin for GrpcClient {
     async fn shard_status(&self) -> Result<Vec<ShardStatus>> {
         let list = rpc!(self, get_shard_status, pb::Empty {})?;
         list.items.into_iter().map(TryInto::try_into).collect()
+    }
+
+    async fn shard_status_page(&self, query: &ShardStatusQuery) -> Result<ShardStatusPage> {
+        query.check()?;
+        rpc!(
+            self,
+            get_shard_status_page,
+            pb::ShardStatusPageRequest::from(query.clone())
+        )?
+        .try_into()
     }
 
     async fn execute_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {

@@ -43,7 +43,7 @@ use crate::data::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
     DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery,
     SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport, ShardAdmin, ShardSqlResult, ShardStatus,
-    SqlResult, TableSchema, TransactionInfo, TransactionOptions, Value,
+    ShardStatusPage, ShardStatusQuery, SqlResult, TableSchema, TransactionInfo, TransactionOptions, Value,
 };
 use crate::error::{Error, Result, TransportFailure};
 use crate::map::ShardMapSnapshot;
@@ -476,6 +476,11 @@ impl ShardAdmin for HttpClient {
 
     async fn shard_status(&self) -> Result<Vec<ShardStatus>> {
         self.json(self.get(&["sharding", "status"])).await
+    }
+
+    async fn shard_status_page(&self, query: &ShardStatusQuery) -> Result<ShardStatusPage> {
+        query.check()?;
+        self.json(self.get(&["sharding", "status", "page"]).query(query)).await
     }
 
     async fn execute_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {

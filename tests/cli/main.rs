@@ -13,6 +13,7 @@ mod schema;
 mod serve;
 mod serve_config;
 mod serve_keys;
+mod serve_many_shards;
 mod serve_tls;
 mod sqlx_many_routes_example;
 mod sqlx_remote_example;

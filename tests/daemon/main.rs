@@ -14,6 +14,7 @@ mod openapi_contract;
 mod remote_shards;
 mod rest;
 mod scopes;
+mod status_pages;
 mod storage_failures;
 mod storage_permissions;
 mod tls;

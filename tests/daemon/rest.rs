@@ -1129,6 +1129,7 @@ async fn an_unsharded_daemon_serves_data_and_refuses_shard_admin() {
             Some(json!({ "keyspace": "tenants", "key": "a" })),
         ),
         (Method::GET, "/api/sharding/status", None),
+        (Method::GET, "/api/sharding/status/page", None),
         (
             Method::POST,
             "/api/sharding/sql/execute-all",
@@ -1400,6 +1401,7 @@ async fn the_openapi_document_covers_every_endpoint() {
         ("post", "/api/sharding/query"),
         ("post", "/api/sharding/resolve"),
         ("get", "/api/sharding/status"),
+        ("get", "/api/sharding/status/page"),
         ("post", "/api/sharding/sql/execute-all"),
         ("post", "/api/sharding/sql/read-all"),
         ("get", "/api/sharding/catalog"),

@@ -9,7 +9,8 @@ use shardlite::ErrorKind;
 use shardlite::client::{DataClient, Params, ShardedClient, ShardedClientOptions, Value};
 use shardlite::engine::EngineConfig;
 use shardlite::options::ConnectionOptions;
-use support::{path_str, pinned_tenants, route_in, seed_master, temp_dir};
+use support::many::pinned_tenants;
+use support::{path_str, route_in, seed_master, temp_dir};
 
 fn tenant(i: usize) -> shardlite::RouteContext {
     route_in("tenants", &format!("t{i}"))

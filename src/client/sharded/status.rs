@@ -5,10 +5,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::ShardedClient;
+use super::generation::Generation;
 use crate::data::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
     DataClient, DatabaseInfo, Params, SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport, ShardAdmin,
-    ShardSqlResult, ShardStatus, SqlResult,
+    ShardSqlResult, ShardStatus, ShardStatusPage, ShardStatusQuery, SqlResult,
 };
 use crate::error::{Error, Result};
 use crate::map::{ShardMap, ShardMapSnapshot, ShardRole, ShardTarget};
@@ -48,43 +49,31 @@ impl ShardedClient {
     pub async fn status(&self) -> Vec<ShardStatus> {
         let generation = self.fresh().await;
         let generation = &generation;
-        let map = &generation.map;
         self.bounded(
-            map.shards()
-                .iter()
-                .enumerate()
-                .map(|(index, shard)| async move {
-                    let data_source = match &shard.target {
-                        ShardTarget::DataSource(path) => Some(path.clone()),
-                        ShardTarget::Endpoint { endpoint, .. } => Some(endpoint.clone()),
-                        ShardTarget::ConnectionString(_) => None,
-                    };
-                    let probe = if shard.enabled {
-                        match generation.slot_client(index) {
-                            Ok(client) => client.info().await,
-                            Err(err) => Err(err),
-                        }
-                    } else {
-                        Err(Error::ShardIsDisabled {
-                            shard_id: shard.id.clone(),
-                        })
-                    };
-                    let healthy = probe.is_ok();
-                    ShardStatus {
-                        shard_id: shard.id.clone(),
-                        data_source,
-                        enabled: shard.enabled,
-                        healthy,
-                        role: shard.role,
-                        can_promote: healthy && shard.role == ShardRole::Replica && shard.replica.promotion_eligible,
-                        replica: shard.replica.clone(),
-                        error: probe.as_ref().err().map(ToString::to_string),
-                        info: probe.ok(),
-                    }
-                })
+            (0..generation.map.shards().len())
+                .map(|index| probe(generation, index))
                 .collect(),
         )
         .await
+    }
+
+    /// One page of shard status with counts by state (see [`ShardStatusQuery`]): every shard is
+    /// probed for the counts, except when the query names one shard, which alone is probed.
+    ///
+    /// A shard id the map does not define is [`Error::UnknownShard`].
+    pub async fn status_page(&self, query: &ShardStatusQuery) -> Result<ShardStatusPage> {
+        query.check()?;
+        let Some(shard_id) = &query.shard_id else {
+            return Ok(ShardStatusPage::select(self.status().await, query));
+        };
+        let generation = self.fresh().await;
+        let index = generation
+            .map
+            .shard_index(shard_id)
+            .ok_or_else(|| Error::UnknownShard {
+                shard_id: shard_id.trim().to_owned(),
+            })?;
+        Ok(ShardStatusPage::select(vec![probe(&generation, index).await], query))
     }
 
     /// Runs SQL (typically schema setup) on every enabled shard in parallel. One shard failing
@@ -179,6 +168,38 @@ impl ShardedClient {
     }
 }
 
+/// Probes the shard at `index` of the generation's map (a disabled shard is not probed).
+async fn probe(generation: &Generation, index: usize) -> ShardStatus {
+    let shard = &generation.map.shards()[index];
+    let data_source = match &shard.target {
+        ShardTarget::DataSource(path) => Some(path.clone()),
+        ShardTarget::Endpoint { endpoint, .. } => Some(endpoint.clone()),
+        ShardTarget::ConnectionString(_) => None,
+    };
+    let probe = if shard.enabled {
+        match generation.slot_client(index) {
+            Ok(client) => client.info().await,
+            Err(err) => Err(err),
+        }
+    } else {
+        Err(Error::ShardIsDisabled {
+            shard_id: shard.id.clone(),
+        })
+    };
+    let healthy = probe.is_ok();
+    ShardStatus {
+        shard_id: shard.id.clone(),
+        data_source,
+        enabled: shard.enabled,
+        healthy,
+        role: shard.role,
+        can_promote: healthy && shard.role == ShardRole::Replica && shard.replica.promotion_eligible,
+        replica: shard.replica.clone(),
+        error: probe.as_ref().err().map(ToString::to_string),
+        info: probe.ok(),
+    }
+}
+
 fn require_sql(sql: &str) -> Result<()> {
     if sql.trim().is_empty() {
         return Err(Error::invalid_argument("sql", "the SQL text is empty"));
@@ -196,6 +217,9 @@ impl ShardAdmin for ShardedClient {
     }
     async fn shard_status(&self) -> Result<Vec<ShardStatus>> {
         Ok(self.status().await)
+    }
+    async fn shard_status_page(&self, query: &ShardStatusQuery) -> Result<ShardStatusPage> {
+        ShardedClient::status_page(self, query).await
     }
     async fn execute_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
         ShardedClient::execute_sql_on_all_shards(self, sql).await

@@ -171,6 +171,16 @@ impl Shardlite for ShardliteService {
         .await
     }
 
+    async fn get_shard_status_page(
+        &self,
+        request: Request<pb::ShardStatusPageRequest>,
+    ) -> RpcResult<pb::ShardStatusPage> {
+        self.run("GetShardStatusPage", request, |call, req| async move {
+            Ok(call.admin()?.status_page(&req.into()).await?.into())
+        })
+        .await
+    }
+
     async fn execute_sql_on_all_shards(
         &self,
         request: Request<pb::FanOutSqlRequest>,

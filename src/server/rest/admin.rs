@@ -8,10 +8,11 @@ use axum::response::{IntoResponse, Response};
 
 use super::bodies::{AllShardsSqlRequest, ResolveRequest};
 use super::error::{ApiError, CatalogUpdateRefused, Problem};
-use super::extract::Json;
+use super::extract::{Json, Query};
 use crate::client::{ShardSqlResult, ShardStatus, ShardedClient};
 use crate::data::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
+    ShardStatusPage, ShardStatusQuery,
 };
 use crate::error::{Error, ErrorKind};
 use crate::map::ShardMapSnapshot;
@@ -66,6 +67,31 @@ pub async fn resolve(
 pub async fn status(State(state): State<ServerState>) -> Result<axum::Json<Vec<ShardStatus>>, ApiError> {
     let statuses = sharded(&state)?.status().await;
     Ok(axum::Json(statuses))
+}
+
+/// One page of shard health, with counts by state over every shard probed: for maps too large
+/// to list at once. `shardId` probes that shard alone; otherwise every shard is probed for the
+/// counts and the page holds the matching shards (`unhealthyOnly`: enabled shards whose probe
+/// failed) from `offset`, at most `limit` of them.
+#[utoipa::path(
+    get,
+    path = "/api/sharding/status/page",
+    tag = "sharding",
+    operation_id = "getShardStatusPage",
+    params(ShardStatusQuery),
+    responses(
+        (status = 200, description = "The counts and the page", body = ShardStatusPage),
+        (status = 400, description = "A `limit` outside 1 to 1000, a blank `shardId` or an unknown parameter \
+            (`invalid_input`)", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "The map has no shard `shardId`", body = Problem,
+            content_type = "application/problem+json"),
+    )
+)]
+pub async fn status_page(
+    State(state): State<ServerState>,
+    Query(query): Query<ShardStatusQuery>,
+) -> Result<axum::Json<ShardStatusPage>, ApiError> {
+    Ok(axum::Json(sharded(&state)?.status_page(&query).await?))
 }
 
 /// Runs SQL (typically schema setup) on every enabled shard in parallel. One failing shard

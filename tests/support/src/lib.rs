@@ -18,6 +18,7 @@ pub mod browser;
 pub mod cli;
 #[cfg(feature = "server")]
 pub mod daemon;
+pub mod many;
 pub mod migrate;
 pub mod old_sqlite;
 pub mod serve;
@@ -61,25 +62,6 @@ pub fn tenants_options(dir: &Path) -> ShardingOptions {
             ("tenant-b".to_owned(), "s1".to_owned()),
         ]
         .into(),
-    }
-}
-
-/// A map of `count` shards `s0`, `s1`, … in keyspace `tenants`, shard `s{i}` at `path(i)`, one
-/// bucket each, and tenant `t{i}` pinned to shard `s{i}`: a map of many small shards whose
-/// every shard a test can reach by name.
-pub fn pinned_tenants(count: usize, path: impl Fn(usize) -> String) -> ShardingOptions {
-    let buckets = i64::try_from(count).expect("a shard count fits");
-    ShardingOptions {
-        keyspace: "tenants".into(),
-        map_version: 1,
-        virtual_bucket_count: buckets,
-        shards: (0..count)
-            .map(|i| ShardDefinition::local(format!("s{i}"), path(i)))
-            .collect(),
-        bucket_ranges: (0..buckets)
-            .map(|i| BucketRange::new(i, i + 1, format!("s{i}")))
-            .collect(),
-        exact_key_pins: (0..count).map(|i| (format!("t{i}"), format!("s{i}"))).collect(),
     }
 }
 

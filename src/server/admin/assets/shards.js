@@ -1,29 +1,70 @@
-// Shards (definitions and probed health) and the bucket space (one bar coloured by owner).
+// Shards (definitions and probed health, a page at a time) and the bucket space (one bar
+// coloured by owner, in slices on large maps).
 
 import { get, post } from './api.js';
 import { el, field, message, replace, table } from './dom.js';
 
 const PALETTE_SIZE = 8;
+/** Shard rows per page of the shard table. */
+export const SHARD_PAGE = 100;
+/** The most segments the bucket bar draws; larger maps show slices of the bucket space. */
+export const MAX_SEGMENTS = 256;
+/** The most shards the legend names. */
+const LEGEND_SIZE = 32;
+/** The most pins the bucket view resolves, marks and lists. */
+const PIN_SAMPLE = 200;
+
+/** What the views look up per shard, computed once per map: a map may have 10,000 shards. */
+const indexes = new WeakMap();
+function indexOf(map) {
+  let index = indexes.get(map);
+  if (!index) {
+    const position = new Map();
+    map.shards.forEach((shard, at) => position.set(shard.shardId.toLowerCase(), at));
+    const buckets = new Map();
+    for (const range of map.bucketRanges) {
+      const id = range.shardId.toLowerCase();
+      buckets.set(id, (buckets.get(id) || 0) + range.endBucketExclusive - range.startBucketInclusive);
+    }
+    const pins = new Map();
+    for (const owner of Object.values(map.exactKeyPins)) {
+      const id = owner.toLowerCase();
+      pins.set(id, (pins.get(id) || 0) + 1);
+    }
+    const ranges = [...map.bucketRanges].sort((a, b) => a.startBucketInclusive - b.startBucketInclusive);
+    index = { position, buckets, pins, ranges };
+    indexes.set(map, index);
+  }
+  return index;
+}
 
 /** The colour class of a shard: its position in the map's definition order. */
 export function ownerClass(map, shardId) {
-  const index = map.shards.findIndex((shard) => shard.shardId.toLowerCase() === shardId.toLowerCase());
-  return `owner-${(index < 0 ? 0 : index) % PALETTE_SIZE}`;
+  const at = indexOf(map).position.get(shardId.toLowerCase());
+  return `owner-${(at === undefined ? 0 : at) % PALETTE_SIZE}`;
 }
 
-/** The range of the map that holds `bucket`. */
+/** The range of the map that holds `bucket` (a binary search over the ranges by start). */
 export function rangeOf(map, bucket) {
-  return map.bucketRanges.find((range) => range.startBucketInclusive <= bucket && bucket < range.endBucketExclusive);
+  const ranges = indexOf(map).ranges;
+  let low = 0;
+  let high = ranges.length - 1;
+  while (low <= high) {
+    const middle = (low + high) >> 1;
+    const range = ranges[middle];
+    if (bucket < range.startBucketInclusive) high = middle - 1;
+    else if (bucket >= range.endBucketExclusive) low = middle + 1;
+    else return range;
+  }
+  return undefined;
 }
 
 function bucketsOwned(map, shardId) {
-  return map.bucketRanges
-    .filter((range) => range.shardId.toLowerCase() === shardId.toLowerCase())
-    .reduce((sum, range) => sum + (range.endBucketExclusive - range.startBucketInclusive), 0);
+  return indexOf(map).buckets.get(shardId.toLowerCase()) || 0;
 }
 
 function pinsOf(map, shardId) {
-  return Object.entries(map.exactKeyPins).filter(([, owner]) => owner.toLowerCase() === shardId.toLowerCase()).length;
+  return indexOf(map).pins.get(shardId.toLowerCase()) || 0;
 }
 
 function replicaText(status) {
@@ -36,20 +77,40 @@ function replicaText(status) {
 }
 
 export const shardsView = {
+  offset: 0,
   mount(section) {
+    const unhealthy = el('input', { type: 'checkbox', id: 'shards-unhealthy',
+      onchange: () => { this.offset = 0; this.show(section, this.context); } });
     replace(section,
       el('h2', { text: 'Shards' }),
-      el('p', { class: 'hint', text: 'Every shard of the active map, in definition order, with a live health probe. Secrets are never shown.' }),
-      el('button', { type: 'button', id: 'shards-refresh', text: 'Probe again', onclick: () => this.show(section, this.context) }),
-      el('div', { id: 'shards-body' }));
+      el('p', { class: 'hint', text: `The shards of the active map, in definition order, ${SHARD_PAGE} at a time, with a live health probe. Secrets are never shown.` }),
+      el('div', { class: 'inline' },
+        el('button', { type: 'button', id: 'shards-refresh', text: 'Probe again', onclick: () => this.show(section, this.context) }),
+        el('label', { class: 'check' }, unhealthy, el('span', { text: 'Only problem shards' }))),
+      el('p', { id: 'shards-summary' }),
+      el('div', { id: 'shards-body' }),
+      el('div', { class: 'pager' },
+        el('button', { type: 'button', id: 'shards-prev', text: 'Previous',
+          onclick: () => { this.offset = Math.max(0, this.offset - SHARD_PAGE); this.show(section, this.context); } }),
+        el('span', { id: 'shards-range' }),
+        el('button', { type: 'button', id: 'shards-next', text: 'Next',
+          onclick: () => { this.offset += SHARD_PAGE; this.show(section, this.context); } })));
   },
   async show(section, context) {
     this.context = context;
     const body = section.querySelector('#shards-body');
     section.dataset.state = 'loading';
-    const [map, statuses] = await Promise.all([context.refreshMap(), get('/api/sharding/status')]);
+    const unhealthyOnly = section.querySelector('#shards-unhealthy').checked;
+    const query = new URLSearchParams({ offset: String(this.offset), limit: String(SHARD_PAGE) });
+    if (unhealthyOnly) query.set('unhealthyOnly', 'true');
+    const [map, page] = await Promise.all([context.refreshMap(), get(`/api/sharding/status/page?${query}`)]);
+    if (page.shards.length === 0 && page.total > 0 && this.offset > 0) {
+      // Past the end (the list shrank): show the last page.
+      this.offset = Math.floor((page.total - 1) / SHARD_PAGE) * SHARD_PAGE;
+      return this.show(section, context);
+    }
     const byId = new Map(map.shards.map((shard) => [shard.shardId, shard]));
-    const rows = statuses.map((status) => {
+    const rows = page.shards.map((status) => {
       const shard = byId.get(status.shardId) || {};
       const health = status.healthy
         ? el('span', { class: 'badge ok', text: 'healthy' })
@@ -66,14 +127,50 @@ export const shardsView = {
         pinsOf(map, status.shardId),
       ];
     });
-    replace(body, table(['shard', 'role', 'enabled', 'health', 'target', 'replica', 'buckets', 'pins'], rows, { id: 'shards-table' }));
+    const counts = page.summary;
+    section.querySelector('#shards-summary').textContent =
+      `${counts.shards} shard(s): ${counts.enabled} enabled (${counts.healthy} healthy, ${counts.unavailable} unavailable), ${counts.disabled} disabled`;
+    replace(body, rows.length
+      ? table(['shard', 'role', 'enabled', 'health', 'target', 'replica', 'buckets', 'pins'], rows, { id: 'shards-table' })
+      : message('info', unhealthyOnly ? 'No problem shards.' : 'No shards.'));
+    const last = page.offset + page.shards.length;
+    section.querySelector('#shards-range').textContent = page.total === 0 ? '' : `shards ${page.offset + 1} to ${last} of ${page.total}`;
+    section.querySelector('#shards-prev').disabled = page.offset === 0;
+    section.querySelector('#shards-next').disabled = last >= page.total;
     section.dataset.state = 'ready';
+    return undefined;
   },
 };
 
+/**
+ * The bar's segments: one per range, or, past MAX_SEGMENTS ranges, one per equal slice of the
+ * bucket space, owned by one shard or marked as mixed.
+ */
+function segmentsOf(map) {
+  const ranges = indexOf(map).ranges;
+  if (ranges.length <= MAX_SEGMENTS) {
+    return ranges.map((range) => ({ start: range.startBucketInclusive, end: range.endBucketExclusive, shardId: range.shardId }));
+  }
+  const count = map.virtualBucketCount;
+  const segments = [];
+  let at = 0;
+  for (let slice = 0; slice < MAX_SEGMENTS; slice += 1) {
+    const start = Math.floor((slice * count) / MAX_SEGMENTS);
+    const end = Math.floor(((slice + 1) * count) / MAX_SEGMENTS);
+    if (end <= start) continue;
+    while (at < ranges.length && ranges[at].endBucketExclusive <= start) at += 1;
+    const owners = new Set();
+    for (let next = at; next < ranges.length && ranges[next].startBucketInclusive < end; next += 1) {
+      owners.add(ranges[next].shardId);
+    }
+    segments.push({ start, end, shardId: owners.size === 1 ? [...owners][0] : null, owners: owners.size });
+  }
+  return segments;
+}
+
 /** Where each pinned key hashes to, so the bar can mark it. */
 async function pinBuckets(map) {
-  const entries = Object.entries(map.exactKeyPins).slice(0, 200);
+  const entries = Object.entries(map.exactKeyPins).slice(0, PIN_SAMPLE);
   return Promise.all(entries.map(async ([key, shardId]) => {
     try {
       const resolved = await post('/api/sharding/resolve', { keyspace: map.keyspace, key });
@@ -119,16 +216,14 @@ export const bucketsView = {
     this.map = map;
     const count = map.virtualBucketCount;
     const bar = el('div', { id: 'bucket-bar', class: 'bar', role: 'img', 'aria-label': `${count} buckets by owner` });
-    for (const range of map.bucketRanges) {
-      const start = range.startBucketInclusive;
-      const end = range.endBucketExclusive;
+    for (const { start, end, shardId, owners } of segmentsOf(map)) {
       const segment = el('button', {
         type: 'button',
-        class: `segment ${ownerClass(map, range.shardId)}`,
-        title: `buckets [${start}, ${end}) → ${range.shardId}`,
+        class: shardId === null ? 'segment mixed' : `segment ${ownerClass(map, shardId)}`,
+        title: shardId === null ? `buckets [${start}, ${end}) → ${owners} shards` : `buckets [${start}, ${end}) → ${shardId}`,
         'data-start': start,
         'data-end': end,
-        'data-shard': range.shardId,
+        'data-shard': shardId === null ? '' : shardId,
         onclick: (event) => {
           const box = event.currentTarget.getBoundingClientRect();
           const offset = Math.floor(((event.clientX - box.left) / box.width) * (end - start));
@@ -141,8 +236,13 @@ export const bucketsView = {
     const markers = el('div', { id: 'pin-markers', class: 'markers' });
     const wrap = section.querySelector('#bucket-bar-wrap');
     replace(wrap, markers, bar, el('div', { class: 'scale' }, el('span', { text: '0' }), el('span', { text: String(count - 1) })));
-    replace(section.querySelector('#bucket-legend'), map.shards.filter((shard) => shard.role === 'Primary').map((shard) =>
-      el('span', { class: `swatch ${ownerClass(map, shard.shardId)}`, text: `${shard.shardId} (${bucketsOwned(map, shard.shardId)})` })));
+    const primaries = map.shards.filter((shard) => shard.role === 'Primary');
+    const legend = primaries.slice(0, LEGEND_SIZE).map((shard) =>
+      el('span', { class: `swatch ${ownerClass(map, shard.shardId)}`, text: `${shard.shardId} (${bucketsOwned(map, shard.shardId)})` }));
+    if (primaries.length > LEGEND_SIZE) {
+      legend.push(el('span', { id: 'legend-more', text: `and ${primaries.length - LEGEND_SIZE} more shards (the Shards view lists them)` }));
+    }
+    replace(section.querySelector('#bucket-legend'), legend);
     this.pins = await pinBuckets(map);
     for (const pin of this.pins) {
       if (pin.bucket === null) continue;
@@ -163,9 +263,12 @@ export const bucketsView = {
         pin.bucket === null ? '?' : pin.bucket,
         range ? `${range.shardId}${overrides ? ' (overridden by the pin)' : ''}` : ''];
     });
-    replace(section.querySelector('#pins-body'), pinRows.length
-      ? table(['key', 'pinned to', 'bucket', 'bucket owner'], pinRows, { id: 'pins-table' })
-      : message('info', 'No keys are pinned.'));
+    const pinCount = Object.keys(map.exactKeyPins).length;
+    replace(section.querySelector('#pins-body'),
+      pinCount > pinRows.length ? message('info', `The first ${pinRows.length} of ${pinCount} pins.`, { id: 'pins-sampled' }) : null,
+      pinRows.length
+        ? table(['key', 'pinned to', 'bucket', 'bucket owner'], pinRows, { id: 'pins-table' })
+        : message('info', 'No keys are pinned.'));
     section.dataset.state = 'ready';
   },
 };

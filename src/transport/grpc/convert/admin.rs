@@ -2,7 +2,10 @@
 //! status, fan-out results and the catalog state.
 
 use super::{missing, pb};
-use crate::data::{CatalogHistoryEntry, CatalogState, ShardSqlResult, ShardStatus};
+use crate::data::{
+    CatalogHistoryEntry, CatalogState, ShardSqlResult, ShardStatus, ShardStatusPage, ShardStatusQuery,
+    ShardStatusSummary,
+};
 use crate::error::{Error, Result};
 use crate::map::{BucketRange, ReplicaInfo, ShardMapSnapshot, ShardRole, ShardSnapshot, Transport};
 use crate::routing::{ResolvedRoute, RouteSource};
@@ -227,6 +230,71 @@ impl TryFrom<pb::ShardStatus> for ShardStatus {
             can_promote: status.can_promote,
             error: status.error,
             info: status.info.map(Into::into),
+        })
+    }
+}
+
+impl From<ShardStatusQuery> for pb::ShardStatusPageRequest {
+    fn from(query: ShardStatusQuery) -> Self {
+        Self {
+            shard_id: query.shard_id,
+            unhealthy_only: query.unhealthy_only,
+            offset: query.offset,
+            limit: query.limit,
+        }
+    }
+}
+
+impl From<pb::ShardStatusPageRequest> for ShardStatusQuery {
+    fn from(request: pb::ShardStatusPageRequest) -> Self {
+        Self {
+            shard_id: request.shard_id,
+            unhealthy_only: request.unhealthy_only,
+            offset: request.offset,
+            limit: request.limit,
+        }
+    }
+}
+
+impl From<ShardStatusPage> for pb::ShardStatusPage {
+    fn from(page: ShardStatusPage) -> Self {
+        let ShardStatusSummary {
+            shards,
+            enabled,
+            disabled,
+            healthy,
+            unavailable,
+        } = page.summary;
+        Self {
+            summary: Some(pb::ShardStatusSummary {
+                shards,
+                enabled,
+                disabled,
+                healthy,
+                unavailable,
+            }),
+            total: page.total,
+            offset: page.offset,
+            shards: page.shards.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl TryFrom<pb::ShardStatusPage> for ShardStatusPage {
+    type Error = Error;
+    fn try_from(page: pb::ShardStatusPage) -> Result<Self> {
+        let summary = page.summary.unwrap_or_default();
+        Ok(Self {
+            summary: ShardStatusSummary {
+                shards: summary.shards,
+                enabled: summary.enabled,
+                disabled: summary.disabled,
+                healthy: summary.healthy,
+                unavailable: summary.unavailable,
+            },
+            total: page.total,
+            offset: page.offset,
+            shards: page.shards.into_iter().map(TryInto::try_into).collect::<Result<_>>()?,
         })
     }
 }
