@@ -61,6 +61,7 @@ pub const OPERATIONS: &[(&str, Needs)] = &[
     ("GetShardMap", s(Read)),
     ("ResolveShardRoute", s(Read)),
     ("GetShardStatus", s(Read)),
+    ("GetShardStatusPage", s(Read)),
     ("ExecuteReadOnlySqlOnAllShards", s(Read)),
     ("QueryAllShards", s(Read)),
     // Data changes and transactions.
