@@ -217,3 +217,63 @@ async fn max_open_shards_is_checked_and_a_connection_string_sets_it() {
         .unwrap_err();
     assert!(err.to_string().contains("Max Open Shards"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shards_of_a_data_move_in_progress_are_not_closed_for_others() {
+    let dir = temp_dir();
+    let engine = EngineConfig {
+        max_open_shards: 2,
+        busy_timeout: Duration::from_millis(300),
+        ..EngineConfig::default()
+    };
+    let sharded = client(dir.path(), 3, engine).await;
+    for outcome in sharded
+        .execute_sql_on_all_shards(
+            "CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER, amount REAL, data BLOB);
+             CREATE INDEX items_tenant ON items (tenant);",
+        )
+        .await
+        .unwrap()
+    {
+        assert!(outcome.error.is_none(), "{outcome:?}");
+    }
+    support::migrate::fill(&sharded, "t0", 1, 200).await;
+
+    // The move of t0 from s0 to s1 stops after its first page until the test lets it go on.
+    let (paused_tx, paused) = std::sync::mpsc::channel::<()>();
+    let (resume, resumed) = std::sync::mpsc::channel::<()>();
+    let resumed = std::sync::Mutex::new(resumed);
+    let migrator = shardlite::reshard::Migrator::new(sharded.clone()).with_observer(move |_| {
+        if paused_tx.send(()).is_ok() {
+            let _ = resumed.lock().unwrap().recv_timeout(Duration::from_secs(30));
+        }
+    });
+    let moving = tokio::spawn(async move {
+        migrator
+            .migrate_key(support::migrate::key_request("t0", "s1", 50))
+            .await
+    });
+    tokio::task::spawn_blocking(move || paused.recv_timeout(Duration::from_secs(30)).unwrap())
+        .await
+        .unwrap();
+
+    // Both places are held by the move's shards: a third shard answers busy rather than close
+    // either under the copy.
+    let err = sharded
+        .for_route(tenant(2))
+        .execute_sql("SELECT 1", Params::none())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Busy, "{err}");
+
+    drop(resume);
+    let result = moving.await.unwrap().unwrap();
+    assert_eq!(result.status, shardlite::data::MigrationStatus::Activated, "{result:?}");
+    assert_eq!(support::migrate::items_on(&sharded, "s1", "t0").await.0, 200);
+    // The move over, its shards give their places up.
+    sharded
+        .for_route(tenant(2))
+        .execute_sql("SELECT 1", Params::none())
+        .await
+        .unwrap();
+}
