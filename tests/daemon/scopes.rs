@@ -49,6 +49,7 @@ fn expected_scope(operation: &str) -> Option<Option<&'static str>> {
         | "GetShardMap"
         | "ResolveShardRoute"
         | "GetShardStatus"
+        | "GetShardStatusPage"
         | "ExecuteReadOnlySqlOnAllShards"
         | "QueryAllShards" => Some("read"),
         "ExecuteSql"
