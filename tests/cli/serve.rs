@@ -56,3 +56,31 @@ fn serve_with_create_starts_on_a_new_empty_database() {
     assert!(line.starts_with("listening on http://127.0.0.1:"), "{line:?}");
     assert!(master.exists(), "--create made the master file");
 }
+
+#[test]
+fn serve_refuses_max_open_shards_of_zero_or_above_the_descriptor_limit() {
+    let dir = temp_dir();
+    let master = dir.path().join("master.db");
+    for (value, needle) in [("0", "at least 1"), ("999999999", "descriptor limit")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_shardlite"))
+            .args([
+                "serve",
+                "--create",
+                "--listen",
+                "127.0.0.1:0",
+                "--max-open-shards",
+                value,
+                "--master",
+            ])
+            .arg(&master)
+            .output()
+            .expect("run shardlite");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "--max-open-shards {value} should be refused: {stderr}"
+        );
+        assert!(stderr.contains(needle), "--max-open-shards {value}: {stderr}");
+        assert!(String::from_utf8_lossy(&out.stdout).is_empty(), "nothing listened");
+    }
+}
