@@ -16,6 +16,7 @@
 //! is in [`status`]. Each call is logged (RPC, keyspace, key, shard, error code, latency; never
 //! parameters, documents or keys) at `INFO`.
 
+mod call;
 mod gate;
 mod reshard;
 mod service;
@@ -43,7 +44,7 @@ use crate::wire::proto::shardlite_server::{SERVICE_NAME, ShardliteServer};
 pub fn routes(state: ServerState) -> axum::Router {
     let body_limit = state.config().body_limit;
     let gate = gate::CallGate::new(state.clone());
-    let server = ShardliteServer::new(service::ShardliteService::new(state)).max_decoding_message_size(body_limit);
+    let server = ShardliteServer::new(call::ShardliteService::new(state)).max_decoding_message_size(body_limit);
     let service = tonic::service::interceptor::InterceptedService::new(server, gate);
     axum::Router::new().route_service(&format!("/{SERVICE_NAME}/{{*rpc}}"), service)
 }

@@ -1,142 +1,15 @@
 //! The `shardlite.v1.Shardlite` service: one handler per RPC, each a thin translation between
-//! protobuf messages and the [`DataClient`] / [`ShardedClient`] call it stands for.
+//! protobuf messages and the [`DataClient`](crate::client::DataClient) / [`ShardedClient`](crate::client::ShardedClient) call it stands for.
 
-use std::future::Future;
-use std::sync::Arc;
-use std::time::Instant;
+use tonic::Request;
 
-use tonic::{Request, Response, Status};
-
-use super::gate::{CallAccess, CallRoute};
-use super::status::status_from_error;
-use crate::client::{DataClient, ShardedClient, TransactionOptions};
+use crate::client::TransactionOptions;
 use crate::data::CatalogUpdateRequest;
-use crate::error::{Error, Result};
 use crate::routing::RouteContext;
-use crate::server::ServerState;
-use crate::server::counters::{Outcome, Surface};
-use crate::server::keys::{Access, Scope};
-use crate::server::metrics;
-use crate::server::operations::OperationId;
 use crate::transport::grpc::convert::{document_from_json, params_from_pb, required_value, row_from_pb, row_to_pb};
 use crate::wire::proto::{self as pb, shardlite_server::Shardlite};
 
-/// The service implementation; the [`CallGate`](super::gate::CallGate) interceptor runs first.
-#[derive(Debug, Clone)]
-pub(super) struct ShardliteService {
-    state: ServerState,
-}
-
-impl ShardliteService {
-    pub(super) fn new(state: ServerState) -> Self {
-        Self { state }
-    }
-
-    /// Runs one RPC: hands the handler the call's route and state, maps its error to a status
-    /// in the one mapping function, and logs the outcome (never parameters or keys).
-    async fn run<Req, Resp, F, Fut>(
-        &self,
-        rpc: &'static str,
-        request: Request<Req>,
-        handler: F,
-    ) -> std::result::Result<Response<Resp>, Status>
-    where
-        F: FnOnce(Call, Req) -> Fut,
-        Fut: Future<Output = Result<Resp>>,
-    {
-        let started = Instant::now();
-        let operation = OperationId::of(rpc).unwrap_or(OperationId::OTHER);
-        let access = request.extensions().get::<CallAccess>().map(|access| access.0.clone());
-        // An operation without a scope decision needs `admin`, the narrowest scope.
-        let scope = match operation.needs() {
-            _ if operation == OperationId::OTHER => Some(Scope::Admin),
-            needs => needs.scope(),
-        };
-        let permitted = match &access {
-            Some(access) => access.permit(scope, || self.state.served_keyspace()),
-            None => Err(Error::invalid_argument(
-                "API key",
-                "the call did not pass the key check",
-            )),
-        };
-        if let Err(denied) = permitted {
-            tracing::info!(rpc, error = %denied, "gRPC call refused");
-            self.state.count_request(Surface::Grpc, Outcome::ClientError);
-            if let Some(metrics) = self.state.metrics() {
-                let outcome = metrics::Outcome::Failed(denied.kind());
-                metrics.record(metrics::Transport::Grpc, operation, outcome, started.elapsed());
-            }
-            return Err(status_from_error(&denied));
-        }
-        let route = request.extensions().get::<CallRoute>().and_then(|r| r.0.clone());
-        let call = Call {
-            state: self.state.clone(),
-            route: route.clone(),
-        };
-        if let (Some(metrics), Some(route)) = (self.state.metrics(), route.as_ref()) {
-            self.state.count_shard_request(metrics, route);
-        }
-        let outcome = handler(call, request.into_inner()).await;
-        if let Some(metrics) = self.state.metrics() {
-            let counted = match &outcome {
-                Ok(_) => metrics::Outcome::Ok,
-                Err(err) => metrics::Outcome::Failed(err.kind()),
-            };
-            metrics.record(metrics::Transport::Grpc, operation, counted, started.elapsed());
-        }
-        let counted = match &outcome {
-            Ok(_) => Outcome::Ok,
-            Err(err) if err.kind() == crate::ErrorKind::Internal => Outcome::ServerError,
-            Err(_) => Outcome::ClientError,
-        };
-        self.state.count_request(Surface::Grpc, counted);
-        if tracing::enabled!(tracing::Level::DEBUG) || counted == Outcome::ServerError {
-            let shard = match (&route, self.state.sharded()) {
-                (Some(route), Some(sharded)) => sharded.resolve_route(route).ok().map(|r| r.shard_id),
-                _ => None,
-            };
-            let code = match &outcome {
-                Ok(_) => "ok",
-                Err(err) => err.kind().code(),
-            };
-            let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
-            let keyspace = route.as_ref().map(RouteContext::keyspace);
-            let key = route.as_ref().map(RouteContext::key);
-            let shard = shard.as_deref();
-            if counted == Outcome::ServerError {
-                tracing::warn!(rpc, keyspace, key, shard, code, elapsed_ms, "gRPC call failed");
-            } else {
-                tracing::debug!(rpc, keyspace, key, shard, code, elapsed_ms, "gRPC call");
-            }
-        }
-        if scope == Some(Scope::Admin) {
-            let key = access.as_ref().and_then(Access::key_name).unwrap_or("-");
-            let code = outcome.as_ref().map_or_else(|err| err.kind().code(), |_| "ok");
-            tracing::info!(key, operation = rpc, code, "admin action");
-        }
-        outcome.map(Response::new).map_err(|err| status_from_error(&err))
-    }
-}
-
-/// What a handler works with: the daemon state and the call's route.
-struct Call {
-    state: ServerState,
-    route: Option<RouteContext>,
-}
-
-impl Call {
-    /// The route's shard, the sharded client (which answers "route required"), or the plain database.
-    fn data(&self) -> Arc<dyn DataClient> {
-        self.state.data_client(self.route.clone())
-    }
-
-    /// The sharded client; shard-admin RPCs on an unsharded daemon fail with `not_sharded`.
-    fn admin(&self) -> Result<ShardedClient> {
-        self.state.sharded().cloned().ok_or(Error::NotSharded)
-    }
-}
-
-type RpcResult<T> = std::result::Result<Response<T>, Status>;
+use super::call::{RpcResult, ShardliteService};
 
 #[tonic::async_trait]
 impl Shardlite for ShardliteService {
