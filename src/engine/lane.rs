@@ -110,7 +110,7 @@ impl Lane {
                     let Some(job) = self.next_job(&mut None) else {
                         return;
                     };
-                    job(&mut conn.lock().unwrap_or_else(PoisonError::into_inner));
+                    run(|| job(&mut conn.lock().unwrap_or_else(PoisonError::into_inner)));
                 }
             }
             Conns::Readers { .. } => {
@@ -121,7 +121,7 @@ impl Lane {
                     };
                     // Runs never outnumber connections, so this run holds one.
                     if let Some(conn) = conn.as_mut() {
-                        job(conn);
+                        run(|| job(conn));
                     }
                 }
                 if let Some(conn) = conn {
@@ -149,5 +149,13 @@ impl Lane {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Runs one job; a job that panics fails its own caller (its answer is never sent) but not the
+/// lane, whose connection and place are kept for the next job.
+fn run(job: impl FnOnce()) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
+        tracing::error!("a database job panicked; its caller is told the shard closed");
     }
 }

@@ -70,7 +70,7 @@ impl OpenShards {
     pub(super) fn admit(&self, opening: &Shared, limit: usize, wait: Duration) -> Result<Place<'_>> {
         let deadline = Instant::now() + wait;
         loop {
-            let mut idle: Vec<Arc<Shared>> = {
+            let mut idle: Vec<(u64, Arc<Shared>)> = {
                 let mut state = self.lock();
                 state.open.retain(|shared| shared.strong_count() > 0);
                 if state.open.len() + state.opening < limit {
@@ -82,12 +82,14 @@ impl OpenShards {
                     .iter()
                     .filter_map(Weak::upgrade)
                     .filter(|shared| !shared.is_busy())
+                    .map(|shared| (shared.last_used(), shared))
                     .collect()
             };
-            // Least recently used first; a file a call holds refuses to close, and the next is
-            // tried.
-            idle.sort_by_key(|shared| shared.last_used());
-            if idle.iter().any(|shared| shared.close_if_idle()) {
+            // Least recently used first, by when each was last used as of now (calls go on
+            // meanwhile: sorting by the live value would not be a consistent order); a file a call
+            // holds refuses to close, and the next is tried.
+            idle.sort_unstable_by_key(|(last_used, _)| *last_used);
+            if idle.iter().any(|(_, shared)| shared.close_if_idle()) {
                 continue;
             }
             if Instant::now() >= deadline {

@@ -190,12 +190,16 @@ async fn thousands_of_shards_under_a_descriptor_limit_of_1024() {
     let load = started.elapsed();
     let (threads, descriptors, resident) = usage(pid);
     println!("point load over {count} shards: {load:?}; {threads} threads, {descriptors} descriptors, {resident} MiB");
-    assert!(
-        errors.is_empty(),
-        "{} errors, the first: {:#?}",
-        errors.len(),
-        &errors[..errors.len().min(3)]
-    );
+    if !errors.is_empty() {
+        let log = std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(40).collect();
+        panic!(
+            "{} errors, the first: {:#?}\nthe daemon's log ends:\n{}",
+            errors.len(),
+            &errors[..errors.len().min(3)],
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+    }
     assert!(resident <= 400, "{resident} MiB resident after the load");
     assert!(descriptors < 1024, "{descriptors} descriptors");
 
