@@ -45,7 +45,8 @@ fn is_zero(value: &u64) -> bool {
 }
 
 impl ShardStatusQuery {
-    /// Refuses a limit of 0 or above [`MAX_STATUS_PAGE`], and a blank shard id.
+    /// Refuses a limit of 0 or above [`MAX_STATUS_PAGE`], an offset above `i64::MAX`, and a
+    /// blank shard id.
     pub fn check(&self) -> Result<()> {
         if let Some(limit) = self.limit
             && !(1..=MAX_STATUS_PAGE).contains(&limit)
@@ -57,6 +58,14 @@ impl ShardStatusQuery {
         }
         if self.shard_id.as_deref().is_some_and(|id| id.trim().is_empty()) {
             return Err(Error::invalid_argument("shardId", "must not be blank"));
+        }
+        // The contract's integers are signed 64-bit, as JSON readers and the OpenAPI document
+        // take them.
+        if i64::try_from(self.offset).is_err() {
+            return Err(Error::invalid_argument(
+                "offset",
+                format!("must be at most {} (got {})", i64::MAX, self.offset),
+            ));
         }
         Ok(())
     }
@@ -226,5 +235,10 @@ mod tests {
             ..Default::default()
         };
         assert!(blank.check().unwrap_err().to_string().contains("shardId"));
+        let far = ShardStatusQuery {
+            offset: 1 << 63,
+            ..Default::default()
+        };
+        assert!(far.check().unwrap_err().to_string().contains("offset"));
     }
 }
