@@ -78,7 +78,7 @@ fn main() {
         .filter_map(|n| n.trim().parse().ok())
         .collect();
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    let http = reqwest::Client::new();
+    let http = support::daemon::http_client();
     println!(
         "| shards | seed | answers after | idle: threads / descriptors / MiB | after a query on each of up to 1,000: threads / descriptors / MiB |"
     );
