@@ -220,16 +220,7 @@ pub(super) static KEYS: &[KeySpec] = &[
         in_url_query: true,
         secret: false,
         read: |draft, name, value| {
-            let size = whole_number(&value)
-                .and_then(|n| u32::try_from(n).ok())
-                .filter(|n| *n >= 1)
-                .ok_or_else(|| {
-                    invalid(format!(
-                        "invalid value '{value}' for '{name}': expected a whole number from 1 to {}",
-                        u32::MAX
-                    ))
-                })?;
-            draft.options.max_pool_size = Some(size);
+            draft.options.max_pool_size = Some(count(name, &value)?);
             Ok(())
         },
         print: |options| options.max_pool_size.map(|size| size.to_string()),
@@ -241,16 +232,7 @@ pub(super) static KEYS: &[KeySpec] = &[
         in_url_query: true,
         secret: false,
         read: |draft, name, value| {
-            let shards = whole_number(&value)
-                .and_then(|n| u32::try_from(n).ok())
-                .filter(|n| *n >= 1)
-                .ok_or_else(|| {
-                    invalid(format!(
-                        "invalid value '{value}' for '{name}': expected a whole number from 1 to {}",
-                        u32::MAX
-                    ))
-                })?;
-            draft.options.max_open_shards = Some(shards);
+            draft.options.max_open_shards = Some(count(name, &value)?);
             Ok(())
         },
         print: |options| options.max_open_shards.map(|shards| shards.to_string()),
@@ -285,6 +267,19 @@ fn whole_number(text: &str) -> Option<u64> {
 // it fails here, naming the key, instead of when a connection or a transaction first uses it.
 
 /// A whole number of seconds from 0 to [`MAX_TIMEOUT`] (one year).
+/// A count of at least 1 that fits in 32 bits (`Max Pool Size`, `Max Open Shards`).
+fn count(name: &str, value: &str) -> Result<u32> {
+    whole_number(value)
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| {
+            invalid(format!(
+                "invalid value '{value}' for '{name}': expected a whole number from 1 to {}",
+                u32::MAX
+            ))
+        })
+}
+
 fn seconds(name: &str, value: &str) -> Result<Duration> {
     whole_number(value)
         .map(Duration::from_secs)
