@@ -6,6 +6,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::catalog::CatalogLocation;
 use crate::client::{LocalClient, ShardedClient, ShardedClientOptions};
 use crate::data::{DataClient, MigrationAdmin, ShardAdmin};
 use crate::engine::EngineConfig;
@@ -257,11 +258,13 @@ async fn open(options: &ConnectionOptions, engine: EngineConfig) -> Result<Conne
 }
 
 async fn open_routed(path: &str, route: &RouteContext, engine: EngineConfig) -> Result<ConnectedClient> {
-    // Checked first so that a typo in the path fails without leaving an empty file behind.
-    let exists = tokio::fs::try_exists(path).await.map_err(|source| Error::Io {
-        what: format!("data source '{path}'"),
-        source,
-    })?;
+    // Checked first so that a typo in the path fails without leaving an empty file behind (a
+    // catalog URL names no file: opening it says what is wrong).
+    let exists = CatalogLocation::is_url(path)
+        || tokio::fs::try_exists(path).await.map_err(|source| Error::Io {
+            what: format!("data source '{path}'"),
+            source,
+        })?;
     if !exists {
         return Err(Error::ConnectionString {
             reason: format!(
@@ -291,7 +294,11 @@ async fn open_routed(path: &str, route: &RouteContext, engine: EngineConfig) -> 
         .map()
         .shard(&resolution.shard_id)
         .and_then(|shard| match &shard.target {
-            ShardTarget::DataSource(file) => Some(resolve_data_source(Path::new(path), file).display().to_string()),
+            ShardTarget::DataSource(file) => Some(
+                resolve_data_source(sharded.catalog().map_or(Path::new(path), |c| c.path()), file)
+                    .display()
+                    .to_string(),
+            ),
             _ => None,
         });
     Ok(ConnectedClient {
@@ -310,7 +317,7 @@ async fn open_routed(path: &str, route: &RouteContext, engine: EngineConfig) -> 
 }
 
 async fn open_unrouted(path: &str, keyspace: Option<&str>, engine: EngineConfig) -> Result<ConnectedClient> {
-    if keyspace.is_some() && !tokio::fs::try_exists(path).await.unwrap_or(false) {
+    if keyspace.is_some() && !CatalogLocation::is_url(path) && !tokio::fs::try_exists(path).await.unwrap_or(false) {
         return Err(Error::ConnectionString {
             reason: format!(
                 "'Data Source' '{path}' does not exist: a connection bound to a keyspace ('Shard Keyspace') needs \

@@ -1,218 +1,122 @@
-//! The master catalog: one SQLite file that owns the shard map.
+//! The catalog: the versioned shard map and everything about its changes.
 //!
 //! It stores the active map, a pending map (written by catalog updates and migrations,
-//! activated on restart), catalog history, migration checkpoints and migration history, with
-//! a schema-version row so later releases can migrate it. It is never a data shard and never
-//! part of fan-out. Reading never creates tables: a file without them simply has "no map".
+//! activated on restart or by an activation request), catalog history, migration checkpoints and
+//! migration history. It lives in a store ([`store`]): a SQLite master file, the embedded
+//! default, or a key prefix in etcd ([`CatalogLocation`]). A master file is never a data shard
+//! and never part of fan-out. Reading never creates anything: a store without records simply
+//! has "no map".
 
 mod update;
 
 pub use update::{MapDiff, diff, validate};
 
+mod export;
 mod files;
+mod location;
 mod new_files;
 mod reshard;
+mod runner;
+mod store;
 
+pub use export::{CatalogExport, EXPORT_FORMAT};
 pub use files::{check_shard_files, shard_file};
+pub use location::{CatalogLocation, EtcdAddress};
+pub use runner::{LEASE_SECONDS, MigrationClaim};
+pub use store::file::CATALOG_SCHEMA_VERSION;
 
 use std::path::{Path, PathBuf};
 
-use crate::data::{CatalogHistoryEntry, Params, SqlResult, Value};
-use crate::engine::{Database, EngineConfig, Role};
+use crate::data::CatalogHistoryEntry;
 use crate::error::{Error, Result};
 use crate::map::{ShardMap, ShardingOptions};
+use store::{FileStore, HistoryRow, NewMap, Store, StoredMap, StoredState};
 
-/// The catalog schema version this release writes.
-pub const CATALOG_SCHEMA_VERSION: i64 = 1;
-
-/// Whether the catalog's tables exist.
-const HAS_SCHEMA_SQL: &str =
-    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'shardlite_catalog_meta'";
-
-/// The active map's version, without reading the map.
-const ACTIVE_VERSION_SQL: &str = "SELECT map_version FROM shardlite_active_map WHERE slot = 1";
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS shardlite_catalog_meta (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS shardlite_active_map (
-    slot INTEGER PRIMARY KEY CHECK (slot = 1),
-    keyspace TEXT NOT NULL,
-    map_version INTEGER NOT NULL,
-    map_json TEXT NOT NULL,
-    updated_utc TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS shardlite_pending_map (
-    slot INTEGER PRIMARY KEY CHECK (slot = 1),
-    keyspace TEXT NOT NULL,
-    map_version INTEGER NOT NULL,
-    map_json TEXT NOT NULL,
-    written_utc TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS shardlite_catalog_history (
-    entry_id INTEGER PRIMARY KEY AUTOINCREMENT,
-    applied_utc TEXT NOT NULL,
-    keyspace TEXT NOT NULL,
-    map_version INTEGER NOT NULL,
-    operator TEXT,
-    comment TEXT,
-    metadata_only_ownership_change INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS shardlite_migration_checkpoints (
-    migration_id TEXT PRIMARY KEY,
-    updated_utc TEXT NOT NULL,
-    keyspace TEXT NOT NULL,
-    status TEXT NOT NULL,
-    payload_json TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS shardlite_migration_history (
-    entry_id INTEGER PRIMARY KEY AUTOINCREMENT,
-    completed_utc TEXT NOT NULL,
-    keyspace TEXT NOT NULL,
-    migration_id TEXT NOT NULL,
-    payload_json TEXT NOT NULL
-);
-";
-
-/// A handle to a master catalog file.
+/// A handle to a catalog: a master file or a prefix in etcd.
 #[derive(Debug, Clone)]
 pub struct Catalog {
-    db: Database,
-    path: PathBuf,
+    store: Store,
+    location: CatalogLocation,
+    /// What relative shard paths resolve against: the master file, or for a catalog without a
+    /// file, a name in the working directory.
+    anchor: PathBuf,
 }
 
 impl Catalog {
-    /// Opens a master catalog file (creating an empty file and its folder if missing).
-    pub async fn open(path: impl AsRef<Path>) -> Result<Self> {
-        let path = path.as_ref().to_path_buf();
-        let config = EngineConfig {
-            readers: 1,
-            ..EngineConfig::default()
-        };
-        let unreadable = |err: Error| match err.sqlite_code() {
-            Some(code) if crate::engine::is_storage_failure(code) => Error::Catalog {
+    /// Opens the catalog at `master`: a master file path (creating an empty file and its folder
+    /// if missing), or an `etcd://HOST:PORT[,HOST:PORT…]/PREFIX` URL held in the path (see
+    /// [`CatalogLocation`]). Any other `scheme://` is refused.
+    pub async fn open(master: impl AsRef<Path>) -> Result<Self> {
+        Self::open_location(CatalogLocation::of_path(master.as_ref())?).await
+    }
+
+    /// Opens the catalog at `location`.
+    pub async fn open_location(location: CatalogLocation) -> Result<Self> {
+        let anchor = location.anchor();
+        match &location {
+            CatalogLocation::File(path) => {
+                let store = FileStore::open(path).await?;
+                Ok(Self {
+                    store: Store::File(store),
+                    anchor,
+                    location,
+                })
+            }
+            #[cfg(feature = "etcd")]
+            CatalogLocation::Etcd(address) => {
+                let store = store::etcd::EtcdStore::open(address).await?;
+                Ok(Self {
+                    store: Store::Etcd(store),
+                    anchor,
+                    location,
+                })
+            }
+            #[cfg(not(feature = "etcd"))]
+            CatalogLocation::Etcd(address) => Err(Error::Catalog {
                 reason: format!(
-                    "the master '{}' cannot be read ({err}): restore it from a backup, or seed a new one",
-                    path.display()
+                    "'{address}' is a catalog in etcd, and this build has no etcd support (feature `etcd`)"
                 ),
-            },
-            _ => err,
-        };
-        let db = Database::open_as(&path, "master catalog".to_owned(), config, Role::Catalog)
-            .await
-            .map_err(unreadable)?;
-        let catalog = Self { db, path: path.clone() };
-        catalog.check_intact().await.map_err(unreadable)?;
-        catalog.check_schema_version().await.map_err(unreadable)?;
-        Ok(catalog)
-    }
-
-    /// Refuses a master SQLite finds damaged (a truncated or partly overwritten file), which
-    /// could otherwise open and serve a map with pages missing. The master is small, so SQLite's
-    /// `quick_check` costs little at open.
-    async fn check_intact(&self) -> Result<()> {
-        let result = self
-            .db
-            .execute_read_only("SELECT quick_check FROM pragma_quick_check", Params::none())
-            .await?;
-        let verdict = result
-            .rows
-            .first()
-            .and_then(|row| row.first())
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if verdict == "ok" {
-            return Ok(());
+            }),
         }
-        Err(Error::Catalog {
-            reason: format!(
-                "the master '{}' is damaged (SQLite's quick_check says: {verdict}): restore it from a backup",
-                self.path.display()
-            ),
-        })
     }
 
-    /// The catalog file.
+    /// Where this catalog lives.
+    pub fn location(&self) -> &CatalogLocation {
+        &self.location
+    }
+
+    /// The master file; for a catalog in etcd, a name in the working directory that relative
+    /// shard paths resolve against (no such file is ever created).
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.anchor
+    }
+
+    /// Whether other processes' activations reach this handle's watchers without polling (a
+    /// catalog in etcd).
+    pub fn is_watched(&self) -> bool {
+        !matches!(self.store, Store::File(_))
+    }
+
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
     }
 
     pub(crate) async fn has_schema(&self) -> Result<bool> {
-        let result = self.db.execute_read_only(HAS_SCHEMA_SQL, Params::none()).await?;
-        Ok(first_i64(&result).unwrap_or(0) > 0)
-    }
-
-    async fn check_schema_version(&self) -> Result<()> {
-        if !self.has_schema().await? {
-            return Ok(());
-        }
-        let result = self
-            .db
-            .execute_read_only(
-                "SELECT value FROM shardlite_catalog_meta WHERE key = 'schema_version'",
-                Params::none(),
-            )
-            .await?;
-        let version = result
-            .rows
-            .first()
-            .and_then(|r| r.first())
-            .and_then(Value::as_str)
-            .and_then(|v| v.parse::<i64>().ok());
-        match version {
-            Some(v) if v > CATALOG_SCHEMA_VERSION => Err(Error::Catalog {
-                reason: format!(
-                    "schema version {v} was written by a newer release (this release reads up to {CATALOG_SCHEMA_VERSION})"
-                ),
-            }),
-            Some(_) => Ok(()),
-            None => Err(Error::Catalog {
-                reason: "the schema version row is missing or unreadable".to_owned(),
-            }),
-        }
+        self.store.has_schema().await
     }
 
     pub(crate) async fn ensure_schema(&self) -> Result<()> {
-        self.db
-            .execute(
-                &format!(
-                    "{SCHEMA} INSERT INTO shardlite_catalog_meta (key, value) VALUES ('schema_version', '{CATALOG_SCHEMA_VERSION}') \
-                     ON CONFLICT (key) DO NOTHING;"
-                ),
-                Params::none(),
-            )
-            .await?;
-        Ok(())
+        self.store.ensure_schema().await
     }
 
     /// The active map as stored, or `None` when the catalog has none.
     pub async fn active_options(&self) -> Result<Option<ShardingOptions>> {
-        self.load_map("shardlite_active_map").await
+        parse_stored(self.store.state().await?.active.as_ref(), "active")
     }
 
     /// The pending map (written by a catalog update, not yet active), if any.
     pub async fn pending_options(&self) -> Result<Option<ShardingOptions>> {
-        self.load_map("shardlite_pending_map").await
-    }
-
-    async fn load_map(&self, table: &'static str) -> Result<Option<ShardingOptions>> {
-        if !self.has_schema().await? {
-            return Ok(None);
-        }
-        let result = self
-            .db
-            .execute_read_only(&format!("SELECT map_json FROM {table} WHERE slot = 1"), Params::none())
-            .await?;
-        let Some(json) = result.rows.first().and_then(|r| r.first()).and_then(Value::as_str) else {
-            return Ok(None);
-        };
-        ShardingOptions::from_json(json)
-            .map(Some)
-            .map_err(|err| Error::Catalog {
-                reason: format!("the stored map in {table} does not parse: {err}"),
-            })
+        parse_stored(self.store.state().await?.pending.as_ref(), "pending")
     }
 
     /// The active map, validated. [`Error::NoMap`] when the catalog has none.
@@ -232,7 +136,7 @@ impl Catalog {
     /// `replace`, because it reroutes keys away from their data.
     pub async fn seed(&self, options: ShardingOptions, replace: bool) -> Result<ShardMap> {
         let map = ShardMap::new(options.clone())?;
-        check_shard_files(&self.path, &map).await?;
+        check_shard_files(self.path(), &map).await?;
         if let Some(existing) = self.active_options().await?
             && existing != options
             && !replace
@@ -244,68 +148,67 @@ impl Catalog {
                 ),
             });
         }
-        new_files::create_shard_files(&self.path, &map).await?;
-        self.ensure_schema().await?;
-        let json = options.to_json();
-        let now = crate::engine::store::now_utc();
-        let version = i64::try_from(map.version()).unwrap_or(i64::MAX);
-        self.db
-            .execute_atomic(
-                "INSERT INTO shardlite_active_map (slot, keyspace, map_version, map_json, updated_utc)
-                     VALUES (1, :keyspace, :version, :json, :now)
-                     ON CONFLICT (slot) DO UPDATE SET keyspace = excluded.keyspace,
-                         map_version = excluded.map_version, map_json = excluded.map_json,
-                         updated_utc = excluded.updated_utc;
-                 DELETE FROM shardlite_pending_map;
-                 INSERT INTO shardlite_catalog_history (applied_utc, keyspace, map_version, operator, comment)
-                     VALUES (:now, :keyspace, :version, 'seed', 'seeded the active map');",
-                Params::named([
-                    ("keyspace", Value::from(map.keyspace())),
-                    ("version", Value::Integer(version)),
-                    ("json", Value::Text(json)),
-                    ("now", Value::Text(now)),
-                ]),
-            )
-            .await?;
+        new_files::create_shard_files(self.path(), &map).await?;
+        let written = NewMap {
+            keyspace: map.keyspace().to_owned(),
+            version: map.version(),
+            json: options.to_json(),
+        };
+        let history = HistoryRow {
+            keyspace: map.keyspace().to_owned(),
+            version: map.version(),
+            operator: Some("seed".to_owned()),
+            comment: Some("seeded the active map".to_owned()),
+            metadata_only: false,
+        };
+        self.store.seed(&written, &history).await?;
         Ok(map)
     }
 
     /// Catalog history, newest first.
     pub async fn history(&self) -> Result<Vec<CatalogHistoryEntry>> {
-        if !self.has_schema().await? {
-            return Ok(Vec::new());
+        self.store.history().await
+    }
+
+    /// A watch of the map records, on a catalog in etcd.
+    #[cfg(feature = "etcd")]
+    pub(crate) async fn watch_maps(&self) -> Result<store::etcd::MapWatch> {
+        match &self.store {
+            Store::Etcd(etcd) => etcd.watch_maps().await,
+            Store::File(_) => Err(Error::Catalog {
+                reason: "a master file has no watch; its version is polled".to_owned(),
+            }),
         }
-        let result = self
-            .db
-            .execute_read_only(
-                "SELECT applied_utc, keyspace, map_version, operator, comment, metadata_only_ownership_change \
-                 FROM shardlite_catalog_history ORDER BY entry_id DESC",
-                Params::none(),
-            )
-            .await?;
-        Ok(result
-            .rows
-            .into_iter()
-            .map(|row| CatalogHistoryEntry {
-                applied_utc: text(&row, 0).unwrap_or_default(),
-                keyspace: text(&row, 1).unwrap_or_default(),
-                map_version: row
-                    .get(2)
-                    .and_then(Value::as_i64)
-                    .and_then(|v| u64::try_from(v).ok())
-                    .unwrap_or(0),
-                operator: text(&row, 3),
-                comment: text(&row, 4),
-                metadata_only_ownership_change: row.get(5).and_then(Value::as_i64).unwrap_or(0) != 0,
-            })
-            .collect())
+    }
+
+    /// The active and pending maps as stored, for a conditional write.
+    pub(crate) async fn stored(&self) -> Result<StoredState> {
+        self.store.state().await
     }
 }
 
-fn first_i64(result: &SqlResult) -> Option<i64> {
-    result.rows.first()?.first()?.as_i64()
+/// Refuses a catalog written by a newer release; `version` is the stored schema version.
+pub(crate) fn check_schema_version(version: Option<i64>) -> Result<()> {
+    match version {
+        Some(v) if v > CATALOG_SCHEMA_VERSION => Err(Error::Catalog {
+            reason: format!(
+                "schema version {v} was written by a newer release (this release reads up to {CATALOG_SCHEMA_VERSION})"
+            ),
+        }),
+        Some(_) => Ok(()),
+        None => Err(Error::Catalog {
+            reason: "the schema version record is missing or unreadable".to_owned(),
+        }),
+    }
 }
 
-fn text(row: &[Value], index: usize) -> Option<String> {
-    row.get(index).and_then(Value::as_str).map(str::to_owned)
+fn parse_stored(map: Option<&StoredMap>, slot: &str) -> Result<Option<ShardingOptions>> {
+    let Some(map) = map else {
+        return Ok(None);
+    };
+    ShardingOptions::from_json(&map.json)
+        .map(Some)
+        .map_err(|err| Error::Catalog {
+            reason: format!("the stored {slot} map does not parse: {err}"),
+        })
 }

@@ -8,12 +8,12 @@
 
 use std::collections::BTreeSet;
 
-use super::{ACTIVE_VERSION_SQL, Catalog, HAS_SCHEMA_SQL, first_i64};
+use super::Catalog;
+use super::store::{HistoryRow, NewMap, StoredState};
 use crate::data::{
     ActivationRequest, CatalogApplyResult, CatalogIssue, CatalogUpdateRequest, CatalogValidation, IssueSeverity,
-    MovedBuckets, MovedPin, Params, ShardChange, ShardChangeKind, Value,
+    MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
 };
-use crate::engine::store::now_utc;
 use crate::error::{Error, Result};
 use crate::map::ShardMap;
 use crate::routing::keyspace_eq;
@@ -258,8 +258,8 @@ impl Catalog {
     /// Validates `request` against the stored active map and the newest stored version.
     /// Changes nothing.
     pub async fn validate_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogValidation> {
-        let (active, _, pending_version) = self.stored_state().await?;
-        let newest = pending_version.unwrap_or(active.version());
+        let (active, state) = self.stored_state().await?;
+        let newest = newest(&state).unwrap_or(active.version());
         let mut validation = validate(&active, newest, request);
         self.check_files(request, &mut validation).await;
         Ok(validation)
@@ -284,75 +284,44 @@ impl Catalog {
         }
     }
 
-    /// The active map and the stored versions: active, pending.
-    async fn stored_state(&self) -> Result<(ShardMap, u64, Option<u64>)> {
-        let active = self.active_map().await?;
-        let result = self
-            .db
-            .execute_read_only(
-                "SELECT (SELECT map_version FROM shardlite_active_map WHERE slot = 1), \
-                        (SELECT map_version FROM shardlite_pending_map WHERE slot = 1)",
-                Params::none(),
-            )
-            .await?;
-        let version = |index: usize| {
-            result
-                .rows
-                .first()
-                .and_then(|row| row.get(index))
-                .and_then(Value::as_i64)
-                .and_then(|v| u64::try_from(v).ok())
-        };
-        let active_version = version(0).unwrap_or(active.version());
-        Ok((active, active_version, version(1)))
+    /// The active map and the stored maps, read together.
+    async fn stored_state(&self) -> Result<(ShardMap, StoredState)> {
+        let state = self.stored().await?;
+        let active = super::parse_stored(state.active.as_ref(), "active")?.ok_or(Error::NoMap)?;
+        Ok((ShardMap::new(active)?, state))
     }
 
     /// The newest map version stored: the pending map's, else the active map's.
     pub async fn newest_version(&self) -> Result<Option<u64>> {
-        if !self.has_schema().await? {
-            return Ok(None);
-        }
-        let (_, active, pending) = self.stored_state().await?;
-        Ok(Some(pending.unwrap_or(active)))
+        Ok(newest(&self.stored().await?))
     }
 
     /// The active map's version, read cheaply (no map parse), or `None` without a map.
     pub async fn active_version(&self) -> Result<Option<u64>> {
-        if !self.has_schema().await? {
-            return Ok(None);
-        }
-        let result = self.db.execute_read_only(ACTIVE_VERSION_SQL, Params::none()).await?;
-        Ok(result
-            .rows
-            .first()
-            .and_then(|row| row.first())
-            .and_then(Value::as_i64)
-            .and_then(|v| u64::try_from(v).ok()))
+        self.store().active_version().await
     }
 
     /// [`active_version`](Self::active_version) on the calling thread, for blocking callers.
+    /// A catalog in etcd answers `None`: its changes reach clients through a watch instead.
     pub fn active_version_blocking(&self) -> Result<Option<u64>> {
-        let schema = self.db.execute_read_only_blocking(HAS_SCHEMA_SQL, &Params::none())?;
-        if first_i64(&schema).unwrap_or(0) == 0 {
-            return Ok(None);
+        match self.store() {
+            super::store::Store::File(file) => file.active_version_blocking(),
+            #[cfg(feature = "etcd")]
+            super::store::Store::Etcd(_) => Ok(None),
         }
-        let result = self
-            .db
-            .execute_read_only_blocking(ACTIVE_VERSION_SQL, &Params::none())?;
-        Ok(first_i64(&result).and_then(|v| u64::try_from(v).ok()))
     }
 
-    /// Validates and writes `request` as the pending map, with a history row, in one
-    /// transaction that writes only if the stored versions are still the ones validated
-    /// against (compare-and-set).
+    /// Validates and writes `request` as the pending map, with a history entry, in one atomic
+    /// write that happens only if the stored maps are still the ones validated against
+    /// (compare-and-set).
     ///
     /// An invalid update is not an error: the result says `applied: false` and carries the
     /// validation. A stale `expectedCurrentMapVersion`, or a catalog changed by someone else
     /// between validation and write, is [`Error::MapVersionConflict`].
     pub async fn apply_update(&self, request: CatalogUpdateRequest) -> Result<CatalogApplyResult> {
         self.ensure_schema().await?;
-        let (active, active_version, pending_version) = self.stored_state().await?;
-        let newest = pending_version.unwrap_or(active_version);
+        let (active, state) = self.stored_state().await?;
+        let newest = newest(&state).unwrap_or(active.version());
         if let Some(expected) = request.expected_current_map_version
             && expected != newest
         {
@@ -371,42 +340,25 @@ impl Catalog {
             });
         }
         let version = u64::try_from(request.map.map_version).unwrap_or(0);
-        let metadata_only = validation.requires_data_migration && request.allow_ownership_change;
-        let written = self
-            .db
-            .execute_atomic(
-                "INSERT INTO shardlite_pending_map (slot, keyspace, map_version, map_json, written_utc)
-                     SELECT 1, :keyspace, :version, :json, :now
-                     WHERE (SELECT map_version FROM shardlite_active_map WHERE slot = 1) = :active
-                       AND coalesce((SELECT map_version FROM shardlite_pending_map WHERE slot = 1), -1) = :pending
-                     ON CONFLICT (slot) DO UPDATE SET keyspace = excluded.keyspace,
-                         map_version = excluded.map_version, map_json = excluded.map_json,
-                         written_utc = excluded.written_utc;
-                 INSERT INTO shardlite_catalog_history
-                     (applied_utc, keyspace, map_version, operator, comment, metadata_only_ownership_change)
-                     SELECT :now, :keyspace, :version, :operator, :comment, :metadata_only WHERE changes() > 0;",
-                Params::named([
-                    ("keyspace", Value::from(request.map.keyspace.trim())),
-                    ("version", Value::Integer(stored_int(version))),
-                    ("json", Value::Text(request.map.to_json())),
-                    ("now", Value::Text(now_utc())),
-                    ("active", Value::Integer(stored_int(active_version))),
-                    ("pending", Value::Integer(pending_version.map_or(-1, stored_int))),
-                    ("operator", Value::from(request.operator.clone())),
-                    (
-                        "comment",
-                        Value::from(
-                            request
-                                .comment
-                                .clone()
-                                .unwrap_or_else(|| "applied as the pending map".to_owned()),
-                        ),
-                    ),
-                    ("metadata_only", Value::from(metadata_only)),
-                ]),
-            )
-            .await?;
-        if written.rows_affected == 0 {
+        let keyspace = request.map.keyspace.trim().to_owned();
+        let map = NewMap {
+            keyspace: keyspace.clone(),
+            version,
+            json: request.map.to_json(),
+        };
+        let history = HistoryRow {
+            keyspace,
+            version,
+            operator: request.operator.clone(),
+            comment: Some(
+                request
+                    .comment
+                    .clone()
+                    .unwrap_or_else(|| "applied as the pending map".to_owned()),
+            ),
+            metadata_only: validation.requires_data_migration && request.allow_ownership_change,
+        };
+        if !self.store().write_pending(&state, &map, &history).await? {
             let current = self.newest_version().await?.unwrap_or(newest);
             return Err(Error::MapVersionConflict {
                 expected: request.expected_current_map_version.unwrap_or(newest),
@@ -420,8 +372,8 @@ impl Catalog {
         })
     }
 
-    /// Makes the pending map the active one, with a history row, in one transaction. Returns the
-    /// map that was active and the one that now is.
+    /// Makes the pending map the active one, with a history entry, in one atomic write. Returns
+    /// the map that was active and the one that now is.
     ///
     /// [`Error::NoPendingMap`] when there is no pending map of the expected version.
     pub async fn activate_pending(&self, request: &ActivationRequest) -> Result<(ShardMap, ShardMap)> {
@@ -430,41 +382,26 @@ impl Catalog {
         if !self.has_schema().await? {
             return Err(no_pending(None));
         }
-        let (previous, _, pending_version) = self.stored_state().await?;
+        let (previous, state) = self.stored_state().await?;
+        let pending_version = state.pending.as_ref().map(|m| m.version);
         if pending_version != Some(expected) {
             return Err(no_pending(pending_version));
         }
-        let next = ShardMap::new(self.pending_options().await?.ok_or_else(|| no_pending(None))?)?;
-        let moved = self
-            .db
-            .execute_atomic(
-                "INSERT INTO shardlite_active_map (slot, keyspace, map_version, map_json, updated_utc)
-                     SELECT 1, keyspace, map_version, map_json, :now FROM shardlite_pending_map
-                     WHERE slot = 1 AND map_version = :expected
-                     ON CONFLICT (slot) DO UPDATE SET keyspace = excluded.keyspace,
-                         map_version = excluded.map_version, map_json = excluded.map_json,
-                         updated_utc = excluded.updated_utc;
-                 INSERT INTO shardlite_catalog_history (applied_utc, keyspace, map_version, operator, comment)
-                     SELECT :now, :keyspace, :expected, :operator, :comment WHERE changes() > 0;
-                 DELETE FROM shardlite_pending_map WHERE map_version = :expected;",
-                Params::named([
-                    ("now", Value::Text(now_utc())),
-                    ("expected", Value::Integer(stored_int(expected))),
-                    ("keyspace", Value::from(next.keyspace())),
-                    ("operator", Value::from(request.operator.clone())),
-                    (
-                        "comment",
-                        Value::from(
-                            request
-                                .comment
-                                .clone()
-                                .unwrap_or_else(|| format!("activated (was version {})", previous.version())),
-                        ),
-                    ),
-                ]),
-            )
-            .await?;
-        if moved.rows_affected == 0 {
+        let next = super::parse_stored(state.pending.as_ref(), "pending")?.ok_or_else(|| no_pending(None))?;
+        let next = ShardMap::new(next)?;
+        let history = HistoryRow {
+            keyspace: next.keyspace().to_owned(),
+            version: expected,
+            operator: request.operator.clone(),
+            comment: Some(
+                request
+                    .comment
+                    .clone()
+                    .unwrap_or_else(|| format!("activated (was version {})", previous.version())),
+            ),
+            metadata_only: false,
+        };
+        if !self.store().activate(&state, &history).await? {
             return Err(no_pending(
                 self.newest_version().await?.filter(|v| *v != previous.version()),
             ));
@@ -473,6 +410,7 @@ impl Catalog {
     }
 }
 
-fn stored_int(version: u64) -> i64 {
-    i64::try_from(version).unwrap_or(i64::MAX)
+/// The newest version stored: the pending map's, else the active map's.
+fn newest(state: &StoredState) -> Option<u64> {
+    state.pending.as_ref().or(state.active.as_ref()).map(|m| m.version)
 }

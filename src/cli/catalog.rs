@@ -1,5 +1,6 @@
 //! `shardlite catalog show|validate|apply|activate`: look at the master catalog and change the
-//! map in three steps, on a local master or through a daemon.
+//! map in three steps, on a local master or through a daemon; `export|import`: copy a catalog
+//! between a master file and etcd.
 
 use std::path::PathBuf;
 
@@ -7,6 +8,7 @@ use clap::{Args, Subcommand};
 
 use super::connection::{self, ConnectionArgs};
 use super::data::{OutputArgs, print_json, table};
+use crate::catalog::{Catalog, CatalogExport, CatalogLocation};
 use crate::data::{
     ActivationRequest, CatalogState, CatalogUpdateRequest, CatalogValidation, IssueSeverity, ShardAdmin,
     ShardChangeKind,
@@ -38,6 +40,35 @@ pub enum CatalogCommand {
     /// Exits non-zero when the pending map is not --expected-version.
     #[command(after_help = "Example: shardlite catalog activate -c \"Data Source=master.db\" --expected-version 2")]
     Activate(ActivateArgs),
+    /// Write everything a catalog holds (maps, history, migrations) as one JSON document.
+    #[command(after_help = "Example: shardlite catalog export --master data/master.db --out catalog.json")]
+    Export(ExportArgs),
+    /// Copy an exported catalog into a catalog that holds no map yet (a master file or etcd).
+    #[command(after_help = "Example: shardlite catalog import --master etcd://127.0.0.1:2379/shop --from catalog.json")]
+    Import(ImportArgs),
+}
+
+/// Arguments of `shardlite catalog export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The catalog: a master file, or etcd://HOST:PORT[,HOST:PORT…]/PREFIX.
+    #[arg(long)]
+    master: PathBuf,
+    /// Where to write the document (default: standard output).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// Arguments of `shardlite catalog import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The catalog to fill: a master file, or etcd://HOST:PORT[,HOST:PORT…]/PREFIX. It must hold
+    /// no map yet.
+    #[arg(long)]
+    master: PathBuf,
+    /// The document `catalog export` wrote.
+    #[arg(long)]
+    from: PathBuf,
 }
 
 /// Arguments of `shardlite catalog show`.
@@ -100,7 +131,60 @@ pub async fn run(command: &CatalogCommand) -> Result<()> {
         CatalogCommand::Validate(args) => validate(args).await,
         CatalogCommand::Apply(args) => apply(args).await,
         CatalogCommand::Activate(args) => activate(args).await,
+        CatalogCommand::Export(args) => export(args).await,
+        CatalogCommand::Import(args) => import(args).await,
     }
+}
+
+async fn export(args: &ExportArgs) -> Result<()> {
+    if let CatalogLocation::File(path) = CatalogLocation::of_path(&args.master)?
+        && !path.exists()
+    {
+        return Err(Error::invalid_argument(
+            "--master",
+            format!("'{}' does not exist", path.display()),
+        ));
+    }
+    let export = Catalog::open(&args.master).await?.export().await?;
+    let text = serde_json::to_string_pretty(&export).map_err(|err| Error::Catalog {
+        reason: format!("the export could not be encoded: {err}"),
+    })?;
+    match &args.out {
+        Some(path) => tokio::fs::write(path, format!("{text}\n"))
+            .await
+            .map_err(|source| Error::Io {
+                what: format!("export file '{}'", path.display()),
+                source,
+            })?,
+        None => println!("{text}"),
+    }
+    Ok(())
+}
+
+async fn import(args: &ImportArgs) -> Result<()> {
+    let text = tokio::fs::read_to_string(&args.from)
+        .await
+        .map_err(|source| Error::Io {
+            what: format!("export file '{}'", args.from.display()),
+            source,
+        })?;
+    let export: CatalogExport = serde_json::from_str(&text).map_err(|err| {
+        Error::invalid_argument(
+            "--from",
+            format!("'{}' is not a catalog export: {err}", args.from.display()),
+        )
+    })?;
+    let catalog = Catalog::open(&args.master).await?;
+    catalog.import(&export).await?;
+    println!(
+        "imported {} into {}: {} history entr{}, {} migration(s)",
+        args.from.display(),
+        catalog.location(),
+        export.history.len(),
+        if export.history.len() == 1 { "y" } else { "ies" },
+        export.migrations.len()
+    );
+    Ok(())
 }
 
 async fn admin(connection: &ConnectionArgs) -> Result<std::sync::Arc<dyn ShardAdmin>> {

@@ -78,6 +78,7 @@ pub async fn open(args: &ConnectionArgs, route: Option<RouteContext>) -> Result<
     }
     // A command-line typo must not leave an empty database behind.
     if let Some(path) = options.data_source()
+        && !crate::catalog::CatalogLocation::is_url(path)
         && !std::path::Path::new(path).exists()
     {
         return Err(Error::invalid_argument(

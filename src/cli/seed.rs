@@ -4,15 +4,16 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::catalog::{Catalog, check_shard_files};
+use crate::catalog::{Catalog, CatalogLocation, check_shard_files};
 use crate::error::{Error, Result};
 use crate::map::{ShardMap, ShardingOptions};
 
 /// Arguments of `shardlite seed`.
 #[derive(Debug, Args)]
 pub struct SeedArgs {
-    /// The master catalog file to create or update. Relative `dataSource` paths in the map are
-    /// files in its folder.
+    /// The master catalog file to create or update (relative `dataSource` paths in the map are
+    /// files in its folder), or a catalog in etcd: `etcd://HOST:PORT[,HOST:PORT…]/PREFIX`
+    /// (relative paths are then files in the working directory).
     #[arg(long)]
     master: PathBuf,
     /// The shard map (JSON, camelCase).
@@ -31,7 +32,8 @@ pub async fn run(args: &SeedArgs) -> Result<()> {
     let options = ShardingOptions::from_json(&json)?;
     // Validate before touching the master, so a broken map leaves no file behind.
     let map = ShardMap::new(options.clone())?;
-    check_shard_files(&args.master, &map).await?;
+    let location = CatalogLocation::of_path(&args.master)?;
+    check_shard_files(&location.anchor(), &map).await?;
     let catalog = Catalog::open(&args.master).await?;
     let map = catalog.seed(options, args.replace).await?;
     println!(

@@ -41,7 +41,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// The master catalog, which must exist (see `--create`). Without an active shard map, the
-    /// file is served as one plain database. Required, here or in `--config`.
+    /// file is served as one plain database. Or a catalog in etcd,
+    /// `etcd://HOST:PORT[,HOST:PORT…]/PREFIX`, which must hold a map. Required, here or in
+    /// `--config`.
     #[arg(long)]
     master: Option<PathBuf>,
     /// Create the master as a new, empty plain database when it does not exist, instead of
@@ -328,6 +330,10 @@ fn tls_files(args: &ServeArgs) -> Option<TlsFiles> {
 /// A missing master is refused unless `--create` asks for a new database: opening would otherwise
 /// create an empty file, and a typo in the path would start a daemon that serves nothing useful.
 async fn check_master_exists(args: &ServeArgs, master: &std::path::Path) -> Result<()> {
+    // A catalog URL names no file; opening it says whether it holds a catalog.
+    if let crate::catalog::CatalogLocation::Etcd(_) = crate::catalog::CatalogLocation::of_path(master)? {
+        return Ok(());
+    }
     let exists = tokio::fs::try_exists(master).await.map_err(|source| Error::Io {
         what: format!("master catalog '{}'", master.display()),
         source,

@@ -65,6 +65,8 @@ pub enum ErrorKind {
     UnsupportedCrossShardQuery,
     /// The API key is valid but lacks the scope the operation needs, or may not use its keyspace.
     PermissionDenied,
+    /// The catalog's store (etcd) could not be reached; nothing was written. Retry later.
+    CatalogUnavailable,
 }
 
 impl ErrorKind {
@@ -98,11 +100,12 @@ impl ErrorKind {
             Self::RouteFenced => "route_fenced",
             Self::UnsupportedCrossShardQuery => "unsupported_cross_shard_query",
             Self::PermissionDenied => "permission_denied",
+            Self::CatalogUnavailable => "catalog_unavailable",
         }
     }
 
     /// Every kind, in declaration order (a kind's position is stable within one build).
-    pub const ALL: [ErrorKind; 27] = [
+    pub const ALL: [ErrorKind; 28] = [
         Self::RouteRequired,
         Self::UnknownKeyspace,
         Self::InvalidInput,
@@ -130,6 +133,7 @@ impl ErrorKind {
         Self::RouteFenced,
         Self::UnsupportedCrossShardQuery,
         Self::PermissionDenied,
+        Self::CatalogUnavailable,
     ];
 
     /// The kind whose [`code`](Self::code) is `code`, for decoding errors received over the wire.
@@ -191,19 +195,24 @@ impl Error {
             Self::NoPendingMap { .. } => ErrorKind::Conflict,
             Self::Remote(remote) => remote.kind,
             Self::Transport { .. } => ErrorKind::Unavailable,
-            Self::MigrationChanged { .. } | Self::MigrationMissing { .. } | Self::MigrationDirty { .. } => {
-                ErrorKind::Conflict
-            }
+            Self::MigrationChanged { .. }
+            | Self::MigrationMissing { .. }
+            | Self::MigrationDirty { .. }
+            | Self::MigrationRunning { .. } => ErrorKind::Conflict,
             Self::RouteFenced { .. } => ErrorKind::RouteFenced,
             Self::UnsupportedCrossShardQuery { .. } => ErrorKind::UnsupportedCrossShardQuery,
             Self::PermissionDenied(_) => ErrorKind::PermissionDenied,
+            Self::CatalogUnavailable { .. } => ErrorKind::CatalogUnavailable,
         }
     }
 
-    /// Whether the same request may succeed if sent again shortly: the shard was busy, or the
-    /// route was fenced by a migration that will end.
+    /// Whether the same request may succeed if sent again shortly: the shard was busy, the
+    /// route was fenced by a migration that will end, or the catalog's store was unreachable.
     pub fn is_retryable(&self) -> bool {
-        matches!(self.kind(), ErrorKind::Busy | ErrorKind::RouteFenced)
+        matches!(
+            self.kind(),
+            ErrorKind::Busy | ErrorKind::RouteFenced | ErrorKind::CatalogUnavailable
+        )
     }
 
     /// The SQLite extended result code, when SQLite produced this error.

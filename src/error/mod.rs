@@ -89,6 +89,27 @@ pub enum Error {
     )]
     NotSharded,
 
+    /// Another runner is driving this migration now.
+    #[error(
+        "migration '{migration_id}' is being run by {holder}: wait for that run to end (a runner that died releases it \
+         when its lease expires)"
+    )]
+    MigrationRunning {
+        /// The migration.
+        migration_id: Box<str>,
+        /// Who runs it, as far as the catalog knows.
+        holder: Box<str>,
+    },
+
+    /// The catalog's store could not be reached (an etcd cluster that is down or partitioned).
+    /// Nothing was written; the request may be retried. Routers keep serving the last map they
+    /// know meanwhile.
+    #[error("the catalog is unavailable: {reason}; nothing was written, retry later")]
+    CatalogUnavailable {
+        /// Which store, and what failed.
+        reason: String,
+    },
+
     /// The master catalog is not in a state this release can use.
     #[error("master catalog problem: {reason}")]
     Catalog {

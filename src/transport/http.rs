@@ -73,7 +73,7 @@ impl std::fmt::Debug for HttpClient {
     }
 }
 
-fn install_crypto_provider() {
+pub(crate) fn install_crypto_provider() {
     static ONCE: Once = Once::new();
     // reqwest is built without a default TLS provider; install ring once per process. An error
     // means another provider is already installed, which is just as good.

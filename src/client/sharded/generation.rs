@@ -167,7 +167,7 @@ impl ShardedClient {
     /// leaves the current map in place.
     pub(crate) async fn fresh(&self) -> Arc<Generation> {
         let current = self.generation();
-        let Some(catalog) = &self.inner.catalog else {
+        let Some(catalog) = self.polled_catalog() else {
             return current;
         };
         if !self.claim_version_check(Instant::now()) {
@@ -191,7 +191,7 @@ impl ShardedClient {
         block_on: impl FnOnce(BoxFuture<'_, Arc<Generation>>) -> Arc<Generation>,
     ) -> Guard<Arc<Generation>> {
         let current = self.inner.current.load();
-        let Some(catalog) = &self.inner.catalog else {
+        let Some(catalog) = self.polled_catalog() else {
             return current;
         };
         if !self.claim_version_check(now) {
@@ -211,12 +211,17 @@ impl ShardedClient {
     /// `now`: the fast path of an async call that runs to its end without waiting. `None` when
     /// a check is due; the caller then goes through [`fresh`](Self::fresh), which makes it.
     pub(crate) fn lend_unless_check_due(&self, now: Instant) -> Option<Guard<Arc<Generation>>> {
-        if self.inner.catalog.is_some()
-            && self.millis_since_epoch(now) >= self.inner.next_check_ms.load(Ordering::Relaxed)
+        if self.inner.polls_catalog && self.millis_since_epoch(now) >= self.inner.next_check_ms.load(Ordering::Relaxed)
         {
             return None;
         }
         Some(self.inner.current.load())
+    }
+
+    /// The catalog whose version calls check: a master file. A catalog in etcd is watched
+    /// instead ([`follow`](super::follow)).
+    fn polled_catalog(&self) -> Option<&crate::catalog::Catalog> {
+        self.inner.catalog.as_ref().filter(|_| self.inner.polls_catalog)
     }
 
     fn millis_since_epoch(&self, now: Instant) -> u64 {
@@ -242,7 +247,7 @@ impl ShardedClient {
     }
 
     /// Loads and installs the catalog's active map when it is not the one served.
-    async fn load_active(&self) -> Arc<Generation> {
+    pub(super) async fn load_active(&self) -> Arc<Generation> {
         let Some(catalog) = &self.inner.catalog else {
             return self.generation();
         };

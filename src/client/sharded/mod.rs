@@ -3,6 +3,7 @@
 //! - this file: opening a client, and which client serves a shard or a route;
 //! - [`generation`]: the map served now and its shards' clients, swapped whole on activation;
 //! - [`catalog`]: catalog updates and live activation;
+//! - [`follow`]: following the catalog, so that a map activated elsewhere is served here;
 //! - [`status`]: shard health, fan-out and catalog state;
 //! - [`query`]: one `SELECT` over every shard, merged into one result;
 //! - [`schema`]: schema migrations and schema status on every shard;
@@ -11,6 +12,7 @@
 
 mod catalog;
 mod dedicated;
+mod follow;
 pub(super) mod generation;
 mod query;
 mod remote;
@@ -48,6 +50,10 @@ struct Inner {
     epoch: Instant,
     /// Held while a new map is being installed, so two callers do not both install it.
     switching: tokio::sync::Mutex<()>,
+    /// Whether calls check the catalog's version (a master file); a catalog in etcd is watched.
+    polls_catalog: bool,
+    /// Ends the task following the catalog when the client goes away.
+    _follower: std::sync::OnceLock<follow::FollowerStop>,
 }
 
 /// A client over every shard of one map.
@@ -145,7 +151,18 @@ impl ShardedClient {
     /// [`open`](Self::open) with explicit settings.
     pub async fn open_with(master: impl AsRef<Path>, options: ShardedClientOptions) -> Result<Self> {
         let catalog = Catalog::open(master).await?;
-        let map = catalog.active_map().await?;
+        let map = match catalog.active_map().await {
+            Err(Error::NoMap) if catalog.is_watched() => {
+                let location = catalog.location();
+                return Err(Error::Catalog {
+                    reason: format!(
+                        "'{location}' holds no catalog (no active map under its prefix): seed one with \
+                         `shardlite seed --master {location} --map MAP.json`"
+                    ),
+                });
+            }
+            other => other?,
+        };
         check_shard_files(catalog.path(), &map).await?;
         Self::build(map, Some(catalog), options).await
     }
@@ -171,16 +188,25 @@ impl ShardedClient {
             retired: Vec::new(),
         };
         let refresh = u64::try_from(options.refresh_interval.as_millis()).unwrap_or(u64::MAX);
-        Ok(Self {
+        let interval = options.refresh_interval;
+        let client = Self {
             inner: Arc::new(Inner {
+                polls_catalog: catalog.as_ref().is_some_and(|c| !c.is_watched()),
                 catalog,
                 options,
                 current: ArcSwap::from_pointee(generation),
                 next_check_ms: AtomicU64::new(refresh),
                 epoch: Instant::now(),
                 switching: tokio::sync::Mutex::new(()),
+                _follower: std::sync::OnceLock::new(),
             }),
-        })
+        };
+        if let Some(catalog) = &client.inner.catalog
+            && let Some(stop) = follow::start(catalog, Arc::downgrade(&client.inner), interval)
+        {
+            let _ = client.inner._follower.set(stop);
+        }
+        Ok(client)
     }
 
     /// The map this client serves now (activation replaces it; a call that began before keeps

@@ -41,6 +41,11 @@ pub(super) async fn start(
         Some(id) if !id.is_empty() => id.to_owned(),
         _ => new_migration_id(),
     };
+    // Held until the run ends: two starts with one id cannot both run.
+    let _claim = match migrator.sharded.catalog() {
+        Some(catalog) => Some(catalog.claim_migration(&id).await?),
+        None => None,
+    };
     match migrator.sharded.catalog() {
         None => issues.push(issue(
             "catalog-required",

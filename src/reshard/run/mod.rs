@@ -268,7 +268,8 @@ impl Migrator {
     /// Continues migration `id` from its last checkpoint: pages already copied are not copied
     /// again, everything is verified again, and the phases after verification run as far as
     /// the migration (and `options`) asks. A migration that already ended successfully is
-    /// returned as it is, so resuming twice does no harm.
+    /// returned as it is, so resuming twice does no harm. While another runner drives it, resuming
+    /// is refused with [`Error::MigrationRunning`].
     ///
     /// A page can be on the destination without a checkpoint in the catalog (the run stopped
     /// between the two writes). Between files of this process each page's transaction also
@@ -282,6 +283,8 @@ impl Migrator {
         if id.is_empty() {
             return Err(Error::invalid_argument("migration id", "it is blank"));
         }
+        // Held until this run ends: a second resume is refused meanwhile.
+        let _claim = catalog.claim_migration(id).await?;
         let mut state = catalog.migration(id).await?.ok_or_else(|| Error::NotFound {
             what: "migration",
             name: id.into(),
@@ -347,6 +350,8 @@ impl Migrator {
     pub async fn abandon(&self, id: &str) -> Result<MigrationResult> {
         let catalog = self.catalog()?;
         let id = id.trim();
+        // A running migration is not abandoned under its runner.
+        let _claim = catalog.claim_migration(id).await?;
         let mut state = catalog.migration(id).await?.ok_or_else(|| Error::NotFound {
             what: "migration",
             name: id.into(),

@@ -13,7 +13,7 @@
 //! | `statement_timeout`, `request_timeout` | `DEADLINE_EXCEEDED` |
 //! | `cancelled` | `CANCELLED` |
 //! | `result_too_large` | `RESOURCE_EXHAUSTED` |
-//! | `busy`, `unavailable` | `UNAVAILABLE`: retry later |
+//! | `busy`, `unavailable`, `catalog_unavailable` (etcd unreachable; nothing written) | `UNAVAILABLE`: retry later |
 //! | `unauthenticated` | `UNAUTHENTICATED` |
 //! | `internal` | `INTERNAL`, with a generic message; the real error goes to the log |
 //!
@@ -50,7 +50,7 @@ fn code_for(kind: ErrorKind) -> Code {
         ErrorKind::Constraint | ErrorKind::NotSharded | ErrorKind::UnsupportedCrossShardQuery => {
             Code::FailedPrecondition
         }
-        ErrorKind::Busy | ErrorKind::Unavailable => Code::Unavailable,
+        ErrorKind::Busy | ErrorKind::Unavailable | ErrorKind::CatalogUnavailable => Code::Unavailable,
         ErrorKind::Unauthenticated => Code::Unauthenticated,
         ErrorKind::Internal => Code::Internal,
         ErrorKind::TransactionControl => Code::FailedPrecondition,

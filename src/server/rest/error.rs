@@ -15,7 +15,7 @@
 //! | `statement_timeout`, `request_timeout`, `cancelled` | 408 |
 //! | `conflict`, `map_version_conflict`, `stale_map_version`, `expired`, `route_fenced`, `constraint` | 409 |
 //! | `unsupported_cross_shard_query` | 422 |
-//! | `busy` (with `Retry-After`), `unavailable` | 503 |
+//! | `busy` (with `Retry-After`), `unavailable`, `catalog_unavailable` (etcd unreachable; nothing written) | 503 |
 //! | `internal` | 500, with a generic detail; the real error goes to the log |
 //!
 //! A `not_found` body also says which kind of object is missing (`missing`: `row`, `table`, ...).
@@ -229,7 +229,9 @@ pub fn problem(err: &ApiError) -> (StatusCode, Problem) {
                 | ErrorKind::RouteFenced
                 | ErrorKind::Constraint => StatusCode::CONFLICT,
                 ErrorKind::UnsupportedCrossShardQuery => StatusCode::UNPROCESSABLE_ENTITY,
-                ErrorKind::Busy | ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+                ErrorKind::Busy | ErrorKind::Unavailable | ErrorKind::CatalogUnavailable => {
+                    StatusCode::SERVICE_UNAVAILABLE
+                }
                 ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             };
             let detail = match err {

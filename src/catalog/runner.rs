@@ -1,0 +1,168 @@
+//! Claims on running a migration: two runners can never drive one migration at once.
+//!
+//! On a catalog in etcd the claim is a key attached to a lease that the runner keeps alive; a
+//! runner killed without a chance to clean up (SIGKILL, a lost host) stops renewing it, and etcd
+//! drops the claim when the lease expires ([`LEASE_SECONDS`]), after which `resume` can take it.
+//! On a master file the claim is held in the process (a daemon or a command line that runs the
+//! migration), so that two requests to the same daemon cannot both drive it.
+
+use std::collections::HashSet;
+use std::sync::{Mutex, OnceLock};
+
+use super::Catalog;
+use super::store::Store;
+use crate::error::{Error, Result};
+
+/// How long a claim in etcd outlives its runner: a killed runner's migration can be resumed
+/// after at most this long.
+pub const LEASE_SECONDS: u64 = 10;
+
+/// A runner's claim on one migration, released when dropped.
+#[derive(Debug)]
+pub struct MigrationClaim {
+    local_key: String,
+    #[cfg(feature = "etcd")]
+    lease: Option<EtcdLease>,
+}
+
+fn claimed() -> &'static Mutex<HashSet<String>> {
+    static CLAIMED: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    CLAIMED.get_or_init(Default::default)
+}
+
+impl Catalog {
+    /// Claims migration `id` for this runner, or refuses with [`Error::MigrationRunning`] while
+    /// another runner holds it.
+    pub async fn claim_migration(&self, id: &str) -> Result<MigrationClaim> {
+        let local_key = format!("{}\u{0}{id}", self.location());
+        let inserted = claimed()
+            .lock()
+            .map(|mut set| set.insert(local_key.clone()))
+            .unwrap_or(false);
+        if !inserted {
+            return Err(Error::MigrationRunning {
+                migration_id: id.into(),
+                holder: "another run in this process".into(),
+            });
+        }
+        #[cfg_attr(not(feature = "etcd"), allow(unused_mut))]
+        let mut claim = MigrationClaim {
+            local_key,
+            #[cfg(feature = "etcd")]
+            lease: None,
+        };
+        match self.store() {
+            Store::File(_) => {}
+            #[cfg(feature = "etcd")]
+            Store::Etcd(etcd) => claim.lease = Some(EtcdLease::claim(etcd, id).await?),
+        }
+        Ok(claim)
+    }
+}
+
+impl Drop for MigrationClaim {
+    fn drop(&mut self) {
+        if let Ok(mut set) = claimed().lock() {
+            set.remove(&self.local_key);
+        }
+    }
+}
+
+#[cfg(feature = "etcd")]
+pub(crate) use etcd_lease::EtcdLease;
+
+#[cfg(feature = "etcd")]
+mod etcd_lease {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::LEASE_SECONDS;
+    use crate::catalog::store::etcd::EtcdStore;
+    use crate::error::{Error, Result};
+
+    /// A lease holding a migration's runner key, renewed in the background.
+    #[derive(Debug)]
+    pub(crate) struct EtcdLease {
+        id: i64,
+        store: EtcdStore,
+        renewing: tokio::task::JoinHandle<()>,
+    }
+
+    impl EtcdLease {
+        pub(crate) async fn claim(store: &EtcdStore, migration_id: &str) -> Result<Self> {
+            let client = store.client();
+            let id = client.grant(LEASE_SECONDS).await?;
+            let key = store.runner_key(migration_id);
+            let holder = json!({
+                "holder": super::holder_name(),
+                "sinceUtc": crate::engine::store::now_utc(),
+            })
+            .to_string();
+            let won = client
+                .txn(
+                    vec![super::super::store::etcd::absent(&key)],
+                    vec![super::super::store::etcd::put_leased(&key, holder.as_bytes(), id)],
+                )
+                .await;
+            match won {
+                Ok(true) => {}
+                other => {
+                    let _ = client.revoke(id).await;
+                    other?;
+                    let holder = store.runner_of(migration_id).await.unwrap_or_default();
+                    return Err(Error::MigrationRunning {
+                        migration_id: migration_id.into(),
+                        holder: format!("{holder} (through {})", store.address()).into(),
+                    });
+                }
+            }
+            let renewer = client.clone();
+            let renewing = tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_secs(LEASE_SECONDS / 3)).await;
+                    match renewer.keep_alive(id).await {
+                        Ok(ttl) if ttl > 0 => {}
+                        Ok(_) => {
+                            tracing::error!(
+                                lease = id,
+                                "the migration runner's lease expired: another runner may take over"
+                            );
+                            return;
+                        }
+                        Err(err) => {
+                            tracing::warn!(lease = id, error = %err, "renewing the migration runner's lease failed")
+                        }
+                    }
+                }
+            });
+            Ok(Self {
+                id,
+                store: store.clone(),
+                renewing,
+            })
+        }
+    }
+
+    impl Drop for EtcdLease {
+        fn drop(&mut self) {
+            self.renewing.abort();
+            let (client, id) = (self.store.client().clone(), self.id);
+            // Revoking deletes the claim at once; if this cannot run, the lease expires.
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    let _ = client.revoke(id).await;
+                });
+            }
+        }
+    }
+}
+
+/// Who holds a claim, for the message another runner gets.
+#[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+fn holder_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let host = host.trim();
+    let host = if host.is_empty() { "this host" } else { host };
+    format!("process {} on {host}", std::process::id())
+}
