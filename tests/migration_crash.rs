@@ -23,6 +23,10 @@ use support::migrate::{
 };
 use support::{old_sqlite, temp_dir};
 
+#[cfg(feature = "etcd")]
+#[path = "migration_crash/etcd_lease.rs"]
+mod etcd_lease;
+
 const CHILD_MASTER: &str = "SHARDLITE_TEST_MIGRATION_MASTER";
 const CHILD_KEY: &str = "SHARDLITE_TEST_MIGRATION_KEY";
 const MIGRATION_ID: &str = "crash-test";

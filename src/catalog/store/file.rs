@@ -216,10 +216,11 @@ impl FileStore {
                          updated_utc = excluded.updated_utc;
                  DELETE FROM shardlite_pending_map;
                  INSERT INTO shardlite_catalog_history (applied_utc, keyspace, map_version, operator, comment)
-                     VALUES (:now, :keyspace, :version, :operator, :comment);",
+                     VALUES (:now, :keyspace, :history_version, :operator, :comment);",
                 Params::named([
                     ("keyspace", Value::from(map.keyspace.as_str())),
                     ("version", Value::Integer(stored_int(map.version))),
+                    ("history_version", Value::Integer(stored_int(history.version))),
                     ("json", Value::from(map.json.as_str())),
                     ("now", Value::Text(now_utc())),
                     ("operator", Value::from(history.operator.clone())),

@@ -27,6 +27,7 @@ pub(crate) struct StoredMap {
     pub version: u64,
     /// The store's own revision of the record (etcd's `mod_revision`; 0 in a file), which
     /// conditional writes compare.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     pub revision: i64,
 }
 
@@ -58,6 +59,7 @@ pub(crate) struct HistoryRow {
 }
 
 impl HistoryRow {
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     pub(crate) fn entry(&self, applied_utc: String) -> CatalogHistoryEntry {
         CatalogHistoryEntry {
             applied_utc,

@@ -41,6 +41,7 @@ pub(super) fn start(catalog: &Catalog, inner: Weak<Inner>, interval: Duration) -
 }
 
 /// Loads the catalog's active map into the client, if it still exists. `false` once it is gone.
+#[cfg(feature = "etcd")]
 async fn reload(inner: &Weak<Inner>) -> bool {
     let Some(inner) = inner.upgrade() else {
         return false;

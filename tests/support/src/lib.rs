@@ -18,6 +18,7 @@ pub mod browser;
 pub mod cli;
 #[cfg(feature = "server")]
 pub mod daemon;
+pub mod etcd;
 pub mod many;
 pub mod migrate;
 pub mod old_sqlite;
