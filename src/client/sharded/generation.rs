@@ -259,10 +259,19 @@ impl ShardedClient {
         };
         let previous = current.map.clone();
         if let Ok(affected) = self.switch_to(previous, next).await {
-            // Transactions of this process on the affected shards cannot go on (their ids are
-            // now stale): end them at once rather than let them hold a shard's write lock.
-            for local in self.local_shards(&affected) {
-                local.database().abort_sessions();
+            // Transactions of this process on the affected shards are drained as on the router
+            // that activated the map (SPEC section 6): a bounded time to finish, then rolled
+            // back. In the background, so that the call that noticed the map goes on.
+            let client = self.clone();
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    runtime.spawn(async move { client.drain(&affected).await });
+                }
+                Err(_) => {
+                    for local in self.local_shards(&affected) {
+                        local.database().abort_sessions();
+                    }
+                }
             }
         }
         self.generation()
