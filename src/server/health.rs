@@ -1,7 +1,9 @@
 //! Probes for load balancers and orchestrators, served without the API key:
 //! - `GET /healthz`: 200 while the process serves requests;
 //! - `GET /readyz`: 200 when the daemon can serve data (a sharded daemon's catalog answers and
-//!   holds an active map; a plain daemon's database answers), 503 otherwise, with the reason.
+//!   holds an active map; a plain daemon's database answers), 503 otherwise, with the reason. A
+//!   router on a catalog in etcd stays ready while etcd is unreachable: it serves data on the
+//!   last map it knows, and only catalog writes fail meanwhile.
 //!
 //! Both answer small JSON bodies that name no file, key or secret.
 
@@ -63,6 +65,11 @@ async fn readiness(state: &ServerState) -> Result<Option<u64>, String> {
             match catalog.active_version().await {
                 Ok(Some(version)) => Ok(Some(version)),
                 Ok(None) => Err("the catalog holds no active map".to_owned()),
+                // A router on etcd serves data on the last map it knows while etcd is away;
+                // taking every router out of the load balancer then would stop the data too.
+                Err(err) if catalog.is_watched() && err.kind() == crate::ErrorKind::CatalogUnavailable => {
+                    Ok(Some(sharded.map().version()))
+                }
                 Err(err) => Err(format!("the catalog cannot be read ({})", err.kind().code())),
             }
         }

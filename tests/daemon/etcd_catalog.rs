@@ -206,6 +206,9 @@ async fn routers_keep_serving_while_etcd_is_down_and_catch_up_when_it_returns() 
     let (status, problem) = post(&http, daemon.url("/api/sharding/catalog/apply"), body).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{problem}");
     assert_eq!(problem["errorCode"], "catalog_unavailable", "{problem}");
+    // It stays in the load balancer: it serves data.
+    let ready = http.get(daemon.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), StatusCode::OK);
     let opened = Catalog::open(&url).await.expect_err("no member answers");
     assert_eq!(opened.kind(), ErrorKind::CatalogUnavailable);
     assert!(opened.is_retryable());
