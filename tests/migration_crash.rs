@@ -23,9 +23,8 @@ use support::migrate::{
 };
 use support::{old_sqlite, temp_dir};
 
-#[cfg(feature = "etcd")]
-#[path = "migration_crash/etcd_lease.rs"]
-mod etcd_lease;
+#[path = "migration_crash/runners.rs"]
+mod runners;
 
 const CHILD_MASTER: &str = "SHARDLITE_TEST_MIGRATION_MASTER";
 const CHILD_KEY: &str = "SHARDLITE_TEST_MIGRATION_KEY";

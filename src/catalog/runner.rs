@@ -3,8 +3,9 @@
 //! On a catalog in etcd the claim is a key attached to a lease that the runner keeps alive; a
 //! runner killed without a chance to clean up (SIGKILL, a lost host) stops renewing it, and etcd
 //! drops the claim when the lease expires ([`LEASE_SECONDS`]), after which `resume` can take it.
-//! On a master file the claim is held in the process (a daemon or a command line that runs the
-//! migration), so that two requests to the same daemon cannot both drive it.
+//! On a master file the claim is a row naming the runner's process (its id and start time): a
+//! second process is refused while that process lives, and takes the claim over once it has
+//! died, however it died. Within one process a registry does the same for two runs at once.
 
 use std::collections::HashSet;
 use std::sync::{Mutex, OnceLock};
@@ -21,6 +22,8 @@ pub const LEASE_SECONDS: u64 = 10;
 #[derive(Debug)]
 pub struct MigrationClaim {
     local_key: String,
+    /// The master file and migration id whose runner row this claim holds.
+    file: Option<(super::store::FileStore, String, String)>,
     #[cfg(feature = "etcd")]
     lease: Option<EtcdLease>,
 }
@@ -45,14 +48,23 @@ impl Catalog {
                 holder: "another run in this process".into(),
             });
         }
-        #[cfg_attr(not(feature = "etcd"), allow(unused_mut))]
         let mut claim = MigrationClaim {
             local_key,
+            file: None,
             #[cfg(feature = "etcd")]
             lease: None,
         };
         match self.store() {
-            Store::File(_) => {}
+            Store::File(file) => {
+                let since = crate::engine::store::now_utc();
+                if let Some((runner, since)) = file.claim_runner(id, &since).await? {
+                    return Err(Error::MigrationRunning {
+                        migration_id: id.into(),
+                        holder: format!("process {} on this host (since {since})", runner.pid).into(),
+                    });
+                }
+                claim.file = Some((file.clone(), id.to_owned(), since));
+            }
             #[cfg(feature = "etcd")]
             Store::Etcd(etcd) => claim.lease = Some(EtcdLease::claim(etcd, id).await?),
         }
@@ -64,6 +76,15 @@ impl Drop for MigrationClaim {
     fn drop(&mut self) {
         if let Ok(mut set) = claimed().lock() {
             set.remove(&self.local_key);
+        }
+        // A row left behind (no runtime to delete it on) names a process that has ended, which
+        // the next claim takes over.
+        if let Some((file, id, since)) = self.file.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                let _ = file.release_runner(&id, &since).await;
+            });
         }
     }
 }
