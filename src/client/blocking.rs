@@ -183,6 +183,12 @@ impl ShardedClient {
         self.sharded.data_source()
     }
 
+    /// The heat of the calls routed through this client lately (see
+    /// [`ShardedClient::heat_report`](super::ShardedClient::heat_report)).
+    pub fn heat_report(&self) -> crate::heat::HeatReport {
+        self.sharded.heat_report()
+    }
+
     /// Every shard's health, in definition order.
     pub fn status(&self) -> Vec<ShardStatus> {
         self.waiter.block_on(self.sharded.status())

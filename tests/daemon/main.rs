@@ -5,6 +5,7 @@
 mod catalog_remote;
 mod cross_shard_query_surfaces;
 mod grpc;
+mod heat;
 mod hostile_sql;
 mod limits;
 mod metrics;

@@ -1130,6 +1130,7 @@ async fn an_unsharded_daemon_serves_data_and_refuses_shard_admin() {
         ),
         (Method::GET, "/api/sharding/status", None),
         (Method::GET, "/api/sharding/status/page", None),
+        (Method::GET, "/api/sharding/stats/heat", None),
         (
             Method::POST,
             "/api/sharding/sql/execute-all",

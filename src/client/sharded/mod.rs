@@ -35,6 +35,7 @@ use crate::catalog::{Catalog, check_shard_files};
 use crate::data::{DataClient, DatabaseInfo, Params, SqlResult, TransactionInfo, TransactionOptions};
 use crate::engine::EngineConfig;
 use crate::error::{Error, Result};
+use crate::heat::{DEFAULT_HALF_LIFE, HeatRecorder, HeatReport};
 use crate::map::{ShardMap, ShardMapSnapshot};
 use crate::routing::{ResolvedRoute, RouteContext};
 
@@ -48,6 +49,8 @@ struct Inner {
     epoch: Instant,
     /// Held while a new map is being installed, so two callers do not both install it.
     switching: tokio::sync::Mutex<()>,
+    /// Routed calls by bucket and hottest key, decaying; it outlives map activations.
+    heat: HeatRecorder,
 }
 
 /// A client over every shard of one map.
@@ -91,6 +94,9 @@ pub struct ShardedClientOptions {
     /// How long an activation waits for open transactions on shards whose ownership changed
     /// before it rolls them back. Default 5 s.
     pub drain_timeout: Duration,
+    /// How long the heat of routed calls takes to halve (see [`heat`](crate::heat)). Default
+    /// 60 s.
+    pub heat_half_life: Duration,
 }
 
 impl Default for ShardedClientOptions {
@@ -99,6 +105,7 @@ impl Default for ShardedClientOptions {
             engine: EngineConfig::default(),
             refresh_interval: Duration::from_millis(250),
             drain_timeout: Duration::from_secs(5),
+            heat_half_life: DEFAULT_HALF_LIFE,
         }
     }
 }
@@ -171,6 +178,7 @@ impl ShardedClient {
             retired: Vec::new(),
         };
         let refresh = u64::try_from(options.refresh_interval.as_millis()).unwrap_or(u64::MAX);
+        let heat = HeatRecorder::new(generation.map.bucket_count(), options.heat_half_life);
         Ok(Self {
             inner: Arc::new(Inner {
                 catalog,
@@ -179,6 +187,7 @@ impl ShardedClient {
                 next_check_ms: AtomicU64::new(refresh),
                 epoch: Instant::now(),
                 switching: tokio::sync::Mutex::new(()),
+                heat,
             }),
         })
     }
@@ -211,6 +220,18 @@ impl ShardedClient {
             .map
             .resolve(route.keyspace(), route.key())?
             .to_resolved())
+    }
+
+    /// The heat of the calls routed through this client (and its route-bound clients) lately:
+    /// decayed request and row counts by shard, bucket and hottest route key, shards credited
+    /// as the active map routes.
+    pub fn heat_report(&self) -> HeatReport {
+        self.inner.heat.report(&self.generation().map)
+    }
+
+    /// The recorder route-bound clients count their calls in.
+    pub(crate) fn heat(&self) -> &HeatRecorder {
+        &self.inner.heat
     }
 
     /// A client bound to one route: every call runs on the shard the route resolves to.
