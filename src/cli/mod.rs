@@ -55,7 +55,7 @@ enum Command {
     )]
     Status(status::StatusArgs),
     /// Show where routed calls went lately (heat), or print a next map that evens the load.
-    #[command(after_help = "Example: shardlite stats heat -c \"Endpoint=http://127.0.0.1:61818\"")]
+    #[command(after_help = "Example: shardlite stats heat -c \"Endpoint=http://127.0.0.1:61818;Transport=Grpc\"")]
     Stats {
         #[command(subcommand)]
         command: stats::StatsCommand,

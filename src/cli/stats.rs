@@ -19,14 +19,16 @@ use crate::map::ShardingOptions;
 pub enum StatsCommand {
     /// Show the heat: decayed requests and rows by shard (with each one's share), the hottest
     /// buckets and the hottest route keys.
-    #[command(after_help = "Example: shardlite stats heat -c \"Endpoint=http://127.0.0.1:61818\"")]
+    #[command(after_help = "Example: shardlite stats heat -c \"Endpoint=http://127.0.0.1:61818;Transport=Grpc\"")]
     Heat(HeatArgs),
     /// Print a next map (JSON, for `catalog validate` and `catalog apply`) that evens the load:
     /// a bucket range or a hot key moved from the hottest shard to the coolest.
     ///
     /// What it changes goes to stderr. The map moves ownership only: move the data with
     /// `shardlite migrate`, or apply with --ack-ownership-change when there is none to move.
-    #[command(after_help = "Example: shardlite stats suggest -c \"Endpoint=http://127.0.0.1:61818\" > next-map.json")]
+    #[command(
+        after_help = "Example: shardlite stats suggest -c \"Endpoint=http://127.0.0.1:61818;Transport=Grpc\" > next-map.json"
+    )]
     Suggest(SuggestArgs),
 }
 
