@@ -77,6 +77,7 @@ async fn the_suggested_map_validates_activates_and_evens_the_load() {
     let out = run(args(&["stats", "suggest", "-c", &conn])).await;
     assert!(out.status.success(), "{}", stderr(&out));
     let explained = stderr(&out);
+    eprintln!("{table}{explained}");
     assert!(explained.contains("suggested map version 2"), "{explained}");
     assert!(
         explained.contains("from s0 to") || explained.contains("(from s0)"),
