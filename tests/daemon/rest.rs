@@ -1403,6 +1403,7 @@ async fn the_openapi_document_covers_every_endpoint() {
         ("post", "/api/sharding/resolve"),
         ("get", "/api/sharding/status"),
         ("get", "/api/sharding/status/page"),
+        ("get", "/api/sharding/stats/heat"),
         ("post", "/api/sharding/sql/execute-all"),
         ("post", "/api/sharding/sql/read-all"),
         ("get", "/api/sharding/catalog"),
