@@ -96,7 +96,7 @@ impl RoutedClient {
     }
 
     /// Counts one call of this route in the heat, with the rows it returned or changed.
-    fn count_heat(&self, rows: u64) {
+    pub(super) fn count_heat(&self, rows: u64) {
         let bucket = match self.resolved.1.load(Ordering::Relaxed) {
             0 => self.resolved.bucket(&self.sharded.map(), &self.route),
             known => Some(known - 1),
@@ -107,7 +107,7 @@ impl RoutedClient {
     }
 
     /// Counts a finished call in the heat: its rows when it succeeded, none when it failed.
-    fn counted<T>(&self, outcome: Result<T>, rows: impl FnOnce(&T) -> u64) -> Result<T> {
+    pub(super) fn counted<T>(&self, outcome: Result<T>, rows: impl FnOnce(&T) -> u64) -> Result<T> {
         self.count_heat(outcome.as_ref().map_or(0, rows));
         outcome
     }
@@ -271,11 +271,11 @@ impl RoutedClient {
 }
 
 /// Rows a call returned or changed, for the heat.
-fn result_rows(result: &SqlResult) -> u64 {
+pub(super) fn result_rows(result: &SqlResult) -> u64 {
     row_count(result.rows.len()).saturating_add(result.rows_affected)
 }
 
-fn row_count(rows: usize) -> u64 {
+pub(super) fn row_count(rows: usize) -> u64 {
     u64::try_from(rows).unwrap_or(u64::MAX)
 }
 
