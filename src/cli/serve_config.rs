@@ -205,6 +205,7 @@ mod tests {
         assert!(args.create);
         let config = super::super::server_config(&args);
         assert_eq!((config.readers, config.max_result_rows), (5, 10));
+        assert_eq!(config.heat_half_life, std::time::Duration::from_secs(30));
     }
 
     #[test]

@@ -50,6 +50,11 @@ impl Decay {
         self.half_life_ticks / f64::from(TICKS_PER_SECOND)
     }
 
+    /// How many half-lives lie between ticks `from` and `to` (negative when `to` is earlier).
+    pub(super) fn half_lives(&self, from: u32, to: u32) -> f64 {
+        (f64::from(to) - f64::from(from)) / self.half_life_ticks
+    }
+
     /// What `value`, as of tick `from`, is worth at tick `to` (a `to` before `from` changes
     /// nothing: another thread brought the counter further already).
     pub(super) fn apply(&self, value: f64, from: u32, to: u32) -> f64 {
@@ -119,31 +124,6 @@ impl AtomicDecaying {
     }
 }
 
-/// A decaying counter for code that already holds a lock.
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Decaying {
-    value: f64,
-    tick: u32,
-}
-
-impl Decaying {
-    /// A counter worth `value` at `now`.
-    pub(super) fn new(value: f64, now: u32) -> Self {
-        Self { value, tick: now }
-    }
-
-    /// Decays the counter to `now` and adds `amount`.
-    pub(super) fn add(&mut self, amount: f64, now: u32, decay: &Decay) {
-        self.value = decay.apply(self.value, self.tick, now) + amount;
-        self.tick = self.tick.max(now);
-    }
-
-    /// The counter's value at `now`.
-    pub(super) fn value(&self, now: u32, decay: &Decay) -> f64 {
-        decay.apply(self.value, self.tick, now)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,17 +149,11 @@ mod tests {
     }
 
     #[test]
-    fn the_locked_counter_decays_as_the_atomic_one() {
+    fn half_lives_count_both_ways() {
         let decay = minute();
-        let mut locked = Decaying::new(0.0, 0);
-        let atomic = AtomicDecaying::default();
-        for step in 0..100 {
-            locked.add(3.0, step * 97, &decay);
-            atomic.add(3.0, step * 97, &decay);
-        }
-        let now = 100 * 97 + MINUTE;
-        let (a, b) = (locked.value(now, &decay), atomic.value(now, &decay));
-        assert!((a - b).abs() / a < 1e-4, "{a} vs {b}");
+        assert!((decay.half_lives(0, 3 * MINUTE) - 3.0).abs() < 1e-12);
+        assert!((decay.half_lives(MINUTE, 0) + 1.0).abs() < 1e-12);
+        assert!((decay.half_life_seconds() - 60.0).abs() < 1e-12);
     }
 
     #[test]

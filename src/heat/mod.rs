@@ -139,19 +139,17 @@ impl HeatRecorder {
                 rows: rounded(rows),
             });
         }
-        let slots = self
+        let tracked = self
             .keys
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .slots()
-            .to_vec();
-        let mut keys = Vec::with_capacity(slots.len());
-        for slot in &slots {
-            let requests = slot.requests(now, &self.decay);
+            .tracked(now, &self.decay);
+        let mut keys = Vec::with_capacity(tracked.len());
+        for slot in &tracked {
+            let (requests, rows) = (slot.requests, slot.rows);
             if requests <= 0.0 || slot.bucket >= map.bucket_count() {
                 continue;
             }
-            let rows = slot.rows(now, &self.decay);
             let owner = map.bucket_owner(slot.bucket);
             let pin = map.pinned_shard(&slot.key);
             // A pinned key's calls were counted in its bucket; credit them to its pin instead.
