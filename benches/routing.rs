@@ -5,6 +5,9 @@
 //! The same on a map with a pin per tenant (SPEC section 13: 100,000 exact-key pins over 16
 //! shards), for a pinned and an unpinned key, and against the same 16-shard map without pins.
 //!
+//! What counting a routed call in the heat adds to it: one known key, and a new key every call
+//! (the key table's worst case), against the resolve it follows.
+//!
 //! `cargo bench --bench routing`
 
 mod common;
@@ -13,6 +16,7 @@ use std::hint::black_box;
 
 use common::{Subject, Target, header, measure, ratio_line, settings, time};
 use sha2::{Digest, Sha256};
+use shardlite::heat::{DEFAULT_HALF_LIFE, HeatRecorder};
 use shardlite::map::ShardMap;
 use shardlite::routing::{RouteSource, canonical_route_text};
 
@@ -89,7 +93,22 @@ fn main() {
     let pinned_text = canonical_route_text(KEYSPACE, PINNED_KEY).expect("seed keys are not blank");
     let unpinned_text = canonical_route_text(KEYSPACE, UNPINNED_KEY).expect("seed keys are not blank");
     let map = &map;
+    let heat = HeatRecorder::new(map.bucket_count(), DEFAULT_HALF_LIFE);
+    let heat = &heat;
+    let distinct: Vec<String> = (0..100_000).map(|n| format!("customer-{n}")).collect();
+    let distinct = &distinct;
     let mut subjects = vec![
+        Subject::new("record heat, one key", |ops| {
+            time(ops, |_| {
+                heat.record(black_box(5), black_box(UNPINNED_KEY), black_box(1))
+            })
+        }),
+        Subject::new("record heat, a new key each call", |ops| {
+            time(ops, |op| {
+                let key = &distinct[usize::try_from(op).unwrap_or(0) % distinct.len()];
+                heat.record(black_box(5), black_box(key), black_box(1));
+            })
+        }),
         Subject::new("resolve, pinned key", |ops| {
             time(ops, |_| {
                 black_box(
@@ -203,4 +222,11 @@ fn main() {
         Target::None,
         false,
     );
+    header(
+        "counting a routed call in the heat, against resolving it (latency)",
+        "ns/op",
+    );
+    for subject in ["record heat, one key", "record heat, a new key each call"] {
+        ratio_line(&results, subject, "resolve, unpinned key", Target::None, false);
+    }
 }

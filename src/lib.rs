@@ -40,6 +40,9 @@
 //! - [`map`]: the shard-map JSON model, its validation and secret-free snapshots.
 //! - [`routing`]: route normalisation, canonical text, token, bucket and resolution: the
 //!   persisted-format contract.
+//! - [`heat`]: decaying request and row counters per bucket and for the hottest route keys
+//!   (bounded memory whatever the key count), the heat report, and the next map that evens the
+//!   load (`shardlite stats suggest`).
 //! - [`transaction`]: shard-prefixed transaction ids.
 //! - [`options`]: connection strings (ADO.NET and URL forms).
 //! - [`data`]: the value model, parameters, results, rows, documents, schema and status types, and
@@ -89,6 +92,7 @@ pub mod demo;
 pub mod driver;
 pub mod engine;
 pub mod error;
+pub mod heat;
 pub mod map;
 pub mod options;
 pub mod paging;

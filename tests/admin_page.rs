@@ -224,7 +224,7 @@ async fn the_workspace_works_in_a_real_browser() {
     let daemon = seeded_orders(dir.path()).await;
     browser.goto(&daemon.url("/admin")).await;
     shards_view(&browser, &shots).await;
-    buckets_view(&browser, &shots).await;
+    buckets_view(&browser, &daemon, &shots).await;
     route_preview(&browser, &daemon, &shots).await;
     route_tabs(&browser, dir.path(), &shots).await;
     diagnostics(&browser, &shots).await;
@@ -379,9 +379,49 @@ async fn shards_view(browser: &Browser, shots: &Path) {
 
 /// The bucket bar has one segment per range of the seeded map, coloured by owner, and marks
 /// every pin; selecting a bucket names its owner and range.
-async fn buckets_view(browser: &Browser, shots: &Path) {
+async fn buckets_view(browser: &Browser, daemon: &Daemon, shots: &Path) {
     browser.click("button[data-view=buckets]").await;
     browser.wait_for("#pins-table").await;
+
+    // The strip under the bar carries each bucket's heat: the busiest bucket of the seeded
+    // inserts is the darkest cell, an idle one is clear.
+    let heat: Value = http_client()
+        .get(daemon.url("/api/sharding/stats/heat"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let hottest = heat["buckets"][0]["bucket"]
+        .as_u64()
+        .expect("the seeded inserts heat a bucket");
+    let heat_cells = browser
+        .run(
+            "return [...document.querySelectorAll('#bucket-heat .heat-cell')].map((c) =>
+               [Number(c.dataset.start), Number(c.dataset.heat), getComputedStyle(c).backgroundColor]);",
+            vec![],
+        )
+        .await;
+    let heat_cells = heat_cells.as_array().unwrap();
+    assert_eq!(heat_cells.len(), 16, "one cell per bucket: {heat_cells:?}");
+    let darkest = heat_cells
+        .iter()
+        .max_by(|a, b| a[1].as_f64().unwrap().total_cmp(&b[1].as_f64().unwrap()))
+        .unwrap();
+    assert_eq!(darkest[0].as_u64(), Some(hottest), "{heat_cells:?}");
+    assert_eq!(darkest[2], "rgb(197, 48, 48)", "{heat_cells:?}");
+    let idle = heat_cells
+        .iter()
+        .find(|cell| cell[1].as_f64() == Some(0.0))
+        .expect("an idle bucket");
+    assert_eq!(idle[2], "rgba(197, 48, 48, 0)", "{heat_cells:?}");
+    let summary = browser.text("#heat-summary").await;
+    assert!(
+        summary.starts_with("Heat (requests lately, halving every 60 s)"),
+        "{summary}"
+    );
+
     let segments = browser
         .run(
             "return [...document.querySelectorAll('#bucket-bar .segment')].map((s) =>

@@ -268,6 +268,7 @@ bare_service! {
     get_shard_map(Empty) -> ShardMapSnapshot;
     resolve_shard_route(ResolveShardRouteRequest) -> ShardResolution;
     get_shard_status(Empty) -> ShardStatusList;
+    get_shard_heat(Empty) -> ShardHeat;
     get_shard_status_page(ShardStatusPageRequest) -> ShardStatusPage;
     query_all_shards(SqlRequest) -> SqlResult;
     execute_sql_on_all_shards(FanOutSqlRequest) -> ShardSqlResultList;

@@ -53,6 +53,11 @@ pub struct Opened {
 }
 
 impl Opened {
+    /// Whether the connection opened a master file in this process (rather than a daemon).
+    pub fn is_local(&self) -> bool {
+        self.data_source.is_some()
+    }
+
     /// The shard-admin client, or an error saying the target is one plain database.
     pub fn admin(&self) -> Result<&Arc<dyn ShardAdmin>> {
         self.admin.as_ref().ok_or_else(|| {

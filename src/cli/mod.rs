@@ -9,6 +9,7 @@ mod schema;
 mod seed;
 #[cfg(feature = "server")]
 mod serve;
+mod stats;
 mod status;
 mod token;
 
@@ -53,6 +54,12 @@ enum Command {
         after_help = "Example: shardlite status -c \"Endpoint=http://127.0.0.1:61818;Transport=Grpc\" --unhealthy"
     )]
     Status(status::StatusArgs),
+    /// Show where routed calls went lately (heat), or print a next map that evens the load.
+    #[command(after_help = "Example: shardlite stats heat -c \"Endpoint=http://127.0.0.1:61818;Transport=Grpc\"")]
+    Stats {
+        #[command(subcommand)]
+        command: stats::StatsCommand,
+    },
     /// Run SQL on the shard a route resolves to (or on a plain database).
     #[command(
         after_help = "Example: shardlite sql -c \"Data Source=data/master.db\" --keyspace orders_by_month --key 2026-06 \"SELECT count(*) FROM orders\""
@@ -109,6 +116,7 @@ impl Cli {
             Command::Resolve(args) => block_on(data::resolve(&args)),
             Command::Map(args) => block_on(data::map(&args)),
             Command::Status(args) => block_on(status::run(&args)),
+            Command::Stats { command } => block_on(stats::run(&command)),
             Command::Sql(args) => block_on(data::sql(&args)),
             Command::ExecAll(args) => block_on(data::exec_all(&args)),
             Command::ReadAll(args) => block_on(data::read_all(&args)),

@@ -124,6 +124,11 @@ pub struct ServeArgs {
     /// use); 0 keeps files open until their place is needed.
     #[arg(long, value_name = "SECS", default_value_t = seconds(ServerConfig::default().shard_idle_timeout))]
     shard_idle_timeout: u64,
+    /// Seconds in which the heat of routed calls (`shardlite stats heat`) halves: shorter
+    /// follows a changing load sooner, longer smooths bursts.
+    #[arg(long, value_name = "SECS", default_value_t = crate::heat::DEFAULT_HALF_LIFE.as_secs(),
+        value_parser = clap::value_parser!(u64).range(1..))]
+    heat_half_life: u64,
     /// Serve REST and gRPC over TLS with this PEM certificate chain (leaf first); needs
     /// `--tls-key`. SIGHUP reloads it (and the key and client CA) for new connections.
     #[arg(long, value_name = "PEM", requires = "tls_key")]
@@ -296,6 +301,7 @@ fn server_config(args: &ServeArgs) -> ServerConfig {
         max_open_shards: args.max_open_shards,
         shard_idle_timeout: limit_from_seconds(args.shard_idle_timeout),
         metrics: args.metrics_listen.is_some(),
+        heat_half_life: Duration::from_secs(args.heat_half_life),
     }
 }
 

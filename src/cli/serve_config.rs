@@ -154,6 +154,7 @@ merged_fields!(
     max_queued_jobs,
     max_open_shards,
     shard_idle_timeout,
+    heat_half_life,
     tls_cert,
     tls_key,
     tls_client_ca,
@@ -195,14 +196,16 @@ mod tests {
 
     #[test]
     fn flags_win_over_the_file_and_the_file_over_defaults() {
-        let file = "master = \"from-file.db\"\nreaders = 3\nmax-result-rows = 10\ncreate = true\n";
+        let file = "master = \"from-file.db\"\nreaders = 3\nmax-result-rows = 10\ncreate = true\nheat-half-life = 30\n";
         let args = run(&["--readers", "5"], file).expect("valid");
         assert_eq!(args.readers, 5, "the flag wins");
         assert_eq!(args.max_result_rows, 10, "the file sets what the flags leave out");
+        assert_eq!(args.heat_half_life, 30);
         assert_eq!(args.master.as_deref(), Some(Path::new("from-file.db")));
         assert!(args.create);
         let config = super::super::server_config(&args);
         assert_eq!((config.readers, config.max_result_rows), (5, 10));
+        assert_eq!(config.heat_half_life, std::time::Duration::from_secs(30));
     }
 
     #[test]
@@ -211,6 +214,7 @@ mod tests {
             ("readerz = 2", "unknown key 'readerz'"),
             ("readers = \"two\"", "key 'readers'"),
             ("readers = 0", "key 'readers'"),
+            ("heat-half-life = 0", "key 'heat-half-life'"),
             ("create = 1", "key 'create' must be true or false"),
             ("listen = [1]", "key 'listen' must be a string or an integer"),
             ("readers = ", "not valid TOML at line 1"),

@@ -43,6 +43,7 @@ use arc_swap::Guard;
 
 use tokio::runtime::Runtime;
 
+use super::routed::{result_rows, row_count};
 use super::sharded::generation::{Generation, ShardSlot};
 use super::{ShardedClientOptions, ShardedTransaction};
 use crate::data::{
@@ -183,6 +184,12 @@ impl ShardedClient {
         self.sharded.data_source()
     }
 
+    /// The heat of the calls routed through this client lately (see
+    /// [`ShardedClient::heat_report`](super::ShardedClient::heat_report)).
+    pub fn heat_report(&self) -> crate::heat::HeatReport {
+        self.sharded.heat_report()
+    }
+
     /// Every shard's health, in definition order.
     pub fn status(&self) -> Vec<ShardStatus> {
         self.waiter.block_on(self.sharded.status())
@@ -285,13 +292,14 @@ impl RoutedClient {
     pub fn execute_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
         let generation = self.generation();
         let index = self.shard_index(&generation)?;
-        match &generation.shards[index] {
+        let outcome = match &generation.shards[index] {
             ShardSlot::Ready { local: Some(local), .. } => local.database().execute_blocking(sql, &params),
-            _ => {
-                let client = generation.slot_client(index)?;
-                self.waiter.block_on(client.execute_sql(sql, params))
-            }
-        }
+            _ => match generation.slot_client(index) {
+                Ok(client) => self.waiter.block_on(client.execute_sql(sql, params)),
+                Err(err) => Err(err),
+            },
+        };
+        self.routed.counted(outcome, result_rows)
     }
 
     /// Runs one statement on the route's shard and maps its first row with `f`, as
@@ -321,8 +329,9 @@ impl RoutedClient {
     ) -> Result<Option<T>> {
         let mut f = Some(f);
         let mut out = None;
-        self.query_each(sql, params, &mut first_row(&mut f, &mut out))?;
-        Ok(out)
+        let outcome = self.query_each(sql, params, &mut first_row(&mut f, &mut out));
+        self.routed
+            .counted(outcome.map(|()| out), |out| u64::from(out.is_some()))
     }
 
     /// Runs one statement on the route's shard and maps every row it returns with `f`, as
@@ -334,8 +343,8 @@ impl RoutedClient {
         mut f: impl FnMut(&RowRef<'_>) -> Result<T>,
     ) -> Result<Vec<T>> {
         let mut out = Vec::new();
-        self.query_each(sql, params, &mut every_row(&mut f, &mut out))?;
-        Ok(out)
+        let outcome = self.query_each(sql, params, &mut every_row(&mut f, &mut out));
+        self.routed.counted(outcome.map(|()| out), |out| row_count(out.len()))
     }
 
     /// Lends each row of one statement to `each`, on the route's shard.
@@ -363,13 +372,14 @@ impl RoutedClient {
     pub fn execute_read_only_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
         let generation = self.generation();
         let index = self.shard_index(&generation)?;
-        match &generation.shards[index] {
+        let outcome = match &generation.shards[index] {
             ShardSlot::Ready { local: Some(local), .. } => local.database().execute_read_only_blocking(sql, &params),
-            _ => {
-                let client = generation.slot_client(index)?;
-                self.waiter.block_on(client.execute_read_only_sql(sql, params))
-            }
-        }
+            _ => match generation.slot_client(index) {
+                Ok(client) => self.waiter.block_on(client.execute_read_only_sql(sql, params)),
+                Err(err) => Err(err),
+            },
+        };
+        self.routed.counted(outcome, result_rows)
     }
 
     /// Begins a transaction on the route's shard. The guard rolls back when dropped without

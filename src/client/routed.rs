@@ -2,7 +2,7 @@
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
 use super::forward::impl_data_client;
@@ -29,9 +29,11 @@ pub struct RoutedClient {
 }
 
 /// The shard index a route resolved to, and under which map version: one word,
-/// `VALID | version << 16 | index`, or 0 before the first call.
+/// `VALID | version << 16 | index`, or 0 before the first call; and the route's bucket plus
+/// one (0 before the first resolution), which no map version changes (activation refuses a
+/// new bucket count).
 #[derive(Debug, Default)]
-pub(super) struct ResolvedIndex(AtomicU64);
+pub(super) struct ResolvedIndex(AtomicU64, AtomicU32);
 
 const VALID: u64 = 1 << 63;
 /// Versions and indexes that fit the word beside the valid bit; larger ones are resolved on
@@ -41,7 +43,10 @@ const MAX_REMEMBERED_INDEX: u64 = (1 << 16) - 1;
 
 impl Clone for ResolvedIndex {
     fn clone(&self) -> Self {
-        Self(AtomicU64::new(self.0.load(Ordering::Relaxed)))
+        Self(
+            AtomicU64::new(self.0.load(Ordering::Relaxed)),
+            AtomicU32::new(self.1.load(Ordering::Relaxed)),
+        )
     }
 }
 
@@ -53,7 +58,9 @@ impl ResolvedIndex {
         if known & VALID != 0 && (known & !VALID) >> 16 == version {
             return Ok(usize::try_from(known & MAX_REMEMBERED_INDEX).unwrap_or(usize::MAX));
         }
-        let index = map.resolve(route.keyspace(), route.key())?.shard_index;
+        let resolution = map.resolve(route.keyspace(), route.key())?;
+        let index = resolution.shard_index;
+        self.1.store(resolution.bucket.saturating_add(1), Ordering::Relaxed);
         if let Ok(wide) = u64::try_from(index)
             && version <= MAX_REMEMBERED_VERSION
             && wide <= MAX_REMEMBERED_INDEX
@@ -61,6 +68,19 @@ impl ResolvedIndex {
             self.0.store(VALID | version << 16 | wide, Ordering::Relaxed);
         }
         Ok(index)
+    }
+
+    /// The route's bucket, resolving it against `map` the first time; `None` when the route
+    /// does not resolve.
+    fn bucket(&self, map: &ShardMap, route: &RouteContext) -> Option<u32> {
+        match self.1.load(Ordering::Relaxed) {
+            0 => {
+                let bucket = map.resolve(route.keyspace(), route.key()).ok()?.bucket;
+                self.1.store(bucket.saturating_add(1), Ordering::Relaxed);
+                Some(bucket)
+            }
+            known => Some(known - 1),
+        }
     }
 }
 
@@ -73,6 +93,23 @@ impl RoutedClient {
     /// Where the route resolves.
     pub fn resolve(&self) -> Result<ResolvedRoute> {
         self.sharded.resolve_route(&self.route)
+    }
+
+    /// Counts one call of this route in the heat, with the rows it returned or changed.
+    pub(super) fn count_heat(&self, rows: u64) {
+        let bucket = match self.resolved.1.load(Ordering::Relaxed) {
+            0 => self.resolved.bucket(&self.sharded.map(), &self.route),
+            known => Some(known - 1),
+        };
+        if let Some(bucket) = bucket {
+            self.sharded.heat().record(bucket, self.route.key(), rows);
+        }
+    }
+
+    /// Counts a finished call in the heat: its rows when it succeeded, none when it failed.
+    pub(super) fn counted<T>(&self, outcome: Result<T>, rows: impl FnOnce(&T) -> u64) -> Result<T> {
+        self.count_heat(outcome.as_ref().map_or(0, rows));
+        outcome
     }
 
     /// Begins an RAII transaction on this route's shard.
@@ -117,15 +154,19 @@ impl RoutedClient {
         let mut out = None;
         let here = self.query_here(Instant::now(), sql, &params, &mut first_row(&mut f, &mut out));
         let writes = match here {
-            Here::Done(done) => return done.map(|()| out),
+            Here::Done(done) => return self.counted(done.map(|()| out), |out| u64::from(out.is_some())),
             Here::Writes => true,
             Here::Elsewhere => false,
         };
         // The query starts over below. `f` runs once: a query stopped by the budget stopped
         // before its first row, since the first row ends it.
-        let result = self.statement_result(sql, params, writes).await?;
-        result.lend_rows(&mut first_row(&mut f, &mut out))?;
-        Ok(out)
+        let outcome = async {
+            let result = self.statement_result(sql, params, writes).await?;
+            result.lend_rows(&mut first_row(&mut f, &mut out))?;
+            Ok::<_, crate::Error>(out)
+        }
+        .await;
+        self.counted(outcome, |out| u64::from(out.is_some()))
     }
 
     /// Runs one statement on the route's shard and maps every row it returns with `f`, as
@@ -143,14 +184,18 @@ impl RoutedClient {
         let mut out = Vec::new();
         let here = self.query_here(Instant::now(), sql, &params, &mut every_row(&mut f, &mut out));
         let writes = match here {
-            Here::Done(done) => return done.map(|()| out),
+            Here::Done(done) => return self.counted(done.map(|()| out), |out| row_count(out.len())),
             Here::Writes => true,
             Here::Elsewhere => false,
         };
         out.clear();
-        let result = self.statement_result(sql, params, writes).await?;
-        result.lend_rows(&mut every_row(&mut f, &mut out))?;
-        Ok(out)
+        let outcome = async {
+            let result = self.statement_result(sql, params, writes).await?;
+            result.lend_rows(&mut every_row(&mut f, &mut out))?;
+            Ok::<_, crate::Error>(out)
+        }
+        .await;
+        self.counted(outcome, |out| row_count(out.len()))
     }
 
     /// Runs a query on the calling task when everything it needs is at hand: the current map
@@ -209,8 +254,11 @@ impl RoutedClient {
         }
     }
 
+    /// The route's shard's client, for calls that only hand over; the call counts in the heat
+    /// without rows.
     async fn shard(&self) -> Result<Arc<dyn DataClient>> {
         let (generation, index) = self.target().await?;
+        self.count_heat(0);
         generation.slot_client(index)
     }
 
@@ -222,37 +270,56 @@ impl RoutedClient {
     }
 }
 
+/// Rows a call returned or changed, for the heat.
+pub(super) fn result_rows(result: &SqlResult) -> u64 {
+    row_count(result.rows.len()).saturating_add(result.rows_affected)
+}
+
+pub(super) fn row_count(rows: usize) -> u64 {
+    u64::try_from(rows).unwrap_or(u64::MAX)
+}
+
 impl_data_client!(RoutedClient, |this| this.shard().await, {
     async fn execute_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
         let writes = match self.execute_here(sql, &params) {
-            Here::Done(done) => return done,
+            Here::Done(done) => return self.counted(done, result_rows),
             Here::Writes => true,
             Here::Elsewhere => false,
         };
-        self.execute_off_task(sql, params, writes).await
+        let outcome = self.execute_off_task(sql, params, writes).await;
+        self.counted(outcome, result_rows)
     }
     async fn execute_read_only_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
         let (generation, index) = self.target().await?;
-        match &generation.shards[index] {
+        let outcome = match &generation.shards[index] {
             ShardSlot::Ready { local: Some(local), .. } => local.database().execute_read_only(sql, params).await,
-            _ => generation.slot_client(index)?.execute_read_only_sql(sql, params).await,
-        }
+            _ => match generation.slot_client(index) {
+                Ok(client) => client.execute_read_only_sql(sql, params).await,
+                Err(err) => Err(err),
+            },
+        };
+        self.counted(outcome, result_rows)
     }
     async fn info(&self) -> Result<DatabaseInfo> {
         self.shard().await?.info().await
     }
     async fn begin_transaction_with(&self, options: TransactionOptions) -> Result<TransactionInfo> {
-        self.sharded.begin_on(&self.route, options).await
+        let outcome = self.sharded.begin_on(&self.route, options).await;
+        self.counted(outcome, |_| 0)
     }
     async fn execute_in_transaction(&self, transaction_id: &str, sql: &str, params: Params) -> Result<SqlResult> {
-        self.sharded
+        let outcome = self
+            .sharded
             .tx_execute(transaction_id, Some(&self.route), sql, params)
-            .await
+            .await;
+        self.counted(outcome, result_rows)
     }
     async fn commit_transaction(&self, transaction_id: &str) -> Result<()> {
-        self.sharded.tx_commit(transaction_id, Some(&self.route)).await
+        let outcome = self.sharded.tx_commit(transaction_id, Some(&self.route)).await;
+        self.counted(outcome, |_| 0)
     }
     async fn rollback_transaction(&self, transaction_id: &str) -> Result<()> {
-        self.sharded.tx_rollback(transaction_id, Some(&self.route)).await
+        let outcome = self.sharded.tx_rollback(transaction_id, Some(&self.route)).await;
+        self.counted(outcome, |_| 0)
     }
 });

@@ -11,6 +11,7 @@ use super::{
     SqlResult, TableSchema, TransactionInfo, TransactionOptions, Value,
 };
 use crate::error::Result;
+use crate::heat::HeatReport;
 use crate::map::ShardMapSnapshot;
 use crate::routing::{ResolvedRoute, RouteContext};
 
@@ -59,6 +60,9 @@ pub trait ShardAdmin: Send + Sync {
     /// recording them in each shard's `_sqlx_migrations` as sqlx does. Shards already at the
     /// target are skipped; a shard that fails is reported and the others finish.
     async fn migrate_schema(&self, request: &SchemaMigrationRequest) -> Result<SchemaMigrationReport>;
+    /// The heat of the routed calls this client (in-process) or daemon (remote) served lately:
+    /// decayed request and row counts by shard, bucket and hottest route key.
+    async fn shard_heat(&self) -> Result<HeatReport>;
 }
 
 /// Data operations on one database: SQL, rows, collections, saved queries, procedures,

@@ -62,6 +62,7 @@ pub const OPERATIONS: &[(&str, Needs)] = &[
     ("ResolveShardRoute", s(Read)),
     ("GetShardStatus", s(Read)),
     ("GetShardStatusPage", s(Read)),
+    ("GetShardHeat", s(Read)),
     ("ExecuteReadOnlySqlOnAllShards", s(Read)),
     ("QueryAllShards", s(Read)),
     // Data changes and transactions.

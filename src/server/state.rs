@@ -74,6 +74,9 @@ pub struct ServerConfig {
     /// Whether to collect the Prometheus metrics ([`metrics`](super::metrics); `--metrics-listen`
     /// turns it on). Off, requests skip even the few atomic additions they cost.
     pub metrics: bool,
+    /// How long the heat of routed calls takes to halve (`GET /api/sharding/stats/heat`;
+    /// default 60 s, `--heat-half-life`).
+    pub heat_half_life: Duration,
     /// How long a migration's `moved` record stays in its source file once the new map is
     /// active (see [`EngineConfig::moved_record_grace`]; default 10 minutes).
     pub moved_record_grace: Duration,
@@ -108,6 +111,7 @@ impl Default for ServerConfig {
             max_open_shards: None,
             shard_idle_timeout: engine.shard_idle_timeout,
             metrics: false,
+            heat_half_life: crate::heat::DEFAULT_HALF_LIFE,
         }
     }
 }
@@ -163,6 +167,9 @@ impl ServerConfig {
                 return Err(Error::invalid_argument(name, "must be at least 1"));
             }
         }
+        if self.heat_half_life.is_zero() {
+            return Err(Error::invalid_argument("heat half-life", "must be longer than zero"));
+        }
         if self.transaction_idle_timeout.is_zero() {
             return Err(Error::invalid_argument(
                 "transaction idle timeout",
@@ -214,7 +221,11 @@ impl ServerState {
         let master = master.as_ref();
         config.validate()?;
         let engine = config.engine_config();
-        let backend = match ShardedClient::open_with(master, ShardedClientOptions::with_engine(engine.clone())).await {
+        let options = ShardedClientOptions {
+            heat_half_life: config.heat_half_life,
+            ..ShardedClientOptions::with_engine(engine.clone())
+        };
+        let backend = match ShardedClient::open_with(master, options).await {
             Ok(sharded) => Backend::Sharded(sharded),
             Err(Error::NoMap) => Backend::Plain(LocalClient::open_with(master, "database", engine).await?),
             Err(err) => return Err(err),

@@ -67,6 +67,7 @@ use crate::data::{
     ShardStatusPage, ShardStatusQuery, SqlResult, TableSchema, TransactionInfo, TransactionOptions, Value,
 };
 use crate::error::{Error, Result};
+use crate::heat::HeatReport;
 use crate::map::ShardMapSnapshot;
 use crate::routing::{ResolvedRoute, RouteContext};
 
@@ -527,6 +528,10 @@ impl ShardAdmin for GrpcClient {
     async fn migrate_schema(&self, request: &SchemaMigrationRequest) -> Result<SchemaMigrationReport> {
         let request = pb::MigrateShardSchemaRequest::from(request.clone());
         rpc!(self, migrate_shard_schema, request)?.try_into()
+    }
+
+    async fn shard_heat(&self) -> Result<HeatReport> {
+        rpc!(self, get_shard_heat, pb::Empty {})?.try_into()
     }
 }
 

@@ -46,6 +46,7 @@ use crate::data::{
     ShardStatusPage, ShardStatusQuery, SqlResult, TableSchema, TransactionInfo, TransactionOptions, Value,
 };
 use crate::error::{Error, Result, TransportFailure};
+use crate::heat::HeatReport;
 use crate::map::ShardMapSnapshot;
 use crate::routing::{ResolvedRoute, RouteContext};
 use crate::wire::{KEYSPACE_HEADER, SHARD_KEY_HEADER};
@@ -535,5 +536,9 @@ impl ShardAdmin for HttpClient {
     async fn migrate_schema(&self, request: &SchemaMigrationRequest) -> Result<SchemaMigrationReport> {
         self.json(self.post(&["sharding", "schema", "migrate"]).json(request))
             .await
+    }
+
+    async fn shard_heat(&self) -> Result<HeatReport> {
+        self.json(self.get(&["sharding", "stats", "heat"])).await
     }
 }

@@ -17,4 +17,5 @@ mod serve_many_shards;
 mod serve_tls;
 mod sqlx_many_routes_example;
 mod sqlx_remote_example;
+mod stats;
 mod token;

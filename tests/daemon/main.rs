@@ -6,6 +6,7 @@ mod catalog_remote;
 mod cross_shard_query_surfaces;
 mod etcd_catalog;
 mod grpc;
+mod heat;
 mod hostile_sql;
 mod limits;
 mod metrics;

@@ -1130,6 +1130,7 @@ async fn an_unsharded_daemon_serves_data_and_refuses_shard_admin() {
         ),
         (Method::GET, "/api/sharding/status", None),
         (Method::GET, "/api/sharding/status/page", None),
+        (Method::GET, "/api/sharding/stats/heat", None),
         (
             Method::POST,
             "/api/sharding/sql/execute-all",
@@ -1402,6 +1403,7 @@ async fn the_openapi_document_covers_every_endpoint() {
         ("post", "/api/sharding/resolve"),
         ("get", "/api/sharding/status"),
         ("get", "/api/sharding/status/page"),
+        ("get", "/api/sharding/stats/heat"),
         ("post", "/api/sharding/sql/execute-all"),
         ("post", "/api/sharding/sql/read-all"),
         ("get", "/api/sharding/catalog"),

@@ -50,6 +50,7 @@ fn expected_scope(operation: &str) -> Option<Option<&'static str>> {
         | "ResolveShardRoute"
         | "GetShardStatus"
         | "GetShardStatusPage"
+        | "GetShardHeat"
         | "ExecuteReadOnlySqlOnAllShards"
         | "QueryAllShards" => Some("read"),
         "ExecuteSql"

@@ -529,6 +529,9 @@ mod blocking_surface {
             schema_status() -> SchemaStatusReport;
             migrate_schema(request: &SchemaMigrationRequest) -> SchemaMigrationReport;
         }
+        async fn shard_heat(&self) -> shardlite::Result<shardlite::heat::HeatReport> {
+            Ok(on_plain_thread(|| self.0.heat_report()))
+        }
         async fn shard_map(&self) -> shardlite::Result<ShardMapSnapshot> {
             Ok(on_plain_thread(|| self.0.map_snapshot()))
         }

@@ -748,3 +748,73 @@ async fn with_attach_disallowed_sql_cannot_reach_other_files() {
         .unwrap();
     open.execute_sql(&attach, Params::none()).await.unwrap();
 }
+
+/// Routed calls count in the client's heat, in process and through the blocking client: every
+/// call a request, with the rows it returned or changed; a pinned key heats its pin's shard.
+#[tokio::test]
+async fn routed_calls_count_in_the_heat_in_process() {
+    let dir = temp_dir();
+    let master = support::seeded_master(dir.path()).await;
+    let sharded = ShardedClient::open(&master).await.unwrap();
+    for outcome in sharded
+        .execute_sql_on_all_shards("CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)")
+        .await
+        .unwrap()
+    {
+        assert!(outcome.error.is_none(), "{outcome:?}");
+    }
+    assert_eq!(sharded.heat_report().total_requests, 0.0, "fan-out is not routed");
+    let a = sharded.for_route(route("tenant-a"));
+    for _ in 0..5 {
+        a.execute_sql("INSERT INTO notes(body) VALUES ('x')", Params::default())
+            .await
+            .unwrap();
+    }
+    let ids = a
+        .query_map("SELECT id FROM notes", Params::default(), |row| row.get::<i64>(0))
+        .await
+        .unwrap();
+    assert_eq!(ids.len(), 5);
+    assert_eq!(a.count_rows("notes").await.unwrap(), 5);
+    sharded
+        .for_route(route("tenant-c"))
+        .execute_sql("SELECT 1", Params::default())
+        .await
+        .unwrap();
+
+    let heat = sharded.heat_report();
+    let hot = &heat.keys[0];
+    assert_eq!(
+        (hot.key.as_str(), hot.shard_id.as_str(), hot.pinned),
+        ("tenant-a", "s0", true)
+    );
+    assert!((hot.requests - 7.0).abs() < 0.01, "{hot:?}");
+    assert!((hot.rows - 10.0).abs() < 0.01, "five inserted, five read: {hot:?}");
+    assert!((heat.total_requests - 8.0).abs() < 0.01, "{heat:?}");
+    // tenant-a hashes to bucket 3 of s1 but is pinned to s0, which is credited, as is tenant-c's
+    // bucket 0.
+    assert_eq!(heat.buckets[0].shard_id, "s1");
+    assert_eq!(heat.shards[0].shard_id, "s0");
+    assert!((heat.shards[0].requests - 8.0).abs() < 0.01, "{heat:?}");
+    assert_eq!(heat.shards[1].requests, 0.0, "{heat:?}");
+
+    let blocking_heat = std::thread::spawn(move || {
+        let sharded = shardlite::client::blocking::ShardedClient::open(&master).unwrap();
+        let b = sharded.for_route(route("tenant-b"));
+        b.execute_sql("INSERT INTO notes(body) VALUES ('y')", Params::default())
+            .unwrap();
+        let read: Option<i64> = b
+            .query_row("SELECT count(*) FROM notes", Params::default(), |row| row.get(0))
+            .unwrap();
+        assert_eq!(read, Some(1));
+        sharded.heat_report()
+    })
+    .join()
+    .unwrap();
+    let hot = &blocking_heat.keys[0];
+    assert_eq!((hot.key.as_str(), hot.shard_id.as_str()), ("tenant-b", "s1"));
+    assert!(
+        (hot.requests - 2.0).abs() < 0.01 && (hot.rows - 2.0).abs() < 0.01,
+        "{hot:?}"
+    );
+}

@@ -37,6 +37,7 @@ use crate::catalog::{Catalog, check_shard_files};
 use crate::data::{DataClient, DatabaseInfo, Params, SqlResult, TransactionInfo, TransactionOptions};
 use crate::engine::EngineConfig;
 use crate::error::{Error, Result};
+use crate::heat::{DEFAULT_HALF_LIFE, HeatRecorder, HeatReport};
 use crate::map::{ShardMap, ShardMapSnapshot};
 use crate::routing::{ResolvedRoute, RouteContext};
 
@@ -54,6 +55,8 @@ struct Inner {
     polls_catalog: bool,
     /// Ends the task following the catalog when the client goes away.
     _follower: std::sync::OnceLock<follow::FollowerStop>,
+    /// Routed calls by bucket and hottest key, decaying; it outlives map activations.
+    heat: HeatRecorder,
 }
 
 /// A client over every shard of one map.
@@ -97,6 +100,9 @@ pub struct ShardedClientOptions {
     /// How long an activation waits for open transactions on shards whose ownership changed
     /// before it rolls them back. Default 5 s.
     pub drain_timeout: Duration,
+    /// How long the heat of routed calls takes to halve (see [`heat`](crate::heat)). Default
+    /// 60 s.
+    pub heat_half_life: Duration,
 }
 
 impl Default for ShardedClientOptions {
@@ -105,6 +111,7 @@ impl Default for ShardedClientOptions {
             engine: EngineConfig::default(),
             refresh_interval: Duration::from_millis(250),
             drain_timeout: Duration::from_secs(5),
+            heat_half_life: DEFAULT_HALF_LIFE,
         }
     }
 }
@@ -189,6 +196,7 @@ impl ShardedClient {
         };
         let refresh = u64::try_from(options.refresh_interval.as_millis()).unwrap_or(u64::MAX);
         let interval = options.refresh_interval;
+        let heat = HeatRecorder::new(generation.map.bucket_count(), options.heat_half_life);
         let client = Self {
             inner: Arc::new(Inner {
                 polls_catalog: catalog.as_ref().is_some_and(|c| !c.is_watched()),
@@ -199,6 +207,7 @@ impl ShardedClient {
                 epoch: Instant::now(),
                 switching: tokio::sync::Mutex::new(()),
                 _follower: std::sync::OnceLock::new(),
+                heat,
             }),
         };
         if let Some(catalog) = &client.inner.catalog
@@ -237,6 +246,18 @@ impl ShardedClient {
             .map
             .resolve(route.keyspace(), route.key())?
             .to_resolved())
+    }
+
+    /// The heat of the calls routed through this client (and its route-bound clients) lately:
+    /// decayed request and row counts by shard, bucket and hottest route key, shards credited
+    /// as the active map routes.
+    pub fn heat_report(&self) -> HeatReport {
+        self.inner.heat.report(&self.generation().map)
+    }
+
+    /// The recorder route-bound clients count their calls in.
+    pub(crate) fn heat(&self) -> &HeatRecorder {
+        &self.inner.heat
     }
 
     /// A client bound to one route: every call runs on the shard the route resolves to.

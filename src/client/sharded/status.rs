@@ -12,6 +12,7 @@ use crate::data::{
     ShardSqlResult, ShardStatus, ShardStatusPage, ShardStatusQuery, SqlResult,
 };
 use crate::error::{Error, Result};
+use crate::heat::HeatReport;
 use crate::map::{ShardMap, ShardMapSnapshot, ShardRole, ShardTarget};
 use crate::routing::{ResolvedRoute, RouteContext};
 use crate::sql;
@@ -247,5 +248,8 @@ impl ShardAdmin for ShardedClient {
     }
     async fn migrate_schema(&self, request: &SchemaMigrationRequest) -> Result<SchemaMigrationReport> {
         ShardedClient::migrate_schema(self, request).await
+    }
+    async fn shard_heat(&self) -> Result<HeatReport> {
+        Ok(self.heat_report())
     }
 }

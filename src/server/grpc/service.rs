@@ -54,6 +54,13 @@ impl Shardlite for ShardliteService {
         .await
     }
 
+    async fn get_shard_heat(&self, request: Request<pb::Empty>) -> RpcResult<pb::ShardHeat> {
+        self.run("GetShardHeat", request, |call, _| async move {
+            Ok(call.admin()?.heat_report().into())
+        })
+        .await
+    }
+
     async fn execute_sql_on_all_shards(
         &self,
         request: Request<pb::FanOutSqlRequest>,

@@ -15,6 +15,7 @@ use crate::data::{
     ShardStatusPage, ShardStatusQuery,
 };
 use crate::error::{Error, ErrorKind};
+use crate::heat::HeatReport;
 use crate::map::ShardMapSnapshot;
 use crate::routing::{ResolvedRoute, RouteContext};
 use crate::server::ServerState;
@@ -67,6 +68,20 @@ pub async fn resolve(
 pub async fn status(State(state): State<ServerState>) -> Result<axum::Json<Vec<ShardStatus>>, ApiError> {
     let statuses = sharded(&state)?.status().await;
     Ok(axum::Json(statuses))
+}
+
+/// Where routed calls went lately: decayed request and row counts by shard (with each shard's
+/// share), by bucket and for the hottest route keys, hottest first. Counts halve every
+/// `halfLifeSeconds`; shards are credited as the active map routes.
+#[utoipa::path(
+    get,
+    path = "/api/sharding/stats/heat",
+    tag = "sharding",
+    operation_id = "getShardHeat",
+    responses((status = 200, description = "The heat", body = HeatReport))
+)]
+pub async fn heat(State(state): State<ServerState>) -> Result<axum::Json<HeatReport>, ApiError> {
+    Ok(axum::Json(sharded(&state)?.heat_report()))
 }
 
 /// One page of shard health, with counts by state over every shard probed: for maps too large

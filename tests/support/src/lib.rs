@@ -1,5 +1,6 @@
 //! What shardlite's integration-test binaries share: temp dirs, the reference maps and routes,
-//! seeded masters and [`Fixture`], a real daemon on `127.0.0.1:0` (`daemon`), the CLI runner
+//! seeded masters and [`Fixture`], a real daemon on `127.0.0.1:0` (`daemon`), a skewed workload
+//! for the heat views (`heat`), the CLI runner
 //! ([`cli`]), migration fixtures ([`migrate`]), a headless browser (`browser`) and test
 //! certificates (`tls`).
 //!
@@ -19,6 +20,8 @@ pub mod cli;
 #[cfg(feature = "server")]
 pub mod daemon;
 pub mod etcd;
+#[cfg(feature = "server")]
+pub mod heat;
 pub mod many;
 pub mod migrate;
 pub mod old_sqlite;

@@ -1,5 +1,5 @@
 // Shards (definitions and probed health, a page at a time) and the bucket space (one bar
-// coloured by owner, in slices on large maps).
+// coloured by owner, in slices on large maps, over a strip coloured by heat).
 
 import { get, post } from './api.js';
 import { el, field, message, replace, table } from './dom.js';
@@ -9,6 +9,8 @@ const PALETTE_SIZE = 8;
 export const SHARD_PAGE = 100;
 /** The most segments the bucket bar draws; larger maps show slices of the bucket space. */
 export const MAX_SEGMENTS = 256;
+/** The most cells the heat strip draws; larger maps show slices of the bucket space. */
+export const MAX_HEAT_CELLS = 256;
 /** The most shards the legend names. */
 const LEGEND_SIZE = 32;
 /** The most pins the bucket view resolves, marks and lists. */
@@ -181,13 +183,66 @@ async function pinBuckets(map) {
   }));
 }
 
+/**
+ * The heat strip's cells: equal slices of the bucket space (one bucket each on small maps), each
+ * with the requests of its buckets in the heat report.
+ */
+function heatCells(count, heat) {
+  const cells = Math.min(count, MAX_HEAT_CELLS);
+  const slices = [];
+  for (let i = 0; i < cells; i += 1) {
+    slices.push({ start: Math.floor((i * count) / cells), end: Math.floor(((i + 1) * count) / cells), requests: 0 });
+  }
+  for (const { bucket, requests } of heat.buckets) {
+    let at = Math.min(cells - 1, Math.floor((bucket * cells) / count));
+    while (at > 0 && slices[at].start > bucket) at -= 1;
+    while (at < cells - 1 && slices[at].end <= bucket) at += 1;
+    slices[at].requests += requests;
+  }
+  return slices;
+}
+
+/** The strip under the bar: darker red is busier, by requests lately. */
+function heatStrip(count, heat) {
+  const strip = el('div', { id: 'bucket-heat', class: 'heat-strip', role: 'img', 'aria-label': `${count} buckets by heat` });
+  const cells = heatCells(count, heat);
+  const hottest = Math.max(0, ...cells.map((cell) => cell.requests));
+  for (const { start, end, requests } of cells) {
+    const cell = el('span', {
+      class: 'heat-cell',
+      title: `buckets [${start}, ${end}): ${requests.toFixed(1)} requests lately`,
+      'data-start': start,
+      'data-end': end,
+      'data-heat': requests.toFixed(3),
+    });
+    cell.style.flexGrow = String(end - start);
+    // The square root keeps a warm bucket visible next to a very hot one.
+    const intensity = hottest > 0 ? Math.sqrt(requests / hottest) : 0;
+    cell.style.backgroundColor = `rgba(197, 48, 48, ${intensity.toFixed(3)})`;
+    strip.append(cell);
+  }
+  return strip;
+}
+
+/** One line on where the load is: the hottest shard, its share, and the half-life. */
+function heatSummary(heat) {
+  if (!heat) return message('info', 'Heat is not available from this daemon.', { id: 'heat-summary' });
+  const hottest = heat.shards.find((shard) => shard.requests > 0);
+  if (!hottest) return message('info', `No routed calls lately (counts halve every ${heat.halfLifeSeconds} s).`, { id: 'heat-summary' });
+  return message('info',
+    `Heat (requests lately, halving every ${heat.halfLifeSeconds} s): ${hottest.shardId} takes ` +
+    `${(hottest.share * 100).toFixed(1)}% of them; shardlite stats suggest proposes a map that evens the load.`,
+    { id: 'heat-summary' });
+}
+
 export const bucketsView = {
   mount(section) {
     const input = el('input', { type: 'number', id: 'bucket-number', min: 0, value: 0 });
     replace(section,
       el('h2', { text: 'Bucket space' }),
-      el('p', { class: 'hint', text: 'All virtual buckets, left to right, coloured by owner. Pins are marked above the bar. Hover or select a bucket to see its owner and range.' }),
+      el('p', { class: 'hint', text: 'All virtual buckets, left to right, coloured by owner; the strip below is their heat (darker red is busier lately). Pins are marked above the bar. Hover or select a bucket to see its owner and range.' }),
       el('div', { id: 'bucket-bar-wrap', class: 'bar-wrap' }),
+      el('div', { id: 'heat-summary-wrap' }),
       el('div', { id: 'bucket-legend', class: 'legend' }),
       el('form', { class: 'inline', id: 'bucket-form', onsubmit: (event) => { event.preventDefault(); this.select(Number(input.value)); } },
         field('Bucket', input), el('button', { type: 'submit', text: 'Show owner' })),
@@ -235,7 +290,15 @@ export const bucketsView = {
     }
     const markers = el('div', { id: 'pin-markers', class: 'markers' });
     const wrap = section.querySelector('#bucket-bar-wrap');
-    replace(wrap, markers, bar, el('div', { class: 'scale' }, el('span', { text: '0' }), el('span', { text: String(count - 1) })));
+    let heat = null;
+    try {
+      heat = await get('/api/sharding/stats/heat');
+    } catch {
+      heat = null;
+    }
+    replace(wrap, markers, bar, heat ? heatStrip(count, heat) : null,
+      el('div', { class: 'scale' }, el('span', { text: '0' }), el('span', { text: String(count - 1) })));
+    replace(section.querySelector('#heat-summary-wrap'), heatSummary(heat));
     const primaries = map.shards.filter((shard) => shard.role === 'Primary');
     const legend = primaries.slice(0, LEGEND_SIZE).map((shard) =>
       el('span', { class: `swatch ${ownerClass(map, shard.shardId)}`, text: `${shard.shardId} (${bucketsOwned(map, shard.shardId)})` }));
