@@ -171,8 +171,28 @@ fn block_on<F: std::future::Future<Output = crate::Result<()>>>(future: F) -> cr
         .block_on(future)
 }
 
+/// Ends the process quietly when standard output is a pipe its reader closed (`shardlite status |
+/// head`), as command-line tools do, instead of reporting a panic with a backtrace.
+fn exit_quietly_on_closed_pipe() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            // 128 + SIGPIPE: what a shell reports for a tool the pipe ended.
+            std::process::exit(141);
+        }
+        previous(info);
+    }));
+}
+
 /// Parses the process arguments and runs the command.
 pub fn main() -> ExitCode {
+    exit_quietly_on_closed_pipe();
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.format(&mut Cli::command()).exit());
     // `serve --config FILE` needs to know which flags the command line set: those win.
