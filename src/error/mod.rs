@@ -89,6 +89,10 @@ pub enum Error {
     )]
     NotSharded,
 
+    /// A data-host operation on a daemon that does not serve a folder of shard files.
+    #[error("this daemon is not a data host: it was not started with --shard-dir, so it serves no shard files by id")]
+    NotDataHost,
+
     /// The master catalog is not in a state this release can use.
     #[error("master catalog problem: {reason}")]
     Catalog {

@@ -34,6 +34,11 @@ impl ConnectionOptions {
                         "'Api Key Header' applies only to remote connections ('Endpoint'), not to 'Data Source'",
                     ));
                 }
+                if self.shard_id.is_some() {
+                    return Err(invalid(
+                        "'Shard Id' names a shard of a data host ('Endpoint'); a 'Data Source' is one file already",
+                    ));
+                }
             }
             Target::Endpoint { endpoint, transport } => {
                 if *transport == Transport::Direct {
@@ -51,6 +56,11 @@ impl ConnectionOptions {
         }
         if let Some(header) = &self.api_key_header {
             check_header_name(header)?;
+        }
+        if let Some(shard_id) = &self.shard_id
+            && let Err(err) = crate::map::data_host_shard_id(shard_id)
+        {
+            return Err(invalid(format!("invalid value for 'Shard Id': {err}")));
         }
         if self.max_open_shards == Some(0) {
             return Err(invalid(

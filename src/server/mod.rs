@@ -37,6 +37,7 @@ pub mod admin;
 mod counters;
 pub mod grpc;
 pub mod health;
+pub mod host;
 pub mod keys;
 mod limits;
 pub mod metrics;
@@ -55,8 +56,9 @@ use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt as _;
 
 pub use counters::RequestCounts;
+pub use host::ShardHost;
 pub use reload::reload_api_keys_on_sighup;
-pub use state::{Backend, KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState};
+pub use state::{Backend, KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState, Target};
 pub use tls::{ServerTls, TlsFiles};
 
 use crate::error::{Error, Result};

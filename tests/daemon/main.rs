@@ -4,6 +4,7 @@
 
 mod catalog_remote;
 mod cross_shard_query_surfaces;
+mod data_host;
 mod grpc;
 mod hostile_sql;
 mod limits;

@@ -62,6 +62,7 @@ macro_rules! convert_field {
 mod admin;
 mod catalog;
 mod data;
+mod host;
 mod schema;
 
 /// The error for a required message field that is absent.
