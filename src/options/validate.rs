@@ -293,4 +293,26 @@ mod tls_tests {
             assert!(reason.contains(expected), "{text}: {reason}");
         }
     }
+
+    /// `Shard Id` names one shard of a data host: remote connections only, with a valid shard id, in
+    /// both forms.
+    #[test]
+    fn shard_id_addresses_one_shard_of_a_data_host() {
+        let ado = ConnectionOptions::parse("Endpoint=http://10.0.0.5:61818;Transport=Grpc;Shard Id=orders-7").unwrap();
+        assert_eq!(ado.shard_id(), Some("orders-7"));
+        let url = ConnectionOptions::parse("shardlite+grpc://10.0.0.5:61818?shard_id=orders-7").unwrap();
+        assert_eq!(url, ado);
+        assert!(ado.to_url().contains("shard_id=orders-7"), "{}", ado.to_url());
+        for (text, expected) in [
+            ("Data Source=app.db;Shard Id=a", "'Shard Id'"),
+            (
+                "Endpoint=http://h:1;Transport=Http;Shard Id=..",
+                "must not start with '.'",
+            ),
+            ("Endpoint=http://h:1;Transport=Http;Shard Id=a/b", "'Shard Id'"),
+        ] {
+            let err = ConnectionOptions::parse(text).unwrap_err().to_string();
+            assert!(err.contains(expected), "{text}: {err}");
+        }
+    }
 }
