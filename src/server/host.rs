@@ -152,13 +152,12 @@ impl ShardHost {
     /// (other files are ignored).
     pub async fn ids(&self) -> Result<Vec<String>> {
         let dir = self.inner.dir.clone();
-        let listed = tokio::task::spawn_blocking(move || list_ids(&dir))
+        tokio::task::spawn_blocking(move || list_ids(&dir))
             .await
             .map_err(|err| Error::Io {
                 what: "the shard folder".to_owned(),
                 source: std::io::Error::other(err),
-            })?;
-        listed
+            })?
     }
 
     /// One page of the folder's shard ids (at most [`MAX_HOST_SHARD_PAGE`]) with the shard and

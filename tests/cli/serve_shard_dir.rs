@@ -154,7 +154,7 @@ async fn a_thousand_file_data_host_starts_at_once_and_holds_only_a_bounded_set_o
         .unwrap();
     let open = page["openShards"].as_u64().unwrap();
     println!("after touching all {FILES} shards ({load:?}): {open} open, {threads} threads, {descriptors} descriptors");
-    assert!(open <= MAX_OPEN as u64, "{page}");
+    assert!(open <= u64::try_from(MAX_OPEN).unwrap(), "{page}");
     // At most twelve descriptors per open shard, plus sockets and the process's own.
     let bound = MAX_OPEN * 12 + 128;
     assert!(descriptors <= bound, "{descriptors} descriptors (bound {bound})");

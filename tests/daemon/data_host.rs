@@ -20,7 +20,7 @@ use shardlite::wire::{SHARD_HEADER, SHARD_METADATA};
 use support::daemon::{Daemon, http_client, remote_shard, routed, start_daemon, start_daemon_on};
 use support::route;
 
-const SHARDS: usize = 8;
+const SHARDS: i64 = 8;
 
 async fn start_host(dir: &Path) -> Daemon {
     let state = ServerState::open_shard_dir(dir, ServerConfig::default()).expect("a data host");
@@ -44,7 +44,7 @@ fn map_on(host: &Daemon) -> ShardingOptions {
         virtual_bucket_count: 8,
         shards,
         bucket_ranges: (0..SHARDS)
-            .map(|i| BucketRange::new(i as i64, i as i64 + 1, format!("s{i}")))
+            .map(|i| BucketRange::new(i, i + 1, format!("s{i}")))
             .collect(),
         exact_key_pins: (0..SHARDS).map(|i| (format!("tenant-{i}"), format!("s{i}"))).collect(),
     }
@@ -78,7 +78,7 @@ async fn a_router_over_one_data_host_lands_every_write_in_its_shard_file() {
     }
     assert!(!over_http.create_host_shard("h-0").await.unwrap().created, "idempotent");
     let page = over_grpc.list_host_shards(&HostShardQuery::default()).await.unwrap();
-    assert_eq!(page.shard_count, SHARDS as u64);
+    assert_eq!(page.shard_count, 8);
     assert_eq!(page.shard_ids.first().map(String::as_str), Some("h-0"));
 
     let options = map_on(&host);
@@ -100,7 +100,7 @@ async fn a_router_over_one_data_host_lands_every_write_in_its_shard_file() {
             .for_route(route(&key))
             .execute_sql(
                 "INSERT INTO t VALUES (?1, ?2)",
-                Params::from(vec![Value::Integer(i as i64), key.clone().into()]),
+                Params::from(vec![Value::Integer(i), key.clone().into()]),
             )
             .await
             .unwrap();
