@@ -208,6 +208,9 @@ async fn a_data_host_refuses_missing_unknown_and_bad_shard_ids_and_keeps_serving
         assert_eq!(body["errorCode"], "invalid_input", "{bad}: {body}");
         assert!(body["detail"].as_str().unwrap().contains("shard id"), "{bad}: {body}");
     }
+    let (status, body) = post_sql(&host, Some(" "), "SELECT 1").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "a blank header names no shard: {body}");
+    assert!(body["detail"].as_str().unwrap().contains("blank"), "{body}");
     let err = admin.create_host_shard("..").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
     let err = admin.create_host_shard("A").await.unwrap_err();

@@ -105,16 +105,21 @@ pub(super) fn route_from_metadata(metadata: &MetadataMap) -> Result<Option<Route
     }
 }
 
-/// Reads the data-host shard metadata (`x-shardlite-shard`): a blank value counts as absent.
+/// Reads the data-host shard metadata (`x-shardlite-shard`); as over REST, a blank value is
+/// refused rather than taken for no shard.
 pub(super) fn shard_from_metadata(metadata: &MetadataMap) -> Result<Option<String>> {
     let Some(value) = metadata.get(SHARD_METADATA) else {
         return Ok(None);
     };
-    let text = value.to_str().map_err(|_| Error::InvalidArgument {
+    let id = value.to_str().ok().map(str::trim).filter(|id| !id.is_empty());
+    let id = id.ok_or_else(|| Error::InvalidArgument {
         name: "shard metadata",
-        reason: format!("the {SHARD_METADATA} metadata entry is not printable ASCII").into(),
+        reason: format!(
+            "the {SHARD_METADATA} metadata entry is blank or not printable ASCII: name a shard, or leave it out"
+        )
+        .into(),
     })?;
-    Ok(Some(text.trim().to_owned()).filter(|id| !id.is_empty()))
+    Ok(Some(id.to_owned()))
 }
 
 fn half_route(missing: &str, present: &str) -> Error {

@@ -67,9 +67,25 @@ impl<S: Send + Sync> FromRequestParts<S> for Target {
     }
 }
 
-/// Reads the route headers and the data-host shard header (a blank one counts as absent).
+/// Reads the route headers and the data-host shard header. Unlike a blank route header, a
+/// blank shard header is refused: it names no shard, and leaving it out says so.
 pub fn target_from_headers(headers: &HeaderMap) -> Result<Target, ApiError> {
-    let shard = header_text(headers, SHARD_HEADER, "shard header")?.map(|id| id.trim().to_owned());
+    let shard = match headers.get(SHARD_HEADER) {
+        None => None,
+        Some(value) => Some(
+            std::str::from_utf8(value.as_bytes())
+                .ok()
+                .map(str::trim)
+                .filter(|id| !id.is_empty())
+                .ok_or_else(|| {
+                    ApiError::Data(Error::invalid_argument(
+                        "shard header",
+                        format!("the {SHARD_HEADER} header is blank or not UTF-8: name a shard, or leave it out"),
+                    ))
+                })?
+                .to_owned(),
+        ),
+    };
     Ok(Target {
         route: route_from_headers(headers)?,
         shard,

@@ -267,7 +267,7 @@ fn add_shard_header(operation: &mut Operation) {
             .description(Some(
                 "The shard of a data host (a daemon started with --shard-dir) the operation runs on. A data host \
                  answers 400 without it and 404 for a shard it has no file for; other daemons answer 400 when it \
-                 is sent.",
+                 is sent. A blank value is refused.",
             ))
             .schema(Some(
                 ObjectBuilder::new()
