@@ -130,6 +130,11 @@ async fn a_router_over_one_data_host_lands_every_write_in_its_shard_file() {
         }
     }
 
+    // Status probes every shard through the host.
+    let statuses = sharded.status().await;
+    assert!(statuses.iter().all(|s| s.healthy), "{statuses:?}");
+    assert_eq!(statuses.len(), 8);
+
     // Fan-out reaches every shard of the host.
     let counts = sharded
         .execute_read_only_sql_on_all_shards("SELECT count(*) FROM t")
@@ -263,6 +268,12 @@ async fn a_data_host_refuses_missing_unknown_and_bad_shard_ids_and_keeps_serving
     assert_eq!(page["shardIds"], json!(["a"]), "{page}");
     assert_eq!(page["nextOffset"], 1, "{page}");
     assert!(page["openShards"].as_u64().unwrap() <= 2, "{page}");
+    // The metrics report the host's open files, not one plain database.
+    let scraped = host.state.scrape().await;
+    assert!(
+        scraped.open_shards.is_some_and(|open| (1..=2).contains(&open)),
+        "{scraped:?}"
+    );
 
     // A daemon that is not a data host refuses the shard header and the host operations.
     let plain = start_daemon_on(&dir.path().join("plain.sqlite"), ServerConfig::default()).await;
