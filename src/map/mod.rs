@@ -30,7 +30,7 @@ pub use crate::error::MapError;
 pub use files::{normalize_path, resolve_data_source};
 pub use options::{BucketRange, ReplicaInfo, Secret, ShardDefinition, ShardingOptions};
 pub use snapshot::{ShardMapSnapshot, ShardSnapshot};
-pub use validate::data_host_shard_id;
+pub use validate::{MAX_DATA_HOST_SHARD_ID_LEN, data_host_shard_id};
 
 use validate::{
     ShardIdProblem, ShardLookup, assign_buckets, normalize_shard_id, validate_files, validate_pins,
