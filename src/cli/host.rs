@@ -13,7 +13,7 @@ use super::connection::ConnectionArgs;
 use super::data::{OutputArgs, print_json, table};
 use crate::data::{HostAdmin, HostShardQuery, MAX_HOST_SHARD_PAGE};
 use crate::error::{Error, Result};
-use crate::map::Transport;
+use crate::map::{ShardMap, ShardTarget, Transport};
 use crate::options::ConnectionOptions;
 use crate::transport::RemoteOptions;
 
@@ -105,6 +105,46 @@ pub async fn run(command: &HostCommand) -> Result<()> {
     }
 }
 
+/// Creates, on its data host, the file of every shard of `map` that names one (`remoteShardId`),
+/// with the shard's API key; files that exist are left as they are. Stops at the first host that
+/// refuses or cannot be reached, naming the shard and the endpoint. Returns how many files were
+/// created.
+pub(super) async fn create_map_host_shards(map: &ShardMap) -> Result<usize> {
+    let mut created = 0;
+    for shard in map.shards() {
+        let ShardTarget::Endpoint {
+            endpoint,
+            transport,
+            remote_shard_id: Some(remote_id),
+        } = &shard.target
+        else {
+            continue;
+        };
+        let mut options = RemoteOptions::new(endpoint.clone());
+        if let Some(key) = &shard.api_key {
+            options = options.with_api_key(key.expose());
+        }
+        if let Some(header) = &shard.api_key_header_name {
+            options = options.with_api_key_header(header.clone());
+        }
+        let failed = |err: Error| {
+            Error::invalid_argument(
+                "--create-host-shards",
+                format!("shard '{}' ('{remote_id}' on {endpoint}): {err}", shard.id),
+            )
+        };
+        let answer = client(options, Some(*transport))
+            .map_err(failed)?
+            .create_host_shard(remote_id)
+            .await
+            .map_err(failed)?;
+        let what = if answer.created { "created" } else { "exists already" };
+        println!("shard '{}': file '{remote_id}' on {endpoint} {what}", shard.id);
+        created += usize::from(answer.created);
+    }
+    Ok(created)
+}
+
 /// The remote client a connection string names; a data host is only reached over a daemon.
 fn open(args: &ConnectionArgs) -> Result<Arc<dyn HostAdmin>> {
     let options = ConnectionOptions::parse(&args.connection)?;
@@ -114,7 +154,12 @@ fn open(args: &ConnectionArgs) -> Result<Arc<dyn HostAdmin>> {
             "host commands talk to a data host's daemon: give 'Endpoint=http://HOST:PORT;Transport=Http' (or Grpc)",
         )
     })?;
-    match options.transport() {
+    client(remote, options.transport())
+}
+
+/// A client of the daemon `remote` names, over `transport`.
+fn client(remote: RemoteOptions, transport: Option<Transport>) -> Result<Arc<dyn HostAdmin>> {
+    match transport {
         #[cfg(feature = "grpc")]
         Some(Transport::Grpc) => Ok(Arc::new(crate::transport::grpc::GrpcClient::new(remote)?)),
         #[cfg(feature = "http")]

@@ -1,7 +1,8 @@
 //! `shardlite serve --shard-dir DIR`: a data host as a process. A host of 1,000 shard files
 //! answers at once and, while every shard is used, holds at most `--max-open-shards` of them open
-//! under a descriptor limit of 1024; `host create-shard` / `host shards` and `-c` commands with
-//! `Shard Id` reach one shard of it; bad flags are refused clearly.
+//! under a descriptor limit of 1024; `host create-shard` / `host shards`, `seed
+//! --create-host-shards` and `-c` commands with `Shard Id` reach one shard of it; bad flags are
+//! refused clearly.
 #![cfg(all(feature = "cli", feature = "server", feature = "http", feature = "grpc"))]
 
 use std::io::{BufRead, BufReader};
@@ -221,14 +222,48 @@ fn host_commands_create_and_list_shard_files_and_connection_strings_reach_one() 
     assert!(!out.status.success());
     assert!(stderr(&out).contains("'orders-9'"), "{}", stderr(&out));
 
+    // `seed --create-host-shards` creates the files a new map names on the host, and a router
+    // over the seeded master (here, the in-process one of a `-c Data Source` command) reaches them.
+    let map = json!({
+        "keyspace": "orders",
+        "shards": [
+            {"shardId": "a", "endpoint": host.base_url, "transport": "grpc", "remoteShardId": "orders-2"},
+            {"shardId": "b", "endpoint": host.base_url, "transport": "http", "remoteShardId": "orders-3"},
+        ],
+        "virtualBucketCount": 2,
+        "bucketRanges": [
+            {"startBucketInclusive": 0, "endBucketExclusive": 1, "shardId": "a"},
+            {"startBucketInclusive": 1, "endBucketExclusive": 2, "shardId": "b"},
+        ],
+        "exactKeyPins": {"k3": "b"},
+    });
+    let map_file = dir.path().join("map.json");
+    std::fs::write(&map_file, map.to_string()).unwrap();
+    let master = dir.path().join("master.db");
+    let (master, map_file) = (master.to_str().unwrap(), map_file.to_str().unwrap());
+    let out = shardlite(&["seed", "--master", master, "--map", map_file, "--create-host-shards"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("file 'orders-3' on"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("'orders-2' on") && stdout(&out).contains("exists already"),
+        "{}",
+        stdout(&out)
+    );
+    let routed = format!("Data Source={master};Shard Keyspace=orders;Shard Key=k3");
+    let out = shardlite(&["sql", "-c", &routed, "CREATE TABLE t3 (v); INSERT INTO t3 VALUES (3)"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let db = rusqlite::Connection::open(shards.join("orders-3.db")).unwrap();
+    let rows: i64 = db.query_row("SELECT count(*) FROM t3", [], |row| row.get(0)).unwrap();
+    assert_eq!(rows, 1);
+
     let out = shardlite(&["host", "shards", "-c", &grpc, "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let page = json_of(&out);
-    assert_eq!(page["shardCount"], 2, "{page}");
-    assert_eq!(page["shardIds"], json!(["orders-1", "orders-2"]));
+    assert_eq!(page["shardCount"], 3, "{page}");
+    assert_eq!(page["shardIds"], json!(["orders-1", "orders-2", "orders-3"]));
     let out = shardlite(&["host", "shards", "-c", &http, "--limit", "1"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stdout(&out).contains("2 shard file(s)"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("3 shard file(s)"), "{}", stdout(&out));
     assert!(stdout(&out).contains("more: --offset 1"), "{}", stdout(&out));
     host.stop();
 }
