@@ -68,9 +68,9 @@ async fn readiness(state: &ServerState) -> Result<Option<u64>, String> {
             }
         }
         Backend::Host(host) => host
-            .ids()
+            .check_folder()
             .await
-            .map(|_| None)
+            .map(|()| None)
             .map_err(|err| format!("the shard folder cannot be read ({})", err.kind().code())),
         Backend::Plain(local) => local
             .probe()

@@ -87,20 +87,33 @@ impl ShardHost {
     /// created.
     pub fn client(&self, id: &str) -> Result<LocalClient> {
         let id = checked_id(id)?;
-        if let Some(client) = self.lock().get(&id) {
+        let known = self.lock().get(&id).cloned();
+        // An open file exists; a closed one is looked for again, since opening a file that was
+        // removed meanwhile would create it.
+        if let Some(client) = &known
+            && client.database().is_open()
+        {
             return Ok(client.clone());
         }
         let path = self.file_of(&id);
-        match std::fs::metadata(&path) {
-            Ok(meta) if meta.is_file() => {}
-            Ok(_) => return Err(unknown_shard(&id)),
-            Err(err) if err.kind() == IoErrorKind::NotFound => return Err(unknown_shard(&id)),
+        let missing = match std::fs::metadata(&path) {
+            Ok(meta) => !meta.is_file(),
+            Err(err) if err.kind() == IoErrorKind::NotFound => true,
             Err(source) => {
                 return Err(Error::Io {
                     what: format!("the file of shard '{id}'"),
                     source,
                 });
             }
+        };
+        if missing {
+            if known.is_some() {
+                self.lock().remove(&id);
+            }
+            return Err(unknown_shard(&id));
+        }
+        if let Some(client) = known {
+            return Ok(client);
         }
         let mut shards = self.lock();
         if let Some(client) = shards.get(&id) {
@@ -178,6 +191,22 @@ impl ShardHost {
             shard_ids: ids[start..end].to_vec(),
             next_offset: (end < total).then(|| as_u64(end)),
         })
+    }
+
+    /// Whether the folder can still be read (the readiness probe).
+    pub async fn check_folder(&self) -> Result<()> {
+        let meta = tokio::fs::metadata(&self.inner.dir).await.map_err(|source| Error::Io {
+            what: "the shard folder".to_owned(),
+            source,
+        })?;
+        if meta.is_dir() {
+            Ok(())
+        } else {
+            Err(Error::invalid_argument(
+                "--shard-dir",
+                "the shard folder is no longer a folder",
+            ))
+        }
     }
 
     /// Shard files open now.
@@ -294,5 +323,9 @@ mod tests {
         assert_eq!(page.shard_ids, vec!["s1".to_owned()]);
         assert_eq!(page.next_offset, Some(1));
         assert!(host.client("s2").is_ok());
+        // A file removed while closed is not found again (and not created by the lookup).
+        std::fs::remove_file(dir.path().join("s2.db")).unwrap();
+        assert_eq!(host.client("s2").unwrap_err().kind(), crate::ErrorKind::NotFound);
+        assert!(!dir.path().join("s2.db").exists());
     }
 }
