@@ -9,6 +9,9 @@
 //! within [`ServerConfig::request_timeout`] or a gRPC caller's shorter deadline (then
 //! `request_timeout`, and the work is stopped). The [`admin`] workspace is served at `/admin`,
 //! and the [`health`] probes at `/healthz` and `/readyz`, both without the API key.
+//! A daemon serves a master catalog ([`ServerState::open`]: sharded, or one plain database) or,
+//! as a data host, a folder of shard files addressed by id ([`ServerState::open_shard_dir`],
+//! [`host`]).
 //! [`run_tls`] serves the same over TLS ([`tls`]: one rustls acceptor, ALPN `h2` and `http/1.1`,
 //! optional client certificates, reload without dropping connections).
 //!

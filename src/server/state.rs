@@ -195,13 +195,6 @@ pub struct Target {
     pub shard: Option<String>,
 }
 
-impl Target {
-    /// A target of `route` alone.
-    pub fn of_route(route: Option<RouteContext>) -> Self {
-        Self { route, shard: None }
-    }
-}
-
 /// Shared state of a running daemon. Cheap to clone.
 ///
 /// Data requests run on [`data_client`](Self::data_client). Remote transactions go through
