@@ -17,6 +17,12 @@ pub const SHARD_KEY_METADATA: &str = "x-csharpdb-shard-key";
 pub const KEYSPACE_METADATA_BIN: &str = "x-csharpdb-keyspace-bin";
 /// Binary gRPC metadata key carrying a route key that is not printable ASCII, as UTF-8 bytes.
 pub const SHARD_KEY_METADATA_BIN: &str = "x-csharpdb-shard-key-bin";
+/// HTTP header naming the shard a request addresses on a data host (a daemon started with
+/// `serve --shard-dir`); gRPC sends it lower-cased as metadata ([`SHARD_METADATA`]).
+pub const SHARD_HEADER: &str = "X-Shardlite-Shard";
+/// gRPC metadata key naming the shard a call addresses on a data host (the `X-Shardlite-Shard`
+/// header, lower-cased).
+pub const SHARD_METADATA: &str = "x-shardlite-shard";
 /// gRPC trailer carrying the [`ErrorKind::code`](crate::ErrorKind::code) of a failed call.
 pub const ERROR_CODE_METADATA: &str = "shardlite-error-code";
 /// gRPC trailer carrying the SQLite extended result code of a failed SQL call, in decimal.
@@ -45,5 +51,6 @@ mod tests {
         assert_eq!(SHARD_KEY_METADATA, SHARD_KEY_HEADER.to_ascii_lowercase());
         assert_eq!(KEYSPACE_METADATA_BIN, format!("{KEYSPACE_METADATA}-bin"));
         assert_eq!(SHARD_KEY_METADATA_BIN, format!("{SHARD_KEY_METADATA}-bin"));
+        assert_eq!(SHARD_METADATA, SHARD_HEADER.to_ascii_lowercase());
     }
 }

@@ -326,6 +326,7 @@ fn tenants_with_remote_replica(dir: &Path) -> ShardingOptions {
         // Nothing listens on the discard port, so the probe reports the replica unhealthy.
         endpoint: Some("http://127.0.0.1:9".to_owned()),
         transport: Some("grpc".to_owned()),
+        remote_shard_id: None,
         connection_string: None,
         api_key: Some(Secret::new(REPLICA_SECRET)),
         api_key_header_name: None,

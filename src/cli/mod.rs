@@ -4,6 +4,8 @@ mod catalog;
 mod connection;
 mod data;
 mod demo;
+#[cfg(any(feature = "grpc", feature = "http"))]
+mod host;
 mod reshard;
 mod schema;
 mod seed;
@@ -100,7 +102,17 @@ enum Command {
         #[command(subcommand)]
         command: reshard::MigrateCommand,
     },
-    /// Serve a master catalog over REST and gRPC on one port until SIGINT or SIGTERM.
+    /// A data host's shard files: count and list them, or create new ones.
+    #[cfg(any(feature = "grpc", feature = "http"))]
+    #[command(
+        after_help = "Example: shardlite host create-shard -c \"Endpoint=http://127.0.0.1:61818;Transport=Http\" orders-1"
+    )]
+    Host {
+        #[command(subcommand)]
+        command: host::HostCommand,
+    },
+    /// Serve a master catalog (or, with --shard-dir, a folder of shard files) over REST and gRPC
+    /// on one port until SIGINT or SIGTERM.
     #[cfg(feature = "server")]
     #[command(after_help = "Example: shardlite serve --master data/master.db --listen 127.0.0.1:61818")]
     Serve(serve::ServeArgs),
@@ -124,6 +136,8 @@ impl Cli {
             Command::Catalog { command } => block_on(catalog::run(&command)),
             Command::Schema { command } => block_on(schema::run(&command)),
             Command::Migrate { command } => block_on(reshard::run(&command)),
+            #[cfg(any(feature = "grpc", feature = "http"))]
+            Command::Host { command } => block_on(host::run(&command)),
             #[cfg(feature = "server")]
             Command::Serve(args) => block_on(serve::run(&args)),
         };

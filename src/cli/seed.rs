@@ -1,4 +1,4 @@
-//! `shardlite seed --master PATH --map MAP.json [--replace]`.
+//! `shardlite seed --master PATH --map MAP.json [--replace] [--create-host-shards]`.
 
 use std::path::PathBuf;
 
@@ -22,6 +22,10 @@ pub struct SeedArgs {
     /// Replace a different active map (this reroutes keys away from their data).
     #[arg(long)]
     replace: bool,
+    /// Create the file of every shard the map names on a data host (`remoteShardId`), on that
+    /// host, before storing the map (existing files are left as they are).
+    #[arg(long)]
+    create_host_shards: bool,
 }
 
 pub async fn run(args: &SeedArgs) -> Result<()> {
@@ -34,6 +38,9 @@ pub async fn run(args: &SeedArgs) -> Result<()> {
     let map = ShardMap::new(options.clone())?;
     let location = CatalogLocation::of_path(&args.master)?;
     check_shard_files(&location.anchor(), &map).await?;
+    if args.create_host_shards {
+        create_host_shards(&map).await?;
+    }
     let catalog = Catalog::open(&args.master).await?;
     let map = catalog.seed(options, args.replace).await?;
     println!(
@@ -45,4 +52,17 @@ pub async fn run(args: &SeedArgs) -> Result<()> {
         map.bucket_count()
     );
     Ok(())
+}
+
+#[cfg(any(feature = "grpc", feature = "http"))]
+async fn create_host_shards(map: &ShardMap) -> Result<()> {
+    super::host::create_map_host_shards(map).await.map(drop)
+}
+
+#[cfg(not(any(feature = "grpc", feature = "http")))]
+async fn create_host_shards(_map: &ShardMap) -> Result<()> {
+    Err(Error::invalid_argument(
+        "--create-host-shards",
+        "reaching data hosts needs a build with the 'http' or 'grpc' feature",
+    ))
 }

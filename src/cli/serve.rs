@@ -1,4 +1,4 @@
-//! `shardlite serve --master PATH [--create] [--listen ADDR] [--api-key KEY | --api-keys FILE] [--api-key-header NAME]
+//! `shardlite serve --master PATH | --shard-dir DIR [--create] [--listen ADDR] [--api-key KEY | --api-keys FILE] [--api-key-header NAME]
 //! [--body-limit BYTES] [--transaction-timeout SECS] [limits] [--tls-cert PEM --tls-key PEM
 //! [--tls-client-ca PEM]] [--metrics-listen ADDR] [--config FILE]`: the daemon.
 //!
@@ -9,6 +9,11 @@
 //!
 //! The master must exist (`shardlite seed` creates one) unless `--create` is given, so a mistyped
 //! path fails instead of serving a new, empty database.
+//!
+//! `--shard-dir DIR` instead makes the daemon a data host: it serves every shard file `DIR/<id>.db`,
+//! each addressed by its shard id (the `X-Shardlite-Shard` header or `x-shardlite-shard` gRPC
+//! metadata), opening files on first use and closing them when idle (see
+//! [`ShardHost`](crate::server::ShardHost)). The folder must exist unless `--create` is given.
 //!
 //! Logs go to stderr (`RUST_LOG` filters them, default `info`). At `info` the daemon logs its
 //! start, its shutdown and the request totals (once a minute while they change, and at
@@ -42,12 +47,17 @@ pub struct ServeArgs {
     config: Option<PathBuf>,
     /// The master catalog, which must exist (see `--create`). Without an active shard map, the
     /// file is served as one plain database. Or a catalog in etcd,
-    /// `etcd://HOST:PORT[,HOST:PORT…]/PREFIX`, which must hold a map. Required, here or in
-    /// `--config`.
+    /// `etcd://HOST:PORT[,HOST:PORT…]/PREFIX`, which must hold a map. This or `--shard-dir` is
+    /// required, here or in `--config`.
     #[arg(long)]
     master: Option<PathBuf>,
-    /// Create the master as a new, empty plain database when it does not exist, instead of
-    /// refusing to start.
+    /// Serve a folder of shard files as a data host: the shard `ID` is the file `DIR/ID.db`,
+    /// addressed by the X-Shardlite-Shard header (gRPC metadata x-shardlite-shard). Instead of
+    /// `--master`.
+    #[arg(long, value_name = "DIR", conflicts_with = "master")]
+    shard_dir: Option<PathBuf>,
+    /// Create the master as a new, empty plain database (or the `--shard-dir` folder) when it
+    /// does not exist, instead of refusing to start.
     #[arg(long)]
     create: bool,
     /// The address to listen on (`127.0.0.1:0` picks a free port and prints it).
@@ -189,13 +199,11 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
         }
         None => args,
     };
-    let master = args.master.clone().ok_or_else(|| {
-        Error::invalid_argument(
-            "--master",
-            "the master catalog is required: pass --master PATH or set master in --config",
-        )
-    })?;
-    check_master_exists(args, &master).await?;
+    let served = Served::of(args)?;
+    match &served {
+        Served::Master(master) => check_master_exists(args, master).await?,
+        Served::ShardDir(dir) => check_shard_dir(args, dir).await?,
+    }
     // Unusable TLS files are refused before anything opens or binds.
     let tls = tls_files(args).map(ServerTls::load).transpose()?;
     let mut config = server_config(args);
@@ -205,7 +213,10 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
     }
     raise_descriptor_limit(&config);
     config.engine_config().validate()?;
-    let state = ServerState::open(&master, config).await?;
+    let state = match &served {
+        Served::Master(master) => ServerState::open(master, config).await?,
+        Served::ShardDir(dir) => ServerState::open_shard_dir(dir, config)?,
+    };
     // Fail on a bad configuration before binding, so nothing half-starts.
     let _ = server::router(&state)?;
     let listener = tokio::net::TcpListener::bind(&args.listen)
@@ -218,14 +229,23 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
         what: format!("listen address '{}'", args.listen),
         source,
     })?;
-    tracing::info!(%address, master = %master.display(), "shardlite daemon listening");
+    tracing::info!(%address, served = %served.path().display(), "shardlite daemon listening");
     // A closed stdout (a reader that took the first line and left) must not stop the daemon, so
     // write errors here are ignored rather than panicking as `println!` would.
     let mut out = std::io::stdout();
     let scheme = if tls.is_some() { "https" } else { "http" };
     let _ = writeln!(out, "listening on {scheme}://{address}");
-    let _ = match state.sharded() {
-        Some(sharded) => {
+    let _ = match (state.sharded(), state.host()) {
+        (_, Some(host)) => {
+            let shards = host.ids().await.map_or(0, |ids| ids.len());
+            writeln!(
+                out,
+                "serving the shard folder '{}' as a data host: {shards} shard file(s), addressed by the {} header",
+                host.dir().display(),
+                crate::wire::SHARD_HEADER
+            )
+        }
+        (Some(sharded), None) => {
             let map = sharded.map();
             writeln!(
                 out,
@@ -235,10 +255,10 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
                 map.shards().len()
             )
         }
-        None => writeln!(
+        (None, None) => writeln!(
             out,
             "serving '{}' as one plain database: it holds no shard map (store one with `shardlite seed`)",
-            master.display()
+            served.path().display()
         ),
     };
     let metrics = match &args.metrics_listen {
@@ -277,6 +297,59 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
     served?;
     tracing::info!("shardlite daemon stopped");
     Ok(())
+}
+
+/// What the daemon serves: a master catalog (or plain database), or a folder of shard files.
+enum Served {
+    Master(PathBuf),
+    ShardDir(PathBuf),
+}
+
+impl Served {
+    /// `--master` or `--shard-dir`: exactly one (the configuration file may set the other).
+    fn of(args: &ServeArgs) -> Result<Self> {
+        match (&args.master, &args.shard_dir) {
+            (Some(master), None) => Ok(Self::Master(master.clone())),
+            (None, Some(dir)) => Ok(Self::ShardDir(dir.clone())),
+            (Some(_), Some(_)) => Err(Error::invalid_argument(
+                "--shard-dir",
+                "--shard-dir and --master are exclusive: a daemon serves either a master catalog (a router or a \
+                 plain database) or a folder of shard files (a data host), not both",
+            )),
+            (None, None) => Err(Error::invalid_argument(
+                "--master",
+                "the master catalog is required: pass --master PATH (or --shard-dir DIR for a data host), or set \
+                 master or shard-dir in --config",
+            )),
+        }
+    }
+
+    fn path(&self) -> &std::path::Path {
+        match self {
+            Self::Master(path) | Self::ShardDir(path) => path,
+        }
+    }
+}
+
+/// A missing shard folder is refused unless `--create` asks for it (then it is created).
+async fn check_shard_dir(args: &ServeArgs, dir: &std::path::Path) -> Result<()> {
+    let io = |source| Error::Io {
+        what: format!("shard folder '{}'", dir.display()),
+        source,
+    };
+    if tokio::fs::try_exists(dir).await.map_err(io)? {
+        return Ok(());
+    }
+    if args.create {
+        return tokio::fs::create_dir_all(dir).await.map_err(io);
+    }
+    Err(Error::invalid_argument(
+        "--shard-dir",
+        format!(
+            "'{}' does not exist: create the folder, or pass --create to start with an empty one",
+            dir.display()
+        ),
+    ))
 }
 
 /// The daemon settings the flags describe.

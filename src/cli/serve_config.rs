@@ -134,6 +134,7 @@ macro_rules! merged_fields {
 
 merged_fields!(
     master,
+    shard_dir,
     create,
     listen,
     metrics_listen,
@@ -206,6 +207,19 @@ mod tests {
         let config = super::super::server_config(&args);
         assert_eq!((config.readers, config.max_result_rows), (5, 10));
         assert_eq!(config.heat_half_life, std::time::Duration::from_secs(30));
+    }
+
+    #[test]
+    fn a_shard_folder_can_come_from_the_file_and_excludes_a_master() {
+        let args = run(&[], "shard-dir = \"shards\"\nmax-open-shards = 64\n").expect("valid");
+        assert_eq!(args.shard_dir.as_deref(), Some(Path::new("shards")));
+        assert_eq!(args.max_open_shards, Some(64));
+        let err = run(&[], "shard-dir = \"shards\"\nmaster = \"m.db\"\n").expect_err("both");
+        assert!(err.contains("--shard-dir") || err.contains("--master"), "{err}");
+        // The command line's master and the file's folder reach the daemon's own check.
+        let both = run(&["--master", "m.db"], "shard-dir = \"shards\"\n").expect("merged");
+        let err = super::super::Served::of(&both).err().expect("exclusive").to_string();
+        assert!(err.contains("exclusive"), "{err}");
     }
 
     #[test]

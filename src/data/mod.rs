@@ -1,5 +1,5 @@
 //! The data model every layer shares: values, parameters, results, rows, documents and schema
-//! types, transaction info, shard status and catalog snapshots, and the [`DataClient`] and
+//! types, transaction info, shard status, data-host shard lists and catalog snapshots, and the [`DataClient`] and
 //! [`ShardAdmin`] interfaces.
 //!
 //! These types sit below the engine that produces them and the transports that carry them, so
@@ -9,6 +9,7 @@
 
 mod admin;
 mod catalog;
+mod host;
 mod interface;
 #[cfg(feature = "server")]
 pub mod openapi;
@@ -25,6 +26,7 @@ pub use catalog::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogIssue, CatalogUpdateRequest, CatalogValidation,
     IssueSeverity, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
 };
+pub use host::{HostAdmin, HostShardCreated, HostShardPage, HostShardQuery, MAX_HOST_SHARD_PAGE};
 pub use interface::{DataClient, ShardAdmin};
 pub use params::Params;
 pub use records::{

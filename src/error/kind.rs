@@ -159,7 +159,10 @@ impl Error {
             | Self::ShardUnavailable { .. }
             | Self::ShardStorage { .. }
             | Self::Closed { .. } => ErrorKind::Unavailable,
-            Self::UnknownShard { .. } | Self::NotFound { .. } | Self::TransactionNotFound { .. } => ErrorKind::NotFound,
+            Self::UnknownShard { .. }
+            | Self::NotFound { .. }
+            | Self::TransactionNotFound { .. }
+            | Self::NotDataHost => ErrorKind::NotFound,
             Self::InvalidMap(_) => ErrorKind::InvalidMap,
             Self::NoMap => ErrorKind::NoMap,
             Self::NotSharded => ErrorKind::NotSharded,

@@ -42,6 +42,21 @@ pub enum MapError {
         /// The id given.
         shard_id: String,
     },
+    /// A shard id that a data host cannot serve as a file name (see
+    /// [`data_host_shard_id`](crate::map::data_host_shard_id)).
+    #[error("shard id '{shard_id}' cannot name a shard on a data host: {reason}")]
+    InvalidDataHostShardId {
+        /// The id given.
+        shard_id: String,
+        /// Which rule it breaks.
+        reason: &'static str,
+    },
+    /// `remoteShardId` set on a shard that is not reached through an `endpoint`.
+    #[error("shard '{shard_id}' sets remoteShardId, which names a shard of a data host and needs an endpoint")]
+    RemoteShardIdWithoutEndpoint {
+        /// The shard.
+        shard_id: String,
+    },
     /// Two shards share an id, ignoring case.
     #[error("shard id '{shard_id}' is defined more than once (ids are compared ignoring case)")]
     DuplicateShardId {

@@ -109,6 +109,9 @@ pub enum Error {
         /// Which store, and what failed.
         reason: String,
     },
+    /// A data-host operation on a daemon that does not serve a folder of shard files.
+    #[error("this daemon is not a data host: it was not started with --shard-dir, so it serves no shard files by id")]
+    NotDataHost,
 
     /// The master catalog is not in a state this release can use.
     #[error("master catalog problem: {reason}")]

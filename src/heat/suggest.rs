@@ -324,6 +324,7 @@ fn options_from_snapshot(active: &ShardMapSnapshot) -> Result<ShardingOptions> {
                 .as_ref()
                 .filter(|_| shard.transport != Transport::Direct)
                 .map(|_| shard.transport.as_str().to_owned()),
+            remote_shard_id: shard.remote_shard_id.clone(),
             connection_string: None,
             api_key: None,
             api_key_header_name: shard.api_key_header_name.clone(),

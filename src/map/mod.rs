@@ -30,6 +30,7 @@ pub use crate::error::MapError;
 pub use files::{normalize_path, resolve_data_source};
 pub use options::{BucketRange, ReplicaInfo, Secret, ShardDefinition, ShardingOptions};
 pub use snapshot::{ShardMapSnapshot, ShardSnapshot};
+pub use validate::{MAX_DATA_HOST_SHARD_ID_LEN, data_host_shard_id};
 
 use validate::{
     ShardIdProblem, ShardLookup, assign_buckets, normalize_shard_id, validate_files, validate_pins,
@@ -97,12 +98,15 @@ impl Transport {
 pub enum ShardTarget {
     /// A local SQLite file.
     DataSource(String),
-    /// A daemon serving one plain database.
+    /// A daemon serving one plain database, or one shard of a data host's folder.
     Endpoint {
         /// The daemon's base URL.
         endpoint: String,
         /// REST or gRPC.
         transport: Transport,
+        /// The shard id on a data host (`serve --shard-dir`), sent with every call; `None` for a
+        /// daemon serving one database.
+        remote_shard_id: Option<String>,
     },
     /// A connection string (a secret: it may carry credentials).
     ConnectionString(Secret),

@@ -127,6 +127,10 @@ pub struct ShardDefinition {
     /// `direct`, `http` or `grpc`, case-insensitive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transport: Option<String>,
+    /// With `endpoint`: the id of this shard on a data host (a daemon started with
+    /// `serve --shard-dir`), sent with every call so the host serves its file `<id>.db`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_shard_id: Option<String>,
     /// A connection string for this shard.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "server", schema(value_type = Option<String>))]
@@ -151,6 +155,7 @@ impl ShardDefinition {
             data_source: Some(data_source.into()),
             endpoint: None,
             transport: None,
+            remote_shard_id: None,
             connection_string: None,
             api_key: None,
             api_key_header_name: None,

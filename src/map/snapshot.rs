@@ -45,6 +45,9 @@ pub struct ShardSnapshot {
     /// The daemon endpoint, for remote shards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
+    /// The shard's id on its data host, for a remote shard of one (not a secret).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_shard_id: Option<String>,
     /// The local file, for direct shards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_source: Option<String>,
@@ -66,8 +69,14 @@ impl ShardMap {
             .map(|s| {
                 let (transport, endpoint, data_source) = match &s.target {
                     ShardTarget::DataSource(path) => (Transport::Direct, None, Some(path.clone())),
-                    ShardTarget::Endpoint { endpoint, transport } => (*transport, Some(endpoint.clone()), None),
+                    ShardTarget::Endpoint {
+                        endpoint, transport, ..
+                    } => (*transport, Some(endpoint.clone()), None),
                     ShardTarget::ConnectionString(_) => (Transport::Direct, None, None),
+                };
+                let remote_shard_id = match &s.target {
+                    ShardTarget::Endpoint { remote_shard_id, .. } => remote_shard_id.clone(),
+                    _ => None,
                 };
                 ShardSnapshot {
                     shard_id: s.id.clone(),
@@ -76,6 +85,7 @@ impl ShardMap {
                     replica: s.replica.clone(),
                     transport,
                     endpoint,
+                    remote_shard_id,
                     data_source,
                     has_connection_string: matches!(s.target, ShardTarget::ConnectionString(_)),
                     has_api_key: s.api_key.is_some(),

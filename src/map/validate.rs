@@ -42,6 +42,47 @@ pub(super) fn normalize_shard_id(raw: &str) -> Result<String, ShardIdProblem> {
     Ok(id.to_owned())
 }
 
+/// The longest shard id a data host serves: its file name (`<shardId>.db`) must fit the 255
+/// bytes file systems allow, with room to spare.
+pub const MAX_DATA_HOST_SHARD_ID_LEN: usize = 200;
+
+/// Checks a shard id that names a shard of a data host (`serve --shard-dir`), where it is also
+/// the name of the shard's file, and returns it trimmed. The map's shard-id rules apply (ASCII
+/// letters, digits, `_`, `-`, `.`; no `:`, `/`, `\`, NUL or white space inside), and, because the
+/// id is a file name, it must not start with `.` (no `.`, `..` or hidden files) and is at most
+/// [`MAX_DATA_HOST_SHARD_ID_LEN`] bytes long.
+///
+/// ```
+/// use shardlite::map::data_host_shard_id;
+///
+/// assert_eq!(data_host_shard_id(" orders-7 ").unwrap(), "orders-7");
+/// for bad in ["", "..", ".hidden", "a/b", "a\\b", "a:b", "a\0b", "a b"] {
+///     assert!(data_host_shard_id(bad).is_err(), "{bad:?}");
+/// }
+/// ```
+pub fn data_host_shard_id(raw: &str) -> Result<String, MapError> {
+    let id = normalize_shard_id(raw).map_err(|problem| match problem {
+        ShardIdProblem::Blank => MapError::InvalidDataHostShardId {
+            shard_id: raw.trim().to_owned(),
+            reason: "it is blank",
+        },
+        other => other.into_error(raw),
+    })?;
+    if id.starts_with('.') {
+        return Err(MapError::InvalidDataHostShardId {
+            shard_id: id,
+            reason: "it must not start with '.' (it is a file name in the host's folder)",
+        });
+    }
+    if id.len() > MAX_DATA_HOST_SHARD_ID_LEN {
+        return Err(MapError::InvalidDataHostShardId {
+            shard_id: id,
+            reason: "it is longer than 200 characters",
+        });
+    }
+    Ok(id)
+}
+
 /// A map's shards with their index by id, for the checks that look shards up by the id a range,
 /// pin or `primaryShardId` names (a map may have thousands of shards and a pin per tenant).
 #[derive(Clone, Copy)]
@@ -107,6 +148,10 @@ pub(super) fn validate_shard(id: String, def: &ShardDefinition) -> Result<Shard,
         });
     }
 
+    if non_blank(&def.remote_shard_id).is_some() && endpoint.is_none() {
+        return Err(MapError::RemoteShardIdWithoutEndpoint { shard_id: id });
+    }
+
     let transport = match def.transport.as_deref() {
         None => None,
         Some(t) => Some(Transport::parse(t).ok_or_else(|| MapError::InvalidTransport {
@@ -126,7 +171,17 @@ pub(super) fn validate_shard(id: String, def: &ShardDefinition) -> Result<Shard,
         ShardTarget::DataSource(path)
     } else if let Some(endpoint) = endpoint {
         match transport {
-            Some(transport @ (Transport::Http | Transport::Grpc)) => ShardTarget::Endpoint { endpoint, transport },
+            Some(transport @ (Transport::Http | Transport::Grpc)) => {
+                let remote_shard_id = match non_blank(&def.remote_shard_id) {
+                    Some(remote) => Some(data_host_shard_id(&remote)?),
+                    None => None,
+                };
+                ShardTarget::Endpoint {
+                    endpoint,
+                    transport,
+                    remote_shard_id,
+                }
+            }
             _ => {
                 return Err(MapError::InvalidTransport {
                     shard_id: id,

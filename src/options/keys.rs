@@ -101,6 +101,18 @@ pub(super) static KEYS: &[KeySpec] = &[
         print: |options| options.route.as_ref().map(|route| route.key().to_owned()),
     },
     KeySpec {
+        name: "Shard Id",
+        aliases: &[],
+        url_name: "shard_id",
+        in_url_query: true,
+        secret: false,
+        read: |draft, _, value| {
+            draft.options.shard_id = Some(value);
+            Ok(())
+        },
+        print: |options| options.shard_id.clone(),
+    },
+    KeySpec {
         name: "Api Key",
         aliases: &[],
         url_name: "api_key",

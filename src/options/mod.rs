@@ -19,6 +19,7 @@
 //! | `Transport` | the scheme | `Direct`, `Http` or `Grpc` (any case) |
 //! | `Shard Keyspace` | `shard_keyspace` | the route keyspace this connection is bound to; alone, reads are answered across every shard |
 //! | `Shard Key` | `shard_key` | the route key this connection is bound to (needs `Shard Keyspace`) |
+//! | `Shard Id` | `shard_id` | one shard of a data host (a daemon started with `serve --shard-dir`), sent with every call (remote only) |
 //! | `Api Key` | `api_key` | the daemon's API key (remote only; a secret) |
 //! | `Api Key Header` | `api_key_header` | the header that carries it (remote only), default [`DEFAULT_API_KEY_HEADER`] |
 //! | `Server CA` | `server_ca` | a PEM file of the CA certificate(s) that signed the daemon's TLS certificate (`https://` only), trusted besides the system's |
@@ -149,6 +150,7 @@ pub struct ConnectionOptions {
     route: Option<RouteContext>,
     /// `Shard Keyspace` given without `Shard Key` (trimmed); `None` when `route` is set.
     keyspace: Option<String>,
+    shard_id: Option<String>,
     api_key: Option<Secret>,
     api_key_header: Option<String>,
     server_ca: Option<String>,
@@ -223,6 +225,13 @@ impl ConnectionOptions {
     pub fn with_keyspace(mut self, keyspace: impl Into<String>) -> Self {
         self.keyspace = Some(keyspace.into().trim().to_owned());
         self.route = None;
+        self
+    }
+
+    /// Addresses one shard of a data host (remote connections only): the daemon serves that
+    /// shard's file of its folder.
+    pub fn with_shard_id(mut self, shard_id: impl Into<String>) -> Self {
+        self.shard_id = Some(shard_id.into());
         self
     }
 
@@ -336,6 +345,11 @@ impl ConnectionOptions {
     /// Whether the connection names a keyspace but no key: reads run across every shard.
     pub fn is_keyspace_without_key(&self) -> bool {
         self.route.is_none() && self.keyspace.is_some()
+    }
+
+    /// The data-host shard id (`Shard Id`) a remote connection addresses, if any.
+    pub fn shard_id(&self) -> Option<&str> {
+        self.shard_id.as_deref()
     }
 
     /// The API key, if any. Its `Debug` is redacted; call [`Secret::expose`] only where it is sent.

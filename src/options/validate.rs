@@ -34,6 +34,11 @@ impl ConnectionOptions {
                         "'Api Key Header' applies only to remote connections ('Endpoint'), not to 'Data Source'",
                     ));
                 }
+                if self.shard_id.is_some() {
+                    return Err(invalid(
+                        "'Shard Id' names a shard of a data host ('Endpoint'); a 'Data Source' is one file already",
+                    ));
+                }
             }
             Target::Endpoint { endpoint, transport } => {
                 if *transport == Transport::Direct {
@@ -51,6 +56,11 @@ impl ConnectionOptions {
         }
         if let Some(header) = &self.api_key_header {
             check_header_name(header)?;
+        }
+        if let Some(shard_id) = &self.shard_id
+            && let Err(err) = crate::map::data_host_shard_id(shard_id)
+        {
+            return Err(invalid(format!("invalid value for 'Shard Id': {err}")));
         }
         if self.max_open_shards == Some(0) {
             return Err(invalid(
@@ -281,6 +291,28 @@ mod tls_tests {
         for (text, expected) in cases {
             let reason = reason(&text);
             assert!(reason.contains(expected), "{text}: {reason}");
+        }
+    }
+
+    /// `Shard Id` names one shard of a data host: remote connections only, with a valid shard id, in
+    /// both forms.
+    #[test]
+    fn shard_id_addresses_one_shard_of_a_data_host() {
+        let ado = ConnectionOptions::parse("Endpoint=http://10.0.0.5:61818;Transport=Grpc;Shard Id=orders-7").unwrap();
+        assert_eq!(ado.shard_id(), Some("orders-7"));
+        let url = ConnectionOptions::parse("shardlite+grpc://10.0.0.5:61818?shard_id=orders-7").unwrap();
+        assert_eq!(url, ado);
+        assert!(ado.to_url().contains("shard_id=orders-7"), "{}", ado.to_url());
+        for (text, expected) in [
+            ("Data Source=app.db;Shard Id=a", "'Shard Id'"),
+            (
+                "Endpoint=http://h:1;Transport=Http;Shard Id=..",
+                "must not start with '.'",
+            ),
+            ("Endpoint=http://h:1;Transport=Http;Shard Id=a/b", "'Shard Id'"),
+        ] {
+            let err = ConnectionOptions::parse(text).unwrap_err().to_string();
+            assert!(err.contains(expected), "{text}: {err}");
         }
     }
 }

@@ -1,9 +1,10 @@
 //! Probes for load balancers and orchestrators, served without the API key:
 //! - `GET /healthz`: 200 while the process serves requests;
 //! - `GET /readyz`: 200 when the daemon can serve data (a sharded daemon's catalog answers and
-//!   holds an active map; a plain daemon's database answers), 503 otherwise, with the reason. A
-//!   router on a catalog in etcd stays ready while etcd is unreachable: it serves data on the
-//!   last map it knows, and only catalog writes fail meanwhile.
+//!   holds an active map; a plain daemon's database answers; a data host's folder can be
+//!   listed), 503 otherwise, with the reason. A router on a catalog in etcd stays ready while
+//!   etcd is unreachable: it serves data on the last map it knows, and only catalog writes fail
+//!   meanwhile.
 //!
 //! Both answer small JSON bodies that name no file, key or secret.
 
@@ -73,6 +74,11 @@ async fn readiness(state: &ServerState) -> Result<Option<u64>, String> {
                 Err(err) => Err(format!("the catalog cannot be read ({})", err.kind().code())),
             }
         }
+        Backend::Host(host) => host
+            .check_folder()
+            .await
+            .map(|()| None)
+            .map_err(|err| format!("the shard folder cannot be read ({})", err.kind().code())),
         Backend::Plain(local) => local
             .probe()
             .await

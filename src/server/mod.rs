@@ -9,6 +9,9 @@
 //! within [`ServerConfig::request_timeout`] or a gRPC caller's shorter deadline (then
 //! `request_timeout`, and the work is stopped). The [`admin`] workspace is served at `/admin`,
 //! and the [`health`] probes at `/healthz` and `/readyz`, both without the API key.
+//! A daemon serves a master catalog ([`ServerState::open`]: sharded, or one plain database) or,
+//! as a data host, a folder of shard files addressed by id ([`ServerState::open_shard_dir`],
+//! [`host`]).
 //! [`run_tls`] serves the same over TLS ([`tls`]: one rustls acceptor, ALPN `h2` and `http/1.1`,
 //! optional client certificates, reload without dropping connections).
 //!
@@ -37,6 +40,7 @@ pub mod admin;
 mod counters;
 pub mod grpc;
 pub mod health;
+pub mod host;
 pub mod keys;
 mod limits;
 pub mod metrics;
@@ -55,8 +59,9 @@ use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt as _;
 
 pub use counters::RequestCounts;
+pub use host::ShardHost;
 pub use reload::reload_api_keys_on_sighup;
-pub use state::{Backend, KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState};
+pub use state::{Backend, KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState, Target};
 pub use tls::{ServerTls, TlsFiles};
 
 use crate::error::{Error, Result};

@@ -6,8 +6,9 @@
 //! operation's position is its [`OperationId`], and its name is the `operation` label.
 //!
 //! The scopes follow the contract: `read` for queries, reads, read-only fan-out, merged reads
-//! and status; `write` for everything that changes data and for transactions; `admin` for the
-//! catalog, data migrations, schema migrations and `exec-all`.
+//! and status (a data host's shard list too); `write` for everything that changes data and for
+//! transactions; `admin` for the catalog, data migrations, schema migrations, `exec-all` and
+//! creating a data host's shard files.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -65,6 +66,7 @@ pub const OPERATIONS: &[(&str, Needs)] = &[
     ("GetShardHeat", s(Read)),
     ("ExecuteReadOnlySqlOnAllShards", s(Read)),
     ("QueryAllShards", s(Read)),
+    ("ListHostShards", s(Read)),
     // Data changes and transactions.
     ("ExecuteSql", s(Write)),
     ("BeginTransaction", s(Write)),
@@ -98,6 +100,8 @@ pub const OPERATIONS: &[(&str, Needs)] = &[
     ("GetShardMigrationProgress", s(Admin)),
     ("ResumeShardMigration", s(Admin)),
     ("AbandonShardMigration", s(Admin)),
+    // A data host's shard files.
+    ("CreateHostShard", s(Admin)),
     // Meta.
     ("GetOpenApiDocument", AnyKey),
 ];

@@ -8,6 +8,7 @@ use arc_swap::ArcSwapOption;
 use futures_util::future::join_all;
 
 use super::counters::{Outcome, RequestCounters, RequestCounts, Surface};
+use super::host::{self, ShardHost};
 use super::keys::{Access, KeyRing};
 use super::metrics::{Metrics, ScrapeSource, ScrapeValues};
 use super::remote_transactions::RemoteTransactions;
@@ -187,6 +188,18 @@ pub enum Backend {
     Sharded(ShardedClient),
     /// A file without a map, served as one plain database.
     Plain(LocalClient),
+    /// A data host: a folder of shard files, each addressed by its shard id (`serve --shard-dir`).
+    Host(ShardHost),
+}
+
+/// What a data request addresses: its route (the keyspace and key headers or metadata) and,
+/// on a data host, its shard (the `X-Shardlite-Shard` header or metadata).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Target {
+    /// The route, when both route headers were sent.
+    pub route: Option<RouteContext>,
+    /// The data-host shard id, when the shard header was sent (not yet checked).
+    pub shard: Option<String>,
 }
 
 /// Shared state of a running daemon. Cheap to clone.
@@ -231,6 +244,15 @@ impl ServerState {
             Err(err) => return Err(err),
         };
         Ok(Self::new(backend, config))
+    }
+
+    /// Serves the shard files of the folder `dir` as a data host (see [`ShardHost`]), with the
+    /// engine settings of [`ServerConfig::engine_config`]. Nothing is opened until a request
+    /// names a shard.
+    pub fn open_shard_dir(dir: impl AsRef<Path>, config: ServerConfig) -> Result<Self> {
+        config.validate()?;
+        let host = ShardHost::open(dir, config.engine_config())?;
+        Ok(Self::new(Backend::Host(host), config))
     }
 
     /// State over an already opened backend.
@@ -305,19 +327,61 @@ impl ServerState {
     pub fn sharded(&self) -> Option<&ShardedClient> {
         match &self.inner.backend {
             Backend::Sharded(sharded) => Some(sharded),
-            Backend::Plain(_) => None,
+            Backend::Plain(_) | Backend::Host(_) => None,
+        }
+    }
+
+    /// The data host, when the daemon serves a folder of shard files.
+    pub fn host(&self) -> Option<&ShardHost> {
+        match &self.inner.backend {
+            Backend::Host(host) => Some(host),
+            Backend::Plain(_) | Backend::Sharded(_) => None,
         }
     }
 
     /// The client a data request runs on: the route's shard when a route is given, the
-    /// sharded client itself (which answers "route required") when not, and the plain
-    /// database (which ignores routes) when unsharded.
-    pub fn data_client(&self, route: Option<RouteContext>) -> Arc<dyn DataClient> {
-        match (&self.inner.backend, route) {
-            (Backend::Sharded(sharded), Some(route)) => Arc::new(sharded.for_route(route)),
-            (Backend::Sharded(sharded), None) => Arc::new(sharded.clone()),
-            (Backend::Plain(local), _) => Arc::new(local.clone()),
+    /// sharded client itself (which answers "route required") when not, the plain database
+    /// (which ignores routes) when unsharded, and the named shard's file on a data host.
+    ///
+    /// Fails when a data host is not told which shard (or the shard has no file, or its id
+    /// breaks the rules), and when another daemon is given a shard id.
+    pub fn data_client(&self, target: &Target) -> Result<Arc<dyn DataClient>> {
+        match (&self.inner.backend, target.shard.as_deref()) {
+            (Backend::Host(host), Some(shard)) => Ok(Arc::new(host.client(shard)?)),
+            (Backend::Host(_), None) => Err(host::shard_required()),
+            (_, Some(_)) => Err(host::not_a_host()),
+            (Backend::Sharded(sharded), None) => Ok(match &target.route {
+                Some(route) => Arc::new(sharded.for_route(route.clone())),
+                None => Arc::new(sharded.clone()),
+            }),
+            (Backend::Plain(local), None) => Ok(Arc::new(local.clone())),
         }
+    }
+
+    /// The client a call in transaction `transaction_id` runs on, and the id that client knows
+    /// it by: on a data host the shard is the id's prefix (`{shardId}:{innerId}`), and a shard
+    /// header naming another shard is a conflict.
+    fn transaction_client<'a>(
+        &self,
+        target: &Target,
+        transaction_id: &'a str,
+    ) -> Result<(Arc<dyn DataClient>, &'a str)> {
+        let Backend::Host(host) = &self.inner.backend else {
+            return Ok((self.data_client(target)?, transaction_id));
+        };
+        let (shard, inner) = host::split_transaction_id(transaction_id)?;
+        if let Some(named) = target.shard.as_deref().map(str::trim)
+            && named != shard
+        {
+            return Err(Error::TransactionRouteConflict(Box::new(
+                crate::error::TransactionRouteConflict {
+                    transaction_id: transaction_id.to_owned(),
+                    transaction_shard_id: shard.to_owned(),
+                    route_shard_id: named.to_owned(),
+                },
+            )));
+        }
+        Ok((Arc::new(host.client(shard)?), inner))
     }
 
     /// Who presented `presented`: [`Access::Open`] when the daemon requires no key, the key's
@@ -365,13 +429,13 @@ impl ServerState {
 
     /// Begins a transaction on the route's shard and remembers it until it ends. Answers
     /// [`Error::TooManyTransactions`] at once when the API key's limit is reached.
-    pub async fn begin_transaction(
-        &self,
-        route: Option<RouteContext>,
-        options: TransactionOptions,
-    ) -> Result<TransactionInfo> {
+    pub async fn begin_transaction(&self, target: &Target, options: TransactionOptions) -> Result<TransactionInfo> {
+        let client = self.data_client(target)?;
         let place = self.inner.transactions.reserve()?;
-        let info = self.data_client(route).begin_transaction_with(options).await?;
+        let mut info = client.begin_transaction_with(options).await?;
+        if let (Backend::Host(_), Some(shard)) = (&self.inner.backend, target.shard.as_deref()) {
+            info.transaction_id = format!("{}:{}", shard.trim(), info.transaction_id);
+        }
         place.confirm(info.transaction_id.clone());
         Ok(info)
     }
@@ -379,16 +443,14 @@ impl ServerState {
     /// Executes SQL in a transaction (checking `route` against the id when one is given).
     pub async fn execute_in_transaction(
         &self,
-        route: Option<RouteContext>,
+        target: &Target,
         transaction_id: &str,
         sql: &str,
         params: Params,
     ) -> Result<SqlResult> {
+        let (client, id) = self.transaction_client(target, transaction_id)?;
         let in_use = self.inner.transactions.use_transaction(transaction_id);
-        let outcome = self
-            .data_client(route)
-            .execute_in_transaction(transaction_id, sql, params)
-            .await;
+        let outcome = client.execute_in_transaction(id, sql, params).await;
         drop(in_use);
         if let Err(err) = &outcome
             && matches!(err.kind(), ErrorKind::NotFound | ErrorKind::Expired)
@@ -399,15 +461,17 @@ impl ServerState {
     }
 
     /// Commits a transaction (checking `route` against the id when one is given).
-    pub async fn commit_transaction(&self, route: Option<RouteContext>, transaction_id: &str) -> Result<()> {
-        let outcome = self.data_client(route).commit_transaction(transaction_id).await;
+    pub async fn commit_transaction(&self, target: &Target, transaction_id: &str) -> Result<()> {
+        let (client, id) = self.transaction_client(target, transaction_id)?;
+        let outcome = client.commit_transaction(id).await;
         self.settle(transaction_id, &outcome);
         outcome
     }
 
     /// Rolls back a transaction (checking `route` against the id when one is given).
-    pub async fn rollback_transaction(&self, route: Option<RouteContext>, transaction_id: &str) -> Result<()> {
-        let outcome = self.data_client(route).rollback_transaction(transaction_id).await;
+    pub async fn rollback_transaction(&self, target: &Target, transaction_id: &str) -> Result<()> {
+        let (client, id) = self.transaction_client(target, transaction_id)?;
+        let outcome = client.rollback_transaction(id).await;
         self.settle(transaction_id, &outcome);
         outcome
     }
@@ -426,8 +490,11 @@ impl ServerState {
         if ids.is_empty() {
             return;
         }
-        let client = self.data_client(None);
-        let outcomes = join_all(ids.iter().map(|id| client.rollback_transaction(id))).await;
+        let outcomes = join_all(ids.iter().map(|id| async move {
+            let (client, id) = self.transaction_client(&Target::default(), id)?;
+            client.rollback_transaction(id).await
+        }))
+        .await;
         let rolled_back = outcomes.iter().filter(|outcome| outcome.is_ok()).count();
         tracing::info!(
             rolled_back,

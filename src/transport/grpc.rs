@@ -85,6 +85,8 @@ struct Shared {
     endpoint: String,
     channel: Channel,
     api_key: Option<(AsciiMetadataKey, AsciiMetadataValue)>,
+    /// The data-host shard every call addresses, as metadata.
+    shard: Option<AsciiMetadataValue>,
     request_timeout: Option<Duration>,
     max_message_size: usize,
 }
@@ -152,11 +154,23 @@ impl GrpcClient {
                 Some((name, value))
             }
         };
+        let shard = match &options.shard_id {
+            None => None,
+            Some(shard_id) => {
+                let id = crate::map::data_host_shard_id(shard_id)
+                    .map_err(|err| Error::invalid_argument("shard id", err.to_string()))?;
+                Some(
+                    AsciiMetadataValue::try_from(id.as_str())
+                        .map_err(|_| Error::invalid_argument("shard id", "must be printable ASCII"))?,
+                )
+            }
+        };
         Ok(Self {
             shared: Arc::new(Shared {
                 endpoint,
                 channel,
                 api_key,
+                shard,
                 request_timeout: non_zero(options.request_timeout),
                 max_message_size: options.max_message_size,
             }),
@@ -201,6 +215,9 @@ impl GrpcClient {
         }
         if let Some((name, value)) = &self.shared.api_key {
             metadata.insert(name.clone(), value.clone());
+        }
+        if let Some(shard) = &self.shared.shard {
+            metadata.insert(crate::wire::SHARD_METADATA, shard.clone());
         }
         request
     }
@@ -535,5 +552,6 @@ impl ShardAdmin for GrpcClient {
     }
 }
 
-// Migrations through the daemon (after `rpc!`, which they use).
+// Migrations and data-host operations through the daemon (after `rpc!`, which they use).
+mod host;
 mod reshard;

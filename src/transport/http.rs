@@ -26,6 +26,7 @@
 
 mod body;
 mod failure;
+mod host;
 mod reshard;
 
 use std::sync::{Arc, Once};
@@ -113,6 +114,16 @@ impl HttpClient {
             })?;
             value.set_sensitive(true);
             headers.insert(name, value);
+        }
+
+        if let Some(shard_id) = &options.shard_id {
+            let id = crate::map::data_host_shard_id(shard_id).map_err(|err| Error::ConnectionString {
+                reason: format!("Shard Id: {err}"),
+            })?;
+            let value = HeaderValue::from_str(&id).map_err(|_| Error::ConnectionString {
+                reason: "the shard id is not a valid header value".to_owned(),
+            })?;
+            headers.insert(crate::wire::SHARD_HEADER, value);
         }
 
         install_crypto_provider();

@@ -37,6 +37,7 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 * 1024 * 1024;
 pub struct RemoteOptions {
     pub(crate) endpoint: String,
     pub(crate) route: Option<RouteContext>,
+    pub(crate) shard_id: Option<String>,
     pub(crate) api_key: Option<Secret>,
     pub(crate) api_key_header: String,
     pub(crate) connect_timeout: Duration,
@@ -57,6 +58,7 @@ impl RemoteOptions {
         Self {
             endpoint: endpoint.into(),
             route: None,
+            shard_id: None,
             api_key: None,
             api_key_header: DEFAULT_API_KEY_HEADER.to_owned(),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
@@ -90,6 +92,9 @@ impl RemoteOptions {
         if let Some(key) = options.api_key() {
             grpc = grpc.with_api_key(key.expose());
         }
+        if let Some(shard_id) = options.shard_id() {
+            grpc = grpc.with_shard_id(shard_id);
+        }
         if let Some(timeout) = options.connect_timeout() {
             grpc = grpc.with_connect_timeout(timeout);
         }
@@ -115,6 +120,13 @@ impl RemoteOptions {
     /// Binds the client to a route, sent as header (HTTP) or metadata (gRPC) on every call.
     pub fn with_route(mut self, route: RouteContext) -> Self {
         self.route = Some(route);
+        self
+    }
+
+    /// Addresses one shard of a data host (a daemon started with `serve --shard-dir`): the id is
+    /// sent as the `X-Shardlite-Shard` header (gRPC: `x-shardlite-shard` metadata) on every call.
+    pub fn with_shard_id(mut self, shard_id: impl Into<String>) -> Self {
+        self.shard_id = Some(shard_id.into());
         self
     }
 
@@ -176,6 +188,11 @@ impl RemoteOptions {
     /// The bound route, if any.
     pub fn route(&self) -> Option<&RouteContext> {
         self.route.as_ref()
+    }
+
+    /// The data-host shard id sent with every call, if any.
+    pub fn shard_id(&self) -> Option<&str> {
+        self.shard_id.as_deref()
     }
 
     /// The connect timeout (zero = no separate limit).

@@ -14,6 +14,7 @@ mod serve;
 mod serve_config;
 mod serve_keys;
 mod serve_many_shards;
+mod serve_shard_dir;
 mod serve_tls;
 mod sqlx_many_routes_example;
 mod sqlx_remote_example;

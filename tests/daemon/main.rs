@@ -4,6 +4,7 @@
 
 mod catalog_remote;
 mod cross_shard_query_surfaces;
+mod data_host;
 mod etcd_catalog;
 mod grpc;
 mod heat;

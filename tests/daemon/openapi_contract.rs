@@ -1,7 +1,7 @@
 //! The daemon and its `/openapi.json` agree. schemathesis (from PyPI: `.ci/run` installs it in a
 //! virtual environment and names it in `SHARDLITE_SCHEMATHESIS`) calls every operation of the
-//! sample's sharded daemon and of a plain one, with a bounded number of generated requests, and
-//! fails on a server error, a response its schema does not allow, a schema-violating request
+//! sample's sharded daemon, of a plain one and of a data host, with a bounded number of generated
+//! requests, and fails on a server error, a response its schema does not allow, a schema-violating request
 //! accepted, a missing required header accepted, and every other check it has except one:
 //! "a schema-valid request rejected", since no schema can say which SQL parses, which table exists
 //! or which key is stored.
@@ -59,7 +59,7 @@ fn run(schemathesis: &PathBuf, base_url: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn schemathesis_finds_no_disagreement_on_a_sharded_and_a_plain_daemon() {
+async fn schemathesis_finds_no_disagreement_on_a_sharded_a_plain_and_a_data_host_daemon() {
     let Some(schemathesis) = schemathesis() else {
         return;
     };
@@ -80,8 +80,13 @@ async fn schemathesis_finds_no_disagreement_on_a_sharded_and_a_plain_daemon() {
     shardlite::engine::Database::open(&plain_master, "plain", Default::default())
         .await
         .expect("a plain database");
-    let plain = start_daemon_on(&plain_master, config).await;
-    for daemon in [&sharded, &plain] {
+    let plain = start_daemon_on(&plain_master, config.clone()).await;
+    let folder = dir.path().join("host");
+    std::fs::create_dir(&folder).unwrap();
+    let host_state = shardlite::server::ServerState::open_shard_dir(&folder, config).expect("a data host");
+    host_state.host().expect("a host").create_shard("s1").await.unwrap();
+    let host = support::daemon::start_daemon(host_state).await;
+    for daemon in [&sharded, &plain, &host] {
         let base_url = daemon.url("");
         let schemathesis = schemathesis.clone();
         tokio::task::spawn_blocking(move || run(&schemathesis, base_url.trim_end_matches('/')))
@@ -90,4 +95,5 @@ async fn schemathesis_finds_no_disagreement_on_a_sharded_and_a_plain_daemon() {
     }
     sharded.stop().await.unwrap();
     plain.stop().await.unwrap();
+    host.stop().await.unwrap();
 }

@@ -1419,6 +1419,8 @@ async fn the_openapi_document_covers_every_endpoint() {
         ("get", "/api/sharding/migrations/{id}"),
         ("post", "/api/sharding/migrations/{id}/resume"),
         ("post", "/api/sharding/migrations/{id}/abandon"),
+        ("get", "/api/host/shards"),
+        ("put", "/api/host/shards/{shardId}"),
         ("get", "/openapi.json"),
         ("get", "/healthz"),
         ("get", "/readyz"),
@@ -1457,9 +1459,12 @@ async fn the_openapi_document_covers_every_endpoint() {
             .as_array()
             .map(|p| p.iter().filter_map(|p| p["name"].as_str()).collect())
             .unwrap_or_default();
-        let is_data = path.starts_with("/api/") && !path.starts_with("/api/sharding/");
+        let is_data =
+            path.starts_with("/api/") && !path.starts_with("/api/sharding/") && !path.starts_with("/api/host/");
         assert_eq!(parameters.contains(&KEYSPACE_HEADER), is_data, "{method} {path}");
-        if path.starts_with("/api/sharding/") {
+        // Data operations may name a data host's shard; the header is optional off a host.
+        assert_eq!(parameters.contains(&"X-Shardlite-Shard"), is_data, "{method} {path}");
+        if path.starts_with("/api/sharding/") || path.starts_with("/api/host/") {
             assert!(operation["responses"].get("404").is_some(), "{method} {path}");
         }
     }

@@ -19,9 +19,10 @@ use support::daemon::{Daemon, http_client, routed};
 
 const KEY_HEADER: &str = "X-CSharpDB-Api-Key";
 
-/// SPEC section 17: `read` for queries, reads, read-only fan-out, merged reads and status;
-/// `write` for data changes and transactions; `admin` for the catalog, migrations, schema
-/// migrations and exec-all. `None`: any valid key.
+/// SPEC section 17: `read` for queries, reads, read-only fan-out, merged reads and status (a
+/// data host's shard list too); `write` for data changes and transactions; `admin` for the
+/// catalog, migrations, schema migrations, exec-all and creating a data host's shard files.
+/// `None`: any valid key.
 fn expected_scope(operation: &str) -> Option<Option<&'static str>> {
     let mut chars = operation.chars();
     let name: String = chars
@@ -52,7 +53,8 @@ fn expected_scope(operation: &str) -> Option<Option<&'static str>> {
         | "GetShardStatusPage"
         | "GetShardHeat"
         | "ExecuteReadOnlySqlOnAllShards"
-        | "QueryAllShards" => Some("read"),
+        | "QueryAllShards"
+        | "ListHostShards" => Some("read"),
         "ExecuteSql"
         | "BeginTransaction"
         | "ExecuteInTransaction"
@@ -83,7 +85,8 @@ fn expected_scope(operation: &str) -> Option<Option<&'static str>> {
         | "GetShardMigrationHistory"
         | "GetShardMigrationProgress"
         | "ResumeShardMigration"
-        | "AbandonShardMigration" => Some("admin"),
+        | "AbandonShardMigration"
+        | "CreateHostShard" => Some("admin"),
         "GetOpenApiDocument" => None,
         _ => return None,
     };

@@ -558,6 +558,7 @@ prop_compose! {
         api_key_header in option::of("[A-Za-z][A-Za-z0-9-]{0,15}"),
         timeouts in (option::of(any::<u64>()), option::of(any::<u64>()), option::of(any::<u64>()), option::of(any::<u64>())),
         max_pool_size in option::of(1..=u32::MAX),
+        shard_id in option::of("[A-Za-z0-9_-][A-Za-z0-9_.-]{0,12}"),
     ) -> ConnectionOptions {
         let mut options = target;
         if let Some((keyspace, key)) = route {
@@ -569,6 +570,9 @@ prop_compose! {
             }
             if let Some(header) = api_key_header {
                 options = options.with_api_key_header(header);
+            }
+            if let Some(shard_id) = shard_id {
+                options = options.with_shard_id(shard_id);
             }
         }
         let (connect, command, busy, idle) = timeouts;

@@ -123,8 +123,13 @@ pub(super) async fn open_slots(
                     },
                     Err(err) => ShardSlot::Unavailable(err.to_string()),
                 },
-                ShardTarget::Endpoint { endpoint, transport } => {
+                ShardTarget::Endpoint {
+                    endpoint,
+                    transport,
+                    remote_shard_id,
+                } => {
                     let mut remote = remote::RemoteShard::new(endpoint.clone(), *transport);
+                    remote.remote_shard_id = remote_shard_id.clone();
                     remote.api_key = shard.api_key.clone();
                     remote.api_key_header = shard.api_key_header_name.clone();
                     remote.open()

@@ -7,14 +7,16 @@ use super::generation::ShardSlot;
 use crate::client::LocalClient;
 use crate::engine::EngineConfig;
 
-/// A shard served by another daemon (one plain database behind it), named by an `endpoint` in
-/// the map. An `https://` endpoint is verified against the system's trusted CAs; a private CA or
+/// A shard served by another daemon, named by an `endpoint` in the map: one plain database behind
+/// it, or (with `remoteShardId`) one shard of a data host's folder. An `https://` endpoint is verified against the system's trusted CAs; a private CA or
 /// a client certificate is given through a `connectionString` shard (`Server CA=…`).
 pub(super) struct RemoteShard {
     endpoint: String,
     transport: crate::map::Transport,
     pub(super) api_key: Option<crate::map::Secret>,
     pub(super) api_key_header: Option<String>,
+    /// The shard's id on a data host, sent with every call.
+    pub(super) remote_shard_id: Option<String>,
 }
 
 impl RemoteShard {
@@ -24,6 +26,7 @@ impl RemoteShard {
             transport,
             api_key: None,
             api_key_header: None,
+            remote_shard_id: None,
         }
     }
 
@@ -40,6 +43,9 @@ impl RemoteShard {
         }
         if let Some(header) = self.api_key_header {
             options = options.with_api_key_header(header);
+        }
+        if let Some(shard_id) = self.remote_shard_id {
+            options = options.with_shard_id(shard_id);
         }
         open_remote(options, self.transport)
     }

@@ -12,11 +12,11 @@ use super::status::status_from_error;
 use crate::client::{DataClient, ShardedClient};
 use crate::error::{Error, Result};
 use crate::routing::RouteContext;
-use crate::server::ServerState;
 use crate::server::counters::{Outcome, Surface};
 use crate::server::keys::{Access, Scope};
 use crate::server::metrics;
 use crate::server::operations::OperationId;
+use crate::server::{ServerState, Target};
 
 /// The service implementation; the [`CallGate`](super::gate::CallGate) interceptor runs first.
 #[derive(Debug, Clone)]
@@ -65,10 +65,15 @@ impl ShardliteService {
             }
             return Err(status_from_error(&denied));
         }
-        let route = request.extensions().get::<CallRoute>().and_then(|r| r.0.clone());
+        let target = request
+            .extensions()
+            .get::<CallRoute>()
+            .map(|r| r.0.clone())
+            .unwrap_or_default();
+        let route = target.route.clone();
         let call = Call {
             state: self.state.clone(),
-            route: route.clone(),
+            target,
         };
         if let (Some(metrics), Some(route)) = (self.state.metrics(), route.as_ref()) {
             self.state.count_shard_request(metrics, route);
@@ -115,16 +120,23 @@ impl ShardliteService {
     }
 }
 
-/// What a handler works with: the daemon state and the call's route.
+/// What a handler works with: the daemon state and what the call addresses (its route, and its
+/// shard on a data host).
 pub(super) struct Call {
     pub(super) state: ServerState,
-    pub(super) route: Option<RouteContext>,
+    pub(super) target: Target,
 }
 
 impl Call {
-    /// The route's shard, the sharded client (which answers "route required"), or the plain database.
-    pub(super) fn data(&self) -> Arc<dyn DataClient> {
-        self.state.data_client(self.route.clone())
+    /// The route's shard, the sharded client (which answers "route required"), the plain
+    /// database, or the named shard of a data host.
+    pub(super) fn data(&self) -> Result<Arc<dyn DataClient>> {
+        self.state.data_client(&self.target)
+    }
+
+    /// The data host; its RPCs on another daemon fail with `not_found`.
+    pub(super) fn host(&self) -> Result<crate::server::ShardHost> {
+        self.state.host().cloned().ok_or(Error::NotDataHost)
     }
 
     /// The sharded client; shard-admin RPCs on an unsharded daemon fail with `not_sharded`.

@@ -8,13 +8,16 @@ use tonic::{Request, Status};
 use super::status::{status_from_error, unauthenticated};
 use crate::error::{Error, Result};
 use crate::routing::RouteContext;
-use crate::server::ServerState;
 use crate::server::keys::Access;
-use crate::wire::{KEYSPACE_METADATA, KEYSPACE_METADATA_BIN, SHARD_KEY_METADATA, SHARD_KEY_METADATA_BIN};
+use crate::server::{ServerState, Target};
+use crate::wire::{
+    KEYSPACE_METADATA, KEYSPACE_METADATA_BIN, SHARD_KEY_METADATA, SHARD_KEY_METADATA_BIN, SHARD_METADATA,
+};
 
-/// The route a call carried, stored in the request extensions for the handler.
+/// What a call addressed (its route metadata and data-host shard), stored in the request
+/// extensions for the handler.
 #[derive(Debug, Clone)]
-pub(super) struct CallRoute(pub(super) Option<RouteContext>);
+pub(super) struct CallRoute(pub(super) Target);
 
 /// Who made a call (the key's holder, or open access on a daemon without keys), stored in the
 /// request extensions for the scope check.
@@ -78,7 +81,11 @@ impl Interceptor for CallGate {
             tracing::info!(code = err.kind().code(), error = %err, "gRPC call refused: bad route metadata");
             status_from_error(&err)
         })?;
-        request.extensions_mut().insert(CallRoute(route));
+        let shard = shard_from_metadata(request.metadata()).map_err(|err| {
+            tracing::info!(code = err.kind().code(), error = %err, "gRPC call refused: bad shard metadata");
+            status_from_error(&err)
+        })?;
+        request.extensions_mut().insert(CallRoute(Target { route, shard }));
         request.extensions_mut().insert(CallAccess(access));
         Ok(request)
     }
@@ -96,6 +103,23 @@ pub(super) fn route_from_metadata(metadata: &MetadataMap) -> Result<Option<Route
         (Some(_), None) => Err(half_route(SHARD_KEY_METADATA, KEYSPACE_METADATA)),
         (None, Some(_)) => Err(half_route(KEYSPACE_METADATA, SHARD_KEY_METADATA)),
     }
+}
+
+/// Reads the data-host shard metadata (`x-shardlite-shard`); as over REST, a blank value is
+/// refused rather than taken for no shard.
+pub(super) fn shard_from_metadata(metadata: &MetadataMap) -> Result<Option<String>> {
+    let Some(value) = metadata.get(SHARD_METADATA) else {
+        return Ok(None);
+    };
+    let id = value.to_str().ok().map(str::trim).filter(|id| !id.is_empty());
+    let id = id.ok_or_else(|| Error::InvalidArgument {
+        name: "shard metadata",
+        reason: format!(
+            "the {SHARD_METADATA} metadata entry is blank or not printable ASCII: name a shard, or leave it out"
+        )
+        .into(),
+    })?;
+    Ok(Some(id.to_owned()))
 }
 
 fn half_route(missing: &str, present: &str) -> Error {

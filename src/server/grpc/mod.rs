@@ -8,11 +8,13 @@
 //! - reads the route from `x-csharpdb-keyspace` and `x-csharpdb-shard-key` with the REST header
 //!   rules: blank counts as absent, both select the route, exactly one is `INVALID_ARGUMENT`
 //!   naming the missing entry. Text that is not printable ASCII may come UTF-8 encoded in the
-//!   `-bin` twin of either key.
+//!   `-bin` twin of either key;
+//! - reads the data-host shard from `x-shardlite-shard` (a blank value is `INVALID_ARGUMENT`).
 //!
-//! Data RPCs run on [`ServerState::data_client`] for that route; shard-admin RPCs ignore the
-//! route and, on a daemon serving one plain database, fail with `FAILED_PRECONDITION` and error
-//! code `not_sharded`. Errors become statuses in one function, [`status_from_error`], whose table
+//! Data RPCs run on [`ServerState::data_client`] for that route (or, on a data host, that
+//! shard); shard-admin RPCs ignore the route and, on a daemon serving one plain database, fail
+//! with `FAILED_PRECONDITION` and error code `not_sharded`; `ListHostShards` and
+//! `CreateHostShard` answer `NOT_FOUND` on a daemon that is not a data host. Errors become statuses in one function, [`status_from_error`], whose table
 //! is in [`status`]. Each call is logged (RPC, keyspace, key, shard, error code, latency; never
 //! parameters, documents or keys) at `INFO`.
 

@@ -95,6 +95,20 @@ impl Shardlite for ShardliteService {
         .await
     }
 
+    async fn list_host_shards(&self, request: Request<pb::HostShardQuery>) -> RpcResult<pb::HostShardPage> {
+        self.run("ListHostShards", request, |call, req| async move {
+            Ok(call.host()?.list(&req.into()).await?.into())
+        })
+        .await
+    }
+
+    async fn create_host_shard(&self, request: Request<pb::CreateHostShardRequest>) -> RpcResult<pb::HostShardCreated> {
+        self.run("CreateHostShard", request, |call, req| async move {
+            Ok(call.host()?.create_shard(&req.shard_id).await?.into())
+        })
+        .await
+    }
+
     async fn get_shard_catalog(&self, request: Request<pb::Empty>) -> RpcResult<pb::ShardCatalogState> {
         self.run("GetShardCatalog", request, |call, _| async move {
             Ok(call.admin()?.catalog_state().await?.into())
@@ -219,7 +233,7 @@ impl Shardlite for ShardliteService {
     async fn execute_sql(&self, request: Request<pb::SqlRequest>) -> RpcResult<pb::SqlResult> {
         self.run("ExecuteSql", request, |call, req| async move {
             let params = params_from_pb(req.params)?;
-            Ok(call.data().execute_sql(&req.sql, params).await?.into())
+            Ok(call.data()?.execute_sql(&req.sql, params).await?.into())
         })
         .await
     }
@@ -227,7 +241,7 @@ impl Shardlite for ShardliteService {
     async fn execute_read_only_sql(&self, request: Request<pb::SqlRequest>) -> RpcResult<pb::SqlResult> {
         self.run("ExecuteReadOnlySql", request, |call, req| async move {
             let params = params_from_pb(req.params)?;
-            Ok(call.data().execute_read_only_sql(&req.sql, params).await?.into())
+            Ok(call.data()?.execute_read_only_sql(&req.sql, params).await?.into())
         })
         .await
     }
@@ -240,7 +254,7 @@ impl Shardlite for ShardliteService {
             let options = TransactionOptions {
                 maintenance: req.maintenance,
             };
-            Ok(call.state.begin_transaction(call.route, options).await?.into())
+            Ok(call.state.begin_transaction(&call.target, options).await?.into())
         })
         .await
     }
@@ -250,7 +264,7 @@ impl Shardlite for ShardliteService {
             let params = params_from_pb(req.params)?;
             let result = call
                 .state
-                .execute_in_transaction(call.route, &req.transaction_id, &req.sql, params)
+                .execute_in_transaction(&call.target, &req.transaction_id, &req.sql, params)
                 .await?;
             Ok(result.into())
         })
@@ -259,7 +273,7 @@ impl Shardlite for ShardliteService {
 
     async fn commit_transaction(&self, request: Request<pb::TransactionRequest>) -> RpcResult<pb::Empty> {
         self.run("CommitTransaction", request, |call, req| async move {
-            call.state.commit_transaction(call.route, &req.transaction_id).await?;
+            call.state.commit_transaction(&call.target, &req.transaction_id).await?;
             Ok(pb::Empty {})
         })
         .await
@@ -267,7 +281,9 @@ impl Shardlite for ShardliteService {
 
     async fn rollback_transaction(&self, request: Request<pb::TransactionRequest>) -> RpcResult<pb::Empty> {
         self.run("RollbackTransaction", request, |call, req| async move {
-            call.state.rollback_transaction(call.route, &req.transaction_id).await?;
+            call.state
+                .rollback_transaction(&call.target, &req.transaction_id)
+                .await?;
             Ok(pb::Empty {})
         })
         .await
@@ -277,7 +293,7 @@ impl Shardlite for ShardliteService {
 
     async fn get_info(&self, request: Request<pb::Empty>) -> RpcResult<pb::DatabaseInfo> {
         self.run("GetInfo", request, |call, _| async move {
-            Ok(call.data().info().await?.into())
+            Ok(call.data()?.info().await?.into())
         })
         .await
     }
@@ -285,7 +301,7 @@ impl Shardlite for ShardliteService {
     async fn list_tables(&self, request: Request<pb::Empty>) -> RpcResult<pb::NameList> {
         self.run("ListTables", request, |call, _| async move {
             Ok(pb::NameList {
-                names: call.data().list_tables().await?,
+                names: call.data()?.list_tables().await?,
             })
         })
         .await
@@ -293,7 +309,7 @@ impl Shardlite for ShardliteService {
 
     async fn get_table_schema(&self, request: Request<pb::TableRequest>) -> RpcResult<pb::TableSchema> {
         self.run("GetTableSchema", request, |call, req| async move {
-            Ok(call.data().table_schema(&req.table).await?.into())
+            Ok(call.data()?.table_schema(&req.table).await?.into())
         })
         .await
     }
@@ -301,7 +317,7 @@ impl Shardlite for ShardliteService {
     async fn count_rows(&self, request: Request<pb::TableRequest>) -> RpcResult<pb::Count> {
         self.run("CountRows", request, |call, req| async move {
             Ok(pb::Count {
-                count: call.data().count_rows(&req.table).await?,
+                count: call.data()?.count_rows(&req.table).await?,
             })
         })
         .await
@@ -310,7 +326,7 @@ impl Shardlite for ShardliteService {
     async fn browse_rows(&self, request: Request<pb::BrowseRequest>) -> RpcResult<pb::RowPage> {
         self.run("BrowseRows", request, |call, req| async move {
             Ok(call
-                .data()
+                .data()?
                 .browse_rows(&req.name, req.page, req.page_size)
                 .await?
                 .into())
@@ -321,7 +337,7 @@ impl Shardlite for ShardliteService {
     async fn get_row(&self, request: Request<pb::RowKeyRequest>) -> RpcResult<pb::OptionalRow> {
         self.run("GetRow", request, |call, req| async move {
             let key = required_value(req.key, "key")?;
-            let row = call.data().get_row(&req.table, key).await?;
+            let row = call.data()?.get_row(&req.table, key).await?;
             Ok(pb::OptionalRow {
                 row: row.map(|values| pb::ValueMap {
                     values: row_to_pb(values),
@@ -333,7 +349,7 @@ impl Shardlite for ShardliteService {
 
     async fn insert_row(&self, request: Request<pb::InsertRowRequest>) -> RpcResult<pb::Count> {
         self.run("InsertRow", request, |call, req| async move {
-            let count = call.data().insert_row(&req.table, row_from_pb(req.values)).await?;
+            let count = call.data()?.insert_row(&req.table, row_from_pb(req.values)).await?;
             Ok(pb::Count { count })
         })
         .await
@@ -342,7 +358,10 @@ impl Shardlite for ShardliteService {
     async fn update_row(&self, request: Request<pb::UpdateRowRequest>) -> RpcResult<pb::Count> {
         self.run("UpdateRow", request, |call, req| async move {
             let key = required_value(req.key, "key")?;
-            let count = call.data().update_row(&req.table, key, row_from_pb(req.values)).await?;
+            let count = call
+                .data()?
+                .update_row(&req.table, key, row_from_pb(req.values))
+                .await?;
             Ok(pb::Count { count })
         })
         .await
@@ -351,7 +370,7 @@ impl Shardlite for ShardliteService {
     async fn delete_row(&self, request: Request<pb::RowKeyRequest>) -> RpcResult<pb::Count> {
         self.run("DeleteRow", request, |call, req| async move {
             let key = required_value(req.key, "key")?;
-            let count = call.data().delete_row(&req.table, key).await?;
+            let count = call.data()?.delete_row(&req.table, key).await?;
             Ok(pb::Count { count })
         })
         .await
@@ -362,7 +381,7 @@ impl Shardlite for ShardliteService {
     async fn list_collections(&self, request: Request<pb::Empty>) -> RpcResult<pb::NameList> {
         self.run("ListCollections", request, |call, _| async move {
             Ok(pb::NameList {
-                names: call.data().list_collections().await?,
+                names: call.data()?.list_collections().await?,
             })
         })
         .await
@@ -371,7 +390,7 @@ impl Shardlite for ShardliteService {
     async fn count_documents(&self, request: Request<pb::CollectionRequest>) -> RpcResult<pb::Count> {
         self.run("CountDocuments", request, |call, req| async move {
             Ok(pb::Count {
-                count: call.data().count_documents(&req.collection).await?,
+                count: call.data()?.count_documents(&req.collection).await?,
             })
         })
         .await
@@ -379,7 +398,10 @@ impl Shardlite for ShardliteService {
 
     async fn browse_documents(&self, request: Request<pb::BrowseRequest>) -> RpcResult<pb::DocumentPage> {
         self.run("BrowseDocuments", request, |call, req| async move {
-            let page = call.data().browse_documents(&req.name, req.page, req.page_size).await?;
+            let page = call
+                .data()?
+                .browse_documents(&req.name, req.page, req.page_size)
+                .await?;
             Ok(page.into())
         })
         .await
@@ -387,7 +409,7 @@ impl Shardlite for ShardliteService {
 
     async fn get_document(&self, request: Request<pb::DocumentKeyRequest>) -> RpcResult<pb::OptionalDocument> {
         self.run("GetDocument", request, |call, req| async move {
-            let document = call.data().get_document(&req.collection, &req.key).await?;
+            let document = call.data()?.get_document(&req.collection, &req.key).await?;
             Ok(pb::OptionalDocument {
                 json: document.map(|d| d.to_string()),
             })
@@ -398,7 +420,7 @@ impl Shardlite for ShardliteService {
     async fn put_document(&self, request: Request<pb::PutDocumentRequest>) -> RpcResult<pb::Empty> {
         self.run("PutDocument", request, |call, req| async move {
             let document = document_from_json(&req.json)?;
-            call.data().put_document(&req.collection, &req.key, document).await?;
+            call.data()?.put_document(&req.collection, &req.key, document).await?;
             Ok(pb::Empty {})
         })
         .await
@@ -407,7 +429,7 @@ impl Shardlite for ShardliteService {
     async fn delete_document(&self, request: Request<pb::DocumentKeyRequest>) -> RpcResult<pb::Existed> {
         self.run("DeleteDocument", request, |call, req| async move {
             Ok(pb::Existed {
-                existed: call.data().delete_document(&req.collection, &req.key).await?,
+                existed: call.data()?.delete_document(&req.collection, &req.key).await?,
             })
         })
         .await
@@ -416,7 +438,7 @@ impl Shardlite for ShardliteService {
     async fn drop_collection(&self, request: Request<pb::CollectionRequest>) -> RpcResult<pb::Existed> {
         self.run("DropCollection", request, |call, req| async move {
             Ok(pb::Existed {
-                existed: call.data().drop_collection(&req.collection).await?,
+                existed: call.data()?.drop_collection(&req.collection).await?,
             })
         })
         .await
@@ -426,7 +448,7 @@ impl Shardlite for ShardliteService {
 
     async fn list_saved_queries(&self, request: Request<pb::Empty>) -> RpcResult<pb::SavedQueryList> {
         self.run("ListSavedQueries", request, |call, _| async move {
-            let queries = call.data().list_saved_queries().await?;
+            let queries = call.data()?.list_saved_queries().await?;
             Ok(pb::SavedQueryList {
                 items: queries.into_iter().map(Into::into).collect(),
             })
@@ -436,7 +458,7 @@ impl Shardlite for ShardliteService {
 
     async fn get_saved_query(&self, request: Request<pb::NameRequest>) -> RpcResult<pb::OptionalSavedQuery> {
         self.run("GetSavedQuery", request, |call, req| async move {
-            let query = call.data().get_saved_query(&req.name).await?;
+            let query = call.data()?.get_saved_query(&req.name).await?;
             Ok(pb::OptionalSavedQuery {
                 saved_query: query.map(Into::into),
             })
@@ -446,7 +468,7 @@ impl Shardlite for ShardliteService {
 
     async fn put_saved_query(&self, request: Request<pb::PutSavedQueryRequest>) -> RpcResult<pb::SavedQuery> {
         self.run("PutSavedQuery", request, |call, req| async move {
-            Ok(call.data().put_saved_query(&req.name, &req.sql_text).await?.into())
+            Ok(call.data()?.put_saved_query(&req.name, &req.sql_text).await?.into())
         })
         .await
     }
@@ -454,7 +476,7 @@ impl Shardlite for ShardliteService {
     async fn delete_saved_query(&self, request: Request<pb::NameRequest>) -> RpcResult<pb::Existed> {
         self.run("DeleteSavedQuery", request, |call, req| async move {
             Ok(pb::Existed {
-                existed: call.data().delete_saved_query(&req.name).await?,
+                existed: call.data()?.delete_saved_query(&req.name).await?,
             })
         })
         .await
@@ -464,7 +486,7 @@ impl Shardlite for ShardliteService {
 
     async fn list_procedures(&self, request: Request<pb::Empty>) -> RpcResult<pb::ProcedureList> {
         self.run("ListProcedures", request, |call, _| async move {
-            let procedures = call.data().list_procedures().await?;
+            let procedures = call.data()?.list_procedures().await?;
             Ok(pb::ProcedureList {
                 items: procedures.into_iter().map(Into::into).collect(),
             })
@@ -474,7 +496,7 @@ impl Shardlite for ShardliteService {
 
     async fn get_procedure(&self, request: Request<pb::NameRequest>) -> RpcResult<pb::OptionalProcedure> {
         self.run("GetProcedure", request, |call, req| async move {
-            let procedure = call.data().get_procedure(&req.name).await?;
+            let procedure = call.data()?.get_procedure(&req.name).await?;
             Ok(pb::OptionalProcedure {
                 procedure: procedure.map(Into::into),
             })
@@ -484,7 +506,7 @@ impl Shardlite for ShardliteService {
 
     async fn put_procedure(&self, request: Request<pb::ProcedureDefinition>) -> RpcResult<pb::ProcedureDefinition> {
         self.run("PutProcedure", request, |call, req| async move {
-            Ok(call.data().put_procedure(req.into()).await?.into())
+            Ok(call.data()?.put_procedure(req.into()).await?.into())
         })
         .await
     }
@@ -492,7 +514,7 @@ impl Shardlite for ShardliteService {
     async fn delete_procedure(&self, request: Request<pb::NameRequest>) -> RpcResult<pb::Existed> {
         self.run("DeleteProcedure", request, |call, req| async move {
             Ok(pb::Existed {
-                existed: call.data().delete_procedure(&req.name).await?,
+                existed: call.data()?.delete_procedure(&req.name).await?,
             })
         })
         .await
@@ -501,7 +523,7 @@ impl Shardlite for ShardliteService {
     async fn execute_procedure(&self, request: Request<pb::ExecuteProcedureRequest>) -> RpcResult<pb::SqlResult> {
         self.run("ExecuteProcedure", request, |call, req| async move {
             let args = params_from_pb(req.args)?;
-            Ok(call.data().execute_procedure(&req.name, args).await?.into())
+            Ok(call.data()?.execute_procedure(&req.name, args).await?.into())
         })
         .await
     }

@@ -41,8 +41,8 @@ pub trait ScrapeSource: Send + Sync {
 
 #[async_trait::async_trait]
 impl ScrapeSource for ServerState {
-    /// Open shards: shard files open now (one for a plain database). Open transactions: the
-    /// daemon's remote transactions by the shard their id names. Queue depth: jobs waiting on
+    /// Open shards: shard files open now (one for a plain database, the open files of a data
+    /// host). Open transactions: the daemon's remote transactions by the shard their id names. Queue depth: jobs waiting on
     /// each in-process shard file (remote shards have no sample).
     async fn scrape(&self) -> ScrapeValues {
         let mut by_shard: BTreeMap<String, u64> = BTreeMap::new();
@@ -73,15 +73,27 @@ impl ScrapeSource for ServerState {
                     copied,
                 )
             }
+            // A data host: its shard files open now; shards appear below only while they hold
+            // an open transaction, so a host of many shards reports no row per idle file.
+            None if self.host().is_some() => (
+                self.host().and_then(|host| u64::try_from(host.open_shards()).ok()),
+                None,
+                None,
+            ),
             None => {
                 by_shard.insert("database".to_owned(), 0);
                 (Some(1), None, None)
             }
         };
+        let on_host = self.host().is_some();
         for id in self.open_transaction_ids() {
-            let shard = id
-                .parse::<TransactionId>()
-                .map_or_else(|_| "database".to_owned(), |id| id.shard_id().to_owned());
+            let shard = match id.split_once(':') {
+                // A data host's ids are `{shardId}:{innerId}`.
+                Some((shard, _)) if on_host => shard.to_owned(),
+                _ => id
+                    .parse::<TransactionId>()
+                    .map_or_else(|_| "database".to_owned(), |id| id.shard_id().to_owned()),
+            };
             *by_shard.entry(shard).or_default() += 1;
         }
         ScrapeValues {

@@ -5,9 +5,9 @@ use axum::http::StatusCode;
 
 use super::bodies::{CollectionCountBody, DocumentRequest, PageQuery};
 use super::error::{ApiError, Problem};
-use super::extract::{Json, Path, Query, Route};
+use super::extract::{Json, Path, Query};
 use crate::client::{Document, DocumentPage};
-use crate::server::ServerState;
+use crate::server::{ServerState, Target};
 
 /// Collection names, sorted.
 #[utoipa::path(
@@ -19,9 +19,9 @@ use crate::server::ServerState;
 )]
 pub async fn list_collections(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
 ) -> Result<axum::Json<Vec<String>>, ApiError> {
-    Ok(axum::Json(state.data_client(route).list_collections().await?))
+    Ok(axum::Json(state.data_client(&target)?.list_collections().await?))
 }
 
 /// One page of a collection, in key order.
@@ -35,13 +35,13 @@ pub async fn list_collections(
 )]
 pub async fn browse_documents(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path(name): Path<String>,
     Query(paging): Query<PageQuery>,
 ) -> Result<axum::Json<DocumentPage>, ApiError> {
     let (page, page_size) = paging.resolve()?;
     let documents = state
-        .data_client(route)
+        .data_client(&target)?
         .browse_documents(&name, page, page_size)
         .await?;
     Ok(axum::Json(documents))
@@ -62,10 +62,10 @@ pub async fn browse_documents(
 )]
 pub async fn drop_collection(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    if state.data_client(route).drop_collection(&name).await? {
+    if state.data_client(&target)?.drop_collection(&name).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found("collection", name))
@@ -83,10 +83,10 @@ pub async fn drop_collection(
 )]
 pub async fn count_documents(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path(name): Path<String>,
 ) -> Result<axum::Json<CollectionCountBody>, ApiError> {
-    let count = state.data_client(route).count_documents(&name).await?;
+    let count = state.data_client(&target)?.count_documents(&name).await?;
     Ok(axum::Json(CollectionCountBody {
         collection_name: name,
         count,
@@ -110,10 +110,10 @@ pub async fn count_documents(
 )]
 pub async fn get_document(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path((name, key)): Path<(String, String)>,
 ) -> Result<axum::Json<Document>, ApiError> {
-    match state.data_client(route).get_document(&name, &key).await? {
+    match state.data_client(&target)?.get_document(&name, &key).await? {
         Some(document) => Ok(axum::Json(Document { key, document })),
         None => Err(document_not_found(&name, &key)),
     }
@@ -134,12 +134,12 @@ pub async fn get_document(
 )]
 pub async fn put_document(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path((name, key)): Path<(String, String)>,
     Json(request): Json<DocumentRequest>,
 ) -> Result<StatusCode, ApiError> {
     state
-        .data_client(route)
+        .data_client(&target)?
         .put_document(&name, &key, request.document)
         .await?;
     Ok(StatusCode::NO_CONTENT)
@@ -162,10 +162,10 @@ pub async fn put_document(
 )]
 pub async fn delete_document(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path((name, key)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    if state.data_client(route).delete_document(&name, &key).await? {
+    if state.data_client(&target)?.delete_document(&name, &key).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(document_not_found(&name, &key))

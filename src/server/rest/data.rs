@@ -4,9 +4,9 @@ use axum::extract::State;
 
 use super::bodies::SqlRequest;
 use super::error::ApiError;
-use super::extract::{Json, Route};
+use super::extract::Json;
 use crate::client::{DatabaseInfo, SqlResult};
-use crate::server::{Backend, ServerState};
+use crate::server::{Backend, ServerState, Target};
 
 /// Counts of tables, indexes, views, triggers, collections, saved queries and procedures: of the
 /// route's shard, or summed over every shard when no route is sent.
@@ -17,15 +17,16 @@ use crate::server::{Backend, ServerState};
     operation_id = "getInfo",
     responses((status = 200, description = "Counts", body = DatabaseInfo))
 )]
-pub async fn info(State(state): State<ServerState>, Route(route): Route) -> Result<axum::Json<DatabaseInfo>, ApiError> {
-    let mut info = state.data_client(route.clone()).info().await?;
+pub async fn info(State(state): State<ServerState>, target: Target) -> Result<axum::Json<DatabaseInfo>, ApiError> {
+    let mut info = state.data_client(&target)?.info().await?;
     // Clients learn which database answered, never where its file lives.
-    info.data_source = match (state.backend(), &route) {
+    info.data_source = match (state.backend(), &target.route) {
         (Backend::Sharded(sharded), Some(route)) => {
             let resolved = sharded.resolve_route(route)?;
             format!("{}&shard={}", sharded.data_source(), resolved.shard_id)
         }
         (Backend::Sharded(sharded), None) => sharded.data_source().to_owned(),
+        (Backend::Host(_), _) => format!("shard={}", target.shard.as_deref().unwrap_or_default()),
         (Backend::Plain(local), _) => local
             .database()
             .path()
@@ -50,11 +51,11 @@ pub async fn info(State(state): State<ServerState>, Route(route): Route) -> Resu
 )]
 pub async fn execute_sql(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Json(request): Json<SqlRequest>,
 ) -> Result<axum::Json<SqlResult>, ApiError> {
     let result = state
-        .data_client(route)
+        .data_client(&target)?
         .execute_sql(&request.sql, request.parameters.unwrap_or_default())
         .await?;
     Ok(axum::Json(result))
@@ -77,11 +78,11 @@ pub async fn execute_sql(
 )]
 pub async fn execute_read_only_sql(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Json(request): Json<SqlRequest>,
 ) -> Result<axum::Json<SqlResult>, ApiError> {
     let result = state
-        .data_client(route)
+        .data_client(&target)?
         .execute_read_only_sql(&request.sql, request.parameters.unwrap_or_default())
         .await?;
     Ok(axum::Json(result))

@@ -9,7 +9,8 @@ use serde::de::DeserializeOwned;
 use super::error::ApiError;
 use crate::error::Error;
 use crate::routing::RouteContext;
-use crate::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER};
+use crate::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER, Target};
+use crate::wire::SHARD_HEADER;
 
 /// A JSON request body (`Content-Type: application/json`).
 #[derive(Debug, Clone, Copy, Default)]
@@ -50,29 +51,52 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Path<T>
     }
 }
 
-/// The route of a request, from the `X-CSharpDB-Keyspace` and `X-CSharpDB-Shard-Key` headers:
-/// `None` when neither is sent.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Route(pub Option<RouteContext>);
-
-impl<S: Send + Sync> FromRequestParts<S> for Route {
+/// What a request addresses: its route, from the `X-CSharpDB-Keyspace` and
+/// `X-CSharpDB-Shard-Key` headers (`None` when neither is sent), and its data-host shard, from
+/// the `X-Shardlite-Shard` header.
+impl<S: Send + Sync> FromRequestParts<S> for Target {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         // The route middleware has usually parsed the headers already; a handler takes its
-        // route once, so it is moved out rather than copied.
-        if let Some(route) = parts.extensions.remove::<Route>() {
-            return Ok(route);
+        // target once, so it is moved out rather than copied.
+        if let Some(target) = parts.extensions.remove::<Target>() {
+            return Ok(target);
         }
-        Ok(Self(route_from_headers(&parts.headers)?))
+        target_from_headers(&parts.headers)
     }
+}
+
+/// Reads the route headers and the data-host shard header. Unlike a blank route header, a
+/// blank shard header is refused: it names no shard, and leaving it out says so.
+pub fn target_from_headers(headers: &HeaderMap) -> Result<Target, ApiError> {
+    let shard = match headers.get(SHARD_HEADER) {
+        None => None,
+        Some(value) => Some(
+            std::str::from_utf8(value.as_bytes())
+                .ok()
+                .map(str::trim)
+                .filter(|id| !id.is_empty())
+                .ok_or_else(|| {
+                    ApiError::Data(Error::invalid_argument(
+                        "shard header",
+                        format!("the {SHARD_HEADER} header is blank or not UTF-8: name a shard, or leave it out"),
+                    ))
+                })?
+                .to_owned(),
+        ),
+    };
+    Ok(Target {
+        route: route_from_headers(headers)?,
+        shard,
+    })
 }
 
 /// Reads the route headers. A blank header counts as absent; exactly one of the two is an error
 /// naming the missing one; a value that is not UTF-8 is an error naming its header.
 pub fn route_from_headers(headers: &HeaderMap) -> Result<Option<RouteContext>, ApiError> {
-    let keyspace = header_text(headers, KEYSPACE_HEADER)?;
-    let key = header_text(headers, SHARD_KEY_HEADER)?;
+    let keyspace = header_text(headers, KEYSPACE_HEADER, "route headers")?;
+    let key = header_text(headers, SHARD_KEY_HEADER, "route headers")?;
     match (keyspace, key) {
         (None, None) => Ok(None),
         (Some(keyspace), Some(key)) => Ok(Some(RouteContext::new(keyspace, key)?)),
@@ -92,13 +116,13 @@ fn half_route(missing: &str, present: &str) -> ApiError {
     })
 }
 
-fn header_text<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, ApiError> {
+fn header_text<'a>(headers: &'a HeaderMap, name: &str, what: &'static str) -> Result<Option<&'a str>, ApiError> {
     let Some(value) = headers.get(name) else {
         return Ok(None);
     };
     let text = std::str::from_utf8(value.as_bytes()).map_err(|_| {
         ApiError::Data(Error::InvalidArgument {
-            name: "route headers",
+            name: what,
             reason: format!("the {name} header is not valid UTF-8").into(),
         })
     })?;

@@ -13,7 +13,8 @@
 //! - `/api/info` and `/api/sql/...` live in [`data`], `/api/transactions/...` in
 //!   [`transactions`], rows in [`tables`], documents in [`collections`], saved queries and
 //!   procedures in [`procedures`], `/api/sharding/...` in [`admin`] (schema migrations and
-//!   schema status in [`shard_schema`]), and `/openapi.json`
+//!   schema status in [`shard_schema`]), `/api/host/...` (a data host's shard files) in [`host`],
+//!   and `/openapi.json`
 //!   (generated from the handlers) in [`openapi`].
 //! - The problem body and the one error-to-status function are in [`error`], extractors whose
 //!   rejections become that body in [`extract`], and the request bodies in [`bodies`]. Responses
@@ -29,6 +30,7 @@ pub mod data;
 pub mod error;
 pub mod extract;
 mod gate;
+pub mod host;
 pub mod openapi;
 pub mod procedures;
 pub mod query;
@@ -82,7 +84,10 @@ pub fn router(state: &ServerState) -> Result<Router> {
 
     let (api, doc) = api_routes().split_for_parts();
     let keyspace = state.sharded().map(|sharded| sharded.map().keyspace().to_owned());
-    let doc = openapi_document_of(doc, config, keyspace.as_deref());
+    let mut doc = openapi_document_of(doc, config, keyspace.as_deref());
+    if state.host().is_some() {
+        openapi::require_shard_header(&mut doc);
+    }
     let gate = RequestGate {
         state: state.clone(),
         operations: RestOperations::of(&doc)?,
@@ -174,6 +179,8 @@ fn api_routes() -> OpenApiRouter<ServerState> {
         .routes(routes!(reshard::progress))
         .routes(routes!(reshard::resume))
         .routes(routes!(reshard::abandon))
+        .routes(routes!(host::list_host_shards))
+        .routes(routes!(host::create_host_shard))
 }
 
 /// The answer for a path no REST endpoint serves: 401 without a required API key, else 404.
@@ -217,28 +224,32 @@ fn unauthenticated(state: &ServerState) -> Response {
 }
 
 /// Parses the route headers once (400 when only one is sent), records the route and its shard
-/// on the request span when that span is enabled, and hands the route to the handler's
-/// [`extract::Route`].
+/// (or its data-host shard) on the request span when that span is enabled, and hands both to the
+/// handler's [`Target`](crate::server::Target).
 async fn route_context(
     State(state): State<ServerState>,
     mut request: Request,
     next: Next,
 ) -> std::result::Result<Response, ApiError> {
-    let route = extract::route_from_headers(request.headers())?;
-    if let (Some(metrics), Some(route)) = (state.metrics(), route.as_ref()) {
+    let target = extract::target_from_headers(request.headers())?;
+    let route = target.route.as_ref();
+    if let (Some(metrics), Some(route)) = (state.metrics(), route) {
         state.count_shard_request(metrics, route);
     }
     let span = tracing::Span::current();
     // Resolving only to name the shard in a span nobody records would cost a route hash per
     // request; the handler resolves the route anyway.
-    if let Some(route) = route.as_ref().filter(|_| !span.is_disabled()) {
+    if let Some(shard) = target.shard.as_deref().filter(|_| !span.is_disabled()) {
+        span.record("shard", shard);
+    }
+    if let Some(route) = route.filter(|_| !span.is_disabled()) {
         span.record("keyspace", route.keyspace());
         span.record("key", route.key());
         if let Some(resolved) = state.sharded().and_then(|sharded| sharded.resolve_route(route).ok()) {
             span.record("shard", resolved.shard_id.as_str());
         }
     }
-    request.extensions_mut().insert(extract::Route(route));
+    request.extensions_mut().insert(target);
     Ok(next.run(request).await)
 }
 

@@ -24,6 +24,7 @@ use super::error::{PROBLEM_CONTENT_TYPE, Problem};
 use crate::data::openapi::{ParamsSchema, ValueSchema};
 use crate::server::operations::OperationId;
 use crate::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig};
+use crate::wire::SHARD_HEADER;
 
 /// The static part of the document; operations are added by the router.
 #[derive(utoipa::OpenApi)]
@@ -45,6 +46,7 @@ use crate::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig};
         (name = "saved queries", description = "Named SQL texts, stored per shard"),
         (name = "procedures", description = "Named, parameterised SQL bodies, executed atomically"),
         (name = "sharding", description = "Shard-admin endpoints for operators (404 on an unsharded daemon)"),
+        (name = "data host", description = "The shard files of a data host (`serve --shard-dir`; 404 elsewhere)"),
         (name = "meta", description = "This document"),
     )
 )]
@@ -88,6 +90,7 @@ pub fn complete(mut doc: OpenApi, config: &ServerConfig, keyspace: Option<&str>)
         for operation in operations(item) {
             if area == Area::Data {
                 add_route_headers(operation, keyspace.filter(|_| needs_route));
+                add_shard_header(operation);
             }
             let has_body = operation.request_body.as_ref().is_some_and(has_content);
             let responses = &mut operation.responses.responses;
@@ -137,6 +140,18 @@ pub fn complete(mut doc: OpenApi, config: &ServerConfig, keyspace: Option<&str>)
             if area == Area::Sharding {
                 add("404", problem_response("The daemon is not sharded (`not_sharded`)"));
             }
+            if area == Area::Host {
+                add("404", problem_response("The daemon is not a data host (`not_found`)"));
+            }
+            if area == Area::Data {
+                add(
+                    "404",
+                    problem_response(
+                        "Not found (`not_found`): what the request names, or, on a data host, the shard named by \
+                         X-Shardlite-Shard",
+                    ),
+                );
+            }
         }
     }
     if authenticated {
@@ -156,6 +171,7 @@ pub fn complete(mut doc: OpenApi, config: &ServerConfig, keyspace: Option<&str>)
 enum Area {
     Data,
     Sharding,
+    Host,
     Meta,
 }
 
@@ -163,6 +179,8 @@ impl Area {
     fn of(path: &str) -> Self {
         if path.starts_with("/api/sharding/") {
             Self::Sharding
+        } else if path.starts_with("/api/host/") {
+            Self::Host
         } else if path.starts_with("/api/") {
             Self::Data
         } else {
@@ -234,6 +252,50 @@ fn add_route_headers(operation: &mut Operation, keyspace: Option<&str>) {
     }
 }
 
+/// The pattern of a data-host shard id (see [`crate::map::data_host_shard_id`]).
+const SHARD_ID_PATTERN: &str = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,199}$";
+
+/// The data-host shard header of a data operation: optional here, required on a data host (see
+/// [`require_shard_header`]).
+fn add_shard_header(operation: &mut Operation) {
+    let parameters = operation.parameters.get_or_insert_with(Vec::new);
+    parameters.push(RefOr::T(
+        ParameterBuilder::new()
+            .name(SHARD_HEADER)
+            .parameter_in(ParameterIn::Header)
+            .required(Required::False)
+            .description(Some(
+                "The shard of a data host (a daemon started with --shard-dir) the operation runs on. A data host \
+                 answers 400 without it and 404 for a shard it has no file for; other daemons answer 400 when it \
+                 is sent. A blank value is refused.",
+            ))
+            .schema(Some(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .pattern(Some(SHARD_ID_PATTERN)),
+            ))
+            .build(),
+    ));
+}
+
+/// Marks the shard header required on every data operation: the document of a data host.
+pub fn require_shard_header(doc: &mut OpenApi) {
+    for (path, item) in &mut doc.paths.paths {
+        if Area::of(path) != Area::Data {
+            continue;
+        }
+        for operation in operations(item) {
+            for parameter in operation.parameters.iter_mut().flatten() {
+                if let RefOr::T(parameter) = parameter
+                    && parameter.name == SHARD_HEADER
+                {
+                    parameter.required = Required::True;
+                }
+            }
+        }
+    }
+}
+
 fn problem_content() -> Content {
     Content::new(Some(RefOr::Ref(Ref::from_schema_name(Problem::name()))))
 }
@@ -262,7 +324,7 @@ fn busy_response(area: Area) -> Response {
              the shard's queue or transaction limit is full, the API key holds as many open transactions as \
              allowed, or the write lock stayed held (`busy`); or the shard is disabled or closed (`unavailable`)"
         }
-        Area::Sharding | Area::Meta => {
+        Area::Sharding | Area::Host | Area::Meta => {
             "Busy, retry after Retry-After seconds: the daemon is serving as many requests as it takes at once \
              (`busy`)"
         }

@@ -6,9 +6,9 @@ use axum::http::StatusCode;
 
 use super::bodies::{ExecuteProcedureRequest, ProcedureUpdateRequest, SavedQueryRequest};
 use super::error::{ApiError, Problem};
-use super::extract::{Json, Path, Route};
+use super::extract::{Json, Path};
 use crate::client::{ProcedureDefinition, SavedQuery, SqlResult};
-use crate::server::ServerState;
+use crate::server::{ServerState, Target};
 
 /// Saved queries, by name.
 #[utoipa::path(
@@ -20,9 +20,9 @@ use crate::server::ServerState;
 )]
 pub async fn list_saved_queries(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
 ) -> Result<axum::Json<Vec<SavedQuery>>, ApiError> {
-    let queries = state.data_client(route).list_saved_queries().await?;
+    let queries = state.data_client(&target)?.list_saved_queries().await?;
     Ok(axum::Json(queries))
 }
 
@@ -40,10 +40,10 @@ pub async fn list_saved_queries(
 )]
 pub async fn get_saved_query(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path(name): Path<String>,
 ) -> Result<axum::Json<SavedQuery>, ApiError> {
-    match state.data_client(route).get_saved_query(&name).await? {
+    match state.data_client(&target)?.get_saved_query(&name).await? {
         Some(query) => Ok(axum::Json(query)),
         None => Err(ApiError::not_found("saved query", name)),
     }
@@ -61,12 +61,12 @@ pub async fn get_saved_query(
 )]
 pub async fn put_saved_query(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path(name): Path<String>,
     Json(request): Json<SavedQueryRequest>,
 ) -> Result<axum::Json<SavedQuery>, ApiError> {
     let query = state
-        .data_client(route)
+        .data_client(&target)?
         .put_saved_query(&name, &request.sql_text)
         .await?;
     Ok(axum::Json(query))
@@ -86,10 +86,10 @@ pub async fn put_saved_query(
 )]
 pub async fn delete_saved_query(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    if state.data_client(route).delete_saved_query(&name).await? {
+    if state.data_client(&target)?.delete_saved_query(&name).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found("saved query", name))
@@ -106,9 +106,9 @@ pub async fn delete_saved_query(
 )]
 pub async fn list_procedures(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
 ) -> Result<axum::Json<Vec<ProcedureDefinition>>, ApiError> {
-    let procedures = state.data_client(route).list_procedures().await?;
+    let procedures = state.data_client(&target)?.list_procedures().await?;
     Ok(axum::Json(procedures))
 }
 
@@ -123,10 +123,10 @@ pub async fn list_procedures(
 )]
 pub async fn create_procedure(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Json(request): Json<ProcedureDefinition>,
 ) -> Result<(StatusCode, axum::Json<ProcedureDefinition>), ApiError> {
-    let stored = state.data_client(route).put_procedure(request).await?;
+    let stored = state.data_client(&target)?.put_procedure(request).await?;
     Ok((StatusCode::CREATED, axum::Json(stored)))
 }
 
@@ -144,10 +144,10 @@ pub async fn create_procedure(
 )]
 pub async fn get_procedure(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path(name): Path<String>,
 ) -> Result<axum::Json<ProcedureDefinition>, ApiError> {
-    match state.data_client(route).get_procedure(&name).await? {
+    match state.data_client(&target)?.get_procedure(&name).await? {
         Some(procedure) => Ok(axum::Json(procedure)),
         None => Err(ApiError::not_found("procedure", name)),
     }
@@ -165,7 +165,7 @@ pub async fn get_procedure(
 )]
 pub async fn put_procedure(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path(name): Path<String>,
     Json(request): Json<ProcedureUpdateRequest>,
 ) -> Result<axum::Json<ProcedureDefinition>, ApiError> {
@@ -183,7 +183,7 @@ pub async fn put_procedure(
         parameters: request.parameters,
         description: request.description,
     };
-    let stored = state.data_client(route).put_procedure(definition).await?;
+    let stored = state.data_client(&target)?.put_procedure(definition).await?;
     Ok(axum::Json(stored))
 }
 
@@ -201,10 +201,10 @@ pub async fn put_procedure(
 )]
 pub async fn delete_procedure(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    if state.data_client(route).delete_procedure(&name).await? {
+    if state.data_client(&target)?.delete_procedure(&name).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found("procedure", name))
@@ -228,12 +228,12 @@ pub async fn delete_procedure(
 )]
 pub async fn execute_procedure(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path(name): Path<String>,
     Json(request): Json<ExecuteProcedureRequest>,
 ) -> Result<axum::Json<SqlResult>, ApiError> {
     let result = state
-        .data_client(route)
+        .data_client(&target)?
         .execute_procedure(&name, request.args.unwrap_or_default())
         .await?;
     Ok(axum::Json(result))

@@ -11,9 +11,9 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_S
 
 use super::bodies::{PageQuery, PkQuery, PkType, RowBody, RowValuesRequest, RowsAffectedBody, TableCountBody};
 use super::error::{ApiError, Problem};
-use super::extract::{Json, Path, Query, Route};
+use super::extract::{Json, Path, Query};
 use crate::client::{DataClient, RowPage, TableSchema, Value};
-use crate::server::ServerState;
+use crate::server::{ServerState, Target};
 
 /// User table names, sorted.
 #[utoipa::path(
@@ -25,9 +25,9 @@ use crate::server::ServerState;
 )]
 pub async fn list_tables(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
 ) -> Result<axum::Json<Vec<String>>, ApiError> {
-    Ok(axum::Json(state.data_client(route).list_tables().await?))
+    Ok(axum::Json(state.data_client(&target)?.list_tables().await?))
 }
 
 /// A table's columns and primary key.
@@ -44,10 +44,10 @@ pub async fn list_tables(
 )]
 pub async fn table_schema(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path(name): Path<String>,
 ) -> Result<axum::Json<TableSchema>, ApiError> {
-    Ok(axum::Json(state.data_client(route).table_schema(&name).await?))
+    Ok(axum::Json(state.data_client(&target)?.table_schema(&name).await?))
 }
 
 /// Rows in a table.
@@ -64,10 +64,10 @@ pub async fn table_schema(
 )]
 pub async fn count_rows(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path(name): Path<String>,
 ) -> Result<axum::Json<TableCountBody>, ApiError> {
-    let count = state.data_client(route).count_rows(&name).await?;
+    let count = state.data_client(&target)?.count_rows(&name).await?;
     Ok(axum::Json(TableCountBody {
         table_name: name,
         count,
@@ -88,12 +88,12 @@ pub async fn count_rows(
 )]
 pub async fn browse_rows(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path(name): Path<String>,
     Query(paging): Query<PageQuery>,
 ) -> Result<axum::Json<RowPage>, ApiError> {
     let (page, page_size) = paging.resolve()?;
-    let rows = state.data_client(route).browse_rows(&name, page, page_size).await?;
+    let rows = state.data_client(&target)?.browse_rows(&name, page, page_size).await?;
     Ok(axum::Json(rows))
 }
 
@@ -114,11 +114,11 @@ pub async fn browse_rows(
 )]
 pub async fn insert_row(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path(name): Path<String>,
     Json(request): Json<RowValuesRequest>,
 ) -> Result<(StatusCode, axum::Json<RowsAffectedBody>), ApiError> {
-    let rows_affected = state.data_client(route).insert_row(&name, request.values).await?;
+    let rows_affected = state.data_client(&target)?.insert_row(&name, request.values).await?;
     Ok((StatusCode::CREATED, axum::Json(RowsAffectedBody { rows_affected })))
 }
 
@@ -140,11 +140,11 @@ pub async fn insert_row(
 )]
 pub async fn get_row(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path((name, pk)): Path<(String, String)>,
     Query(options): Query<PkQuery>,
 ) -> Result<axum::Json<RowBody>, ApiError> {
-    let client = state.data_client(route);
+    let client = state.data_client(&target)?;
     let key = row_key(client.as_ref(), &name, &pk, options.pk_type).await?;
     match client.get_row(&name, key).await? {
         Some(row) => Ok(axum::Json(RowBody(row))),
@@ -173,12 +173,12 @@ pub async fn get_row(
 )]
 pub async fn update_row(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path((name, pk)): Path<(String, String)>,
     Query(options): Query<PkQuery>,
     Json(request): Json<RowValuesRequest>,
 ) -> Result<axum::Json<RowsAffectedBody>, ApiError> {
-    let client = state.data_client(route);
+    let client = state.data_client(&target)?;
     let key = row_key(client.as_ref(), &name, &pk, options.pk_type).await?;
     match client.update_row(&name, key, request.values).await? {
         0 => Err(row_not_found(&name, &pk)),
@@ -204,11 +204,11 @@ pub async fn update_row(
 )]
 pub async fn delete_row(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path((name, pk)): Path<(String, String)>,
     Query(options): Query<PkQuery>,
 ) -> Result<axum::Json<RowsAffectedBody>, ApiError> {
-    let client = state.data_client(route);
+    let client = state.data_client(&target)?;
     let key = row_key(client.as_ref(), &name, &pk, options.pk_type).await?;
     match client.delete_row(&name, key).await? {
         0 => Err(row_not_found(&name, &pk)),

@@ -11,9 +11,9 @@ use axum::http::StatusCode;
 
 use super::bodies::SqlRequest;
 use super::error::{ApiError, Problem};
-use super::extract::{Json, Path, Query, Route};
+use super::extract::{Json, Path, Query};
 use crate::client::{SqlResult, TransactionInfo, TransactionOptions};
-use crate::server::ServerState;
+use crate::server::{ServerState, Target};
 
 /// Begins a transaction on the route's shard. It takes the shard's write lock at its first
 /// write (until then other writers go straight through) and holds it until commit, rollback or
@@ -32,10 +32,10 @@ use crate::server::ServerState;
 )]
 pub async fn begin(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Query(options): Query<TransactionOptions>,
 ) -> Result<axum::Json<TransactionInfo>, ApiError> {
-    let info = state.begin_transaction(route, options).await?;
+    let info = state.begin_transaction(&target, options).await?;
     Ok(axum::Json(info))
 }
 
@@ -58,12 +58,12 @@ pub async fn begin(
 )]
 pub async fn execute(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path(id): Path<String>,
     Json(request): Json<SqlRequest>,
 ) -> Result<axum::Json<SqlResult>, ApiError> {
     let result = state
-        .execute_in_transaction(route, &id, &request.sql, request.parameters.unwrap_or_default())
+        .execute_in_transaction(&target, &id, &request.sql, request.parameters.unwrap_or_default())
         .await?;
     Ok(axum::Json(result))
 }
@@ -85,10 +85,10 @@ pub async fn execute(
 )]
 pub async fn commit(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    state.commit_transaction(route, &id).await?;
+    state.commit_transaction(&target, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -109,9 +109,9 @@ pub async fn commit(
 )]
 pub async fn rollback(
     State(state): State<ServerState>,
-    Route(route): Route,
+    target: Target,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    state.rollback_transaction(route, &id).await?;
+    state.rollback_transaction(&target, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -63,6 +63,7 @@ mod admin;
 mod catalog;
 mod data;
 mod heat;
+mod host;
 mod schema;
 
 /// The error for a required message field that is absent.
