@@ -292,6 +292,24 @@ async fn catalog_urls_are_checked_and_catalogs_copy_between_a_file_and_etcd() {
     );
     let history = Catalog::open(&url).await.unwrap().history().await.unwrap();
     assert_eq!(history.len(), 2, "{history:?}");
+
+    // The sqlx driver takes the URL as its Data Source, bound to a route.
+    #[cfg(feature = "sqlx")]
+    {
+        use sqlx::Connection as _;
+        let text = format!("Data Source={url};Shard Keyspace=tenants;Shard Key=tenant-a");
+        let mut conn = shardlite::driver::ShardliteConnection::connect(&text).await.unwrap();
+        sqlx::query("CREATE TABLE IF NOT EXISTS t (x)")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        sqlx::query("INSERT INTO t VALUES (7)")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        let (x,): (i64,) = sqlx::query_as("SELECT x FROM t").fetch_one(&mut conn).await.unwrap();
+        assert_eq!(x, 7);
+    }
     assert_eq!(history[0].operator.as_deref(), Some("import"));
     assert_eq!(history[1].operator.as_deref(), Some("seed"));
 }
