@@ -208,6 +208,7 @@ fn child(rows: i64) {
                     migration_id: None,
                     expected_current_map_version: None,
                     dry_run: false,
+                    online: true,
                     activate: false,
                     delete_source: false,
                     operator: None,

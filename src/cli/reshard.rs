@@ -73,6 +73,10 @@ pub struct CommonArgs {
     /// Delete the moved rows from the source once the new map is active (needs --activate).
     #[arg(long)]
     delete_source: bool,
+    /// Fence the moving keys for the whole copy instead of copying while writes go on and
+    /// fencing only for a short cutover.
+    #[arg(long)]
+    offline: bool,
     /// The active map version you saw; refused if it changed.
     #[arg(long)]
     expected_version: Option<u64>,
@@ -189,6 +193,7 @@ pub async fn run(command: &MigrateCommand) -> Result<()> {
                 migration_id: common.id.clone(),
                 expected_current_map_version: common.expected_version,
                 dry_run: common.dry_run,
+                online: !common.offline,
                 activate: common.activate,
                 delete_source: common.delete_source,
                 operator: common.operator.clone(),
@@ -217,6 +222,7 @@ pub async fn run(command: &MigrateCommand) -> Result<()> {
                 migration_id: common.id.clone(),
                 expected_current_map_version: common.expected_version,
                 dry_run: common.dry_run,
+                online: !common.offline,
                 activate: common.activate,
                 delete_source: common.delete_source,
                 operator: common.operator.clone(),

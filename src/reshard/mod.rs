@@ -56,6 +56,7 @@
 //! writes them as the engine's own statements. Asking for maintenance is an operator capability,
 //! which SPEC section 17's scoped API keys reserve for `admin` keys.
 
+mod capture;
 mod fence;
 mod manifest;
 mod run;

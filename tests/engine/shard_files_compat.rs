@@ -147,6 +147,7 @@ async fn after_a_bucket_range_moves_old_sqlite_reads_both_files_and_writes_after
             migration_id: None,
             expected_current_map_version: None,
             dry_run: false,
+            online: true,
             activate: true,
             delete_source: true,
             operator: None,

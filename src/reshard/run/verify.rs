@@ -3,29 +3,43 @@
 
 use super::{Context, JOB_TIME, Migrator};
 use crate::data::{DataClient, MigrationResult, Value};
+use crate::engine::Database;
 use crate::engine::copy::PageCursor;
 use crate::error::Result;
 use crate::reshard::target::{Checksum, Target};
 use std::sync::Arc;
 
 /// Counts and checksums the moving rows on the destination; true when every receipt matches.
+///
+/// An online migration's copy read the source while it changed, so its running checksum says
+/// nothing about the rows as they are now: the source's rows are counted and checksummed again
+/// (the cutover's fence holds them still), at the same time as the destination's.
 pub(super) async fn verify(_migrator: &Migrator, state: &mut MigrationResult, context: &Context) -> Result<bool> {
     let mut all = true;
     for (index, target) in context.targets.iter().enumerate() {
-        let (rows_seen, checksum) = match &context.local_destination {
-            Some(destination) => {
-                let query = Arc::new(target.paged_query());
-                let mut cursor = PageCursor::start();
-                while !cursor.finished {
-                    cursor = destination.checksum_pages(Arc::clone(&query), cursor, JOB_TIME).await?;
-                }
-                (cursor.rows, Checksum::from_link(cursor.checksum))
-            }
-            None => checksum_through_client(&context.destination, target)
-                .await
-                .map_err(|err| super::copy::on_shard(&state.spec.destination_shard_id, err))?,
+        let destination = count_and_checksum(
+            context.local_destination.as_ref(),
+            &context.destination,
+            target,
+            &state.spec.destination_shard_id,
+        );
+        let ((rows_seen, checksum), source) = if state.spec.online {
+            let source = count_and_checksum(
+                context.local_source.as_ref(),
+                &context.source,
+                target,
+                &state.spec.source_shard_id,
+            );
+            let (destination, source) = tokio::join!(destination, source);
+            (destination?, Some(source?))
+        } else {
+            (destination.await?, None)
         };
         let receipt = &mut state.receipts[index];
+        if let Some((rows, checksum)) = source {
+            receipt.source_rows = rows;
+            receipt.source_checksum = checksum.to_hex();
+        }
         receipt.destination_rows = Some(rows_seen);
         receipt.destination_checksum = Some(checksum.to_hex());
         receipt.verified = rows_seen == receipt.source_rows && checksum.to_hex() == receipt.source_checksum;
@@ -40,6 +54,29 @@ pub(super) async fn verify(_migrator: &Migrator, state: &mut MigrationResult, co
         all &= receipt.verified;
     }
     Ok(all)
+}
+
+/// Counts and checksums the moving rows of `target` on one shard: inside SQLite when it is a
+/// file of this process, else read as values through its client.
+async fn count_and_checksum(
+    local: Option<&Database>,
+    shard: &Arc<dyn DataClient>,
+    target: &Target,
+    shard_id: &str,
+) -> Result<(u64, Checksum)> {
+    match local {
+        Some(database) => {
+            let query = Arc::new(target.paged_query());
+            let mut cursor = PageCursor::start();
+            while !cursor.finished {
+                cursor = database.checksum_pages(Arc::clone(&query), cursor, JOB_TIME).await?;
+            }
+            Ok((cursor.rows, Checksum::from_link(cursor.checksum)))
+        }
+        None => checksum_through_client(shard, target)
+            .await
+            .map_err(|err| super::copy::on_shard(shard_id, err)),
+    }
 }
 
 /// Counts and checksums the moving rows of `target` on `shard` read as values, page by page.
