@@ -383,6 +383,11 @@ pub struct OnlineProgress {
     /// resumes after it.
     #[serde(default)]
     pub replayed_through: i64,
+    /// The position up to which the destination was compared with a consistent snapshot of
+    /// the source (every row counted and checksummed); the cutover compares only the rows
+    /// changed after it.
+    #[serde(default)]
+    pub verified_through: i64,
     /// Captured changes applied to the destination so far (a row changed twice counts twice).
     #[serde(default)]
     pub changes_applied: u64,

@@ -120,26 +120,29 @@ pub(super) async fn remove(shard: &Arc<dyn DataClient>, migration_id: &str, item
     tx.finish(outcome).await
 }
 
-/// Up to `limit` of `migration_id`'s changes captured after position `after`, in order.
+/// Up to `limit` of `migration_id`'s changes captured after position `after` and up to
+/// `through`, in order (read in transaction `snapshot` when given).
 pub(super) async fn changes_after(
     source: &Arc<dyn DataClient>,
+    snapshot: Option<&str>,
     migration_id: &str,
-    after: i64,
+    (after, through): (i64, i64),
     limit: usize,
 ) -> Result<Vec<Change>> {
-    let result = source
-        .execute_read_only_sql(
-            &format!(
-                "SELECT seq, item, row_key FROM {CHANGES_TABLE} WHERE migration_id = ?1 AND seq > ?2 \
-                 ORDER BY seq LIMIT ?3"
-            ),
-            Params::Positional(vec![
-                Value::from(migration_id),
-                Value::Integer(after),
-                Value::Integer(i64::try_from(limit).unwrap_or(i64::MAX)),
-            ]),
-        )
-        .await?;
+    let sql = format!(
+        "SELECT seq, item, row_key FROM {CHANGES_TABLE} WHERE migration_id = ?1 AND seq > ?2 AND seq <= ?3 \
+         ORDER BY seq LIMIT ?4"
+    );
+    let params = Params::Positional(vec![
+        Value::from(migration_id),
+        Value::Integer(after),
+        Value::Integer(through),
+        Value::Integer(i64::try_from(limit).unwrap_or(i64::MAX)),
+    ]);
+    let result = match snapshot {
+        Some(tx) => source.execute_in_transaction(tx, &sql, params).await?,
+        None => source.execute_read_only_sql(&sql, params).await?,
+    };
     Ok(result
         .rows
         .into_iter()
@@ -156,6 +159,18 @@ pub(super) async fn changes_after(
         .collect())
 }
 
+/// The position of the last change captured so far (read in transaction `snapshot`).
+pub(super) async fn last_position(source: &Arc<dyn DataClient>, snapshot: &str) -> Result<i64> {
+    let result = source
+        .execute_in_transaction(
+            snapshot,
+            &format!("SELECT coalesce(max(seq), 0) FROM {CHANGES_TABLE}"),
+            Params::none(),
+        )
+        .await?;
+    Ok(first_i64(&result))
+}
+
 /// How many of `migration_id`'s changes were captured after position `after`.
 pub(super) async fn remaining(source: &Arc<dyn DataClient>, migration_id: &str, after: i64) -> Result<u64> {
     let result = source
@@ -167,17 +182,37 @@ pub(super) async fn remaining(source: &Arc<dyn DataClient>, migration_id: &str, 
     Ok(u64::try_from(first_i64(&result)).unwrap_or(0))
 }
 
+/// The moving rows of `target` with the keys `keys` on `shard`, in key order: read in its
+/// transaction `snapshot` when given (a consistent snapshot), else as it is now.
+pub(super) async fn rows_for_keys(
+    shard: &Arc<dyn DataClient>,
+    snapshot: Option<&str>,
+    target: &Target,
+    keys: &[Value],
+) -> Result<Vec<Vec<Value>>> {
+    let mut rows = Vec::new();
+    for keys in keys.chunks(KEYS_PER_STATEMENT) {
+        let (sql, params) = target.rows_for_keys(keys);
+        rows.extend(match snapshot {
+            Some(tx) => shard.execute_in_transaction(tx, &sql, params).await?.rows,
+            None => shard.execute_read_only_sql(&sql, params).await?.rows,
+        });
+    }
+    Ok(rows)
+}
+
 /// Makes the destination's moving rows of `target` with the keys `keys` what the source holds
-/// now: each key's moving row deleted, then the source's moving rows of those keys written.
+/// (in `snapshot`, or now): each key's moving row deleted, then the source's moving rows of
+/// those keys written.
 pub(super) async fn apply(
     source: &Arc<dyn DataClient>,
+    snapshot: Option<&str>,
     destination: &Arc<dyn DataClient>,
     target: &Target,
     keys: &[Value],
 ) -> Result<()> {
     for keys in keys.chunks(KEYS_PER_STATEMENT) {
-        let (sql, params) = target.rows_for_keys(keys);
-        let rows = source.execute_read_only_sql(&sql, params).await?.rows;
+        let rows = rows_for_keys(source, snapshot, target, keys).await?;
         let tx = Tx::begin(destination.as_ref()).await?;
         let outcome = async {
             let (sql, params) = target.delete_keys(keys);

@@ -8,6 +8,7 @@ mod grpc;
 mod hostile_sql;
 mod limits;
 mod metrics;
+mod migration_online;
 mod migration_remote;
 mod migration_stall;
 mod openapi_contract;

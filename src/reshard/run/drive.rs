@@ -1,7 +1,7 @@
 //! The phase machine of a data move: fence, copy, verify, write the pending map, activate,
 //! delete the source rows; a checkpoint after each step, so a stopped run resumes where it was.
 
-use super::{Context, Migrator, activate, admit, copy, online, verify};
+use super::{Context, Migrator, activate, admit, copy, online, settle, verify};
 use crate::data::{ActivationRequest, MigrationResult, MigrationStatus};
 use crate::engine::store::now_utc;
 use crate::error::Result;
@@ -81,20 +81,13 @@ pub(super) async fn phases(migrator: &Migrator, state: &mut MigrationResult, con
         for index in 0..context.targets.len() {
             copy::copy(migrator, state, context, index).await?;
         }
-        if !verify::verify(migrator, state, context).await? {
-            state.status = MigrationStatus::VerificationFailed;
-            state.phase = "verification-failed".to_owned();
-            let failed: Vec<String> = state
-                .receipts
-                .iter()
-                .filter(|r| !r.verified)
-                .map(|r| r.name.clone())
-                .collect();
-            state.message = format!(
-                "the data was copied but {} did not verify; the shard map was left unchanged and the fence \
-                 stays until the migration is resumed",
-                failed.join(", ")
-            );
+        let verified = if online {
+            settle::verify_delta(state, context).await?
+        } else {
+            verify::verify(migrator, state, context).await?
+        };
+        if !verified {
+            verification_failed(state);
             return Ok(());
         }
         state.phase = "verified".to_owned();
@@ -195,4 +188,26 @@ pub(super) fn reject_fenced(state: &mut MigrationResult, context: &Context, othe
     state.status = MigrationStatus::Rejected;
     state.phase = "rejected".to_owned();
     state.message = format!("the migration was rejected: {message}");
+}
+
+/// Records that the destination did not verify.
+pub(super) fn verification_failed(state: &mut MigrationResult) {
+    state.status = MigrationStatus::VerificationFailed;
+    state.phase = "verification-failed".to_owned();
+    let failed: Vec<String> = state
+        .receipts
+        .iter()
+        .filter(|r| !r.verified)
+        .map(|r| r.name.clone())
+        .collect();
+    let fence = if state.spec.online {
+        "writes of the moving keys go on (the capture stays)"
+    } else {
+        "the fence stays"
+    };
+    state.message = format!(
+        "the data was copied but {} did not verify; the shard map was left unchanged and {fence} until the \
+         migration is resumed",
+        failed.join(", ")
+    );
 }

@@ -22,6 +22,7 @@ mod copy;
 mod drive;
 mod online;
 mod plan;
+mod settle;
 mod verify;
 
 use std::sync::Arc;
@@ -313,7 +314,11 @@ impl Migrator {
                     format!("migration '{id}' was rejected and never started: start a new one"),
                 ));
             }
-            MigrationStatus::Activated => !delete_source || state.phase == "source-deleted",
+            // A run stopped right after activation may have left its change capture behind.
+            MigrationStatus::Activated => {
+                (!delete_source || state.phase == "source-deleted")
+                    && !state.online.as_ref().is_some_and(|online| online.capturing)
+            }
             MigrationStatus::PendingActivation => !activate,
             _ => false,
         };

@@ -8,7 +8,7 @@
 //! checkpointed after every batch; resume starts from it, and replaying a change again is
 //! harmless.
 
-use super::{Context, CopyProgress, Migrator, copy, drive};
+use super::{Context, CopyProgress, Migrator, copy, drive, settle};
 use crate::data::{MigrationResult, OnlineProgress};
 use crate::error::Result;
 use crate::reshard::capture;
@@ -45,9 +45,10 @@ pub(super) fn report_phase(migrator: &Migrator, state: &MigrationResult) {
     }
 }
 
-/// Installs the capture (unless a checkpoint says it is in), copies every target, and catches
-/// up until the remaining delta is small. False when another migration's fence overlaps the
-/// moving rows: the migration is then rejected.
+/// Installs the capture (unless a checkpoint says it is in), copies every target, catches up
+/// until the remaining delta is small, and verifies the destination against a snapshot of the
+/// source. False when the run cannot go on to the cutover: another migration's fence overlaps
+/// the moving rows (rejected), or the destination did not verify.
 pub(super) async fn capture_copy_and_catch_up(
     migrator: &Migrator,
     state: &mut MigrationResult,
@@ -75,20 +76,42 @@ pub(super) async fn capture_copy_and_catch_up(
         let rounds = online.catch_up_rounds;
         state.phase = "catching-up".to_owned();
         report_phase(migrator, state);
-        let applied = replay(migrator, state, context).await?;
+        let applied = replay(migrator, state, context, None, i64::MAX).await?;
         if applied <= CUTOVER_DELTA || rounds >= MAX_CATCH_UP_ROUNDS {
-            return Ok(true);
+            break;
         }
     }
+    // The full comparison happens here, while writes go on; the cutover compares only what
+    // changed since.
+    if !settle::verify_snapshot(migrator, state, context).await? {
+        drive::verification_failed(state);
+        return Ok(false);
+    }
+    Ok(true)
 }
 
-/// Applies every change captured after the recorded position, a batch at a time, checkpointing
-/// the position after each; returns how many were applied.
-pub(super) async fn replay(migrator: &Migrator, state: &mut MigrationResult, context: &Context) -> Result<u64> {
+/// Applies every change captured after the recorded position (and up to `through`), a batch at
+/// a time, checkpointing the position after each; returns how many were applied. In the source's
+/// transaction `snapshot` when given (the changes and the rows as that snapshot sees them), else
+/// as the source is now.
+pub(super) async fn replay(
+    migrator: &Migrator,
+    state: &mut MigrationResult,
+    context: &Context,
+    snapshot: Option<&str>,
+    through: i64,
+) -> Result<u64> {
     let mut applied = 0u64;
     loop {
         let after = progress(state).replayed_through;
-        let changes = capture::changes_after(&context.source, &state.migration_id, after, CHANGES_PER_BATCH).await?;
+        let changes = capture::changes_after(
+            &context.source,
+            snapshot,
+            &state.migration_id,
+            (after, through),
+            CHANGES_PER_BATCH,
+        )
+        .await?;
         let Some(last) = changes.last().map(|change| change.seq) else {
             progress(state).remaining_changes = 0;
             drive::checkpoint(migrator, state).await?;
@@ -97,7 +120,7 @@ pub(super) async fn replay(migrator: &Migrator, state: &mut MigrationResult, con
         let keys = capture::keys_by_item(&changes, context.targets.len());
         for (target, keys) in context.targets.iter().zip(&keys) {
             if !keys.is_empty() {
-                capture::apply(&context.source, &context.destination, target, keys)
+                capture::apply(&context.source, snapshot, &context.destination, target, keys)
                     .await
                     .map_err(|err| super::copy::on_shard(&state.spec.destination_shard_id, err))?;
             }
@@ -126,7 +149,7 @@ pub(super) async fn last_delta(migrator: &Migrator, state: &mut MigrationResult,
     state.phase = "cutover".to_owned();
     drive::checkpoint(migrator, state).await?;
     report_phase(migrator, state);
-    replay(migrator, state, context).await?;
+    replay(migrator, state, context, None, i64::MAX).await?;
     Ok(())
 }
 

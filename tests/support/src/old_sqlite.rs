@@ -9,6 +9,8 @@ pub fn run(file: &Path, sql: &str) -> Result<String, String> {
     let output = Command::new("sqlite3")
         .arg("-batch")
         .arg("-bail")
+        // Another connection may hold the write lock for a moment (a shard just closed).
+        .args(["-cmd", ".timeout 5000"])
         .arg(file)
         .arg(sql)
         .output()
