@@ -213,6 +213,19 @@ pub(super) async fn apply(
 ) -> Result<()> {
     for keys in keys.chunks(KEYS_PER_STATEMENT) {
         let rows = rows_for_keys(source, snapshot, target, keys).await?;
+        if !target.collection {
+            // Two plain statements: nobody reads the moving rows on the destination before the
+            // new map is active, and a replay stopped between them is simply replayed again.
+            let (sql, params) = target.delete_keys(keys);
+            destination.execute_sql(&sql, params).await?;
+            if !rows.is_empty() {
+                let (sql, params) = target.upsert(rows);
+                destination.execute_sql(&sql, params).await?;
+            }
+            continue;
+        }
+        // A collection's documents live in an internal table, which only a maintenance
+        // transaction writes.
         let tx = Tx::begin(destination.as_ref()).await?;
         let outcome = async {
             let (sql, params) = target.delete_keys(keys);

@@ -26,9 +26,10 @@ use support::temp_dir;
 /// Rows of the moving key that no writer touches: every read must see all of them.
 const UNTOUCHED: i64 = 100;
 
-/// Writers, and the pause between two writes of one writer (about 500 writes a second).
-const WRITERS: u64 = 4;
-const WRITE_EVERY: Duration = Duration::from_millis(8);
+/// Writers, and the interval at which each starts a write (500 writes a second in all, when the
+/// daemon answers fast enough).
+const WRITERS: u64 = 8;
+const WRITE_EVERY: Duration = Duration::from_millis(16);
 
 /// What the writers were told happened: each row's value of `n`, or `None` once deleted.
 type Model = Arc<Mutex<BTreeMap<String, Option<i64>>>>;
@@ -69,7 +70,10 @@ async fn writer(
     let mut acknowledged = 0u64;
     let mut step = 0i64;
     let mut mine: Vec<String> = Vec::new();
+    let mut pace = tokio::time::interval(WRITE_EVERY);
+    pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while !stop.load(Ordering::SeqCst) {
+        pace.tick().await;
         step += 1;
         // Rows filled before the move, past the untouched ones, spread over the writers.
         let filled_id = format!(
@@ -114,14 +118,14 @@ async fn writer(
         if let Some(refused) = first_refusal {
             stretches.lock().unwrap().push(refused.elapsed());
         }
-        let mut model = model.lock().unwrap();
-        // A row deleted earlier stays deleted: an update of it affects nothing.
-        if value.is_none() || sql.starts_with("INSERT") || model.get(&id).is_none_or(Option::is_some) {
-            model.insert(id, value);
+        {
+            let mut model = model.lock().unwrap();
+            // A row deleted earlier stays deleted: an update of it affects nothing.
+            if value.is_none() || sql.starts_with("INSERT") || model.get(&id).is_none_or(Option::is_some) {
+                model.insert(id, value);
+            }
         }
-        drop(model);
         acknowledged += 1;
-        tokio::time::sleep(WRITE_EVERY).await;
     }
     acknowledged
 }
@@ -156,7 +160,7 @@ async fn reader(daemon: Arc<Daemon>, key: String, stop: Arc<AtomicBool>) -> u64 
 
 /// The moving key's rows on `shard`, id to `n`.
 async fn rows_on(sharded: &ShardedClient, shard: &str, key: &str) -> BTreeMap<String, i64> {
-    use shardlite::client::{DataClient, Params};
+    use shardlite::client::Params;
     let result = sharded
         .for_shard_id(shard)
         .unwrap()

@@ -136,6 +136,9 @@ struct Context {
     routes: Vec<String>,
     selection: Selection,
     pins: Vec<String>,
+    /// Keys (per target) of an online migration whose rows differed at the last comparison
+    /// before the cutover (still being written): compared again in the cutover.
+    recheck: std::sync::Mutex<Vec<Vec<crate::data::Value>>>,
     /// Keeps the local files of both sides open for the whole run: a copy in progress is never
     /// closed under it to make room for other shards.
     _kept_open: Vec<Pin>,

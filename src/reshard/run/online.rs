@@ -21,6 +21,12 @@ const CHANGES_PER_BATCH: usize = 500;
 /// last delta, applied while writes are fenced, is then about as small.
 const CUTOVER_DELTA: u64 = 100;
 
+/// The delta after which the last catch-up round (after the snapshot comparison) stops.
+const FINAL_DELTA: u64 = 20;
+
+/// A catch-up round this short leaves a delta about as short to apply in the cutover.
+const SHORT_ROUND: std::time::Duration = std::time::Duration::from_millis(40);
+
 /// The most catch-up rounds before the cutover goes ahead anyway (writes faster than replay).
 const MAX_CATCH_UP_ROUNDS: u32 = 20;
 
@@ -86,6 +92,17 @@ pub(super) async fn capture_copy_and_catch_up(
     if !settle::verify_snapshot(migrator, state, context).await? {
         drive::verification_failed(state);
         return Ok(false);
+    }
+    // What was written while the snapshot was compared is replayed now, so the cutover's last
+    // delta holds only the writes of the last moments.
+    for _ in 0..MAX_CATCH_UP_ROUNDS {
+        progress(state).catch_up_rounds += 1;
+        let round = std::time::Instant::now();
+        let applied = replay(migrator, state, context, None, i64::MAX).await?;
+        settle::verify_caught_up(state, context).await?;
+        if applied <= FINAL_DELTA || round.elapsed() <= SHORT_ROUND {
+            break;
+        }
     }
     Ok(true)
 }

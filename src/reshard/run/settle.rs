@@ -6,10 +6,13 @@
 //!    as the snapshot holds them; the destination then holds exactly the snapshot's moving rows.
 //!    Both sides are counted and checksummed (the snapshot's rows read in its transaction) and
 //!    must match: the receipts' counts and checksums.
-//! 2. In the cutover, once the fence holds the source still and the last delta is applied: the
-//!    rows of every key changed after the snapshot are read on both sides and compared one by
-//!    one, and both sides' moving rows are counted again. Every other row is as the snapshot
-//!    held it on both sides, so the two steps together compare every row.
+//! 2. After each catch-up round that follows, the rows of the keys changed since the last
+//!    comparison are compared on both sides; a key written again meanwhile may differ, and is
+//!    compared again later.
+//! 3. In the cutover, once the fence holds the source still and the last delta is applied: the
+//!    rows of the keys changed since the last comparison, and of those that differed, are
+//!    compared one by one, and both sides' moving rows are counted again. Every other row is as
+//!    the last comparison found it on both sides, so together the steps compare every row.
 
 use std::sync::Arc;
 
@@ -51,6 +54,14 @@ pub(super) async fn verify_snapshot(
     let online = progress(state);
     online.replayed_through = online.replayed_through.max(through);
     online.verified_through = through;
+    for keys in context
+        .recheck
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter_mut()
+    {
+        keys.clear();
+    }
     let mut all = true;
     for (index, (target, (rows, checksum))) in context.targets.iter().zip(sources).enumerate() {
         let (rows_seen, seen) = count_and_checksum(
@@ -101,17 +112,36 @@ async fn checksum_in(shard: &Arc<dyn DataClient>, tx: &str, target: &Target) -> 
     Ok((rows_seen, checksum))
 }
 
-/// Step 2, in the cutover: the rows of every key changed after the snapshot compared on both
-/// sides, and both sides' moving rows counted. True when everything matches.
-pub(super) async fn verify_delta(state: &mut MigrationResult, context: &Context) -> Result<bool> {
+/// Between the snapshot and the cutover, after a catch-up round: the rows of the keys changed
+/// since the last comparison (`verified_through`, up to the position replay reached) and of the
+/// keys that differed last time are compared on both sides, and `verified_through` moves up.
+/// A key still written meanwhile may differ; it is kept in `context`'s recheck list and
+/// compared again in the cutover, when nothing writes it.
+pub(super) async fn verify_caught_up(state: &mut MigrationResult, context: &Context) -> Result<()> {
+    let (from, through) = {
+        let online = progress(state);
+        (online.verified_through, online.replayed_through)
+    };
+    let keys = changed_keys(state, context, from, through).await?;
+    let differing = compare_keys(context, &keys).await?;
+    *context
+        .recheck
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = differing;
+    progress(state).verified_through = through;
+    Ok(())
+}
+
+/// The keys changed in `(from, through]`, per item, with those left to recheck.
+async fn changed_keys(state: &MigrationResult, context: &Context, from: i64, through: i64) -> Result<Vec<Vec<Value>>> {
     let mut changes = Vec::new();
-    let mut after = progress(state).verified_through;
+    let mut after = from;
     loop {
         let read = capture::changes_after(
             &context.source,
             None,
             &state.migration_id,
-            (after, i64::MAX),
+            (after, through),
             CHANGES_PER_READ,
         )
         .await?;
@@ -125,27 +155,64 @@ pub(super) async fn verify_delta(state: &mut MigrationResult, context: &Context)
             break;
         }
     }
-    let keys = capture::keys_by_item(&changes, context.targets.len());
-    let mut all = true;
-    for (index, (target, keys)) in context.targets.iter().zip(&keys).enumerate() {
-        let (source_rows, destination_rows) =
-            tokio::try_join!(count(&context.source, target), count(&context.destination, target))?;
+    let mut keys = capture::keys_by_item(&changes, context.targets.len());
+    let recheck = context
+        .recheck
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    for (keys, more) in keys.iter_mut().zip(recheck) {
+        for key in more {
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+    }
+    Ok(keys)
+}
+
+/// The keys (per item) whose moving rows differ between source and destination now.
+async fn compare_keys(context: &Context, keys: &[Vec<Value>]) -> Result<Vec<Vec<Value>>> {
+    let mut differing = Vec::new();
+    for (target, keys) in context.targets.iter().zip(keys) {
         let (source, destination) = tokio::try_join!(
             capture::rows_for_keys(&context.source, None, target, keys),
             capture::rows_for_keys(&context.destination, None, target, keys)
         )?;
+        let row_of =
+            |rows: &[Vec<Value>], key: &Value| rows.iter().find(|row| row.get(target.key_index) == Some(key)).cloned();
+        differing.push(
+            keys.iter()
+                .filter(|key| row_of(&source, key) != row_of(&destination, key))
+                .cloned()
+                .collect(),
+        );
+    }
+    Ok(differing)
+}
+
+/// Step 2, in the cutover: the rows of every key changed after the last comparison (and of
+/// those that differed then) compared on both sides, and both sides' moving rows counted. True
+/// when everything matches.
+pub(super) async fn verify_delta(state: &mut MigrationResult, context: &Context) -> Result<bool> {
+    let from = progress(state).verified_through;
+    let keys = changed_keys(state, context, from, i64::MAX).await?;
+    let differing = compare_keys(context, &keys).await?;
+    let mut all = true;
+    for (index, (target, differing)) in context.targets.iter().zip(&differing).enumerate() {
+        let (source_rows, destination_rows) =
+            tokio::try_join!(count(&context.source, target), count(&context.destination, target))?;
         let receipt = &mut state.receipts[index];
         receipt.source_rows = source_rows;
         receipt.destination_rows = Some(destination_rows);
-        let same_rows = source == destination;
-        receipt.verified &= source_rows == destination_rows && same_rows;
+        receipt.verified &= source_rows == destination_rows && differing.is_empty();
         if !receipt.verified && receipt.error.is_none() {
-            receipt.error = Some(if same_rows {
+            receipt.error = Some(if differing.is_empty() {
                 format!("the destination holds {destination_rows} moving rows, the source {source_rows}")
             } else {
                 format!(
-                    "of the {} keys changed after the snapshot, the destination's rows differ from the source's",
-                    keys.len()
+                    "the destination's rows of {} keys changed after the snapshot differ from the source's",
+                    differing.len()
                 )
             });
         }

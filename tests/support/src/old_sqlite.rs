@@ -69,3 +69,16 @@ pub fn shardlite_fence_objects(file: &Path) -> Vec<String> {
     .map(str::to_owned)
     .collect()
 }
+
+/// The change-capture triggers and change table left in `file`, as the old SQLite sees them.
+pub fn shardlite_capture_objects(file: &Path) -> Vec<String> {
+    run(
+        file,
+        "SELECT type || ' ' || name FROM sqlite_master WHERE name LIKE '\\_shardlite\\_captur%' ESCAPE '\\'
+         ORDER BY name",
+    )
+    .expect("old sqlite3 reads sqlite_master")
+    .lines()
+    .map(str::to_owned)
+    .collect()
+}
