@@ -202,7 +202,12 @@ async fn an_online_move_under_steady_rest_writes_loses_nothing_and_refuses_write
     let model: Model = Arc::new(Mutex::new(
         (1..=rows).map(|n| (format!("{key}-{n:08}"), Some(n))).collect(),
     ));
-    let daemon = Arc::new(start_daemon_on(&master, ServerConfig::default()).await);
+    // The move of the larger row counts runs past the default request time limit.
+    let config = ServerConfig {
+        request_timeout: Some(Duration::from_secs(600)),
+        ..ServerConfig::default()
+    };
+    let daemon = Arc::new(start_daemon_on(&master, config).await);
     let stop = Arc::new(AtomicBool::new(false));
     let stretches = Arc::new(Mutex::new(Vec::new()));
     let writers: Vec<_> = (0..WRITERS)
@@ -221,7 +226,9 @@ async fn an_online_move_under_steady_rest_writes_loses_nothing_and_refuses_write
     let reading = tokio::spawn(reader(Arc::clone(&daemon), key.clone(), Arc::clone(&stop)));
     tokio::time::sleep(Duration::from_millis(300)).await;
 
-    let http = HttpClient::new(RemoteOptions::new(&daemon.base_url)).unwrap();
+    // The daemon answers when the move ends: minutes for the larger row counts in a debug build.
+    let http =
+        HttpClient::new(RemoteOptions::new(&daemon.base_url).with_request_timeout(Duration::from_secs(600))).unwrap();
     let started = Instant::now();
     let result = http
         .migrate_exact_route_key(&key_request(&key, &destination, 500))
