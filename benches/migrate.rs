@@ -1,4 +1,5 @@
-//! Migration throughput and memory: copy plus verify of one route key, against SQLite's own
+//! Migration throughput and memory: copy plus verify of one route key (fenced, and online with
+//! writes going on), against SQLite's own
 //! `INSERT INTO dest.items SELECT * FROM items WHERE tenant = ?` across `ATTACH` on the same
 //! files, in the same run; and the process's peak resident memory while the migration runs.
 //!
@@ -10,6 +11,13 @@
 //! Each row count runs in a child process of its own, so one size's memory does not hide
 //! another's. `SHARDLITE_BENCH_ROWS` (comma-separated) overrides the sizes, default
 //! `100000,1000000`; `SHARDLITE_BENCH_PAGE` the page size, default 2000.
+//!
+//! Each size runs twice: `offline` (the moving key fenced for the whole copy, nothing else
+//! writing) and `online` (the default mode), with a writer of its own connection (as another
+//! process would be) updating and inserting rows of the moving key about 500 times a second
+//! throughout, retrying what the cutover refuses. The online run activates the new map, so its
+//! time includes the catch-up and the cutover; `cutover` is how long writes were refused.
+//! `SHARDLITE_BENCH_MODES` picks the modes (default `offline,online`).
 //!
 //! ```text
 //! cargo bench --bench migrate
@@ -32,20 +40,43 @@ const KEY: &str = "big-tenant";
 fn main() {
     if let Some(rows) = std::env::args().find_map(|arg| arg.strip_prefix("--child-rows=").map(str::to_owned)) {
         let rows: i64 = rows.parse().expect("row count");
-        child(rows);
+        child(rows, std::env::args().any(|arg| arg == "--online"));
         return;
     }
     let sizes = std::env::var("SHARDLITE_BENCH_ROWS").unwrap_or_else(|_| "100000,1000000".to_owned());
+    let modes = std::env::var("SHARDLITE_BENCH_MODES").unwrap_or_else(|_| "offline,online".to_owned());
     let exe = std::env::current_exe().expect("bench binary");
     println!(
-        "{:>9} {:>14} {:>14} {:>8} {:>10} {:>16} {:>16}",
-        "rows", "migrate rows/s", "attach rows/s", "ratio", "copy share", "peak RSS (MiB)", "growth (MiB)"
+        "{:>9} {:>8} {:>14} {:>14} {:>8} {:>10} {:>16} {:>16} {:>8} {:>12}",
+        "rows",
+        "mode",
+        "migrate rows/s",
+        "attach rows/s",
+        "ratio",
+        "copy share",
+        "peak RSS (MiB)",
+        "growth (MiB)",
+        "writes",
+        "cutover (ms)"
     );
-    for size in sizes.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let output = Command::new(&exe)
-            .arg(format!("--child-rows={size}"))
-            .output()
-            .expect("run the measuring child");
+    let runs = sizes
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .flat_map(|size| {
+            modes
+                .split(',')
+                .map(str::trim)
+                .filter(|m| !m.is_empty())
+                .map(move |mode| (size, mode))
+        });
+    for (size, mode) in runs {
+        let mut command = Command::new(&exe);
+        command.arg(format!("--child-rows={size}"));
+        if mode == "online" {
+            command.arg("--online");
+        }
+        let output = command.output().expect("run the measuring child");
         let text = String::from_utf8_lossy(&output.stdout);
         let Some(line) = text.lines().find(|l| l.starts_with("RESULT ")) else {
             panic!(
@@ -63,14 +94,17 @@ fn main() {
         let migrate = rows / field("migrate_s");
         let attach = rows / field("attach_s");
         println!(
-            "{:>9} {:>14.0} {:>14.0} {:>7.2}x {:>9.0}% {:>16.1} {:>16.1}",
+            "{:>9} {:>8} {:>14.0} {:>14.0} {:>7.2}x {:>9.0}% {:>16.1} {:>16.1} {:>8.0} {:>12.0}",
             rows,
+            mode,
             migrate,
             attach,
             migrate / attach,
             100.0 * field("copy_s") / field("migrate_s"),
             field("peak_kb") / 1024.0,
-            (field("peak_kb") - field("before_kb")) / 1024.0
+            (field("peak_kb") - field("before_kb")) / 1024.0,
+            field("writes"),
+            field("cutover_ms")
         );
     }
 }
@@ -153,7 +187,41 @@ fn attach_copy(dir: &Path) -> Duration {
     elapsed
 }
 
-fn child(rows: i64) {
+/// Writes rows of the moving key through a connection of its own, about 500 a second, until
+/// `done`: updates of existing rows and inserts of new ones, each retried until it lands (the
+/// cutover refuses them for a moment). Returns the writes that landed.
+fn write_steadily(source: &Path, rows: i64, done: &AtomicBool) -> u64 {
+    let conn = rusqlite::Connection::open(source).expect("writer connection");
+    conn.busy_timeout(Duration::from_secs(5)).expect("busy timeout");
+    let mut landed = 0u64;
+    let mut next_id = rows + 2;
+    let mut step = 0i64;
+    while !done.load(Ordering::Relaxed) {
+        step += 1;
+        let outcome = if step % 2 == 0 {
+            conn.execute("UPDATE items SET n = n + 1 WHERE id = ?1", [1 + (step * 7919) % rows])
+        } else {
+            conn.execute(
+                "INSERT INTO items (id, tenant, n) VALUES (?1, ?2, 0)",
+                rusqlite::params![next_id, KEY],
+            )
+        };
+        match outcome {
+            Ok(_) => {
+                landed += 1;
+                if step % 2 == 1 {
+                    next_id += 1;
+                }
+            }
+            // Refused by the cutover's fence (or busy): the same write again shortly.
+            Err(_) => step -= 1,
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    landed
+}
+
+fn child(rows: i64, online: bool) {
     let dir = tempfile::tempdir().expect("temp dir");
     let master = prepare(dir.path(), rows);
     let attach = attach_copy(dir.path());
@@ -180,12 +248,19 @@ fn child(rows: i64) {
             }
         })
     };
+    let writing = Arc::new(AtomicBool::new(false));
+    let writer = online.then(|| {
+        let (writing, source) = (Arc::clone(&writing), dir.path().join("source.db"));
+        std::thread::spawn(move || write_steadily(&source, rows, &writing))
+    });
     let started = Instant::now();
     let copied_at = Arc::new(std::sync::Mutex::new(started));
     let observer = {
         let copied_at = Arc::clone(&copied_at);
-        move |_: &shardlite::reshard::CopyProgress| {
-            *copied_at.lock().expect("copy clock") = Instant::now();
+        move |progress: &shardlite::reshard::CopyProgress| {
+            if !progress.item.is_empty() {
+                *copied_at.lock().expect("copy clock") = Instant::now();
+            }
         }
     };
     let result = runtime
@@ -208,7 +283,8 @@ fn child(rows: i64) {
                     migration_id: None,
                     expected_current_map_version: None,
                     dry_run: false,
-                    activate: false,
+                    online,
+                    activate: online,
                     delete_source: false,
                     operator: None,
                     comment: None,
@@ -217,12 +293,25 @@ fn child(rows: i64) {
         .expect("migration");
     let migrate = started.elapsed();
     let copy = copied_at.lock().expect("copy clock").duration_since(started);
+    writing.store(true, Ordering::Relaxed);
+    let writes = writer.map_or(0, |writer| writer.join().expect("writer"));
     done.store(true, Ordering::Relaxed);
     sampler.join().expect("sampler");
-    assert_eq!(result.status, MigrationStatus::PendingActivation, "{result:#?}");
-    assert_eq!(result.receipts[0].source_rows, u64::try_from(rows).expect("rows"));
+    if online {
+        assert_eq!(result.status, MigrationStatus::Activated, "{result:#?}");
+        assert!(result.receipts[0].source_rows >= u64::try_from(rows).expect("rows"));
+    } else {
+        assert_eq!(result.status, MigrationStatus::PendingActivation, "{result:#?}");
+        assert_eq!(result.receipts[0].source_rows, u64::try_from(rows).expect("rows"));
+    }
+    let cutover = result
+        .online
+        .as_ref()
+        .and_then(|o| o.cutover_ms)
+        .map_or(f64::NAN, |ms| ms as f64);
     println!(
-        "RESULT rows={rows} migrate_s={} copy_s={} attach_s={} before_kb={before} peak_kb={}",
+        "RESULT rows={rows} migrate_s={} copy_s={} attach_s={} before_kb={before} peak_kb={} writes={writes} \
+         cutover_ms={cutover}",
         migrate.as_secs_f64(),
         copy.as_secs_f64(),
         attach.as_secs_f64(),

@@ -1,8 +1,13 @@
-//! Crash safety: a migration run in a child process is killed with SIGKILL at random points,
-//! ten times, each time followed by `resume` in a new child; a last resume finishes it. The
+//! Crash safety: a migration run in a child process (fenced for the whole copy) is killed with
+//! SIGKILL at random points, ten times, each time followed by `resume` in a new child; a last
+//! resume finishes it. The
 //! destination ends identical to the source as it was, nothing is left on the source, the
 //! catalog holds the new map, no fence is left in force, and no row was written twice (pages
 //! committed before a kill are not copied again).
+//!
+//! An online migration is killed with SIGKILL in each of its phases (copy, catch-up, cutover
+//! before and after activation), with writes of the moving key made while its runner is dead,
+//! then resumed: the destination is an exact copy and no fence or capture is left behind.
 //!
 //! Resume from the destination's own record of the pages it committed is also tested without
 //! a kill, with the catalog as far behind as a crash can leave it.
@@ -30,25 +35,56 @@ const CHILD_MASTER: &str = "SHARDLITE_TEST_MIGRATION_MASTER";
 const CHILD_KEY: &str = "SHARDLITE_TEST_MIGRATION_KEY";
 const MIGRATION_ID: &str = "crash-test";
 
-/// Starts the migration, or resumes it when it already has a checkpoint.
-async fn start_or_resume(master: &Path, key: &str) -> shardlite::data::MigrationResult {
-    let sharded = ShardedClient::open(master).await.unwrap();
-    let migrator = Migrator::new(sharded.clone());
+const CHILD_STOP_AT: &str = "SHARDLITE_TEST_MIGRATION_STOP_AT";
+const CHILD_ONLINE: &str = "SHARDLITE_TEST_MIGRATION_ONLINE";
+
+/// Starts the migration (online or fenced for the whole copy), or resumes it when it already
+/// has a checkpoint.
+async fn start_or_resume(
+    master: &Path,
+    key: &str,
+    migrator: Migrator,
+    online: bool,
+) -> shardlite::data::MigrationResult {
     if migrator.status(MIGRATION_ID).await.unwrap().is_some() {
         return migrator.resume(MIGRATION_ID, ResumeRequest::default()).await.unwrap();
     }
+    let sharded = ShardedClient::open(master).await.unwrap();
     let mut request = key_request(key, other(&owner(&sharded, key)), 200);
     request.migration_id = Some(MIGRATION_ID.into());
+    request.online = online;
     migrator.migrate_key(request).await.unwrap()
 }
 
+/// Opens `master` and starts or resumes the migration there.
+async fn run_migration(master: &Path, key: &str, online: bool) -> shardlite::data::MigrationResult {
+    let migrator = Migrator::new(ShardedClient::open(master).await.unwrap());
+    start_or_resume(master, key, migrator, online).await
+}
+
 /// The child: runs (or resumes) the migration when the parent asks for it; otherwise a no-op.
+/// Asked to stop at a phase, it says so on stdout when the migration reaches it and waits
+/// there for the parent's SIGKILL.
 #[tokio::test]
 async fn crash_child() {
     let (Ok(master), Ok(key)) = (std::env::var(CHILD_MASTER), std::env::var(CHILD_KEY)) else {
         return;
     };
-    start_or_resume(Path::new(&master), &key).await;
+    let online = std::env::var(CHILD_ONLINE).is_ok_and(|v| v == "1");
+    let mut migrator = Migrator::new(ShardedClient::open(&master).await.unwrap());
+    if let Ok(stop_at) = std::env::var(CHILD_STOP_AT) {
+        migrator = migrator.with_observer(move |progress| {
+            if progress.phase.starts_with(&stop_at) {
+                use std::io::Write;
+                println!("\nreached {}", progress.phase);
+                std::io::stdout().flush().unwrap();
+                loop {
+                    std::thread::sleep(Duration::from_secs(60));
+                }
+            }
+        });
+    }
+    start_or_resume(Path::new(&master), &key, migrator, online).await;
 }
 
 /// A small deterministic generator, seeded from the clock and printed, so a failing run can
@@ -98,6 +134,7 @@ async fn a_migration_killed_ten_times_resumes_to_an_exact_copy() {
             .args(["--exact", "crash_child", "--nocapture", "--test-threads", "1"])
             .env(CHILD_MASTER, &master)
             .env(CHILD_KEY, key)
+            .env(CHILD_ONLINE, "0")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -144,11 +181,11 @@ async fn a_migration_killed_ten_times_resumes_to_an_exact_copy() {
         "no kill landed in the middle of the copy: {phases:?}"
     );
 
-    let result = start_or_resume(&master, key).await;
+    let result = run_migration(&master, key, false).await;
     assert_eq!(result.status, MigrationStatus::Activated, "{result:#?}");
     assert!(result.receipts.iter().all(|r| r.verified));
     // A second resume changes nothing.
-    let again = start_or_resume(&master, key).await;
+    let again = run_migration(&master, key, false).await;
     assert_eq!(again.status, MigrationStatus::Activated);
 
     let sharded = ShardedClient::open(&master).await.unwrap();
@@ -202,6 +239,126 @@ async fn a_migration_killed_ten_times_resumes_to_an_exact_copy() {
             "INSERT INTO items (id, tenant, n) VALUES ('plain', 'another-tenant', 1)",
         )
         .expect("a row that did not move");
+    }
+}
+
+/// Change-capture objects (triggers and the change table) in `file`, as the old SQLite sees them.
+fn capture_objects(file: &Path) -> Vec<String> {
+    old_sqlite::run(
+        file,
+        "SELECT type || ' ' || name FROM sqlite_master WHERE name LIKE '\\_shardlite\\_captur%' ESCAPE '\\'",
+    )
+    .expect("old sqlite3 reads sqlite_master")
+    .lines()
+    .map(str::to_owned)
+    .collect()
+}
+
+/// Runs the online migration in a child until it reaches `phase`, then kills it with SIGKILL.
+fn kill_at(master: &Path, key: &str, phase: &str) {
+    use std::io::BufRead;
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "crash_child", "--nocapture", "--test-threads", "1"])
+        .env(CHILD_MASTER, master)
+        .env(CHILD_KEY, key)
+        .env(CHILD_ONLINE, "1")
+        .env(CHILD_STOP_AT, phase)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let reached = stdout
+        .lines()
+        .map_while(Result::ok)
+        .any(|line| line.contains("reached "));
+    child.kill().ok(); // SIGKILL
+    child.wait().unwrap();
+    assert!(reached, "the migration never reached phase {phase}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_online_migration_killed_in_each_phase_resumes_to_an_exact_copy() {
+    old_sqlite::version();
+    for phase in ["copying", "catching-up", "cutover", "activated"] {
+        let dir = temp_dir();
+        let master = migration_master(dir.path()).await;
+        let key = "online-crash";
+        let (source, destination) = {
+            let sharded = ShardedClient::open(&master).await.unwrap();
+            fill(&sharded, key, 1, 4000).await;
+            let source = owner(&sharded, key);
+            (source.clone(), other(&source).to_owned())
+        };
+        let source_file = dir.path().join(format!("{source}.db"));
+        // A row of another key, which a write will move into the moving key.
+        old_sqlite::run(
+            &source_file,
+            "INSERT INTO items (id, tenant, n, amount, data) VALUES ('outsider', 'another-tenant', 7, 0.5, x'01')",
+        )
+        .unwrap();
+        kill_at(&master, key, phase);
+
+        // While the runner is dead, a process of its own (the old SQLite: no shardlite in it)
+        // reads every table and writes through the capture (and fence) triggers.
+        old_sqlite::read_every_table(&source_file);
+        old_sqlite::run(
+            &source_file,
+            "INSERT INTO items (id, tenant, n) VALUES ('plain', 'another-tenant', 1)",
+        )
+        .expect("a row that does not move");
+        let moving_writes =
+            "INSERT INTO items (id, tenant, n, amount, data) VALUES ('late', 'online-crash', 1, 2.5, x'');
+             UPDATE items SET n = -2 WHERE id = 'online-crash-00000002';
+             DELETE FROM items WHERE id = 'online-crash-00000003';
+             UPDATE items SET tenant = 'another-tenant' WHERE id = 'online-crash-00000004';
+             UPDATE items SET tenant = 'online-crash' WHERE id = 'outsider';
+             UPDATE items SET id = 'online-crash-renamed' WHERE id = 'online-crash-00003999';";
+        match phase {
+            "copying" | "catching-up" => {
+                assert!(!capture_objects(&source_file).is_empty(), "{phase}: no capture");
+                old_sqlite::run(&source_file, moving_writes).expect("writes of the moving key go on");
+            }
+            "cutover" => {
+                let refused = old_sqlite::run(&source_file, moving_writes).unwrap_err();
+                assert!(refused.contains("route_fenced"), "{refused}");
+            }
+            _ => {}
+        }
+        let sharded = ShardedClient::open(&master).await.unwrap();
+        let expected = items_on(&sharded, &source, key).await;
+
+        let result = run_migration(&master, key, true).await;
+        assert_eq!(result.status, MigrationStatus::Activated, "{phase}: {result:#?}");
+        assert!(result.receipts.iter().all(|r| r.verified), "{phase}");
+        println!("killed in {phase}, then resumed: {:?}", result.online);
+        assert_eq!(
+            items_on(&sharded, &destination, key).await,
+            expected,
+            "{phase}: the copy differs from the source"
+        );
+        if matches!(phase, "copying" | "catching-up") {
+            assert_eq!(expected.0, 4000, "{phase}: one row in, one deleted, one out, one in");
+            assert!(expected.1.contains("outsider:7") && expected.1.contains("online-crash-renamed:3999"));
+        }
+        assert_eq!(
+            items_on(&sharded, &source, key).await.0,
+            0,
+            "{phase}: rows left on the source"
+        );
+        for file in [&source_file, &dir.path().join(format!("{destination}.db"))] {
+            assert!(capture_objects(file).is_empty(), "{phase}: {:?}", capture_objects(file));
+        }
+        assert!(
+            fences_on(&sharded.for_shard_id(&destination).unwrap())
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            fences_on(&sharded.for_shard_id(&source).unwrap()).await.unwrap(),
+            vec![(MIGRATION_ID.to_owned(), "moved".to_owned())]
+        );
     }
 }
 

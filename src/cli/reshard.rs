@@ -73,6 +73,10 @@ pub struct CommonArgs {
     /// Delete the moved rows from the source once the new map is active (needs --activate).
     #[arg(long)]
     delete_source: bool,
+    /// Fence the moving keys for the whole copy instead of copying while writes go on and
+    /// fencing only for a short cutover.
+    #[arg(long)]
+    offline: bool,
     /// The active map version you saw; refused if it changed.
     #[arg(long)]
     expected_version: Option<u64>,
@@ -189,6 +193,7 @@ pub async fn run(command: &MigrateCommand) -> Result<()> {
                 migration_id: common.id.clone(),
                 expected_current_map_version: common.expected_version,
                 dry_run: common.dry_run,
+                online: !common.offline,
                 activate: common.activate,
                 delete_source: common.delete_source,
                 operator: common.operator.clone(),
@@ -217,6 +222,7 @@ pub async fn run(command: &MigrateCommand) -> Result<()> {
                 migration_id: common.id.clone(),
                 expected_current_map_version: common.expected_version,
                 dry_run: common.dry_run,
+                online: !common.offline,
                 activate: common.activate,
                 delete_source: common.delete_source,
                 operator: common.operator.clone(),
@@ -304,6 +310,16 @@ fn progress_display() -> impl Fn(&CopyProgress) + Send + Sync + 'static {
         .unwrap_or_else(|_| ProgressStyle::default_bar());
     let state = Arc::new(state);
     move |progress: &CopyProgress| {
+        if progress.item.is_empty() {
+            // A phase change of an online migration: capture, catch-up, cutover, activation.
+            let line = phase_line(progress);
+            if terminal {
+                let _ = bars.println(line);
+            } else {
+                eprintln!("{line}");
+            }
+            return;
+        }
         let mut items = state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let done = progress.rows >= progress.estimated_rows;
         if terminal {
@@ -333,6 +349,18 @@ fn progress_display() -> impl Fn(&CopyProgress) + Send + Sync + 'static {
     }
 }
 
+/// One line for a phase change: `migration m: catching-up (120 changes to replay)`.
+fn phase_line(progress: &CopyProgress) -> String {
+    let mut line = format!("migration {}: {}", progress.migration_id, progress.phase);
+    if progress.remaining_changes > 0 {
+        line.push_str(&format!(" ({} changes to replay)", progress.remaining_changes));
+    }
+    if let Some(ms) = progress.cutover_ms {
+        line.push_str(&format!(" (cutover: writes of the moving keys refused for {ms} ms)"));
+    }
+    line
+}
+
 /// Whether a run ended in a way a script must notice: rejected, or needing an operator.
 fn failed(result: &MigrationResult) -> bool {
     result.status == MigrationStatus::Rejected || result.requires_operator_recovery
@@ -358,6 +386,21 @@ fn report(result: &MigrationResult, json: bool) -> Result<()> {
             "{what} in '{}': {} -> {}",
             spec.keyspace, spec.source_shard_id, spec.destination_shard_id
         );
+        match &result.online {
+            Some(online) => println!(
+                "online: {} captured changes replayed in {} catch-up rounds, {} remaining; cutover {}",
+                online.changes_applied,
+                online.catch_up_rounds,
+                online.remaining_changes,
+                online
+                    .cutover_ms
+                    .map_or_else(|| "not yet".to_owned(), |ms| format!("{ms} ms"))
+            ),
+            None if result.status != MigrationStatus::Planned && !spec.online => {
+                println!("offline: the moving keys were fenced for the whole copy");
+            }
+            None => {}
+        }
         if let Some(plan) = &result.plan
             && result.status == MigrationStatus::Planned
         {

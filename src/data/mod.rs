@@ -35,8 +35,8 @@ pub use records::{
 };
 pub use reshard::{
     BucketMigrationRequest, CollectionManifest, KeyMigrationRequest, MigrationAdmin, MigrationKind, MigrationManifest,
-    MigrationPlan, MigrationReceipt, MigrationResult, MigrationSpec, MigrationStatus, PlannedItem, ResumeRequest,
-    TableManifest,
+    MigrationPlan, MigrationReceipt, MigrationResult, MigrationSpec, MigrationStatus, OnlineProgress, PlannedItem,
+    ResumeRequest, TableManifest,
 };
 pub use row::{FromValue, RowRef, ValueRef};
 pub(crate) use row::{every_row, first_row};

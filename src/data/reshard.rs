@@ -82,6 +82,10 @@ pub struct KeyMigrationRequest {
     /// Only plan: estimated rows, index use and the map diff. Changes nothing.
     #[serde(default)]
     pub dry_run: bool,
+    /// Copy while writes go on and fence only for a short cutover (the default); `false` fences
+    /// the moving keys for the whole copy, as the offline mode does.
+    #[serde(default = "online_by_default")]
+    pub online: bool,
     /// Activate the new map once the data is verified (otherwise it stays pending).
     #[serde(default)]
     pub activate: bool,
@@ -123,6 +127,10 @@ pub struct BucketMigrationRequest {
     /// Only plan: estimated rows, index use and the map diff. Changes nothing.
     #[serde(default)]
     pub dry_run: bool,
+    /// Copy while writes go on and fence only for a short cutover (the default); `false` fences
+    /// the moving keys for the whole copy, as the offline mode does.
+    #[serde(default = "online_by_default")]
+    pub online: bool,
     /// Activate the new map once the data is verified (otherwise it stays pending).
     #[serde(default)]
     pub activate: bool,
@@ -135,6 +143,11 @@ pub struct BucketMigrationRequest {
     /// Why, for the history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
+}
+
+/// Migrations requested without `online` run online.
+fn online_by_default() -> bool {
+    true
 }
 
 /// Which kind of migration.
@@ -296,6 +309,10 @@ pub struct MigrationSpec {
     pub activate: bool,
     /// Delete the source rows once the new map is active.
     pub delete_source: bool,
+    /// Whether it copies while writes go on, fencing only for the cutover. Migrations recorded
+    /// by releases before online moves have none, and ran fenced.
+    #[serde(default)]
+    pub online: bool,
     /// Who runs it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operator: Option<String>,
@@ -314,7 +331,8 @@ pub struct MigrationResult {
     pub migration_id: String,
     /// Where it stands.
     pub status: MigrationStatus,
-    /// The last phase reached: `validated`, `fenced`, `copying`, `verified`, `pending-map-written`,
+    /// The last phase reached: `validated`, `fenced` (offline) or `capturing` (online),
+    /// `copying`, `catching-up` and `cutover` (online), `verified`, `pending-map-written`,
     /// `activated`, `source-deleted`, or the terminal status.
     pub phase: String,
     /// A sentence for people.
@@ -347,6 +365,45 @@ pub struct MigrationResult {
     /// When it ended, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_utc: Option<String>,
+    /// How an online migration's change capture and cutover went (absent for offline ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub online: Option<OnlineProgress>,
+}
+
+/// The change capture and cutover of an online migration: where replay stands, how much is
+/// left, and how long writes of the moving keys were refused.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct OnlineProgress {
+    /// Whether the capture triggers and change table are installed on the source.
+    #[serde(default)]
+    pub capturing: bool,
+    /// The sequence number of the last captured change applied to the destination: replay
+    /// resumes after it.
+    #[serde(default)]
+    pub replayed_through: i64,
+    /// The position up to which the destination was compared with a consistent snapshot of
+    /// the source (every row counted and checksummed); the cutover compares only the rows
+    /// changed after it.
+    #[serde(default)]
+    pub verified_through: i64,
+    /// Captured changes applied to the destination so far (a row changed twice counts twice).
+    #[serde(default)]
+    pub changes_applied: u64,
+    /// Captured changes not yet applied, as last counted.
+    #[serde(default)]
+    pub remaining_changes: u64,
+    /// Catch-up rounds run so far (each applies what was captured since the last).
+    #[serde(default)]
+    pub catch_up_rounds: u32,
+    /// When the cutover fenced the moving keys (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cutover_started_utc: Option<String>,
+    /// How long writes of the moving keys were refused: from the fence to activation, in
+    /// milliseconds (measured by the run that activated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cutover_ms: Option<u64>,
 }
 
 impl MigrationResult {

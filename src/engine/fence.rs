@@ -159,17 +159,7 @@ impl FencedTarget {
     /// has a fenced route value. The fence's row is read again, so a fence opened inside a
     /// transaction (to delete moved rows) lets that transaction through.
     fn check_statement(&self, alias: &str) -> String {
-        let (value, scope) = if self.collection.is_empty() {
-            (format!("{alias}.{}", quote_ident(&self.route_column)), String::new())
-        } else {
-            (
-                format!(
-                    "json_extract({alias}.document, {})",
-                    sql_literal(&property_path(&self.route_column))
-                ),
-                format!(" AND {alias}.collection = {}", sql_literal(&self.collection)),
-            )
-        };
+        let (value, scope) = row_route(alias, &self.route_column, &self.collection);
         let matches = match self.route {
             FencedRoute::Key(_) => format!("f.route_key = {value}"),
             FencedRoute::Buckets { .. } => format!(
@@ -184,6 +174,23 @@ impl FencedTarget {
              AND f.state IN ('fenced', 'moved'){scope} AND {matches}; ",
             message = self.message_literal(),
             id = sql_literal(&self.migration_id),
+        )
+    }
+}
+
+/// The route value of the row `alias` (`NEW` or `OLD`) in a trigger of a manifest item, and
+/// the clause (`""` for a table, else ` AND alias.collection = '...'`) that scopes the row to
+/// its collection: how fences and change capture both recognise a moving row.
+pub(crate) fn row_route(alias: &str, route_column: &str, collection: &str) -> (String, String) {
+    if collection.is_empty() {
+        (format!("{alias}.{}", quote_ident(route_column)), String::new())
+    } else {
+        (
+            format!(
+                "json_extract({alias}.document, {})",
+                sql_literal(&property_path(route_column))
+            ),
+            format!(" AND {alias}.collection = {}", sql_literal(collection)),
         )
     }
 }

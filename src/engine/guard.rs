@@ -29,7 +29,8 @@
 //!   migration writes them through the data interface inside a *maintenance* transaction
 //!   ([`Scope::Maintenance`]), an operator capability asked for explicitly when the transaction
 //!   begins. Either way only a top-level statement may write them, never a trigger or view a
-//!   client defined. Reading them is allowed: they hold what the collection, saved-query,
+//!   client defined, except shardlite's own change-capture triggers (see
+//!   [`capture`](super::capture)), which insert into the change table. Reading them is allowed: they hold what the collection, saved-query,
 //!   procedure and migration APIs show anyway.
 //!
 //! As a second line behind that refusal, a statement on a shared connection that names the temp
@@ -48,6 +49,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 
+use super::capture::{CAPTURE_TRIGGER_PREFIX, CHANGES_TABLE};
 use super::sqlite_error::sql_error;
 use super::store::INTERNAL_PREFIX;
 use crate::error::{Error, Result};
@@ -180,10 +182,13 @@ fn authorize(context: &AuthContext<'_>, scope: Scope, allow_attach: bool) -> Aut
             // client defined.
             // A plain VACUUM copies every table, internal ones included, through statements of
             // its own.
+            // The one exception: shardlite's own capture triggers (which no client can create)
+            // record changes in the change table.
             action
                 if !vacuum
                     && touches_internal(action)
-                    && !((scope == Scope::Maintenance || guard.internal.get()) && context.accessor.is_none()) =>
+                    && !((scope == Scope::Maintenance || guard.internal.get()) && context.accessor.is_none())
+                    && !captures_change(action, context.accessor) =>
             {
                 Some(Refusal::Internal)
             }
@@ -260,6 +265,17 @@ fn is_internal(name: &str) -> bool {
     name.as_bytes()
         .get(..INTERNAL_PREFIX.len())
         .is_some_and(|start| start.eq_ignore_ascii_case(INTERNAL_PREFIX.as_bytes()))
+}
+
+/// Whether `action` is one of shardlite's capture triggers (internal, so no client created it)
+/// recording a change in the change table.
+fn captures_change(action: AuthAction<'_>, accessor: Option<&str>) -> bool {
+    matches!(action, AuthAction::Insert { table_name } if table_name.eq_ignore_ascii_case(CHANGES_TABLE))
+        && accessor.is_some_and(|trigger| {
+            trigger
+                .get(..CAPTURE_TRIGGER_PREFIX.len())
+                .is_some_and(|start| start.eq_ignore_ascii_case(CAPTURE_TRIGGER_PREFIX))
+        })
 }
 
 /// Whether `action` writes an internal table, or creates, drops or alters an internal table or

@@ -15,6 +15,7 @@
 //! For migrations, `copy` copies and checksums pages between two files inside SQLite, and
 //! `checksum` is the canonical row encoding those checksums hash.
 
+pub(crate) mod capture;
 pub(crate) mod checksum;
 mod config;
 pub(crate) mod copy;

@@ -316,7 +316,14 @@ fn run_session(
     };
     let path = file.path.as_path();
     let conn = match open_session(path, config, scope).and_then(|conn| {
-        guard::trusted(|| conn.execute_batch("BEGIN")).map_err(sql_error)?;
+        // A maintenance transaction (a data migration's fence or capture) reads before it writes:
+        // holding the write lock from the start, it never meets a writer that committed in between.
+        let begin = if scope == guard::Scope::Maintenance {
+            "BEGIN IMMEDIATE"
+        } else {
+            "BEGIN"
+        };
+        guard::trusted(|| conn.execute_batch(begin)).map_err(sql_error)?;
         Ok(conn)
     }) {
         Ok(conn) => conn,

@@ -53,13 +53,13 @@ pub(super) fn targets_of(targets: &[Target], routes: &[String]) -> Vec<(String, 
 
 /// One maintenance transaction on a shard, through its data interface (in-process or remote
 /// alike): only such a transaction may write the fence tables and create their triggers.
-struct Tx<'a> {
+pub(super) struct Tx<'a> {
     client: &'a dyn DataClient,
     id: String,
 }
 
 impl<'a> Tx<'a> {
-    async fn begin(client: &'a dyn DataClient) -> Result<Self> {
+    pub(super) async fn begin(client: &'a dyn DataClient) -> Result<Self> {
         let info = client.begin_transaction_with(TransactionOptions::maintenance()).await?;
         Ok(Self {
             client,
@@ -67,11 +67,11 @@ impl<'a> Tx<'a> {
         })
     }
 
-    async fn run(&self, sql: &str, params: Params) -> Result<crate::data::SqlResult> {
+    pub(super) async fn run(&self, sql: &str, params: Params) -> Result<crate::data::SqlResult> {
         self.client.execute_in_transaction(&self.id, sql, params).await
     }
 
-    async fn finish<T>(self, outcome: Result<T>) -> Result<T> {
+    pub(super) async fn finish<T>(self, outcome: Result<T>) -> Result<T> {
         match outcome {
             Ok(value) => {
                 self.client.commit_transaction(&self.id).await?;
@@ -172,6 +172,21 @@ async fn install_in(tx: &Tx<'_>, fence: &Fence<'_>) -> Result<Option<String>> {
     }
     rebuild_triggers(tx).await?;
     Ok(None)
+}
+
+/// Another migration's fence (not yet moved) on the shard of `tx` that overlaps `fence`; none
+/// when the shard has no fence tables (which this does not create).
+pub(super) async fn conflicting_in(tx: &Tx<'_>, fence: &Fence<'_>) -> Result<Option<String>> {
+    let tables = tx
+        .run(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_shardlite_route_fences'",
+            Params::none(),
+        )
+        .await?;
+    if first_i64(&tables) == 0 {
+        return Ok(None);
+    }
+    conflicting(tx, fence).await
 }
 
 /// Another migration's fence (not yet moved) that overlaps `fence`.
@@ -391,7 +406,7 @@ async fn has_fence_tables(shard: &Arc<dyn DataClient>) -> Result<bool> {
     Ok(first_i64(&result) > 0)
 }
 
-fn first_i64(result: &crate::data::SqlResult) -> i64 {
+pub(super) fn first_i64(result: &crate::data::SqlResult) -> i64 {
     result
         .rows
         .first()

@@ -6,8 +6,22 @@
 //! `shardlite migrate` command and the JSON bodies keep that name. Schema migrations (sqlx
 //! migration folders applied to every shard) are [`schema`](crate::schema)'s.
 //!
-//! Phases: validate → fence → drain → copy → verify → write the pending map → activate (if
+//! Phases, online (the default): validate → capture → copy while writes go on → catch up
+//! (replay captured changes until the remaining delta is small) → verify against a snapshot →
+//! cutover (fence, drain, last delta, compare what changed since, write the pending map,
+//! activate if asked) → delete the source rows (if asked) → history. Offline (fenced for the
+//! whole copy): validate → fence → drain → copy → verify → write the pending map → activate (if
 //! asked) → delete the source rows (if asked, only once the new map is active) → history.
+//!
+//! - **Capture** (`capture.rs`, SQL in `engine::capture`): triggers in the source shard's file
+//!   record the primary key of every moving row any process inserts, updates or deletes, in an
+//!   internal change table. Replay writes each captured row back as the source holds it (or
+//!   deletes it on the destination when it no longer moves): idempotent, so the replay position
+//!   checkpointed in the catalog is a safe place to resume from. Installed in one write
+//!   transaction before the first page is copied; removed (triggers, changes, and the table once
+//!   empty) when the migration ends or is abandoned. Verification compares the destination with
+//!   a consistent read snapshot of the source before the cutover, and only the rows changed
+//!   since inside it (`run/settle.rs`), so the cutover stays short.
 //!
 //! - **Fence** ([`fences_on`], `fence.rs`): persisted in the source shard's file as rows and
 //!   triggers, so every process that writes to the shard refuses writes of the moving rows with
@@ -56,6 +70,7 @@
 //! writes them as the engine's own statements. Asking for maintenance is an operator capability,
 //! which SPEC section 17's scoped API keys reserve for `admin` keys.
 
+mod capture;
 mod fence;
 mod manifest;
 mod run;

@@ -4,6 +4,7 @@
 //! Identifiers from the manifest are always quoted; values are always bound.
 
 use crate::data::{MigrationSpec, Params, Value};
+use crate::engine::capture::{CapturedItem, CapturedRoute};
 use crate::engine::checksum::PageDigest;
 use crate::engine::copy::{COPY_SOURCE_SCHEMA, CopyRecord, PagedCopy, PagedQuery};
 use crate::engine::fence::BUCKET_FUNCTION;
@@ -71,6 +72,8 @@ pub(super) struct Target {
     selection: Selection,
     /// Rows per page.
     pub(super) page_size: usize,
+    /// The table, key and route as change capture names them (unquoted).
+    pub(super) captured: CapturedItem,
 }
 
 pub(super) use crate::engine::fence::property_path;
@@ -91,7 +94,14 @@ impl Target {
         let columns: Vec<String> = column_names.iter().map(|c| quote_ident(c)).collect();
         let key = columns[key_index].clone();
         let from = quote_ident(name);
+        let captured = CapturedItem {
+            table: name.to_owned(),
+            key_column: column_names[key_index].clone(),
+            route_column: route.clone(),
+            collection: String::new(),
+        };
         Some(Self {
+            captured,
             route_existing: format!("{from}.{}", quote_ident(route)),
             route_incoming: format!("excluded.{}", quote_ident(route)),
             name: name.to_owned(),
@@ -112,6 +122,12 @@ impl Target {
     pub(super) fn collection(name: &str, property: &str, selection: Selection, page_size: usize) -> Self {
         let path = sql_literal(&property_path(property));
         Self {
+            captured: CapturedItem {
+                table: COLLECTIONS_TABLE.to_owned(),
+                key_column: "key".to_owned(),
+                route_column: property.to_owned(),
+                collection: name.to_owned(),
+            },
             route_existing: format!("json_extract({COLLECTIONS_TABLE}.document, {path})"),
             route_incoming: format!("json_extract(excluded.document, {path})"),
             name: name.to_owned(),
@@ -295,6 +311,62 @@ impl Target {
                 self.route_existing,
                 self.route_incoming
             )
+        }
+    }
+
+    /// The moving rows among those whose key is one of `keys` (at most a page of them), as the
+    /// source holds them now: replay of captured changes reads them back.
+    pub(super) fn rows_for_keys(&self, keys: &[Value]) -> (String, Params) {
+        let (filter, params) = self.filter();
+        let (list, keys) = self.key_list(keys);
+        let sql = format!(
+            "SELECT {} FROM {} WHERE {filter} AND {} IN ({list}) ORDER BY {}",
+            self.columns.join(", "),
+            self.from,
+            self.key,
+            self.key
+        );
+        (
+            sql,
+            Params::named(params.into_iter().map(|(n, v)| (n.to_owned(), v)).chain(keys)),
+        )
+    }
+
+    /// Deletes the moving rows whose key is one of `keys` (rows of other route values with the
+    /// same key are left alone): replay clears them before writing the source's state back.
+    pub(super) fn delete_keys(&self, keys: &[Value]) -> (String, Params) {
+        let (filter, params) = self.filter();
+        let (list, keys) = self.key_list(keys);
+        let sql = format!("DELETE FROM {} WHERE {filter} AND {} IN ({list})", self.from, self.key);
+        (
+            sql,
+            Params::named(params.into_iter().map(|(n, v)| (n.to_owned(), v)).chain(keys)),
+        )
+    }
+
+    /// `:k0, :k1, ...` and their values.
+    fn key_list(&self, keys: &[Value]) -> (String, Vec<(String, Value)>) {
+        let names: Vec<String> = (0..keys.len()).map(|i| format!("k{i}")).collect();
+        let list = names.iter().map(|n| format!(":{n}")).collect::<Vec<_>>().join(", ");
+        (list, names.into_iter().zip(keys.iter().cloned()).collect())
+    }
+
+    /// How change capture recognises this item's moving rows.
+    pub(super) fn captured_route(&self) -> CapturedRoute {
+        match &self.selection {
+            Selection::Key(key) => CapturedRoute::Key(key.clone()),
+            Selection::Buckets {
+                keyspace,
+                bucket_count,
+                start,
+                end,
+                ..
+            } => CapturedRoute::Buckets {
+                keyspace: keyspace.clone(),
+                bucket_count: *bucket_count,
+                start: *start,
+                end: *end,
+            },
         }
     }
 

@@ -11,6 +11,7 @@ mod heat;
 mod hostile_sql;
 mod limits;
 mod metrics;
+mod migration_online;
 mod migration_remote;
 mod migration_stall;
 mod openapi_contract;

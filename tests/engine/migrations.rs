@@ -239,6 +239,7 @@ async fn rejections_name_the_problem_and_change_nothing() {
         migration_id: None,
         expected_current_map_version: None,
         dry_run: true,
+        online: true,
         activate: false,
         delete_source: false,
         operator: None,
@@ -273,10 +274,10 @@ async fn a_destination_changed_during_the_copy_fails_verification_and_keeps_the_
         }
     });
 
-    let result = migrator
-        .migrate_key(key_request(&moving, destination, 100))
-        .await
-        .unwrap();
+    // The fenced mode: the fence stands from the copy to the resume.
+    let mut request = key_request(&moving, destination, 100);
+    request.online = false;
+    let result = migrator.migrate_key(request).await.unwrap();
 
     assert_eq!(result.status, MigrationStatus::VerificationFailed, "{result:#?}");
     assert!(result.requires_operator_recovery);
@@ -391,6 +392,7 @@ async fn a_bucket_range_moves_and_leaves_pinned_keys_in_place() {
             migration_id: Some("move-bucket-0".into()),
             expected_current_map_version: Some(1),
             dry_run: false,
+            online: true,
             activate: true,
             delete_source: true,
             operator: None,
@@ -461,13 +463,50 @@ async fn abandoning_releases_the_fence_and_keeps_the_map() {
         .await
         .unwrap();
     let migrator = Migrator::new(sharded.clone());
-    let failed = migrator
+    let source_client = sharded.for_shard_id(&source).unwrap();
+    let captured = |client: std::sync::Arc<dyn DataClient>| async move {
+        client
+            .execute_read_only_sql(
+                "SELECT count(*) FROM sqlite_master WHERE name LIKE '\\_shardlite\\_captur%' ESCAPE '\\'",
+                Params::none(),
+            )
+            .await
+            .unwrap()
+            .rows[0][0]
+            .as_i64()
+            .unwrap()
+    };
+    // Online, verification against a snapshot fails before any fence: writes go on, the
+    // capture stays for a resume, and abandoning removes it.
+    let online = migrator
         .migrate_key(key_request(&moving, destination, 20))
         .await
         .unwrap();
+    assert_eq!(online.status, MigrationStatus::VerificationFailed, "{online:#?}");
+    assert_eq!(online.receipts[0].destination_rows, Some(51));
+    assert!(fences_on(&source_client).await.unwrap().is_empty());
+    assert_eq!(
+        captured(std::sync::Arc::clone(&source_client)).await,
+        7,
+        "three triggers per item and the change table"
+    );
+    sharded
+        .for_route(route(&moving))
+        .execute_sql(
+            "UPDATE items SET n = n + 1 WHERE tenant = ?1",
+            Params::from(vec![moving.as_str()]),
+        )
+        .await
+        .unwrap();
+    migrator.abandon(&online.migration_id).await.unwrap();
+    assert_eq!(captured(std::sync::Arc::clone(&source_client)).await, 0);
+
+    // The fenced mode keeps its fence until resumed or abandoned.
+    let mut request = key_request(&moving, destination, 20);
+    request.online = false;
+    let failed = migrator.migrate_key(request).await.unwrap();
     assert_eq!(failed.status, MigrationStatus::VerificationFailed);
     assert_eq!(failed.receipts[0].destination_rows, Some(51));
-    let source_client = sharded.for_shard_id(&source).unwrap();
     assert_eq!(fences_on(&source_client).await.unwrap().len(), 1);
 
     let abandoned = migrator.abandon(&failed.migration_id).await.unwrap();
@@ -484,7 +523,7 @@ async fn abandoning_releases_the_fence_and_keeps_the_map() {
         .await
         .unwrap();
     assert_eq!(owner(&sharded, &moving), source);
-    assert_eq!(migrator.history().await.unwrap().len(), 2);
+    assert_eq!(migrator.history().await.unwrap().len(), 4);
 
     // A migration whose new map is written cannot be abandoned: it is finished instead.
     let mut request = key_request(&staying, destination, 20);

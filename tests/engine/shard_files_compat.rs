@@ -17,7 +17,7 @@ use shardlite::{Error, ErrorKind};
 use support::migrate::{
     allow_item, fill, key_request, manifest, migration_master, other, owner, refuse_item, two_keys_on_one_shard,
 };
-use support::old_sqlite::{self, read_every_table, shardlite_fence_objects};
+use support::old_sqlite::{self, read_every_table, shardlite_capture_objects, shardlite_fence_objects};
 use support::route;
 use support::temp_dir;
 
@@ -147,6 +147,7 @@ async fn after_a_bucket_range_moves_old_sqlite_reads_both_files_and_writes_after
             migration_id: None,
             expected_current_map_version: None,
             dry_run: false,
+            online: true,
             activate: true,
             delete_source: true,
             operator: None,
@@ -296,4 +297,103 @@ async fn a_file_with_an_earlier_releases_fence_triggers_is_repaired_when_opened(
     }
     assert!(old_sqlite::run(&file, "INSERT INTO items VALUES ('y', 'gone', 1)").is_err());
     old_sqlite::run(&file, "INSERT INTO items VALUES ('z', 'kept', 1)").expect("other keys are written");
+}
+
+/// While an online migration captures changes (here: stopped in its copy, the capture in
+/// force), an older SQLite opens the source (so it parses every capture trigger), reads every
+/// table, and writes rows of the moving key that the capture records and the resume carries
+/// over; a bucket range's capture, which calls shardlite's bucket function, leaves its tables
+/// readable. Nothing of the capture stays in either file once the migration ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn old_sqlite_reads_and_writes_through_capture_triggers_and_none_remain() {
+    old_sqlite::version();
+    let dir = temp_dir();
+    let master = migration_master(dir.path()).await;
+    let sharded = ShardedClient::open(&master).await.unwrap();
+    let (moving, staying, source) = two_keys_on_one_shard(&sharded);
+    let destination = other(&source);
+    fill(&sharded, &moving, 1, 60).await;
+    fill(&sharded, &staying, 1, 5).await;
+    let (source_file, destination_file) = (shard_file(dir.path(), &source), shard_file(dir.path(), destination));
+
+    // An exact key: the copy stops at its third page, the capture stays.
+    refuse_item(&sharded, destination, 41).await;
+    let migrator = Migrator::new(sharded.clone());
+    let stopped = migrator
+        .migrate_key(key_request(&moving, destination, 20))
+        .await
+        .unwrap();
+    assert_eq!(stopped.status, MigrationStatus::Failed, "{stopped:#?}");
+    let objects = shardlite_capture_objects(&source_file);
+    assert_eq!(objects.len(), 7, "{objects:?}");
+    read_every_table(&source_file);
+    old_sqlite::run(&source_file, &insert_item("plain-staying", &staying)).expect("a row that does not move");
+    old_sqlite::run(&source_file, &insert_item("plain-moving", &moving)).expect("the moving key takes writes");
+    allow_item(&sharded, destination).await;
+    let resumed = migrator
+        .resume(&stopped.migration_id, Default::default())
+        .await
+        .unwrap();
+    assert_eq!(resumed.status, MigrationStatus::Activated, "{resumed:#?}");
+    let landed = sharded
+        .for_shard_id(destination)
+        .unwrap()
+        .execute_read_only_sql("SELECT count(*) FROM items WHERE id = 'plain-moving'", Params::none())
+        .await
+        .unwrap();
+    assert_eq!(
+        landed.rows[0][0].as_i64(),
+        Some(1),
+        "the captured write reached the destination"
+    );
+    for file in [&source_file, &destination_file] {
+        assert!(
+            shardlite_capture_objects(file).is_empty(),
+            "{:?}",
+            shardlite_capture_objects(file)
+        );
+    }
+
+    // A bucket range (bucket 0 of 4 on s0): readable while captured, nothing left after.
+    let bucket = |key: &str| bucket_for_token(route_token("tenants", key).unwrap().0, 4);
+    let mover = (0..200)
+        .map(|i| format!("range-{i}"))
+        .find(|k| bucket(k) == 0 && owner(&sharded, k) == "s0")
+        .unwrap();
+    fill(&sharded, &mover, 1, 30).await;
+    refuse_item(&sharded, "s1", 21).await;
+    let mut request = BucketMigrationRequest {
+        keyspace: "tenants".into(),
+        source_shard_id: "s0".into(),
+        destination_shard_id: "s1".into(),
+        start_bucket_inclusive: 0,
+        end_bucket_exclusive: 1,
+        manifest: manifest(10),
+        migration_id: None,
+        expected_current_map_version: None,
+        dry_run: false,
+        online: true,
+        activate: true,
+        delete_source: true,
+        operator: None,
+        comment: None,
+    };
+    request.migration_id = Some("range-move".into());
+    let stopped = migrator.migrate_buckets(request).await.unwrap();
+    assert_eq!(stopped.status, MigrationStatus::Failed, "{stopped:#?}");
+    let s0 = shard_file(dir.path(), "s0");
+    assert!(!shardlite_capture_objects(&s0).is_empty());
+    read_every_table(&s0);
+    let refused = old_sqlite::run(&s0, &insert_item("plain-range", &mover)).unwrap_err();
+    assert!(refused.contains("shardlite_bucket"), "{refused}");
+    allow_item(&sharded, "s1").await;
+    let resumed = migrator.resume("range-move", Default::default()).await.unwrap();
+    assert_eq!(resumed.status, MigrationStatus::Activated, "{resumed:#?}");
+    for file in [&s0, &shard_file(dir.path(), "s1")] {
+        assert!(
+            shardlite_capture_objects(file).is_empty(),
+            "{:?}",
+            shardlite_capture_objects(file)
+        );
+    }
 }

@@ -108,6 +108,7 @@ pub(super) async fn start(
         started_utc: now.clone(),
         updated_utc: now,
         completed_utc: None,
+        online: None,
     };
     let context = if state.issues.is_empty() {
         match plan::context(migrator, &state.spec, &map).await {

@@ -139,6 +139,9 @@ pub(super) async fn page_checkpoint(
             item: target.name.clone(),
             rows: state.receipts[index].source_rows,
             estimated_rows: estimated,
+            phase: state.phase.clone(),
+            remaining_changes: state.online.as_ref().map_or(0, |online| online.remaining_changes),
+            cutover_ms: None,
         });
     }
     Ok(())

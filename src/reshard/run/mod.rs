@@ -20,7 +20,9 @@ mod activate;
 mod admit;
 mod copy;
 mod drive;
+mod online;
 mod plan;
+mod settle;
 mod verify;
 
 use std::sync::Arc;
@@ -38,7 +40,7 @@ use crate::data::{
 use crate::engine::{Database, Pin};
 use crate::error::{Error, Result};
 
-/// Progress of a copy, reported after every page.
+/// Progress of a migration, reported after every page copied and when its phase changes.
 #[derive(Debug, Clone)]
 pub struct CopyProgress {
     /// The migration.
@@ -49,6 +51,14 @@ pub struct CopyProgress {
     pub rows: u64,
     /// Rows the plan expected to move.
     pub estimated_rows: u64,
+    /// The phase the migration is in (`copying table 'orders'`, and for online migrations
+    /// `capturing`, `catching-up`, `cutover`, `activated`). A report of a phase change has a
+    /// blank `item`.
+    pub phase: String,
+    /// Captured changes not yet applied to the destination (online migrations).
+    pub remaining_changes: u64,
+    /// How long the cutover refused writes, in milliseconds, once it is over.
+    pub cutover_ms: Option<u64>,
 }
 
 type Observer = Arc<dyn Fn(&CopyProgress) + Send + Sync>;
@@ -79,6 +89,7 @@ type Observer = Arc<dyn Fn(&CopyProgress) + Send + Sync>;
 ///         migration_id: None,
 ///         expected_current_map_version: None,
 ///         dry_run: false,
+///         online: true,
 ///         activate: true,
 ///         delete_source: true,
 ///         operator: Some("ada".into()),
@@ -125,6 +136,9 @@ struct Context {
     routes: Vec<String>,
     selection: Selection,
     pins: Vec<String>,
+    /// Keys (per target) of an online migration whose rows differed at the last comparison
+    /// before the cutover (still being written): compared again in the cutover.
+    recheck: std::sync::Mutex<Vec<Vec<crate::data::Value>>>,
     /// Keeps the local files of both sides open for the whole run: a copy in progress is never
     /// closed under it to make room for other shards.
     _kept_open: Vec<Pin>,
@@ -187,6 +201,7 @@ impl Migrator {
             manifest: request.manifest,
             activate: request.activate,
             delete_source: request.delete_source,
+            online: request.online,
             operator: request.operator,
             comment: request.comment,
         };
@@ -251,6 +266,7 @@ impl Migrator {
             manifest: request.manifest,
             activate: request.activate,
             delete_source: request.delete_source,
+            online: request.online,
             operator: request.operator,
             comment: request.comment,
         };
@@ -304,7 +320,11 @@ impl Migrator {
                     format!("migration '{id}' was rejected and never started: start a new one"),
                 ));
             }
-            MigrationStatus::Activated => !delete_source || state.phase == "source-deleted",
+            // A run stopped right after activation may have left its change capture behind.
+            MigrationStatus::Activated => {
+                (!delete_source || state.phase == "source-deleted")
+                    && !state.online.as_ref().is_some_and(|online| online.capturing)
+            }
             MigrationStatus::PendingActivation => !activate,
             _ => false,
         };
@@ -343,8 +363,8 @@ impl Migrator {
     }
 
     /// Gives up a migration that has not changed the map (the explicit recovery for a fence a
-    /// crash or a failure left behind): releases its fence, so writes of its keys on the source
-    /// go on, and records it as `Failed` in phase `abandoned`. Rows already copied to the
+    /// crash or a failure left behind): releases its fence and removes its change capture, so
+    /// writes of its keys on the source go on as before, and records it as `Failed` in phase `abandoned`. Rows already copied to the
     /// destination stay there (running the migration again upserts them). Refused once the
     /// migration has written its new map: finish it with [`resume`](Self::resume) instead.
     pub async fn abandon(&self, id: &str) -> Result<MigrationResult> {
@@ -373,6 +393,11 @@ impl Migrator {
         }
         let source = self.sharded.for_shard_id(&state.spec.source_shard_id)?;
         fence::release(&source, &state.migration_id).await?;
+        let items = state.spec.manifest.tables.len() + state.spec.manifest.collections.len();
+        super::capture::remove(&source, &state.migration_id, items).await?;
+        if let Some(online) = state.online.as_mut() {
+            online.capturing = false;
+        }
         state.status = MigrationStatus::Failed;
         state.phase = "abandoned".to_owned();
         state.message = "abandoned by the operator: the fence was released and the shard map left unchanged; rows \

@@ -100,6 +100,7 @@ pub(super) async fn context(migrator: &Migrator, spec: &MigrationSpec, map: &Sha
             .collect(),
         local_source,
         local_destination,
+        recheck: std::sync::Mutex::new(vec![Vec::new(); targets.len()]),
         targets,
         routes,
         selection,

@@ -3,28 +3,24 @@
 
 use super::{Context, JOB_TIME, Migrator};
 use crate::data::{DataClient, MigrationResult, Value};
+use crate::engine::Database;
 use crate::engine::copy::PageCursor;
 use crate::error::Result;
 use crate::reshard::target::{Checksum, Target};
 use std::sync::Arc;
 
 /// Counts and checksums the moving rows on the destination; true when every receipt matches.
+/// (Online migrations verify in two steps instead: see `settle`.)
 pub(super) async fn verify(_migrator: &Migrator, state: &mut MigrationResult, context: &Context) -> Result<bool> {
     let mut all = true;
     for (index, target) in context.targets.iter().enumerate() {
-        let (rows_seen, checksum) = match &context.local_destination {
-            Some(destination) => {
-                let query = Arc::new(target.paged_query());
-                let mut cursor = PageCursor::start();
-                while !cursor.finished {
-                    cursor = destination.checksum_pages(Arc::clone(&query), cursor, JOB_TIME).await?;
-                }
-                (cursor.rows, Checksum::from_link(cursor.checksum))
-            }
-            None => checksum_through_client(&context.destination, target)
-                .await
-                .map_err(|err| super::copy::on_shard(&state.spec.destination_shard_id, err))?,
-        };
+        let (rows_seen, checksum) = count_and_checksum(
+            context.local_destination.as_ref(),
+            &context.destination,
+            target,
+            &state.spec.destination_shard_id,
+        )
+        .await?;
         let receipt = &mut state.receipts[index];
         receipt.destination_rows = Some(rows_seen);
         receipt.destination_checksum = Some(checksum.to_hex());
@@ -40,6 +36,29 @@ pub(super) async fn verify(_migrator: &Migrator, state: &mut MigrationResult, co
         all &= receipt.verified;
     }
     Ok(all)
+}
+
+/// Counts and checksums the moving rows of `target` on one shard: inside SQLite when it is a
+/// file of this process, else read as values through its client.
+pub(super) async fn count_and_checksum(
+    local: Option<&Database>,
+    shard: &Arc<dyn DataClient>,
+    target: &Target,
+    shard_id: &str,
+) -> Result<(u64, Checksum)> {
+    match local {
+        Some(database) => {
+            let query = Arc::new(target.paged_query());
+            let mut cursor = PageCursor::start();
+            while !cursor.finished {
+                cursor = database.checksum_pages(Arc::clone(&query), cursor, JOB_TIME).await?;
+            }
+            Ok((cursor.rows, Checksum::from_link(cursor.checksum)))
+        }
+        None => checksum_through_client(shard, target)
+            .await
+            .map_err(|err| super::copy::on_shard(shard_id, err)),
+    }
 }
 
 /// Counts and checksums the moving rows of `target` on `shard` read as values, page by page.

@@ -79,6 +79,7 @@ pub fn key_request(key: &str, destination: &str, page_size: u32) -> KeyMigration
         migration_id: None,
         expected_current_map_version: None,
         dry_run: false,
+        online: true,
         activate: true,
         delete_source: true,
         operator: Some("test".into()),

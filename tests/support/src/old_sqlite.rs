@@ -9,6 +9,8 @@ pub fn run(file: &Path, sql: &str) -> Result<String, String> {
     let output = Command::new("sqlite3")
         .arg("-batch")
         .arg("-bail")
+        // Another connection may hold the write lock for a moment (a shard just closed).
+        .args(["-cmd", ".timeout 5000"])
         .arg(file)
         .arg(sql)
         .output()
@@ -61,6 +63,19 @@ pub fn shardlite_fence_objects(file: &Path) -> Vec<String> {
         file,
         "SELECT type || ' ' || name FROM sqlite_master WHERE name LIKE '\\_shardlite\\_fence%' ESCAPE '\\'
          OR name LIKE '\\_shardlite\\_route\\_fence%' ESCAPE '\\' ORDER BY name",
+    )
+    .expect("old sqlite3 reads sqlite_master")
+    .lines()
+    .map(str::to_owned)
+    .collect()
+}
+
+/// The change-capture triggers and change table left in `file`, as the old SQLite sees them.
+pub fn shardlite_capture_objects(file: &Path) -> Vec<String> {
+    run(
+        file,
+        "SELECT type || ' ' || name FROM sqlite_master WHERE name LIKE '\\_shardlite\\_captur%' ESCAPE '\\'
+         ORDER BY name",
     )
     .expect("old sqlite3 reads sqlite_master")
     .lines()

@@ -44,6 +44,7 @@ function resultView(result) {
     table(['id', 'status', 'phase', 'what', 'attempt', 'started', 'updated', 'completed'],
       [[result.migrationId, result.status, result.phase, describe(result.spec), result.attempt, result.startedUtc, result.updatedUtc, result.completedUtc || '']]),
     message(result.requiresOperatorRecovery ? 'error' : 'info', result.message),
+    result.online ? message('info', `online: ${result.online.changesApplied} captured change(s) replayed in ${result.online.catchUpRounds} catch-up round(s), ${result.online.remainingChanges} remaining; cutover ${result.online.cutoverMs == null ? 'not yet' : `${result.online.cutoverMs} ms`}`) : null,
     result.recoveryAction ? message('error', `recovery: ${result.recoveryAction}`) : null,
     result.issues && result.issues.length ? table(['severity', 'code', 'message'], result.issues.map((i) => [i.severity, i.code, i.message])) : null,
     result.plan ? planView(result.plan) : null,
@@ -137,7 +138,7 @@ export const view = {
     const lines = [describe(planned.spec), ...planned.plan.items.map((item) => `${item.name}: about ${item.estimatedRows} row(s)`),
       ...planned.plan.movedBuckets.map(([s, e, from, to]) => `buckets [${s}, ${e}) move from ${from} to ${to}`),
       ...planned.plan.movedPins.map(([key, from, to]) => `pin ${key} moves from ${from} to ${to}`),
-      `writes to the moving keys are refused until it ends; the new map (version ${planned.plan.proposedMapVersion}) is ${body.activate ? 'activated' : 'left pending'}`];
+      `writes to the moving keys go on during the copy and are refused only for the short cutover; the new map (version ${planned.plan.proposedMapVersion}) is ${body.activate ? 'activated' : 'left pending'}`];
     if (!await confirmAction({ title: 'Start this migration?', lines, confirmLabel: 'Start' })) return;
     // The daemon answers when the migration ends; with an id of our own, its progress is polled
     // meanwhile.

@@ -1,0 +1,235 @@
+//! Verifying an online data move in two steps, so that the cutover (while writes of the moving
+//! keys are refused) does not have to read every moving row again.
+//!
+//! 1. Before the cutover, while writes go on: in one read transaction on the source (a
+//!    consistent snapshot), the changes captured up to that snapshot are replayed with the rows
+//!    as the snapshot holds them; the destination then holds exactly the snapshot's moving rows.
+//!    Both sides are counted and checksummed (the snapshot's rows read in its transaction) and
+//!    must match: the receipts' counts and checksums.
+//! 2. After each catch-up round that follows, the rows of the keys changed since the last
+//!    comparison are compared on both sides; a key written again meanwhile may differ, and is
+//!    compared again later.
+//! 3. In the cutover, once the fence holds the source still and the last delta is applied: the
+//!    rows of the keys changed since the last comparison, and of those that differed, are
+//!    compared one by one, and both sides' moving rows are counted again. Every other row is as
+//!    the last comparison found it on both sides, so together the steps compare every row.
+
+use std::sync::Arc;
+
+use super::online::{progress, replay};
+use super::verify::count_and_checksum;
+use super::{Context, Migrator, drive};
+use crate::data::{DataClient, MigrationResult, Params, Value};
+use crate::error::Result;
+use crate::reshard::capture;
+use crate::reshard::target::{Checksum, Target};
+
+/// Changes read per query when collecting the keys changed after the snapshot.
+const CHANGES_PER_READ: usize = 5000;
+
+/// Step 1: the destination compared with a consistent snapshot of the source (see the module
+/// docs). Fills the receipts; true when every one matches.
+pub(super) async fn verify_snapshot(
+    migrator: &Migrator,
+    state: &mut MigrationResult,
+    context: &Context,
+) -> Result<bool> {
+    state.phase = "verifying".to_owned();
+    drive::checkpoint(migrator, state).await?;
+    let tx = context.source.begin_transaction().await?;
+    let snapshot = tx.transaction_id.as_str();
+    let outcome = async {
+        let through = capture::last_position(&context.source, snapshot).await?;
+        replay(migrator, state, context, Some(snapshot), through).await?;
+        let mut sources = Vec::new();
+        for target in &context.targets {
+            sources.push(checksum_in(&context.source, snapshot, target).await?);
+        }
+        Ok::<_, crate::Error>((through, sources))
+    }
+    .await;
+    // Only read: nothing to keep.
+    let _ = context.source.rollback_transaction(snapshot).await;
+    let (through, sources) = outcome?;
+    let online = progress(state);
+    online.replayed_through = online.replayed_through.max(through);
+    online.verified_through = through;
+    for keys in context
+        .recheck
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter_mut()
+    {
+        keys.clear();
+    }
+    let mut all = true;
+    for (index, (target, (rows, checksum))) in context.targets.iter().zip(sources).enumerate() {
+        let (rows_seen, seen) = count_and_checksum(
+            context.local_destination.as_ref(),
+            &context.destination,
+            target,
+            &state.spec.destination_shard_id,
+        )
+        .await?;
+        let receipt = &mut state.receipts[index];
+        receipt.source_rows = rows;
+        receipt.source_checksum = checksum.to_hex();
+        receipt.destination_rows = Some(rows_seen);
+        receipt.destination_checksum = Some(seen.to_hex());
+        receipt.verified = rows_seen == rows && seen == checksum;
+        receipt.error = (!receipt.verified).then(|| {
+            format!(
+                "the destination holds {rows_seen} moving rows (checksum {}), a snapshot of the source {rows} \
+                 (checksum {})",
+                seen.to_hex(),
+                checksum.to_hex()
+            )
+        });
+        all &= receipt.verified;
+    }
+    drive::checkpoint(migrator, state).await?;
+    Ok(all)
+}
+
+/// Counts and checksums the moving rows of `target` as `shard`'s transaction `tx` sees them.
+async fn checksum_in(shard: &Arc<dyn DataClient>, tx: &str, target: &Target) -> Result<(u64, Checksum)> {
+    let mut checksum = Checksum::empty();
+    let mut rows_seen = 0u64;
+    let mut after: Option<Value> = None;
+    loop {
+        let (sql, params) = target.page_query(after.as_ref());
+        let rows = shard.execute_in_transaction(tx, &sql, params).await?.rows;
+        if rows.is_empty() {
+            break;
+        }
+        rows_seen += u64::try_from(rows.len()).unwrap_or(u64::MAX);
+        checksum.add_page(&rows);
+        after = rows.last().and_then(|row| row.get(target.key_index)).cloned();
+        if rows.len() < target.page_size {
+            break;
+        }
+    }
+    Ok((rows_seen, checksum))
+}
+
+/// Between the snapshot and the cutover, after a catch-up round: the rows of the keys changed
+/// since the last comparison (`verified_through`, up to the position replay reached) and of the
+/// keys that differed last time are compared on both sides, and `verified_through` moves up.
+/// A key still written meanwhile may differ; it is kept in `context`'s recheck list and
+/// compared again in the cutover, when nothing writes it.
+pub(super) async fn verify_caught_up(state: &mut MigrationResult, context: &Context) -> Result<()> {
+    let (from, through) = {
+        let online = progress(state);
+        (online.verified_through, online.replayed_through)
+    };
+    let keys = changed_keys(state, context, from, through).await?;
+    let differing = compare_keys(context, &keys).await?;
+    *context
+        .recheck
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = differing;
+    progress(state).verified_through = through;
+    Ok(())
+}
+
+/// The keys changed in `(from, through]`, per item, with those left to recheck.
+async fn changed_keys(state: &MigrationResult, context: &Context, from: i64, through: i64) -> Result<Vec<Vec<Value>>> {
+    let mut changes = Vec::new();
+    let mut after = from;
+    loop {
+        let read = capture::changes_after(
+            &context.source,
+            None,
+            &state.migration_id,
+            (after, through),
+            CHANGES_PER_READ,
+        )
+        .await?;
+        let Some(last) = read.last().map(|change| change.seq) else {
+            break;
+        };
+        after = last;
+        let full = read.len() == CHANGES_PER_READ;
+        changes.extend(read);
+        if !full {
+            break;
+        }
+    }
+    let mut keys = capture::keys_by_item(&changes, context.targets.len());
+    let recheck = context
+        .recheck
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    for (keys, more) in keys.iter_mut().zip(recheck) {
+        for key in more {
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+    }
+    Ok(keys)
+}
+
+/// The keys (per item) whose moving rows differ between source and destination now.
+async fn compare_keys(context: &Context, keys: &[Vec<Value>]) -> Result<Vec<Vec<Value>>> {
+    let mut differing = Vec::new();
+    for (target, keys) in context.targets.iter().zip(keys) {
+        let (source, destination) = tokio::try_join!(
+            capture::rows_for_keys(&context.source, None, target, keys),
+            capture::rows_for_keys(&context.destination, None, target, keys)
+        )?;
+        let row_of =
+            |rows: &[Vec<Value>], key: &Value| rows.iter().find(|row| row.get(target.key_index) == Some(key)).cloned();
+        differing.push(
+            keys.iter()
+                .filter(|key| row_of(&source, key) != row_of(&destination, key))
+                .cloned()
+                .collect(),
+        );
+    }
+    Ok(differing)
+}
+
+/// Step 2, in the cutover: the rows of every key changed after the last comparison (and of
+/// those that differed then) compared on both sides, and both sides' moving rows counted. True
+/// when everything matches.
+pub(super) async fn verify_delta(state: &mut MigrationResult, context: &Context) -> Result<bool> {
+    let from = progress(state).verified_through;
+    let keys = changed_keys(state, context, from, i64::MAX).await?;
+    let differing = compare_keys(context, &keys).await?;
+    let mut all = true;
+    for (index, (target, differing)) in context.targets.iter().zip(&differing).enumerate() {
+        let (source_rows, destination_rows) =
+            tokio::try_join!(count(&context.source, target), count(&context.destination, target))?;
+        let receipt = &mut state.receipts[index];
+        receipt.source_rows = source_rows;
+        receipt.destination_rows = Some(destination_rows);
+        receipt.verified &= source_rows == destination_rows && differing.is_empty();
+        if !receipt.verified && receipt.error.is_none() {
+            receipt.error = Some(if differing.is_empty() {
+                format!("the destination holds {destination_rows} moving rows, the source {source_rows}")
+            } else {
+                format!(
+                    "the destination's rows of {} keys changed after the snapshot differ from the source's",
+                    differing.len()
+                )
+            });
+        }
+        all &= receipt.verified;
+    }
+    Ok(all)
+}
+
+/// How many moving rows of `target` `shard` holds now.
+async fn count(shard: &Arc<dyn DataClient>, target: &Target) -> Result<u64> {
+    let (sql, params): (String, Params) = target.count_query();
+    let result = shard.execute_read_only_sql(&sql, params).await?;
+    let rows = result
+        .rows
+        .first()
+        .and_then(|row| row.first())
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    Ok(u64::try_from(rows).unwrap_or(0))
+}
