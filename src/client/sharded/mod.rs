@@ -48,6 +48,8 @@ struct Inner {
     epoch: Instant,
     /// Held while a new map is being installed, so two callers do not both install it.
     switching: tokio::sync::Mutex<()>,
+    /// Queries across shards already read, by their text.
+    plans: crate::query::PlanCache,
 }
 
 /// A client over every shard of one map.
@@ -179,6 +181,7 @@ impl ShardedClient {
                 next_check_ms: AtomicU64::new(refresh),
                 epoch: Instant::now(),
                 switching: tokio::sync::Mutex::new(()),
+                plans: crate::query::PlanCache::default(),
             }),
         })
     }
