@@ -13,17 +13,30 @@
 //!   whose columns are declared with those collations, and computes the final answer with
 //!   SQLite's own semantics (types, NULLs, collations, integer overflow of `sum`).
 //!
+//! A plain query without `DISTINCT` needs no merge statement: each shard's rows come sorted by
+//! its `ORDER BY`, so a k-way merge that compares values as SQLite does, and stops at
+//! `limit + offset` rows, is the answer ([`RowMerge`]); rows in another order than it compares
+//! by go to SQLite after all. A [`PlanCache`] keeps plans by their text, so a query sent again
+//! is not read again.
+//!
 //! Every table a query reads is taken as partitioned: rows on different shards are different
 //! rows. Joins and subqueries run on each shard over that shard's rows, which is exact for
 //! tables whose rows share a route. Whatever cannot be answered exactly is refused with
 //! [`Error::UnsupportedCrossShardQuery`] before any shard runs anything.
 
 mod aggregate;
+mod cache;
 mod expr;
 mod placeholders;
 mod probe;
 mod refuse;
 mod rows;
+mod sorted;
+
+pub use cache::PlanCache;
+pub use sorted::RowMerge;
+
+use std::sync::Arc;
 
 use sqlparser::ast::{
     Distinct, Expr, GroupByExpr, LimitClause, Query, Select, SetExpr, Statement, TableFactor, TableWithJoins,
@@ -32,6 +45,7 @@ use sqlparser::ast::{
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
+use self::placeholders::Finished;
 use crate::data::{Params, SqlResult};
 use crate::engine::merge::{Collation, PartialColumn};
 use crate::error::{Error, Result};
@@ -93,13 +107,26 @@ fn depth(tokens: &[sqlparser::tokenizer::TokenWithSpan]) -> usize {
 /// A query across shards, read and checked, ready to run.
 #[derive(Debug)]
 pub struct QueryPlan {
+    template: Arc<Template>,
     params: Params,
+}
+
+/// What a query's text alone decides, the same whatever its values: kept by a [`PlanCache`] and
+/// used again by every later call with the same text.
+#[derive(Debug)]
+struct Template {
     shape: Shape,
     /// `WITH …` (with a trailing space) or empty, and the `FROM` list, for the probe.
     with: String,
     from: String,
     /// Expressions whose collation decides a partial column's, in probe order.
     probes: Vec<Expr>,
+    /// The query's placeholders, each call's values are checked against.
+    placeholders: Vec<String>,
+    /// The generated statements that do not depend on the values, read once.
+    limit: Option<Finished>,
+    shard: Option<Finished>,
+    probe: Option<Finished>,
 }
 
 #[derive(Debug)]
@@ -125,8 +152,19 @@ fn refused(construct: impl Into<String>) -> Error {
     }
 }
 
-/// Reads `sql` and plans it across shards, or refuses it naming the construct.
+/// Reads `sql` and plans it across shards, or refuses it naming the construct. A
+/// [`PlanCache`] does the same, reading each text once.
 pub fn plan(sql: &str, params: Params) -> Result<QueryPlan> {
+    let (template, _) = read(sql, &params)?;
+    Ok(QueryPlan {
+        template: Arc::new(template),
+        params,
+    })
+}
+
+/// Reads and checks `sql` with `params`, and answers whether the template holds for any values
+/// (no check read one of them).
+fn read(sql: &str, params: &Params) -> Result<(Template, bool)> {
     if sql.trim().is_empty() {
         return Err(Error::invalid_argument("sql", "the SQL text is empty"));
     }
@@ -163,8 +201,9 @@ pub fn plan(sql: &str, params: Params) -> Result<QueryPlan> {
             "{keyword} (only one SELECT is answered across shards)"
         )));
     };
-    placeholders::check(&statement, &params)?;
-    refuse::check_everywhere(&statement, &params)?;
+    let found = placeholders::found(&statement);
+    placeholders::check_found(&found, params)?;
+    let read_values = refuse::check_everywhere(&statement, params)?;
     let Statement::Query(query) = statement else {
         return Err(refused("a statement that is not a SELECT"));
     };
@@ -199,13 +238,29 @@ pub fn plan(sql: &str, params: Params) -> Result<QueryPlan> {
     } else {
         Shape::Rows(Box::new(rows::RowsPlan::new(&query, select, names, &mut probes)?))
     };
-    Ok(QueryPlan {
-        params,
+    let limit = match &shape {
+        Shape::Rows(rows) => rows.limit_statement().map(|sql| Finished::new(&sql)).transpose()?,
+        Shape::Aggregate(_) => None,
+    };
+    let shard = match &shape {
+        Shape::Rows(rows) if limit.is_none() => Some(Finished::new(&rows.shard_sql(&with, &from, None))?),
+        Shape::Rows(_) => None,
+        Shape::Aggregate(aggregate) => Some(Finished::new(&aggregate.shard_sql(&with, &from))?),
+    };
+    let probe = (!probes.is_empty())
+        .then(|| Finished::new(&probe::sql(&with, &from, &probes)))
+        .transpose()?;
+    let template = Template {
         shape,
         with,
         from,
         probes,
-    })
+        placeholders: found,
+        limit,
+        shard,
+        probe,
+    };
+    Ok((template, !read_values))
 }
 
 /// Whether `sql` only reads: each of its statements is a query (`SELECT`, `WITH … SELECT`,
@@ -264,20 +319,19 @@ impl QueryPlan {
     /// A statement (run over no table) that evaluates the `LIMIT` and `OFFSET` values, when they
     /// are not plain numbers, so they can be pushed down to the shards.
     pub fn limit_statement(&self) -> Option<Result<(String, Params)>> {
-        match &self.shape {
-            Shape::Rows(rows) => rows
-                .limit_statement()
-                .map(|sql| placeholders::finish(&sql, &self.params)),
-            Shape::Aggregate(_) => None,
-        }
+        self.template.limit.as_ref().map(|limit| Ok(limit.bind(&self.params)))
     }
 
     /// The statement every shard runs, with `pushed` rows at most when a limit is pushed down
     /// (`limit_values` is the result of [`limit_statement`](Self::limit_statement), if any).
     pub fn shard_statement(&self, limit_values: Option<&SqlResult>) -> Result<(String, Params)> {
-        let sql = match &self.shape {
-            Shape::Rows(rows) => rows.shard_sql(&self.with, &self.from, limit_values),
-            Shape::Aggregate(aggregate) => aggregate.shard_sql(&self.with, &self.from),
+        let template = &self.template;
+        if let Some(shard) = &template.shard {
+            return Ok(shard.bind(&self.params));
+        }
+        let sql = match &template.shape {
+            Shape::Rows(rows) => rows.shard_sql(&template.with, &template.from, limit_values),
+            Shape::Aggregate(aggregate) => aggregate.shard_sql(&template.with, &template.from),
         };
         placeholders::finish(&sql, &self.params)
     }
@@ -285,23 +339,41 @@ impl QueryPlan {
     /// The collation probe, run on one shard, when any compared column may have a collation
     /// other than `BINARY`.
     pub fn probe_statement(&self) -> Option<Result<(String, Params)>> {
-        (!self.probes.is_empty())
-            .then(|| placeholders::finish(&probe::sql(&self.with, &self.from, &self.probes), &self.params))
+        self.template.probe.as_ref().map(|probe| Ok(probe.bind(&self.params)))
+    }
+
+    fn collations(&self, probe: Option<&SqlResult>) -> Vec<Collation> {
+        match probe {
+            Some(result) => probe::collations(result, self.template.probes.len()),
+            None => vec![Collation::Binary; self.template.probes.len()],
+        }
     }
 
     /// The merge statement over the shards' partial results (`columns` are the names a shard
     /// gave its result columns; `probe` is the probe's answer, if one ran).
     pub fn merge_statement(&self, columns: &[String], probe: Option<&SqlResult>) -> Result<MergeStatement> {
-        let collations = match probe {
-            Some(result) => probe::collations(result, self.probes.len()),
-            None => vec![Collation::Binary; self.probes.len()],
-        };
-        let (columns, sql) = match &self.shape {
+        let collations = self.collations(probe);
+        let (columns, sql) = match &self.template.shape {
             Shape::Rows(rows) => rows.merge(columns, &collations)?,
             Shape::Aggregate(aggregate) => aggregate.merge(columns, &collations)?,
         };
         let (sql, params) = placeholders::finish(&sql, &self.params)?;
         Ok(MergeStatement { columns, sql, params })
+    }
+
+    /// The merge of a plain query's sorted partial rows without SQLite, when it gives the same
+    /// answer as the [merge statement](Self::merge_statement); `None` when only SQLite can.
+    /// Its arguments are those of `merge_statement`, and the limit statement's result.
+    pub fn row_merge(
+        &self,
+        columns: &[String],
+        probe: Option<&SqlResult>,
+        limit_values: Option<&SqlResult>,
+    ) -> Option<RowMerge> {
+        match &self.template.shape {
+            Shape::Rows(rows) => rows.row_merge(columns, &self.collations(probe), limit_values),
+            Shape::Aggregate(_) => None,
+        }
     }
 }
 

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 
 /// Rewrites every positional placeholder token (`?`, `?NNN`) as `?NNN` with the number SQLite
 /// gives it in the text: `?` is one past the highest number so far. (A query that mixes them
-/// with named placeholders is refused by [`check`], whichever way its values are passed.)
+/// with named placeholders is refused by [`check_found`], whichever way its values are passed.)
 pub(super) fn number(tokens: &mut [TokenWithSpan]) -> Result<()> {
     let mut highest = 0usize;
     for token in tokens {
@@ -36,11 +36,17 @@ pub(super) fn number(tokens: &mut [TokenWithSpan]) -> Result<()> {
     Ok(())
 }
 
-/// Checks `params` against the placeholders the way the engine does: positional values for
-/// positional placeholders only, none missing and none left over; named values for named ones.
-pub(super) fn check(statement: &Statement, params: &Params) -> Result<()> {
+/// The placeholders of `statement`, as [`number`] left them, in the order they appear.
+pub(super) fn found(statement: &Statement) -> Vec<String> {
     let mut found = Vec::new();
     let _ = Visit::visit(statement, &mut Collect(&mut found));
+    found
+}
+
+/// Checks `params` against the placeholders [`found`] in a statement the way the engine does:
+/// positional values for positional placeholders only, none missing and none left over; named
+/// values for named ones.
+pub(super) fn check_found(found: &[String], params: &Params) -> Result<()> {
     let highest = found
         .iter()
         .filter_map(|p| p.strip_prefix('?')?.parse::<usize>().ok())
@@ -104,42 +110,72 @@ pub(super) fn value_of<'p>(placeholder: &str, params: &'p Params) -> Option<&'p 
 /// again from 1 in the order they first appear, with the caller's values they stand for; named
 /// ones keep their names and take only their own values.
 pub(super) fn finish(sql: &str, params: &Params) -> Result<(String, Params)> {
-    let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|err| {
-        Error::from(crate::error::SqlFailure {
-            code: 1,
-            code_name: "SQLITE_ERROR",
-            message: format!("a statement generated for the shards did not parse: {err}"),
+    Ok(Finished::new(sql)?.bind(params))
+}
+
+/// Generated SQL parsed once, ready to be bound to any values: [`finish`] in two steps, so that
+/// a plan used again binds its statements without reading them again.
+#[derive(Debug, Clone)]
+pub(super) struct Finished {
+    sql: String,
+    /// The caller's placeholder each of the statement's own stands for, in their order.
+    taken: Vec<String>,
+}
+
+impl Finished {
+    /// Parses `sql` and numbers its placeholders densely.
+    pub(super) fn new(sql: &str) -> Result<Self> {
+        let mut statements = Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|err| {
+            Error::from(crate::error::SqlFailure {
+                code: 1,
+                code_name: "SQLITE_ERROR",
+                message: format!("a statement generated for the shards did not parse: {err}"),
+            })
+        })?;
+        let Some(mut statement) = statements.pop() else {
+            return Ok(Self {
+                sql: String::new(),
+                taken: Vec::new(),
+            });
+        };
+        let mut taken: Vec<String> = Vec::new();
+        let _ = VisitMut::visit(&mut statement, &mut Dense(&mut taken));
+        Ok(Self {
+            sql: statement.to_string(),
+            taken,
         })
-    })?;
-    let Some(mut statement) = statements.pop() else {
-        return Ok((String::new(), Params::none()));
-    };
-    let mut taken: Vec<String> = Vec::new();
-    let _ = VisitMut::visit(&mut statement, &mut Dense(&mut taken));
-    let bound = match params {
-        Params::Positional(values) => Params::Positional(
-            taken
-                .iter()
-                .map(|p| {
-                    p.strip_prefix('?')
-                        .and_then(|d| d.parse::<usize>().ok())
-                        .and_then(|n| values.get(n.checked_sub(1)?))
-                        .cloned()
-                        .unwrap_or(Value::Null)
-                })
-                .collect(),
-        ),
-        Params::Named(values) => Params::Named(
-            taken
-                .iter()
-                .filter_map(|p| {
-                    let key = p.get(1..)?;
-                    Some((key.to_owned(), values.get(key)?.clone()))
-                })
-                .collect(),
-        ),
-    };
-    Ok((statement.to_string(), bound))
+    }
+
+    /// The statement's text and the values it takes from `params`.
+    pub(super) fn bind(&self, params: &Params) -> (String, Params) {
+        if self.sql.is_empty() {
+            return (String::new(), Params::none());
+        }
+        let bound = match params {
+            Params::Positional(values) => Params::Positional(
+                self.taken
+                    .iter()
+                    .map(|p| {
+                        p.strip_prefix('?')
+                            .and_then(|d| d.parse::<usize>().ok())
+                            .and_then(|n| values.get(n.checked_sub(1)?))
+                            .cloned()
+                            .unwrap_or(Value::Null)
+                    })
+                    .collect(),
+            ),
+            Params::Named(values) => Params::Named(
+                self.taken
+                    .iter()
+                    .filter_map(|p| {
+                        let key = p.get(1..)?;
+                        Some((key.to_owned(), values.get(key)?.clone()))
+                    })
+                    .collect(),
+            ),
+        };
+        (self.sql.clone(), bound)
+    }
 }
 
 struct Collect<'a>(&'a mut Vec<String>);
@@ -202,7 +238,7 @@ mod tests {
     #[test]
     fn question_marks_are_numbered_in_text_order() {
         let statement = parse("SELECT a FROM t WHERE b = ? AND c = ?3 AND d = ? ORDER BY a LIMIT ?");
-        check(&statement, &Params::from(vec![1, 2, 3, 4, 5])).expect("checked");
+        check_found(&found(&statement), &Params::from(vec![1, 2, 3, 4, 5])).expect("checked");
         assert_eq!(
             statement.to_string(),
             "SELECT a FROM t WHERE b = ?1 AND c = ?3 AND d = ?4 ORDER BY a LIMIT ?5"
@@ -215,10 +251,10 @@ mod tests {
     #[test]
     fn values_must_match_the_placeholders() {
         let statement = parse("SELECT a FROM t WHERE b = ?");
-        assert!(check(&statement, &Params::from(vec![1, 2])).is_err());
+        assert!(check_found(&found(&statement), &Params::from(vec![1, 2])).is_err());
         let statement = parse("SELECT a FROM t WHERE b = :b");
-        assert!(check(&statement, &Params::from(vec![1])).is_err());
-        check(&statement, &Params::named([("b", 1)])).expect("named");
+        assert!(check_found(&found(&statement), &Params::from(vec![1])).is_err());
+        check_found(&found(&statement), &Params::named([("b", 1)])).expect("named");
         let (_, bound) = finish("SELECT :b", &Params::named([("b", 1)])).expect("finish");
         assert_eq!(bound, Params::named([("b", 1)]));
     }

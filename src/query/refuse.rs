@@ -196,22 +196,27 @@ pub(super) fn is_merged_aggregate(function: &sqlparser::ast::Function) -> bool {
     }
 }
 
-/// Refuses what no part of a query across shards may use.
-pub(super) fn check_everywhere(statement: &Statement, params: &Params) -> Result<()> {
+/// Refuses what no part of a query across shards may use. Answers whether the check read a
+/// value of `params` (a date and time function given a placeholder): when it did not, the same
+/// text passes with any values.
+pub(super) fn check_everywhere(statement: &Statement, params: &Params) -> Result<bool> {
     let mut check = Everywhere {
         params,
+        read_values: std::cell::Cell::new(false),
         depth: 0,
         found: None,
     };
     let _ = statement.visit(&mut check);
     match check.found {
         Some(err) => Err(err),
-        None => Ok(()),
+        None => Ok(check.read_values.get()),
     }
 }
 
 struct Everywhere<'p> {
     params: &'p Params,
+    /// Whether a value of `params` decided anything.
+    read_values: std::cell::Cell<bool>,
     /// Queries entered: 1 is the statement's own, more is a subquery.
     depth: usize,
     found: Option<Error>,
@@ -267,10 +272,13 @@ impl Everywhere<'_> {
                         AstValue::SingleQuotedString(text) | AstValue::DoubleQuotedString(text) => {
                             text.trim().eq_ignore_ascii_case("now")
                         }
-                        AstValue::Placeholder(p) => matches!(
-                            value_of(p, self.params),
-                            Some(Value::Text(text)) if text.trim().eq_ignore_ascii_case("now")
-                        ),
+                        AstValue::Placeholder(p) => {
+                            self.read_values.set(true);
+                            matches!(
+                                value_of(p, self.params),
+                                Some(Value::Text(text)) if text.trim().eq_ignore_ascii_case("now")
+                            )
+                        }
                         _ => false,
                     },
                     _ => false,

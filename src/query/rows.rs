@@ -6,6 +6,7 @@
 use sqlparser::ast::{Expr, OrderBySort, Query, Select, SelectItem};
 
 use super::expr::{canonical, may_collate};
+use super::sorted::{RowMerge, SortTerm};
 use super::{integer_literal, limit_parts, limit_text, order_terms, refused};
 use crate::data::{SqlResult, Value};
 use crate::engine::merge::{Collation, PARTIAL_TABLE, PartialColumn, quote};
@@ -177,10 +178,70 @@ impl RowsPlan {
         }
         let offset = self.offset.as_ref().map_or_else(|| "0".to_owned(), ToString::to_string);
         // A value SQLite refuses as a LIMIT (2.5, 'ten') is refused by the merge statement, which
-        // keeps the query's own LIMIT and OFFSET.
+        // keeps the query's own LIMIT and OFFSET; the types say when the values can be used as
+        // they are.
         Some(format!(
-            "SELECT CAST(({limit}) AS INTEGER), CAST(({offset}) AS INTEGER)"
+            "SELECT CAST(({limit}) AS INTEGER), CAST(({offset}) AS INTEGER), typeof(({limit})), typeof(({offset}))"
         ))
+    }
+
+    /// The merge of the shards' sorted rows without SQLite ([`RowMerge`]), when it gives
+    /// SQLite's answer: no `DISTINCT`, a collation SQLite has built in for every `ORDER BY`
+    /// term, and integers for `LIMIT` and `OFFSET` (`limit_values` is what the limit statement
+    /// found, if one ran).
+    pub(super) fn row_merge(
+        &self,
+        names: &[String],
+        collations: &[Collation],
+        limit_values: Option<&SqlResult>,
+    ) -> Option<RowMerge> {
+        if self.distinct {
+            return None;
+        }
+        let outputs = names.len().checked_sub(self.keys.len())?;
+        let mut terms = Vec::with_capacity(self.order.len());
+        for term in &self.order {
+            let collation = match &term.collate {
+                Some(name) => built_in(name)?,
+                None => self
+                    .probe_targets
+                    .iter()
+                    .zip(collations)
+                    .find(|(target, _)| **target == term.target)
+                    .map_or(Collation::Binary, |(_, collation)| *collation),
+            };
+            terms.push(SortTerm {
+                column: match term.target {
+                    Target::Output(index) => index,
+                    Target::Key(index) => outputs + index,
+                },
+                descending: term.descending,
+                nulls_first: term.nulls_first.unwrap_or(!term.descending),
+                collation,
+            });
+        }
+        let (limit, offset) = match (&self.limit, limit_values.and_then(|r| r.rows.first())) {
+            (None, _) if self.offset.is_some() => return None,
+            (None, _) => (-1, 0),
+            (Some(_), Some(row)) => {
+                let integer = |index: usize| row.get(index).and_then(Value::as_str) == Some("integer");
+                if !(integer(2) && integer(3)) {
+                    return None;
+                }
+                (row.first()?.as_i64()?, row.get(1)?.as_i64()?)
+            }
+            (Some(limit), None) => (
+                integer_literal(limit)?,
+                self.offset.as_ref().map_or(Some(0), integer_literal)?,
+            ),
+        };
+        Some(RowMerge {
+            outputs,
+            terms,
+            // SQLite reads a negative OFFSET as none, and a negative LIMIT as no limit.
+            offset: usize::try_from(offset.max(0)).unwrap_or(usize::MAX),
+            limit: (limit >= 0).then(|| usize::try_from(limit).unwrap_or(usize::MAX)),
+        })
     }
 
     /// How many rows each shard returns at most: `limit + offset`, or all for a negative limit.
@@ -278,6 +339,13 @@ impl RowsPlan {
         );
         Ok((columns, sql))
     }
+}
+
+/// A collation SQLite has built in, by the name a query gave it.
+fn built_in(name: &str) -> Option<Collation> {
+    [Collation::Binary, Collation::NoCase, Collation::RTrim]
+        .into_iter()
+        .find(|collation| collation.name().eq_ignore_ascii_case(name))
 }
 
 fn alias_of(expr: &Expr, items: &[Option<(&Expr, Option<&str>)>]) -> Option<usize> {

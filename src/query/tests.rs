@@ -87,3 +87,39 @@ fn many_operators_side_by_side_are_not_deep() {
     );
     plan(&sql, Params::none()).expect("planned");
 }
+
+#[test]
+fn plain_queries_merge_without_sqlite_only_when_that_is_exact() {
+    let merges = |sql: &str| {
+        let params = if sql.contains('?') {
+            Params::from(vec![2])
+        } else {
+            Params::none()
+        };
+        let plan = plan(sql, params).expect("plan");
+        let names: Vec<String> = ["id", "amount", "shardlite_k0"].map(String::from).into();
+        plan.row_merge(&names, None, None).is_some()
+    };
+    assert!(merges(
+        "SELECT id, amount FROM orders WHERE amount > ?1 ORDER BY amount DESC, id LIMIT 100"
+    ));
+    assert!(merges(
+        "SELECT id, amount FROM orders ORDER BY customer COLLATE NOCASE LIMIT 5 OFFSET 2"
+    ));
+    assert!(!merges("SELECT DISTINCT id, amount FROM orders ORDER BY 1"), "DISTINCT");
+    // A COLLATE on a column number stays the merge's own; on an expression it ships with the
+    // key, and the probe tells its collation (or the shards fail on an unknown one).
+    assert!(
+        !merges("SELECT id, amount FROM orders ORDER BY 2 COLLATE mine"),
+        "unknown collation"
+    );
+    assert!(
+        !merges("SELECT id, amount FROM orders ORDER BY id LIMIT ?1"),
+        "a LIMIT not yet evaluated"
+    );
+    let aggregate = plan("SELECT count(*) FROM orders", Params::none()).expect("plan");
+    assert!(
+        aggregate.row_merge(&["c".to_owned()], None, None).is_none(),
+        "aggregates"
+    );
+}

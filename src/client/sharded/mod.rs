@@ -57,6 +57,8 @@ struct Inner {
     _follower: std::sync::OnceLock<follow::FollowerStop>,
     /// Routed calls by bucket and hottest key, decaying; it outlives map activations.
     heat: HeatRecorder,
+    /// Queries across shards already read, by their text.
+    plans: crate::query::PlanCache,
 }
 
 /// A client over every shard of one map.
@@ -208,6 +210,7 @@ impl ShardedClient {
                 switching: tokio::sync::Mutex::new(()),
                 _follower: std::sync::OnceLock::new(),
                 heat,
+                plans: crate::query::PlanCache::default(),
             }),
         };
         if let Some(catalog) = &client.inner.catalog

@@ -7,7 +7,7 @@ use super::ShardedClient;
 use crate::data::{DataClient, Params, SqlResult, Value};
 use crate::engine::merge::{MergeLimits, PartialColumn, merge_partial_rows};
 use crate::error::{Error, Result};
-use crate::query::{self, QueryPlan};
+use crate::query::QueryPlan;
 
 impl ShardedClient {
     /// Runs one read-only `SELECT` on every enabled shard and returns the one result SQLite
@@ -39,7 +39,7 @@ impl ShardedClient {
     /// ```
     pub async fn query_all_shards(&self, sql: &str, params: Params) -> Result<SqlResult> {
         let started = Instant::now();
-        let plan = query::plan(sql, params)?;
+        let plan = self.inner.plans.plan(sql, params)?;
         let engine = &self.inner.options.engine;
         let limits = MergeLimits {
             max_rows: engine.max_result_rows,
@@ -122,25 +122,59 @@ impl ShardedClient {
                 unit: "bytes",
             });
         }
-        let names = partials.first().map(|p| p.column_names.clone()).unwrap_or_default();
+        let mut names = partials.first().map(|p| p.column_names.clone()).unwrap_or_default();
+        let mut shards: Vec<Vec<Vec<Value>>> = partials.into_iter().map(|p| p.rows).collect();
+        if let Some(sorted) = plan.row_merge(&names, probe.as_ref(), limit_values.as_ref()) {
+            let merged = if rows <= MERGED_ON_THE_TASK {
+                sorted.run(shards)
+            } else {
+                let sorted = sorted.clone();
+                tokio::task::spawn_blocking(move || sorted.run(shards))
+                    .await
+                    .map_err(|err| merge_failed(&err))?
+            };
+            match merged {
+                Ok(rows) => {
+                    names.truncate(sorted.outputs());
+                    return Ok(SqlResult {
+                        is_query: true,
+                        column_names: names,
+                        rows,
+                        ..SqlResult::default()
+                    });
+                }
+                // Not in the order compared by: SQLite sorts them.
+                Err(unmerged) => shards = unmerged,
+            }
+        }
         let statement = plan.merge_statement(&names, probe.as_ref())?;
-        let rows: Vec<Vec<Value>> = partials.into_iter().flat_map(|p| p.rows).collect();
-        merge(statement.columns, rows, statement.sql, statement.params, limits).await
+        merge(statement.columns, shards, statement.sql, statement.params, limits).await
     }
 }
 
-/// Runs the merge on a thread that may block.
+/// Partial rows few enough to merge on the caller's task; more are merged on a thread that may
+/// block, as SQLite's merge is.
+const MERGED_ON_THE_TASK: usize = 4096;
+
+fn merge_failed(err: &tokio::task::JoinError) -> Error {
+    Error::Io {
+        what: "the merge of a query across shards".to_owned(),
+        source: std::io::Error::other(err.to_string()),
+    }
+}
+
+/// Runs the merge on a thread that may block. Each shard's rows are freed once loaded, so they
+/// are never held twice.
 async fn merge(
     columns: Vec<PartialColumn>,
-    rows: Vec<Vec<Value>>,
+    shards: Vec<Vec<Vec<Value>>>,
     sql: String,
     params: Params,
     limits: MergeLimits,
 ) -> Result<SqlResult> {
-    tokio::task::spawn_blocking(move || merge_partial_rows(&columns, rows, &sql, &params, limits))
-        .await
-        .map_err(|err| Error::Io {
-            what: "the merge of a query across shards".to_owned(),
-            source: std::io::Error::other(err.to_string()),
-        })?
+    tokio::task::spawn_blocking(move || {
+        merge_partial_rows(&columns, shards.into_iter().flatten(), &sql, &params, limits)
+    })
+    .await
+    .map_err(|err| merge_failed(&err))?
 }
