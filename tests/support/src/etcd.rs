@@ -90,7 +90,12 @@ impl EtcdCluster {
             .args(["--listen-client-urls", &client, "--advertise-client-urls", &client])
             .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
             .args(["--initial-cluster", &initial.join(",")])
-            .args(["--initial-cluster-state", "new", "--initial-cluster-token", "shardlite-test"])
+            .args([
+                "--initial-cluster-state",
+                "new",
+                "--initial-cluster-token",
+                "shardlite-test",
+            ])
             .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
             .stdout(Stdio::null())
             .stderr(Stdio::from(log))
@@ -127,7 +132,11 @@ impl EtcdCluster {
             .map(|m| {
                 let log = std::fs::read_to_string(self.dir.path().join(format!("{}.log", m.name))).unwrap_or_default();
                 let tail: Vec<&str> = log.lines().rev().take(20).collect();
-                format!("--- {} ---\n{}", m.name, tail.into_iter().rev().collect::<Vec<_>>().join("\n"))
+                format!(
+                    "--- {} ---\n{}",
+                    m.name,
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                )
             })
             .collect::<Vec<_>>()
             .join("\n")
