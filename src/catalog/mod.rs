@@ -2,7 +2,7 @@
 //!
 //! It stores the active map, a pending map (written by catalog updates and migrations,
 //! activated on restart or by an activation request), catalog history, migration checkpoints and
-//! migration history. It lives in a store ([`store`]): a SQLite master file, the embedded
+//! migration history. It lives in a store (`store`): a SQLite master file, the embedded
 //! default, or a key prefix in etcd ([`CatalogLocation`]). A master file is never a data shard
 //! and never part of fan-out. Reading never creates anything: a store without records simply
 //! has "no map".
