@@ -27,6 +27,14 @@ fn write_map(dir: &Path, name: &str, map: &ShardingOptions) -> String {
     path_str(&path)
 }
 
+/// The catalog `prefix` in `cluster`, seeded with [`tenants_options`]; returns its URL.
+async fn seeded(cluster: &EtcdCluster, prefix: &str, dir: &Path) -> String {
+    let url = cluster.url(prefix);
+    let catalog = Catalog::open(&url).await.unwrap();
+    catalog.seed(tenants_options(dir), false).await.unwrap();
+    url
+}
+
 fn serve(master: &str) -> ServeProcess {
     ServeProcess::start(&["--master", master, "--listen", "127.0.0.1:0"])
 }
@@ -129,13 +137,7 @@ async fn two_routers_applying_the_same_expected_version_exactly_one_wins_even_wi
         return;
     };
     let dir = temp_dir();
-    let url = cluster.url("cas");
-    Catalog::open(&url)
-        .await
-        .unwrap()
-        .seed(tenants_options(dir.path()), false)
-        .await
-        .unwrap();
+    let url = seeded(&cluster, "cas", dir.path()).await;
     let (a, b) = (serve(&url), serve(&url));
     let http = http_client();
     let map = serde_json::from_str::<Value>(&with_third_shard(dir.path()).to_json()).unwrap();
@@ -177,13 +179,7 @@ async fn routers_keep_serving_while_etcd_is_down_and_catch_up_when_it_returns() 
         return;
     };
     let dir = temp_dir();
-    let url = cluster.url("outage");
-    Catalog::open(&url)
-        .await
-        .unwrap()
-        .seed(tenants_options(dir.path()), false)
-        .await
-        .unwrap();
+    let url = seeded(&cluster, "outage", dir.path()).await;
     let daemon = serve(&url);
     let http = http_client();
     let sql = |sql: &str| {
