@@ -13,6 +13,7 @@ use rusqlite::Connection;
 use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
 use super::config::EngineConfig;
+use super::copy::{PageCursor, PagedQuery};
 use super::database::{CancelOnDrop, Database, spawn_thread};
 use super::guard;
 use super::identity::{FileIdentity, read_only_file};
@@ -28,6 +29,13 @@ pub(super) enum SessionJob {
         params: Params,
         cancel: Arc<AtomicBool>,
         reply: oneshot::Sender<Result<SqlResult>>,
+    },
+    Checksum {
+        query: Arc<PagedQuery>,
+        cursor: PageCursor,
+        budget: Duration,
+        cancel: Arc<AtomicBool>,
+        reply: oneshot::Sender<Result<PageCursor>>,
     },
     Commit(oneshot::Sender<Result<()>>),
     Rollback(Option<oneshot::Sender<Result<()>>>),
@@ -208,6 +216,38 @@ impl Database {
         }
     }
 
+    /// Reads and hashes pages of `query` inside an open session, so every page is read from
+    /// the one snapshot the session's transaction holds, from `cursor` on, until the last page
+    /// or the first page boundary after `budget`; returns the cursor to continue from. The rows
+    /// are hashed as SQLite column references, as
+    /// [`checksum_pages`](Self::checksum_pages) hashes them, never turned into values.
+    pub(crate) async fn session_checksum_pages(
+        &self,
+        id: &str,
+        query: Arc<PagedQuery>,
+        cursor: PageCursor,
+        budget: Duration,
+    ) -> Result<PageCursor> {
+        let jobs = self.session_sender(id, false)?;
+        let (reply, rx) = oneshot::channel();
+        let cancel = Arc::new(AtomicBool::new(false));
+        jobs.send(SessionJob::Checksum {
+            query,
+            cursor,
+            budget,
+            cancel: Arc::clone(&cancel),
+            reply,
+        })
+        .map_err(|_| self.session_gone(id))?;
+        let cancel_on_drop = CancelOnDrop(cancel);
+        let outcome = rx.await;
+        std::mem::forget(cancel_on_drop);
+        match outcome {
+            Ok(result) => result.map_err(|err| self.storage_failure(err)),
+            Err(_) => Err(self.session_gone(id)),
+        }
+    }
+
     /// When the session expires if left idle from now.
     pub fn session_expires_at(&self, id: &str) -> Option<SystemTime> {
         let sessions = self.sessions();
@@ -361,6 +401,25 @@ fn run_session(
                 if conn.is_autocommit() {
                     // An error made SQLite roll the transaction back (an interrupted write, say):
                     // the session is over.
+                    return;
+                }
+            }
+            Ok(SessionJob::Checksum {
+                query,
+                cursor,
+                budget,
+                cancel,
+                reply,
+            }) => {
+                if cancel.load(Ordering::Relaxed) {
+                    continue;
+                }
+                let result = guard::arm(&limits, Some(cancel), || {
+                    super::copy::read_pages(&conn, &query, cursor, budget, |_| true)
+                });
+                let _ = reply.send(result);
+                if conn.is_autocommit() {
+                    // A failed read made SQLite roll the transaction back: the session is over.
                     return;
                 }
             }

@@ -309,7 +309,10 @@ fn has_cursor_table(conn: &Connection) -> Result<bool> {
     .map_err(sql_error)
 }
 
-fn read_pages(
+/// Reads and hashes pages of `query` on `conn` (in whatever transaction it holds), from
+/// `cursor` on, handing `on_page` the cursor after each, until the last page, the first page
+/// boundary after `budget`, or `on_page` answering false; returns the cursor to continue from.
+pub(super) fn read_pages(
     conn: &Connection,
     query: &PagedQuery,
     mut cursor: PageCursor,

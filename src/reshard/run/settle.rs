@@ -4,8 +4,9 @@
 //! 1. Before the cutover, while writes go on: in one read transaction on the source (a
 //!    consistent snapshot), the changes captured up to that snapshot are replayed with the rows
 //!    as the snapshot holds them; the destination then holds exactly the snapshot's moving rows.
-//!    Both sides are counted and checksummed (the snapshot's rows read in its transaction) and
-//!    must match: the receipts' counts and checksums.
+//!    Both sides are counted and checksummed, at the same time (the snapshot's rows read in its
+//!    transaction; inside SQLite, on the transaction's connection, when the source is a file of
+//!    this process), and must match: the receipts' counts and checksums.
 //! 2. After each catch-up round that follows, the rows of the keys changed since the last
 //!    comparison are compared on both sides; a key written again meanwhile may differ, and is
 //!    compared again later.
@@ -18,8 +19,9 @@ use std::sync::Arc;
 
 use super::online::{progress, replay};
 use super::verify::count_and_checksum;
-use super::{Context, Migrator, drive};
+use super::{Context, JOB_TIME, Migrator, drive};
 use crate::data::{DataClient, MigrationResult, Params, Value};
+use crate::engine::copy::PageCursor;
 use crate::error::Result;
 use crate::reshard::capture;
 use crate::reshard::target::{Checksum, Target};
@@ -36,21 +38,43 @@ pub(super) async fn verify_snapshot(
 ) -> Result<bool> {
     state.phase = "verifying".to_owned();
     drive::checkpoint(migrator, state).await?;
+    let destination_id = state.spec.destination_shard_id.clone();
     let tx = context.source.begin_transaction().await?;
     let snapshot = tx.transaction_id.as_str();
     let outcome = async {
         let through = capture::last_position(&context.source, snapshot).await?;
         replay(migrator, state, context, Some(snapshot), through).await?;
-        let mut sources = Vec::new();
-        for target in &context.targets {
-            sources.push(checksum_in(&context.source, snapshot, target).await?);
-        }
-        Ok::<_, crate::Error>((through, sources))
+        // The destination now holds the snapshot's moving rows, and nothing else writes them
+        // before the cutover: both sides are read at once (on their own connections).
+        let sources = async {
+            let mut sources = Vec::new();
+            for target in &context.targets {
+                sources.push(checksum_in(context, snapshot, target).await?);
+            }
+            Ok::<_, crate::Error>(sources)
+        };
+        let destinations = async {
+            let mut destinations = Vec::new();
+            for target in &context.targets {
+                destinations.push(
+                    count_and_checksum(
+                        context.local_destination.as_ref(),
+                        &context.destination,
+                        target,
+                        &destination_id,
+                    )
+                    .await?,
+                );
+            }
+            Ok::<_, crate::Error>(destinations)
+        };
+        let (sources, destinations) = tokio::try_join!(sources, destinations)?;
+        Ok::<_, crate::Error>((through, sources, destinations))
     }
     .await;
     // Only read: nothing to keep.
     let _ = context.source.rollback_transaction(snapshot).await;
-    let (through, sources) = outcome?;
+    let (through, sources, destinations) = outcome?;
     let online = progress(state);
     online.replayed_through = online.replayed_through.max(through);
     online.verified_through = through;
@@ -63,14 +87,7 @@ pub(super) async fn verify_snapshot(
         keys.clear();
     }
     let mut all = true;
-    for (index, (target, (rows, checksum))) in context.targets.iter().zip(sources).enumerate() {
-        let (rows_seen, seen) = count_and_checksum(
-            context.local_destination.as_ref(),
-            &context.destination,
-            target,
-            &state.spec.destination_shard_id,
-        )
-        .await?;
+    for (index, ((rows, checksum), (rows_seen, seen))) in sources.into_iter().zip(destinations).enumerate() {
         let receipt = &mut state.receipts[index];
         receipt.source_rows = rows;
         receipt.source_checksum = checksum.to_hex();
@@ -91,8 +108,39 @@ pub(super) async fn verify_snapshot(
     Ok(all)
 }
 
-/// Counts and checksums the moving rows of `target` as `shard`'s transaction `tx` sees them.
-async fn checksum_in(shard: &Arc<dyn DataClient>, tx: &str, target: &Target) -> Result<(u64, Checksum)> {
+/// Counts and checksums the moving rows of `target` as the source's transaction `tx` sees them:
+/// inside SQLite, on the transaction's own connection, when the source is a file of this process
+/// (the transaction is then one of its sessions), else read as values through its client.
+async fn checksum_in(context: &Context, tx: &str, target: &Target) -> Result<(u64, Checksum)> {
+    if let Some(database) = &context.local_source {
+        let query = Arc::new(target.paged_query());
+        let mut cursor = PageCursor::start();
+        while !cursor.finished {
+            match database
+                .session_checksum_pages(tx, Arc::clone(&query), cursor.clone(), JOB_TIME)
+                .await
+            {
+                Ok(next) => cursor = next,
+                // Not a session of this file's database after all (its client is another
+                // handle): the rows are read through the client, in the same transaction.
+                Err(crate::Error::TransactionNotFound { .. }) if cursor.pages == 0 => {
+                    return checksum_through_transaction(&context.source, tx, target).await;
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        return Ok((cursor.rows, Checksum::from_link(cursor.checksum)));
+    }
+    checksum_through_transaction(&context.source, tx, target).await
+}
+
+/// Counts and checksums the moving rows of `target` as `shard`'s transaction `tx` sees them,
+/// read as values page by page.
+async fn checksum_through_transaction(
+    shard: &Arc<dyn DataClient>,
+    tx: &str,
+    target: &Target,
+) -> Result<(u64, Checksum)> {
     let mut checksum = Checksum::empty();
     let mut rows_seen = 0u64;
     let mut after: Option<Value> = None;
