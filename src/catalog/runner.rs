@@ -72,6 +72,21 @@ impl Catalog {
     }
 }
 
+impl MigrationClaim {
+    /// Releases the claim now, waiting for the store to forget it: a command that ends right
+    /// after a run must not leave its claim to expire (the release on drop runs in the
+    /// background, which an ending process may never get to).
+    pub async fn release(mut self) {
+        if let Some((file, id, since)) = self.file.take() {
+            let _ = file.release_runner(&id, &since).await;
+        }
+        #[cfg(feature = "etcd")]
+        if let Some(lease) = self.lease.take() {
+            lease.revoke().await;
+        }
+    }
+}
+
 impl Drop for MigrationClaim {
     fn drop(&mut self) {
         if let Ok(mut set) = claimed().lock() {
@@ -165,9 +180,21 @@ mod etcd_lease {
         }
     }
 
+    impl EtcdLease {
+        /// Ends the lease (deleting the claim) and waits for etcd to confirm.
+        pub(crate) async fn revoke(mut self) {
+            self.renewing.abort();
+            let id = std::mem::replace(&mut self.id, 0);
+            let _ = self.store.client().revoke(id).await;
+        }
+    }
+
     impl Drop for EtcdLease {
         fn drop(&mut self) {
             self.renewing.abort();
+            if self.id == 0 {
+                return;
+            }
             let (client, id) = (self.store.client().clone(), self.id);
             // Revoking deletes the claim at once; if this cannot run, the lease expires.
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {

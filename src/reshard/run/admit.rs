@@ -34,18 +34,34 @@ pub(super) async fn start(
     id: Option<String>,
     expected_version: Option<u64>,
     dry_run: bool,
-    mut issues: Vec<CatalogIssue>,
+    issues: Vec<CatalogIssue>,
 ) -> Result<MigrationResult> {
-    let map = migrator.sharded.map();
     let id = match id.as_deref().map(str::trim) {
         Some(id) if !id.is_empty() => id.to_owned(),
         _ => new_migration_id(),
     };
     // Held until the run ends: two starts with one id cannot both run.
-    let _claim = match migrator.sharded.catalog() {
+    let claim = match migrator.sharded.catalog() {
         Some(catalog) => Some(catalog.claim_migration(&id).await?),
         None => None,
     };
+    let result = start_claimed(migrator, spec, id, expected_version, dry_run, issues).await;
+    if let Some(claim) = claim {
+        claim.release().await;
+    }
+    result
+}
+
+/// [`start`] once the run holds the migration's claim.
+async fn start_claimed(
+    migrator: &Migrator,
+    spec: MigrationSpec,
+    id: String,
+    expected_version: Option<u64>,
+    dry_run: bool,
+    mut issues: Vec<CatalogIssue>,
+) -> Result<MigrationResult> {
+    let map = migrator.sharded.map();
     match migrator.sharded.catalog() {
         None => issues.push(issue(
             "catalog-required",

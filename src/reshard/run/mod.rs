@@ -300,7 +300,14 @@ impl Migrator {
             return Err(Error::invalid_argument("migration id", "it is blank"));
         }
         // Held until this run ends: a second resume is refused meanwhile.
-        let _claim = catalog.claim_migration(id).await?;
+        let claim = catalog.claim_migration(id).await?;
+        let result = self.resume_claimed(catalog, id, options).await;
+        claim.release().await;
+        result
+    }
+
+    /// [`resume`](Self::resume) once the run holds the migration's claim.
+    async fn resume_claimed(&self, catalog: &Catalog, id: &str, options: ResumeRequest) -> Result<MigrationResult> {
         let mut state = catalog.migration(id).await?.ok_or_else(|| Error::NotFound {
             what: "migration",
             name: id.into(),
@@ -371,7 +378,14 @@ impl Migrator {
         let catalog = self.catalog()?;
         let id = id.trim();
         // A running migration is not abandoned under its runner.
-        let _claim = catalog.claim_migration(id).await?;
+        let claim = catalog.claim_migration(id).await?;
+        let result = self.abandon_claimed(catalog, id).await;
+        claim.release().await;
+        result
+    }
+
+    /// [`abandon`](Self::abandon) once this process holds the migration's claim.
+    async fn abandon_claimed(&self, catalog: &Catalog, id: &str) -> Result<MigrationResult> {
         let mut state = catalog.migration(id).await?.ok_or_else(|| Error::NotFound {
             what: "migration",
             name: id.into(),
