@@ -381,16 +381,21 @@ async fn a_full_engine_queue_answers_busy_at_once() {
         let request = sql(&http, &daemon, "tenant-a", RUNAWAY).timeout(LONG);
         tokio::spawn(async move { request.send().await })
     };
-    // With the reader stuck, one read too long to run inline may wait in the queue; the next is
-    // refused at once. (A probe that got queued gives up after 300 ms and stays queued, cancelled,
-    // until the reader frees.)
-    let response = eventually(Duration::from_secs(5), "a read is refused as busy", async || {
+    // With the reader stuck, one read too long to run inline may wait in the queue; another one
+    // at the same time is refused at once. Two are sent together, so that the outcome does not
+    // depend on when the daemon notices that an earlier probe's client gave up (a probe that got
+    // queued gives up after 300 ms).
+    let probe = || async {
         let response = sql(&http, &daemon, "tenant-a", OVER_INLINE_BUDGET)
             .timeout(Duration::from_millis(300))
             .send()
             .await
             .ok()?;
         (response.status() == StatusCode::SERVICE_UNAVAILABLE).then_some(response)
+    };
+    let response = eventually(Duration::from_secs(5), "a read is refused as busy", async || {
+        let (first, second) = tokio::join!(probe(), probe());
+        first.or(second)
     })
     .await;
     assert_eq!(response.headers().get(RETRY_AFTER).unwrap(), "1");
