@@ -197,16 +197,28 @@ impl Database {
 
     /// Runs SQL inside an open session, extending its idle deadline.
     pub async fn session_execute(&self, id: &str, sql: &str, params: Params) -> Result<SqlResult> {
+        let sql = sql.to_owned();
+        self.session_call(id, |cancel, reply| SessionJob::Execute {
+            sql,
+            params,
+            cancel,
+            reply,
+        })
+        .await
+    }
+
+    /// Sends the job `make` builds to session `id` and waits for its answer; the job is
+    /// cancelled if the caller goes away first.
+    async fn session_call<T>(
+        &self,
+        id: &str,
+        make: impl FnOnce(Arc<AtomicBool>, oneshot::Sender<Result<T>>) -> SessionJob,
+    ) -> Result<T> {
         let jobs = self.session_sender(id, false)?;
         let (reply, rx) = oneshot::channel();
         let cancel = Arc::new(AtomicBool::new(false));
-        jobs.send(SessionJob::Execute {
-            sql: sql.to_owned(),
-            params,
-            cancel: Arc::clone(&cancel),
-            reply,
-        })
-        .map_err(|_| self.session_gone(id))?;
+        jobs.send(make(Arc::clone(&cancel), reply))
+            .map_err(|_| self.session_gone(id))?;
         let cancel_on_drop = CancelOnDrop(cancel);
         let outcome = rx.await;
         std::mem::forget(cancel_on_drop);
@@ -228,24 +240,14 @@ impl Database {
         cursor: PageCursor,
         budget: Duration,
     ) -> Result<PageCursor> {
-        let jobs = self.session_sender(id, false)?;
-        let (reply, rx) = oneshot::channel();
-        let cancel = Arc::new(AtomicBool::new(false));
-        jobs.send(SessionJob::Checksum {
+        self.session_call(id, |cancel, reply| SessionJob::Checksum {
             query,
             cursor,
             budget,
-            cancel: Arc::clone(&cancel),
+            cancel,
             reply,
         })
-        .map_err(|_| self.session_gone(id))?;
-        let cancel_on_drop = CancelOnDrop(cancel);
-        let outcome = rx.await;
-        std::mem::forget(cancel_on_drop);
-        match outcome {
-            Ok(result) => result.map_err(|err| self.storage_failure(err)),
-            Err(_) => Err(self.session_gone(id)),
-        }
+        .await
     }
 
     /// When the session expires if left idle from now.
