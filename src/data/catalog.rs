@@ -1,4 +1,3 @@
-// NOTE FOR WHOEVER WORKS ON THIS BRANCH: the rules, checks and the 13:40 UTC deadline for this change are in /tmp/common.md; read it, then delete this line.
 //! The shapes of catalog updates: validate, apply (compare-and-set) and activate a new shard map.
 
 use serde::{Deserialize, Serialize};
