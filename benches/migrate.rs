@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use shardlite::catalog::Catalog;
 use shardlite::client::ShardedClient;
-use shardlite::data::{KeyMigrationRequest, MigrationManifest, MigrationStatus, TableManifest};
+use shardlite::data::{MigrationManifest, MigrationRequest, MigrationStatus, TableManifest};
 use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
 use shardlite::reshard::Migrator;
 
@@ -263,31 +263,23 @@ fn child(rows: i64, online: bool) {
             }
         }
     };
+    let manifest = MigrationManifest {
+        page_size: Some(page),
+        tables: vec![TableManifest {
+            table_name: "items".into(),
+            route_key_column: "tenant".into(),
+            primary_key_column: "id".into(),
+        }],
+        collections: vec![],
+    };
     let result = runtime
         .block_on(
             Migrator::new(sharded)
                 .with_observer(observer)
-                .migrate_key(KeyMigrationRequest {
-                    keyspace: "tenants".into(),
-                    route_key: KEY.into(),
-                    destination_shard_id: "dest".into(),
-                    manifest: MigrationManifest {
-                        page_size: Some(page),
-                        tables: vec![TableManifest {
-                            table_name: "items".into(),
-                            route_key_column: "tenant".into(),
-                            primary_key_column: "id".into(),
-                        }],
-                        collections: vec![],
-                    },
-                    migration_id: None,
-                    expected_current_map_version: None,
-                    dry_run: false,
+                .migrate(MigrationRequest {
                     online,
                     activate: online,
-                    delete_source: false,
-                    operator: None,
-                    comment: None,
+                    ..MigrationRequest::route_key("tenants", KEY, "dest", manifest)
                 }),
         )
         .expect("migration");

@@ -53,7 +53,7 @@ async fn start_or_resume(
     let mut request = key_request(key, other(&owner(&sharded, key)), 200);
     request.migration_id = Some(MIGRATION_ID.into());
     request.online = online;
-    migrator.migrate_key(request).await.unwrap()
+    migrator.migrate(request).await.unwrap()
 }
 
 /// Opens `master` and starts or resumes the migration there.
@@ -423,7 +423,7 @@ async fn resume_goes_on_from_the_pages_the_destination_recorded() {
     let migrator = Migrator::new(sharded.clone());
     let mut request = key_request(key, destination, 20);
     request.migration_id = Some("recorded".into());
-    let stopped = migrator.migrate_key(request).await.unwrap();
+    let stopped = migrator.migrate(request).await.unwrap();
     assert_eq!(stopped.status, MigrationStatus::Failed, "{stopped:#?}");
     assert_eq!(
         records("recorded").await,

@@ -13,7 +13,7 @@ use serde_json::Value as Json;
 
 use super::Catalog;
 use super::store::{HistoryRow, NewMap};
-use crate::data::CatalogHistoryEntry;
+use crate::data::{Audit, CatalogHistoryEntry};
 use crate::error::{Error, Result};
 use crate::map::{ShardMap, ShardingOptions};
 
@@ -122,8 +122,7 @@ impl Catalog {
         let history = HistoryRow {
             keyspace: active_map.keyspace().to_owned(),
             version: active_map.version(),
-            operator: Some("import".to_owned()),
-            comment: Some("imported from a catalog export".to_owned()),
+            audit: Audit::by("import").because("imported from a catalog export"),
             metadata_only: false,
         };
         store

@@ -27,7 +27,7 @@ pub use store::file::CATALOG_SCHEMA_VERSION;
 
 use std::path::{Path, PathBuf};
 
-use crate::data::CatalogHistoryEntry;
+use crate::data::{Audit, CatalogHistoryEntry};
 use crate::error::{Error, Result};
 use crate::map::{ShardMap, ShardingOptions};
 use store::{FileStore, HistoryRow, NewMap, Store, StoredMap, StoredState};
@@ -157,8 +157,7 @@ impl Catalog {
         let history = HistoryRow {
             keyspace: map.keyspace().to_owned(),
             version: map.version(),
-            operator: Some("seed".to_owned()),
-            comment: Some("seeded the active map".to_owned()),
+            audit: Audit::by("seed").because("seeded the active map"),
             metadata_only: false,
         };
         self.store.seed(&written, &history).await?;

@@ -51,7 +51,7 @@ impl Catalog {
 fn record(state: &MigrationResult) -> Result<MigrationRecord<'_>> {
     Ok(MigrationRecord {
         id: &state.migration_id,
-        keyspace: &state.spec.keyspace,
+        keyspace: state.spec.keyspace(),
         status: status_text(state),
         updated_utc: &state.updated_utc,
         payload: encode(state)?,

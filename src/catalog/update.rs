@@ -349,13 +349,10 @@ impl Catalog {
         let history = HistoryRow {
             keyspace,
             version,
-            operator: request.operator.clone(),
-            comment: Some(
-                request
-                    .comment
-                    .clone()
-                    .unwrap_or_else(|| "applied as the pending map".to_owned()),
-            ),
+            audit: request
+                .audit
+                .clone()
+                .or_because(|| "applied as the pending map".to_owned()),
             metadata_only: validation.requires_data_migration && request.allow_ownership_change,
         };
         if !self.store().write_pending(&state, &map, &history).await? {
@@ -392,13 +389,10 @@ impl Catalog {
         let history = HistoryRow {
             keyspace: next.keyspace().to_owned(),
             version: expected,
-            operator: request.operator.clone(),
-            comment: Some(
-                request
-                    .comment
-                    .clone()
-                    .unwrap_or_else(|| format!("activated (was version {})", previous.version())),
-            ),
+            audit: request
+                .audit
+                .clone()
+                .or_because(|| format!("activated (was version {})", previous.version())),
             metadata_only: false,
         };
         if !self.store().activate(&state, &history).await? {

@@ -10,7 +10,7 @@ use super::connection::{self, ConnectionArgs};
 use super::data::{OutputArgs, print_json, table};
 use crate::catalog::{Catalog, CatalogExport, CatalogLocation};
 use crate::data::{
-    ActivationRequest, CatalogState, CatalogUpdateRequest, CatalogValidation, IssueSeverity, ShardAdmin,
+    ActivationRequest, Audit, CatalogState, CatalogUpdateRequest, CatalogValidation, IssueSeverity, ShardAdmin,
     ShardChangeKind,
 };
 use crate::error::{Error, Result};
@@ -233,8 +233,8 @@ fn print_state(state: &CatalogState) {
         history.add_row(vec![
             entry.applied_utc.clone(),
             entry.map_version.to_string(),
-            entry.operator.clone().unwrap_or_default(),
-            entry.comment.clone().unwrap_or_default(),
+            entry.audit.operator.clone().unwrap_or_default(),
+            entry.audit.comment.clone().unwrap_or_default(),
             if entry.metadata_only_ownership_change {
                 "yes"
             } else {
@@ -255,8 +255,7 @@ async fn update_request(args: &UpdateArgs) -> Result<CatalogUpdateRequest> {
         map: ShardingOptions::from_json(&json)?,
         expected_current_map_version: args.expected_version,
         allow_ownership_change: args.ack_ownership_change,
-        operator: args.operator.clone(),
-        comment: args.comment.clone(),
+        audit: Audit::new(args.operator.clone(), args.comment.clone()),
     })
 }
 
@@ -297,11 +296,8 @@ async fn apply(args: &UpdateArgs) -> Result<()> {
 }
 
 async fn activate(args: &ActivateArgs) -> Result<()> {
-    let request = ActivationRequest {
-        expected_pending_map_version: args.expected_version,
-        operator: args.operator.clone(),
-        comment: args.comment.clone(),
-    };
+    let request =
+        ActivationRequest::new(args.expected_version).audit(Audit::new(args.operator.clone(), args.comment.clone()));
     let result = admin(&args.connection).await?.activate_pending_map(&request).await?;
     if args.output.json {
         return print_json(&result);

@@ -19,7 +19,7 @@ use super::connection::ConnectionArgs;
 use super::data::{OutputArgs, print_json, table};
 use crate::connect::{ConnectedClient, connect};
 use crate::data::{
-    BucketMigrationRequest, KeyMigrationRequest, MigrationAdmin, MigrationManifest, MigrationResult, MigrationStatus,
+    Audit, MigrationAdmin, MigrationManifest, MigrationRequest, MigrationResult, MigrationScope, MigrationStatus,
     ResumeRequest,
 };
 use crate::error::{Error, Result};
@@ -91,6 +91,22 @@ pub struct CommonArgs {
     comment: Option<String>,
     #[command(flatten)]
     output: OutputArgs,
+}
+
+impl CommonArgs {
+    /// The request to move `scope`'s data to `destination`, as the flags say.
+    fn request(&self, scope: MigrationScope, destination: &str) -> Result<MigrationRequest> {
+        Ok(MigrationRequest {
+            migration_id: self.id.clone(),
+            expected_current_map_version: self.expected_version,
+            dry_run: self.dry_run,
+            online: !self.offline,
+            activate: self.activate,
+            delete_source: self.delete_source,
+            audit: Audit::new(self.operator.clone(), self.comment.clone()),
+            ..MigrationRequest::new(scope, destination, read_manifest(&self.manifest)?)
+        })
+    }
 }
 
 /// Arguments of `shardlite migrate key`.
@@ -185,21 +201,12 @@ pub async fn run(command: &MigrateCommand) -> Result<()> {
         MigrateCommand::Key(args) => {
             let common = &args.common;
             let (admin, _) = open(&common.connection, true).await?;
-            let request = KeyMigrationRequest {
+            let scope = MigrationScope::RouteKey {
                 keyspace: args.keyspace.clone(),
                 route_key: args.key.clone(),
-                destination_shard_id: args.to.clone(),
-                manifest: read_manifest(&common.manifest)?,
-                migration_id: common.id.clone(),
-                expected_current_map_version: common.expected_version,
-                dry_run: common.dry_run,
-                online: !common.offline,
-                activate: common.activate,
-                delete_source: common.delete_source,
-                operator: common.operator.clone(),
-                comment: common.comment.clone(),
             };
-            report(&admin.migrate_exact_route_key(&request).await?, common.output.json)
+            let request = common.request(scope, &args.to)?;
+            report(&admin.start_migration(&request).await?, common.output.json)
         }
         MigrateCommand::Buckets(args) => {
             let common = &args.common;
@@ -212,23 +219,14 @@ pub async fn run(command: &MigrateCommand) -> Result<()> {
                     (None, None) => String::new(),
                 },
             };
-            let request = BucketMigrationRequest {
+            let scope = MigrationScope::BucketRange {
                 keyspace,
                 source_shard_id: args.from.clone(),
-                destination_shard_id: args.to.clone(),
                 start_bucket_inclusive: args.start,
                 end_bucket_exclusive: args.end,
-                manifest: read_manifest(&common.manifest)?,
-                migration_id: common.id.clone(),
-                expected_current_map_version: common.expected_version,
-                dry_run: common.dry_run,
-                online: !common.offline,
-                activate: common.activate,
-                delete_source: common.delete_source,
-                operator: common.operator.clone(),
-                comment: common.comment.clone(),
             };
-            report(&admin.migrate_bucket_range(&request).await?, common.output.json)
+            let request = common.request(scope, &args.to)?;
+            report(&admin.start_migration(&request).await?, common.output.json)
         }
         MigrateCommand::Resume(args) => {
             let (admin, _) = open(&args.connection, true).await?;
@@ -377,14 +375,19 @@ fn report(result: &MigrationResult, json: bool) -> Result<()> {
         );
         println!("{}", result.message);
         let spec = &result.spec;
-        let what = match (&spec.route_key, spec.start_bucket_inclusive, spec.end_bucket_exclusive) {
-            (Some(key), _, _) => format!("route key '{key}'"),
-            (None, Some(start), Some(end)) => format!("buckets [{start}, {end})"),
-            _ => String::new(),
+        let what = match &spec.scope {
+            MigrationScope::RouteKey { route_key, .. } => format!("route key '{route_key}'"),
+            MigrationScope::BucketRange {
+                start_bucket_inclusive: start,
+                end_bucket_exclusive: end,
+                ..
+            } => format!("buckets [{start}, {end})"),
         };
         println!(
             "{what} in '{}': {} -> {}",
-            spec.keyspace, spec.source_shard_id, spec.destination_shard_id
+            spec.keyspace(),
+            spec.source_shard_id,
+            spec.destination_shard_id
         );
         match &result.online {
             Some(online) => println!(
@@ -496,13 +499,14 @@ fn list(results: &[MigrationResult], json: bool) -> Result<()> {
             result.migration_id.clone(),
             format!("{:?}", result.status),
             result.phase.clone(),
-            spec.route_key.clone().unwrap_or_else(|| {
-                format!(
-                    "[{}, {})",
-                    spec.start_bucket_inclusive.unwrap_or(0),
-                    spec.end_bucket_exclusive.unwrap_or(0)
-                )
-            }),
+            match &spec.scope {
+                MigrationScope::RouteKey { route_key, .. } => route_key.clone(),
+                MigrationScope::BucketRange {
+                    start_bucket_inclusive: start,
+                    end_bucket_exclusive: end,
+                    ..
+                } => format!("[{start}, {end})"),
+            },
             spec.source_shard_id.clone(),
             spec.destination_shard_id.clone(),
             result.receipts.iter().map(|r| r.source_rows).sum::<u64>().to_string(),

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{DatabaseInfo, SqlResult};
+use super::{Audit, DatabaseInfo, SqlResult};
 use crate::error::Result;
 use crate::map::{ReplicaInfo, ShardMapSnapshot, ShardRole};
 
@@ -75,8 +75,7 @@ impl ShardSqlResult {
 
 /// One row of catalog history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
-#[serde(rename_all = "camelCase")]
+#[serde(from = "CatalogHistoryForm", into = "CatalogHistoryForm")]
 pub struct CatalogHistoryEntry {
     /// When the change was written (RFC 3339).
     pub applied_utc: String,
@@ -84,15 +83,62 @@ pub struct CatalogHistoryEntry {
     pub keyspace: String,
     /// The map version written.
     pub map_version: u64,
-    /// Who made the change.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub operator: Option<String>,
-    /// Why.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub comment: Option<String>,
+    /// Who made the change and why.
+    pub audit: Audit,
     /// Whether bucket or pin ownership changed without a data migration.
     pub metadata_only_ownership_change: bool,
 }
+
+/// One row of catalog history.
+///
+/// (The JSON form of [`CatalogHistoryEntry`], as served and as stored in etcd and exports.)
+#[derive(Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", schema(description = "One row of catalog history."))]
+#[serde(expecting = "struct CatalogHistoryEntry", rename_all = "camelCase")]
+struct CatalogHistoryForm {
+    /// When the change was written (RFC 3339).
+    applied_utc: String,
+    /// The keyspace.
+    keyspace: String,
+    /// The map version written.
+    map_version: u64,
+    /// Who made the change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    operator: Option<String>,
+    /// Why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    comment: Option<String>,
+    /// Whether bucket or pin ownership changed without a data migration.
+    metadata_only_ownership_change: bool,
+}
+
+impl From<CatalogHistoryForm> for CatalogHistoryEntry {
+    fn from(form: CatalogHistoryForm) -> Self {
+        Self {
+            applied_utc: form.applied_utc,
+            keyspace: form.keyspace,
+            map_version: form.map_version,
+            audit: Audit::new(form.operator, form.comment),
+            metadata_only_ownership_change: form.metadata_only_ownership_change,
+        }
+    }
+}
+
+impl From<CatalogHistoryEntry> for CatalogHistoryForm {
+    fn from(entry: CatalogHistoryEntry) -> Self {
+        Self {
+            applied_utc: entry.applied_utc,
+            keyspace: entry.keyspace,
+            map_version: entry.map_version,
+            operator: entry.audit.operator,
+            comment: entry.audit.comment,
+            metadata_only_ownership_change: entry.metadata_only_ownership_change,
+        }
+    }
+}
+
+schema_from_form!(CatalogHistoryEntry, CatalogHistoryForm);
 
 /// The catalog as operators see it: active and pending maps (secret-free) and history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -110,4 +156,23 @@ pub struct CatalogState {
     pub pending_map: Option<ShardMapSnapshot>,
     /// Catalog history, newest first.
     pub history: Vec<CatalogHistoryEntry>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_history_entry_reads_and_writes_the_json_of_before() {
+        // As etcd and catalog exports hold it.
+        let stored = r#"{"appliedUtc":"2025-01-01T00:00:00Z","keyspace":"tenants","mapVersion":2,"operator":"ada","comment":"add s2","metadataOnlyOwnershipChange":false}"#;
+        let entry: CatalogHistoryEntry = serde_json::from_str(stored).unwrap();
+        assert_eq!(entry.audit, Audit::by("ada").because("add s2"));
+        assert_eq!(entry.map_version, 2);
+        assert_eq!(serde_json::to_string(&entry).unwrap(), stored);
+        let anonymous = r#"{"appliedUtc":"2025-01-01T00:00:00Z","keyspace":"tenants","mapVersion":1,"metadataOnlyOwnershipChange":true}"#;
+        let entry: CatalogHistoryEntry = serde_json::from_str(anonymous).unwrap();
+        assert!(entry.audit.is_empty() && entry.metadata_only_ownership_change);
+        assert_eq!(serde_json::to_string(&entry).unwrap(), anonymous);
+    }
 }

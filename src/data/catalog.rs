@@ -2,12 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Audit;
 use crate::map::{ShardMapSnapshot, ShardingOptions};
 
 /// A proposed new shard map, as validated and applied.
 ///
 /// ```
-/// use shardlite::data::CatalogUpdateRequest;
+/// use shardlite::data::{Audit, CatalogUpdateRequest};
 ///
 /// let request: CatalogUpdateRequest = serde_json::from_str(r#"{
 ///     "map": { "keyspace": "tenants", "mapVersion": 2, "virtualBucketCount": 4,
@@ -18,47 +19,123 @@ use crate::map::{ShardMapSnapshot, ShardingOptions};
 /// }"#)?;
 /// assert_eq!(request.expected_current_map_version, Some(1));
 /// assert!(!request.allow_ownership_change);
+/// assert_eq!(request.audit, Audit::by("ada"));
+///
+/// let again = CatalogUpdateRequest::new(request.map.clone())
+///     .expecting_version(1)
+///     .audit(Audit::by("ada"));
+/// assert_eq!(again, request);
 /// # Ok::<(), serde_json::Error>(())
 /// ```
+///
+/// Its JSON has `operator` and `comment` at the top level, beside `map`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
-#[cfg_attr(
-    feature = "server",
-    schema(description = "A proposed new shard map, as validated and applied.")
-)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(from = "CatalogUpdateForm", into = "CatalogUpdateForm")]
 pub struct CatalogUpdateRequest {
     /// The proposed map, in the form a map file has (secrets included: it is stored as given).
     pub map: ShardingOptions,
     /// The newest map version the catalog holds (the pending map's, if there is one, else the
     /// active map's). When given and different, the update is refused: someone else changed
     /// the catalog since the caller looked.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_current_map_version: Option<u64>,
     /// Acknowledges that buckets or pins change owner without a data migration: keys move to
     /// shards that do not hold their data. Migrate the data first.
-    #[serde(default)]
     pub allow_ownership_change: bool,
-    /// Who makes the change, for the history.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub operator: Option<String>,
-    /// Why, for the history.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub comment: Option<String>,
+    /// Who makes the change and why, for the history.
+    pub audit: Audit,
 }
 
 impl CatalogUpdateRequest {
-    /// A request for `map` with no expectations and no acknowledgement.
+    /// A request for `map` with no expectations, no acknowledgement and no audit.
     pub fn new(map: ShardingOptions) -> Self {
         Self {
             map,
             expected_current_map_version: None,
             allow_ownership_change: false,
-            operator: None,
-            comment: None,
+            audit: Audit::default(),
+        }
+    }
+
+    /// The same, refused unless the catalog's newest map version is still `version`.
+    #[must_use]
+    pub fn expecting_version(mut self, version: u64) -> Self {
+        self.expected_current_map_version = Some(version);
+        self
+    }
+
+    /// The same, acknowledging that buckets or pins change owner without a data migration.
+    #[must_use]
+    pub fn allowing_ownership_change(mut self) -> Self {
+        self.allow_ownership_change = true;
+        self
+    }
+
+    /// The same, recorded in the history as `audit` says.
+    #[must_use]
+    pub fn audit(mut self, audit: Audit) -> Self {
+        self.audit = audit;
+        self
+    }
+}
+
+/// A proposed new shard map, as validated and applied.
+///
+/// (The JSON form of [`CatalogUpdateRequest`]: its OpenAPI schema and the REST body.)
+#[derive(Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[cfg_attr(
+    feature = "server",
+    schema(description = "A proposed new shard map, as validated and applied.")
+)]
+#[serde(
+    expecting = "struct CatalogUpdateRequest",
+    rename_all = "camelCase",
+    deny_unknown_fields
+)]
+struct CatalogUpdateForm {
+    /// The proposed map, in the form a map file has (secrets included: it is stored as given).
+    map: ShardingOptions,
+    /// The newest map version the catalog holds (the pending map's, if there is one, else the
+    /// active map's). When given and different, the update is refused: someone else changed
+    /// the catalog since the caller looked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expected_current_map_version: Option<u64>,
+    /// Acknowledges that buckets or pins change owner without a data migration: keys move to
+    /// shards that do not hold their data. Migrate the data first.
+    #[serde(default)]
+    allow_ownership_change: bool,
+    /// Who makes the change, for the history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    operator: Option<String>,
+    /// Why, for the history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    comment: Option<String>,
+}
+
+impl From<CatalogUpdateForm> for CatalogUpdateRequest {
+    fn from(form: CatalogUpdateForm) -> Self {
+        Self {
+            map: form.map,
+            expected_current_map_version: form.expected_current_map_version,
+            allow_ownership_change: form.allow_ownership_change,
+            audit: Audit::new(form.operator, form.comment),
         }
     }
 }
+
+impl From<CatalogUpdateRequest> for CatalogUpdateForm {
+    fn from(request: CatalogUpdateRequest) -> Self {
+        Self {
+            map: request.map,
+            expected_current_map_version: request.expected_current_map_version,
+            allow_ownership_change: request.allow_ownership_change,
+            operator: request.audit.operator,
+            comment: request.audit.comment,
+        }
+    }
+}
+
+schema_from_form!(CatalogUpdateRequest, CatalogUpdateForm);
 
 /// How serious a validation issue is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -192,19 +269,90 @@ pub struct CatalogApplyResult {
 }
 
 /// A request to make the pending map active.
+///
+/// ```
+/// use shardlite::data::{ActivationRequest, Audit};
+///
+/// let request = ActivationRequest::new(3).audit(Audit::by("ada").because("s2 is ready"));
+/// let json = serde_json::to_value(&request)?;
+/// assert_eq!(
+///     json,
+///     serde_json::json!({ "expectedPendingMapVersion": 3, "operator": "ada", "comment": "s2 is ready" })
+/// );
+/// assert_eq!(serde_json::from_value::<ActivationRequest>(json)?, request);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(from = "ActivationForm", into = "ActivationForm")]
 pub struct ActivationRequest {
     /// The version of the pending map to activate; anything else is refused.
     pub expected_pending_map_version: u64,
+    /// Who activates it and why, for the history.
+    pub audit: Audit,
+}
+
+impl ActivationRequest {
+    /// A request to activate pending map version `expected_pending_map_version`, without audit.
+    pub fn new(expected_pending_map_version: u64) -> Self {
+        Self {
+            expected_pending_map_version,
+            audit: Audit::default(),
+        }
+    }
+
+    /// The same, recorded in the history as `audit` says.
+    #[must_use]
+    pub fn audit(mut self, audit: Audit) -> Self {
+        self.audit = audit;
+        self
+    }
+}
+
+/// A request to make the pending map active.
+///
+/// (The JSON form of [`ActivationRequest`]: its OpenAPI schema and the REST body.)
+#[derive(Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[cfg_attr(
+    feature = "server",
+    schema(description = "A request to make the pending map active.")
+)]
+#[serde(
+    expecting = "struct ActivationRequest",
+    rename_all = "camelCase",
+    deny_unknown_fields
+)]
+struct ActivationForm {
+    /// The version of the pending map to activate; anything else is refused.
+    expected_pending_map_version: u64,
     /// Who activates it, for the history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub operator: Option<String>,
+    operator: Option<String>,
     /// Why, for the history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub comment: Option<String>,
+    comment: Option<String>,
 }
+
+impl From<ActivationForm> for ActivationRequest {
+    fn from(form: ActivationForm) -> Self {
+        Self {
+            expected_pending_map_version: form.expected_pending_map_version,
+            audit: Audit::new(form.operator, form.comment),
+        }
+    }
+}
+
+impl From<ActivationRequest> for ActivationForm {
+    fn from(request: ActivationRequest) -> Self {
+        Self {
+            expected_pending_map_version: request.expected_pending_map_version,
+            operator: request.audit.operator,
+            comment: request.audit.comment,
+        }
+    }
+}
+
+schema_from_form!(ActivationRequest, ActivationForm);
 
 /// The outcome of an activation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -220,4 +368,57 @@ pub struct ActivationResult {
     /// Transactions on affected shards that did not finish within the drain window and were
     /// rolled back (in this process).
     pub rolled_back_transactions: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UPDATE: &str = r#"{"map":{"keyspace":"tenants","mapVersion":2,"virtualBucketCount":4,"shards":[{"shardId":"s0","dataSource":"s0.db"}],"bucketRanges":[{"startBucketInclusive":0,"endBucketExclusive":4,"shardId":"s0"}]},"expectedCurrentMapVersion":1,"allowOwnershipChange":true,"operator":"ada","comment":"add s2"}"#;
+
+    #[test]
+    fn an_update_request_keeps_operator_and_comment_at_the_top_level() {
+        let request: CatalogUpdateRequest = serde_json::from_str(UPDATE).unwrap();
+        assert_eq!(request.audit, Audit::by("ada").because("add s2"));
+        assert_eq!(
+            request,
+            CatalogUpdateRequest::new(request.map.clone())
+                .expecting_version(1)
+                .allowing_ownership_change()
+                .audit(Audit::by("ada").because("add s2"))
+        );
+        // Every member but the map (whose own JSON spells out its defaults) as it came.
+        let mut written = serde_json::to_value(&request).unwrap();
+        let mut given: serde_json::Value = serde_json::from_str(UPDATE).unwrap();
+        assert_eq!(written["map"]["mapVersion"], 2);
+        written.as_object_mut().unwrap().remove("map");
+        given.as_object_mut().unwrap().remove("map");
+        assert_eq!(written, given);
+        let bare = serde_json::to_value(CatalogUpdateRequest::new(request.map)).unwrap();
+        assert_eq!(bare.as_object().unwrap().len(), 2, "{bare}");
+        assert_eq!(bare["allowOwnershipChange"], false);
+    }
+
+    #[test]
+    fn update_and_activation_requests_refuse_unknown_members_by_name() {
+        let typo = UPDATE.replace("\"operator\"", "\"operater\"");
+        let err = serde_json::from_str::<CatalogUpdateRequest>(&typo)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown field `operater`"), "{err}");
+        let err = serde_json::from_str::<CatalogUpdateRequest>("1")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("struct CatalogUpdateRequest"), "{err}");
+        let err = serde_json::from_str::<ActivationRequest>(r#"{"expectedPendingMapVersion":2,"audit":{}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown field `audit`"), "{err}");
+        let request: ActivationRequest = serde_json::from_str(r#"{"expectedPendingMapVersion":2}"#).unwrap();
+        assert_eq!(request, ActivationRequest::new(2));
+        assert_eq!(
+            serde_json::to_string(&request).unwrap(),
+            r#"{"expectedPendingMapVersion":2}"#
+        );
+    }
 }

@@ -7,7 +7,33 @@
 //! the same types without knowing each other. Code written against `dyn DataClient` works
 //! unchanged in-process and over the network.
 
+/// Gives `$public`, whose Rust shape differs from its JSON, the OpenAPI schema of `$form`, the
+/// private struct its JSON goes through (`#[serde(from, into)]`), under `$public`'s own name: the
+/// document describes the JSON exactly as before.
+macro_rules! schema_from_form {
+    ($public:ident, $form:ty) => {
+        #[cfg(feature = "server")]
+        impl utoipa::PartialSchema for $public {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                <$form as utoipa::PartialSchema>::schema()
+            }
+        }
+
+        #[cfg(feature = "server")]
+        impl utoipa::ToSchema for $public {
+            fn name() -> std::borrow::Cow<'static, str> {
+                std::borrow::Cow::Borrowed(stringify!($public))
+            }
+
+            fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>)>) {
+                <$form as utoipa::ToSchema>::schemas(schemas);
+            }
+        }
+    };
+}
+
 mod admin;
+mod audit;
 mod catalog;
 mod host;
 mod interface;
@@ -22,6 +48,7 @@ mod status;
 mod value;
 
 pub use admin::{CatalogHistoryEntry, CatalogState, ShardSqlResult, ShardStatus};
+pub use audit::Audit;
 pub use catalog::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogIssue, CatalogUpdateRequest, CatalogValidation,
     IssueSeverity, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
@@ -33,10 +60,14 @@ pub use records::{
     ColumnInfo, DatabaseInfo, Document, DocumentPage, ProcedureDefinition, ProcedureParameter, Row, RowPage,
     SavedQuery, SqlResult, TableSchema, TransactionInfo, TransactionOptions,
 };
+#[cfg(any(feature = "http", feature = "grpc"))]
+pub(crate) use reshard::MigrationBody;
+#[cfg(feature = "server")]
+pub(crate) use reshard::{BucketMigrationBody, KeyMigrationBody};
 pub use reshard::{
-    BucketMigrationRequest, CollectionManifest, KeyMigrationRequest, MigrationAdmin, MigrationKind, MigrationManifest,
-    MigrationPlan, MigrationReceipt, MigrationResult, MigrationSpec, MigrationStatus, OnlineProgress, PlannedItem,
-    ResumeRequest, TableManifest,
+    CollectionManifest, MigrationAdmin, MigrationManifest, MigrationPlan, MigrationReceipt, MigrationRequest,
+    MigrationResult, MigrationScope, MigrationSpec, MigrationStatus, OnlineProgress, PlannedItem, ResumeRequest,
+    TableManifest,
 };
 pub use row::{FromValue, RowRef, ValueRef};
 pub(crate) use row::{every_row, first_row};

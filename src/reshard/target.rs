@@ -3,7 +3,7 @@
 //!
 //! Identifiers from the manifest are always quoted; values are always bound.
 
-use crate::data::{MigrationSpec, Params, Value};
+use crate::data::{MigrationScope, MigrationSpec, Params, Value};
 use crate::engine::capture::{CapturedItem, CapturedRoute};
 use crate::engine::checksum::PageDigest;
 use crate::engine::copy::{COPY_SOURCE_SCHEMA, CopyRecord, PagedCopy, PagedQuery};
@@ -34,13 +34,18 @@ pub(super) enum Selection {
 
 impl Selection {
     pub(super) fn of(spec: &MigrationSpec, bucket_count: u32, pins: Vec<String>) -> Self {
-        match (&spec.route_key, spec.start_bucket_inclusive, spec.end_bucket_exclusive) {
-            (Some(key), _, _) => Self::Key(key.clone()),
-            (None, start, end) => Self::Buckets {
-                keyspace: spec.keyspace.clone(),
+        match &spec.scope {
+            MigrationScope::RouteKey { route_key, .. } => Self::Key(route_key.clone()),
+            MigrationScope::BucketRange {
+                keyspace,
+                start_bucket_inclusive,
+                end_bucket_exclusive,
+                ..
+            } => Self::Buckets {
+                keyspace: keyspace.clone(),
                 bucket_count,
-                start: start.unwrap_or(0),
-                end: end.unwrap_or(0),
+                start: *start_bucket_inclusive,
+                end: *end_bucket_exclusive,
                 pins_json: serde_json::Value::from(pins).to_string(),
             },
         }

@@ -11,7 +11,7 @@ use reqwest::StatusCode;
 use reqwest::header::CONTENT_TYPE;
 use serde_json::{Value, json};
 use shardlite::client::{ShardAdmin, ShardedClient};
-use shardlite::data::{ActivationRequest, CatalogUpdateRequest};
+use shardlite::data::{ActivationRequest, Audit, CatalogUpdateRequest};
 use shardlite::map::{BucketRange, ShardingOptions};
 use shardlite::server::{ServerConfig, ServerState};
 use shardlite::transport::RemoteOptions;
@@ -39,17 +39,12 @@ fn moving_map(dir: &Path) -> ShardingOptions {
 fn update(map: ShardingOptions, expected: Option<u64>) -> CatalogUpdateRequest {
     let mut request = CatalogUpdateRequest::new(map);
     request.expected_current_map_version = expected;
-    request.operator = Some("ada".into());
-    request.comment = Some("add s2".into());
+    request.audit = Audit::by("ada").because("add s2");
     request
 }
 
 fn activation(version: u64) -> ActivationRequest {
-    ActivationRequest {
-        expected_pending_map_version: version,
-        operator: Some("grace".into()),
-        comment: Some("go live".into()),
-    }
+    ActivationRequest::new(version).audit(Audit::by("grace").because("go live"))
 }
 
 /// Outcomes in a transport-neutral form: values as JSON without what differs between runs (file
@@ -169,8 +164,8 @@ async fn catalog_scenario(admin: &dyn ShardAdmin, dir: &Path) -> Vec<String> {
     assert!(state.pending_map.is_none());
     let versions: Vec<u64> = state.history.iter().map(|entry| entry.map_version).collect();
     assert_eq!(versions, [2, 2, 1], "{:?}", state.history);
-    assert_eq!(state.history[0].operator.as_deref(), Some("grace"));
-    assert_eq!(state.history[1].operator.as_deref(), Some("ada"));
+    assert_eq!(state.history[0].audit.operator.as_deref(), Some("grace"));
+    assert_eq!(state.history[1].audit.operator.as_deref(), Some("ada"));
     t.0
 }
 

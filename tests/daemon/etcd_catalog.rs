@@ -167,7 +167,7 @@ async fn two_routers_applying_the_same_expected_version_exactly_one_wins_even_wi
     assert_eq!(
         history
             .iter()
-            .filter(|e| e.comment.as_deref() == Some("applied as the pending map"))
+            .filter(|e| e.audit.comment.as_deref() == Some("applied as the pending map"))
             .count(),
         2
     );
@@ -216,14 +216,7 @@ async fn routers_keep_serving_while_etcd_is_down_and_catch_up_when_it_returns() 
     let mut update = CatalogUpdateRequest::new(with_third_shard(dir.path()));
     update.expected_current_map_version = Some(1);
     assert!(catalog.apply_update(update).await.unwrap().applied);
-    catalog
-        .activate_pending(&ActivationRequest {
-            expected_pending_map_version: 2,
-            operator: None,
-            comment: None,
-        })
-        .await
-        .unwrap();
+    catalog.activate_pending(&ActivationRequest::new(2)).await.unwrap();
     let started = Instant::now();
     while served_versions(&http, &daemon).await.0 != 2 {
         assert!(
@@ -306,6 +299,6 @@ async fn catalog_urls_are_checked_and_catalogs_copy_between_a_file_and_etcd() {
         let (x,): (i64,) = sqlx::query_as("SELECT x FROM t").fetch_one(&mut conn).await.unwrap();
         assert_eq!(x, 7);
     }
-    assert_eq!(history[0].operator.as_deref(), Some("import"));
-    assert_eq!(history[1].operator.as_deref(), Some("seed"));
+    assert_eq!(history[0].audit.operator.as_deref(), Some("import"));
+    assert_eq!(history[1].audit.operator.as_deref(), Some("seed"));
 }

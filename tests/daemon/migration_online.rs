@@ -233,7 +233,7 @@ async fn an_online_move_under_steady_rest_writes_loses_nothing_and_refuses_write
         HttpClient::new(RemoteOptions::new(&daemon.base_url).with_request_timeout(Duration::from_secs(600))).unwrap();
     let started = Instant::now();
     let result = http
-        .migrate_exact_route_key(&key_request(&key, &destination, 500))
+        .start_migration(&key_request(&key, &destination, 500))
         .await
         .unwrap();
     let took = started.elapsed();

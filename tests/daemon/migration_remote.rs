@@ -45,7 +45,7 @@ async fn a_daemon_runs_migrations_for_rest_and_grpc_clients() {
     // REST dry run: the plan, nothing stored.
     let mut request = key_request(&first, destination, 50);
     request.dry_run = true;
-    let planned = http.migrate_exact_route_key(&request).await.unwrap();
+    let planned = http.start_migration(&request).await.unwrap();
     assert_eq!(planned.status, MigrationStatus::Planned);
     assert_eq!(planned.plan.unwrap().items[0].estimated_rows, 300);
     assert!(grpc.migrations().await.unwrap().is_empty());
@@ -70,7 +70,7 @@ async fn a_daemon_runs_migrations_for_rest_and_grpc_clients() {
     request.activate = false;
     request.delete_source = false;
     request.migration_id = Some("over-grpc".into());
-    let pending = grpc.migrate_exact_route_key(&request).await.unwrap();
+    let pending = grpc.start_migration(&request).await.unwrap();
     assert_eq!(pending.status, MigrationStatus::PendingActivation, "{pending:#?}");
     // Its map is written, so it cannot be abandoned (over either transport); unknown ids are named.
     let refused = grpc.abandon_migration("over-grpc").await.unwrap_err();
@@ -172,16 +172,13 @@ async fn a_key_moves_to_a_shard_behind_a_daemon_and_back() {
     let migrator = Migrator::new(sharded.clone());
 
     // Local -> remote: the destination's upserts and reads go through gRPC.
-    let there = migrator.migrate_key(key_request("wanderer", "far", 40)).await.unwrap();
+    let there = migrator.migrate(key_request("wanderer", "far", 40)).await.unwrap();
     assert_eq!(there.status, MigrationStatus::Activated, "{there:#?}");
     assert_eq!(items_on(&sharded, "far", "wanderer").await, before);
     assert_eq!(items_on(&sharded, "local", "wanderer").await.0, 0);
 
     // Remote -> local: the fence is installed in the daemon's file, through the daemon.
-    let back = migrator
-        .migrate_key(key_request("wanderer", "local", 40))
-        .await
-        .unwrap();
+    let back = migrator.migrate(key_request("wanderer", "local", 40)).await.unwrap();
     assert_eq!(back.status, MigrationStatus::Activated, "{back:#?}");
     assert_eq!(items_on(&sharded, "local", "wanderer").await, before);
     assert_eq!(items_on(&sharded, "far", "wanderer").await.0, 0);
@@ -220,7 +217,7 @@ async fn resume_does_not_write_again_the_page_a_daemon_committed_after_the_check
     let migrator = Migrator::new(sharded.clone());
     let mut request = key_request("wanderer", "far", 40);
     request.migration_id = Some("over-the-wire".into());
-    let stopped = migrator.migrate_key(request).await.unwrap();
+    let stopped = migrator.migrate(request).await.unwrap();
     assert_eq!(stopped.status, MigrationStatus::Failed, "{stopped:#?}");
     assert_eq!(stopped.receipts[0].pages_copied, 1);
     assert_eq!(item_writes(&sharded, "far").await, (40, 0));
@@ -256,10 +253,20 @@ async fn a_rejected_migration_request_is_a_400_with_the_result() {
     let master = migration_master(dir.path()).await;
     let daemon = start_daemon_on(&master, ServerConfig::default()).await;
     let request = key_request("some-tenant", "no-such-shard", 10);
+    // The body `request` travels as (what the REST and gRPC clients below send).
+    let body = json!({
+        "keyspace": "tenants",
+        "routeKey": "some-tenant",
+        "destinationShardId": "no-such-shard",
+        "manifest": support::migrate::manifest(10),
+        "activate": true,
+        "deleteSource": true,
+        "operator": "test"
+    });
 
     let answer = http_client()
         .post(daemon.url("/api/sharding/migrations/exact-route-key"))
-        .json(&request)
+        .json(&body)
         .send()
         .await
         .unwrap();
@@ -278,8 +285,8 @@ async fn a_rejected_migration_request_is_a_400_with_the_result() {
     let http = HttpClient::new(RemoteOptions::new(&daemon.base_url)).unwrap();
     let grpc = GrpcClient::new(RemoteOptions::new(&daemon.base_url)).unwrap();
     for rejected in [
-        http.migrate_exact_route_key(&request).await.unwrap(),
-        grpc.migrate_exact_route_key(&request).await.unwrap(),
+        http.start_migration(&request).await.unwrap(),
+        grpc.start_migration(&request).await.unwrap(),
     ] {
         assert_eq!(rejected.status, MigrationStatus::Rejected, "{rejected:#?}");
     }

@@ -89,7 +89,7 @@ async fn a_remote_shard_stalled_during_a_data_migration_fails_it_in_bounded_time
     request.manifest.collections.clear();
     request.migration_id = Some("stalls".into());
     let started = Instant::now();
-    let outcome = migrator.migrate_key(request).await;
+    let outcome = migrator.migrate(request).await;
     let waited = started.elapsed();
     assert!(*stopped.lock().unwrap(), "the daemon was stopped mid-copy");
     assert!(

@@ -405,7 +405,7 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
     // see migration_stall).
     request.online = false;
     let started = std::time::Instant::now();
-    let stopped = migrator.migrate_key(request).await;
+    let stopped = migrator.migrate(request).await;
     assert!(
         started.elapsed() < Duration::from_secs(20),
         "the dead shard held the migration for {:?}",
@@ -615,7 +615,7 @@ async fn a_full_destination_disk_stops_a_data_migration_and_leaves_the_source_wh
     fill(&sharded, "wanderer", 1, 40_000).await;
     let before = items_on(&sharded, "s1", "wanderer").await;
     let outcome = Migrator::new(sharded.clone())
-        .migrate_key(key_request("wanderer", "s0", 1000))
+        .migrate(key_request("wanderer", "s0", 1000))
         .await;
     let message = match outcome {
         Ok(result) => {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use shardlite::client::ShardedClient;
-use shardlite::data::{ActivationRequest, CatalogUpdateRequest};
+use shardlite::data::{ActivationRequest, Audit, CatalogUpdateRequest};
 use shardlite::driver::{ShardedPool, ShardliteDatabaseError};
 use shardlite::{ErrorKind, RouteContext};
 use sqlx::Connection;
@@ -193,11 +193,7 @@ async fn a_pooled_connection_refuses_to_run_after_its_route_moved() {
     request.allow_ownership_change = true;
     assert!(operator.apply_catalog_update(&request).await.unwrap().applied);
     operator
-        .activate_pending_map(&ActivationRequest {
-            expected_pending_map_version: 2,
-            operator: Some("test".into()),
-            comment: None,
-        })
+        .activate_pending_map(&ActivationRequest::new(2).audit(Audit::by("test")))
         .await
         .unwrap();
     // The pool's own client follows the activation within its refresh interval.

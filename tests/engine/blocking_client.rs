@@ -258,14 +258,7 @@ fn an_activation_moves_the_route_for_blocking_callers() {
         request.allow_ownership_change = true;
         let applied = operator.apply_catalog_update(&request).await.unwrap();
         assert!(applied.applied, "{applied:?}");
-        operator
-            .activate_pending_map(&ActivationRequest {
-                expected_pending_map_version: 2,
-                operator: None,
-                comment: None,
-            })
-            .await
-            .unwrap();
+        operator.activate_pending_map(&ActivationRequest::new(2)).await.unwrap();
     });
 
     std::thread::sleep(Duration::from_millis(50));

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use shardlite::ErrorKind;
 use shardlite::client::{DataClient, Params, ShardedClient, ShardedClientOptions, Value};
-use shardlite::data::{ActivationRequest, CatalogUpdateRequest};
+use shardlite::data::{ActivationRequest, Audit, CatalogUpdateRequest};
 use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
 use support::{path_str, route, temp_dir};
 
@@ -66,11 +66,7 @@ async fn apply_v2(sharded: &ShardedClient, dir: &Path) {
 }
 
 fn activation() -> ActivationRequest {
-    ActivationRequest {
-        expected_pending_map_version: 2,
-        operator: Some("test".into()),
-        comment: None,
-    }
+    ActivationRequest::new(2).audit(Audit::by("test"))
 }
 
 /// Rows of `tenant` in a shard file, read with plain SQLite: `(id, after)`.
@@ -209,7 +205,7 @@ async fn activation_under_a_steady_write_load_puts_no_row_on_the_old_owner() {
     assert_eq!(sharded.map().version(), 2);
     let history = sharded.catalog_state().await.unwrap().history;
     assert_eq!(history[0].map_version, 2);
-    assert_eq!(history[0].operator.as_deref(), Some("test"));
+    assert_eq!(history[0].audit.operator.as_deref(), Some("test"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

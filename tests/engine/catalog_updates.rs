@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use shardlite::catalog::Catalog;
 use shardlite::data::{
-    ActivationRequest, CatalogUpdateRequest, IssueSeverity, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
+    ActivationRequest, Audit, CatalogUpdateRequest, IssueSeverity, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
 };
 use shardlite::map::BucketRange;
 use shardlite::{Error, ErrorKind};
@@ -172,7 +172,7 @@ async fn of_twenty_concurrent_applies_with_the_same_expected_version_exactly_one
             let catalog = Catalog::open(master).await.unwrap();
             let mut request = CatalogUpdateRequest::new(map);
             request.expected_current_map_version = Some(1);
-            request.operator = Some(format!("operator-{n}"));
+            request.audit = Audit::by(format!("operator-{n}"));
             (n, catalog.apply_update(request).await)
         }));
     }
@@ -189,7 +189,7 @@ async fn of_twenty_concurrent_applies_with_the_same_expected_version_exactly_one
     let history = catalog.history().await.unwrap();
     assert_eq!(history.len(), 2, "{history:?}");
     assert_eq!(
-        history[0].operator.as_deref(),
+        history[0].audit.operator.as_deref(),
         Some(format!("operator-{}", winners[0]).as_str())
     );
     assert_eq!(history[0].map_version, 2);
@@ -201,14 +201,7 @@ async fn activation_makes_the_pending_map_active_and_records_it() {
     let dir = temp_dir();
     let catalog = seeded_catalog(dir.path()).await;
 
-    let err = catalog
-        .activate_pending(&ActivationRequest {
-            expected_pending_map_version: 2,
-            operator: None,
-            comment: None,
-        })
-        .await
-        .unwrap_err();
+    let err = catalog.activate_pending(&ActivationRequest::new(2)).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Conflict);
     assert!(err.to_string().contains("no pending map"), "{err}");
 
@@ -219,29 +212,18 @@ async fn activation_makes_the_pending_map_active_and_records_it() {
     // Still version 1 until activated.
     assert_eq!(catalog.active_version().await.unwrap(), Some(1));
 
-    let wrong = catalog
-        .activate_pending(&ActivationRequest {
-            expected_pending_map_version: 3,
-            operator: None,
-            comment: None,
-        })
-        .await
-        .unwrap_err();
+    let wrong = catalog.activate_pending(&ActivationRequest::new(3)).await.unwrap_err();
     assert!(wrong.to_string().contains("the pending map is version 2"), "{wrong}");
 
     let (previous, next) = catalog
-        .activate_pending(&ActivationRequest {
-            expected_pending_map_version: 2,
-            operator: Some("ada".into()),
-            comment: Some("add s2".into()),
-        })
+        .activate_pending(&ActivationRequest::new(2).audit(Audit::by("ada").because("add s2")))
         .await
         .unwrap();
     assert_eq!((previous.version(), next.version()), (1, 2));
     assert_eq!(catalog.active_version().await.unwrap(), Some(2));
     assert_eq!(catalog.pending_options().await.unwrap(), None);
     let history = catalog.history().await.unwrap();
-    assert_eq!(history[0].operator.as_deref(), Some("ada"));
-    assert_eq!(history[0].comment.as_deref(), Some("add s2"));
+    assert_eq!(history[0].audit.operator.as_deref(), Some("ada"));
+    assert_eq!(history[0].audit.comment.as_deref(), Some("add s2"));
     assert_eq!(history.len(), 3);
 }

@@ -248,11 +248,7 @@ async fn the_shards_of_a_data_move_in_progress_are_not_closed_for_others() {
             let _ = resumed.lock().unwrap().recv_timeout(Duration::from_secs(30));
         }
     });
-    let moving = tokio::spawn(async move {
-        migrator
-            .migrate_key(support::migrate::key_request("t0", "s1", 50))
-            .await
-    });
+    let moving = tokio::spawn(async move { migrator.migrate(support::migrate::key_request("t0", "s1", 50)).await });
     tokio::task::spawn_blocking(move || paused.recv_timeout(Duration::from_secs(30)).unwrap())
         .await
         .unwrap();

@@ -111,7 +111,7 @@ async fn every_acknowledged_write_lands_once_on_the_right_shard_while_a_key_move
     tokio::time::sleep(Duration::from_millis(100)).await;
 
     let result = Migrator::new(admin.clone())
-        .migrate_key(key_request(&moving, destination, 100))
+        .migrate(key_request(&moving, destination, 100))
         .await
         .unwrap();
     assert_eq!(result.status, MigrationStatus::Activated, "{result:#?}");

@@ -7,7 +7,7 @@ use std::path::Path;
 use shardlite::ErrorKind;
 use shardlite::client::{DataClient, Params, ShardedClient};
 use shardlite::data::ResumeRequest;
-use shardlite::data::{BucketMigrationRequest, MigrationStatus};
+use shardlite::data::{Audit, MigrationRequest, MigrationScope, MigrationStatus};
 use shardlite::map::ShardDefinition;
 use shardlite::reshard::{Migrator, fences_on};
 use shardlite::routing::{bucket_for_token, route_token};
@@ -33,7 +33,7 @@ async fn a_key_moves_verified_then_activated_then_deleted_from_its_source() {
     let staying_before = items_on(&sharded, &source, &staying).await;
 
     let result = Migrator::new(sharded.clone())
-        .migrate_key(key_request(&moving, destination, 100))
+        .migrate(key_request(&moving, destination, 100))
         .await
         .unwrap();
 
@@ -92,7 +92,7 @@ async fn a_key_moves_verified_then_activated_then_deleted_from_its_source() {
     // Its id cannot be reused, and the refusal does not overwrite it.
     let mut reuse = key_request(&staying, destination, 100);
     reuse.migration_id = Some(result.migration_id.clone());
-    let refused = migrator.migrate_key(reuse).await.unwrap();
+    let refused = migrator.migrate(reuse).await.unwrap();
     assert_eq!(refused.status, MigrationStatus::Rejected);
     assert!(codes(&refused).contains(&"migration-id-exists".to_owned()));
     let kept = migrator.status(&result.migration_id).await.unwrap().unwrap();
@@ -120,7 +120,7 @@ async fn a_dry_run_shows_the_plan_and_changes_nothing() {
     let mut request = key_request(&moving, other(&source), 50);
     request.dry_run = true;
 
-    let result = Migrator::new(sharded.clone()).migrate_key(request).await.unwrap();
+    let result = Migrator::new(sharded.clone()).migrate(request).await.unwrap();
 
     assert_eq!(result.status, MigrationStatus::Planned);
     let plan = result.plan.as_ref().unwrap();
@@ -170,12 +170,12 @@ async fn rejections_name_the_problem_and_change_nothing() {
     let sharded = rejection_master(dir.path()).await;
     let migrator = Migrator::new(sharded.clone());
     let source = owner(&sharded, "tenant-z");
-    let run = |destination: &str, edit: &dyn Fn(&mut shardlite::data::KeyMigrationRequest)| {
+    let run = |destination: &str, edit: &dyn Fn(&mut MigrationRequest)| {
         let mut request = key_request("tenant-z", destination, 10);
         request.manifest.collections.clear();
         edit(&mut request);
         let migrator = migrator.clone();
-        async move { migrator.migrate_key(request).await.unwrap() }
+        async move { migrator.migrate(request).await.unwrap() }
     };
     let cases: Vec<(&str, shardlite::data::MigrationResult)> = vec![
         ("destination-is-source", run(&source, &|_| {}).await),
@@ -199,7 +199,13 @@ async fn rejections_name_the_problem_and_change_nothing() {
         ),
         (
             "keyspace-mismatch",
-            run(other(&source), &|r| r.keyspace = "orders".into()).await,
+            run(other(&source), &|r| {
+                r.scope = MigrationScope::RouteKey {
+                    keyspace: "orders".into(),
+                    route_key: "tenant-z".into(),
+                }
+            })
+            .await,
         ),
         (
             "delete-source-requires-activation",
@@ -229,27 +235,14 @@ async fn rejections_name_the_problem_and_change_nothing() {
     assert_eq!(migrator.history().await.unwrap().len(), cases.len());
 
     // Bucket ranges: outside the buckets, or not all the source's.
-    let bucket = |start, end, from: &str| BucketMigrationRequest {
-        keyspace: "tenants".into(),
-        source_shard_id: from.into(),
-        destination_shard_id: "s1".into(),
-        start_bucket_inclusive: start,
-        end_bucket_exclusive: end,
-        manifest: manifest(10),
-        migration_id: None,
-        expected_current_map_version: None,
-        dry_run: true,
-        online: true,
-        activate: false,
-        delete_source: false,
-        operator: None,
-        comment: None,
+    let bucket = |start, end, from: &str| {
+        MigrationRequest::bucket_range("tenants", from, start..end, "s1", manifest(10)).dry_run()
     };
-    let out_of_range = migrator.migrate_buckets(bucket(0, 9, "s0")).await.unwrap();
+    let out_of_range = migrator.migrate(bucket(0, 9, "s0")).await.unwrap();
     assert!(codes(&out_of_range).contains(&"invalid-bucket-range".to_owned()));
-    let not_owned = migrator.migrate_buckets(bucket(1, 3, "s0")).await.unwrap();
+    let not_owned = migrator.migrate(bucket(1, 3, "s0")).await.unwrap();
     assert!(codes(&not_owned).contains(&"source-does-not-own-bucket-range".to_owned()));
-    let disabled = migrator.migrate_buckets(bucket(0, 1, "s3")).await.unwrap();
+    let disabled = migrator.migrate(bucket(0, 1, "s3")).await.unwrap();
     assert!(codes(&disabled).contains(&"source-shard-disabled".to_owned()));
 }
 
@@ -277,7 +270,7 @@ async fn a_destination_changed_during_the_copy_fails_verification_and_keeps_the_
     // The fenced mode: the fence stands from the copy to the resume.
     let mut request = key_request(&moving, destination, 100);
     request.online = false;
-    let result = migrator.migrate_key(request).await.unwrap();
+    let result = migrator.migrate(request).await.unwrap();
 
     assert_eq!(result.status, MigrationStatus::VerificationFailed, "{result:#?}");
     assert!(result.requires_operator_recovery);
@@ -320,7 +313,7 @@ async fn a_destination_changed_during_the_copy_fails_verification_and_keeps_the_
     assert_eq!(read.rows[0][0].as_i64(), Some(500));
     // A second migration of the same key is refused while the fence holds.
     let second = Migrator::new(sharded.clone())
-        .migrate_key(key_request(&moving, destination, 100))
+        .migrate(key_request(&moving, destination, 100))
         .await
         .unwrap();
     assert_eq!(second.status, MigrationStatus::Rejected);
@@ -382,22 +375,14 @@ async fn a_bucket_range_moves_and_leaves_pinned_keys_in_place() {
     let pinned_before = items_on(&sharded, "s0", &pinned).await;
 
     let result = Migrator::new(sharded.clone())
-        .migrate_buckets(BucketMigrationRequest {
-            keyspace: "TENANTS".into(),
-            source_shard_id: "s0".into(),
-            destination_shard_id: "s1".into(),
-            start_bucket_inclusive: 0,
-            end_bucket_exclusive: 1,
-            manifest: manifest(7),
-            migration_id: Some("move-bucket-0".into()),
-            expected_current_map_version: Some(1),
-            dry_run: false,
-            online: true,
-            activate: true,
-            delete_source: true,
-            operator: None,
-            comment: Some("rebalance".into()),
-        })
+        .migrate(
+            MigrationRequest::bucket_range("TENANTS", "s0", 0..1, "s1", manifest(7))
+                .migration_id("move-bucket-0")
+                .expecting_map_version(1)
+                .activate()
+                .delete_source()
+                .audit(Audit::default().because("rebalance")),
+        )
         .await
         .unwrap();
 
@@ -436,6 +421,7 @@ async fn a_bucket_range_moves_and_leaves_pinned_keys_in_place() {
     let history = sharded.catalog().unwrap().history().await.unwrap();
     assert!(
         history[0]
+            .audit
             .comment
             .as_deref()
             .unwrap_or_default()
@@ -478,10 +464,7 @@ async fn abandoning_releases_the_fence_and_keeps_the_map() {
     };
     // Online, verification against a snapshot fails before any fence: writes go on, the
     // capture stays for a resume, and abandoning removes it.
-    let online = migrator
-        .migrate_key(key_request(&moving, destination, 20))
-        .await
-        .unwrap();
+    let online = migrator.migrate(key_request(&moving, destination, 20)).await.unwrap();
     assert_eq!(online.status, MigrationStatus::VerificationFailed, "{online:#?}");
     assert_eq!(online.receipts[0].destination_rows, Some(51));
     assert!(fences_on(&source_client).await.unwrap().is_empty());
@@ -504,7 +487,7 @@ async fn abandoning_releases_the_fence_and_keeps_the_map() {
     // The fenced mode keeps its fence until resumed or abandoned.
     let mut request = key_request(&moving, destination, 20);
     request.online = false;
-    let failed = migrator.migrate_key(request).await.unwrap();
+    let failed = migrator.migrate(request).await.unwrap();
     assert_eq!(failed.status, MigrationStatus::VerificationFailed);
     assert_eq!(failed.receipts[0].destination_rows, Some(51));
     assert_eq!(fences_on(&source_client).await.unwrap().len(), 1);
@@ -529,7 +512,7 @@ async fn abandoning_releases_the_fence_and_keeps_the_map() {
     let mut request = key_request(&staying, destination, 20);
     request.activate = false;
     request.delete_source = false;
-    let pending = migrator.migrate_key(request).await.unwrap();
+    let pending = migrator.migrate(request).await.unwrap();
     assert_eq!(pending.status, MigrationStatus::PendingActivation);
     let refused = migrator.abandon(&pending.migration_id).await.unwrap_err();
     assert!(refused.to_string().contains("already wrote map version 2"), "{refused}");
@@ -559,10 +542,7 @@ async fn a_catalog_failure_after_the_copy_leaves_the_source_whole_and_resume_fin
         }
     });
 
-    let result = migrator
-        .migrate_key(key_request(&moving, destination, 50))
-        .await
-        .unwrap();
+    let result = migrator.migrate(key_request(&moving, destination, 50)).await.unwrap();
 
     assert_eq!(result.status, MigrationStatus::CatalogApplyFailed, "{result:#?}");
     assert!(result.requires_operator_recovery);
@@ -584,4 +564,129 @@ async fn a_catalog_failure_after_the_copy_leaves_the_source_whole_and_resume_fin
     assert_eq!(owner(&sharded, &moving), destination);
     assert_eq!(items_on(&sharded, &source, &moving).await.0, 0);
     assert_eq!(items_on(&sharded, destination, &moving).await, before);
+}
+
+/// A checkpoint as an earlier release wrote it: every member at the top level of its spec
+/// (`kind`, `routeKey` or the bucket range, `operator`, `comment`).
+fn old_checkpoint(id: &str, spec: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "migrationId": id,
+        "status": "Failed",
+        "phase": "copying",
+        "message": "the migration failed: the destination went away",
+        "spec": spec,
+        "mapVersion": 1,
+        "requiresOperatorRecovery": true,
+        "recoveryAction": "resume it",
+        "receipts": [],
+        "issues": [],
+        "attempt": 1,
+        "startedUtc": "2025-01-01T00:00:00Z",
+        "updatedUtc": "2025-01-01T00:00:01Z",
+        "completedUtc": "2025-01-01T00:00:01Z"
+    })
+}
+
+#[tokio::test]
+async fn checkpoints_written_by_earlier_releases_read_and_are_written_back_in_their_shape() {
+    let dir = temp_dir();
+    let master = migration_master(dir.path()).await;
+    let sharded = ShardedClient::open(&master).await.unwrap();
+    let key = key_in_bucket(0, "old");
+    let source = owner(&sharded, &key);
+    // A route-key move stored before online moves existed (no `online`), and a bucket-range one
+    // stored since.
+    let key_spec = serde_json::json!({
+        "kind": "ExactRouteKey",
+        "keyspace": "tenants",
+        "routeKey": key,
+        "sourceShardId": source,
+        "destinationShardId": other(&source),
+        "manifest": { "pageSize": 10, "tables": [
+            { "tableName": "items", "routeKeyColumn": "tenant", "primaryKeyColumn": "id" }
+        ], "collections": [] },
+        "activate": true,
+        "deleteSource": true,
+        "operator": "ada",
+        "comment": "before online moves"
+    });
+    let range_spec = serde_json::json!({
+        "kind": "BucketRange",
+        "keyspace": "tenants",
+        "startBucketInclusive": 0,
+        "endBucketExclusive": 1,
+        "sourceShardId": "s0",
+        "destinationShardId": "s1",
+        "manifest": { "tables": [], "collections": [
+            { "collectionName": "profiles", "routeKeyProperty": "tenant" }
+        ] },
+        "activate": false,
+        "deleteSource": false,
+        "online": true
+    });
+    let file = rusqlite::Connection::open(&master).unwrap();
+    for (id, spec) in [("old-key", &key_spec), ("old-range", &range_spec)] {
+        file.execute(
+            "INSERT INTO shardlite_migration_checkpoints (migration_id, updated_utc, keyspace, status, payload_json)
+             VALUES (?1, '2025-01-01T00:00:01Z', 'tenants', 'Failed', ?2)",
+            (id, old_checkpoint(id, spec.clone()).to_string()),
+        )
+        .unwrap();
+    }
+
+    let migrator = Migrator::new(sharded.clone());
+    let old_key = migrator
+        .status("old-key")
+        .await
+        .unwrap()
+        .expect("the route-key checkpoint");
+    assert_eq!(
+        old_key.spec.scope,
+        MigrationScope::RouteKey {
+            keyspace: "tenants".into(),
+            route_key: key.clone(),
+        }
+    );
+    assert_eq!(old_key.spec.source_shard_id, source);
+    assert!(!old_key.spec.online, "recorded before online moves: it ran fenced");
+    assert_eq!(old_key.spec.audit, Audit::by("ada").because("before online moves"));
+    let old_range = migrator
+        .status("old-range")
+        .await
+        .unwrap()
+        .expect("the bucket-range checkpoint");
+    assert_eq!(
+        old_range.spec.scope,
+        MigrationScope::BucketRange {
+            keyspace: "tenants".into(),
+            source_shard_id: "s0".into(),
+            start_bucket_inclusive: 0,
+            end_bucket_exclusive: 1,
+        }
+    );
+    assert!(old_range.spec.online && old_range.spec.audit.is_empty());
+    assert_eq!(migrator.migrations().await.unwrap().len(), 2);
+
+    // Abandoning each writes its checkpoint and a history row again: the spec in the shape it had.
+    for id in ["old-key", "old-range"] {
+        let abandoned = migrator.abandon(id).await.unwrap();
+        assert_eq!(abandoned.phase, "abandoned", "{abandoned:#?}");
+    }
+    let stored_spec = |id: &str| -> serde_json::Value {
+        let payload: String = file
+            .query_row(
+                "SELECT payload_json FROM shardlite_migration_checkpoints WHERE migration_id = ?1",
+                [id],
+                |row| row.get(0),
+            )
+            .unwrap();
+        serde_json::from_str::<serde_json::Value>(&payload).unwrap()["spec"].clone()
+    };
+    let mut key_written = key_spec.clone();
+    key_written["online"] = serde_json::json!(false);
+    assert_eq!(stored_spec("old-key"), key_written);
+    assert_eq!(stored_spec("old-range"), range_spec);
+    let history = migrator.history().await.unwrap();
+    assert_eq!(history.len(), 2);
+    assert!(history.iter().all(|m| m.phase == "abandoned"));
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use shardlite::client::{DataClient, Params, ShardedClient, ShardedClientOptions};
-use shardlite::data::{BucketMigrationRequest, MigrationStatus};
+use shardlite::data::{MigrationRequest, MigrationStatus};
 use shardlite::engine::{Database, EngineConfig};
 use shardlite::reshard::Migrator;
 use shardlite::routing::{bucket_for_token, route_token};
@@ -66,7 +66,7 @@ async fn after_a_key_moves_old_sqlite_reads_both_files_and_the_moved_record_goes
     fill(&sharded, &moving, 1, 120).await;
     fill(&sharded, &staying, 1, 5).await;
     let result = Migrator::new(sharded.clone())
-        .migrate_key(key_request(&moving, destination, 50))
+        .migrate(key_request(&moving, destination, 50))
         .await
         .unwrap();
     assert_eq!(result.status, MigrationStatus::Activated, "{result:#?}");
@@ -137,22 +137,11 @@ async fn after_a_bucket_range_moves_old_sqlite_reads_both_files_and_writes_after
         .await
         .unwrap();
     let result = Migrator::new(sharded.clone())
-        .migrate_buckets(BucketMigrationRequest {
-            keyspace: "tenants".into(),
-            source_shard_id: "s0".into(),
-            destination_shard_id: "s1".into(),
-            start_bucket_inclusive: 0,
-            end_bucket_exclusive: 1,
-            manifest: manifest(10),
-            migration_id: None,
-            expected_current_map_version: None,
-            dry_run: false,
-            online: true,
-            activate: true,
-            delete_source: true,
-            operator: None,
-            comment: None,
-        })
+        .migrate(
+            MigrationRequest::bucket_range("tenants", "s0", 0..1, "s1", manifest(10))
+                .activate()
+                .delete_source(),
+        )
         .await
         .unwrap();
     assert_eq!(result.status, MigrationStatus::Activated, "{result:#?}");
@@ -213,7 +202,7 @@ async fn a_pending_key_fence_and_an_abandoned_migration_leave_files_old_sqlite_o
     refuse_item(&sharded, destination, 3).await;
     let mut failing = key_request(&other_key, destination, 10);
     failing.migration_id = Some("will-fail".into());
-    let failed = migrator.migrate_key(failing).await.unwrap();
+    let failed = migrator.migrate(failing).await.unwrap();
     assert!(!failed.succeeded(), "{failed:#?}");
     read_every_table(&source_file);
     read_every_table(&shard_file(dir.path(), destination));
@@ -230,7 +219,7 @@ async fn a_pending_key_fence_and_an_abandoned_migration_leave_files_old_sqlite_o
     let mut pending = key_request(&moving, destination, 10);
     pending.activate = false;
     pending.delete_source = false;
-    let result = migrator.migrate_key(pending).await.unwrap();
+    let result = migrator.migrate(pending).await.unwrap();
     assert_eq!(result.status, MigrationStatus::PendingActivation, "{result:#?}");
     read_every_table(&source_file);
     old_sqlite::run(&source_file, &insert_item("plain-staying", &staying)).expect("a row that did not move");
@@ -319,10 +308,7 @@ async fn old_sqlite_reads_and_writes_through_capture_triggers_and_none_remain() 
     // An exact key: the copy stops at its third page, the capture stays.
     refuse_item(&sharded, destination, 41).await;
     let migrator = Migrator::new(sharded.clone());
-    let stopped = migrator
-        .migrate_key(key_request(&moving, destination, 20))
-        .await
-        .unwrap();
+    let stopped = migrator.migrate(key_request(&moving, destination, 20)).await.unwrap();
     assert_eq!(stopped.status, MigrationStatus::Failed, "{stopped:#?}");
     let objects = shardlite_capture_objects(&source_file);
     assert_eq!(objects.len(), 7, "{objects:?}");
@@ -362,24 +348,11 @@ async fn old_sqlite_reads_and_writes_through_capture_triggers_and_none_remain() 
         .unwrap();
     fill(&sharded, &mover, 1, 30).await;
     refuse_item(&sharded, "s1", 21).await;
-    let mut request = BucketMigrationRequest {
-        keyspace: "tenants".into(),
-        source_shard_id: "s0".into(),
-        destination_shard_id: "s1".into(),
-        start_bucket_inclusive: 0,
-        end_bucket_exclusive: 1,
-        manifest: manifest(10),
-        migration_id: None,
-        expected_current_map_version: None,
-        dry_run: false,
-        online: true,
-        activate: true,
-        delete_source: true,
-        operator: None,
-        comment: None,
-    };
-    request.migration_id = Some("range-move".into());
-    let stopped = migrator.migrate_buckets(request).await.unwrap();
+    let request = MigrationRequest::bucket_range("tenants", "s0", 0..1, "s1", manifest(10))
+        .activate()
+        .delete_source()
+        .migration_id("range-move");
+    let stopped = migrator.migrate(request).await.unwrap();
     assert_eq!(stopped.status, MigrationStatus::Failed, "{stopped:#?}");
     let s0 = shard_file(dir.path(), "s0");
     assert!(!shardlite_capture_objects(&s0).is_empty());

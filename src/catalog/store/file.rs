@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{HistoryRow, MigrationRecord, NewMap, StoredMap, StoredState};
-use crate::data::{CatalogHistoryEntry, Params, SqlResult, Value};
+use crate::data::{Audit, CatalogHistoryEntry, Params, SqlResult, Value};
 use crate::engine::store::now_utc;
 use crate::engine::{Database, EngineConfig, Role};
 use crate::error::{Error, Result};
@@ -229,8 +229,8 @@ impl FileStore {
                     ("history_version", Value::Integer(stored_int(history.version))),
                     ("json", Value::from(map.json.as_str())),
                     ("now", Value::Text(now_utc())),
-                    ("operator", Value::from(history.operator.clone())),
-                    ("comment", Value::from(history.comment.clone())),
+                    ("operator", Value::from(history.audit.operator.clone())),
+                    ("comment", Value::from(history.audit.comment.clone())),
                 ]),
             )
             .await?;
@@ -265,8 +265,8 @@ impl FileStore {
                         "pending",
                         Value::Integer(expected.pending.as_ref().map_or(-1, |m| stored_int(m.version))),
                     ),
-                    ("operator", Value::from(history.operator.clone())),
-                    ("comment", Value::from(history.comment.clone())),
+                    ("operator", Value::from(history.audit.operator.clone())),
+                    ("comment", Value::from(history.audit.comment.clone())),
                     ("metadata_only", Value::from(history.metadata_only)),
                 ]),
             )
@@ -294,8 +294,8 @@ impl FileStore {
                     ("now", Value::Text(now_utc())),
                     ("expected", Value::Integer(stored_int(pending.version))),
                     ("keyspace", Value::from(history.keyspace.as_str())),
-                    ("operator", Value::from(history.operator.clone())),
-                    ("comment", Value::from(history.comment.clone())),
+                    ("operator", Value::from(history.audit.operator.clone())),
+                    ("comment", Value::from(history.audit.comment.clone())),
                 ]),
             )
             .await?;
@@ -325,8 +325,7 @@ impl FileStore {
                     .and_then(Value::as_i64)
                     .and_then(|v| u64::try_from(v).ok())
                     .unwrap_or(0),
-                operator: text(&row, 3),
-                comment: text(&row, 4),
+                audit: Audit::new(text(&row, 3), text(&row, 4)),
                 metadata_only_ownership_change: row.get(5).and_then(Value::as_i64).unwrap_or(0) != 0,
             })
             .collect())

@@ -15,7 +15,7 @@ pub(crate) mod etcd;
 
 pub(super) use file::FileStore;
 
-use crate::data::CatalogHistoryEntry;
+use crate::data::{Audit, CatalogHistoryEntry};
 use crate::error::Result;
 
 /// A map as a store holds it.
@@ -53,8 +53,8 @@ pub(crate) struct NewMap {
 pub(crate) struct HistoryRow {
     pub keyspace: String,
     pub version: u64,
-    pub operator: Option<String>,
-    pub comment: Option<String>,
+    /// Who made the change and why.
+    pub audit: Audit,
     pub metadata_only: bool,
 }
 
@@ -65,8 +65,7 @@ impl HistoryRow {
             applied_utc,
             keyspace: self.keyspace.clone(),
             map_version: self.version,
-            operator: self.operator.clone(),
-            comment: self.comment.clone(),
+            audit: self.audit.clone(),
             metadata_only_ownership_change: self.metadata_only,
         }
     }

@@ -2,7 +2,9 @@
 //! run already wrote it), and the final checkpoint and history row of every run.
 
 use super::{Migrator, plan};
-use crate::data::{CatalogIssue, CatalogUpdateRequest, IssueSeverity, MigrationResult, MigrationSpec};
+use crate::data::{
+    Audit, CatalogIssue, CatalogUpdateRequest, IssueSeverity, MigrationResult, MigrationScope, MigrationSpec,
+};
 use crate::engine::store::now_utc;
 use crate::error::{ErrorKind, Result};
 use crate::map::ShardMap;
@@ -41,11 +43,13 @@ pub(super) async fn write_pending(migrator: &Migrator, state: &mut MigrationResu
         map: plan::proposed_options(&active, &state.spec),
         expected_current_map_version: Some(newest),
         allow_ownership_change: true,
-        operator: state.spec.operator.clone(),
-        comment: Some(match &state.spec.comment {
-            Some(comment) => format!("{comment} (migration {})", state.migration_id),
-            None => format!("migration {}", state.migration_id),
-        }),
+        audit: Audit {
+            operator: state.spec.audit.operator.clone(),
+            comment: Some(match &state.spec.audit.comment {
+                Some(comment) => format!("{comment} (migration {})", state.migration_id),
+                None => format!("migration {}", state.migration_id),
+            }),
+        },
     };
     match migrator.sharded.apply_catalog_update(&request).await {
         Ok(applied) if applied.applied => {
@@ -110,9 +114,12 @@ pub(super) fn routes_to_destination(map: &ShardMap, spec: &MigrationSpec) -> boo
     let Some(destination) = map.shard_index(&spec.destination_shard_id) else {
         return false;
     };
-    match (&spec.route_key, spec.start_bucket_inclusive, spec.end_bucket_exclusive) {
-        (Some(key), _, _) => map.owner_of_key(key) == destination,
-        (None, Some(start), Some(end)) => (start..end).all(|bucket| map.bucket_owner(bucket) == destination),
-        _ => false,
+    match &spec.scope {
+        MigrationScope::RouteKey { route_key, .. } => map.owner_of_key(route_key) == destination,
+        MigrationScope::BucketRange {
+            start_bucket_inclusive: start,
+            end_bucket_exclusive: end,
+            ..
+        } => (*start..*end).all(|bucket| map.bucket_owner(bucket) == destination),
     }
 }

@@ -3,7 +3,7 @@
 //! phases.
 
 use super::{Migrator, activate, drive, plan};
-use crate::data::{CatalogIssue, IssueSeverity, MigrationKind, MigrationResult, MigrationSpec, MigrationStatus};
+use crate::data::{CatalogIssue, IssueSeverity, MigrationResult, MigrationScope, MigrationSpec, MigrationStatus};
 use crate::engine::store::now_utc;
 use crate::error::Result;
 use crate::map::{ShardMap, ShardRole};
@@ -11,7 +11,7 @@ use crate::reshard::manifest::{self, issue};
 use crate::routing::keyspace_eq;
 
 /// The map's spelling of `keyspace`, or (with an issue) the request's when it is another keyspace.
-pub(super) fn keyspace_of(keyspace: &str, map: &ShardMap, issues: &mut Vec<CatalogIssue>) -> String {
+fn keyspace_of(keyspace: &str, map: &ShardMap, issues: &mut Vec<CatalogIssue>) -> String {
     if keyspace_eq(keyspace.trim(), map.keyspace()) {
         map.keyspace().to_owned()
     } else {
@@ -24,6 +24,76 @@ pub(super) fn keyspace_of(keyspace: &str, map: &ShardMap, issues: &mut Vec<Catal
             ),
         ));
         keyspace.trim().to_owned()
+    }
+}
+
+/// Checks a request's scope against the map: the scope as it is stored (the map's spelling of
+/// the keyspace, the key and shard trimmed) and the source shard (where the key resolves, or the
+/// range's source), with an issue for each problem.
+pub(super) fn scope(scope: MigrationScope, map: &ShardMap, issues: &mut Vec<CatalogIssue>) -> (MigrationScope, String) {
+    match scope {
+        MigrationScope::RouteKey { keyspace, route_key } => {
+            let keyspace = keyspace_of(&keyspace, map, issues);
+            let key = route_key.trim().to_owned();
+            if key.is_empty() {
+                issues.push(issue("missing-route-key", "the route key is blank".to_owned()));
+            }
+            let mut source = String::new();
+            if !key.is_empty() && issues.is_empty() {
+                match map.resolve(&keyspace, &key) {
+                    Ok(resolution) => source = resolution.shard_id.to_owned(),
+                    Err(err) => issues.push(issue("source-shard-unavailable", err.to_string())),
+                }
+            }
+            let scope = MigrationScope::RouteKey {
+                keyspace,
+                route_key: key,
+            };
+            (scope, source)
+        }
+        MigrationScope::BucketRange {
+            keyspace,
+            source_shard_id,
+            start_bucket_inclusive: start,
+            end_bucket_exclusive: end,
+        } => {
+            let keyspace = keyspace_of(&keyspace, map, issues);
+            let source = source_shard_id.trim().to_owned();
+            match map.shard(&source) {
+                None => issues.push(issue(
+                    "unknown-source-shard",
+                    format!("source shard '{source}' is not defined in the shard map"),
+                )),
+                Some(shard) if !shard.enabled => issues.push(issue(
+                    "source-shard-disabled",
+                    format!("source shard '{source}' is disabled"),
+                )),
+                Some(_) => {}
+            }
+            if start >= end || end > map.bucket_count() {
+                issues.push(issue(
+                    "invalid-bucket-range",
+                    format!(
+                        "bucket range [{start}, {end}) is empty or outside the {} virtual buckets",
+                        map.bucket_count()
+                    ),
+                ));
+            } else if let Some(index) = map.shard_index(&source)
+                && (start..end).any(|bucket| map.bucket_owner(bucket) != index)
+            {
+                issues.push(issue(
+                    "source-does-not-own-bucket-range",
+                    format!("source shard '{source}' does not own every bucket of [{start}, {end})"),
+                ));
+            }
+            let scope = MigrationScope::BucketRange {
+                keyspace,
+                source_shard_id: source.clone(),
+                start_bucket_inclusive: start,
+                end_bucket_exclusive: end,
+            };
+            (scope, source)
+        }
     }
 }
 
@@ -154,7 +224,7 @@ async fn start_claimed(
         .iter()
         .filter(|item| !item.route_index && item.estimated_rows > 0)
     {
-        if state.spec.kind == MigrationKind::ExactRouteKey {
+        if matches!(state.spec.scope, MigrationScope::RouteKey { .. }) {
             state.issues.push(CatalogIssue {
                 severity: IssueSeverity::Warning,
                 code: "no-route-index".to_owned(),

@@ -2,7 +2,7 @@
 //! delete the source rows; a checkpoint after each step, so a stopped run resumes where it was.
 
 use super::{Context, Migrator, activate, admit, copy, online, settle, verify};
-use crate::data::{ActivationRequest, MigrationResult, MigrationStatus};
+use crate::data::{ActivationRequest, Audit, MigrationResult, MigrationStatus};
 use crate::engine::store::now_utc;
 use crate::error::Result;
 use crate::reshard::fence::{self, Fence};
@@ -122,11 +122,10 @@ pub(super) async fn phases(migrator: &Migrator, state: &mut MigrationResult, con
             }
             migrator
                 .sharded
-                .activate_pending_map(&ActivationRequest {
-                    expected_pending_map_version: pending,
-                    operator: state.spec.operator.clone(),
+                .activate_pending_map(&ActivationRequest::new(pending).audit(Audit {
+                    operator: state.spec.audit.operator.clone(),
                     comment: Some(format!("migration {}", state.migration_id)),
-                })
+                }))
                 .await?;
         }
         fence::mark_moved(&context.source, &state.migration_id).await?;

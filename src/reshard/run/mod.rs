@@ -29,13 +29,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::fence::{self};
-use super::manifest::issue;
 use super::target::{Selection, Target};
 use crate::catalog::Catalog;
 use crate::client::ShardedClient;
 use crate::data::{
-    BucketMigrationRequest, DataClient, KeyMigrationRequest, MigrationAdmin, MigrationKind, MigrationResult,
-    MigrationSpec, MigrationStatus, ResumeRequest,
+    DataClient, MigrationAdmin, MigrationRequest, MigrationResult, MigrationScope, MigrationSpec, MigrationStatus,
+    ResumeRequest,
 };
 use crate::engine::{Database, Pin};
 use crate::error::{Error, Result};
@@ -68,34 +67,23 @@ type Observer = Arc<dyn Fn(&CopyProgress) + Send + Sync>;
 /// ```no_run
 /// # async fn demo() -> shardlite::Result<()> {
 /// use shardlite::client::ShardedClient;
-/// use shardlite::data::{KeyMigrationRequest, MigrationManifest, TableManifest};
+/// use shardlite::data::{Audit, MigrationManifest, MigrationRequest, TableManifest};
 /// use shardlite::reshard::Migrator;
 ///
 /// let sharded = ShardedClient::open("data/master.db").await?;
-/// let result = Migrator::new(sharded)
-///     .migrate_key(KeyMigrationRequest {
-///         keyspace: "tenants".into(),
-///         route_key: "tenant-42".into(),
-///         destination_shard_id: "s1".into(),
-///         manifest: MigrationManifest {
-///             page_size: None,
-///             tables: vec![TableManifest {
-///                 table_name: "orders".into(),
-///                 route_key_column: "tenant".into(),
-///                 primary_key_column: "id".into(),
-///             }],
-///             collections: vec![],
-///         },
-///         migration_id: None,
-///         expected_current_map_version: None,
-///         dry_run: false,
-///         online: true,
-///         activate: true,
-///         delete_source: true,
-///         operator: Some("ada".into()),
-///         comment: None,
-///     })
-///     .await?;
+/// let manifest = MigrationManifest {
+///     tables: vec![TableManifest {
+///         table_name: "orders".into(),
+///         route_key_column: "tenant".into(),
+///         primary_key_column: "id".into(),
+///     }],
+///     ..MigrationManifest::default()
+/// };
+/// let request = MigrationRequest::route_key("tenants", "tenant-42", "s1", manifest)
+///     .activate()
+///     .delete_source()
+///     .audit(Audit::by("ada"));
+/// let result = Migrator::new(sharded).migrate(request).await?;
 /// println!("{:?}: {}", result.status, result.message);
 /// # Ok(()) }
 /// ```
@@ -167,118 +155,50 @@ impl Migrator {
         })
     }
 
-    /// Moves the data of one route key to another primary shard and pins the key there.
+    /// Moves the data of a route key or a bucket range, as `request`'s scope says, to another
+    /// primary shard: a route key is then pinned there, a bucket range owned by it (its pinned
+    /// keys stay where their pins put them). With `dry_run` it only plans.
     ///
     /// A request that cannot run comes back `Rejected` with issues naming each problem (not as
     /// an error); so do verification and catalog failures, with a recovery text.
-    pub async fn migrate_key(&self, request: KeyMigrationRequest) -> Result<MigrationResult> {
+    pub async fn migrate(&self, request: MigrationRequest) -> Result<MigrationResult> {
+        let MigrationRequest {
+            scope,
+            destination_shard_id,
+            manifest,
+            migration_id,
+            expected_current_map_version,
+            dry_run,
+            online,
+            activate,
+            delete_source,
+            audit,
+        } = request;
         let map = self.sharded.map();
         let mut issues = Vec::new();
-        let keyspace = admit::keyspace_of(&request.keyspace, &map, &mut issues);
-        let key = request.route_key.trim().to_owned();
-        if key.is_empty() {
-            issues.push(issue("missing-route-key", "the route key is blank".to_owned()));
-        }
-        let mut source = String::new();
-        if !key.is_empty() && issues.is_empty() {
-            match map.resolve(&keyspace, &key) {
-                Ok(resolution) => source = resolution.shard_id.to_owned(),
-                Err(err) => issues.push(issue("source-shard-unavailable", err.to_string())),
+        let (scope, source) = admit::scope(scope, &map, &mut issues);
+        let destination = destination_shard_id.trim().to_owned();
+        admit::check_destination(&map, &source, &destination, &mut issues, || match &scope {
+            MigrationScope::RouteKey { route_key, .. } => {
+                format!("route key '{route_key}' already resolves to shard '{source}'")
             }
-        }
-        let destination = request.destination_shard_id.trim().to_owned();
-        admit::check_destination(&map, &source, &destination, &mut issues, || {
-            format!("route key '{key}' already resolves to shard '{source}'")
+            MigrationScope::BucketRange {
+                start_bucket_inclusive: start,
+                end_bucket_exclusive: end,
+                ..
+            } => format!("bucket range [{start}, {end}) already belongs to shard '{source}'"),
         });
         let spec = MigrationSpec {
-            kind: MigrationKind::ExactRouteKey,
-            keyspace,
-            route_key: Some(key),
-            start_bucket_inclusive: None,
-            end_bucket_exclusive: None,
+            scope,
             source_shard_id: source,
             destination_shard_id: destination,
-            manifest: request.manifest,
-            activate: request.activate,
-            delete_source: request.delete_source,
-            online: request.online,
-            operator: request.operator,
-            comment: request.comment,
+            manifest,
+            activate,
+            delete_source,
+            online,
+            audit,
         };
-        admit::start(
-            self,
-            spec,
-            request.migration_id,
-            request.expected_current_map_version,
-            request.dry_run,
-            issues,
-        )
-        .await
-    }
-
-    /// Moves the data of the buckets `[start, end)` from their source shard to another primary
-    /// shard. Pinned keys stay where their pins put them.
-    pub async fn migrate_buckets(&self, request: BucketMigrationRequest) -> Result<MigrationResult> {
-        let map = self.sharded.map();
-        let mut issues = Vec::new();
-        let keyspace = admit::keyspace_of(&request.keyspace, &map, &mut issues);
-        let (start, end) = (request.start_bucket_inclusive, request.end_bucket_exclusive);
-        let source = request.source_shard_id.trim().to_owned();
-        match map.shard(&source) {
-            None => issues.push(issue(
-                "unknown-source-shard",
-                format!("source shard '{source}' is not defined in the shard map"),
-            )),
-            Some(shard) if !shard.enabled => issues.push(issue(
-                "source-shard-disabled",
-                format!("source shard '{source}' is disabled"),
-            )),
-            Some(_) => {}
-        }
-        if start >= end || end > map.bucket_count() {
-            issues.push(issue(
-                "invalid-bucket-range",
-                format!(
-                    "bucket range [{start}, {end}) is empty or outside the {} virtual buckets",
-                    map.bucket_count()
-                ),
-            ));
-        } else if let Some(index) = map.shard_index(&source)
-            && (start..end).any(|bucket| map.bucket_owner(bucket) != index)
-        {
-            issues.push(issue(
-                "source-does-not-own-bucket-range",
-                format!("source shard '{source}' does not own every bucket of [{start}, {end})"),
-            ));
-        }
-        let destination = request.destination_shard_id.trim().to_owned();
-        admit::check_destination(&map, &source, &destination, &mut issues, || {
-            format!("bucket range [{start}, {end}) already belongs to shard '{source}'")
-        });
-        let spec = MigrationSpec {
-            kind: MigrationKind::BucketRange,
-            keyspace,
-            route_key: None,
-            start_bucket_inclusive: Some(start),
-            end_bucket_exclusive: Some(end),
-            source_shard_id: source,
-            destination_shard_id: destination,
-            manifest: request.manifest,
-            activate: request.activate,
-            delete_source: request.delete_source,
-            online: request.online,
-            operator: request.operator,
-            comment: request.comment,
-        };
-        admit::start(
-            self,
-            spec,
-            request.migration_id,
-            request.expected_current_map_version,
-            request.dry_run,
-            issues,
-        )
-        .await
+        admit::start(self, spec, migration_id, expected_current_map_version, dry_run, issues).await
     }
 
     /// Continues migration `id` from its last checkpoint: pages already copied are not copied
@@ -438,12 +358,8 @@ impl Migrator {
 }
 #[async_trait::async_trait]
 impl MigrationAdmin for Migrator {
-    async fn migrate_exact_route_key(&self, request: &KeyMigrationRequest) -> Result<MigrationResult> {
-        self.migrate_key(request.clone()).await
-    }
-
-    async fn migrate_bucket_range(&self, request: &BucketMigrationRequest) -> Result<MigrationResult> {
-        self.migrate_buckets(request.clone()).await
+    async fn start_migration(&self, request: &MigrationRequest) -> Result<MigrationResult> {
+        self.migrate(request.clone()).await
     }
 
     async fn resume_migration(&self, migration_id: &str, options: &ResumeRequest) -> Result<MigrationResult> {

@@ -3,7 +3,9 @@
 
 use super::{Context, Migrator};
 use crate::catalog::diff;
-use crate::data::{MigrationPlan, MigrationReceipt, MigrationSpec, PlannedItem, Value};
+use std::ops::Range;
+
+use crate::data::{MigrationPlan, MigrationReceipt, MigrationScope, MigrationSpec, PlannedItem, Value};
 use crate::error::{Error, Result};
 use crate::map::{BucketRange, ShardMap, ShardingOptions};
 use crate::reshard::manifest;
@@ -156,25 +158,37 @@ pub(super) fn proposed_options(map: &ShardMap, spec: &MigrationSpec) -> Sharding
     let destination = map
         .shard(&spec.destination_shard_id)
         .map_or_else(|| spec.destination_shard_id.clone(), |s| s.id.clone());
-    if let Some(key) = &spec.route_key {
-        options.exact_key_pins.insert(key.clone(), destination);
-    } else if let (Some(start), Some(end)) = (spec.start_bucket_inclusive, spec.end_bucket_exclusive) {
-        let mut ranges: Vec<BucketRange> = Vec::new();
-        for bucket in 0..map.bucket_count() {
-            let owner = if (start..end).contains(&bucket) {
-                destination.clone()
-            } else {
-                map.shards()[map.bucket_owner(bucket)].id.clone()
-            };
-            let at = i64::from(bucket);
-            match ranges.last_mut() {
-                Some(last) if last.shard_id == owner => last.end_bucket_exclusive = at + 1,
-                _ => ranges.push(BucketRange::new(at, at + 1, owner)),
-            }
+    match &spec.scope {
+        MigrationScope::RouteKey { route_key, .. } => {
+            options.exact_key_pins.insert(route_key.clone(), destination);
         }
-        options.bucket_ranges = ranges;
+        MigrationScope::BucketRange {
+            start_bucket_inclusive,
+            end_bucket_exclusive,
+            ..
+        } => {
+            options.bucket_ranges = owners_with(map, *start_bucket_inclusive..*end_bucket_exclusive, &destination);
+        }
     }
     options
+}
+
+/// The map's bucket ranges with `buckets` owned by `destination`, coalesced.
+fn owners_with(map: &ShardMap, buckets: Range<u32>, destination: &str) -> Vec<BucketRange> {
+    let mut ranges: Vec<BucketRange> = Vec::new();
+    for bucket in 0..map.bucket_count() {
+        let owner = if buckets.contains(&bucket) {
+            destination
+        } else {
+            map.shards()[map.bucket_owner(bucket)].id.as_str()
+        };
+        let at = i64::from(bucket);
+        match ranges.last_mut() {
+            Some(last) if last.shard_id == owner => last.end_bucket_exclusive = at + 1,
+            _ => ranges.push(BucketRange::new(at, at + 1, owner)),
+        }
+    }
+    ranges
 }
 
 /// A receipt of a copy not yet begun.

@@ -2,7 +2,7 @@
 //! a caller that goes away does not stop it half-way.
 
 use crate::client::ShardedClient;
-use crate::data::{BucketMigrationRequest, KeyMigrationRequest, MigrationResult, ResumeRequest};
+use crate::data::{BucketMigrationBody, KeyMigrationBody, MigrationResult, ResumeRequest};
 use crate::error::{Error, Result};
 use crate::reshard::Migrator;
 use crate::wire::proto as pb;
@@ -36,18 +36,18 @@ pub(super) async fn migrate_key(
     sharded: ShardedClient,
     request: pb::ShardMigrationRequest,
 ) -> Result<pb::ShardMigrationResult> {
-    let request: KeyMigrationRequest = decode(&request.request_json)?;
+    let request: KeyMigrationBody = decode(&request.request_json)?;
     let migrator = Migrator::new(sharded);
-    detached(async move { migrator.migrate_key(request).await }).await
+    detached(async move { migrator.migrate(request.into()).await }).await
 }
 
 pub(super) async fn migrate_buckets(
     sharded: ShardedClient,
     request: pb::ShardMigrationRequest,
 ) -> Result<pb::ShardMigrationResult> {
-    let request: BucketMigrationRequest = decode(&request.request_json)?;
+    let request: BucketMigrationBody = decode(&request.request_json)?;
     let migrator = Migrator::new(sharded);
-    detached(async move { migrator.migrate_buckets(request).await }).await
+    detached(async move { migrator.migrate(request.into()).await }).await
 }
 
 pub(super) async fn resume(

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::error::{ApiError, MigrationRejected, Problem};
 use super::extract::{Json, Path};
-use crate::data::{BucketMigrationRequest, KeyMigrationRequest, MigrationResult, MigrationStatus, ResumeRequest};
+use crate::data::{BucketMigrationBody, KeyMigrationBody, MigrationResult, MigrationStatus, ResumeRequest};
 use crate::error::{Error, Result};
 use crate::reshard::Migrator;
 use crate::server::ServerState;
@@ -50,7 +50,7 @@ fn started(result: MigrationResult) -> Response {
     path = "/api/sharding/migrations/exact-route-key",
     tag = "sharding",
     operation_id = "migrateExactRouteKey",
-    request_body = KeyMigrationRequest,
+    request_body = KeyMigrationBody,
     responses(
         (status = 200, description = "The migration was admitted; `status` says how it ended", body = MigrationResult),
         (status = 400, description = "The request was rejected before anything moved (`invalid_input`, the \
@@ -60,13 +60,13 @@ fn started(result: MigrationResult) -> Response {
             content_type = "application/problem+json"),
     )
 )]
-pub async fn migrate_exact_route_key(
+pub(crate) async fn migrate_exact_route_key(
     State(state): State<ServerState>,
-    Json(request): Json<KeyMigrationRequest>,
+    Json(request): Json<KeyMigrationBody>,
 ) -> Result<Response, ApiError> {
     let migrator = migrator(&state)?;
     Ok(started(
-        detached(async move { migrator.migrate_key(request).await }).await?,
+        detached(async move { migrator.migrate(request.into()).await }).await?,
     ))
 }
 
@@ -77,7 +77,7 @@ pub async fn migrate_exact_route_key(
     path = "/api/sharding/migrations/bucket-range",
     tag = "sharding",
     operation_id = "migrateBucketRange",
-    request_body = BucketMigrationRequest,
+    request_body = BucketMigrationBody,
     responses(
         (status = 200, description = "The migration was admitted; `status` says how it ended", body = MigrationResult),
         (status = 400, description = "The request was rejected before anything moved (`invalid_input`, the \
@@ -87,13 +87,13 @@ pub async fn migrate_exact_route_key(
             body = MigrationRejected, content_type = "application/problem+json"),
     )
 )]
-pub async fn migrate_bucket_range(
+pub(crate) async fn migrate_bucket_range(
     State(state): State<ServerState>,
-    Json(request): Json<BucketMigrationRequest>,
+    Json(request): Json<BucketMigrationBody>,
 ) -> Result<Response, ApiError> {
     let migrator = migrator(&state)?;
     Ok(started(
-        detached(async move { migrator.migrate_buckets(request).await }).await?,
+        detached(async move { migrator.migrate(request.into()).await }).await?,
     ))
 }
 

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 
 use super::{GrpcClient, pb};
-use crate::data::{BucketMigrationRequest, KeyMigrationRequest, MigrationAdmin, MigrationResult, ResumeRequest};
+use crate::data::{MigrationAdmin, MigrationBody, MigrationRequest, MigrationResult, ResumeRequest};
 use crate::error::{Error, Result};
 
 fn request_json<T: serde::Serialize>(request: &T) -> Result<pb::ShardMigrationRequest> {
@@ -24,14 +24,18 @@ fn result_of(json: &str) -> Result<MigrationResult> {
 
 #[async_trait]
 impl MigrationAdmin for GrpcClient {
-    async fn migrate_exact_route_key(&self, request: &KeyMigrationRequest) -> Result<MigrationResult> {
-        let request = request_json(request)?;
-        result_of(&rpc!(self, migrate_exact_route_key, request)?.result_json)
-    }
-
-    async fn migrate_bucket_range(&self, request: &BucketMigrationRequest) -> Result<MigrationResult> {
-        let request = request_json(request)?;
-        result_of(&rpc!(self, migrate_bucket_range, request)?.result_json)
+    async fn start_migration(&self, request: &MigrationRequest) -> Result<MigrationResult> {
+        let reply = match MigrationBody::from(request.clone()) {
+            MigrationBody::RouteKey(body) => {
+                let request = request_json(&body)?;
+                rpc!(self, migrate_exact_route_key, request)?
+            }
+            MigrationBody::BucketRange(body) => {
+                let request = request_json(&body)?;
+                rpc!(self, migrate_bucket_range, request)?
+            }
+        };
+        result_of(&reply.result_json)
     }
 
     async fn resume_migration(&self, migration_id: &str, options: &ResumeRequest) -> Result<MigrationResult> {

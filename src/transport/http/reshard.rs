@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 
 use super::HttpClient;
-use crate::data::{BucketMigrationRequest, KeyMigrationRequest, MigrationAdmin, MigrationResult, ResumeRequest};
+use crate::data::{MigrationAdmin, MigrationBody, MigrationRequest, MigrationResult, ResumeRequest};
 use crate::error::Result;
 
 impl HttpClient {
@@ -19,14 +19,12 @@ impl HttpClient {
 
 #[async_trait]
 impl MigrationAdmin for HttpClient {
-    async fn migrate_exact_route_key(&self, request: &KeyMigrationRequest) -> Result<MigrationResult> {
-        self.started(self.post(&["sharding", "migrations", "exact-route-key"]).json(request))
-            .await
-    }
-
-    async fn migrate_bucket_range(&self, request: &BucketMigrationRequest) -> Result<MigrationResult> {
-        self.started(self.post(&["sharding", "migrations", "bucket-range"]).json(request))
-            .await
+    async fn start_migration(&self, request: &MigrationRequest) -> Result<MigrationResult> {
+        let call = match MigrationBody::from(request.clone()) {
+            MigrationBody::RouteKey(body) => self.post(&["sharding", "migrations", "exact-route-key"]).json(&body),
+            MigrationBody::BucketRange(body) => self.post(&["sharding", "migrations", "bucket-range"]).json(&body),
+        };
+        self.started(call).await
     }
 
     async fn resume_migration(&self, migration_id: &str, options: &ResumeRequest) -> Result<MigrationResult> {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::route;
 use shardlite::client::{DataClient, Params, ShardedClient, Value};
-use shardlite::data::{CollectionManifest, KeyMigrationRequest, MigrationManifest, TableManifest};
+use shardlite::data::{Audit, CollectionManifest, MigrationManifest, MigrationRequest, TableManifest};
 
 /// The `tenants` map of [`crate::tenants_options`] seeded into `dir/master.db`, with
 /// `items (id TEXT PRIMARY KEY, tenant, n, amount, data)` indexed on `tenant` on every shard.
@@ -70,21 +70,11 @@ pub fn manifest(page_size: u32) -> MigrationManifest {
 }
 
 /// A request to move `key` to `destination`, activating and deleting the source.
-pub fn key_request(key: &str, destination: &str, page_size: u32) -> KeyMigrationRequest {
-    KeyMigrationRequest {
-        keyspace: "tenants".into(),
-        route_key: key.into(),
-        destination_shard_id: destination.into(),
-        manifest: manifest(page_size),
-        migration_id: None,
-        expected_current_map_version: None,
-        dry_run: false,
-        online: true,
-        activate: true,
-        delete_source: true,
-        operator: Some("test".into()),
-        comment: None,
-    }
+pub fn key_request(key: &str, destination: &str, page_size: u32) -> MigrationRequest {
+    MigrationRequest::route_key("tenants", key, destination, manifest(page_size))
+        .activate()
+        .delete_source()
+        .audit(Audit::by("test"))
 }
 
 /// `(rows, digest)` of `key`'s items on one shard, read directly: the digest lists every row.

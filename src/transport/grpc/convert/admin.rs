@@ -3,7 +3,7 @@
 
 use super::{missing, pb};
 use crate::data::{
-    CatalogHistoryEntry, CatalogState, ShardSqlResult, ShardStatus, ShardStatusPage, ShardStatusQuery,
+    Audit, CatalogHistoryEntry, CatalogState, ShardSqlResult, ShardStatus, ShardStatusPage, ShardStatusQuery,
     ShardStatusSummary,
 };
 use crate::error::{Error, Result};
@@ -67,17 +67,30 @@ convert_both_ways!(
     }
 );
 
-convert_both_ways!(
-    CatalogHistoryEntry,
-    pb::CatalogHistoryEntry {
-        applied_utc,
-        keyspace,
-        map_version,
-        operator,
-        comment,
-        metadata_only_ownership_change,
+impl From<CatalogHistoryEntry> for pb::CatalogHistoryEntry {
+    fn from(entry: CatalogHistoryEntry) -> Self {
+        Self {
+            applied_utc: entry.applied_utc,
+            keyspace: entry.keyspace,
+            map_version: entry.map_version,
+            operator: entry.audit.operator,
+            comment: entry.audit.comment,
+            metadata_only_ownership_change: entry.metadata_only_ownership_change,
+        }
     }
-);
+}
+
+impl From<pb::CatalogHistoryEntry> for CatalogHistoryEntry {
+    fn from(entry: pb::CatalogHistoryEntry) -> Self {
+        Self {
+            applied_utc: entry.applied_utc,
+            keyspace: entry.keyspace,
+            map_version: entry.map_version,
+            audit: Audit::new(entry.operator, entry.comment),
+            metadata_only_ownership_change: entry.metadata_only_ownership_change,
+        }
+    }
+}
 
 impl From<ShardSnapshot> for pb::ShardSnapshot {
     fn from(shard: ShardSnapshot) -> Self {

@@ -3,8 +3,8 @@
 
 use super::{missing, pb};
 use crate::data::{
-    ActivationRequest, ActivationResult, CatalogApplyResult, CatalogIssue, CatalogUpdateRequest, CatalogValidation,
-    IssueSeverity, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
+    ActivationRequest, ActivationResult, Audit, CatalogApplyResult, CatalogIssue, CatalogUpdateRequest,
+    CatalogValidation, IssueSeverity, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
 };
 use crate::error::{Error, Result};
 use crate::map::ShardingOptions;
@@ -51,14 +51,24 @@ fn change_from_pb(change: i32) -> Result<ShardChangeKind> {
     }
 }
 
-convert_both_ways!(
-    ActivationRequest,
-    pb::ActivateShardCatalogRequest {
-        expected_pending_map_version,
-        operator,
-        comment,
+impl From<ActivationRequest> for pb::ActivateShardCatalogRequest {
+    fn from(request: ActivationRequest) -> Self {
+        Self {
+            expected_pending_map_version: request.expected_pending_map_version,
+            operator: request.audit.operator,
+            comment: request.audit.comment,
+        }
     }
-);
+}
+
+impl From<pb::ActivateShardCatalogRequest> for ActivationRequest {
+    fn from(request: pb::ActivateShardCatalogRequest) -> Self {
+        Self {
+            expected_pending_map_version: request.expected_pending_map_version,
+            audit: Audit::new(request.operator, request.comment),
+        }
+    }
+}
 
 convert_both_ways!(
     ActivationResult,
@@ -76,8 +86,8 @@ impl From<&CatalogUpdateRequest> for pb::ShardCatalogUpdateRequest {
             map_json: request.map.to_json(),
             expected_current_map_version: request.expected_current_map_version,
             allow_ownership_change: request.allow_ownership_change,
-            operator: request.operator.clone(),
-            comment: request.comment.clone(),
+            operator: request.audit.operator.clone(),
+            comment: request.audit.comment.clone(),
         }
     }
 }
@@ -90,8 +100,7 @@ impl TryFrom<pb::ShardCatalogUpdateRequest> for CatalogUpdateRequest {
             map: ShardingOptions::from_json(&request.map_json)?,
             expected_current_map_version: request.expected_current_map_version,
             allow_ownership_change: request.allow_ownership_change,
-            operator: request.operator,
-            comment: request.comment,
+            audit: Audit::new(request.operator, request.comment),
         })
     }
 }
@@ -246,8 +255,7 @@ mod tests {
             map,
             expected_current_map_version: Some(1),
             allow_ownership_change: true,
-            operator: Some("ada".into()),
-            comment: None,
+            audit: Audit::by("ada"),
         };
         let wire = through_bytes(pb::ShardCatalogUpdateRequest::from(&request));
         assert!(wire.map_json.contains("\"mapVersion\": 2"), "{}", wire.map_json);

@@ -1,10 +1,23 @@
 //! The shapes of resharding (data moves, which the wire calls migrations): the manifest, the
-//! requests for an exact route key or a bucket range, and the result, which is also the
-//! checkpoint a resume continues from. Schema migrations' shapes are in `data/schema.rs`.
+//! request (one type, for an exact route key or a bucket range), and the result, which is also
+//! the checkpoint a resume continues from. Schema migrations' shapes are in `data/schema.rs`.
+//!
+//! The request and the stored spec hold a [`MigrationScope`] and an [`Audit`]; their JSON keeps
+//! the flat shapes the wire and the catalog have always had, through private forms
+//! (`KeyMigrationBody`, `BucketMigrationBody`, `StoredSpec`) that also give the OpenAPI schemas.
 
 use serde::{Deserialize, Serialize};
 
 use super::{CatalogIssue, MovedBuckets, MovedPin, Value};
+
+mod request;
+mod spec;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use request::{BucketMigrationBody, KeyMigrationBody, MigrationBody};
+pub use request::{MigrationRequest, MigrationScope};
+pub use spec::MigrationSpec;
 
 /// What a migration moves: tables with their route-key and primary-key columns, and JSON
 /// collections with their route-key property.
@@ -58,106 +71,6 @@ pub struct CollectionManifest {
     pub collection_name: String,
     /// The top-level property of each document that holds its route key.
     pub route_key_property: String,
-}
-
-/// Moves the data of one route key to another primary shard, pinning the key there.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct KeyMigrationRequest {
-    /// The route keyspace.
-    pub keyspace: String,
-    /// The route key whose data moves.
-    pub route_key: String,
-    /// The primary shard that receives it.
-    pub destination_shard_id: String,
-    /// What to move.
-    pub manifest: MigrationManifest,
-    /// An id of the caller's choosing; generated when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub migration_id: Option<String>,
-    /// The active map version the caller saw; refused when it is not the active one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expected_current_map_version: Option<u64>,
-    /// Only plan: estimated rows, index use and the map diff. Changes nothing.
-    #[serde(default)]
-    pub dry_run: bool,
-    /// Copy while writes go on and fence only for a short cutover (the default); `false` fences
-    /// the moving keys for the whole copy, as the offline mode does.
-    #[serde(default = "online_by_default")]
-    pub online: bool,
-    /// Activate the new map once the data is verified (otherwise it stays pending).
-    #[serde(default)]
-    pub activate: bool,
-    /// Delete the moved rows from the source once the new map is active (needs `activate`).
-    #[serde(default)]
-    pub delete_source: bool,
-    /// Who runs it, for the history.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub operator: Option<String>,
-    /// Why, for the history.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub comment: Option<String>,
-}
-
-/// Moves the data of a bucket range from one primary shard to another. Pinned keys stay where
-/// their pins put them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct BucketMigrationRequest {
-    /// The route keyspace (the map's).
-    pub keyspace: String,
-    /// The shard that owns every bucket of the range now.
-    pub source_shard_id: String,
-    /// The primary shard that receives them.
-    pub destination_shard_id: String,
-    /// The first bucket of the range.
-    pub start_bucket_inclusive: u32,
-    /// One past the last bucket of the range.
-    pub end_bucket_exclusive: u32,
-    /// What to move.
-    pub manifest: MigrationManifest,
-    /// An id of the caller's choosing; generated when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub migration_id: Option<String>,
-    /// The active map version the caller saw; refused when it is not the active one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expected_current_map_version: Option<u64>,
-    /// Only plan: estimated rows, index use and the map diff. Changes nothing.
-    #[serde(default)]
-    pub dry_run: bool,
-    /// Copy while writes go on and fence only for a short cutover (the default); `false` fences
-    /// the moving keys for the whole copy, as the offline mode does.
-    #[serde(default = "online_by_default")]
-    pub online: bool,
-    /// Activate the new map once the data is verified (otherwise it stays pending).
-    #[serde(default)]
-    pub activate: bool,
-    /// Delete the moved rows from the source once the new map is active (needs `activate`).
-    #[serde(default)]
-    pub delete_source: bool,
-    /// Who runs it, for the history.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub operator: Option<String>,
-    /// Why, for the history.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub comment: Option<String>,
-}
-
-/// Migrations requested without `online` run online.
-fn online_by_default() -> bool {
-    true
-}
-
-/// Which kind of migration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
-pub enum MigrationKind {
-    /// One route key.
-    ExactRouteKey,
-    /// A range of virtual buckets.
-    BucketRange,
 }
 
 /// Where a migration stands.
@@ -281,46 +194,6 @@ pub struct MigrationPlan {
     pub proposed_map_version: u64,
 }
 
-/// What a migration is asked to do, as stored with it (resume runs it again from here).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
-#[serde(rename_all = "camelCase")]
-pub struct MigrationSpec {
-    /// Which kind.
-    pub kind: MigrationKind,
-    /// The map's keyspace.
-    pub keyspace: String,
-    /// The route key (exact-key migrations).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub route_key: Option<String>,
-    /// The first bucket (bucket-range migrations).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub start_bucket_inclusive: Option<u32>,
-    /// One past the last bucket (bucket-range migrations).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub end_bucket_exclusive: Option<u32>,
-    /// The shard the data leaves.
-    pub source_shard_id: String,
-    /// The shard it moves to.
-    pub destination_shard_id: String,
-    /// What moves.
-    pub manifest: MigrationManifest,
-    /// Activate the new map when verified.
-    pub activate: bool,
-    /// Delete the source rows once the new map is active.
-    pub delete_source: bool,
-    /// Whether it copies while writes go on, fencing only for the cutover. Migrations recorded
-    /// by releases before online moves have none, and ran fenced.
-    #[serde(default)]
-    pub online: bool,
-    /// Who runs it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub operator: Option<String>,
-    /// Why.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub comment: Option<String>,
-}
-
 /// A migration's state: what it was asked, where it stands, and its receipts. Stored as its
 /// checkpoint after every page and in the history when it ends.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -420,10 +293,10 @@ impl MigrationResult {
 /// (`HttpClient`, `GrpcClient`): the migration half of the shard-admin interface.
 #[async_trait::async_trait]
 pub trait MigrationAdmin: Send + Sync {
-    /// Moves the data of one route key (or plans it, with `dryRun`).
-    async fn migrate_exact_route_key(&self, request: &KeyMigrationRequest) -> crate::Result<MigrationResult>;
-    /// Moves the data of a bucket range (or plans it, with `dryRun`).
-    async fn migrate_bucket_range(&self, request: &BucketMigrationRequest) -> crate::Result<MigrationResult>;
+    /// Moves the data of a route key or a bucket range, as `request`'s scope says, and runs the
+    /// move to its end (or only plans it, with `dry_run`). A request that cannot run comes back
+    /// `Rejected`, with issues naming each problem.
+    async fn start_migration(&self, request: &MigrationRequest) -> crate::Result<MigrationResult>;
     /// Continues a stopped migration from its last checkpoint; harmless when it already ended.
     async fn resume_migration(&self, migration_id: &str, options: &ResumeRequest) -> crate::Result<MigrationResult>;
     /// One migration's latest state ([`Error::NotFound`](crate::Error::NotFound) when unknown).
