@@ -47,9 +47,15 @@
 //! - [`options`]: connection strings (ADO.NET and URL forms).
 //! - [`data`]: the value model, parameters, results, rows, documents, schema and status types, and
 //!   the [`DataClient`](data::DataClient) and [`ShardAdmin`](data::ShardAdmin) interfaces.
-//! - [`engine`]: the only module that calls rusqlite: per-file writer, reader and transaction
-//!   threads, script execution (`engine/script.rs`), SQLite's errors in the crate's terms (one
-//!   file, `engine/sqlite_error.rs`), and the row, collection, saved-query and procedure stores.
+//! - [`engine`]: the only module that calls rusqlite. [`Database`](engine::Database) (one file,
+//!   `engine/database.rs`) opens a file, runs its SQL on the writer, readers, caller's task or
+//!   calling thread, and hands out its parts, one type and file each:
+//!   [`Tables`](engine::Tables), [`Collections`](engine::Collections),
+//!   [`SavedQueries`](engine::SavedQueries), [`Procedures`](engine::Procedures),
+//!   [`Sessions`](engine::Sessions) (transactions), and inside the crate a data move's copies
+//!   and checksums. Script execution is `engine/script.rs`; SQLite's errors become the crate's in
+//!   one file, `engine/sqlite_error.rs`; the rest of the engine (the merge of partial rows
+//!   among it) is crate-private.
 //! - [`query`]: queries across shards: one `SELECT` read with `sqlparser`, run on every shard
 //!   as partial results and merged by SQLite in memory.
 //! - [`catalog`]: the master catalog file that owns the active map, pending map and history.

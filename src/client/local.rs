@@ -4,6 +4,7 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use super::forward::impl_data_client;
+use super::local_forward::Parts;
 use crate::data::{DatabaseInfo, Params, SqlResult, TransactionInfo, TransactionOptions};
 use crate::engine::{Database, EngineConfig};
 use crate::error::Result;
@@ -62,12 +63,12 @@ impl LocalClient {
 
     /// Rolls back a transaction without waiting (for guards being dropped).
     pub fn abandon_transaction(&self, transaction_id: &str) {
-        self.db.session_abandon(transaction_id);
+        self.db.sessions().session_abandon(transaction_id);
     }
 
     /// When a transaction expires if left idle from now.
     pub fn transaction_expires_at(&self, transaction_id: &str) -> Option<SystemTime> {
-        self.db.session_expires_at(transaction_id)
+        self.db.sessions().session_expires_at(transaction_id)
     }
 }
 
@@ -99,7 +100,7 @@ pub(crate) fn format_utc(at: SystemTime) -> String {
         .unwrap_or_default()
 }
 
-impl_data_client!(LocalClient, |this| Ok::<_, crate::Error>(&this.db), {
+impl_data_client!(LocalClient, |this| Ok::<_, crate::Error>(Parts(&this.db)), {
     async fn execute_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
         self.db.execute(sql, params).await
     }
@@ -110,19 +111,19 @@ impl_data_client!(LocalClient, |this| Ok::<_, crate::Error>(&this.db), {
         self.db.info().await
     }
     async fn begin_transaction_with(&self, options: TransactionOptions) -> Result<TransactionInfo> {
-        let session = self.db.begin_with(options).await?;
+        let session = self.db.sessions().begin_with(options).await?;
         Ok(TransactionInfo {
             transaction_id: session.id,
             expires_at_utc: session.expires_at.map(format_utc),
         })
     }
     async fn execute_in_transaction(&self, transaction_id: &str, sql: &str, params: Params) -> Result<SqlResult> {
-        self.db.session_execute(transaction_id, sql, params).await
+        self.db.sessions().session_execute(transaction_id, sql, params).await
     }
     async fn commit_transaction(&self, transaction_id: &str) -> Result<()> {
-        self.db.session_commit(transaction_id).await
+        self.db.sessions().session_commit(transaction_id).await
     }
     async fn rollback_transaction(&self, transaction_id: &str) -> Result<()> {
-        self.db.session_rollback(transaction_id).await
+        self.db.sessions().session_rollback(transaction_id).await
     }
 });

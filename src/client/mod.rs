@@ -12,6 +12,7 @@ pub mod blocking;
 mod dedicated;
 mod forward;
 mod local;
+mod local_forward;
 mod routed;
 mod sharded;
 

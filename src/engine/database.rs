@@ -1,4 +1,10 @@
-//! One SQLite file: its writer's queue, its readers' queue and its transaction sessions.
+//! One SQLite file: [`Database`], the one `impl Database` of the engine. It opens the file,
+//! runs SQL on it (queued on its writer or readers, on the caller's task, or on the calling
+//! thread), reports on its life, and hands out its parts, each a type of its own in a file of
+//! its own: [`Tables`] (`store/tables.rs`), [`Collections`] (`store/collections.rs`),
+//! [`SavedQueries`] (`store/saved_queries.rs`), [`Procedures`] (`store/procedures.rs`),
+//! [`Sessions`] (`session.rs`) and, inside the crate, the data-migration jobs
+//! ([`Moves`], `copy/moves.rs`).
 //!
 //! WAL lets one writer and many readers work at once. Ordinary writes are serialised on
 //! the writer's connection, so concurrent callers never race for the write lock and
@@ -9,26 +15,37 @@
 //! is rolled back if it stays idle past its timeout. The file opens on first use and closes
 //! when idle ([`lifecycle`](super::lifecycle)).
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::config::EngineConfig;
+use super::copy::Moves;
+use super::dedicated::DedicatedConnection;
 use super::guard;
-use super::identity::read_only_file;
-use super::inline::Here;
+use super::inline::{self, Here};
 use super::lane::{Job, Lane};
-use super::lifecycle::Shared;
+use super::lifecycle::{Pin, Role, Shared};
 use super::script::{self, Access};
-use super::sqlite_error::sql_error;
-use crate::data::{Params, SqlResult};
+use super::session::Sessions;
+use super::sqlite_error::{read_only_file, sql_error, storage_failure};
+use super::store::{self, Collections, Procedures, SavedQueries, Tables};
+use super::workers::CancelOnDrop;
+use crate::data::{DatabaseInfo, Params, RowRef, SqlResult};
 use crate::error::{Error, Result};
 
 /// A handle to one SQLite file. Cheap to clone; the file closes when idle (and when the last
 /// clone drops) and opens again on its next use.
+///
+/// It runs SQL itself ([`execute`](Self::execute) and its kin); row, collection, saved-query,
+/// procedure and transaction calls go through its parts: [`tables`](Self::tables),
+/// [`collections`](Self::collections), [`saved_queries`](Self::saved_queries),
+/// [`procedures`](Self::procedures) and [`sessions`](Self::sessions).
 #[derive(Clone)]
 pub struct Database {
     pub(super) shared: Arc<Shared>,
@@ -41,16 +58,6 @@ impl std::fmt::Debug for Database {
             .field("path", &self.shared.path)
             .finish_non_exhaustive()
     }
-}
-
-/// What kind of file is being opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Role {
-    /// A data database: gets the internal tables for collections, saved queries and procedures,
-    /// and counts against its set of open files.
-    Data,
-    /// The master catalog: stays open while any handle lives.
-    Catalog,
 }
 
 /// Which of a file's queues a job goes to.
@@ -83,8 +90,14 @@ impl Database {
     pub(crate) async fn open_as(path: &Path, label: String, config: EngineConfig, role: Role) -> Result<Self> {
         config.validate()?;
         let database = Self::from_shared(Shared::new(PathBuf::from(path), label, config, role));
-        database.opened_async().await?;
+        database.shared.opened_async().await?;
         Ok(database)
+    }
+
+    fn from_shared(shared: Shared) -> Self {
+        Self {
+            shared: Arc::new(shared),
+        }
     }
 
     /// The file this database lives in.
@@ -97,10 +110,66 @@ impl Database {
         &self.shared.label
     }
 
-    pub(super) fn closed(&self) -> Error {
-        Error::Closed {
-            shard_id: self.shared.label.clone(),
-        }
+    /// Its tables, row by row by primary key.
+    pub fn tables(&self) -> Tables<'_> {
+        Tables::new(self)
+    }
+
+    /// Its JSON collections.
+    pub fn collections(&self) -> Collections<'_> {
+        Collections::new(self)
+    }
+
+    /// Its saved queries.
+    pub fn saved_queries(&self) -> SavedQueries<'_> {
+        SavedQueries::new(self)
+    }
+
+    /// Its procedures.
+    pub fn procedures(&self) -> Procedures<'_> {
+        Procedures::new(self)
+    }
+
+    /// Its explicit transactions, each a session on a connection of its own.
+    pub fn sessions(&self) -> Sessions<'_> {
+        Sessions::new(self)
+    }
+
+    /// Its side of data migrations: page copies into it, their cursors, and page checksums.
+    pub(crate) fn moves(&self) -> Moves<'_> {
+        Moves::new(self)
+    }
+
+    /// Opens a connection of its own on this file, for one caller.
+    pub async fn dedicated(&self) -> Result<DedicatedConnection> {
+        DedicatedConnection::open(self).await
+    }
+
+    /// Counts for this database.
+    pub async fn info(&self) -> Result<DatabaseInfo> {
+        store::info(self).await
+    }
+
+    /// Whether the file is open now (it opens on its next use otherwise).
+    pub fn is_open(&self) -> bool {
+        self.shared.is_open()
+    }
+
+    /// Closes the file now if nothing uses it (see [`EngineConfig::shard_idle_timeout`] for
+    /// when it closes on its own); whether it closed. It opens again on its next use.
+    pub fn close_if_idle(&self) -> bool {
+        self.shared.close_if_idle()
+    }
+
+    /// Keeps the file open until the pin drops: for work that spans calls (a copy, a fence
+    /// being installed, a dedicated connection).
+    pub(crate) fn pin(&self) -> Pin {
+        self.shared.pin()
+    }
+
+    /// Jobs queued on the writer and on the readers, for metrics; 0 when closed.
+    pub fn queued_jobs(&self) -> usize {
+        self.shared.queued_jobs()
     }
 
     /// Runs `f` on a connection of `queue`, under the database's statement limits.
@@ -117,7 +186,7 @@ impl Database {
         f: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         // Held until the job ends: a file with a call in flight is never closed.
-        let open = self.opened_async().await?;
+        let open = self.shared.opened_async().await?;
         let on_writer = queue == Queue::Writer;
         let (tx, rx) = oneshot::channel();
         let cancel = Arc::new(AtomicBool::new(false));
@@ -163,23 +232,15 @@ impl Database {
             ));
         }
         let cancel_on_drop = CancelOnDrop(cancel);
-        let outcome = rx.await.map_err(|_| self.closed());
+        let outcome = rx.await.map_err(|_| self.shared.closed());
         std::mem::forget(cancel_on_drop);
         outcome?.map_err(|err| self.storage_failure(err))
     }
 
-    /// `err`, or, when SQLite could not use the file itself (an I/O error, a corrupt or foreign
-    /// file, a full disk, a file it cannot open, or one deleted or moved since it was opened),
-    /// [`Error::ShardStorage`] naming this database: a failure of this shard's storage, told
-    /// apart from a client's mistake (a read-only violation stays one).
+    /// `err`, or, when SQLite could not use the file itself, [`Error::ShardStorage`] naming
+    /// this database (see [`storage_failure`]).
     pub(super) fn storage_failure(&self, err: Error) -> Error {
-        match err {
-            Error::Sql(failure) if is_storage_failure(failure.code) => Error::ShardStorage {
-                shard_id: self.shared.label.as_str().into(),
-                failure,
-            },
-            other => other,
-        }
+        storage_failure(&self.shared.label, err)
     }
 
     /// Runs `f` on the writer connection.
@@ -223,11 +284,34 @@ impl Database {
     /// Executes SQL with bound parameters. Queries run on a reader (a short one on the caller's
     /// task, see [`EngineConfig::inline_read_budget`]); anything that writes on the writer.
     pub async fn execute(&self, sql: &str, params: Params) -> Result<SqlResult> {
-        match self.execute_inline(sql, &params) {
+        match inline::execute_inline(self, sql, &params) {
             Here::Done(done) => done,
             Here::Writes => self.execute_elsewhere(sql, params, true).await,
             Here::Elsewhere => self.execute_elsewhere(sql, params, false).await,
         }
+    }
+
+    /// [`execute`](Self::execute) as far as the caller's task takes it: a query that runs to
+    /// its result within the inline budget is [`Here::Done`]; one that turns out to write is
+    /// [`Here::Writes`]; anything else is [`Here::Elsewhere`]. The caller then awaits
+    /// [`execute_elsewhere`](Self::execute_elsewhere), which starts it over.
+    pub(crate) fn execute_inline(&self, sql: &str, params: &Params) -> Here<SqlResult> {
+        inline::execute_inline(self, sql, params)
+    }
+
+    /// Runs one query on the caller's task, lending each row to `each` in place, when it
+    /// finishes within the inline budget: the fast path of the async client's `query_row` and
+    /// `query_map`, for a call that read the clock at `started`. What became of it is as for
+    /// [`execute_inline`](Self::execute_inline). `each` may have seen some rows by then: the
+    /// caller forgets what it made of them, since the query starts over.
+    pub(crate) fn query_inline(
+        &self,
+        started: Instant,
+        sql: &str,
+        params: &Params,
+        each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
+    ) -> Here<()> {
+        inline::query_inline(self, started, sql, params, each)
     }
 
     /// [`execute`](Self::execute) off the caller's task, for a call that already tried it there
@@ -270,7 +354,7 @@ impl Database {
     /// query (SELECT, VALUES, WITH ... SELECT, EXPLAIN) that SQLite itself reports as read-only;
     /// otherwise nothing runs and [`Error::ReadOnlyViolation`] is returned.
     pub async fn execute_read_only(&self, sql: &str, params: Params) -> Result<SqlResult> {
-        if let Some(done) = self.read_inline(sql, &params) {
+        if let Some(done) = inline::read_inline(self, sql, &params) {
             return done;
         }
         let text = sql.to_owned();
@@ -286,42 +370,44 @@ impl Database {
         })
         .await
     }
-}
 
-/// Whether SQLite's (extended) result `code` says it could not use the file itself: an I/O
-/// error, a corrupt or foreign file, a full disk, a file it cannot open or lacks permission for,
-/// or one deleted or moved since it was opened.
-pub(crate) fn is_storage_failure(code: i32) -> bool {
-    match code & 0xff {
-        rusqlite::ffi::SQLITE_IOERR
-        | rusqlite::ffi::SQLITE_CORRUPT
-        | rusqlite::ffi::SQLITE_NOTADB
-        | rusqlite::ffi::SQLITE_FULL
-        | rusqlite::ffi::SQLITE_CANTOPEN
-        | rusqlite::ffi::SQLITE_PERM => true,
-        // Plain SQLITE_READONLY is a write on a read-only connection; its extended codes are
-        // about the file (moved or deleted, cannot lock, cannot recover).
-        rusqlite::ffi::SQLITE_READONLY => code != rusqlite::ffi::SQLITE_READONLY,
-        _ => false,
+    /// [`execute`](Self::execute) on the calling thread, for callers that do not run on an
+    /// async runtime: queries run on a borrowed read-only connection, anything that writes on
+    /// the writer's connection (locked for the call, so writes stay serialised with the writer
+    /// thread's). Blocks for as long as the statement runs, within the statement time limit.
+    pub fn execute_blocking(&self, sql: &str, params: &Params) -> Result<SqlResult> {
+        inline::execute_blocking(self, sql, params)
     }
-}
 
-pub(super) fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) -> Result<()> {
-    std::thread::Builder::new()
-        .name(name.chars().take(60).collect())
-        .spawn(f)
-        .map(|_| ())
-        .map_err(|source| Error::Io {
-            what: "a database worker thread".to_owned(),
-            source,
-        })
-}
+    /// Runs one statement on the calling thread and lends each row it returns to `each`, in
+    /// place, until the rows end or `each` breaks: the row-closure form of
+    /// [`execute_blocking`](Self::execute_blocking). A query runs on a borrowed read-only
+    /// connection; a statement that writes (`INSERT … RETURNING`) runs on the writer's, and its
+    /// rows are read to the end before `each` sees them, so a closure that calls back into this
+    /// file never waits for a lock its own call holds.
+    pub fn query_blocking(
+        &self,
+        sql: &str,
+        params: &Params,
+        each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
+    ) -> Result<()> {
+        inline::query_blocking_from(self, Instant::now(), sql, params, each)
+    }
 
-/// Tells a running or queued job that its caller stopped waiting.
-pub(super) struct CancelOnDrop(pub(super) Arc<AtomicBool>);
+    /// [`query_blocking`](Self::query_blocking) for a call that read the clock at `started`:
+    /// the statement's time limit counts from then.
+    pub(crate) fn query_blocking_from(
+        &self,
+        started: Instant,
+        sql: &str,
+        params: &Params,
+        each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
+    ) -> Result<()> {
+        inline::query_blocking_from(self, started, sql, params, each)
+    }
 
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
+    /// [`execute_read_only`](Self::execute_read_only) on the calling thread.
+    pub fn execute_read_only_blocking(&self, sql: &str, params: &Params) -> Result<SqlResult> {
+        inline::read_blocking(self, |conn| script::execute(conn, sql, params, Access::ReadOnly))
     }
 }

@@ -20,11 +20,12 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::config::EngineConfig;
-use super::database::{CancelOnDrop, Database, spawn_thread};
+use super::database::Database;
 use super::guard::{self, Scope};
 use super::open::open_session;
 use super::script::{self, Access};
 use super::sqlite_error::{is_busy_or_locked, sql_error};
+use super::workers::{CancelOnDrop, spawn_thread};
 use crate::data::{Params, SqlResult};
 use crate::error::{Error, Result};
 
@@ -85,31 +86,30 @@ struct Owned {
     state: TransactionState,
 }
 
-impl Database {
-    /// Opens a connection of its own on this file, for one caller.
-    pub async fn dedicated(&self) -> Result<DedicatedConnection> {
+impl DedicatedConnection {
+    /// Opens a connection of its own on `db`'s file, for one caller (see [`Database::dedicated`]).
+    pub(super) async fn open(db: &Database) -> Result<Self> {
+        let file = &db.shared;
         // The file stays open (and counted in its set) for as long as the connection lives.
-        let pin = self.pin();
-        self.opened_async().await?;
+        let pin = file.pin();
+        file.opened_async().await?;
         let (jobs, rx) = flume::unbounded();
         let (ready_tx, ready_rx) = oneshot::channel();
-        let path = self.shared.path.clone();
-        let config = self.shared.config.clone();
-        spawn_thread(&format!("shardlite-conn-{}", self.shared.label), move || {
+        let path = file.path.clone();
+        let config = file.config.clone();
+        spawn_thread(&format!("shardlite-conn-{}", file.label), move || {
             serve(&path, &config, &rx, ready_tx);
         })?;
-        let shared = ready_rx.await.map_err(|_| self.closed())??;
-        Ok(DedicatedConnection {
+        let shared = ready_rx.await.map_err(|_| file.closed())??;
+        Ok(Self {
             jobs,
-            label: self.shared.label.clone(),
+            label: file.label.clone(),
             shared,
-            config: self.shared.config.clone(),
+            config: file.config.clone(),
             _pin: pin,
         })
     }
-}
 
-impl DedicatedConnection {
     fn closed(&self) -> Error {
         Error::Closed {
             shard_id: self.label.clone(),

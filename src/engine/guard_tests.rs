@@ -22,7 +22,7 @@ async fn open() -> (tempfile::TempDir, Database) {
 
 /// TEMP objects on the shared writer's connection, counted on that connection.
 fn writer_temp_objects(database: &Database) -> i64 {
-    let open = database.opened().unwrap();
+    let open = database.shared.opened().unwrap();
     let conn = open.writer_conn.lock().unwrap();
     conn.query_row("SELECT count(*) FROM temp.sqlite_master", [], |row| row.get(0))
         .unwrap()
@@ -106,8 +106,9 @@ async fn no_temp_object_reaches_a_shared_connection() {
 #[tokio::test]
 async fn a_transaction_keeps_its_own_temp_objects() {
     let (_dir, database) = open().await;
-    let session = database.begin().await.unwrap();
+    let session = database.sessions().begin().await.unwrap();
     database
+        .sessions()
         .session_execute(
             &session.id,
             "CREATE TEMP TABLE scratch (x); INSERT INTO scratch VALUES (1); \
@@ -116,7 +117,7 @@ async fn a_transaction_keeps_its_own_temp_objects() {
         )
         .await
         .unwrap();
-    database.session_commit(&session.id).await.unwrap();
+    database.sessions().session_commit(&session.id).await.unwrap();
     let read = database
         .execute("SELECT n FROM orders WHERE id = 1", Params::none())
         .await

@@ -3,19 +3,19 @@
 //! open, and in WAL mode nothing tells the writer, so such writes would be acknowledged and
 //! then lost with the file. Before each job of the shared writer, and before a transaction
 //! commits, the path is looked up again (one `stat`, about a microsecond) and compared with the
-//! file opened; a mismatch answers [`Error::ShardStorage`] naming the shard, and nothing is
+//! file opened; a mismatch answers [`Error::ShardStorage`](crate::Error::ShardStorage) naming the shard, and nothing is
 //! written. A file overwritten in place (same inode) is not caught here; SQLite reports what it
 //! then cannot read.
 //!
 //! A file this process may not write (permission denied, a read-only mount, an immutable file)
 //! is opened read-only by SQLite without a word, and a write on it then fails as a client's
-//! write on a read-only connection would; [`read_only_file`] tells the two apart.
+//! write on a read-only connection would;
+//! [`read_only_file`](super::sqlite_error::read_only_file) tells the two apart.
 
 use std::path::Path;
 
-use rusqlite::Connection;
-
-use crate::error::{Error, Result, SqlFailure};
+use super::sqlite_error::file_moved;
+use crate::error::Result;
 
 /// The device and inode of an opened file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,41 +54,6 @@ impl FileIdentity {
             Some(_) => "replaced by another file",
             None => "deleted",
         };
-        Err(Error::ShardStorage {
-            shard_id: label.into(),
-            failure: Box::new(SqlFailure {
-                code: rusqlite::ffi::SQLITE_READONLY_DBMOVED,
-                code_name: "SQLITE_READONLY",
-                message: format!(
-                    "the database file was {what} after the shard opened it; nothing was written (restore the \
-                     file, or reopen the shard)"
-                ),
-            }),
-        })
-    }
-}
-
-/// `err`, or, when it is SQLite's plain "attempt to write a readonly database" on `conn` (a
-/// writer or a transaction's connection) whose file SQLite could only open read-only,
-/// [`Error::ShardStorage`] naming the shard `label`: the shard's storage refuses writes (this
-/// process may not write the file), which is not a client's read-only violation.
-pub(super) fn read_only_file(conn: &Connection, label: &str, err: Error) -> Error {
-    match err {
-        Error::Sql(failure)
-            if failure.code == rusqlite::ffi::SQLITE_READONLY
-                && conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) =>
-        {
-            Error::ShardStorage {
-                shard_id: label.into(),
-                failure: Box::new(SqlFailure {
-                    code: failure.code,
-                    code_name: failure.code_name,
-                    message: "the database file could only be opened read-only (this process may not write it: \
-                              permission denied, a read-only mount or an immutable file); nothing was written"
-                        .to_owned(),
-                }),
-            }
-        }
-        other => other,
+        Err(file_moved(label, what))
     }
 }

@@ -13,7 +13,9 @@ pub(crate) fn empty_shard_image(scratch: &Path) -> Result<Vec<u8>> {
         what: format!("the image of a new shard file at '{}'", scratch.display()),
         source,
     };
-    let sqlite = |err: rusqlite::Error| failed(std::io::Error::other(err));
+    let sqlite = |err: rusqlite::Error| {
+        super::sqlite_error::io_failure(format!("the image of a new shard file at '{}'", scratch.display()), err)
+    };
     let remove = || {
         for suffix in ["", "-wal", "-shm", "-journal"] {
             let mut path = scratch.as_os_str().to_owned();

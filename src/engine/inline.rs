@@ -29,10 +29,9 @@ use rusqlite::Connection;
 use super::config::EngineConfig;
 use super::database::Database;
 use super::guard::{self, Inline, Scope};
-use super::identity::read_only_file;
 use super::open::open_borrowed_reader;
 use super::script::{self, Access};
-use super::sqlite_error::is_busy_or_locked;
+use super::sqlite_error::{is_busy_or_locked, read_only_file};
 use crate::data::{Params, RowRef, SqlResult};
 use crate::error::{Error, Result};
 use crate::sql::{self, StatementKind};
@@ -91,194 +90,169 @@ impl Borrowed {
     }
 }
 
-impl Database {
-    /// Runs `f` on a borrowed read-only connection of `pool`, on this thread.
-    fn borrow_reader<T>(
-        &self,
-        pool: &Borrowed,
-        budget: Option<Instant>,
-        f: impl FnOnce(&Connection) -> T,
-    ) -> Result<Inline<T>> {
-        let shared = &self.shared;
-        let conn = pool.take(&shared.path, &shared.config)?;
-        let outcome = guard::run_inline(
-            &shared.config.limits(),
-            guard::allowances(Scope::Shared, shared.config.allow_attach),
-            budget,
-            || f(&conn),
-        );
-        // A connection that had a TEMP object left on it is closed rather than given back.
-        guard::temp_left(&conn)?;
-        pool.give_back(conn);
-        Ok(outcome)
-    }
+/// Runs `f` on a borrowed read-only connection of `pool`, on this thread.
+fn borrow_reader<T>(
+    db: &Database,
+    pool: &Borrowed,
+    budget: Option<Instant>,
+    f: impl FnOnce(&Connection) -> T,
+) -> Result<Inline<T>> {
+    let shared = &db.shared;
+    let conn = pool.take(&shared.path, &shared.config)?;
+    let outcome = guard::run_inline(
+        &shared.config.limits(),
+        guard::allowances(Scope::Shared, shared.config.allow_attach),
+        budget,
+        || f(&conn),
+    );
+    // A connection that had a TEMP object left on it is closed rather than given back.
+    guard::temp_left(&conn)?;
+    pool.give_back(conn);
+    Ok(outcome)
+}
 
-    /// Runs a read-only query on the caller's task when it finishes within the inline budget.
-    ///
-    /// `None` means it did not run to a result here (no budget configured, over budget, a lock
-    /// to wait for, or no connection to borrow) and should run on a reader thread. A statement
-    /// that is not read-only comes back as [`Error::ReadOnlyViolation`], as on a reader.
-    pub(super) fn read_inline(&self, sql: &str, params: &Params) -> Option<Result<SqlResult>> {
-        // One clock read serves the hold, the budget and the statement's time limit.
-        let started = Instant::now();
-        self.within_budget(started, |conn| {
-            script::execute_from(started, conn, sql, params, Access::ReadOnly)
-        })
-    }
+/// Runs a read-only query on the caller's task when it finishes within the inline budget.
+///
+/// `None` means it did not run to a result here (no budget configured, over budget, a lock
+/// to wait for, or no connection to borrow) and should run on a reader thread. A statement
+/// that is not read-only comes back as [`Error::ReadOnlyViolation`], as on a reader.
+pub(super) fn read_inline(db: &Database, sql: &str, params: &Params) -> Option<Result<SqlResult>> {
+    // One clock read serves the hold, the budget and the statement's time limit.
+    let started = Instant::now();
+    within_budget(db, started, |conn| {
+        script::execute_from(started, conn, sql, params, Access::ReadOnly)
+    })
+}
 
-    /// [`execute`](Self::execute) as far as the caller's task takes it: a query that runs to
-    /// its result within the inline budget is [`Here::Done`]; one that turns out to write is
-    /// [`Here::Writes`]; anything else (a statement that does not start like a query, or any
-    /// reason [`read_inline`](Self::read_inline) gives) is [`Here::Elsewhere`]. The caller
-    /// then awaits [`execute_elsewhere`](Self::execute_elsewhere), which starts it over.
-    pub(crate) fn execute_inline(&self, sql: &str, params: &Params) -> Here<SqlResult> {
-        if !script::starts_like_query(sql) {
-            return Here::Elsewhere;
-        }
-        Here::from(self.read_inline(sql, params))
+/// [`execute`](Database::execute) as far as the caller's task takes it: a query that runs to
+/// its result within the inline budget is [`Here::Done`]; one that turns out to write is
+/// [`Here::Writes`]; anything else (a statement that does not start like a query, or any
+/// reason [`read_inline`] gives) is [`Here::Elsewhere`]. The caller
+/// then awaits [`execute_elsewhere`](Database::execute_elsewhere), which starts it over.
+pub(super) fn execute_inline(db: &Database, sql: &str, params: &Params) -> Here<SqlResult> {
+    if !script::starts_like_query(sql) {
+        return Here::Elsewhere;
     }
+    Here::from(read_inline(db, sql, params))
+}
 
-    /// Runs one query on the caller's task, lending each row to `each` in place, when it
-    /// finishes within the inline budget: the fast path of the async client's `query_row` and
-    /// `query_map`, for a call that read the clock at `started`. What became of it is as for
-    /// [`execute_inline`](Self::execute_inline). `each` may have seen some rows by then: the
-    /// caller forgets what it made of them, since the query starts over.
-    pub(crate) fn query_inline(
-        &self,
-        started: Instant,
-        sql: &str,
-        params: &Params,
-        each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
-    ) -> Here<()> {
-        let kind = sql::classify(sql);
-        if kind != StatementKind::Query {
-            return Here::Elsewhere;
-        }
-        Here::from(self.within_budget(started, |conn| {
-            script::query_with(conn, sql, kind, params, Access::ReadOnly, started, each)
-        }))
+/// Runs one query on the caller's task, lending each row to `each` in place, when it
+/// finishes within the inline budget: the fast path of the async client's `query_row` and
+/// `query_map`, for a call that read the clock at `started`. What became of it is as for
+/// [`execute_inline`]. `each` may have seen some rows by then: the
+/// caller forgets what it made of them, since the query starts over.
+pub(super) fn query_inline(
+    db: &Database,
+    started: Instant,
+    sql: &str,
+    params: &Params,
+    each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
+) -> Here<()> {
+    let kind = sql::classify(sql);
+    if kind != StatementKind::Query {
+        return Here::Elsewhere;
     }
+    Here::from(within_budget(db, started, |conn| {
+        script::query_with(conn, sql, kind, params, Access::ReadOnly, started, each)
+    }))
+}
 
-    /// Runs `read` on a borrowed read-only connection on the caller's task, under the inline
-    /// budget counted from `started` and inside the file's [hold](super::hold).
-    fn within_budget<T>(&self, started: Instant, read: impl FnOnce(&Connection) -> Result<T>) -> Option<Result<T>> {
-        let shared = &self.shared;
-        let budget = shared.config.inline_read_budget?;
-        // A closed file opens on a worker, not on the caller's task.
-        let open = self.opened_if_open()?;
-        let _reading = open.inline_hold.enter(started, || {
-            open_borrowed_reader(&shared.path, &shared.config, Duration::ZERO).ok()
-        });
-        match self.borrow_reader(&open.inline_readers, started.checked_add(budget), read) {
-            Ok(Inline::Done(Err(err))) if is_busy_or_locked(&err) => None,
-            Ok(Inline::Done(result)) => Some(result.map_err(|err| self.storage_failure(err))),
-            Ok(Inline::OverBudget) | Err(_) => None,
-        }
+/// Runs `read` on a borrowed read-only connection on the caller's task, under the inline
+/// budget counted from `started` and inside the file's [hold](super::hold).
+fn within_budget<T>(db: &Database, started: Instant, read: impl FnOnce(&Connection) -> Result<T>) -> Option<Result<T>> {
+    let shared = &db.shared;
+    let budget = shared.config.inline_read_budget?;
+    // A closed file opens on a worker, not on the caller's task.
+    let open = shared.opened_if_open()?;
+    let _reading = open.inline_hold.enter(started, || {
+        open_borrowed_reader(&shared.path, &shared.config, Duration::ZERO).ok()
+    });
+    match borrow_reader(db, &open.inline_readers, started.checked_add(budget), read) {
+        Ok(Inline::Done(Err(err))) if is_busy_or_locked(&err) => None,
+        Ok(Inline::Done(result)) => Some(result.map_err(|err| db.storage_failure(err))),
+        Ok(Inline::OverBudget) | Err(_) => None,
     }
+}
 
-    /// Runs `f` on the writer's connection, on this thread, under the same rules as a job of the
-    /// writer thread: a transaction left open is rolled back and the call fails.
-    fn write_here<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        let shared = &self.shared;
-        let open = self.opened().map_err(|err| self.storage_failure(err))?;
-        open.check_file(shared)?;
-        let conn = open.writer_conn.lock().unwrap_or_else(PoisonError::into_inner);
-        let outcome = guard::run_inline(
-            &shared.config.limits(),
-            guard::allowances(Scope::Shared, shared.config.allow_attach),
-            None,
-            || {
-                let mut result = f(&conn).map_err(|err| read_only_file(&conn, &shared.label, err));
-                if !conn.is_autocommit() {
-                    let _ = guard::trusted(|| conn.execute_batch("ROLLBACK"));
-                    if result.is_ok() {
-                        result = Err(Error::TransactionControl {
-                            statement: "(the statements left a transaction open)".to_owned(),
-                        });
-                    }
+/// Runs `f` on the writer's connection, on this thread, under the same rules as a job of the
+/// writer thread: a transaction left open is rolled back and the call fails.
+fn write_here<T>(db: &Database, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    let shared = &db.shared;
+    let open = shared.opened().map_err(|err| db.storage_failure(err))?;
+    open.check_file(shared)?;
+    let conn = open.writer_conn.lock().unwrap_or_else(PoisonError::into_inner);
+    let outcome = guard::run_inline(
+        &shared.config.limits(),
+        guard::allowances(Scope::Shared, shared.config.allow_attach),
+        None,
+        || {
+            let mut result = f(&conn).map_err(|err| read_only_file(&conn, &shared.label, err));
+            if !conn.is_autocommit() {
+                let _ = guard::trusted(|| conn.execute_batch("ROLLBACK"));
+                if result.is_ok() {
+                    result = Err(Error::TransactionControl {
+                        statement: "(the statements left a transaction open)".to_owned(),
+                    });
                 }
-                if let Err(err) = guard::temp_left(&conn)
-                    && result.is_ok()
-                {
-                    result = Err(err);
-                }
-                result
-            },
-        );
-        match outcome {
-            Inline::Done(result) => result.map_err(|err| self.storage_failure(err)),
-            // Only a budget stops a job with `OverBudget`, and writes run without one.
-            Inline::OverBudget => Err(Error::Cancelled),
-        }
-    }
-
-    /// [`execute`](Self::execute) on the calling thread, for callers that do not run on an
-    /// async runtime: queries run on a borrowed read-only connection, anything that writes on
-    /// the writer's connection (locked for the call, so writes stay serialised with the writer
-    /// thread's). Blocks for as long as the statement runs, within the statement time limit.
-    pub fn execute_blocking(&self, sql: &str, params: &Params) -> Result<SqlResult> {
-        if script::starts_like_query(sql) {
-            match self.read_blocking(|conn| script::execute(conn, sql, params, Access::ReadOnly)) {
-                Err(Error::ReadOnlyViolation { .. }) => {}
-                other => return other,
             }
-        }
-        self.write_here(|conn| script::execute(conn, sql, params, Access::ReadWrite))
-    }
-
-    /// Runs one statement on the calling thread and lends each row it returns to `each`, in
-    /// place, until the rows end or `each` breaks: the row-closure form of
-    /// [`execute_blocking`](Self::execute_blocking). A query runs on a borrowed read-only
-    /// connection; a statement that writes (`INSERT … RETURNING`) runs on the writer's, and its
-    /// rows are read to the end before `each` sees them, so a closure that calls back into this
-    /// file never waits for a lock its own call holds.
-    pub fn query_blocking(
-        &self,
-        sql: &str,
-        params: &Params,
-        each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
-    ) -> Result<()> {
-        self.query_blocking_from(Instant::now(), sql, params, each)
-    }
-
-    /// [`query_blocking`](Self::query_blocking) for a call that read the clock at `started`:
-    /// the statement's time limit counts from then.
-    pub(crate) fn query_blocking_from(
-        &self,
-        started: Instant,
-        sql: &str,
-        params: &Params,
-        each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
-    ) -> Result<()> {
-        let kind = sql::classify(sql);
-        if kind == StatementKind::Query {
-            match self.read_blocking(|conn| {
-                script::query_with(conn, sql, kind, params, Access::ReadOnly, started, &mut *each)
-            }) {
-                Err(Error::ReadOnlyViolation { .. }) => {}
-                other => return other,
+            if let Err(err) = guard::temp_left(&conn)
+                && result.is_ok()
+            {
+                result = Err(err);
             }
-        }
-        script::require_single_statement(sql)?;
-        let result = self.write_here(|conn| script::execute(conn, sql, params, Access::ReadWrite))?;
-        result.lend_rows(each)
+            result
+        },
+    );
+    match outcome {
+        Inline::Done(result) => result.map_err(|err| db.storage_failure(err)),
+        // Only a budget stops a job with `OverBudget`, and writes run without one.
+        Inline::OverBudget => Err(Error::Cancelled),
     }
+}
 
-    /// [`execute_read_only`](Self::execute_read_only) on the calling thread.
-    pub fn execute_read_only_blocking(&self, sql: &str, params: &Params) -> Result<SqlResult> {
-        self.read_blocking(|conn| script::execute(conn, sql, params, Access::ReadOnly))
-    }
-
-    /// Runs `f` on a borrowed read-only connection on the calling thread.
-    pub(crate) fn read_blocking<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        let open = self.opened().map_err(|err| self.storage_failure(err))?;
-        match self
-            .borrow_reader(&open.blocking_readers, None, f)
-            .map_err(|err| self.storage_failure(err))?
-        {
-            Inline::Done(result) => result.map_err(|err| self.storage_failure(err)),
-            Inline::OverBudget => Err(Error::Cancelled),
+/// [`execute`](Database::execute) on the calling thread, for callers that do not run on an
+/// async runtime: queries run on a borrowed read-only connection, anything that writes on
+/// the writer's connection (locked for the call, so writes stay serialised with the writer
+/// thread's). Blocks for as long as the statement runs, within the statement time limit.
+pub(super) fn execute_blocking(db: &Database, sql: &str, params: &Params) -> Result<SqlResult> {
+    if script::starts_like_query(sql) {
+        match read_blocking(db, |conn| script::execute(conn, sql, params, Access::ReadOnly)) {
+            Err(Error::ReadOnlyViolation { .. }) => {}
+            other => return other,
         }
+    }
+    write_here(db, |conn| script::execute(conn, sql, params, Access::ReadWrite))
+}
+
+/// [`query_blocking`](Database::query_blocking) for a call that read the clock at `started`:
+/// the statement's time limit counts from then.
+pub(super) fn query_blocking_from(
+    db: &Database,
+    started: Instant,
+    sql: &str,
+    params: &Params,
+    each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
+) -> Result<()> {
+    let kind = sql::classify(sql);
+    if kind == StatementKind::Query {
+        match read_blocking(db, |conn| {
+            script::query_with(conn, sql, kind, params, Access::ReadOnly, started, &mut *each)
+        }) {
+            Err(Error::ReadOnlyViolation { .. }) => {}
+            other => return other,
+        }
+    }
+    script::require_single_statement(sql)?;
+    let result = write_here(db, |conn| script::execute(conn, sql, params, Access::ReadWrite))?;
+    result.lend_rows(each)
+}
+
+/// Runs `f` on a borrowed read-only connection on the calling thread.
+pub(super) fn read_blocking<T>(db: &Database, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    let open = db.shared.opened().map_err(|err| db.storage_failure(err))?;
+    match borrow_reader(db, &open.blocking_readers, None, f).map_err(|err| db.storage_failure(err))? {
+        Inline::Done(result) => result.map_err(|err| db.storage_failure(err)),
+        Inline::OverBudget => Err(Error::Cancelled),
     }
 }
 

@@ -5,29 +5,41 @@
 //! callers borrow ([`Open`]); closed, it holds none of them, and no thread and no descriptor.
 //! Opening is serialised per file; a file is only closed when nothing uses it: no call holds
 //! its open state, no transaction is open, no dedicated connection, copy or fence installation
-//! has [pinned](Database::pin) it.
+//! has [pinned](Shared::pin) it.
+//!
+//! [`Shared`] is what every [`Database`](super::Database) handle of one file holds: its path,
+//! label and settings, its open state, and its [session table](SessionTable).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwapOption;
 use rusqlite::Connection;
-use tokio::sync::{Semaphore, oneshot};
+use tokio::sync::oneshot;
 
 use super::config::EngineConfig;
-use super::database::{Database, Role};
 use super::fence_upkeep::Upkeep;
 use super::hold::Hold;
 use super::identity::FileIdentity;
 use super::inline::Borrowed;
 use super::lane::Lane;
 use super::open::{open_reader, open_writer};
-use super::session::Session;
+use super::session::SessionTable;
 use super::shelf::{self, TICK};
+use super::sqlite_error::storage_failure;
 use super::workers::workers;
 use crate::error::{Error, Result};
+
+/// What kind of file is being opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// A data database: gets the internal tables for collections, saved queries and procedures,
+    /// and counts against its set of open files.
+    Data,
+    /// The master catalog: stays open while any handle lives.
+    Catalog,
+}
 
 /// What every handle of one file shares, open or closed.
 pub(super) struct Shared {
@@ -45,8 +57,8 @@ pub(super) struct Shared {
     last_used: AtomicU64,
     /// Dedicated connections, copies and fence installations in progress.
     pins: AtomicUsize,
-    pub(super) transaction_slots: Arc<Semaphore>,
-    pub(super) sessions: Mutex<HashMap<String, Session>>,
+    /// The file's open transactions and the ended ones still remembered.
+    pub(super) sessions: SessionTable,
 }
 
 /// An open file's connections.
@@ -97,7 +109,7 @@ impl Shared {
     pub(super) fn new(path: PathBuf, label: String, config: EngineConfig, role: Role) -> Self {
         workers().allow(config.worker_threads);
         Self {
-            transaction_slots: Arc::new(Semaphore::new(config.max_open_transactions.max(1))),
+            sessions: SessionTable::new(config.max_open_transactions),
             path,
             label,
             config,
@@ -107,7 +119,6 @@ impl Shared {
             opened_once: AtomicBool::new(false),
             last_used: AtomicU64::new(0),
             pins: AtomicUsize::new(0),
-            sessions: Mutex::new(HashMap::new()),
         }
     }
 
@@ -123,17 +134,10 @@ impl Shared {
         }
     }
 
-    fn open_transactions(&self) -> usize {
-        self.config
-            .max_open_transactions
-            .max(1)
-            .saturating_sub(self.transaction_slots.available_permits())
-    }
-
     /// Whether something that must not be closed under it uses the file (a call in flight is
     /// only seen for sure when closing, see [`close_if_idle`](Self::close_if_idle)).
     pub(super) fn is_busy(&self) -> bool {
-        self.pins.load(Ordering::Relaxed) > 0 || self.open_transactions() > 0
+        self.pins.load(Ordering::Relaxed) > 0 || self.sessions.open_transactions() > 0
     }
 
     /// Closes the file when nothing uses it; whether it closed. Never waits: a file being
@@ -207,18 +211,19 @@ impl std::ops::Deref for Opened {
     }
 }
 
-impl Database {
-    pub(super) fn from_shared(shared: Shared) -> Self {
-        Self {
-            shared: Arc::new(shared),
+impl Shared {
+    /// The error of a call that found the file closed under it (its thread or worker gone).
+    pub(super) fn closed(&self) -> Error {
+        Error::Closed {
+            shard_id: self.label.clone(),
         }
     }
 
     /// The file's open state, opening it on this thread if it is closed.
-    pub(super) fn opened(&self) -> Result<Opened> {
-        let lent = self.shared.open.load();
+    pub(super) fn opened(self: &Arc<Self>) -> Result<Opened> {
+        let lent = self.open.load();
         if lent.is_some() {
-            self.shared.touch();
+            self.touch();
             return Ok(Opened::Lent(lent));
         }
         drop(lent);
@@ -227,86 +232,78 @@ impl Database {
 
     /// The file's open state when it is open now (a use); `None` when closed.
     pub(super) fn opened_if_open(&self) -> Option<Opened> {
-        let lent = self.shared.open.load();
+        let lent = self.open.load();
         lent.is_some().then(|| {
-            self.shared.touch();
+            self.touch();
             Opened::Lent(lent)
         })
     }
 
     /// The file's open state for an async caller: a closed file opens on a worker thread.
-    pub(super) async fn opened_async(&self) -> Result<Arc<Open>> {
-        if let Some(open) = self.shared.open.load_full() {
-            self.shared.touch();
+    pub(super) async fn opened_async(self: &Arc<Self>) -> Result<Arc<Open>> {
+        if let Some(open) = self.open.load_full() {
+            self.touch();
             return Ok(open);
         }
         let (tx, rx) = oneshot::channel();
-        let database = self.clone();
+        let shared = Arc::clone(self);
         workers().spawn(Box::new(move || {
-            let _ = tx.send(database.open_here());
+            let _ = tx.send(shared.open_here());
         }));
         rx.await.map_err(|_| self.closed())?
     }
 
     /// Opens the file on this thread, in a place of its set of open files.
-    fn open_here(&self) -> Result<Arc<Open>> {
-        let shared = &self.shared;
-        let _opening = shared.opening.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(open) = shared.open.load_full() {
-            shared.touch();
+    fn open_here(self: &Arc<Self>) -> Result<Arc<Open>> {
+        let _opening = self.opening.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(open) = self.open.load_full() {
+            self.touch();
             return Ok(open);
         }
-        let place = match shared.role {
-            Role::Data => Some(shared.config.open_shards.admit(
-                shared,
-                shared.config.max_open_shards,
-                shared.config.busy_timeout,
+        let place = match self.role {
+            Role::Data => Some(self.config.open_shards.admit(
+                self,
+                self.config.max_open_shards,
+                self.config.busy_timeout,
             )?),
             Role::Catalog => None,
         };
-        let create = !shared.opened_once.load(Ordering::Relaxed);
+        let create = !self.opened_once.load(Ordering::Relaxed);
         if create {
-            create_parent(&shared.path, &shared.label)?;
+            create_parent(&self.path, &self.label)?;
         }
-        let open = Arc::new(Open::new(shared, create).map_err(|err| self.storage_failure(err))?);
-        shared.open.store(Some(Arc::clone(&open)));
-        shared.opened_once.store(true, Ordering::Relaxed);
-        shared.touch();
+        let open = Arc::new(Open::new(self, create).map_err(|err| storage_failure(&self.label, err))?);
+        self.open.store(Some(Arc::clone(&open)));
+        self.opened_once.store(true, Ordering::Relaxed);
+        self.touch();
         if let Some(place) = place {
-            place.fill(&self.shared);
+            place.fill(self);
         }
         Ok(open)
     }
 
     /// Whether the file is open now (it opens on its next use otherwise).
-    pub fn is_open(&self) -> bool {
-        self.shared.open.load().is_some()
-    }
-
-    /// Closes the file now if nothing uses it (see [`EngineConfig::shard_idle_timeout`] for
-    /// when it closes on its own); whether it closed. It opens again on its next use.
-    pub fn close_if_idle(&self) -> bool {
-        self.shared.close_if_idle()
+    pub(super) fn is_open(&self) -> bool {
+        self.open.load().is_some()
     }
 
     /// Keeps the file open until the pin drops: for work that spans calls (a copy, a fence
     /// being installed, a dedicated connection).
-    pub(crate) fn pin(&self) -> Pin {
-        self.shared.pins.fetch_add(1, Ordering::Relaxed);
-        Pin(Arc::clone(&self.shared))
+    pub(super) fn pin(self: &Arc<Self>) -> Pin {
+        self.pins.fetch_add(1, Ordering::Relaxed);
+        Pin(Arc::clone(self))
     }
 
     /// Jobs queued on the writer and on the readers, for metrics; 0 when closed.
-    pub fn queued_jobs(&self) -> usize {
-        self.shared
-            .open
+    pub(super) fn queued_jobs(&self) -> usize {
+        self.open
             .load()
             .as_ref()
             .map_or(0, |open| open.writer.queued() + open.readers.queued())
     }
 }
 
-/// Keeps a file open while it lives (see [`Database::pin`]).
+/// Keeps a file open while it lives (see [`Shared::pin`]).
 pub(crate) struct Pin(Arc<Shared>);
 
 impl std::fmt::Debug for Pin {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::sqlite_error::sql_error;
+use super::sqlite_error::{sql_error, sql_error_by};
 use super::value::value_from_ref;
 use crate::data::{Params, SqlResult, Value};
 use crate::error::{Error, Result};
@@ -82,18 +82,7 @@ pub fn merge_partial_rows(
         conn.progress_handler(1000, Some(move || Instant::now() >= deadline))
             .map_err(sql_error)?;
     }
-    let timed = |err: rusqlite::Error| match (&err, limits.deadline) {
-        (rusqlite::Error::SqliteFailure(inner, _), Some(deadline))
-            if inner.code == rusqlite::ErrorCode::OperationInterrupted && Instant::now() >= deadline =>
-        {
-            Error::StatementTimeout {
-                limit_ms: limits
-                    .timeout
-                    .map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
-            }
-        }
-        _ => sql_error(err),
-    };
+    let timed = |err: rusqlite::Error| sql_error_by(err, limits.deadline, limits.timeout);
     if !columns.is_empty() {
         load(&conn, columns, rows).map_err(timed)?;
     }

@@ -12,8 +12,31 @@
 //! per [`OpenShards`] set ([`EngineConfig::max_open_shards`]), so a map of ten thousand shards
 //! costs threads, descriptors and memory for the shards in use only.
 //!
-//! For migrations, `copy` copies and checksums pages between two files inside SQLite, and
-//! `checksum` is the canonical row encoding those checksums hash.
+//! ## One home per type
+//!
+//! `impl Database` is in one file, `database.rs`: opening, life (open, idle, closed), SQL
+//! execution, and accessors to its parts. Each part is a type of its own in a file of its own,
+//! a cheap view of the `Database` it came from:
+//!
+//! - [`Tables`] (`store/tables.rs`): user tables row by row by primary key
+//!   ([`Database::tables`]).
+//! - [`Collections`] (`store/collections.rs`): JSON documents by key
+//!   ([`Database::collections`]).
+//! - [`SavedQueries`] (`store/saved_queries.rs`) and [`Procedures`] (`store/procedures.rs`):
+//!   named SQL kept in the file ([`Database::saved_queries`], [`Database::procedures`]).
+//! - [`Sessions`] (`session.rs`): explicit transactions, each on a connection of its own
+//!   ([`Database::sessions`]); the file's session table is `session::SessionTable`.
+//! - Inside the crate, `copy::Moves` (`copy/moves.rs`): a data migration's page copies, copy
+//!   cursors and page checksums on the file (`Database::moves`). `copy` also holds what those
+//!   jobs read and write, `checksum` the canonical row encoding the checksums hash, `capture` the
+//!   change-capture triggers and `fence` the route fences.
+//!
+//! What every handle of one file shares (path, settings, open state, sessions) is
+//! `lifecycle::Shared`; SQLite's errors become the crate's in one file, `sqlite_error.rs`. The
+//! merge of partial rows of a query across shards (`merge`) runs in a private in-memory
+//! database here too, for the `query` module and the sharded client.
+//!
+//! Everything but [`Database`], its parts and its settings is crate-private.
 
 pub(crate) mod capture;
 pub(crate) mod checksum;
@@ -32,7 +55,7 @@ mod image;
 mod inline;
 mod lane;
 mod lifecycle;
-pub mod merge;
+pub(crate) mod merge;
 mod open;
 mod script;
 mod session;
@@ -47,14 +70,15 @@ pub use config::{
     raise_descriptor_limit,
 };
 pub use database::Database;
-pub(crate) use database::{Role, is_storage_failure};
-pub(crate) use image::empty_shard_image;
-pub(crate) use lifecycle::Pin;
-pub use shelf::OpenShards;
-
 pub use dedicated::{BeginMode, DedicatedConnection};
+pub use session::{SessionInfo, Sessions};
+pub use shelf::OpenShards;
+pub use store::{Collections, Procedures, SavedQueries, Tables};
+
 pub(crate) use fence_upkeep::unix_ms_now;
+pub(crate) use image::empty_shard_image;
 pub(crate) use inline::Here;
+pub(crate) use lifecycle::{Pin, Role};
 pub(crate) use script::require_single_statement;
-pub use session::SessionInfo;
-pub use store::{INTERNAL_PREFIX, MAX_PAGE_SIZE};
+pub(crate) use sqlite_error::catalog_unreadable;
+pub(crate) use store::INTERNAL_PREFIX;

@@ -8,8 +8,8 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags};
 
 use super::config::EngineConfig;
-use super::database::Role;
 use super::guard::{self, Scope};
+use super::lifecycle::Role;
 use super::sqlite_error::sql_error;
 use crate::error::Result;
 

@@ -2,24 +2,28 @@
 //! the write lock from `BEGIN IMMEDIATE` to commit or rollback, and is rolled back if it stays
 //! idle past its timeout. Ended sessions are remembered for a while as tombstones, so a late
 //! caller hears "expired" rather than "unknown".
+//!
+//! A file's sessions live in its [`SessionTable`] (with the slots that bound how many are open
+//! at once); [`Sessions`], handed out by [`Database::sessions`], is the API over them.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use rusqlite::Connection;
-use tokio::sync::{OwnedSemaphorePermit, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 use super::config::EngineConfig;
-use super::copy::{PageCursor, PagedQuery};
-use super::database::{CancelOnDrop, Database, spawn_thread};
+use super::copy::{PageCursor, PagedQuery, read_pages};
+use super::database::Database;
 use super::guard;
-use super::identity::{FileIdentity, read_only_file};
+use super::identity::FileIdentity;
 use super::open::open_session;
 use super::script::{self, Access};
-use super::sqlite_error::sql_error;
+use super::sqlite_error::{begin_failure, read_only_file, sql_error};
+use super::workers::{CancelOnDrop, spawn_thread};
 use crate::data::{Params, SqlResult, TransactionOptions};
 use crate::error::{Error, Result};
 
@@ -41,7 +45,7 @@ pub(super) enum SessionJob {
     Rollback(Option<oneshot::Sender<Result<()>>>),
 }
 
-pub(super) struct Session {
+struct Session {
     jobs: flume::Sender<SessionJob>,
     expired: Arc<AtomicBool>,
     last_used: Instant,
@@ -54,6 +58,42 @@ const TOMBSTONE_TTL: Duration = Duration::from_secs(600);
 /// The most ended sessions remembered at once; the oldest are forgotten first.
 const MAX_TOMBSTONES: usize = 4096;
 
+/// A file's sessions: the open ones, the ended ones still remembered, and the slots that bound
+/// how many may be open at once. Every handle of the file shares it.
+pub(super) struct SessionTable {
+    slots: Arc<Semaphore>,
+    max_open: usize,
+    sessions: Mutex<HashMap<String, Session>>,
+}
+
+impl SessionTable {
+    /// A table allowing `max_open` open sessions (at least one).
+    pub(super) fn new(max_open: usize) -> Self {
+        let max_open = max_open.max(1);
+        Self {
+            slots: Arc::new(Semaphore::new(max_open)),
+            max_open,
+            sessions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Transactions open now (their slots taken), whether or not their session is still known.
+    pub(super) fn open_transactions(&self) -> usize {
+        self.max_open.saturating_sub(self.slots.available_permits())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Session>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The explicit transactions of one [`Database`] file, each a session on a connection of its own:
+/// [`Database::sessions`] hands it out.
+#[derive(Debug, Clone, Copy)]
+pub struct Sessions<'db> {
+    db: &'db Database,
+}
+
 /// An open session's id and expiry.
 #[derive(Debug, Clone)]
 pub struct SessionInfo {
@@ -63,7 +103,11 @@ pub struct SessionInfo {
     pub expires_at: Option<SystemTime>,
 }
 
-impl Database {
+impl<'db> Sessions<'db> {
+    pub(super) fn new(db: &'db Database) -> Self {
+        Self { db }
+    }
+
     /// Begins a transaction on a connection of its own.
     ///
     /// The transaction is deferred: it takes SQLite's write lock at its first write, not at
@@ -72,56 +116,52 @@ impl Database {
     /// commits, rolls back, or is rolled back after the idle timeout.
     ///
     /// Answers [`Error::Busy`] at once when the open-transaction limit is reached.
-    pub async fn begin(&self) -> Result<SessionInfo> {
+    pub async fn begin(self) -> Result<SessionInfo> {
         self.begin_with(TransactionOptions::default()).await
     }
 
     /// [`begin`](Self::begin) with `options`: a maintenance transaction's statements may also
     /// write shardlite's internal tables (see [`TransactionOptions::maintenance`]).
-    pub async fn begin_with(&self, options: TransactionOptions) -> Result<SessionInfo> {
+    pub async fn begin_with(self, options: TransactionOptions) -> Result<SessionInfo> {
         let scope = if options.maintenance {
             guard::Scope::Maintenance
         } else {
             guard::Scope::Session
         };
-        let permit = Arc::clone(&self.shared.transaction_slots)
-            .try_acquire_owned()
-            .map_err(|_| {
-                Error::busy(
-                    self.shared.label.clone(),
-                    format!(
-                        "{} transactions are already open, the most allowed",
-                        self.shared.config.max_open_transactions
-                    ),
-                )
-            })?;
-        let identity = self.opened_async().await?.identity;
+        let shared = &self.db.shared;
+        let permit = Arc::clone(&shared.sessions.slots).try_acquire_owned().map_err(|_| {
+            Error::busy(
+                shared.label.clone(),
+                format!(
+                    "{} transactions are already open, the most allowed",
+                    shared.config.max_open_transactions
+                ),
+            )
+        })?;
+        let identity = shared.opened_async().await?.identity;
         let (jobs, rx) = flume::unbounded();
         let expired = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = oneshot::channel();
         {
             let file = SessionFile {
-                path: self.shared.path.clone(),
+                path: shared.path.clone(),
                 identity,
-                label: self.shared.label.clone(),
+                label: shared.label.clone(),
             };
-            let config = self.shared.config.clone();
+            let config = shared.config.clone();
             let expired = Arc::clone(&expired);
-            spawn_thread(&format!("shardlite-tx-{}", self.shared.label), move || {
+            spawn_thread(&format!("shardlite-tx-{}", shared.label), move || {
                 run_session(&file, &config, scope, &rx, &expired, permit, ready_tx);
             })?;
         }
-        ready_rx.await.map_err(|_| self.closed())?.map_err(|err| match err {
-            Error::Sql(failure) if failure.code & 0xff == rusqlite::ffi::SQLITE_BUSY => Error::busy(
-                self.shared.label.clone(),
-                "another transaction holds the write lock".to_owned(),
-            ),
-            other => other,
-        })?;
+        ready_rx
+            .await
+            .map_err(|_| shared.closed())?
+            .map_err(|err| begin_failure(&shared.label, err))?;
 
         let id = uuid::Uuid::new_v4().simple().to_string();
         let now = Instant::now();
-        let mut sessions = self.sessions();
+        let mut sessions = self.table();
         forget_old_sessions(&mut sessions, now);
         sessions.insert(
             id.clone(),
@@ -139,24 +179,25 @@ impl Database {
         })
     }
 
-    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
-        self.shared.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    fn table(self) -> MutexGuard<'db, HashMap<String, Session>> {
+        self.db.shared.sessions.lock()
     }
 
-    fn expiry_from_now(&self) -> Option<SystemTime> {
-        self.shared
+    fn expiry_from_now(self) -> Option<SystemTime> {
+        self.db
+            .shared
             .config
             .transaction_idle_timeout
             .map(|idle| SystemTime::now() + idle)
     }
 
     /// The idle timeout of sessions.
-    pub fn transaction_idle_timeout(&self) -> Option<Duration> {
-        self.shared.config.transaction_idle_timeout
+    pub fn transaction_idle_timeout(self) -> Option<Duration> {
+        self.db.shared.config.transaction_idle_timeout
     }
 
-    fn session_gone(&self, id: &str) -> Error {
-        let mut sessions = self.sessions();
+    fn session_gone(self, id: &str) -> Error {
+        let mut sessions = self.table();
         let expired = sessions
             .get_mut(id)
             .map(|s| {
@@ -176,8 +217,8 @@ impl Database {
         }
     }
 
-    fn session_sender(&self, id: &str, ending: bool) -> Result<flume::Sender<SessionJob>> {
-        let mut sessions = self.sessions();
+    fn session_sender(self, id: &str, ending: bool) -> Result<flume::Sender<SessionJob>> {
+        let mut sessions = self.table();
         match sessions.get_mut(id) {
             Some(s) if s.ended_at.is_none() && !s.jobs.is_disconnected() => {
                 s.last_used = Instant::now();
@@ -196,7 +237,7 @@ impl Database {
     }
 
     /// Runs SQL inside an open session, extending its idle deadline.
-    pub async fn session_execute(&self, id: &str, sql: &str, params: Params) -> Result<SqlResult> {
+    pub async fn session_execute(self, id: &str, sql: &str, params: Params) -> Result<SqlResult> {
         let sql = sql.to_owned();
         self.session_call(id, |cancel, reply| SessionJob::Execute {
             sql,
@@ -209,8 +250,8 @@ impl Database {
 
     /// Sends the job `make` builds to session `id` and waits for its answer; the job is
     /// cancelled if the caller goes away first.
-    async fn session_call<T>(
-        &self,
+    pub(super) async fn session_call<T>(
+        self,
         id: &str,
         make: impl FnOnce(Arc<AtomicBool>, oneshot::Sender<Result<T>>) -> SessionJob,
     ) -> Result<T> {
@@ -223,44 +264,22 @@ impl Database {
         let outcome = rx.await;
         std::mem::forget(cancel_on_drop);
         match outcome {
-            Ok(result) => result.map_err(|err| self.storage_failure(err)),
+            Ok(result) => result.map_err(|err| self.db.storage_failure(err)),
             Err(_) => Err(self.session_gone(id)),
         }
     }
 
-    /// Reads and hashes pages of `query` inside an open session, so every page is read from
-    /// the one snapshot the session's transaction holds, from `cursor` on, until the last page
-    /// or the first page boundary after `budget`; returns the cursor to continue from. The rows
-    /// are hashed as SQLite column references, as
-    /// [`checksum_pages`](Self::checksum_pages) hashes them, never turned into values.
-    pub(crate) async fn session_checksum_pages(
-        &self,
-        id: &str,
-        query: Arc<PagedQuery>,
-        cursor: PageCursor,
-        budget: Duration,
-    ) -> Result<PageCursor> {
-        self.session_call(id, |cancel, reply| SessionJob::Checksum {
-            query,
-            cursor,
-            budget,
-            cancel,
-            reply,
-        })
-        .await
-    }
-
     /// When the session expires if left idle from now.
-    pub fn session_expires_at(&self, id: &str) -> Option<SystemTime> {
-        let sessions = self.sessions();
+    pub fn session_expires_at(self, id: &str) -> Option<SystemTime> {
+        let sessions = self.table();
         let session = sessions.get(id)?;
-        let idle = self.shared.config.transaction_idle_timeout?;
+        let idle = self.db.shared.config.transaction_idle_timeout?;
         let remaining = idle.checked_sub(session.last_used.elapsed()).unwrap_or_default();
         Some(SystemTime::now() + remaining)
     }
 
     /// Commits and closes a session.
-    pub async fn session_commit(&self, id: &str) -> Result<()> {
+    pub async fn session_commit(self, id: &str) -> Result<()> {
         let jobs = self.session_sender(id, true)?;
         let (reply, rx) = oneshot::channel();
         jobs.send(SessionJob::Commit(reply))
@@ -271,11 +290,11 @@ impl Database {
             .map_err(|_| Error::TransactionExpired {
                 transaction_id: id.to_owned(),
             })?
-            .map_err(|err| self.storage_failure(err))
+            .map_err(|err| self.db.storage_failure(err))
     }
 
     /// Rolls back and closes a session.
-    pub async fn session_rollback(&self, id: &str) -> Result<()> {
+    pub async fn session_rollback(self, id: &str) -> Result<()> {
         let jobs = self.session_sender(id, true)?;
         let (reply, rx) = oneshot::channel();
         if jobs.send(SessionJob::Rollback(Some(reply))).is_err() {
@@ -285,7 +304,7 @@ impl Database {
     }
 
     /// Rolls back a session without waiting (for guards being dropped).
-    pub fn session_abandon(&self, id: &str) {
+    pub fn session_abandon(self, id: &str) {
         if let Ok(jobs) = self.session_sender(id, true) {
             let _ = jobs.send(SessionJob::Rollback(None));
         }
@@ -293,8 +312,8 @@ impl Database {
 
     /// Rolls back every open session at once (they fail as expired from then on), for when the
     /// file's shard changed owner. Returns how many there were.
-    pub fn abort_sessions(&self) -> usize {
-        let mut sessions = self.sessions();
+    pub fn abort_sessions(self) -> usize {
+        let mut sessions = self.table();
         let mut aborted = 0;
         for session in sessions.values_mut() {
             if session.ended_at.is_none() && session.jobs.send(SessionJob::Rollback(None)).is_ok() {
@@ -307,8 +326,8 @@ impl Database {
     }
 
     /// Number of open sessions.
-    pub fn open_sessions(&self) -> usize {
-        self.sessions().values().filter(|s| s.ended_at.is_none()).count()
+    pub fn open_sessions(self) -> usize {
+        self.table().values().filter(|s| s.ended_at.is_none()).count()
     }
 }
 
@@ -417,7 +436,7 @@ fn run_session(
                     continue;
                 }
                 let result = guard::arm(&limits, Some(cancel), || {
-                    super::copy::read_pages(&conn, &query, cursor, budget, |_| true)
+                    read_pages(&conn, &query, cursor, budget, |_| true)
                 });
                 let _ = reply.send(result);
                 if conn.is_autocommit() {

@@ -1,6 +1,15 @@
-//! SQLite's errors in the crate's terms: every rusqlite error the engine sees becomes an [`Error`]
-//! here, keeping SQLite's extended result code and its symbolic name; a fence trigger's abort
-//! becomes [`Error::RouteFenced`].
+//! SQLite's errors in the crate's terms, in one file: every rusqlite error the engine sees becomes
+//! an [`Error`] here, keeping SQLite's extended result code and its symbolic name; a fence
+//! trigger's abort becomes [`Error::RouteFenced`]. Here too are the readings of those codes the
+//! engine acts on: a failure of the file itself (an I/O error, a corrupt, full, moved or
+//! read-only file) becomes [`Error::ShardStorage`] naming the shard (or, for the master catalog,
+//! [`Error::Catalog`]); a busy write lock at `BEGIN` becomes [`Error::Busy`]; an interrupt past
+//! a merge's deadline becomes [`Error::StatementTimeout`].
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
 
 use crate::error::{Error, SqlFailure};
 
@@ -70,4 +79,124 @@ pub(crate) fn is_busy_or_locked(err: &Error) -> bool {
         let primary = code & 0xff;
         primary == rusqlite::ffi::SQLITE_BUSY || primary == rusqlite::ffi::SQLITE_LOCKED
     })
+}
+
+/// Whether SQLite's (extended) result `code` says it could not use the file itself: an I/O
+/// error, a corrupt or foreign file, a full disk, a file it cannot open or lacks permission for,
+/// or one deleted or moved since it was opened.
+pub(crate) fn is_storage_failure(code: i32) -> bool {
+    match code & 0xff {
+        rusqlite::ffi::SQLITE_IOERR
+        | rusqlite::ffi::SQLITE_CORRUPT
+        | rusqlite::ffi::SQLITE_NOTADB
+        | rusqlite::ffi::SQLITE_FULL
+        | rusqlite::ffi::SQLITE_CANTOPEN
+        | rusqlite::ffi::SQLITE_PERM => true,
+        // Plain SQLITE_READONLY is a write on a read-only connection; its extended codes are
+        // about the file (moved or deleted, cannot lock, cannot recover).
+        rusqlite::ffi::SQLITE_READONLY => code != rusqlite::ffi::SQLITE_READONLY,
+        _ => false,
+    }
+}
+
+/// `err`, or, when SQLite could not use the file itself ([`is_storage_failure`]),
+/// [`Error::ShardStorage`] naming the database `label`: a failure of this shard's storage, told
+/// apart from a client's mistake (a read-only violation stays one).
+pub(super) fn storage_failure(label: &str, err: Error) -> Error {
+    match err {
+        Error::Sql(failure) if is_storage_failure(failure.code) => Error::ShardStorage {
+            shard_id: label.into(),
+            failure,
+        },
+        other => other,
+    }
+}
+
+/// `err`, or, when it is SQLite's plain "attempt to write a readonly database" on `conn` (a
+/// writer or a transaction's connection) whose file SQLite could only open read-only,
+/// [`Error::ShardStorage`] naming the shard `label`: the shard's storage refuses writes (this
+/// process may not write the file), which is not a client's read-only violation.
+pub(super) fn read_only_file(conn: &Connection, label: &str, err: Error) -> Error {
+    match err {
+        Error::Sql(failure)
+            if failure.code == rusqlite::ffi::SQLITE_READONLY
+                && conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) =>
+        {
+            Error::ShardStorage {
+                shard_id: label.into(),
+                failure: Box::new(SqlFailure {
+                    code: failure.code,
+                    code_name: failure.code_name,
+                    message: "the database file could only be opened read-only (this process may not write it: \
+                              permission denied, a read-only mount or an immutable file); nothing was written"
+                        .to_owned(),
+                }),
+            }
+        }
+        other => other,
+    }
+}
+
+/// The shard `label`'s file was `what` ("deleted", "replaced by another file") after it was
+/// opened: [`Error::ShardStorage`] with SQLite's own code for a moved file.
+pub(super) fn file_moved(label: &str, what: &str) -> Error {
+    Error::ShardStorage {
+        shard_id: label.into(),
+        failure: Box::new(SqlFailure {
+            code: rusqlite::ffi::SQLITE_READONLY_DBMOVED,
+            code_name: "SQLITE_READONLY",
+            message: format!(
+                "the database file was {what} after the shard opened it; nothing was written (restore the \
+                 file, or reopen the shard)"
+            ),
+        }),
+    }
+}
+
+/// `err` from beginning a transaction on the database `label`, with SQLite's "busy" (another
+/// transaction holds the write lock past the busy timeout) as [`Error::Busy`].
+pub(super) fn begin_failure(label: &str, err: Error) -> Error {
+    match err {
+        Error::Sql(failure) if failure.code & 0xff == rusqlite::ffi::SQLITE_BUSY => {
+            Error::busy(label.to_owned(), "another transaction holds the write lock".to_owned())
+        }
+        other => other,
+    }
+}
+
+/// [`sql_error`] for a statement interrupted at `deadline` (from the time limit `timeout`):
+/// an interrupt once the deadline has passed is [`Error::StatementTimeout`].
+pub(super) fn sql_error_by(err: rusqlite::Error, deadline: Option<Instant>, timeout: Option<Duration>) -> Error {
+    match (&err, deadline) {
+        (rusqlite::Error::SqliteFailure(inner, _), Some(deadline))
+            if inner.code == rusqlite::ErrorCode::OperationInterrupted && Instant::now() >= deadline =>
+        {
+            Error::StatementTimeout {
+                limit_ms: timeout.map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+            }
+        }
+        _ => sql_error(err),
+    }
+}
+
+/// A rusqlite error while writing `what` outside any database (a file image), as [`Error::Io`].
+pub(super) fn io_failure(what: String, err: rusqlite::Error) -> Error {
+    Error::Io {
+        what,
+        source: std::io::Error::other(err),
+    }
+}
+
+/// `err` from opening the master catalog at `path`, with a failure of the file itself
+/// ([`is_storage_failure`]) as [`Error::Catalog`] telling the operator what to do.
+pub(crate) fn catalog_unreadable(path: &Path, err: Error) -> Error {
+    match err.sqlite_code() {
+        Some(code) if is_storage_failure(code) => Error::Catalog {
+            reason: format!(
+                "the master '{}' cannot be read ({err}): restore it from a backup, or seed a new one",
+                path.display()
+            ),
+        },
+        _ => err,
+    }
 }

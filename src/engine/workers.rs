@@ -5,9 +5,14 @@
 //! that nobody uses costs no thread. Threads start when work arrives and none is idle, up to the
 //! bound (the largest [`EngineConfig::worker_threads`](super::EngineConfig::worker_threads)
 //! asked for), and end after [`IDLE_EXIT`] without work. Tasks beyond the bound wait in order.
+//!
+//! A transaction or a dedicated connection has a thread of its own instead ([`spawn_thread`]).
+//! A caller that stops waiting for a job it handed to any of these threads tells it so through
+//! [`CancelOnDrop`].
 
 use std::collections::VecDeque;
-use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 /// How long a worker waits for work before it ends.
@@ -106,5 +111,26 @@ impl Workers {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Starts a thread of its own named `name` (cut to 60 characters) running `f`.
+pub(super) fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) -> crate::Result<()> {
+    std::thread::Builder::new()
+        .name(name.chars().take(60).collect())
+        .spawn(f)
+        .map(|_| ())
+        .map_err(|source| crate::Error::Io {
+            what: "a database worker thread".to_owned(),
+            source,
+        })
+}
+
+/// Tells a running or queued job that its caller stopped waiting.
+pub(super) struct CancelOnDrop(pub(super) Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }

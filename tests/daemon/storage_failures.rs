@@ -273,8 +273,9 @@ async fn a_shard_file_deleted_while_serving_is_reported_as_that_shards_storage_f
         .await
         .unwrap();
     database.execute("CREATE TABLE t (x)", Params::none()).await.unwrap();
-    let open = database.begin().await.unwrap();
+    let open = database.sessions().begin().await.unwrap();
     database
+        .sessions()
         .session_execute(&open.id, "INSERT INTO t VALUES ('in a transaction')", Params::none())
         .await
         .unwrap();
@@ -297,7 +298,7 @@ async fn a_shard_file_deleted_while_serving_is_reported_as_that_shards_storage_f
             .execute_blocking("INSERT INTO t VALUES (2)", &Params::none())
             .unwrap_err(),
     );
-    deleted(database.session_commit(&open.id).await.unwrap_err());
+    deleted(database.sessions().session_commit(&open.id).await.unwrap_err());
     // A connection opened now finds no file: the error names the shard and is not a client's
     // mistake.
     let err = database

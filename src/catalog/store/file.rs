@@ -87,15 +87,7 @@ impl FileStore {
             readers: 1,
             ..EngineConfig::default()
         };
-        let unreadable = |err: Error| match err.sqlite_code() {
-            Some(code) if crate::engine::is_storage_failure(code) => Error::Catalog {
-                reason: format!(
-                    "the master '{}' cannot be read ({err}): restore it from a backup, or seed a new one",
-                    path.display()
-                ),
-            },
-            _ => err,
-        };
+        let unreadable = |err: Error| crate::engine::catalog_unreadable(path, err);
         let db = Database::open_as(path, "master catalog".to_owned(), config, Role::Catalog)
             .await
             .map_err(unreadable)?;

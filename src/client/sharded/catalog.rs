@@ -79,12 +79,16 @@ impl ShardedClient {
             return 0;
         }
         let deadline = Instant::now() + self.drain_timeout();
-        while Instant::now() < deadline && locals.iter().any(|local| local.database().open_sessions() > 0) {
+        while Instant::now() < deadline
+            && locals
+                .iter()
+                .any(|local| local.database().sessions().open_sessions() > 0)
+        {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         locals
             .iter()
-            .map(|local| u64::try_from(local.database().abort_sessions()).unwrap_or(u64::MAX))
+            .map(|local| u64::try_from(local.database().sessions().abort_sessions()).unwrap_or(u64::MAX))
             .sum()
     }
 }

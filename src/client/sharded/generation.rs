@@ -274,7 +274,7 @@ impl ShardedClient {
                 }
                 Err(_) => {
                     for local in self.local_shards(&affected) {
-                        local.database().abort_sessions();
+                        local.database().sessions().abort_sessions();
                     }
                 }
             }

@@ -19,26 +19,27 @@
 //! key, running checksum, counts), which the writer upserts into the destination's internal
 //! table [`COPY_CURSORS_TABLE`] under the copy's [`CopyRecord`]: the record on the destination
 //! is always exactly as far as the pages it holds, whatever happens to the process. A migration
-//! reads it back on resume ([`Database::copy_cursor`]) and goes on from there, so no committed
+//! reads it back on resume ([`Moves::copy_cursor`]) and goes on from there, so no committed
 //! page is copied twice, and removes it when it no longer needs it
-//! ([`Database::clear_copy_cursors`]).
+//! ([`Moves::clear_copy_cursors`]).
 //!
 //! While a copy job runs, the writer checkpoints its WAL every [`COPY_AUTOCHECKPOINT`] pages
 //! rather than every thousand (each checkpoint waits for the disk twice), and once more after
 //! the last page; the setting is put back when the job ends.
+//!
+//! [`Moves`], handed out by [`Database::moves`](super::Database::moves), runs these jobs on a
+//! file (`moves.rs`); this file holds what they copy and read, and the loops that do it.
 //!
 //! The pages are read twice, by the reader and by the writer's `INSERT ... SELECT`, on two
 //! connections. They read the same rows because the migration's fence keeps every writer away
 //! from them; were they to differ anyway, the destination would not match the checksum, and
 //! verification would fail.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, Statement};
 
 use super::checksum::PageDigest;
-use super::database::Database;
 use super::guard;
 use super::sqlite_error::sql_error;
 use super::value::value_from_ref;
@@ -53,7 +54,7 @@ pub(crate) const COPY_CURSORS_TABLE: &str = "_shardlite_copy_cursors";
 
 /// Created by the engine when a copy job starts. `after_key` has no declared type, so a key
 /// keeps its storage class (an integer key stays an integer, a text key text).
-const COPY_CURSORS_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS _shardlite_copy_cursors (
+pub(super) const COPY_CURSORS_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS _shardlite_copy_cursors (
     migration_id TEXT NOT NULL,
     item TEXT NOT NULL,
     after_key,
@@ -138,168 +139,17 @@ impl PageCursor {
 }
 
 /// Pages the reader of a copy may read ahead of the writer.
-const READ_AHEAD: usize = 4;
+pub(super) const READ_AHEAD: usize = 4;
 
 /// WAL pages between automatic checkpoints while a copy job runs, instead of SQLite's 1000.
 /// Each checkpoint syncs the WAL and the database file; a copy that commits a page of rows
 /// every few milliseconds would otherwise spend much of its time waiting for the disk. The
 /// WAL may grow to this many pages (32 MiB of 4 KiB pages), and the copy checkpoints it once
 /// more after its last page.
-const COPY_AUTOCHECKPOINT: i64 = 8192;
-
-impl Database {
-    /// Copies pages of `copy` from `source` into this file, from `cursor` on: a reader of
-    /// `source` reads and hashes each page, and this file's writer upserts it in a transaction
-    /// of its own, which also records the cursor after the page under `copy.record`, then calls
-    /// `on_page` with that cursor. Stops after the last page,
-    /// or at the first page boundary after `budget`, so other writers of this file are not
-    /// kept waiting for a whole table; returns the cursor to continue from.
-    pub(crate) async fn copy_pages(
-        &self,
-        source: &Database,
-        copy: Arc<PagedCopy>,
-        cursor: PageCursor,
-        budget: Duration,
-        mut on_page: impl FnMut(&PageCursor) + Send + 'static,
-    ) -> Result<PageCursor> {
-        let path = source
-            .path()
-            .to_str()
-            .ok_or_else(|| Error::invalid_argument("data source", "the path is not valid UTF-8"))?
-            .to_owned();
-        let (pages, read) = flume::bounded::<PageCursor>(READ_AHEAD);
-        let reading = source.read_pages(Arc::clone(&copy), cursor.clone(), budget, move |page| {
-            pages.send(page.clone()).is_ok()
-        });
-        let writing = self.write(move |conn| {
-            let pragma = |sql: &str| guard::trusted(|| conn.query_row(sql, [], |row| row.get::<_, i64>(0)));
-            let autocheckpoint = pragma("PRAGMA wal_autocheckpoint").map_err(sql_error)?;
-            pragma(&format!("PRAGMA wal_autocheckpoint = {COPY_AUTOCHECKPOINT}")).map_err(sql_error)?;
-            let mut cursor = cursor;
-            let outcome = guard::trusted(|| conn.execute_batch(COPY_CURSORS_SCHEMA))
-                .and_then(|()| {
-                    guard::trusted(|| conn.execute(&format!("ATTACH DATABASE ?1 AS {COPY_SOURCE_SCHEMA}"), [&path]))
-                })
-                .map_err(sql_error)
-                .and_then(|_| {
-                    let copied = write_pages(conn, &copy, &mut cursor, &read, &mut on_page);
-                    if !conn.is_autocommit() {
-                        let _ = guard::trusted(|| conn.execute_batch("ROLLBACK"));
-                    }
-                    let detached =
-                        guard::trusted(|| conn.execute_batch(&format!("DETACH DATABASE {COPY_SOURCE_SCHEMA}")))
-                            .map_err(sql_error);
-                    copied.and(detached)
-                });
-            if outcome.is_ok() && cursor.finished {
-                // The WAL the copy grew is checkpointed now, as part of the copy. A checkpoint
-                // that cannot finish (a reader still needs the WAL) is left to SQLite's next one.
-                let _ = pragma("PRAGMA wal_checkpoint(PASSIVE)");
-            }
-            pragma(&format!("PRAGMA wal_autocheckpoint = {autocheckpoint}")).map_err(sql_error)?;
-            outcome?;
-            Ok(cursor)
-        });
-        // A reader that fails closes its channel, and the writer stops after the pages it was
-        // handed; a writer that fails drops its end, and the reader stops at its next page.
-        let (read, written) = tokio::join!(reading, writing);
-        let written = written?;
-        read?;
-        Ok(written)
-    }
-
-    /// The cursor `record` was last recorded with in this file (by the transaction of the last
-    /// page a copy committed here), if there is one. Read on the writer, so it comes after any
-    /// copy job of this file still under way.
-    pub(crate) async fn copy_cursor(&self, record: &CopyRecord) -> Result<Option<PageCursor>> {
-        let record = record.clone();
-        self.write(move |conn| {
-            guard::trusted(|| {
-                if !has_cursor_table(conn)? {
-                    return Ok(None);
-                }
-                let mut select = conn
-                    .prepare(
-                        "SELECT after_key, checksum, rows, pages, finished FROM _shardlite_copy_cursors
-                         WHERE migration_id = ?1 AND item = ?2",
-                    )
-                    .map_err(sql_error)?;
-                let mut rows = select.query([&record.migration_id, &record.item]).map_err(sql_error)?;
-                let Some(row) = rows.next().map_err(sql_error)? else {
-                    return Ok(None);
-                };
-                let corrupt = |what: &str| {
-                    Error::invalid_argument(
-                        "copy cursor",
-                        format!("the recorded cursor of {} has {what}", record.item),
-                    )
-                };
-                let after = value_from_ref(row.get_ref(0).map_err(sql_error)?);
-                let checksum: Vec<u8> = row.get(1).map_err(sql_error)?;
-                let count = |index: usize| -> Result<u64> {
-                    let value: i64 = row.get(index).map_err(sql_error)?;
-                    u64::try_from(value).map_err(|_| corrupt("a negative count"))
-                };
-                Ok(Some(PageCursor {
-                    after: (after != Value::Null).then_some(after),
-                    checksum: checksum
-                        .try_into()
-                        .map_err(|_| corrupt("a checksum that is not 32 bytes"))?,
-                    rows: count(2)?,
-                    pages: count(3)?,
-                    finished: row.get::<_, i64>(4).map_err(sql_error)? != 0,
-                }))
-            })
-        })
-        .await
-    }
-
-    /// Removes every cursor record of `migration_id` from this file (nothing when there is none).
-    pub(crate) async fn clear_copy_cursors(&self, migration_id: &str) -> Result<()> {
-        let migration_id = migration_id.to_owned();
-        self.write(move |conn| {
-            guard::trusted(|| {
-                if has_cursor_table(conn)? {
-                    conn.execute(
-                        "DELETE FROM _shardlite_copy_cursors WHERE migration_id = ?1",
-                        [&migration_id],
-                    )
-                    .map_err(sql_error)?;
-                }
-                Ok(())
-            })
-        })
-        .await
-    }
-
-    /// Reads and hashes pages of `query` on a read-only connection, from `cursor` on, until the
-    /// last page or the first page boundary after `budget`; returns the cursor to continue from.
-    pub(crate) async fn checksum_pages(
-        &self,
-        query: Arc<PagedQuery>,
-        cursor: PageCursor,
-        budget: Duration,
-    ) -> Result<PageCursor> {
-        self.read(move |conn| read_pages(conn, &query, cursor, budget, |_| true))
-            .await
-    }
-
-    /// [`checksum_pages`](Self::checksum_pages) of a copy's pages, handing `on_page` the cursor
-    /// after each; stops early when `on_page` answers false.
-    async fn read_pages(
-        &self,
-        copy: Arc<PagedCopy>,
-        cursor: PageCursor,
-        budget: Duration,
-        on_page: impl FnMut(&PageCursor) -> bool + Send + 'static,
-    ) -> Result<PageCursor> {
-        self.read(move |conn| read_pages(conn, &copy.query, cursor, budget, on_page))
-            .await
-    }
-}
+pub(super) const COPY_AUTOCHECKPOINT: i64 = 8192;
 
 /// Whether this file has the table of copy cursors.
-fn has_cursor_table(conn: &Connection) -> Result<bool> {
+pub(super) fn has_cursor_table(conn: &Connection) -> Result<bool> {
     conn.query_row(
         "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
         [COPY_CURSORS_TABLE],
@@ -312,7 +162,7 @@ fn has_cursor_table(conn: &Connection) -> Result<bool> {
 /// Reads and hashes pages of `query` on `conn` (in whatever transaction it holds), from
 /// `cursor` on, handing `on_page` the cursor after each, until the last page, the first page
 /// boundary after `budget`, or `on_page` answering false; returns the cursor to continue from.
-pub(super) fn read_pages(
+pub(in crate::engine) fn read_pages(
     conn: &Connection,
     query: &PagedQuery,
     mut cursor: PageCursor,
@@ -358,7 +208,7 @@ fn advance(cursor: &mut PageCursor, page: Option<Page>, page_size: usize) -> boo
 /// Copies each page the reader hands over, one transaction per page: `BEGIN IMMEDIATE`, the
 /// page's upsert, the record of the cursor after it, `COMMIT`. A step that fails leaves the
 /// transaction open for the caller to roll back, so neither the page nor its record lands.
-fn write_pages(
+pub(super) fn write_pages(
     conn: &Connection,
     copy: &PagedCopy,
     cursor: &mut PageCursor,
@@ -476,5 +326,8 @@ fn read_page(select: &mut Statement<'_>, query: &PagedQuery, cursor: &PageCursor
     }))
 }
 
+mod moves;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use moves::Moves;

@@ -1,8 +1,11 @@
 //! Unit tests of the paged copy: pages, cursors, checksums and resume between two files.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use super::*;
 use crate::data::Params;
-use crate::engine::EngineConfig;
+use crate::engine::{Database, EngineConfig};
 
 async fn shard(dir: &std::path::Path, name: &str) -> Database {
     let db = Database::open(dir.join(name), name, EngineConfig::default())
@@ -76,9 +79,17 @@ async fn the_cursor_is_recorded_with_its_page_and_only_with_it() {
         .await
         .expect("trigger");
     let copy = Arc::new(moving_copy(2));
-    assert_eq!(destination.copy_cursor(&copy.record).await.expect("no table yet"), None);
+    assert_eq!(
+        destination
+            .moves()
+            .copy_cursor(&copy.record)
+            .await
+            .expect("no table yet"),
+        None
+    );
     let (tx, rx) = std::sync::mpsc::channel();
     let failed = destination
+        .moves()
         .copy_pages(
             &source,
             Arc::clone(&copy),
@@ -94,6 +105,7 @@ async fn the_cursor_is_recorded_with_its_page_and_only_with_it() {
     let landed: Vec<PageCursor> = rx.try_iter().collect();
     assert_eq!(landed.len(), 2, "{landed:?}");
     let recorded = destination
+        .moves()
         .copy_cursor(&copy.record)
         .await
         .expect("read the record")
@@ -123,6 +135,7 @@ async fn the_cursor_is_recorded_with_its_page_and_only_with_it() {
         ..moving_copy(4)
     });
     let done = destination
+        .moves()
         .copy_pages(
             &source,
             Arc::clone(&other),
@@ -134,6 +147,7 @@ async fn the_cursor_is_recorded_with_its_page_and_only_with_it() {
         .expect("copy");
     assert!(done.finished);
     let finished = destination
+        .moves()
         .copy_cursor(&other.record)
         .await
         .expect("read")
@@ -141,15 +155,22 @@ async fn the_cursor_is_recorded_with_its_page_and_only_with_it() {
     assert_eq!((finished.rows, finished.pages, finished.finished), (10, 3, true));
     assert_eq!(finished.checksum, done.checksum);
     assert_eq!(
-        destination.copy_cursor(&copy.record).await.expect("read"),
+        destination.moves().copy_cursor(&copy.record).await.expect("read"),
         Some(recorded)
     );
 
-    destination.clear_copy_cursors("m-1").await.expect("clear");
-    assert_eq!(destination.copy_cursor(&copy.record).await.expect("read"), None);
-    assert!(destination.copy_cursor(&other.record).await.expect("read").is_some());
+    destination.moves().clear_copy_cursors("m-1").await.expect("clear");
+    assert_eq!(destination.moves().copy_cursor(&copy.record).await.expect("read"), None);
+    assert!(
+        destination
+            .moves()
+            .copy_cursor(&other.record)
+            .await
+            .expect("read")
+            .is_some()
+    );
     // Internal: client SQL's table list does not show it.
-    let tables = destination.list_tables().await.expect("tables");
+    let tables = destination.tables().list_tables().await.expect("tables");
     assert_eq!(tables, vec!["t".to_owned()]);
 }
 
@@ -192,6 +213,7 @@ async fn pages_are_copied_checksummed_and_the_source_detached() {
     while !cursor.finished {
         let (tx, rx) = std::sync::mpsc::channel();
         cursor = destination
+            .moves()
             .copy_pages(&source, Arc::clone(&copy), cursor, Duration::ZERO, move |page| {
                 let _ = tx.send(page.rows);
             })
@@ -207,6 +229,7 @@ async fn pages_are_copied_checksummed_and_the_source_detached() {
             let mut cursor = PageCursor::start();
             while !cursor.finished {
                 cursor = db
+                    .moves()
                     .checksum_pages(Arc::clone(&paged), cursor, Duration::ZERO)
                     .await
                     .expect("checksum");
@@ -274,6 +297,7 @@ async fn a_colliding_row_is_not_overwritten() {
         record: record("m-1"),
     });
     let cursor = destination
+        .moves()
         .copy_pages(&source, copy, PageCursor::start(), Duration::from_secs(5), |_| {})
         .await
         .expect("copy");

@@ -1,6 +1,8 @@
-//! What a data database holds besides plain SQL: row operations by primary key ([`tables`]),
-//! JSON collections ([`collections`]), saved queries and procedures ([`procedures`]), and the
-//! reserved internal tables behind them.
+//! What a data database holds besides plain SQL, one part each, handed out by the
+//! [`Database`]'s accessors: row operations by primary key ([`Tables`], `tables.rs`), JSON
+//! collections ([`Collections`], `collections.rs`), saved queries ([`SavedQueries`],
+//! `saved_queries.rs`) and procedures ([`Procedures`], `procedures.rs`); and the reserved
+//! internal tables behind them, with the counts of [`Database::info`].
 //!
 //! Internal tables are named `_shardlite_*` and never appear in table lists or counts. Client SQL
 //! may read them but not write them (see [`guard`](super::guard)): the writes here run under
@@ -9,7 +11,13 @@
 
 mod collections;
 mod procedures;
+mod saved_queries;
 mod tables;
+
+pub use collections::Collections;
+pub use procedures::Procedures;
+pub use saved_queries::SavedQueries;
+pub use tables::Tables;
 
 use rusqlite::Connection;
 
@@ -19,10 +27,10 @@ use crate::data::DatabaseInfo;
 use crate::error::{Error, Result};
 
 /// Prefix of the reserved internal tables.
-pub const INTERNAL_PREFIX: &str = "_shardlite_";
+pub(crate) const INTERNAL_PREFIX: &str = "_shardlite_";
 
 /// The largest page size browse operations accept.
-pub const MAX_PAGE_SIZE: u32 = 1000;
+pub(crate) const MAX_PAGE_SIZE: u32 = 1000;
 
 pub(crate) fn create_internal_tables(conn: &Connection) -> Result<()> {
     conn.execute_batch(
@@ -94,70 +102,68 @@ pub(super) fn count(conn: &Connection, sql: &str, args: impl rusqlite::Params) -
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
-impl Database {
-    /// Runs a query returning one text column, on a reader.
-    pub(super) async fn read_names(&self, sql: &'static str) -> Result<Vec<String>> {
-        self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(sql).map_err(sql_error)?;
-            stmt.query_map([], |r| r.get(0))
-                .map_err(sql_error)?
-                .collect::<rusqlite::Result<Vec<String>>>()
-                .map_err(sql_error)
-        })
-        .await
-    }
+/// Runs a query returning one text column, on a reader of `db`.
+async fn read_names(db: &Database, sql: &'static str) -> Result<Vec<String>> {
+    db.read(move |conn| {
+        let mut stmt = conn.prepare_cached(sql).map_err(sql_error)?;
+        stmt.query_map([], |r| r.get(0))
+            .map_err(sql_error)?
+            .collect::<rusqlite::Result<Vec<String>>>()
+            .map_err(sql_error)
+    })
+    .await
+}
 
-    /// Runs `f` on the writer, where its statements may write the internal tables (see
-    /// [`internal_writes`](super::guard::internal_writes)).
-    pub(super) async fn write_internal<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
-    ) -> Result<T> {
-        self.write(move |conn| super::guard::internal_writes(|| f(conn))).await
-    }
+/// Runs `f` on `db`'s writer, where its statements may write the internal tables (see
+/// [`internal_writes`](super::guard::internal_writes)).
+async fn write_internal<T: Send + 'static>(
+    db: &Database,
+    f: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
+) -> Result<T> {
+    db.write(move |conn| super::guard::internal_writes(|| f(conn))).await
+}
 
-    /// Runs a `DELETE` of an internal table with text parameters on the writer; returns whether
-    /// it removed anything.
-    pub(super) async fn delete_where(&self, sql: &'static str, params: Vec<String>) -> Result<bool> {
-        self.write_internal(move |conn| {
-            let n = conn
-                .prepare_cached(sql)
-                .map_err(sql_error)?
-                .execute(rusqlite::params_from_iter(params.iter()))
-                .map_err(sql_error)?;
-            Ok(n > 0)
-        })
-        .await
-    }
+/// Runs a `DELETE` of an internal table with text parameters on `db`'s writer; returns whether
+/// it removed anything.
+async fn delete_where(db: &Database, sql: &'static str, params: Vec<String>) -> Result<bool> {
+    write_internal(db, move |conn| {
+        let n = conn
+            .prepare_cached(sql)
+            .map_err(sql_error)?
+            .execute(rusqlite::params_from_iter(params.iter()))
+            .map_err(sql_error)?;
+        Ok(n > 0)
+    })
+    .await
+}
 
-    /// Counts for this database.
-    pub async fn info(&self) -> Result<DatabaseInfo> {
-        let data_source = self.path().display().to_string();
-        self.read(move |conn| {
-            let objects = |kind: &str| {
-                count(
-                    conn,
-                    "SELECT count(*) FROM sqlite_master WHERE type = ?1 \
-                     AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_shardlite\\_%' ESCAPE '\\' \
-                     AND tbl_name NOT LIKE '\\_shardlite\\_%' ESCAPE '\\'",
-                    [kind],
-                )
-            };
-            Ok(DatabaseInfo {
-                data_source,
-                table_count: objects("table")?,
-                index_count: objects("index")?,
-                view_count: objects("view")?,
-                trigger_count: objects("trigger")?,
-                collection_count: count(
-                    conn,
-                    "SELECT count(DISTINCT collection) FROM _shardlite_collections",
-                    [],
-                )?,
-                saved_query_count: count(conn, "SELECT count(*) FROM _shardlite_saved_queries", [])?,
-                procedure_count: count(conn, "SELECT count(*) FROM _shardlite_procedures", [])?,
-            })
+/// Counts for `db` (see [`Database::info`]).
+pub(super) async fn info(db: &Database) -> Result<DatabaseInfo> {
+    let data_source = db.path().display().to_string();
+    db.read(move |conn| {
+        let objects = |kind: &str| {
+            count(
+                conn,
+                "SELECT count(*) FROM sqlite_master WHERE type = ?1 \
+                 AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_shardlite\\_%' ESCAPE '\\' \
+                 AND tbl_name NOT LIKE '\\_shardlite\\_%' ESCAPE '\\'",
+                [kind],
+            )
+        };
+        Ok(DatabaseInfo {
+            data_source,
+            table_count: objects("table")?,
+            index_count: objects("index")?,
+            view_count: objects("view")?,
+            trigger_count: objects("trigger")?,
+            collection_count: count(
+                conn,
+                "SELECT count(DISTINCT collection) FROM _shardlite_collections",
+                [],
+            )?,
+            saved_query_count: count(conn, "SELECT count(*) FROM _shardlite_saved_queries", [])?,
+            procedure_count: count(conn, "SELECT count(*) FROM _shardlite_procedures", [])?,
         })
-        .await
-    }
+    })
+    .await
 }

@@ -1,112 +1,56 @@
-//! Saved queries and procedures: named SQL stored in internal tables; procedures run atomically
-//! with their arguments bound by name.
+//! Procedures: named SQL stored in an internal table, run atomically with their arguments bound
+//! by name; [`Procedures`], handed out by [`Database::procedures`].
 
 use std::collections::BTreeMap;
 
 use rusqlite::{Connection, OptionalExtension};
 
-use super::{now_utc, require_name};
-use crate::data::{Params, ProcedureDefinition, SavedQuery, SqlResult, Value};
+use super::{delete_where, now_utc, require_name, write_internal};
+use crate::data::{Params, ProcedureDefinition, SqlResult, Value};
 use crate::engine::database::Database;
 use crate::engine::script::{self, Access};
 use crate::engine::sqlite_error::sql_error;
 use crate::error::{Error, Result};
 
-impl Database {
-    /// Saved queries, sorted by name.
-    pub async fn list_saved_queries(&self) -> Result<Vec<SavedQuery>> {
-        self.read(|conn| {
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT name, sql_text, created_utc, updated_utc FROM _shardlite_saved_queries ORDER BY name",
-                )
-                .map_err(sql_error)?;
-            stmt.query_map([], saved_query_from_row)
-                .map_err(sql_error)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(sql_error)
-        })
-        .await
-    }
+/// The procedures of one [`Database`]: definitions (a body of SQL and its declared parameters)
+/// kept in shardlite's internal table `_shardlite_procedures`, each run in one transaction of
+/// its own. Handed out by [`Database::procedures`].
+#[derive(Debug, Clone, Copy)]
+pub struct Procedures<'db> {
+    db: &'db Database,
+}
 
-    /// A saved query by name.
-    pub async fn get_saved_query(&self, name: &str) -> Result<Option<SavedQuery>> {
-        require_name("saved query name", name)?;
-        let name = name.to_owned();
-        self.read(move |conn| {
-            conn.prepare_cached(
-                "SELECT name, sql_text, created_utc, updated_utc FROM _shardlite_saved_queries WHERE name = ?1",
-            )
-            .map_err(sql_error)?
-            .query_row([&name], saved_query_from_row)
-            .optional()
-            .map_err(sql_error)
-        })
-        .await
+impl<'db> Procedures<'db> {
+    pub(in crate::engine) fn new(db: &'db Database) -> Self {
+        Self { db }
     }
-
-    /// Creates or replaces a saved query.
-    pub async fn put_saved_query(&self, name: &str, sql_text: &str) -> Result<SavedQuery> {
-        require_name("saved query name", name)?;
-        require_name("sqlText", sql_text)?;
-        let (name, sql_text) = (name.trim().to_owned(), sql_text.to_owned());
-        self.write_internal(move |conn| {
-            let now = now_utc();
-            conn.prepare_cached(
-                "INSERT INTO _shardlite_saved_queries (name, sql_text, created_utc, updated_utc) \
-                 VALUES (?1, ?2, ?3, ?3) \
-                 ON CONFLICT (name) DO UPDATE SET sql_text = excluded.sql_text, updated_utc = excluded.updated_utc",
-            )
-            .map_err(sql_error)?
-            .execute([&name, &sql_text, &now])
-            .map_err(sql_error)?;
-            conn.query_row(
-                "SELECT name, sql_text, created_utc, updated_utc FROM _shardlite_saved_queries WHERE name = ?1",
-                [&name],
-                saved_query_from_row,
-            )
-            .map_err(sql_error)
-        })
-        .await
-    }
-
-    /// Deletes a saved query; returns whether it existed.
-    pub async fn delete_saved_query(&self, name: &str) -> Result<bool> {
-        require_name("saved query name", name)?;
-        self.delete_where(
-            "DELETE FROM _shardlite_saved_queries WHERE name = ?1",
-            vec![name.to_owned()],
-        )
-        .await
-    }
-
-    // --- procedures --------------------------------------------------------------------------
 
     /// Procedures, sorted by name.
-    pub async fn list_procedures(&self) -> Result<Vec<ProcedureDefinition>> {
-        self.read(|conn| {
-            let mut stmt = conn
-                .prepare_cached("SELECT definition FROM _shardlite_procedures ORDER BY name")
-                .map_err(sql_error)?;
-            let texts = stmt
-                .query_map([], |r| r.get::<_, String>(0))
-                .map_err(sql_error)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(sql_error)?;
-            texts.iter().map(|t| parse_procedure(t)).collect()
-        })
-        .await
+    pub async fn list_procedures(self) -> Result<Vec<ProcedureDefinition>> {
+        self.db
+            .read(|conn| {
+                let mut stmt = conn
+                    .prepare_cached("SELECT definition FROM _shardlite_procedures ORDER BY name")
+                    .map_err(sql_error)?;
+                let texts = stmt
+                    .query_map([], |r| r.get::<_, String>(0))
+                    .map_err(sql_error)?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+                    .map_err(sql_error)?;
+                texts.iter().map(|t| parse_procedure(t)).collect()
+            })
+            .await
     }
 
     /// A procedure by name.
-    pub async fn get_procedure(&self, name: &str) -> Result<Option<ProcedureDefinition>> {
+    pub async fn get_procedure(self, name: &str) -> Result<Option<ProcedureDefinition>> {
         require_name("procedure name", name)?;
         let name = name.to_owned();
-        self.read(move |conn| load_procedure(conn, &name)).await
+        self.db.read(move |conn| load_procedure(conn, &name)).await
     }
 
     /// Creates or replaces a procedure. Its body must prepare (checked inside a rolled-back savepoint).
-    pub async fn put_procedure(&self, definition: ProcedureDefinition) -> Result<ProcedureDefinition> {
+    pub async fn put_procedure(self, definition: ProcedureDefinition) -> Result<ProcedureDefinition> {
         require_name("procedure name", &definition.name)?;
         require_name("bodySql", &definition.body_sql)?;
         let mut seen = std::collections::BTreeSet::new();
@@ -124,7 +68,7 @@ impl Database {
         crate::sql::check_script(&definition.body_sql)?;
         let mut definition = definition;
         definition.name = definition.name.trim().to_owned();
-        self.write_internal(move |conn| {
+        write_internal(self.db, move |conn| {
             let text = serde_json::to_string(&definition).map_err(|source| Error::Json {
                 what: "a procedure definition",
                 source,
@@ -143,9 +87,10 @@ impl Database {
     }
 
     /// Deletes a procedure; returns whether it existed.
-    pub async fn delete_procedure(&self, name: &str) -> Result<bool> {
+    pub async fn delete_procedure(self, name: &str) -> Result<bool> {
         require_name("procedure name", name)?;
-        self.delete_where(
+        delete_where(
+            self.db,
             "DELETE FROM _shardlite_procedures WHERE name = ?1",
             vec![name.to_owned()],
         )
@@ -154,30 +99,22 @@ impl Database {
 
     /// Runs a procedure's body in one transaction with the arguments bound by name.
     /// Either every statement takes effect or none does.
-    pub async fn execute_procedure(&self, name: &str, args: Params) -> Result<SqlResult> {
+    pub async fn execute_procedure(self, name: &str, args: Params) -> Result<SqlResult> {
         require_name("procedure name", name)?;
         let name = name.to_owned();
-        self.write_atomic(move |conn| {
-            let Some(definition) = load_procedure(conn, &name)? else {
-                return Err(Error::NotFound {
-                    what: "procedure",
-                    name: name.into(),
-                });
-            };
-            let bound = bind_procedure_args(&definition, args)?;
-            script::execute(conn, &definition.body_sql, &bound, Access::ReadWrite)
-        })
-        .await
+        self.db
+            .write_atomic(move |conn| {
+                let Some(definition) = load_procedure(conn, &name)? else {
+                    return Err(Error::NotFound {
+                        what: "procedure",
+                        name: name.into(),
+                    });
+                };
+                let bound = bind_procedure_args(&definition, args)?;
+                script::execute(conn, &definition.body_sql, &bound, Access::ReadWrite)
+            })
+            .await
     }
-}
-
-fn saved_query_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SavedQuery> {
-    Ok(SavedQuery {
-        name: r.get(0)?,
-        sql_text: r.get(1)?,
-        created_utc: r.get(2)?,
-        updated_utc: r.get(3)?,
-    })
 }
 
 fn parse_procedure(text: &str) -> Result<ProcedureDefinition> {

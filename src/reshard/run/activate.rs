@@ -96,7 +96,12 @@ pub(super) async fn finish(migrator: &Migrator, state: &mut MigrationResult) {
     if copy_over && let Some(destination) = migrator.sharded.local_shard(&state.spec.destination_shard_id) {
         // A record left behind misleads nobody: it is keyed by this migration's id, which a
         // later migration can only take after clearing its records (see `start`).
-        if let Err(err) = destination.database().clear_copy_cursors(&state.migration_id).await {
+        if let Err(err) = destination
+            .database()
+            .moves()
+            .clear_copy_cursors(&state.migration_id)
+            .await
+        {
             tracing::warn!(migration = %state.migration_id, "the copy cursors could not be removed: {err}");
         }
     }

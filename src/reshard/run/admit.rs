@@ -252,7 +252,7 @@ async fn start_claimed(
     // A record under this id can only be a leftover (the catalog knew no such migration):
     // the copy must not resume from it.
     if let Some(destination) = &context.local_destination {
-        destination.clear_copy_cursors(&state.migration_id).await?;
+        destination.moves().clear_copy_cursors(&state.migration_id).await?;
     }
     drive::checkpoint(migrator, &mut state).await?;
     drive::drive(migrator, state, context).await

@@ -57,7 +57,7 @@ pub(super) async fn copy_inside(
     };
     // The record is written with each page, the receipt after it: the record is never
     // behind, and ahead when a run stopped before checkpointing its last pages.
-    if let Some(recorded) = destination.copy_cursor(&copy.record).await?
+    if let Some(recorded) = destination.moves().copy_cursor(&copy.record).await?
         && recorded.pages > cursor.pages
     {
         copied(migrator, state, context, index, &recorded).await?;
@@ -68,9 +68,11 @@ pub(super) async fn copy_inside(
     }
     loop {
         let (published, mut pages) = tokio::sync::watch::channel(None::<PageCursor>);
-        let job = destination.copy_pages(source, Arc::clone(&copy), cursor.clone(), JOB_TIME, move |page| {
-            published.send_replace(Some(page.clone()));
-        });
+        let job = destination
+            .moves()
+            .copy_pages(source, Arc::clone(&copy), cursor.clone(), JOB_TIME, move |page| {
+                published.send_replace(Some(page.clone()));
+            });
         tokio::pin!(job);
         let mut recorded: Option<PageCursor> = None;
         let done = loop {

@@ -283,7 +283,7 @@ impl Migrator {
         let context = plan::context(self, &state.spec, &map).await?;
         if copy_again && let Some(destination) = &context.local_destination {
             // The cursors the destination recorded belong to the copy being redone.
-            destination.clear_copy_cursors(&state.migration_id).await?;
+            destination.moves().clear_copy_cursors(&state.migration_id).await?;
         }
         drive::checkpoint(self, &mut state).await?;
         drive::drive(self, state, context).await

@@ -117,6 +117,7 @@ async fn checksum_in(context: &Context, tx: &str, target: &Target) -> Result<(u6
         let mut cursor = PageCursor::start();
         while !cursor.finished {
             match database
+                .moves()
                 .session_checksum_pages(tx, Arc::clone(&query), cursor.clone(), JOB_TIME)
                 .await
             {

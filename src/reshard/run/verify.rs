@@ -51,7 +51,10 @@ pub(super) async fn count_and_checksum(
             let query = Arc::new(target.paged_query());
             let mut cursor = PageCursor::start();
             while !cursor.finished {
-                cursor = database.checksum_pages(Arc::clone(&query), cursor, JOB_TIME).await?;
+                cursor = database
+                    .moves()
+                    .checksum_pages(Arc::clone(&query), cursor, JOB_TIME)
+                    .await?;
             }
             Ok((cursor.rows, Checksum::from_link(cursor.checksum)))
         }
