@@ -134,9 +134,7 @@ mod tests {
     use std::sync::Arc;
 
     use crate::client::{DedicatedClient, LocalClient, RoutedClient, ShardedClient};
-    use crate::data::{
-        DataClient, DocumentData, Params, Row, RowData, SqlData, StoredData, TransactionData, Value,
-    };
+    use crate::data::{DataClient, DocumentData, Params, Row, RowData, SqlData, StoredData, TransactionData, Value};
     use crate::map::ShardMap;
     use crate::routing::RouteContext;
 

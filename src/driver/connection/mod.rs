@@ -51,10 +51,12 @@ use begin::{begin_detached, check_begin_statement};
 ///
 /// # Transactions
 ///
-/// The outermost `begin` calls [`DataClient::begin_transaction`] (on a route-bound connection the id
-/// is `csdbshard:{mapVersion}:{shardId}:{inner}`); every statement until commit or rollback runs
-/// with [`DataClient::execute_in_transaction`] on that session. Nested `begin`s are savepoints
-/// executed inside the session (`SAVEPOINT _sqlx_savepoint_N`, released by commit, rolled back
+/// The outermost `begin` calls
+/// [`begin_transaction`](crate::data::TransactionData::begin_transaction) (on a route-bound
+/// connection the id is `csdbshard:{mapVersion}:{shardId}:{inner}`); every statement until commit
+/// or rollback runs with
+/// [`execute_in_transaction`](crate::data::TransactionData::execute_in_transaction) on that
+/// session. Nested `begin`s are savepoints executed inside the session (`SAVEPOINT _sqlx_savepoint_N`, released by commit, rolled back
 /// with `ROLLBACK TO` then released), named as sqlx's own drivers name them.
 ///
 /// Dropping an `sqlx::Transaction` calls `TransactionManager::start_rollback`,
