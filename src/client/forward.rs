@@ -4,8 +4,8 @@
 //! [`Forward`], and which parts it hands over, with the marker traits. The blanket impls here
 //! write each call once.
 //!
-//! A client still implements itself the parts it does not forward (SQL, info and transactions,
-//! which each of them runs its own way).
+//! A client implements the parts it does not forward itself: SQL, info and transactions, which
+//! each client runs its own way.
 
 use std::future::Future;
 use std::ops::Deref;
