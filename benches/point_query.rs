@@ -195,7 +195,7 @@ fn main() {
                     let started = Instant::now();
                     for i in 0..ops {
                         black_box(
-                            shardlite::client::DataClient::execute_sql(
+                            shardlite::client::SqlData::execute_sql(
                                 &routed,
                                 SQL,
                                 Params::Positional(vec![Value::Integer(key(i))]),
@@ -306,7 +306,7 @@ fn main() {
                             tokio::spawn(async move {
                                 for i in 0..ops / CALLERS {
                                     black_box(
-                                        shardlite::client::DataClient::execute_sql(
+                                        shardlite::client::SqlData::execute_sql(
                                             &*routed,
                                             SQL,
                                             Params::Positional(vec![Value::Integer(key(t * 7919 + i))]),

@@ -13,7 +13,7 @@
 use std::error::Error;
 
 use shardlite::catalog::Catalog;
-use shardlite::client::{DataClient, LocalClient, Params, ShardedClient};
+use shardlite::client::{LocalClient, Params, ShardedClient, SqlData};
 use shardlite::connect::ConnectionTarget;
 use shardlite::driver::{ShardliteConnection, ShardlitePool};
 use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};

@@ -14,7 +14,7 @@
 use std::error::Error;
 
 use shardlite::catalog::Catalog;
-use shardlite::client::{DataClient, LocalClient, Params};
+use shardlite::client::{LocalClient, Params, SqlData};
 use shardlite::driver::ShardliteConnection;
 use shardlite::server::{self, ServerConfig, ServerState};
 use sqlx::{Connection, Row};

@@ -92,12 +92,14 @@ impl fmt::Display for ConnectionTarget {
 /// if let ConnectionTarget::Shard { resolution, .. } = connected.target() {
 ///     println!("bound to shard {}", resolution.shard_id);
 /// }
-/// connected.client().execute_sql("SELECT 1", Params::none()).await?;
+/// connected.client()?.execute_sql("SELECT 1", Params::none()).await?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
 pub struct ConnectedClient {
-    client: Arc<dyn DataClient>,
+    /// `None` for a master catalog opened in-process without a route: a sharded client is not a
+    /// data client.
+    client: Option<Arc<dyn DataClient>>,
     target: ConnectionTarget,
     sharded: Option<ShardedClient>,
     admin: Option<Arc<dyn ShardAdmin>>,
@@ -116,14 +118,19 @@ impl fmt::Debug for ConnectedClient {
 }
 
 impl ConnectedClient {
-    /// The data-operation client: route-bound, sharded (route required) or local.
-    pub fn client(&self) -> &Arc<dyn DataClient> {
-        &self.client
+    /// The data-operation client: route-bound, local, or a daemon's (which answers "route
+    /// required" itself when it needs a route and was given none).
+    ///
+    /// Fails with [`Error::RouteRequired`] for a master catalog opened in-process without a
+    /// route: its [`sharded`](Self::sharded) client serves every shard, and data calls need a
+    /// route's client ([`ShardedClient::for_route`]).
+    pub fn client(&self) -> Result<&Arc<dyn DataClient>> {
+        self.client.as_ref().ok_or(Error::RouteRequired)
     }
 
-    /// The data-operation client, by value.
-    pub fn into_client(self) -> Arc<dyn DataClient> {
-        self.client
+    /// The data-operation client, by value; fails as [`client`](Self::client) does.
+    pub fn into_client(self) -> Result<Arc<dyn DataClient>> {
+        self.client.ok_or(Error::RouteRequired)
     }
 
     /// What was opened.
@@ -302,7 +309,7 @@ async fn open_routed(path: &str, route: &RouteContext, engine: EngineConfig) -> 
             _ => None,
         });
     Ok(ConnectedClient {
-        client: Arc::new(routed),
+        client: Some(Arc::new(routed)),
         target: ConnectionTarget::Shard {
             master: path.to_owned(),
             resolution,
@@ -331,7 +338,7 @@ async fn open_unrouted(path: &str, keyspace: Option<&str>, engine: EngineConfig)
                 check_keyspace(keyspace, sharded.map().keyspace())?;
             }
             Ok(ConnectedClient {
-                client: Arc::new(sharded.clone()),
+                client: None,
                 target: ConnectionTarget::Sharded {
                     master: path.to_owned(),
                     keyspace: sharded.map().keyspace().to_owned(),
@@ -356,7 +363,7 @@ async fn open_unrouted(path: &str, keyspace: Option<&str>, engine: EngineConfig)
                 .map_or_else(|| "database".to_owned(), |name| name.to_string_lossy().into_owned());
             let local = LocalClient::open_with(path, label, engine).await?;
             Ok(ConnectedClient {
-                client: Arc::new(local.clone()),
+                client: Some(Arc::new(local.clone())),
                 local: Some(local),
                 target: ConnectionTarget::Local {
                     data_source: path.to_owned(),
@@ -418,7 +425,7 @@ fn remote<C: DataClient + ShardAdmin + MigrationAdmin + Clone + 'static>(
         },
         admin: Some(Arc::new(client.clone())),
         remote_migrations: Some(Arc::new(client.clone())),
-        client: Arc::new(client),
+        client: Some(Arc::new(client)),
         sharded: None,
         route: options.route().cloned(),
         local: None,
@@ -442,7 +449,7 @@ async fn open_http(options: &ConnectionOptions) -> Result<ConnectedClient> {
 
     let http = HttpClient::new(RemoteOptions::from_connection_options(options)?)?;
     // Like the gRPC client, check the daemon answers (and accepts the route) before use.
-    http.info().await?;
+    crate::data::SqlData::info(&http).await?;
     let endpoint = http.endpoint().to_owned();
     Ok(remote(http, &endpoint, Transport::Http, options))
 }

@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::catalog::Catalog;
-use crate::client::{DataClient, Params, Row, ShardedClient, SqlResult, Value};
+use crate::client::{Params, Row, RowData, ShardedClient, SqlData, SqlResult, TransactionData, Value};
 use crate::error::{Error, Result};
 use crate::map::{BucketRange, ShardDefinition, ShardingOptions};
 use crate::paging::plan_page;
@@ -223,9 +223,13 @@ async fn tour(sharded: &ShardedClient, transaction_id: &str, out: &mut dyn Write
         writeln!(out, "{:<7} {rows:>2} rows", shard.id)?;
     }
 
+    // The sharded client has no `execute_sql`: SQL runs on a route's client. A connection
+    // string without a route shows what a caller reaching for one without a route is told.
     section(out, "Missing route behaviour")?;
-    match sharded.execute_sql("SELECT COUNT(*) FROM orders", Params::none()).await {
-        Ok(_) => writeln!(out, "unexpected: a query without a route ran")?,
+    let master = sharded.catalog().map(|catalog| catalog.path().display().to_string());
+    let unrouted = crate::options::ConnectionOptions::new().with_data_source(master.unwrap_or_default());
+    match crate::connect::connect(&unrouted).await?.client() {
+        Ok(_) => writeln!(out, "unexpected: a connection without a route has a data client")?,
         Err(err) => writeln!(out, "{err}")?,
     }
     Ok(())

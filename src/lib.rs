@@ -46,7 +46,10 @@
 //! - [`transaction`]: shard-prefixed transaction ids.
 //! - [`options`]: connection strings (ADO.NET and URL forms).
 //! - [`data`]: the value model, parameters, results, rows, documents, schema and status types, and
-//!   the [`DataClient`](data::DataClient) and [`ShardAdmin`](data::ShardAdmin) interfaces.
+//!   the [`DataClient`](data::DataClient) contract (its parts [`SqlData`](data::SqlData),
+//!   [`RowData`](data::RowData), [`DocumentData`](data::DocumentData),
+//!   [`StoredData`](data::StoredData) and [`TransactionData`](data::TransactionData)) and the
+//!   [`ShardAdmin`](data::ShardAdmin) interface.
 //! - [`engine`]: the only module that calls rusqlite. [`Database`](engine::Database) (one file,
 //!   `engine/database.rs`) opens a file, runs its SQL on the writer, readers, caller's task or
 //!   calling thread, and hands out its parts, one type and file each:
@@ -64,7 +67,9 @@
 //! - `transport` (features `grpc`, `http`): the remote clients, `GrpcClient` and `HttpClient`,
 //!   implementing the same interfaces over the network, plain or over TLS (`transport::tls`).
 //! - [`client`]: the in-process clients: [`LocalClient`](client::LocalClient), the
-//!   [`ShardedClient`](client::ShardedClient) and its route-bound clients and transactions.
+//!   [`ShardedClient`](client::ShardedClient) and its route-bound clients and transactions; the
+//!   parts of the data contract a client hands to another (its engine handle, a route's shard)
+//!   are forwarded by blanket impls (`client/forward.rs`), each call written once.
 //! - [`connect`]: opening a connection string, in-process or through a daemon.
 //! - [`paging`]: page fill across route keys, bounded merge, month keys and signed cursors.
 //! - [`demo`]: the order-history sample: its map, its orders and the walk-through that

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use shardlite::client::{DataClient, Params, ShardedClient, Value};
+use shardlite::client::{Params, ShardedClient, SqlData, Value};
 use shardlite::data::MigrationStatus;
 use shardlite::data::ResumeRequest;
 use shardlite::reshard::{Migrator, fences_on};

@@ -46,13 +46,21 @@ pub struct Opened {
     data_source: Option<String>,
     /// Shard-admin operations, when the target is sharded.
     admin: Option<Arc<dyn ShardAdmin>>,
-    /// Data operations on the route (or unrouted).
-    pub data: Arc<dyn DataClient>,
+    /// Data operations on the route, on a plain file, or on a daemon; `None` for a master file
+    /// opened without a route (see [`data`](Self::data)).
+    data: Option<Arc<dyn DataClient>>,
     /// The route the data client is bound to, if any.
     pub route: Option<RouteContext>,
 }
 
 impl Opened {
+    /// Data operations on the route, on a plain file, or on a daemon (which answers "route
+    /// required" itself). A master file opened in this process without a route has none: fails
+    /// with [`Error::RouteRequired`].
+    pub fn data(&self) -> Result<&Arc<dyn DataClient>> {
+        self.data.as_ref().ok_or(Error::RouteRequired)
+    }
+
     /// Whether the connection opened a master file in this process (rather than a daemon).
     pub fn is_local(&self) -> bool {
         self.data_source.is_some()
@@ -100,6 +108,6 @@ pub async fn open(args: &ConnectionArgs, route: Option<RouteContext>) -> Result<
         data_source: options.data_source().map(str::to_owned),
         admin: connected.admin().cloned(),
         route: connected.route().cloned(),
-        data: connected.into_client(),
+        data: connected.into_client().ok(),
     })
 }

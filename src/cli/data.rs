@@ -198,7 +198,7 @@ pub async fn sql(args: &SqlArgs) -> Result<()> {
         None => Params::none(),
     };
     let opened = connection::open(&args.connection, args.route.route()?).await?;
-    let result = opened.data.execute_sql(&args.sql, params).await?;
+    let result = opened.data()?.execute_sql(&args.sql, params).await?;
     if args.output.json {
         return print_json(&result);
     }

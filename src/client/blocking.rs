@@ -48,8 +48,9 @@ use super::sharded::generation::{Generation, ShardSlot};
 use super::{ShardedClientOptions, ShardedTransaction};
 use crate::data::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
-    DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, RowRef, SavedQuery, ShardAdmin,
-    ShardSqlResult, ShardStatus, SqlResult, TableSchema, TransactionInfo, TransactionOptions, Value,
+    DatabaseInfo, DocumentData, DocumentPage, Params, ProcedureDefinition, Row, RowData, RowPage, RowRef, SavedQuery,
+    ShardAdmin, ShardSqlResult, ShardStatus, SqlData, SqlResult, StoredData, TableSchema, TransactionData,
+    TransactionInfo, TransactionOptions, Value,
 };
 use crate::data::{SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport, every_row, first_row};
 use crate::error::{Error, Result};
@@ -197,23 +198,23 @@ impl ShardedClient {
 
     /// Counts summed over every enabled shard.
     pub fn info(&self) -> Result<DatabaseInfo> {
-        self.waiter.block_on(DataClient::info(&self.sharded))
+        self.waiter.block_on(self.sharded.info())
     }
 
     /// Executes SQL inside a transaction, routed by its id alone.
     pub fn execute_in_transaction(&self, transaction_id: &str, sql: &str, params: Params) -> Result<SqlResult> {
         self.waiter
-            .block_on(self.sharded.tx_execute(transaction_id, None, sql, params))
+            .block_on(self.sharded.execute_in_transaction(transaction_id, sql, params))
     }
 
     /// Commits a transaction, routed by its id alone.
     pub fn commit_transaction(&self, transaction_id: &str) -> Result<()> {
-        self.waiter.block_on(self.sharded.tx_commit(transaction_id, None))
+        self.waiter.block_on(self.sharded.commit_transaction(transaction_id))
     }
 
     /// Rolls back a transaction, routed by its id alone.
     pub fn rollback_transaction(&self, transaction_id: &str) -> Result<()> {
-        self.waiter.block_on(self.sharded.tx_rollback(transaction_id, None))
+        self.waiter.block_on(self.sharded.rollback_transaction(transaction_id))
     }
 }
 
@@ -368,7 +369,7 @@ impl RoutedClient {
     }
 
     /// Executes SQL that must not write, on the route's shard (see
-    /// [`DataClient::execute_read_only_sql`]).
+    /// [`SqlData::execute_read_only_sql`]).
     pub fn execute_read_only_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
         let generation = self.generation();
         let index = self.shard_index(&generation)?;
@@ -409,9 +410,12 @@ impl RoutedClient {
         self.routed.resolved.index(&generation.map, self.routed.route())
     }
 
-    blocking_methods! { routed via DataClient:
+    blocking_methods! { routed via SqlData:
         /// Counts of tables, collections, saved queries and procedures on the route's shard.
         fn info(&self) -> Result<DatabaseInfo>;
+    }
+
+    blocking_methods! { routed via RowData:
         /// User table names.
         fn list_tables(&self) -> Result<Vec<String>>;
         /// A table's schema.
@@ -428,6 +432,9 @@ impl RoutedClient {
         fn update_row(&self, table: &str, key: Value, values: Row) -> Result<u64>;
         /// Deletes a row by primary key; returns rows deleted.
         fn delete_row(&self, table: &str, key: Value) -> Result<u64>;
+    }
+
+    blocking_methods! { routed via DocumentData:
         /// Collection names.
         fn list_collections(&self) -> Result<Vec<String>>;
         /// Documents in a collection.
@@ -442,6 +449,9 @@ impl RoutedClient {
         fn delete_document(&self, collection: &str, key: &str) -> Result<bool>;
         /// Deletes a collection; returns whether it had documents.
         fn drop_collection(&self, collection: &str) -> Result<bool>;
+    }
+
+    blocking_methods! { routed via StoredData:
         /// Saved queries.
         fn list_saved_queries(&self) -> Result<Vec<SavedQuery>>;
         /// A saved query by name.
@@ -460,6 +470,9 @@ impl RoutedClient {
         fn delete_procedure(&self, name: &str) -> Result<bool>;
         /// Executes a procedure atomically with arguments.
         fn execute_procedure(&self, name: &str, args: Params) -> Result<SqlResult>;
+    }
+
+    blocking_methods! { routed via TransactionData:
         /// Begins a transaction on the route's shard; the returned id routes later calls.
         fn begin_transaction(&self) -> Result<TransactionInfo>;
         /// Begins a transaction with `options` (a maintenance transaction, say).

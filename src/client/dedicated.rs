@@ -1,11 +1,16 @@
 //! [`DedicatedClient`]: a [`DataClient`] whose SQL and transactions run on one SQLite connection
 //! of its own, for callers that expect connection-local state (sqlx connections).
 
+use std::future::{Future, ready};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::forward::impl_data_client;
+use async_trait::async_trait;
+
+use super::forward::{Forward, ForwardDocuments, ForwardRows, ForwardStored};
 use super::{LocalClient, ShardedClient};
-use crate::data::{DataClient, DatabaseInfo, Params, SqlResult, TransactionInfo, TransactionOptions};
+use crate::data::{
+    DataClient, DatabaseInfo, Params, SqlData, SqlResult, TransactionData, TransactionInfo, TransactionOptions,
+};
 use crate::engine::{BeginMode, DedicatedConnection};
 use crate::error::{Error, ErrorKind, Result};
 use crate::routing::RouteContext;
@@ -205,7 +210,23 @@ fn named(err: Error, transaction_id: &str) -> Error {
     }
 }
 
-impl_data_client!(DedicatedClient, |this| Ok::<_, Error>(&this.shared), {
+// Rows, documents and stored SQL go to the file's shared connections, outside any transaction
+// of this client.
+impl Forward for DedicatedClient {
+    type Target = dyn DataClient;
+    type Handle<'a> = &'a (dyn DataClient + 'static);
+
+    fn forward_to(&self) -> impl Future<Output = Result<&(dyn DataClient + 'static)>> + Send {
+        ready(Ok(&*self.shared))
+    }
+}
+
+impl ForwardRows for DedicatedClient {}
+impl ForwardDocuments for DedicatedClient {}
+impl ForwardStored for DedicatedClient {}
+
+#[async_trait]
+impl SqlData for DedicatedClient {
     async fn execute_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
         self.check_or_follow().await?;
         self.connection().execute(sql, params, false).await
@@ -217,6 +238,10 @@ impl_data_client!(DedicatedClient, |this| Ok::<_, Error>(&this.shared), {
     async fn info(&self) -> Result<DatabaseInfo> {
         self.shared.info().await
     }
+}
+
+#[async_trait]
+impl TransactionData for DedicatedClient {
     async fn begin_transaction_with(&self, options: TransactionOptions) -> Result<TransactionInfo> {
         if options.maintenance {
             return Err(Error::invalid_argument(
@@ -273,4 +298,4 @@ impl_data_client!(DedicatedClient, |this| Ok::<_, Error>(&this.shared), {
             .await
             .map_err(|err| named(err, transaction_id))
     }
-});
+}

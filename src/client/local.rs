@@ -1,11 +1,13 @@
 //! A client over one local SQLite file.
 
+use std::future::{Future, ready};
 use std::path::Path;
 use std::time::SystemTime;
 
-use super::forward::impl_data_client;
-use super::local_forward::Parts;
-use crate::data::{DatabaseInfo, Params, SqlResult, TransactionInfo, TransactionOptions};
+use async_trait::async_trait;
+
+use super::forward::{Forward, ForwardDocuments, ForwardRows, ForwardStored};
+use crate::data::{DatabaseInfo, Params, SqlData, SqlResult, TransactionData, TransactionInfo, TransactionOptions};
 use crate::engine::{Database, EngineConfig};
 use crate::error::Result;
 use crate::options::ConnectionOptions;
@@ -14,7 +16,7 @@ use crate::options::ConnectionOptions;
 ///
 /// ```no_run
 /// # async fn demo() -> shardlite::Result<()> {
-/// use shardlite::client::{DataClient, LocalClient, Params};
+/// use shardlite::client::{LocalClient, Params, SqlData};
 ///
 /// let db = LocalClient::open("app.db").await?;
 /// db.execute_sql("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, v TEXT)", Params::none()).await?;
@@ -100,7 +102,22 @@ pub(crate) fn format_utc(at: SystemTime) -> String {
         .unwrap_or_default()
 }
 
-impl_data_client!(LocalClient, |this| Ok::<_, crate::Error>(Parts(&this.db)), {
+// Rows, documents and stored SQL are the engine handle's own (see `client/engine.rs`).
+impl Forward for LocalClient {
+    type Target = Database;
+    type Handle<'a> = &'a Database;
+
+    fn forward_to(&self) -> impl Future<Output = Result<&Database>> + Send {
+        ready(Ok(&self.db))
+    }
+}
+
+impl ForwardRows for LocalClient {}
+impl ForwardDocuments for LocalClient {}
+impl ForwardStored for LocalClient {}
+
+#[async_trait]
+impl SqlData for LocalClient {
     async fn execute_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
         self.db.execute(sql, params).await
     }
@@ -110,6 +127,10 @@ impl_data_client!(LocalClient, |this| Ok::<_, crate::Error>(Parts(&this.db)), {
     async fn info(&self) -> Result<DatabaseInfo> {
         self.db.info().await
     }
+}
+
+#[async_trait]
+impl TransactionData for LocalClient {
     async fn begin_transaction_with(&self, options: TransactionOptions) -> Result<TransactionInfo> {
         let session = self.db.sessions().begin_with(options).await?;
         Ok(TransactionInfo {
@@ -126,4 +147,4 @@ impl_data_client!(LocalClient, |this| Ok::<_, crate::Error>(Parts(&this.db)), {
     async fn rollback_transaction(&self, transaction_id: &str) -> Result<()> {
         self.db.sessions().session_rollback(transaction_id).await
     }
-});
+}

@@ -1,15 +1,19 @@
 //! The route-bound client: every call resolves one route and runs on that shard.
 
+use std::future::Future;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
-use super::forward::impl_data_client;
+use async_trait::async_trait;
+
+use super::forward::{Forward, ForwardDocuments, ForwardRows, ForwardStored};
 use super::sharded::generation::{Generation, ShardSlot};
 use super::{ShardedClient, ShardedTransaction};
 use crate::data::{
-    DataClient, DatabaseInfo, Params, RowRef, SqlResult, TransactionInfo, TransactionOptions, every_row, first_row,
+    DataClient, DatabaseInfo, Params, RowRef, SqlData, SqlResult, TransactionData, TransactionInfo, TransactionOptions,
+    every_row, first_row,
 };
 use crate::engine::{Database, Here};
 use crate::error::Result;
@@ -124,7 +128,7 @@ impl RoutedClient {
     /// A query on a local shard that finishes within the inline read budget runs on the
     /// calling task and never waits; anything else (a longer query, a statement that writes,
     /// such as `INSERT … RETURNING`, or a remote shard) runs as
-    /// [`execute_sql`](DataClient::execute_sql) runs it, and `f` reads the first row of its
+    /// [`execute_sql`](SqlData::execute_sql) runs it, and `f` reads the first row of its
     /// result. The statement must be a single one; the hostile-SQL rules, the statement time
     /// limit and the result limits are those of `execute_sql`.
     ///
@@ -279,7 +283,22 @@ pub(super) fn row_count(rows: usize) -> u64 {
     u64::try_from(rows).unwrap_or(u64::MAX)
 }
 
-impl_data_client!(RoutedClient, |this| this.shard().await, {
+// Rows, documents and stored SQL go to the route's shard as they are.
+impl Forward for RoutedClient {
+    type Target = dyn DataClient;
+    type Handle<'a> = Arc<dyn DataClient>;
+
+    fn forward_to(&self) -> impl Future<Output = Result<Arc<dyn DataClient>>> + Send {
+        self.shard()
+    }
+}
+
+impl ForwardRows for RoutedClient {}
+impl ForwardDocuments for RoutedClient {}
+impl ForwardStored for RoutedClient {}
+
+#[async_trait]
+impl SqlData for RoutedClient {
     async fn execute_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
         let writes = match self.execute_here(sql, &params) {
             Here::Done(done) => return self.counted(done, result_rows),
@@ -303,6 +322,10 @@ impl_data_client!(RoutedClient, |this| this.shard().await, {
     async fn info(&self) -> Result<DatabaseInfo> {
         self.shard().await?.info().await
     }
+}
+
+#[async_trait]
+impl TransactionData for RoutedClient {
     async fn begin_transaction_with(&self, options: TransactionOptions) -> Result<TransactionInfo> {
         let outcome = self.sharded.begin_on(&self.route, options).await;
         self.counted(outcome, |_| 0)
@@ -322,4 +345,4 @@ impl_data_client!(RoutedClient, |this| this.shard().await, {
         let outcome = self.sharded.tx_rollback(transaction_id, Some(&self.route)).await;
         self.counted(outcome, |_| 0)
     }
-});
+}

@@ -1,6 +1,10 @@
-//! The two interfaces every way of reaching data implements: [`DataClient`] for data
-//! operations on one database (or one route's shard) and [`ShardAdmin`] for operator
-//! operations on a sharded deployment.
+//! The interfaces every way of reaching data implements: [`DataClient`] for data operations on
+//! one database (or one route's shard) and [`ShardAdmin`] for operator operations on a sharded
+//! deployment.
+//!
+//! `DataClient` is the whole data contract, made of five cohesive parts that code can ask for
+//! one at a time: [`SqlData`] (SQL and info), [`RowData`] (tables and rows), [`DocumentData`]
+//! (collections), [`StoredData`] (saved queries and procedures) and [`TransactionData`].
 
 use async_trait::async_trait;
 
@@ -65,13 +69,11 @@ pub trait ShardAdmin: Send + Sync {
     async fn shard_heat(&self) -> Result<HeatReport>;
 }
 
-/// Data operations on one database: SQL, rows, collections, saved queries, procedures,
-/// transactions and info.
+/// SQL on one database, and what the database holds.
 ///
-/// Implemented by `LocalClient`, `RoutedClient`, `ShardedClient` (which requires a
-/// route for everything except `info` and id-routed transaction calls) and the remote clients.
+/// Part of the [`DataClient`] contract; every client that reaches data implements it.
 #[async_trait]
-pub trait DataClient: Send + Sync {
+pub trait SqlData: Send + Sync {
     /// Executes SQL (one statement or a script) with bound parameters.
     async fn execute_sql(&self, sql: &str, params: Params) -> Result<SqlResult>;
 
@@ -81,7 +83,13 @@ pub trait DataClient: Send + Sync {
 
     /// Counts of tables, collections, saved queries and procedures.
     async fn info(&self) -> Result<DatabaseInfo>;
+}
 
+/// Tables and their rows, addressed by primary key.
+///
+/// Part of the [`DataClient`] contract.
+#[async_trait]
+pub trait RowData: Send + Sync {
     /// User table names.
     async fn list_tables(&self) -> Result<Vec<String>>;
     /// A table's schema.
@@ -98,7 +106,13 @@ pub trait DataClient: Send + Sync {
     async fn update_row(&self, table: &str, key: Value, values: Row) -> Result<u64>;
     /// Deletes a row by primary key; returns rows deleted.
     async fn delete_row(&self, table: &str, key: Value) -> Result<u64>;
+}
 
+/// Collections of JSON documents, addressed by key.
+///
+/// Part of the [`DataClient`] contract.
+#[async_trait]
+pub trait DocumentData: Send + Sync {
     /// Collection names.
     async fn list_collections(&self) -> Result<Vec<String>>;
     /// Documents in a collection.
@@ -113,7 +127,13 @@ pub trait DataClient: Send + Sync {
     async fn delete_document(&self, collection: &str, key: &str) -> Result<bool>;
     /// Deletes a collection; returns whether it had documents.
     async fn drop_collection(&self, collection: &str) -> Result<bool>;
+}
 
+/// SQL stored in the database under a name: saved queries, and procedures (which run it).
+///
+/// Part of the [`DataClient`] contract.
+#[async_trait]
+pub trait StoredData: Send + Sync {
     /// Saved queries.
     async fn list_saved_queries(&self) -> Result<Vec<SavedQuery>>;
     /// A saved query by name.
@@ -133,7 +153,13 @@ pub trait DataClient: Send + Sync {
     async fn delete_procedure(&self, name: &str) -> Result<bool>;
     /// Executes a procedure atomically with arguments (named, or positional in declaration order).
     async fn execute_procedure(&self, name: &str, args: Params) -> Result<SqlResult>;
+}
 
+/// Explicit transactions: begin one, run SQL in it by its id, then commit or roll back.
+///
+/// Part of the [`DataClient`] contract.
+#[async_trait]
+pub trait TransactionData: Send + Sync {
     /// Begins a transaction; the returned id routes later calls.
     async fn begin_transaction(&self) -> Result<TransactionInfo> {
         self.begin_transaction_with(TransactionOptions::default()).await
@@ -147,3 +173,18 @@ pub trait DataClient: Send + Sync {
     /// Rolls back a transaction.
     async fn rollback_transaction(&self, transaction_id: &str) -> Result<()>;
 }
+
+/// The whole data contract on one database (or one route's shard): [`SqlData`], [`RowData`],
+/// [`DocumentData`], [`StoredData`] and [`TransactionData`].
+///
+/// Every type that implements the five implements `DataClient` (it has no methods of its own),
+/// so `Arc<dyn DataClient>` reaches all of them. Implemented by `LocalClient`, `RoutedClient`,
+/// `DedicatedClient` and the remote clients; a `ShardedClient` is not one (it has no route: get
+/// a route's client with `for_route`). Calling a method needs its trait in scope:
+/// `use shardlite::client::{DataClient, RowData, SqlData};`, say.
+///
+/// Code that needs only part of the contract can ask for only that part: a function generic
+/// over `T: RowData + ?Sized` takes any client, `dyn DataClient` included.
+pub trait DataClient: SqlData + RowData + DocumentData + StoredData + TransactionData {}
+
+impl<T: SqlData + RowData + DocumentData + StoredData + TransactionData + ?Sized> DataClient for T {}

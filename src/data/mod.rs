@@ -1,6 +1,7 @@
 //! The data model every layer shares: values, parameters, results, rows, documents and schema
-//! types, transaction info, shard status, data-host shard lists and catalog snapshots, and the [`DataClient`] and
-//! [`ShardAdmin`] interfaces.
+//! types, transaction info, shard status, data-host shard lists and catalog snapshots, and the
+//! [`DataClient`] contract (its parts [`SqlData`], [`RowData`], [`DocumentData`], [`StoredData`]
+//! and [`TransactionData`]) and the [`ShardAdmin`] interface.
 //!
 //! These types sit below the engine that produces them and the transports that carry them, so
 //! the engine, the catalog, the remote clients, the in-process clients and the daemon all speak
@@ -54,7 +55,7 @@ pub use catalog::{
     IssueSeverity, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
 };
 pub use host::{HostAdmin, HostShardCreated, HostShardPage, HostShardQuery, MAX_HOST_SHARD_PAGE};
-pub use interface::{DataClient, ShardAdmin};
+pub use interface::{DataClient, DocumentData, RowData, ShardAdmin, SqlData, StoredData, TransactionData};
 pub use params::Params;
 pub use records::{
     ColumnInfo, DatabaseInfo, Document, DocumentPage, ProcedureDefinition, ProcedureParameter, Row, RowPage,

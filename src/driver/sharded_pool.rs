@@ -235,8 +235,8 @@ impl ShardedPool {
         Ok(ShardedPoolConnection {
             connection: Some(ShardliteConnection::from_parts(
                 target,
-                shared,
-                Arc::new(client),
+                Some(shared),
+                Some(Arc::new(client)),
                 log_settings,
             )),
             slot: Some(Slot {
@@ -271,7 +271,8 @@ impl ShardedPool {
             return Err(Error::PoolClosed);
         }
         let log_settings = self.inner.log_settings.clone();
-        let (target, client, admin): (ConnectionTarget, Arc<dyn DataClient>, Arc<dyn ShardAdmin>) =
+        // In-process, a connection across shards has no data client: a sharded client is not one.
+        let (target, client, admin): (ConnectionTarget, Option<Arc<dyn DataClient>>, Arc<dyn ShardAdmin>) =
             match &self.inner.backend {
                 Backend::Local { sharded, master } => (
                     ConnectionTarget::Sharded {
@@ -279,7 +280,7 @@ impl ShardedPool {
                         keyspace: sharded.map().keyspace().to_owned(),
                         map_version: sharded.map().version(),
                     },
-                    Arc::new(sharded.clone()),
+                    None,
                     Arc::new(sharded.clone()),
                 ),
                 #[cfg(feature = "grpc")]
@@ -288,7 +289,7 @@ impl ShardedPool {
                         endpoint: client.endpoint().to_owned(),
                         transport: crate::map::Transport::Grpc,
                     },
-                    Arc::new(client.clone()),
+                    Some(Arc::new(client.clone())),
                     Arc::new(client.clone()),
                 ),
                 #[cfg(feature = "http")]
@@ -297,11 +298,11 @@ impl ShardedPool {
                         endpoint: client.endpoint().to_owned(),
                         transport: crate::map::Transport::Http,
                     },
-                    Arc::new(client.clone()),
+                    Some(Arc::new(client.clone())),
                     Arc::new(client.clone()),
                 ),
             };
-        Ok(ShardliteConnection::from_parts(target, Arc::clone(&client), client, log_settings).across_shards(admin))
+        Ok(ShardliteConnection::from_parts(target, client.clone(), client, log_settings).across_shards(admin))
     }
 
     /// Stops handing out connections and closes the idle ones; connections in use close when
@@ -466,8 +467,8 @@ fn remote_connection<C: DataClient + Clone + 'static>(
     ShardedPoolConnection {
         connection: Some(ShardliteConnection::from_parts(
             target,
-            Arc::clone(&client),
-            client,
+            Some(Arc::clone(&client)),
+            Some(client),
             log_settings,
         )),
         slot: None,
@@ -491,7 +492,7 @@ async fn remote_backend(options: &ShardliteConnectOptions) -> Result<Backend, Er
         Some(Transport::Http) => {
             let remote = crate::transport::RemoteOptions::from_connection_options(connection)?;
             let client = crate::transport::http::HttpClient::new(remote)?;
-            client.info().await?;
+            crate::data::SqlData::info(&client).await?;
             Ok(Backend::Http(client))
         }
         _ => Err(configuration(

@@ -13,7 +13,7 @@ use super::keys::{Access, KeyRing};
 use super::metrics::{Metrics, ScrapeSource, ScrapeValues};
 use super::remote_transactions::RemoteTransactions;
 use crate::client::{
-    DataClient, LocalClient, Params, ShardedClient, ShardedClientOptions, SqlResult, TransactionInfo,
+    DataClient, DatabaseInfo, LocalClient, Params, ShardedClient, ShardedClientOptions, SqlResult, TransactionInfo,
     TransactionOptions,
 };
 use crate::engine::EngineConfig;
@@ -339,35 +339,52 @@ impl ServerState {
         }
     }
 
-    /// The client a data request runs on: the route's shard when a route is given, the
-    /// sharded client itself (which answers "route required") when not, the plain database
-    /// (which ignores routes) when unsharded, and the named shard's file on a data host.
+    /// The client a data request runs on: the route's shard when a route is given, the plain
+    /// database (which ignores routes) when unsharded, and the named shard's file on a data host.
     ///
-    /// Fails when a data host is not told which shard (or the shard has no file, or its id
-    /// breaks the rules), and when another daemon is given a shard id.
+    /// Fails with [`Error::RouteRequired`] when a sharded daemon is sent no route (only
+    /// [`info`](Self::info) and transaction calls by id need none), when a data host is not told
+    /// which shard (or the shard has no file, or its id breaks the rules), and when another
+    /// daemon is given a shard id.
     pub fn data_client(&self, target: &Target) -> Result<Arc<dyn DataClient>> {
         match (&self.inner.backend, target.shard.as_deref()) {
             (Backend::Host(host), Some(shard)) => Ok(Arc::new(host.client(shard)?)),
             (Backend::Host(_), None) => Err(host::shard_required()),
             (_, Some(_)) => Err(host::not_a_host()),
-            (Backend::Sharded(sharded), None) => Ok(match &target.route {
-                Some(route) => Arc::new(sharded.for_route(route.clone())),
-                None => Arc::new(sharded.clone()),
-            }),
+            (Backend::Sharded(sharded), None) => match &target.route {
+                Some(route) => Ok(Arc::new(sharded.for_route(route.clone()))),
+                None => Err(Error::RouteRequired),
+            },
             (Backend::Plain(local), None) => Ok(Arc::new(local.clone())),
         }
     }
 
-    /// The client a call in transaction `transaction_id` runs on, and the id that client knows
-    /// it by: on a data host the shard is the id's prefix (`{shardId}:{innerId}`), and a shard
-    /// header naming another shard is a conflict.
-    fn transaction_client<'a>(
-        &self,
-        target: &Target,
-        transaction_id: &'a str,
-    ) -> Result<(Arc<dyn DataClient>, &'a str)> {
-        let Backend::Host(host) = &self.inner.backend else {
-            return Ok((self.data_client(target)?, transaction_id));
+    /// Counts of what the target holds: as [`data_client`](Self::data_client)'s client answers
+    /// them, except that a sharded daemon sent no route sums them over every shard.
+    pub async fn info(&self, target: &Target) -> Result<DatabaseInfo> {
+        match (&self.inner.backend, target) {
+            (
+                Backend::Sharded(sharded),
+                Target {
+                    route: None,
+                    shard: None,
+                },
+            ) => sharded.info().await,
+            _ => self.data_client(target)?.info().await,
+        }
+    }
+
+    /// What a call in transaction `transaction_id` runs on, and the id it knows the
+    /// transaction by: on a data host the shard is the id's prefix (`{shardId}:{innerId}`),
+    /// and a shard header naming another shard is a conflict; on a sharded daemon sent no
+    /// route, the shard is the one the id names.
+    fn transaction_client<'a>(&'a self, target: &Target, transaction_id: &'a str) -> Result<InTransaction<'a>> {
+        let host = match &self.inner.backend {
+            Backend::Host(host) => host,
+            Backend::Sharded(sharded) if target.route.is_none() && target.shard.is_none() => {
+                return Ok(InTransaction::ById(sharded, transaction_id));
+            }
+            _ => return Ok(InTransaction::Client(self.data_client(target)?, transaction_id)),
         };
         let (shard, inner) = host::split_transaction_id(transaction_id)?;
         if let Some(named) = target.shard.as_deref().map(str::trim)
@@ -381,7 +398,7 @@ impl ServerState {
                 },
             )));
         }
-        Ok((Arc::new(host.client(shard)?), inner))
+        Ok(InTransaction::Client(Arc::new(host.client(shard)?), inner))
     }
 
     /// Who presented `presented`: [`Access::Open`] when the daemon requires no key, the key's
@@ -430,9 +447,9 @@ impl ServerState {
     /// Begins a transaction on the route's shard and remembers it until it ends. Answers
     /// [`Error::TooManyTransactions`] at once when the API key's limit is reached.
     pub async fn begin_transaction(&self, target: &Target, options: TransactionOptions) -> Result<TransactionInfo> {
-        let client = self.data_client(target)?;
+        let client = self.data_client(target);
         let place = self.inner.transactions.reserve()?;
-        let mut info = client.begin_transaction_with(options).await?;
+        let mut info = client?.begin_transaction_with(options).await?;
         if let (Backend::Host(_), Some(shard)) = (&self.inner.backend, target.shard.as_deref()) {
             info.transaction_id = format!("{}:{}", shard.trim(), info.transaction_id);
         }
@@ -448,9 +465,9 @@ impl ServerState {
         sql: &str,
         params: Params,
     ) -> Result<SqlResult> {
-        let (client, id) = self.transaction_client(target, transaction_id)?;
+        let client = self.transaction_client(target, transaction_id)?;
         let in_use = self.inner.transactions.use_transaction(transaction_id);
-        let outcome = client.execute_in_transaction(id, sql, params).await;
+        let outcome = client.execute(sql, params).await;
         drop(in_use);
         if let Err(err) = &outcome
             && matches!(err.kind(), ErrorKind::NotFound | ErrorKind::Expired)
@@ -462,16 +479,14 @@ impl ServerState {
 
     /// Commits a transaction (checking `route` against the id when one is given).
     pub async fn commit_transaction(&self, target: &Target, transaction_id: &str) -> Result<()> {
-        let (client, id) = self.transaction_client(target, transaction_id)?;
-        let outcome = client.commit_transaction(id).await;
+        let outcome = self.transaction_client(target, transaction_id)?.commit().await;
         self.settle(transaction_id, &outcome);
         outcome
     }
 
     /// Rolls back a transaction (checking `route` against the id when one is given).
     pub async fn rollback_transaction(&self, target: &Target, transaction_id: &str) -> Result<()> {
-        let (client, id) = self.transaction_client(target, transaction_id)?;
-        let outcome = client.rollback_transaction(id).await;
+        let outcome = self.transaction_client(target, transaction_id)?.rollback().await;
         self.settle(transaction_id, &outcome);
         outcome
     }
@@ -490,10 +505,10 @@ impl ServerState {
         if ids.is_empty() {
             return;
         }
-        let outcomes = join_all(ids.iter().map(|id| async move {
-            let (client, id) = self.transaction_client(&Target::default(), id)?;
-            client.rollback_transaction(id).await
-        }))
+        let outcomes = join_all(
+            ids.iter()
+                .map(|id| async move { self.transaction_client(&Target::default(), id)?.rollback().await }),
+        )
         .await;
         let rolled_back = outcomes.iter().filter(|outcome| outcome.is_ok()).count();
         tracing::info!(
@@ -519,6 +534,37 @@ impl ServerState {
         );
         if !refused_up_front {
             self.inner.transactions.forget(transaction_id);
+        }
+    }
+}
+
+/// What a call in a transaction runs on.
+enum InTransaction<'a> {
+    /// A client that knows the transaction by the id given.
+    Client(Arc<dyn DataClient>, &'a str),
+    /// The sharded client, routing the call by the (sharded) id alone.
+    ById(&'a ShardedClient, &'a str),
+}
+
+impl InTransaction<'_> {
+    async fn execute(&self, sql: &str, params: Params) -> Result<SqlResult> {
+        match self {
+            Self::Client(client, id) => client.execute_in_transaction(id, sql, params).await,
+            Self::ById(sharded, id) => sharded.execute_in_transaction(id, sql, params).await,
+        }
+    }
+
+    async fn commit(&self) -> Result<()> {
+        match self {
+            Self::Client(client, id) => client.commit_transaction(id).await,
+            Self::ById(sharded, id) => sharded.commit_transaction(id).await,
+        }
+    }
+
+    async fn rollback(&self) -> Result<()> {
+        match self {
+            Self::Client(client, id) => client.rollback_transaction(id).await,
+            Self::ById(sharded, id) => sharded.rollback_transaction(id).await,
         }
     }
 }

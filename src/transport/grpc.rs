@@ -1,6 +1,7 @@
 //! The gRPC client: [`GrpcClient`] speaks `shardlite.v1.Shardlite` (`proto/shardlite.proto`) to a
-//! `shardlite serve` daemon and implements [`DataClient`] and [`ShardAdmin`], so code written
-//! against those traits works unchanged over the network.
+//! `shardlite serve` daemon and implements [`DataClient`](crate::data::DataClient) (all five of
+//! its parts) and [`ShardAdmin`], so code written against those traits works unchanged over the
+//! network.
 //!
 //! - The route of a route-bound client ([`RemoteOptions::with_route`],
 //!   [`GrpcClient::with_route`]) travels as metadata on **every** call; a keyspace or key that is
@@ -23,7 +24,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> shardlite::Result<()> {
-//! use shardlite::client::{DataClient, Params};
+//! use shardlite::client::{Params, SqlData};
 //! use shardlite::transport::RemoteOptions;
 //! use shardlite::transport::grpc::GrpcClient;
 //! use shardlite::RouteContext;
@@ -62,16 +63,18 @@ use self::status::{decode_status, error_chain, transport_error};
 use super::RemoteOptions;
 use crate::data::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
-    DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery,
+    DatabaseInfo, DocumentData, DocumentPage, Params, ProcedureDefinition, Row, RowData, RowPage, SavedQuery,
     SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport, ShardAdmin, ShardSqlResult, ShardStatus,
-    ShardStatusPage, ShardStatusQuery, SqlResult, TableSchema, TransactionInfo, TransactionOptions, Value,
+    ShardStatusPage, ShardStatusQuery, SqlData, SqlResult, StoredData, TableSchema, TransactionData, TransactionInfo,
+    TransactionOptions, Value,
 };
 use crate::error::{Error, Result};
 use crate::heat::HeatReport;
 use crate::map::ShardMapSnapshot;
 use crate::routing::{ResolvedRoute, RouteContext};
 
-/// A gRPC client of a shardlite daemon, implementing [`DataClient`] and [`ShardAdmin`].
+/// A gRPC client of a shardlite daemon, implementing [`DataClient`](crate::data::DataClient) and
+/// [`ShardAdmin`].
 ///
 /// Cloning is cheap; clones and [`with_route`](Self::with_route) share one HTTP/2 connection.
 #[derive(Clone)]
@@ -309,7 +312,7 @@ fn transaction_request(transaction_id: &str) -> pb::TransactionRequest {
 }
 
 #[async_trait]
-impl DataClient for GrpcClient {
+impl SqlData for GrpcClient {
     async fn execute_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
         Ok(rpc!(self, execute_sql, sql_request(sql, params))?.into())
     }
@@ -321,7 +324,10 @@ impl DataClient for GrpcClient {
     async fn info(&self) -> Result<DatabaseInfo> {
         Ok(rpc!(self, get_info, pb::Empty {})?.into())
     }
+}
 
+#[async_trait]
+impl RowData for GrpcClient {
     async fn list_tables(&self) -> Result<Vec<String>> {
         Ok(rpc!(self, list_tables, pb::Empty {})?.names)
     }
@@ -363,7 +369,10 @@ impl DataClient for GrpcClient {
     async fn delete_row(&self, table: &str, key: Value) -> Result<u64> {
         Ok(rpc!(self, delete_row, row_key_request(table, key))?.count)
     }
+}
 
+#[async_trait]
+impl DocumentData for GrpcClient {
     async fn list_collections(&self) -> Result<Vec<String>> {
         Ok(rpc!(self, list_collections, pb::Empty {})?.names)
     }
@@ -398,7 +407,10 @@ impl DataClient for GrpcClient {
     async fn drop_collection(&self, collection: &str) -> Result<bool> {
         Ok(rpc!(self, drop_collection, collection_request(collection))?.existed)
     }
+}
 
+#[async_trait]
+impl StoredData for GrpcClient {
     async fn list_saved_queries(&self) -> Result<Vec<SavedQuery>> {
         let list = rpc!(self, list_saved_queries, pb::Empty {})?;
         Ok(list.items.into_iter().map(Into::into).collect())
@@ -446,7 +458,10 @@ impl DataClient for GrpcClient {
         };
         Ok(rpc!(self, execute_procedure, request)?.into())
     }
+}
 
+#[async_trait]
+impl TransactionData for GrpcClient {
     async fn begin_transaction_with(&self, options: TransactionOptions) -> Result<TransactionInfo> {
         let request = pb::BeginTransactionRequest {
             maintenance: options.maintenance,

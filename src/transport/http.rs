@@ -1,4 +1,5 @@
-//! A REST client of a shardlite daemon, implementing [`DataClient`] and [`ShardAdmin`].
+//! A REST client of a shardlite daemon, implementing [`DataClient`](crate::data::DataClient) (all
+//! five of its parts) and [`ShardAdmin`].
 //!
 //! The bound route travels as the `X-CSharpDB-Keyspace` / `X-CSharpDB-Shard-Key` headers on
 //! every request, the API key in its configured header. Path segments (table names, keys,
@@ -13,7 +14,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> shardlite::Result<()> {
-//! use shardlite::client::{DataClient, Params};
+//! use shardlite::client::{Params, SqlData};
 //! use shardlite::transport::RemoteOptions;
 //! use shardlite::transport::http::HttpClient;
 //! use shardlite::RouteContext;
@@ -42,9 +43,10 @@ use self::failure::{Failure, transport_error};
 use super::{RemoteOptions, tls};
 use crate::data::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
-    DataClient, DatabaseInfo, DocumentPage, Params, ProcedureDefinition, Row, RowPage, SavedQuery,
+    DatabaseInfo, DocumentData, DocumentPage, Params, ProcedureDefinition, Row, RowData, RowPage, SavedQuery,
     SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport, ShardAdmin, ShardSqlResult, ShardStatus,
-    ShardStatusPage, ShardStatusQuery, SqlResult, TableSchema, TransactionInfo, TransactionOptions, Value,
+    ShardStatusPage, ShardStatusQuery, SqlData, SqlResult, StoredData, TableSchema, TransactionData, TransactionInfo,
+    TransactionOptions, Value,
 };
 use crate::error::{Error, Result, TransportFailure};
 use crate::heat::HeatReport;
@@ -302,7 +304,7 @@ impl HttpClient {
 }
 
 #[async_trait]
-impl DataClient for HttpClient {
+impl SqlData for HttpClient {
     async fn execute_sql(&self, sql: &str, params: Params) -> Result<SqlResult> {
         self.json(self.post(&["sql", "execute"]).json(&sql_body(sql, params)))
             .await
@@ -316,7 +318,10 @@ impl DataClient for HttpClient {
     async fn info(&self) -> Result<DatabaseInfo> {
         self.json(self.get(&["info"])).await
     }
+}
 
+#[async_trait]
+impl RowData for HttpClient {
     async fn list_tables(&self) -> Result<Vec<String>> {
         self.json(self.get(&["tables"])).await
     }
@@ -371,7 +376,10 @@ impl DataClient for HttpClient {
         let request = self.delete(&["tables", table, "rows", &segment]);
         self.rows_affected(request.query(&[("pkType", pk_type)])).await
     }
+}
 
+#[async_trait]
+impl DocumentData for HttpClient {
     async fn list_collections(&self) -> Result<Vec<String>> {
         self.json(self.get(&["collections"])).await
     }
@@ -406,7 +414,10 @@ impl DataClient for HttpClient {
     async fn drop_collection(&self, collection: &str) -> Result<bool> {
         self.delete_if_found(&["collections", collection], "collection").await
     }
+}
 
+#[async_trait]
+impl StoredData for HttpClient {
     async fn list_saved_queries(&self) -> Result<Vec<SavedQuery>> {
         self.json(self.get(&["saved-queries"])).await
     }
@@ -448,7 +459,10 @@ impl DataClient for HttpClient {
         )
         .await
     }
+}
 
+#[async_trait]
+impl TransactionData for HttpClient {
     async fn begin_transaction_with(&self, options: TransactionOptions) -> Result<TransactionInfo> {
         let request = self.post(&["transactions"]);
         let request = if options.maintenance {

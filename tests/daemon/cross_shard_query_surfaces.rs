@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use reqwest::StatusCode;
 use serde_json::json;
-use shardlite::client::{DataClient, Params, ShardAdmin, ShardedClient, Value};
+use shardlite::client::{Params, ShardAdmin, ShardedClient, SqlData, Value};
 use shardlite::server::ServerConfig;
 use shardlite::transport::RemoteOptions;
 use shardlite::transport::grpc::GrpcClient;

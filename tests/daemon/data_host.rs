@@ -9,7 +9,7 @@ use std::path::Path;
 use reqwest::StatusCode;
 use serde_json::{Value as Json, json};
 use shardlite::ErrorKind;
-use shardlite::client::{DataClient, Params, ShardedClient, Value};
+use shardlite::client::{Params, RowData, ShardedClient, SqlData, TransactionData, Value};
 use shardlite::data::{HostAdmin, HostShardQuery};
 use shardlite::map::{BucketRange, ShardMap, ShardingOptions};
 use shardlite::server::{ServerConfig, ServerState};

@@ -7,7 +7,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use shardlite::client::{DataClient, Params, ProcedureDefinition, ProcedureParameter, ShardAdmin, Value};
+use shardlite::client::{
+    DocumentData, Params, ProcedureDefinition, ProcedureParameter, RowData, ShardAdmin, SqlData, StoredData,
+    TransactionData, Value,
+};
 use shardlite::map::Secret;
 use shardlite::routing::RouteSource;
 use shardlite::server::{ServerConfig, ServerState};

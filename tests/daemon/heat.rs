@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use reqwest::StatusCode;
-use shardlite::client::{DataClient, Params, ShardAdmin};
+use shardlite::client::{Params, ShardAdmin, SqlData};
 use shardlite::heat::HeatReport;
 use shardlite::map::ShardMap;
 use shardlite::server::ServerConfig;

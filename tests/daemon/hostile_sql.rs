@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use shardlite::ErrorKind;
 use shardlite::client::{
-    DataClient, Params, ProcedureDefinition, ShardAdmin, ShardedClient, ShardedClientOptions, TransactionOptions, Value,
+    DataClient, DocumentData, Params, ProcedureDefinition, RowData, ShardAdmin, ShardedClient, ShardedClientOptions,
+    SqlData, StoredData, TransactionData, TransactionOptions, Value,
 };
 use shardlite::engine::EngineConfig;
 use shardlite::server::ServerConfig;

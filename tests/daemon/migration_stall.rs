@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use shardlite::ErrorKind;
-use shardlite::client::{DataClient, Params, ShardedClient};
+use shardlite::client::{Params, ShardedClient, SqlData};
 use shardlite::data::{MigrationStatus, ResumeRequest};
 use shardlite::map::{BucketRange, Secret, ShardDefinition, ShardingOptions};
 use shardlite::reshard::Migrator;

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use shardlite::ErrorKind;
-use shardlite::client::{DataClient, Params, ShardAdmin, ShardedClient, Value};
+use shardlite::client::{Params, RowData, ShardAdmin, ShardedClient, SqlData, TransactionData, Value};
 use shardlite::map::{BucketRange, Secret, ShardMap, ShardingOptions};
 use shardlite::server::ServerConfig;
 use shardlite::transport::RemoteOptions;

@@ -1607,7 +1607,10 @@ async fn the_serve_command_logs_each_request_at_debug_level() {
 #[cfg(feature = "http")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_crate_http_client_round_trips_through_the_daemon() {
-    use shardlite::client::{DataClient, Params, ProcedureDefinition, ProcedureParameter, ShardAdmin, Value};
+    use shardlite::client::{
+        DocumentData, Params, ProcedureDefinition, ProcedureParameter, RowData, ShardAdmin, SqlData, StoredData,
+        TransactionData, Value,
+    };
     use shardlite::transport::RemoteOptions;
     use shardlite::transport::http::HttpClient;
     use shardlite::{ErrorKind, RouteContext};

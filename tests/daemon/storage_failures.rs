@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use shardlite::client::{DataClient, Params, ShardedClient, Value};
+use shardlite::client::{Params, RowData, ShardedClient, SqlData, Value};
 use shardlite::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState};
 use shardlite::transport::RemoteOptions;
 use shardlite::transport::http::HttpClient;

@@ -12,7 +12,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::process::{Child, Command};
 
-use shardlite::client::{DataClient, Params, ShardedClient, Value};
+use shardlite::client::{Params, RowData, ShardedClient, SqlData, TransactionData, Value};
 use shardlite::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER};
 use shardlite::transport::RemoteOptions;
 use shardlite::transport::http::HttpClient;

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use shardlite::ErrorKind;
-use shardlite::client::{DataClient, Params, ShardedClient, Value};
+use shardlite::client::{DataClient, Params, ShardedClient, SqlData, Value};
 use shardlite::map::{BucketRange, Secret, ShardDefinition, ShardMap, ShardingOptions};
 use shardlite::options::ConnectionOptions;
 use shardlite::server::{ServerConfig, ServerState, ServerTls, TlsFiles};

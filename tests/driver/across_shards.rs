@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use shardlite::ErrorKind;
-use shardlite::client::{DataClient, Params, ShardedClient, Value};
+use shardlite::client::{Params, ShardedClient, SqlData, Value};
 use shardlite::connect::ConnectionTarget;
 use shardlite::driver::{ShardedPool, ShardliteConnection, ShardliteDatabaseError, ShardlitePool};
 use sqlx::{Connection, Row};

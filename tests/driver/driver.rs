@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use shardlite::client::{DataClient, LocalClient, Params, Value};
+use shardlite::client::{LocalClient, Params, RowData, SqlData, Value};
 use shardlite::connect::ConnectionTarget;
 use shardlite::driver::{ShardliteConnectOptions, ShardliteConnection, ShardlitePool};
 use sqlx::{Connection, Row};

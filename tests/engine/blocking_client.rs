@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use shardlite::ErrorKind;
 use shardlite::client::blocking;
-use shardlite::client::{DataClient, Params, ShardedClient, ShardedClientOptions, Value};
+use shardlite::client::{Params, ShardedClient, ShardedClientOptions, SqlData, Value};
 use shardlite::data::{ActivationRequest, CatalogUpdateRequest};
 use shardlite::engine::EngineConfig;
 use support::route;

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use shardlite::catalog::Catalog;
-use shardlite::client::{DataClient, LocalClient, Params, ShardedClient, Value};
+use shardlite::client::{LocalClient, Params, RowData, ShardedClient, SqlData, Value};
 use shardlite::map::{MapError, ShardingOptions};
 use shardlite::{Error, ErrorKind, RouteContext};
 #[cfg(feature = "cli")]

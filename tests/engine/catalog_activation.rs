@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use shardlite::ErrorKind;
-use shardlite::client::{DataClient, Params, ShardedClient, ShardedClientOptions, Value};
+use shardlite::client::{DataClient, Params, ShardedClient, ShardedClientOptions, SqlData, Value};
 use shardlite::data::{ActivationRequest, Audit, CatalogUpdateRequest};
 use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
 use support::{path_str, route, temp_dir};

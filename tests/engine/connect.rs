@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use shardlite::client::{DataClient, LocalClient, Params};
+use shardlite::client::{LocalClient, Params, RowData};
 use shardlite::connect::{ConnectionTarget, connect};
 use shardlite::map::ShardingOptions;
 use shardlite::options::ConnectionOptions;
@@ -44,7 +44,7 @@ async fn a_master_with_route_keys_binds_to_the_resolved_shard_file() {
     assert!(connected.sharded().is_some());
     assert!(connected.target().to_string().contains("shard-1"));
 
-    let client = connected.client();
+    let client = connected.client().unwrap();
     client
         .execute_sql("CREATE TABLE t (v TEXT); INSERT INTO t VALUES ('here')", Params::none())
         .await
@@ -84,11 +84,8 @@ async fn a_master_without_route_keys_gives_the_sharded_client_and_data_calls_nee
     assert!(connected.route().is_none());
     let sharded = connected.sharded().expect("the sharded client");
     assert_eq!(sharded.status().await.len(), 4);
-    let err = connected
-        .client()
-        .execute_sql("SELECT 1", Params::none())
-        .await
-        .unwrap_err();
+    // A sharded client is not a data client: without a route there is none to call.
+    let err = connected.client().map(drop).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::RouteRequired);
 }
 
@@ -108,14 +105,16 @@ async fn a_plain_database_is_a_local_connection_and_a_missing_one_is_created() {
     assert!(connected.sharded().is_none());
     connected
         .client()
+        .unwrap()
         .execute_sql("CREATE TABLE t (v); INSERT INTO t VALUES (1)", Params::none())
         .await
         .unwrap();
     assert!(file.exists());
-    let tx = connected.client().begin_transaction().await.unwrap();
+    let tx = connected.client().unwrap().begin_transaction().await.unwrap();
     assert!(!tx.transaction_id.starts_with("csdbshard:"));
     connected
         .client()
+        .unwrap()
         .rollback_transaction(&tx.transaction_id)
         .await
         .unwrap();
@@ -188,16 +187,26 @@ async fn timeouts_flow_into_the_engine() {
     )))
     .await
     .unwrap();
-    let tx = never.client().begin_transaction().await.unwrap();
+    let tx = never.client().unwrap().begin_transaction().await.unwrap();
     assert_eq!(tx.expires_at_utc, None, "Transaction Timeout=0 never expires");
-    never.client().rollback_transaction(&tx.transaction_id).await.unwrap();
+    never
+        .client()
+        .unwrap()
+        .rollback_transaction(&tx.transaction_id)
+        .await
+        .unwrap();
 
     let default = connect(&options(&format!("Data Source={master};{route}")))
         .await
         .unwrap();
-    let tx = default.client().begin_transaction().await.unwrap();
+    let tx = default.client().unwrap().begin_transaction().await.unwrap();
     assert!(tx.expires_at_utc.is_some());
-    default.client().rollback_transaction(&tx.transaction_id).await.unwrap();
+    default
+        .client()
+        .unwrap()
+        .rollback_transaction(&tx.transaction_id)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -212,7 +221,7 @@ async fn command_timeout_interrupts_a_runaway_statement_on_a_route_bound_connect
 
     // Without the key the engine's default limit (30 s) would apply; the bound below is far shorter.
     let started = std::time::Instant::now();
-    let runaway = connected.client().execute_sql(
+    let runaway = connected.client().unwrap().execute_sql(
         "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c",
         Params::none(),
     );
@@ -230,6 +239,7 @@ async fn command_timeout_interrupts_a_runaway_statement_on_a_route_bound_connect
     // The shard's writer is free again.
     let result = connected
         .client()
+        .unwrap()
         .execute_sql("SELECT 1", Params::none())
         .await
         .unwrap();

@@ -69,7 +69,7 @@ async fn fixture(dir: &Path, shards: usize, rows: &[Vec<Value>]) -> (ShardedClie
     for row in rows {
         let tenant = row[1].as_str().unwrap();
         let routed = sharded.for_route(RouteContext::new("tenants", tenant).unwrap());
-        shardlite::client::DataClient::execute_sql(&routed, insert, Params::Positional(row.clone()))
+        shardlite::client::SqlData::execute_sql(&routed, insert, Params::Positional(row.clone()))
             .await
             .unwrap();
         reference
@@ -85,7 +85,7 @@ async fn fixture(dir: &Path, shards: usize, rows: &[Vec<Value>]) -> (ShardedClie
         ];
         let sql = "INSERT INTO customers VALUES (?1, ?2, ?3)";
         let routed = sharded.for_route(RouteContext::new("tenants", &tenant).unwrap());
-        shardlite::client::DataClient::execute_sql(&routed, sql, Params::Positional(values.clone()))
+        shardlite::client::SqlData::execute_sql(&routed, sql, Params::Positional(values.clone()))
             .await
             .unwrap();
         reference

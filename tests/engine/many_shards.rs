@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use shardlite::ErrorKind;
-use shardlite::client::{DataClient, Params, ShardedClient, ShardedClientOptions, Value};
+use shardlite::client::{Params, ShardedClient, ShardedClientOptions, SqlData, TransactionData, Value};
 use shardlite::engine::EngineConfig;
 use shardlite::options::ConnectionOptions;
 use support::many::pinned_tenants;

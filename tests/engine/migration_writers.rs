@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use shardlite::ErrorKind;
-use shardlite::client::{DataClient, Params, ShardedClient, ShardedClientOptions, Value};
+use shardlite::client::{Params, ShardedClient, ShardedClientOptions, SqlData, Value};
 use shardlite::data::MigrationStatus;
 use shardlite::reshard::Migrator;
 use support::migrate::{fill, key_request, migration_master, other, owner};

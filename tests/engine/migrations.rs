@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use shardlite::ErrorKind;
-use shardlite::client::{DataClient, Params, ShardedClient};
+use shardlite::client::{DataClient, Params, ShardedClient, SqlData};
 use shardlite::data::ResumeRequest;
 use shardlite::data::{Audit, MigrationRequest, MigrationScope, MigrationStatus};
 use shardlite::map::ShardDefinition;

@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use shardlite::client::{DataClient, Params, ProcedureDefinition, ShardAdmin, ShardedClient, Value};
+use shardlite::client::{
+    DataClient, DocumentData, Params, ProcedureDefinition, RowData, ShardAdmin, ShardedClient, SqlData, SqlResult,
+    StoredData, TransactionData, Value,
+};
 use shardlite::{ErrorKind, RouteContext};
 use support::{route, seeded_master};
 
@@ -12,10 +15,35 @@ struct Surface {
     name: &'static str,
     /// A data client bound to a route.
     routed: Box<dyn Fn(RouteContext) -> Arc<dyn DataClient> + Send + Sync>,
-    /// A data client with no route.
-    unrouted: Arc<dyn DataClient>,
+    /// What the surface offers with no route.
+    unrouted: Arc<dyn Unrouted>,
     /// The shard-admin client.
     admin: Arc<dyn ShardAdmin>,
+}
+
+/// What a surface offers with no route: transaction calls routed by the id alone, and SQL,
+/// which needs a route.
+#[async_trait::async_trait]
+trait Unrouted: Send + Sync {
+    async fn execute_in_transaction(&self, id: &str, sql: &str, params: Params) -> shardlite::Result<SqlResult>;
+    async fn commit_transaction(&self, id: &str) -> shardlite::Result<()>;
+    /// SQL sent without a route.
+    async fn execute_sql(&self, sql: &str, params: Params) -> shardlite::Result<SqlResult>;
+}
+
+#[async_trait::async_trait]
+impl Unrouted for ShardedClient {
+    async fn execute_in_transaction(&self, id: &str, sql: &str, params: Params) -> shardlite::Result<SqlResult> {
+        ShardedClient::execute_in_transaction(self, id, sql, params).await
+    }
+    async fn commit_transaction(&self, id: &str) -> shardlite::Result<()> {
+        ShardedClient::commit_transaction(self, id).await
+    }
+    async fn execute_sql(&self, _sql: &str, _params: Params) -> shardlite::Result<SqlResult> {
+        // In-process the call cannot be written: a sharded client has no `execute_sql`, and a
+        // connection without a route has no data client. What remote surfaces must answer:
+        Err(shardlite::Error::RouteRequired)
+    }
 }
 
 /// Records outcomes in a transport-neutral form: values as JSON, errors as their kind.
@@ -352,13 +380,29 @@ mod remote {
     use shardlite::transport::http::HttpClient;
     use support::daemon::start_daemon_on;
 
+    /// A remote client with no route: the daemon answers for what needs one.
+    struct Daemon<C>(C);
+
+    #[async_trait::async_trait]
+    impl<C: DataClient> Unrouted for Daemon<C> {
+        async fn execute_in_transaction(&self, id: &str, sql: &str, params: Params) -> shardlite::Result<SqlResult> {
+            self.0.execute_in_transaction(id, sql, params).await
+        }
+        async fn commit_transaction(&self, id: &str) -> shardlite::Result<()> {
+            self.0.commit_transaction(id).await
+        }
+        async fn execute_sql(&self, sql: &str, params: Params) -> shardlite::Result<SqlResult> {
+            self.0.execute_sql(sql, params).await
+        }
+    }
+
     fn over_grpc(endpoint: &str) -> Surface {
         let client = GrpcClient::new(RemoteOptions::new(endpoint)).unwrap();
         let routed = client.clone();
         Surface {
             name: "grpc",
             routed: Box::new(move |route| Arc::new(routed.with_route(route)) as Arc<dyn DataClient>),
-            unrouted: Arc::new(client.clone()),
+            unrouted: Arc::new(Daemon(client.clone())),
             admin: Arc::new(client),
         }
     }
@@ -369,7 +413,7 @@ mod remote {
         Surface {
             name: "http",
             routed: Box::new(move |route| Arc::new(routed.with_route(route)) as Arc<dyn DataClient>),
-            unrouted: Arc::new(client.clone()),
+            unrouted: Arc::new(Daemon(client.clone())),
             admin: Arc::new(client),
         }
     }
@@ -441,12 +485,15 @@ mod blocking_surface {
     }
 
     struct Routed(blocking::RoutedClient);
-    struct Unrouted(blocking::ShardedClient);
+    struct NoRoute(blocking::ShardedClient);
 
-    forward! { DataClient for Routed {
+    forward! { SqlData for Routed {
             execute_sql(sql: &str, params: Params) -> SqlResult;
             execute_read_only_sql(sql: &str, params: Params) -> SqlResult;
             info() -> DatabaseInfo;
+    } }
+
+    forward! { RowData for Routed {
             list_tables() -> Vec<String>;
             table_schema(table: &str) -> TableSchema;
             count_rows(table: &str) -> u64;
@@ -455,6 +502,9 @@ mod blocking_surface {
             insert_row(table: &str, values: Row) -> u64;
             update_row(table: &str, key: Value, values: Row) -> u64;
             delete_row(table: &str, key: Value) -> u64;
+    } }
+
+    forward! { DocumentData for Routed {
             list_collections() -> Vec<String>;
             count_documents(collection: &str) -> u64;
             browse_documents(collection: &str, page: u32, page_size: u32) -> DocumentPage;
@@ -462,6 +512,9 @@ mod blocking_surface {
             put_document(collection: &str, key: &str, document: serde_json::Value) -> ();
             delete_document(collection: &str, key: &str) -> bool;
             drop_collection(collection: &str) -> bool;
+    } }
+
+    forward! { StoredData for Routed {
             list_saved_queries() -> Vec<SavedQuery>;
             get_saved_query(name: &str) -> Option<SavedQuery>;
             put_saved_query(name: &str, sql_text: &str) -> SavedQuery;
@@ -471,54 +524,27 @@ mod blocking_surface {
             put_procedure(definition: ProcedureDefinition) -> ProcedureDefinition;
             delete_procedure(name: &str) -> bool;
             execute_procedure(name: &str, args: Params) -> SqlResult;
+    } }
+
+    forward! { TransactionData for Routed {
             begin_transaction_with(options: TransactionOptions) -> TransactionInfo;
             execute_in_transaction(transaction_id: &str, sql: &str, params: Params) -> SqlResult;
             commit_transaction(transaction_id: &str) -> ();
             rollback_transaction(transaction_id: &str) -> ();
     } }
 
-    // Without a route the blocking client offers only info and id-routed transaction calls;
-    // everything else is refused as the async client refuses it.
-    forward! { DataClient for Unrouted {
-            info() -> DatabaseInfo;
-            execute_in_transaction(transaction_id: &str, sql: &str, params: Params) -> SqlResult;
-            commit_transaction(transaction_id: &str) -> ();
-            rollback_transaction(transaction_id: &str) -> ();
+    // Without a route the blocking client offers only info and id-routed transaction calls; SQL
+    // has no form there, as on the async client.
+    forward! { Unrouted for NoRoute {
+            execute_in_transaction(id: &str, sql: &str, params: Params) -> SqlResult;
+            commit_transaction(id: &str) -> ();
         }
-        async fn execute_sql(&self, sql: &str, params: Params) -> shardlite::Result<SqlResult> {
-            self.0.as_async().execute_sql(sql, params).await
+        async fn execute_sql(&self, _sql: &str, _params: Params) -> shardlite::Result<SqlResult> {
+            Err(shardlite::Error::RouteRequired)
         }
-        async fn execute_read_only_sql(&self, sql: &str, params: Params) -> shardlite::Result<SqlResult> {
-            self.0.as_async().execute_read_only_sql(sql, params).await
-        }
-        async fn list_tables(&self) -> shardlite::Result<Vec<String>> { self.0.as_async().list_tables().await }
-        async fn table_schema(&self, t: &str) -> shardlite::Result<TableSchema> { self.0.as_async().table_schema(t).await }
-        async fn count_rows(&self, t: &str) -> shardlite::Result<u64> { self.0.as_async().count_rows(t).await }
-        async fn browse_rows(&self, t: &str, p: u32, s: u32) -> shardlite::Result<RowPage> { self.0.as_async().browse_rows(t, p, s).await }
-        async fn get_row(&self, t: &str, k: Value) -> shardlite::Result<Option<Row>> { self.0.as_async().get_row(t, k).await }
-        async fn insert_row(&self, t: &str, v: Row) -> shardlite::Result<u64> { self.0.as_async().insert_row(t, v).await }
-        async fn update_row(&self, t: &str, k: Value, v: Row) -> shardlite::Result<u64> { self.0.as_async().update_row(t, k, v).await }
-        async fn delete_row(&self, t: &str, k: Value) -> shardlite::Result<u64> { self.0.as_async().delete_row(t, k).await }
-        async fn list_collections(&self) -> shardlite::Result<Vec<String>> { self.0.as_async().list_collections().await }
-        async fn count_documents(&self, c: &str) -> shardlite::Result<u64> { self.0.as_async().count_documents(c).await }
-        async fn browse_documents(&self, c: &str, p: u32, s: u32) -> shardlite::Result<DocumentPage> { self.0.as_async().browse_documents(c, p, s).await }
-        async fn get_document(&self, c: &str, k: &str) -> shardlite::Result<Option<serde_json::Value>> { self.0.as_async().get_document(c, k).await }
-        async fn put_document(&self, c: &str, k: &str, d: serde_json::Value) -> shardlite::Result<()> { self.0.as_async().put_document(c, k, d).await }
-        async fn delete_document(&self, c: &str, k: &str) -> shardlite::Result<bool> { self.0.as_async().delete_document(c, k).await }
-        async fn drop_collection(&self, c: &str) -> shardlite::Result<bool> { self.0.as_async().drop_collection(c).await }
-        async fn list_saved_queries(&self) -> shardlite::Result<Vec<SavedQuery>> { self.0.as_async().list_saved_queries().await }
-        async fn get_saved_query(&self, n: &str) -> shardlite::Result<Option<SavedQuery>> { self.0.as_async().get_saved_query(n).await }
-        async fn put_saved_query(&self, n: &str, s: &str) -> shardlite::Result<SavedQuery> { self.0.as_async().put_saved_query(n, s).await }
-        async fn delete_saved_query(&self, n: &str) -> shardlite::Result<bool> { self.0.as_async().delete_saved_query(n).await }
-        async fn list_procedures(&self) -> shardlite::Result<Vec<ProcedureDefinition>> { self.0.as_async().list_procedures().await }
-        async fn get_procedure(&self, n: &str) -> shardlite::Result<Option<ProcedureDefinition>> { self.0.as_async().get_procedure(n).await }
-        async fn put_procedure(&self, d: ProcedureDefinition) -> shardlite::Result<ProcedureDefinition> { self.0.as_async().put_procedure(d).await }
-        async fn delete_procedure(&self, n: &str) -> shardlite::Result<bool> { self.0.as_async().delete_procedure(n).await }
-        async fn execute_procedure(&self, n: &str, a: Params) -> shardlite::Result<SqlResult> { self.0.as_async().execute_procedure(n, a).await }
-        async fn begin_transaction_with(&self, o: TransactionOptions) -> shardlite::Result<TransactionInfo> { self.0.as_async().begin_transaction_with(o).await }
     }
 
-    forward! { ShardAdmin for Unrouted {
+    forward! { ShardAdmin for NoRoute {
             execute_sql_on_all_shards(sql: &str) -> Vec<ShardSqlResult>;
             execute_read_only_sql_on_all_shards(sql: &str) -> Vec<ShardSqlResult>;
             query_all_shards(sql: &str, params: Params) -> SqlResult;
@@ -553,8 +579,8 @@ mod blocking_surface {
         let surface = Surface {
             name: "blocking",
             routed: Box::new(move |route| Arc::new(Routed(for_route.for_route(route))) as Arc<dyn DataClient>),
-            unrouted: Arc::new(Unrouted(sharded.clone())),
-            admin: Arc::new(Unrouted(sharded.clone())),
+            unrouted: Arc::new(NoRoute(sharded.clone())),
+            admin: Arc::new(NoRoute(sharded.clone())),
         };
         let actual = behaviour_suite(&surface).await;
         for (i, (want, got)) in expected.iter().zip(&actual).enumerate() {

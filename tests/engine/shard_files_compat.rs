@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use shardlite::client::{DataClient, Params, ShardedClient, ShardedClientOptions};
+use shardlite::client::{Params, ShardedClient, ShardedClientOptions, SqlData};
 use shardlite::data::{MigrationRequest, MigrationStatus};
 use shardlite::engine::{Database, EngineConfig};
 use shardlite::reshard::Migrator;

@@ -32,9 +32,8 @@ use arc_swap::ArcSwap;
 use self::generation::{Generation, data_source_of, open_slots};
 
 use super::RoutedClient;
-use super::forward::impl_data_client;
 use crate::catalog::{Catalog, check_shard_files};
-use crate::data::{DataClient, DatabaseInfo, Params, SqlResult, TransactionInfo, TransactionOptions};
+use crate::data::DataClient;
 use crate::engine::EngineConfig;
 use crate::error::{Error, Result};
 use crate::heat::{DEFAULT_HALF_LIFE, HeatRecorder, HeatReport};
@@ -63,20 +62,34 @@ struct Inner {
 
 /// A client over every shard of one map.
 ///
-/// Route-bound work goes through [`for_route`](Self::for_route); operators use
+/// Route-bound work goes through [`for_route`](Self::for_route), whose client is a
+/// [`DataClient`]; the sharded client is not one, having no route. Without a route it sums
+/// counts over every shard ([`info`](Self::info)) and runs transaction calls routed by the id
+/// alone ([`execute_in_transaction`](Self::execute_in_transaction),
+/// [`commit_transaction`](Self::commit_transaction),
+/// [`rollback_transaction`](Self::rollback_transaction)); operators use
 /// [`status`](Self::status), [`execute_sql_on_all_shards`](Self::execute_sql_on_all_shards) and
 /// [`execute_read_only_sql_on_all_shards`](Self::execute_read_only_sql_on_all_shards).
 /// Cloning is cheap and shares the shards.
 ///
 /// ```no_run
 /// # async fn demo() -> shardlite::Result<()> {
-/// use shardlite::client::{DataClient, Params, ShardedClient};
+/// use shardlite::client::{Params, ShardedClient, SqlData};
 /// use shardlite::RouteContext;
 ///
 /// let sharded = ShardedClient::open("data/master.db").await?;
 /// let june = sharded.for_route(RouteContext::new("orders_by_month", "2026-06")?);
 /// june.execute_sql("SELECT count(*) FROM orders WHERE order_month = ?1", Params::from(vec!["2026-06"])).await?;
 /// # Ok(()) }
+/// ```
+///
+/// Having no route, the sharded client is not a data client itself:
+///
+/// ```compile_fail
+/// fn data_client(_: &dyn shardlite::client::DataClient) {}
+/// # fn demo(sharded: shardlite::client::ShardedClient) {
+/// data_client(&sharded); // a route's client is: `data_client(&sharded.for_route(route))`
+/// # }
 /// ```
 #[derive(Clone)]
 pub struct ShardedClient {
@@ -321,33 +334,3 @@ impl std::fmt::Debug for ActiveMap {
         self.0.map.fmt(f)
     }
 }
-
-// Without a route the sharded client can only aggregate info and route transactions by id;
-// everything else fails with `Error::RouteRequired`.
-impl_data_client!(
-    ShardedClient,
-    |_this| Err::<Arc<dyn DataClient>, _>(Error::RouteRequired),
-    {
-        async fn execute_sql(&self, _sql: &str, _params: Params) -> Result<SqlResult> {
-            Err(Error::RouteRequired)
-        }
-        async fn execute_read_only_sql(&self, _sql: &str, _params: Params) -> Result<SqlResult> {
-            Err(Error::RouteRequired)
-        }
-        async fn info(&self) -> Result<DatabaseInfo> {
-            self.aggregate_info().await
-        }
-        async fn begin_transaction_with(&self, _options: TransactionOptions) -> Result<TransactionInfo> {
-            Err(Error::RouteRequired)
-        }
-        async fn execute_in_transaction(&self, transaction_id: &str, sql: &str, params: Params) -> Result<SqlResult> {
-            self.tx_execute(transaction_id, None, sql, params).await
-        }
-        async fn commit_transaction(&self, transaction_id: &str) -> Result<()> {
-            self.tx_commit(transaction_id, None).await
-        }
-        async fn rollback_transaction(&self, transaction_id: &str) -> Result<()> {
-            self.tx_rollback(transaction_id, None).await
-        }
-    }
-);

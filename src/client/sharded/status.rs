@@ -141,7 +141,11 @@ impl ShardedClient {
         .await
     }
 
-    pub(super) async fn aggregate_info(&self) -> Result<DatabaseInfo> {
+    /// Counts of tables, indexes, views, triggers, collections, saved queries and procedures,
+    /// summed over every enabled shard; its data source is the sharded client's
+    /// ([`data_source`](Self::data_source)). A route's own counts are its client's
+    /// ([`for_route`](Self::for_route)).
+    pub async fn info(&self) -> Result<DatabaseInfo> {
         let generation = self.fresh().await;
         let mut total = DatabaseInfo {
             data_source: generation.data_source.clone(),

@@ -73,6 +73,22 @@ impl ShardedClient {
         Ok((id, index, generation.slot_client(index)?))
     }
 
+    /// Executes SQL inside a transaction, routed by its id alone (a route's client checks the
+    /// route against the id too).
+    pub async fn execute_in_transaction(&self, transaction_id: &str, sql: &str, params: Params) -> Result<SqlResult> {
+        self.tx_execute(transaction_id, None, sql, params).await
+    }
+
+    /// Commits a transaction, routed by its id alone.
+    pub async fn commit_transaction(&self, transaction_id: &str) -> Result<()> {
+        self.tx_commit(transaction_id, None).await
+    }
+
+    /// Rolls back a transaction, routed by its id alone.
+    pub async fn rollback_transaction(&self, transaction_id: &str) -> Result<()> {
+        self.tx_rollback(transaction_id, None).await
+    }
+
     pub(crate) async fn tx_execute(
         &self,
         transaction_id: &str,

@@ -51,10 +51,12 @@ use begin::{begin_detached, check_begin_statement};
 ///
 /// # Transactions
 ///
-/// The outermost `begin` calls [`DataClient::begin_transaction`] (on a route-bound connection the id
-/// is `csdbshard:{mapVersion}:{shardId}:{inner}`); every statement until commit or rollback runs
-/// with [`DataClient::execute_in_transaction`] on that session. Nested `begin`s are savepoints
-/// executed inside the session (`SAVEPOINT _sqlx_savepoint_N`, released by commit, rolled back
+/// The outermost `begin` calls
+/// [`begin_transaction`](crate::data::TransactionData::begin_transaction) (on a route-bound
+/// connection the id is `csdbshard:{mapVersion}:{shardId}:{inner}`); every statement until commit
+/// or rollback runs with
+/// [`execute_in_transaction`](crate::data::TransactionData::execute_in_transaction) on that
+/// session. Nested `begin`s are savepoints executed inside the session (`SAVEPOINT _sqlx_savepoint_N`, released by commit, rolled back
 /// with `ROLLBACK TO` then released), named as sqlx's own drivers name them.
 ///
 /// Dropping an `sqlx::Transaction` calls `TransactionManager::start_rollback`,
@@ -86,10 +88,10 @@ use begin::{begin_detached, check_begin_statement};
 pub struct ShardliteConnection {
     target: ConnectionTarget,
     /// The shared client of the target (rows, collections and the like).
-    shared: Arc<dyn DataClient>,
+    shared: Option<Arc<dyn DataClient>>,
     /// What SQL and transactions run on: a connection of its own in-process, the remote client
-    /// otherwise.
-    client: Arc<dyn DataClient>,
+    /// otherwise. Both are `None` on an in-process connection across shards, which has no route.
+    client: Option<Arc<dyn DataClient>>,
     /// For a connection bound to a keyspace without a key: where queries are answered across shards.
     across_shards: Option<Arc<dyn ShardAdmin>>,
     log_settings: LogSettings,
@@ -173,7 +175,7 @@ impl ShardliteConnection {
         let client = own_connection(&connected).await?;
         let connection = Self::from_parts(
             connected.target().clone(),
-            Arc::clone(connected.client()),
+            connected.client().ok().cloned(),
             client,
             options.log_settings.clone(),
         );
@@ -196,8 +198,8 @@ impl ShardliteConnection {
     /// calls SQL does not cover.
     pub(crate) fn from_parts(
         target: ConnectionTarget,
-        shared: Arc<dyn DataClient>,
-        client: Arc<dyn DataClient>,
+        shared: Option<Arc<dyn DataClient>>,
+        client: Option<Arc<dyn DataClient>>,
         log_settings: LogSettings,
     ) -> Self {
         Self {
@@ -227,8 +229,11 @@ impl ShardliteConnection {
     /// The data-operation client under the connection, for what SQL does not cover (rows by key,
     /// collections, saved queries, procedures). Calls through it run outside the connection's
     /// transaction.
-    pub fn data_client(&self) -> &Arc<dyn DataClient> {
-        &self.shared
+    ///
+    /// Fails with [`RouteRequired`](crate::Error::RouteRequired) on an in-process connection
+    /// across shards (bound to a keyspace without a key), which has no route's client.
+    pub fn data_client(&self) -> crate::Result<&Arc<dyn DataClient>> {
+        self.shared.as_ref().ok_or(crate::Error::RouteRequired)
     }
 
     /// The id of the open transaction (`csdbshard:…` on a route-bound connection), if any.
@@ -236,8 +241,8 @@ impl ShardliteConnection {
         self.transaction.session.as_deref()
     }
 
-    fn client(&self) -> &dyn DataClient {
-        &*self.client
+    fn client(&self) -> crate::Result<&dyn DataClient> {
+        self.client.as_deref().ok_or(crate::Error::RouteRequired)
     }
 
     /// Hands queued rollbacks to a task that runs them after the ones already running, so they
@@ -249,9 +254,12 @@ impl ShardliteConnection {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
+        // Rollbacks are queued only for a transaction that began, on a client.
+        let Some(client) = self.client.clone() else {
+            return;
+        };
         let undo: Vec<Undo> = self.transaction.queued.drain(..).collect();
         let earlier = self.transaction.running.take();
-        let client = Arc::clone(&self.client);
         self.transaction.running = Some(runtime.spawn(async move {
             let earlier = match earlier {
                 Some(task) => task.await.unwrap_or_else(|err| Err(err.to_string())),
@@ -274,7 +282,10 @@ impl ShardliteConnection {
         }
         // No runtime to spawn on: run them here, dropping each only once it has run.
         while let Some(step) = self.transaction.queued.front().cloned() {
-            let outcome = run_all(self.client(), std::slice::from_ref(&step)).await;
+            let outcome = match self.client() {
+                Ok(client) => run_all(client, std::slice::from_ref(&step)).await,
+                Err(err) => Err(err.to_string()),
+            };
             self.transaction.queued.pop_front();
             if let Err(reason) = outcome {
                 self.transaction.broken.get_or_insert(reason);
@@ -296,9 +307,9 @@ impl ShardliteConnection {
         let result = match (self.transaction.depth, self.transaction.session.as_deref()) {
             (0, _) => match &self.across_shards {
                 Some(admin) => across_shards::run(&**admin, sql.as_str(), params).await,
-                None => self.client().execute_sql(sql.as_str(), params).await,
+                None => self.client()?.execute_sql(sql.as_str(), params).await,
             },
-            (_, Some(id)) => self.client().execute_in_transaction(id, sql.as_str(), params).await,
+            (_, Some(id)) => self.client()?.execute_in_transaction(id, sql.as_str(), params).await,
             (_, None) => {
                 return Err(Error::Protocol(
                     "the transaction on this connection failed to begin; roll it back first".to_owned(),
@@ -325,7 +336,8 @@ impl ShardliteConnection {
             if let Some(statement) = statement {
                 check_begin_statement(statement.as_str())?;
             }
-            let info = begin_detached(&self.client).await?;
+            let client = self.client.as_ref().ok_or(crate::Error::RouteRequired)?;
+            let info = begin_detached(client).await?;
             self.transaction.session = Some(info.transaction_id);
             self.transaction.savepoints = 0;
             return Ok(());
@@ -334,7 +346,7 @@ impl ShardliteConnection {
             return Err(Error::InvalidSavePointStatement);
         }
         let id = self.open_session()?;
-        self.client()
+        self.client()?
             .execute_in_transaction(&id, begin_ansi_transaction_sql(depth).as_str(), Params::none())
             .await?;
         self.transaction.savepoints = depth;
@@ -348,7 +360,7 @@ impl ShardliteConnection {
             1 => {
                 if let Some(id) = self.transaction.session.clone() {
                     // On failure the level stays open; the dropped sqlx transaction rolls it back.
-                    self.client().commit_transaction(&id).await?;
+                    self.client()?.commit_transaction(&id).await?;
                 }
                 self.end_transaction();
                 Ok(())
@@ -357,7 +369,7 @@ impl ShardliteConnection {
                 let number = depth - 1;
                 if self.transaction.savepoints >= number {
                     let id = self.open_session()?;
-                    self.client()
+                    self.client()?
                         .execute_in_transaction(&id, commit_ansi_transaction_sql(depth).as_str(), Params::none())
                         .await?;
                     self.transaction.savepoints = number - 1;
@@ -374,7 +386,7 @@ impl ShardliteConnection {
             0 => Ok(()),
             1 => {
                 if let Some(id) = self.transaction.session.clone() {
-                    Undo::Transaction { id }.run(self.client()).await?;
+                    Undo::Transaction { id }.run(self.client()?).await?;
                 }
                 self.end_transaction();
                 Ok(())
@@ -383,7 +395,7 @@ impl ShardliteConnection {
                 let number = depth - 1;
                 if self.transaction.savepoints >= number {
                     let id = self.open_session()?;
-                    Undo::Savepoint { id, number }.run(self.client()).await?;
+                    Undo::Savepoint { id, number }.run(self.client()?).await?;
                     self.transaction.savepoints = number - 1;
                 }
                 self.transaction.depth = depth - 1;
@@ -437,18 +449,19 @@ impl ShardliteConnection {
 /// The client a new connection runs SQL on: a SQLite connection of its own for an in-process
 /// target (a route's shard or a plain file), so connection-local state lasts as long as the
 /// connection; the shared remote client for a daemon, where each call is a request.
-async fn own_connection(connected: &ConnectedClient) -> Result<Arc<dyn DataClient>, Error> {
-    let client: Arc<dyn DataClient> = match (connected.target(), connected.sharded(), connected.route()) {
-        (ConnectionTarget::Shard { .. }, Some(sharded), Some(route)) => {
-            Arc::new(DedicatedClient::for_route(sharded, route.clone()).await?)
-        }
-        (ConnectionTarget::Local { .. }, _, _) => match connected.local() {
-            Some(local) => Arc::new(DedicatedClient::for_local(local).await?),
-            None => Arc::clone(connected.client()),
+async fn own_connection(connected: &ConnectedClient) -> Result<Option<Arc<dyn DataClient>>, Error> {
+    let target = connected.target();
+    Ok(
+        match (target, connected.sharded(), connected.route(), connected.local()) {
+            (ConnectionTarget::Shard { .. }, Some(sharded), Some(route), _) => {
+                Some(Arc::new(DedicatedClient::for_route(sharded, route.clone()).await?))
+            }
+            (ConnectionTarget::Local { .. }, _, _, Some(local)) => {
+                Some(Arc::new(DedicatedClient::for_local(local).await?))
+            }
+            _ => connected.client().ok().cloned(),
         },
-        _ => Arc::clone(connected.client()),
-    };
-    Ok(client)
+    )
 }
 
 type Step = Result<Either<ShardliteQueryResult, ShardliteRow>, Error>;

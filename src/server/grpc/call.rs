@@ -128,8 +128,8 @@ pub(super) struct Call {
 }
 
 impl Call {
-    /// The route's shard, the sharded client (which answers "route required"), the plain
-    /// database, or the named shard of a data host.
+    /// The route's shard, the plain database, or the named shard of a data host; a sharded
+    /// daemon sent no route answers "route required".
     pub(super) fn data(&self) -> Result<Arc<dyn DataClient>> {
         self.state.data_client(&self.target)
     }

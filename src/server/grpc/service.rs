@@ -293,7 +293,7 @@ impl Shardlite for ShardliteService {
 
     async fn get_info(&self, request: Request<pb::Empty>) -> RpcResult<pb::DatabaseInfo> {
         self.run("GetInfo", request, |call, _| async move {
-            Ok(call.data()?.info().await?.into())
+            Ok(call.state.info(&call.target).await?.into())
         })
         .await
     }

@@ -18,7 +18,7 @@ use crate::server::{Backend, ServerState, Target};
     responses((status = 200, description = "Counts", body = DatabaseInfo))
 )]
 pub async fn info(State(state): State<ServerState>, target: Target) -> Result<axum::Json<DatabaseInfo>, ApiError> {
-    let mut info = state.data_client(&target)?.info().await?;
+    let mut info = state.info(&target).await?;
     // Clients learn which database answered, never where its file lives.
     info.data_source = match (state.backend(), &target.route) {
         (Backend::Sharded(sharded), Some(route)) => {

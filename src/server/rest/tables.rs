@@ -4,6 +4,8 @@
 //! affinity of the key column's declared type (so `/rows/42` finds the integer key 42), or as
 //! the type named by `?pkType=integer|real|text|blob` (blob keys as base64).
 
+use std::sync::Arc;
+
 use axum::extract::State;
 use axum::http::StatusCode;
 use base64::Engine as _;
@@ -144,8 +146,7 @@ pub async fn get_row(
     Path((name, pk)): Path<(String, String)>,
     Query(options): Query<PkQuery>,
 ) -> Result<axum::Json<RowBody>, ApiError> {
-    let client = state.data_client(&target)?;
-    let key = row_key(client.as_ref(), &name, &pk, options.pk_type).await?;
+    let (client, key) = row_key(state.data_client(&target), &name, &pk, options.pk_type).await?;
     match client.get_row(&name, key).await? {
         Some(row) => Ok(axum::Json(RowBody(row))),
         None => Err(row_not_found(&name, &pk)),
@@ -178,8 +179,7 @@ pub async fn update_row(
     Query(options): Query<PkQuery>,
     Json(request): Json<RowValuesRequest>,
 ) -> Result<axum::Json<RowsAffectedBody>, ApiError> {
-    let client = state.data_client(&target)?;
-    let key = row_key(client.as_ref(), &name, &pk, options.pk_type).await?;
+    let (client, key) = row_key(state.data_client(&target), &name, &pk, options.pk_type).await?;
     match client.update_row(&name, key, request.values).await? {
         0 => Err(row_not_found(&name, &pk)),
         rows_affected => Ok(axum::Json(RowsAffectedBody { rows_affected })),
@@ -208,8 +208,7 @@ pub async fn delete_row(
     Path((name, pk)): Path<(String, String)>,
     Query(options): Query<PkQuery>,
 ) -> Result<axum::Json<RowsAffectedBody>, ApiError> {
-    let client = state.data_client(&target)?;
-    let key = row_key(client.as_ref(), &name, &pk, options.pk_type).await?;
+    let (client, key) = row_key(state.data_client(&target), &name, &pk, options.pk_type).await?;
     match client.delete_row(&name, key).await? {
         0 => Err(row_not_found(&name, &pk)),
         rows_affected => Ok(axum::Json(RowsAffectedBody { rows_affected })),
@@ -220,12 +219,22 @@ fn row_not_found(table: &str, pk: &str) -> ApiError {
     ApiError::not_found("row", format!("{table}/{pk}"))
 }
 
-/// The key value a path segment stands for: as `pk_type` says, or by the key column's affinity.
-async fn row_key(client: &dyn DataClient, table: &str, pk: &str, pk_type: Option<PkType>) -> Result<Value, ApiError> {
-    match pk_type {
-        Some(pk_type) => key_as(pk, pk_type),
-        None => Ok(key_by_affinity(&client.table_schema(table).await?, pk)),
-    }
+/// The client a row call runs on, and the key value a path segment stands for: as `pk_type`
+/// says, or by the key column's affinity. A key that does not parse as `pk_type` is refused
+/// before a missing client is (a sharded daemon sent no route).
+async fn row_key(
+    client: crate::Result<Arc<dyn DataClient>>,
+    table: &str,
+    pk: &str,
+    pk_type: Option<PkType>,
+) -> Result<(Arc<dyn DataClient>, Value), ApiError> {
+    let typed = pk_type.map(|pk_type| key_as(pk, pk_type)).transpose()?;
+    let client = client?;
+    let key = match typed {
+        Some(key) => key,
+        None => key_by_affinity(&client.table_schema(table).await?, pk),
+    };
+    Ok((client, key))
 }
 
 fn key_as(pk: &str, pk_type: PkType) -> Result<Value, ApiError> {

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::route;
-use shardlite::client::{DataClient, Params, ShardedClient, Value};
+use shardlite::client::{DocumentData, Params, ShardedClient, SqlData, Value};
 use shardlite::data::{Audit, CollectionManifest, MigrationManifest, MigrationRequest, TableManifest};
 
 /// The `tenants` map of [`crate::tenants_options`] seeded into `dir/master.db`, with
