@@ -15,7 +15,10 @@ mod spec;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use request::{BucketMigrationBody, KeyMigrationBody, MigrationBody};
+#[cfg(any(feature = "server", test))]
+pub(crate) use request::{BucketMigrationBody, KeyMigrationBody};
+#[cfg(any(feature = "http", feature = "grpc"))]
+pub(crate) use request::MigrationBody;
 pub use request::{MigrationRequest, MigrationScope};
 pub use spec::MigrationSpec;
 
