@@ -15,10 +15,10 @@ mod spec;
 #[cfg(test)]
 mod tests;
 
-#[cfg(any(feature = "server", test))]
-pub(crate) use request::{BucketMigrationBody, KeyMigrationBody};
 #[cfg(any(feature = "http", feature = "grpc"))]
 pub(crate) use request::MigrationBody;
+#[cfg(any(feature = "server", test))]
+pub(crate) use request::{BucketMigrationBody, KeyMigrationBody};
 pub use request::{MigrationRequest, MigrationScope};
 pub use spec::MigrationSpec;
 
