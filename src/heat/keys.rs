@@ -13,6 +13,7 @@
 //! every slot is scaled down once.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use super::counter::Decay;
 
@@ -43,14 +44,40 @@ pub(super) struct TrackedKey {
     pub(super) rows: f64,
 }
 
+/// FNV-1a, for the key index: it holds at most `capacity` keys, so keys made to collide cost a
+/// scan of those few at worst, and SipHash's resistance to floods would only cost every call.
+#[derive(Debug, Clone, Copy)]
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// At most `capacity` keys with their decaying counts.
 #[derive(Debug)]
 pub(super) struct TopKeys {
     capacity: usize,
     slots: Vec<KeySlot>,
-    by_key: HashMap<Box<str>, usize>,
+    by_key: HashMap<Box<str>, usize, BuildHasherDefault<Fnv>>,
     /// The tick weights are relative to.
     landmark: u32,
+    /// The last tick a weight was computed for, and that weight: calls within one tick (1/64 s)
+    /// share it.
+    last_weight: (u32, f64),
 }
 
 impl TopKeys {
@@ -60,16 +87,23 @@ impl TopKeys {
         Self {
             capacity,
             slots: Vec::with_capacity(capacity),
-            by_key: HashMap::with_capacity(capacity),
+            by_key: HashMap::with_capacity_and_hasher(capacity, BuildHasherDefault::default()),
             landmark: 0,
+            // A call at tick 0 weighs 2^0 against the first landmark, tick 0.
+            last_weight: (0, 1.0),
         }
     }
 
     /// The weight of one call at `now`, moving the landmark first when weights grew too large.
     fn weight(&mut self, now: u32, decay: &Decay) -> f64 {
+        if self.last_weight.0 == now {
+            return self.last_weight.1;
+        }
         let half_lives = decay.half_lives(self.landmark, now);
         if half_lives <= RESCALE_AFTER {
-            return half_lives.exp2();
+            let weight = half_lives.exp2();
+            self.last_weight = (now, weight);
+            return weight;
         }
         let shrink = (-half_lives).exp2();
         for slot in &mut self.slots {
@@ -78,6 +112,7 @@ impl TopKeys {
             slot.overestimate *= shrink;
         }
         self.landmark = now;
+        self.last_weight = (now, 1.0);
         1.0
     }
 
