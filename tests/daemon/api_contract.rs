@@ -86,12 +86,17 @@ async fn schemathesis_finds_no_disagreement_on_a_sharded_a_plain_and_a_data_host
     let host_state = shardlite::server::ServerState::open_shard_dir(&folder, config).expect("a data host");
     host_state.host().expect("a host").create_shard("s1").await.unwrap();
     let host = support::daemon::start_daemon(host_state).await;
-    for daemon in [&sharded, &plain, &host] {
-        let base_url = daemon.url("");
-        let schemathesis = schemathesis.clone();
-        tokio::task::spawn_blocking(move || run(&schemathesis, base_url.trim_end_matches('/')))
-            .await
-            .expect("schemathesis run");
+    // The three runs go at once: each is mostly Python generating requests, one process each.
+    let runs: Vec<_> = [&sharded, &plain, &host]
+        .into_iter()
+        .map(|daemon| {
+            let base_url = daemon.url("");
+            let schemathesis = schemathesis.clone();
+            tokio::task::spawn_blocking(move || run(&schemathesis, base_url.trim_end_matches('/')))
+        })
+        .collect();
+    for run in runs {
+        run.await.expect("schemathesis run");
     }
     sharded.stop().await.unwrap();
     plain.stop().await.unwrap();
