@@ -33,10 +33,13 @@
 //! `SHARDLITE_BENCH_ONLY=text` measures only the rows whose name contains `text` (to profile one
 //! of them).
 
+#[path = "../tests/support/mod.rs"]
+pub mod support;
+
 #[path = "daemon/bare.rs"]
 mod bare;
 
-use support::daemon;
+use crate::support::daemon;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -6,6 +6,9 @@
 //!
 //! `cargo bench --all-features --bench many_shards` (`SHARDLITE_BENCH_SHARDS=1,100` for other sizes)
 
+#[path = "../tests/support/mod.rs"]
+pub mod support;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -31,8 +34,10 @@ fn seed(dir: &Path, count: usize) -> Duration {
     let map_file = dir.join("map.json");
     std::fs::write(
         &map_file,
-        serde_json::to_string(&support::many::pinned_tenants(count, |i| format!("shards/s{i}.db")))
-            .expect("a map as JSON"),
+        serde_json::to_string(&crate::support::many::pinned_tenants(count, |i| {
+            format!("shards/s{i}.db")
+        }))
+        .expect("a map as JSON"),
     )
     .expect("write the map");
     let started = Instant::now();
@@ -78,7 +83,7 @@ fn main() {
         .filter_map(|n| n.trim().parse().ok())
         .collect();
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    let http = support::daemon::http_client();
+    let http = crate::support::daemon::http_client();
     println!(
         "| shards | seed | answers after | idle: threads / descriptors / MiB | after a query on each of up to 1,000: threads / descriptors / MiB |"
     );

@@ -10,6 +10,9 @@
 //!
 //! `cargo bench --bench routing`
 
+#[path = "../tests/support/mod.rs"]
+pub mod support;
+
 mod common;
 
 use std::hint::black_box;
@@ -73,8 +76,9 @@ fn main() {
             "benchmark key {key} no longer exercises {source:?}"
         );
     }
-    let many_pins = ShardMap::new(support::many::pinned(PINNED_SHARDS, MANY_PINS)).expect("the pinned map is valid");
-    let no_pins = ShardMap::new(support::many::pinned(PINNED_SHARDS, 0)).expect("the unpinned map is valid");
+    let many_pins =
+        ShardMap::new(crate::support::many::pinned(PINNED_SHARDS, MANY_PINS)).expect("the pinned map is valid");
+    let no_pins = ShardMap::new(crate::support::many::pinned(PINNED_SHARDS, 0)).expect("the unpinned map is valid");
     let tenants = many_pins.keyspace().to_owned();
     for (key, source) in [
         (MANY_PINNED_KEY, RouteSource::Pin),

@@ -5,15 +5,18 @@
 //! Without Chromium and chromedriver the browser test skips (CI sets `SHARDLITE_REQUIRE_BROWSER=1`
 //! and installs them, so there it runs for real).
 
+#[path = "support/mod.rs"]
+pub mod support;
+
 use std::path::{Path, PathBuf};
 
+use crate::support::browser::Browser;
+use crate::support::daemon::{Daemon, http_client, start_daemon_on};
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_SECURITY_POLICY, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS};
 use serde_json::{Value, json};
 use shardlite::map::{ReplicaInfo, Secret, ShardDefinition, ShardingOptions};
 use shardlite::server::ServerConfig;
-use support::browser::Browser;
-use support::daemon::{Daemon, http_client, start_daemon_on};
 
 const KEYSPACE: &str = "orders_by_month";
 const XSS: &str = "<img src=x onerror=alert(1)>";
@@ -54,7 +57,7 @@ async fn post(daemon: &Daemon, path: &str, route: Option<&str>, body: Value) -> 
 /// The order-history map with an `orders` table on every shard, two orders for each of seven
 /// months, the hostile row on May's route, and one `customers` document there.
 async fn seeded_orders(dir: &Path) -> Daemon {
-    let master = support::seed_master(dir, support::orders_options()).await;
+    let master = crate::support::seed_master(dir, crate::support::orders_options()).await;
     let daemon = start_daemon_on(&master, ServerConfig::default()).await;
     post(
         &daemon,
@@ -129,8 +132,8 @@ async fn cells(browser: &Browser, css: &str) -> Vec<Vec<String>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_is_served_without_the_key_with_strict_headers() {
-    let dir = support::temp_dir();
-    let master = support::seed_master(dir.path(), tenants_with_remote_replica(dir.path())).await;
+    let dir = crate::support::temp_dir();
+    let master = crate::support::seed_master(dir.path(), tenants_with_remote_replica(dir.path())).await;
     let daemon = start_daemon_on(&master, keyed_config()).await;
     let http = http_client();
 
@@ -220,7 +223,7 @@ async fn the_workspace_works_in_a_real_browser() {
 
     api_key_prompt(&browser, &shots).await;
 
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let daemon = seeded_orders(dir.path()).await;
     browser.goto(&daemon.url("/admin")).await;
     shards_view(&browser, &shots).await;
@@ -238,8 +241,8 @@ async fn the_workspace_works_in_a_real_browser() {
 /// With `--api-key` the page asks for the key, refuses a wrong one clearly, keeps the right one
 /// in session storage only and sends it in the header the daemon names.
 async fn api_key_prompt(browser: &Browser, shots: &Path) {
-    let dir = support::temp_dir();
-    let master = support::seed_master(dir.path(), tenants_with_remote_replica(dir.path())).await;
+    let dir = crate::support::temp_dir();
+    let master = crate::support::seed_master(dir.path(), tenants_with_remote_replica(dir.path())).await;
     let daemon = start_daemon_on(&master, keyed_config()).await;
     browser.goto(&daemon.url("/admin")).await;
 
@@ -311,7 +314,7 @@ async fn api_key_prompt(browser: &Browser, shots: &Path) {
 /// The two-shard `tenants` map plus a replica of `s0` behind an unreachable daemon, defined with
 /// an API key that must never be shown.
 fn tenants_with_remote_replica(dir: &Path) -> ShardingOptions {
-    let mut options = support::tenants_options(dir);
+    let mut options = crate::support::tenants_options(dir);
     options.shards.push(ShardDefinition {
         shard_id: "s0-replica".to_owned(),
         enabled: true,
@@ -343,7 +346,7 @@ async fn shards_view(browser: &Browser, shots: &Path) {
         )
         .await;
     let rows = cells(browser, "#shards-table").await;
-    let map = support::orders_options();
+    let map = crate::support::orders_options();
     for (row, shard) in rows.iter().zip(&map.shards) {
         assert_eq!(row[0], shard.shard_id);
         assert_eq!(row[1], "Primary");
@@ -430,7 +433,7 @@ async fn buckets_view(browser: &Browser, daemon: &Daemon, shots: &Path) {
             vec![],
         )
         .await;
-    let expected: Vec<Value> = support::orders_options()
+    let expected: Vec<Value> = crate::support::orders_options()
         .bucket_ranges
         .iter()
         .enumerate()
@@ -453,7 +456,7 @@ async fn buckets_view(browser: &Browser, daemon: &Daemon, shots: &Path) {
     assert_eq!(pins, json!(["2025-12", "2026-04", "2026-05", "2026-06"]));
     let pin_rows = cells(browser, "#pins-table").await;
     let listed: Vec<(String, String)> = pin_rows.iter().map(|r| (r[0].clone(), r[1].clone())).collect();
-    let mut seeded: Vec<(String, String)> = support::orders_options().exact_key_pins.into_iter().collect();
+    let mut seeded: Vec<(String, String)> = crate::support::orders_options().exact_key_pins.into_iter().collect();
     seeded.sort();
     assert_eq!(listed, seeded);
 
@@ -800,8 +803,8 @@ async fn a_read_key_sees_the_shards_and_is_refused_the_catalog_by_scope() {
     let Some(browser) = Browser::start().await else {
         return;
     };
-    let dir = support::temp_dir();
-    let master = support::seed_master(dir.path(), support::tenants_options(dir.path())).await;
+    let dir = crate::support::temp_dir();
+    let master = crate::support::seed_master(dir.path(), crate::support::tenants_options(dir.path())).await;
     let keys = shardlite::server::keys::KeyRing::parse(
         r#"[{"name": "viewer", "key": "viewer-key", "scopes": ["read"], "keyspaces": ["*"]}]"#,
     )
@@ -847,8 +850,9 @@ async fn a_map_of_ten_thousand_shards_stays_usable() {
     let Some(browser) = Browser::start().await else {
         return;
     };
-    let dir = support::temp_dir();
-    let master = support::seed_master(dir.path(), support::many::many_shards(10_000, |i| i % 500 != 0)).await;
+    let dir = crate::support::temp_dir();
+    let master =
+        crate::support::seed_master(dir.path(), crate::support::many::many_shards(10_000, |i| i % 500 != 0)).await;
     std::fs::write(dir.path().join("shards/s500.db"), vec![7u8; 4096]).unwrap();
     let daemon = start_daemon_on(&master, ServerConfig::default()).await;
     browser.goto(&daemon.url("/admin")).await;

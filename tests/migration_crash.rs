@@ -14,19 +14,22 @@
 //!
 //! `SHARDLITE_CRASH_ROWS` sets the row count (default 20,000; the benchmark uses more).
 
+#[path = "support/mod.rs"]
+pub mod support;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::support::migrate::{
+    allow_item, audit_item_writes, fill, forget_copied_pages, item_writes, items_on, key_request, migration_master,
+    other, owner, refuse_item,
+};
+use crate::support::{old_sqlite, temp_dir};
 use shardlite::client::{Params, ShardedClient, SqlData, Value};
 use shardlite::data::MigrationStatus;
 use shardlite::data::ResumeRequest;
 use shardlite::reshard::{Migrator, fences_on};
-use support::migrate::{
-    allow_item, audit_item_writes, fill, forget_copied_pages, item_writes, items_on, key_request, migration_master,
-    other, owner, refuse_item,
-};
-use support::{old_sqlite, temp_dir};
 
 #[path = "migration_crash/runners.rs"]
 mod runners;

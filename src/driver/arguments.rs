@@ -62,7 +62,7 @@ impl ShardliteArgumentBuffer {
     }
 
     /// The values written, in order.
-    #[cfg(test)]
+    #[cfg(all(test, any(feature = "time", feature = "chrono")))]
     pub(crate) fn into_values(self) -> Vec<Value> {
         self.0
     }

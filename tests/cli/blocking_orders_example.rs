@@ -3,7 +3,7 @@
 
 #[test]
 fn plain_threads_write_each_month_on_its_shard() {
-    let stdout = support::run_example("blocking_orders", &[]);
+    let stdout = crate::support::run_example("blocking_orders", &[]);
     // The examples' map pins 2026-04, 2026-05 and 2026-06 to shard-2, shard-1 and shard-0.
     assert!(stdout.contains("2026-04 on shard-2: 2 order(s), total 30"), "{stdout}");
     assert!(stdout.contains("2026-05 on shard-1: 3 order(s), total 60"), "{stdout}");

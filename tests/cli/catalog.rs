@@ -1,8 +1,8 @@
 //! `shardlite catalog show|validate|apply|activate` end to end against a local master: JSON
 //! output, readable diffs, and exit codes.
 
-use support::cli::{json_of, seeded, shardlite, stderr, stdout};
-use support::with_third_shard;
+use crate::support::cli::{json_of, seeded, shardlite, stderr, stdout};
+use crate::support::with_third_shard;
 
 use std::path::Path;
 
@@ -17,7 +17,7 @@ fn write_map(dir: &Path, name: &str, map: &ShardingOptions) -> String {
 
 #[test]
 fn validate_apply_and_activate_a_new_map_on_a_local_master() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let conn = seeded(dir.path());
     let v2 = write_map(dir.path(), "map-v2.json", &with_third_shard(dir.path()));
 
@@ -108,7 +108,7 @@ fn validate_apply_and_activate_a_new_map_on_a_local_master() {
 
 #[test]
 fn an_ownership_change_is_refused_until_acknowledged_and_the_diff_says_what_moves() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let conn = seeded(dir.path());
     let mut moving = with_third_shard(dir.path());
     moving.bucket_ranges = vec![
@@ -169,7 +169,7 @@ fn an_ownership_change_is_refused_until_acknowledged_and_the_diff_says_what_move
 
 #[test]
 fn catalog_commands_explain_bad_input() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let conn = seeded(dir.path());
     let missing = dir.path().join("no-such-map.json");
     let out = shardlite(&["catalog", "validate", "-c", &conn, "--map", missing.to_str().unwrap()]);

@@ -1,13 +1,13 @@
 //! The data commands (`resolve`, `map`, `status`, `sql`, `exec-all`, `read-all`) end to end
 //! against a local master.
 
-use support::cli::{seeded, shardlite, stderr, stdout};
+use crate::support::cli::{seeded, shardlite, stderr, stdout};
 
 use std::path::Path;
 
 #[test]
 fn data_commands_work_against_a_local_master() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let conn = seeded(dir.path());
 
     let out = shardlite(&[
@@ -84,7 +84,7 @@ fn data_commands_work_against_a_local_master() {
 
 #[test]
 fn data_commands_fail_clearly_with_non_zero_exit() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let conn = seeded(dir.path());
     for (args, needle) in [
         (
@@ -153,9 +153,9 @@ fn data_commands_fail_clearly_with_non_zero_exit() {
 #[cfg(all(feature = "server", feature = "http", feature = "grpc"))]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn data_commands_work_against_a_running_daemon() {
-    let dir = support::temp_dir();
-    let master = support::seeded_master(dir.path()).await;
-    let daemon = support::daemon::start_daemon_on(&master, shardlite::server::ServerConfig::default()).await;
+    let dir = crate::support::temp_dir();
+    let master = crate::support::seeded_master(dir.path()).await;
+    let daemon = crate::support::daemon::start_daemon_on(&master, shardlite::server::ServerConfig::default()).await;
     let run = |args: Vec<String>| async move {
         tokio::task::spawn_blocking(move || {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -1,7 +1,7 @@
 //! What a first-time user of the command line meets: every command's help ends with an example,
 //! and the common first mistakes say what to run next.
 
-use support::cli::{shardlite, stderr, stdout};
+use crate::support::cli::{shardlite, stderr, stdout};
 
 /// The subcommand names a `--help` text lists under `Commands:` (without `help`).
 fn subcommands(help: &str) -> Vec<String> {
@@ -49,7 +49,7 @@ fn every_command_help_ends_with_an_example_of_itself() {
 
 #[test]
 fn a_missing_master_says_how_to_make_one() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let missing = dir.path().join("master.db");
     let conn = format!("Data Source={}", missing.display());
     let out = shardlite(&["status", "-c", &conn]);
@@ -67,7 +67,7 @@ fn a_missing_master_says_how_to_make_one() {
 
 #[test]
 fn a_master_without_a_map_says_how_to_store_one() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let plain = dir.path().join("plain.db");
     rusqlite::Connection::open(&plain)
         .and_then(|c| c.execute_batch("CREATE TABLE t (x)"))
@@ -84,8 +84,8 @@ fn a_master_without_a_map_says_how_to_store_one() {
 
 #[tokio::test]
 async fn a_wrong_keyspace_or_a_missing_route_names_what_to_pass() {
-    let dir = support::temp_dir();
-    let master = support::seed_master(dir.path(), support::orders_options()).await;
+    let dir = crate::support::temp_dir();
+    let master = crate::support::seed_master(dir.path(), crate::support::orders_options()).await;
     let conn = format!("Data Source={}", master.display());
 
     let out = shardlite(&[

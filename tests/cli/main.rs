@@ -1,6 +1,9 @@
 //! Programs run as processes (feature `cli`): the `shardlite` command, the examples, and the
 //! README's walk-through as written.
 
+#[path = "../support/mod.rs"]
+pub mod support;
+
 mod blocking_orders_example;
 mod catalog;
 mod data;
@@ -18,5 +21,6 @@ mod serve_shard_dir;
 mod serve_tls;
 mod sqlx_many_routes_example;
 mod sqlx_remote_example;
+#[cfg(feature = "server")]
 mod stats;
 mod token;

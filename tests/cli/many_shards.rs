@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use support::cli::{json_of, seeded_with, shardlite, stderr, stdout};
-use support::many::many_shards;
+use crate::support::cli::{json_of, seeded_with, shardlite, stderr, stdout};
+use crate::support::many::many_shards;
 
 /// SPEC section 13: seeding a 10,000-shard master takes at most 20 s.
 const SEED_BOUND: Duration = Duration::from_secs(20);
@@ -24,10 +24,10 @@ fn seed(dir: &Path, map: &shardlite::map::ShardingOptions) -> std::process::Outp
 
 #[test]
 fn seed_creates_ten_thousand_shard_files_in_time_and_keeps_existing_ones() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let shards = dir.path().join("shards");
     std::fs::create_dir_all(&shards).unwrap();
-    support::by_hand(
+    crate::support::by_hand(
         &shards,
         "s7",
         "CREATE TABLE kept (id INTEGER PRIMARY KEY); INSERT INTO kept VALUES (42);",
@@ -77,7 +77,7 @@ fn seed_creates_ten_thousand_shard_files_in_time_and_keeps_existing_ones() {
 
 #[test]
 fn a_shard_file_that_cannot_be_created_is_named_and_no_map_is_stored() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     // `shards` is a plain file, so no shard file can be created under it.
     std::fs::write(dir.path().join("shards"), b"not a folder").unwrap();
     let out = seed(dir.path(), &many_shards(3, |_| false));
@@ -114,7 +114,7 @@ fn rows(out: &str) -> Vec<String> {
 
 #[test]
 fn status_summarises_a_large_map_and_lists_what_is_asked() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let conn = large_master(dir.path());
     let summary_line = "120 shard(s): 100 enabled (98 healthy, 2 unavailable), 20 disabled";
 
@@ -178,7 +178,7 @@ fn status_summarises_a_large_map_and_lists_what_is_asked() {
 
 #[test]
 fn status_refuses_an_unknown_shard_and_a_bad_limit_by_name() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let conn = seeded_with(dir.path(), &many_shards(3, |_| false));
     let out = shardlite(&["status", "-c", &conn, "--shard", "s9"]);
     assert!(!out.status.success());
@@ -205,10 +205,10 @@ const PINNED_APPLY_BOUND: Duration = if cfg!(debug_assertions) {
 #[test]
 fn a_map_with_a_hundred_thousand_pins_applies_and_activates_in_time() {
     const PINS: usize = 100_000;
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let conn = seeded_with(dir.path(), &many_shards(16, |_| false));
     // A pin per tenant, each on the shard its bucket already names: no data moves.
-    let mut v2 = support::many::pinned(16, PINS);
+    let mut v2 = crate::support::many::pinned(16, PINS);
     let v1 = shardlite::map::ShardMap::new(many_shards(16, |_| false)).unwrap();
     for (key, shard) in v2.exact_key_pins.iter_mut() {
         *shard = v1.resolve("tenants", key).unwrap().shard_id.to_owned();

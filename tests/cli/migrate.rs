@@ -2,10 +2,10 @@
 //! run, a verified move with activation and source deletion, progress lines off a terminal,
 //! JSON output, and exit codes.
 
+use crate::support::cli::{json_of, shardlite, stderr, stdout};
+use crate::support::migrate::{fill, items_on, manifest, migration_master, other, owner};
+use crate::support::temp_dir;
 use shardlite::client::ShardedClient;
-use support::cli::{json_of, shardlite, stderr, stdout};
-use support::migrate::{fill, items_on, manifest, migration_master, other, owner};
-use support::temp_dir;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_walk_through_dry_run_then_migrate_then_status_and_history() {

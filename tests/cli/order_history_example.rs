@@ -3,7 +3,7 @@
 #[test]
 fn order_history_sample_tells_the_seed_story() {
     let kept = tempfile::tempdir().expect("temp dir");
-    let stdout = support::run_example("order_history", &[kept.path().as_ref()]);
+    let stdout = crate::support::run_example("order_history", &[kept.path().as_ref()]);
 
     for expected in [
         "2026-06 bucket=15 shard=shard-0 token=e4a2b07827a7778f (pin)",
@@ -54,12 +54,12 @@ fn order_history_sample_tells_the_seed_story() {
 #[cfg(feature = "cli")]
 #[test]
 fn the_demo_command_prints_what_the_example_prints() {
-    use support::cli::{shardlite, stderr, stdout};
+    use crate::support::cli::{shardlite, stderr, stdout};
 
     let from_example = tempfile::tempdir().expect("temp dir");
     let from_binary = tempfile::tempdir().expect("temp dir");
-    let example = support::run_example("order_history", &[from_example.path().as_ref()]);
-    let demo = shardlite(&["demo", &support::path_str(from_binary.path())]);
+    let example = crate::support::run_example("order_history", &[from_example.path().as_ref()]);
+    let demo = shardlite(&["demo", &crate::support::path_str(from_binary.path())]);
     assert!(demo.status.success(), "{}", stderr(&demo));
     let without_last_line = |text: &str, dir: &std::path::Path| {
         let kept = format!("Files kept in {}", dir.display());
@@ -70,7 +70,7 @@ fn the_demo_command_prints_what_the_example_prints() {
         without_last_line(&stdout(&demo), from_binary.path()),
         without_last_line(&example, from_example.path())
     );
-    let databases: Vec<_> = support::files_in(&from_binary.path().join("shards"))
+    let databases: Vec<_> = crate::support::files_in(&from_binary.path().join("shards"))
         .into_iter()
         .filter(|f| f.extension().is_some_and(|e| e == "db"))
         .collect();

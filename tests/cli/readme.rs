@@ -93,7 +93,7 @@ struct Run {
 /// (the daemon too) at the end or after `limit`.
 fn run_blocks(dir: &Path, blocks: &[String], limit: Duration) -> Run {
     let binary = Path::new(env!("CARGO_BIN_EXE_shardlite"));
-    let examples = support::example_binary("order_history");
+    let examples = crate::support::example_binary("order_history");
     let mut script = String::from("set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n");
     script.push_str(CARGO_STAND_IN);
     for (i, block) in blocks.iter().enumerate() {
@@ -167,7 +167,7 @@ fn assert_contains_in_order(haystack: &str, needles: &[&str]) {
 fn first_hour_walkthrough_runs_as_written() {
     let blocks = fenced(section(WALKTHROUGH), "sh");
     assert!(blocks.len() >= 6, "the walk-through lost its steps: {blocks:?}");
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let run = run_blocks(dir.path(), &blocks, Duration::from_secs(240));
     assert!(
         run.success,
@@ -258,7 +258,7 @@ fn shard_map_example_seeds_as_written() {
         .into_iter()
         .next()
         .expect("the map's json block");
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     std::fs::write(dir.path().join("map.json"), map).expect("write map.json");
     let mut blocks = fenced(section, "sh");
     assert!(!blocks.is_empty(), "the map section lost its seed command");

@@ -7,14 +7,14 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use support::by_hand;
-use support::cli::{json_of, seeded_with, shardlite, stderr, stdout};
+use crate::support::by_hand;
+use crate::support::cli::{json_of, seeded_with, shardlite, stderr, stdout};
 
 const SHARDS: [&str; 4] = ["shard-0", "shard-1", "shard-2", "shard-3"];
 
 /// The orders map seeded through `shardlite seed`, with three migrations in `dir/migrations`.
 fn orders_with_migrations(dir: &Path) -> String {
-    let conn = seeded_with(dir, &support::orders_options());
+    let conn = seeded_with(dir, &crate::support::orders_options());
     let migrations = dir.join("migrations");
     std::fs::create_dir(&migrations).unwrap();
     for (name, sql) in [
@@ -52,7 +52,7 @@ fn column(dir: &Path, shard: &str, sql: &str) -> Vec<i64> {
 
 #[test]
 fn a_broken_shard_fails_by_name_and_a_rerun_after_the_repair_brings_all_four_to_the_target() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let conn = orders_with_migrations(dir.path());
     let folder = migrations(dir.path());
     by_hand(dir.path(), "shard-2", "CREATE TABLE audit (legacy TEXT)");
@@ -155,7 +155,7 @@ fn a_broken_shard_fails_by_name_and_a_rerun_after_the_repair_brings_all_four_to_
 
 #[test]
 fn bad_folders_are_refused_naming_the_problem() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let conn = orders_with_migrations(dir.path());
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
@@ -184,7 +184,7 @@ fn spawn_migrate(conn: &str, folder: &str) -> std::process::Child {
 
 #[test]
 fn two_processes_migrating_at_once_never_apply_a_migration_twice() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let conn = orders_with_migrations(dir.path());
     let folder = dir.path().join("migrations");
     std::fs::write(
@@ -235,11 +235,11 @@ fn two_processes_migrating_at_once_never_apply_a_migration_twice() {
 #[cfg(feature = "server")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn schema_commands_work_through_a_daemon() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     orders_with_migrations(dir.path());
     let folder = migrations(dir.path());
     let master = dir.path().join("master.db");
-    let daemon = support::daemon::start_daemon_on(&master, shardlite::server::ServerConfig::default()).await;
+    let daemon = crate::support::daemon::start_daemon_on(&master, shardlite::server::ServerConfig::default()).await;
     by_hand(dir.path(), "shard-3", "CREATE TABLE audit (legacy TEXT)");
     for transport in ["Grpc", "Http"] {
         let remote = format!("Endpoint={};Transport={transport}", daemon.base_url);

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use support::temp_dir;
+use crate::support::temp_dir;
 
 #[test]
 fn serve_refuses_a_missing_master_and_says_how_to_make_one() {

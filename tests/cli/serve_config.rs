@@ -2,12 +2,12 @@
 //! files refused naming the key.
 #![cfg(all(feature = "cli", feature = "server"))]
 
+use crate::support::cli::{seeded, shardlite, stderr};
+use crate::support::daemon::{http_client, routed};
+use crate::support::path_str;
+use crate::support::serve::ServeProcess;
+use crate::support::temp_dir;
 use serde_json::json;
-use support::cli::{seeded, shardlite, stderr};
-use support::daemon::{http_client, routed};
-use support::path_str;
-use support::serve::ServeProcess;
-use support::temp_dir;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_takes_its_flags_from_a_config_file_and_flags_win() {

@@ -3,11 +3,11 @@
 //! name, never the key.
 #![cfg(all(feature = "cli", feature = "server"))]
 
-use support::cli::{seeded, shardlite, stderr};
-use support::daemon::http_client;
-use support::path_str;
-use support::serve::ServeProcess;
-use support::temp_dir;
+use crate::support::cli::{seeded, shardlite, stderr};
+use crate::support::daemon::http_client;
+use crate::support::path_str;
+use crate::support::serve::ServeProcess;
+use crate::support::temp_dir;
 
 const KEY_HEADER: &str = "X-CSharpDB-Api-Key";
 

@@ -9,12 +9,12 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::cli::seeded_with;
+use crate::support::daemon::http_client;
+use crate::support::many::pinned_tenants;
+use crate::support::temp_dir;
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};
-use support::cli::seeded_with;
-use support::daemon::http_client;
-use support::many::pinned_tenants;
-use support::temp_dir;
 
 const KEYSPACE_HEADER: &str = "X-CSharpDB-Keyspace";
 const KEY_HEADER: &str = "X-CSharpDB-Shard-Key";

@@ -10,12 +10,12 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::cli::{json_of, shardlite, stderr, stdout};
+use crate::support::daemon::http_client;
+use crate::support::serve::ServeProcess;
+use crate::support::temp_dir;
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};
-use support::cli::{json_of, shardlite, stderr, stdout};
-use support::daemon::http_client;
-use support::serve::ServeProcess;
-use support::temp_dir;
 
 const FILES: usize = 1000;
 const MAX_OPEN: usize = 32;

@@ -9,10 +9,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::support::cli::{binary, json_of, seeded_with, shardlite, stderr, stdout};
+use crate::support::temp_dir;
+use crate::support::tls::{TestCa, TlsFixture};
 use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
-use support::cli::{binary, json_of, seeded_with, shardlite, stderr, stdout};
-use support::temp_dir;
-use support::tls::{TestCa, TlsFixture};
 
 /// How long the daemon may take to print a line we wait for.
 const LINE_TIMEOUT: Duration = Duration::from_secs(60);

@@ -3,7 +3,7 @@
 
 #[test]
 fn one_pool_serves_every_month_and_any_pool_reads_one_back() {
-    let stdout = support::run_example("sqlx_many_routes", &[]);
+    let stdout = crate::support::run_example("sqlx_many_routes", &[]);
     for month in 1..=12 {
         assert!(stdout.contains(&format!("2026-{month:02}: order ")), "{stdout}");
     }

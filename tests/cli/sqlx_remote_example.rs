@@ -3,7 +3,7 @@
 
 #[test]
 fn sqlx_over_both_transports_lands_rows_only_on_the_resolved_shard() {
-    let stdout = support::run_example("sqlx_remote", &[]);
+    let stdout = crate::support::run_example("sqlx_remote", &[]);
     for expected in [
         "Endpoint=http://127.0.0.1:PORT;Transport=Grpc;Shard Keyspace=orders_by_month;Shard Key=2026-05",
         "Endpoint=http://127.0.0.1:PORT;Transport=Http;Shard Keyspace=orders_by_month;Shard Key=2026-05",

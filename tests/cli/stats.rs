@@ -1,13 +1,13 @@
 //! `shardlite stats heat|suggest` against a daemon: after a skewed workload the heat table ranks
 //! the skew first, and the suggested map validates, applies, activates and, for the same
 //! workload, lowers the hottest shard's share.
+//! Needs the daemon (feature `server`).
 
 use std::process::Output;
 
-use support::cli::{json_of, shardlite, stderr, stdout};
+use crate::support::cli::{json_of, shardlite, stderr, stdout};
 
 /// Runs `shardlite` off the runtime the daemon serves on.
-#[cfg(feature = "server")]
 async fn run(args: Vec<String>) -> Output {
     tokio::task::spawn_blocking(move || {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -17,13 +17,11 @@ async fn run(args: Vec<String>) -> Output {
     .unwrap()
 }
 
-#[cfg(feature = "server")]
 fn args(words: &[&str]) -> Vec<String> {
     words.iter().map(|word| (*word).to_owned()).collect()
 }
 
 /// The hottest shard's share in `stats heat --json`.
-#[cfg(feature = "server")]
 fn hottest_share(heat: &serde_json::Value) -> (String, f64) {
     let hottest = &heat["shards"][0];
     (
@@ -32,15 +30,14 @@ fn hottest_share(heat: &serde_json::Value) -> (String, f64) {
     )
 }
 
-#[cfg(feature = "server")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_suggested_map_validates_activates_and_evens_the_load() {
+    use crate::support::heat::{SkewedWorkload, skewed_master, skewed_options};
     use shardlite::map::ShardMap;
-    use support::heat::{SkewedWorkload, skewed_master, skewed_options};
 
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let master = skewed_master(dir.path()).await;
-    let daemon = support::daemon::start_daemon_on(&master, shardlite::server::ServerConfig::default()).await;
+    let daemon = crate::support::daemon::start_daemon_on(&master, shardlite::server::ServerConfig::default()).await;
     let workload = SkewedWorkload::new(&ShardMap::new(skewed_options(dir.path())).unwrap());
     workload.run(&daemon).await;
     let conn = format!("Endpoint={};Transport=Grpc", daemon.base_url);
@@ -136,8 +133,8 @@ async fn the_suggested_map_validates_activates_and_evens_the_load() {
 
 #[test]
 fn suggest_explains_why_a_local_master_has_nothing_to_go_on() {
-    let dir = support::temp_dir();
-    let conn = support::cli::seeded(dir.path());
+    let dir = crate::support::temp_dir();
+    let conn = crate::support::cli::seeded(dir.path());
     let out = shardlite(&["stats", "suggest", "-c", &conn]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("connect to the daemon"), "{}", stderr(&out));

@@ -3,7 +3,7 @@
 //!
 //! The binary needs the `cli` feature (on by default); without it there is nothing to run.
 
-use support::cli::shardlite;
+use crate::support::cli::shardlite;
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

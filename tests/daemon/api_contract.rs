@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+use crate::support::daemon::start_daemon_on;
+use crate::support::temp_dir;
 use shardlite::server::ServerConfig;
-use support::daemon::start_daemon_on;
-use support::temp_dir;
 
 /// The schemathesis command: `SHARDLITE_SCHEMATHESIS`, else `schemathesis` on the PATH; `None`
 /// when there is none, which fails the test where `SHARDLITE_REQUIRE_SCHEMATHESIS` is set (CI).
@@ -85,7 +85,7 @@ async fn schemathesis_finds_no_disagreement_on_a_sharded_a_plain_and_a_data_host
     std::fs::create_dir(&folder).unwrap();
     let host_state = shardlite::server::ServerState::open_shard_dir(&folder, config).expect("a data host");
     host_state.host().expect("a host").create_shard("s1").await.unwrap();
-    let host = support::daemon::start_daemon(host_state).await;
+    let host = crate::support::daemon::start_daemon(host_state).await;
     // The three runs go at once: each is mostly Python generating requests, one process each.
     let runs: Vec<_> = [&sharded, &plain, &host]
         .into_iter()

@@ -21,8 +21,8 @@ use shardlite::transport::http::HttpClient;
 use shardlite::wire::ERROR_CODE_METADATA;
 use shardlite::{ErrorKind, RouteContext};
 
-use support::daemon::{Daemon, http_client, start_daemon, start_daemon_on};
-use support::{seeded_master, with_third_shard};
+use crate::support::daemon::{Daemon, http_client, start_daemon, start_daemon_on};
+use crate::support::{seeded_master, with_third_shard};
 
 /// Version 2 with bucket 1 moved from s0 to s2 and tenant-b re-pinned from s1 to s0.
 fn moving_map(dir: &Path) -> ShardingOptions {
@@ -170,14 +170,14 @@ async fn catalog_scenario(admin: &dyn ShardAdmin, dir: &Path) -> Vec<String> {
 }
 
 async fn transcript_in_process() -> Vec<String> {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let master = seeded_master(dir.path()).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     catalog_scenario(&sharded, dir.path()).await
 }
 
 async fn transcript_over(admin: fn(&Daemon) -> Arc<dyn ShardAdmin>) -> Vec<String> {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let master = seeded_master(dir.path()).await;
     let daemon = start_daemon_on(&master, ServerConfig::default()).await;
     let transcript = catalog_scenario(admin(&daemon).as_ref(), dir.path()).await;
@@ -252,7 +252,7 @@ fn body(map: &ShardingOptions, extra: Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rest_catalog_endpoints_answer_with_the_documented_statuses_and_problems() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let master = seeded_master(dir.path()).await;
     let daemon = start_daemon_on(&master, ServerConfig::default()).await;
     let compatible = with_third_shard(dir.path());
@@ -452,7 +452,7 @@ async fn the_openapi_document_describes_the_catalog_endpoints() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unsharded_daemon_refuses_catalog_updates_on_both_transports() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let state = ServerState::open(dir.path().join("plain.db"), ServerConfig::default())
         .await
         .unwrap();
@@ -493,7 +493,7 @@ fn grpc_update(map: &ShardingOptions, expected: Option<u64>) -> pb::ShardCatalog
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpc_answers_refusals_in_the_reply_and_conflicts_as_aborted() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let master = seeded_master(dir.path()).await;
     let daemon = start_daemon_on(&master, ServerConfig::default()).await;
     let mut raw = ShardliteClient::connect(daemon.base_url.clone()).await.unwrap();

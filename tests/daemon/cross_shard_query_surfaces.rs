@@ -2,6 +2,8 @@
 //! `/openapi.json`), gRPC `QueryAllShards`, the remote clients, and `shardlite query-all`, each
 //! answering like the library and refusing what cannot be exact with the same code.
 
+#![cfg(all(feature = "server", feature = "http", feature = "grpc"))]
+
 use std::path::{Path, PathBuf};
 
 use reqwest::StatusCode;
@@ -15,7 +17,7 @@ use shardlite::transport::http::HttpClient;
 use shardlite::wire::ERROR_CODE_METADATA;
 use shardlite::{ErrorKind, RouteContext};
 
-use support::daemon::{http_client, start_daemon_on};
+use crate::support::daemon::{http_client, start_daemon_on};
 
 const MERGED: &str = "SELECT tenant, count(*) AS orders, sum(amount) FROM orders WHERE amount > ? \
                       GROUP BY tenant ORDER BY orders DESC, tenant LIMIT 3";
@@ -23,7 +25,7 @@ const REFUSED: &str = "SELECT amount, rank() OVER (ORDER BY amount) FROM orders"
 
 /// A seeded two-shard master whose shards hold orders of six tenants.
 async fn master(dir: &Path) -> PathBuf {
-    let master = support::seed_master(dir, support::tenants_options(dir)).await;
+    let master = crate::support::seed_master(dir, crate::support::tenants_options(dir)).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     sharded
         .execute_sql_on_all_shards("CREATE TABLE orders (id INTEGER PRIMARY KEY, tenant TEXT, amount INTEGER)")
@@ -74,7 +76,7 @@ fn expected() -> Vec<Vec<Value>> {
 
 #[tokio::test]
 async fn rest_answers_merged_and_refuses_with_422() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let master = master(dir.path()).await;
     let daemon = start_daemon_on(&master, ServerConfig::default()).await;
     let http = http_client();
@@ -126,7 +128,7 @@ async fn rest_answers_merged_and_refuses_with_422() {
 
 #[tokio::test]
 async fn grpc_answers_merged_and_refuses_with_failed_precondition() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let master = master(dir.path()).await;
     let daemon = start_daemon_on(&master, ServerConfig::default()).await;
 
@@ -161,9 +163,9 @@ async fn grpc_answers_merged_and_refuses_with_failed_precondition() {
 #[cfg(feature = "cli")]
 #[tokio::test]
 async fn the_cli_prints_one_merged_result() {
-    use support::cli::{shardlite, stderr, stdout};
+    use crate::support::cli::{shardlite, stderr, stdout};
 
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let master = master(dir.path()).await;
     let conn = format!("Data Source={}", master.display());
     let out = tokio::task::spawn_blocking(move || {
@@ -189,10 +191,10 @@ async fn the_cli_prints_one_merged_result() {
 /// its code (skipped where Chromium is not installed, as the other browser checks are).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_admin_page_merges_a_query_across_shards() {
-    let Some(browser) = support::browser::Browser::start().await else {
+    let Some(browser) = crate::support::browser::Browser::start().await else {
         return;
     };
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let master = master(dir.path()).await;
     let daemon = start_daemon_on(&master, ServerConfig::default()).await;
     browser.goto(&daemon.url("/admin")).await;

@@ -6,6 +6,8 @@
 
 use std::path::Path;
 
+use crate::support::daemon::{Daemon, http_client, remote_shard, routed, start_daemon, start_daemon_on};
+use crate::support::route;
 use reqwest::StatusCode;
 use serde_json::{Value as Json, json};
 use shardlite::ErrorKind;
@@ -17,8 +19,6 @@ use shardlite::transport::RemoteOptions;
 use shardlite::transport::grpc::GrpcClient;
 use shardlite::transport::http::HttpClient;
 use shardlite::wire::{SHARD_HEADER, SHARD_METADATA};
-use support::daemon::{Daemon, http_client, remote_shard, routed, start_daemon, start_daemon_on};
-use support::route;
 
 const SHARDS: i64 = 8;
 
@@ -63,7 +63,7 @@ fn tenants_in(file: &Path) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_router_over_one_data_host_lands_every_write_in_its_shard_file() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let folder = dir.path().join("host");
     std::fs::create_dir(&folder).unwrap();
     let host = start_host(&folder).await;
@@ -150,7 +150,7 @@ async fn a_router_over_one_data_host_lands_every_write_in_its_shard_file() {
     assert_eq!(counts, expected);
 
     // A `serve --master` router over the same map routes a REST write to the same file.
-    let master = support::seed_master(dir.path(), options).await;
+    let master = crate::support::seed_master(dir.path(), options).await;
     let router = start_daemon_on(&master, ServerConfig::default()).await;
     let response = routed(http_client().post(router.url("/api/sql/execute")), "tenant-6")
         .json(&json!({"sql": "INSERT INTO t VALUES (7, 'tenant-6-router')"}))
@@ -188,7 +188,7 @@ async fn post_sql(daemon: &Daemon, shard: Option<&str>, sql: &str) -> (StatusCod
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_data_host_refuses_missing_unknown_and_bad_shard_ids_and_keeps_serving() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let host = start_host(dir.path()).await;
     let admin = HttpClient::new(RemoteOptions::new(host.base_url.clone())).unwrap();
     admin.create_host_shard("a").await.unwrap();

@@ -7,6 +7,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::support::cli::{shardlite as run_cli, stderr, stdout};
+use crate::support::daemon::http_client;
+use crate::support::etcd::EtcdCluster;
+use crate::support::serve::ServeProcess;
+use crate::support::{path_str, temp_dir, tenants_options, with_third_shard};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use shardlite::ErrorKind;
@@ -15,11 +20,6 @@ use shardlite::client::ShardedClient;
 use shardlite::data::{ActivationRequest, CatalogUpdateRequest};
 use shardlite::map::ShardingOptions;
 use shardlite::wire::{KEYSPACE_HEADER, SHARD_KEY_HEADER};
-use support::cli::{shardlite as run_cli, stderr, stdout};
-use support::daemon::http_client;
-use support::etcd::EtcdCluster;
-use support::serve::ServeProcess;
-use support::{path_str, temp_dir, tenants_options, with_third_shard};
 
 fn write_map(dir: &Path, name: &str, map: &ShardingOptions) -> String {
     let path = dir.join(name);
@@ -124,7 +124,7 @@ async fn an_activation_reaches_every_router_within_a_second_on_etcd_and_on_a_mas
     let on_etcd = activation_reaches_every_router(&url, dir.path()).await;
 
     let file_dir = temp_dir();
-    let master = support::seeded_master(file_dir.path()).await;
+    let master = crate::support::seeded_master(file_dir.path()).await;
     let on_file = activation_reaches_every_router(&path_str(&master), file_dir.path()).await;
     println!("activation reached the other routers after {on_etcd:?} (etcd watch) and {on_file:?} (master file)");
     assert!(on_etcd < Duration::from_secs(1), "{on_etcd:?}");
@@ -258,7 +258,7 @@ async fn catalog_urls_are_checked_and_catalogs_copy_between_a_file_and_etcd() {
     assert!(stderr(&empty).contains("holds no catalog"), "{}", stderr(&empty));
 
     // A master file with history moves into etcd and back.
-    let master = support::seeded_master(dir.path()).await;
+    let master = crate::support::seeded_master(dir.path()).await;
     let export_file = path_str(&dir.path().join("catalog.json"));
     let out = run_cli(&[
         "catalog",

@@ -21,8 +21,8 @@ use shardlite::wire::{ERROR_CODE_METADATA, KEYSPACE_METADATA, SQLITE_CODE_METADA
 use shardlite::{Error, ErrorKind, RouteContext};
 use tokio::net::TcpListener;
 
-use support::daemon::{Daemon, start_daemon};
-use support::{route, seeded_master};
+use crate::support::daemon::{Daemon, start_daemon};
+use crate::support::{route, seeded_master};
 
 fn options(daemon: &Daemon) -> RemoteOptions {
     RemoteOptions::new(&daemon.base_url)
@@ -62,7 +62,7 @@ const ITEMS: &str = "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, qty 
 
 #[tokio::test]
 async fn sql_values_round_trip_exactly_with_positional_and_named_parameters() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let daemon = sharded_daemon(dir.path(), ServerConfig::default()).await;
     let client = client(&daemon);
     client.execute_sql_on_all_shards(ITEMS).await.unwrap();
@@ -174,7 +174,7 @@ async fn sql_values_round_trip_exactly_with_positional_and_named_parameters() {
 
 #[tokio::test]
 async fn rows_tables_and_info() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let daemon = sharded_daemon(dir.path(), ServerConfig::default()).await;
     let client = client(&daemon);
     client.execute_sql_on_all_shards(ITEMS).await.unwrap();
@@ -225,7 +225,7 @@ async fn rows_tables_and_info() {
 
 #[tokio::test]
 async fn collections_of_documents() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let daemon = sharded_daemon(dir.path(), ServerConfig::default()).await;
     let a = client(&daemon).with_route(route("tenant-a"));
     let b = client(&daemon).with_route(route("tenant-b"));
@@ -252,7 +252,7 @@ async fn collections_of_documents() {
 
 #[tokio::test]
 async fn saved_queries_and_procedures() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let daemon = sharded_daemon(dir.path(), ServerConfig::default()).await;
     let client = client(&daemon);
     client.execute_sql_on_all_shards(ITEMS).await.unwrap();
@@ -326,7 +326,7 @@ async fn saved_queries_and_procedures() {
 
 #[tokio::test]
 async fn transactions_commit_roll_back_and_refuse_conflicting_routes() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let daemon = sharded_daemon(dir.path(), ServerConfig::default()).await;
     let client = client(&daemon);
     client.execute_sql_on_all_shards(ITEMS).await.unwrap();
@@ -413,7 +413,7 @@ async fn transactions_commit_roll_back_and_refuse_conflicting_routes() {
 
 #[tokio::test]
 async fn shard_admin_map_resolve_status_fan_out_and_catalog() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let daemon = sharded_daemon(dir.path(), ServerConfig::default()).await;
     // Shard-admin calls ignore the route a client is bound to.
     let admin = client(&daemon).with_route(route("tenant-a"));
@@ -491,7 +491,7 @@ async fn shard_admin_map_resolve_status_fan_out_and_catalog() {
 
 #[tokio::test]
 async fn route_metadata_errors() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let daemon = sharded_daemon(dir.path(), ServerConfig::default()).await;
     let client = client(&daemon);
     client.execute_sql_on_all_shards(ITEMS).await.unwrap();
@@ -573,7 +573,7 @@ async fn route_metadata_errors() {
 
 #[tokio::test]
 async fn api_key_is_required_on_every_rpc_when_configured() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let config = ServerConfig {
         api_key: Some(Secret::new("c2VjcmV0==")),
         api_key_header: "X-Team-Key".into(),
@@ -616,7 +616,7 @@ async fn api_key_is_required_on_every_rpc_when_configured() {
 
 #[tokio::test]
 async fn unsharded_daemon_serves_data_and_refuses_shard_admin() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let state = ServerState::open(dir.path().join("plain.db"), ServerConfig::default())
         .await
         .unwrap();
@@ -707,7 +707,7 @@ async fn unreachable_and_stalled_daemons_fail_clearly_within_the_timeout() {
 
 #[tokio::test]
 async fn connection_strings_open_grpc_clients() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let daemon = sharded_daemon(dir.path(), ServerConfig::default()).await;
     client(&daemon).execute_sql_on_all_shards(ITEMS).await.unwrap();
     let text = format!(
@@ -734,11 +734,11 @@ async fn connection_strings_open_grpc_clients() {
 
 #[tokio::test]
 async fn rest_and_grpc_share_one_port() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let daemon = sharded_daemon(dir.path(), ServerConfig::default()).await;
     client(&daemon).execute_sql_on_all_shards(ITEMS).await.unwrap();
     let over_grpc = client(&daemon).info().await.unwrap();
-    let http = support::daemon::http_client();
+    let http = crate::support::daemon::http_client();
     let over_rest: serde_json::Value = http
         .get(daemon.url("/api/info"))
         .send()
@@ -758,7 +758,7 @@ async fn rest_and_grpc_share_one_port() {
 
 #[tokio::test]
 async fn messages_over_the_body_limit_are_refused_and_the_daemon_keeps_serving() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let config = ServerConfig {
         body_limit: 4096,
         ..ServerConfig::default()

@@ -4,6 +4,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use crate::support::daemon::{http_client, start_daemon_on};
+use crate::support::heat::{HOT_BUCKETS, SkewedWorkload, skewed_master, skewed_options};
 use reqwest::StatusCode;
 use shardlite::client::{Params, ShardAdmin, SqlData};
 use shardlite::heat::HeatReport;
@@ -11,10 +13,8 @@ use shardlite::map::ShardMap;
 use shardlite::server::ServerConfig;
 use shardlite::transport::RemoteOptions;
 use shardlite::transport::grpc::GrpcClient;
-use support::daemon::{http_client, start_daemon_on};
-use support::heat::{HOT_BUCKETS, SkewedWorkload, skewed_master, skewed_options};
 
-async fn rest_heat(daemon: &support::daemon::Daemon) -> HeatReport {
+async fn rest_heat(daemon: &crate::support::daemon::Daemon) -> HeatReport {
     let response = http_client()
         .get(daemon.url("/api/sharding/stats/heat"))
         .send()
@@ -59,7 +59,7 @@ fn assert_ranks_the_skew_first(heat: &HeatReport, workload: &SkewedWorkload, cal
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_heat_view_ranks_a_hot_key_and_a_hot_bucket_range_first() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let master = skewed_master(dir.path()).await;
     let config = ServerConfig {
         heat_half_life: Duration::from_secs(600),
@@ -81,7 +81,7 @@ async fn the_heat_view_ranks_a_hot_key_and_a_hot_bucket_range_first() {
     assert_ranks_the_skew_first(&over_grpc, &workload, calls);
 
     // Calls over gRPC count as well, with the rows they return.
-    let routed = grpc.with_route(support::route_in("tenants", &workload.whale));
+    let routed = grpc.with_route(crate::support::route_in("tenants", &workload.whale));
     for _ in 0..5 {
         routed
             .execute_sql("SELECT id FROM notes LIMIT 2", Params::default())

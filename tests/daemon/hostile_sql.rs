@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::daemon::{http_client, start_daemon_on};
+use crate::support::{files_in, path_str, route, temp_dir, tenants_options};
 use shardlite::ErrorKind;
 use shardlite::client::{
     DataClient, DocumentData, Params, ProcedureDefinition, RowData, ShardAdmin, ShardedClient, ShardedClientOptions,
@@ -23,8 +25,6 @@ use shardlite::server::ServerConfig;
 use shardlite::transport::RemoteOptions;
 use shardlite::transport::grpc::GrpcClient;
 use shardlite::transport::http::HttpClient;
-use support::daemon::{http_client, start_daemon_on};
-use support::{files_in, path_str, route, temp_dir, tenants_options};
 
 /// One hostile input and what each path must answer.
 struct Case {
@@ -440,7 +440,7 @@ fn rows_in_file(path: &Path, id: i64) -> i64 {
 
 /// A master with the two-shard `tenants` map and an `items` table on both shards.
 async fn seed(dir: &Path) -> PathBuf {
-    let master = support::seed_master(dir, tenants_options(dir)).await;
+    let master = crate::support::seed_master(dir, tenants_options(dir)).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     sharded
         .execute_sql_on_all_shards("CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL)")

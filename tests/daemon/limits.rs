@@ -18,8 +18,8 @@ use shardlite::transport::grpc::GrpcClient;
 use shardlite::transport::grpc::proto::{self as pb, shardlite_client::ShardliteClient};
 use shardlite::wire::{ERROR_CODE_METADATA, KEYSPACE_METADATA, SHARD_KEY_METADATA};
 
-use support::daemon::{Daemon, http_client, routed, start_daemon, tx_url};
-use support::{Fixture, route};
+use crate::support::daemon::{Daemon, http_client, routed, start_daemon, tx_url};
+use crate::support::{Fixture, route};
 
 /// A read that runs for tens of milliseconds: past the inline budget, so it needs a reader thread.
 const OVER_INLINE_BUDGET: &str =

@@ -2,6 +2,9 @@
 //! its limits, the catalog and data moves through it, remote clients and shards served by
 //! daemons, and hostile SQL on every surface. Modules that also need a remote client say so.
 
+#[path = "../support/mod.rs"]
+pub mod support;
+
 // First by name, so that libtest starts its schemathesis runs (about a minute) before the rest.
 mod api_contract;
 mod catalog_remote;

@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 
+use crate::support::Fixture;
+use crate::support::daemon::{http_client, routed, start_metrics};
 use reqwest::StatusCode;
 use serde_json::json;
 use shardlite::server::ServerConfig;
 use shardlite::transport::grpc::proto::{self as pb, shardlite_client::ShardliteClient};
-use support::Fixture;
-use support::daemon::{http_client, routed, start_metrics};
 
 /// `promtool check metrics` on `text`; `None` when promtool is missing (a failure where
 /// `SHARDLITE_REQUIRE_PROMTOOL` is set).
@@ -142,7 +142,7 @@ async fn metrics_count_a_known_workload_and_pass_promtool() {
     );
 
     let sharded = daemon.state.sharded().expect("sharded").clone();
-    let owner = |key: &str| sharded.resolve_route(&support::route(key)).unwrap().shard_id;
+    let owner = |key: &str| sharded.resolve_route(&crate::support::route(key)).unwrap().shard_id;
     let mut routed_per_shard: BTreeMap<String, f64> = BTreeMap::new();
     *routed_per_shard.entry(owner("tenant-a")).or_default() += 5.0; // 3 inserts, the bad one, begin
     *routed_per_shard.entry(owner("tenant-b")).or_default() += 2.0;

@@ -15,15 +15,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::support::daemon::{Daemon, http_client, routed, start_daemon_on};
+use crate::support::migrate::{fill, key_request, migration_master, other, owner};
+use crate::support::temp_dir;
 use serde_json::{Value as Json, json};
 use shardlite::client::ShardedClient;
 use shardlite::data::{MigrationAdmin, MigrationStatus};
 use shardlite::server::ServerConfig;
 use shardlite::transport::RemoteOptions;
 use shardlite::transport::http::HttpClient;
-use support::daemon::{Daemon, http_client, routed, start_daemon_on};
-use support::migrate::{fill, key_request, migration_master, other, owner};
-use support::temp_dir;
 
 /// Rows of the moving key that no writer touches: every read must see all of them.
 const UNTOUCHED: i64 = 100;

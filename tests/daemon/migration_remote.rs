@@ -4,6 +4,12 @@
 //! data interface.
 #![cfg(all(feature = "server", feature = "http", feature = "grpc"))]
 
+use crate::support::daemon::{Daemon, http_client, remote_shard, start_daemon_on};
+use crate::support::migrate::{
+    allow_item, audit_item_writes, fill, forget_copied_pages, item_writes, items_on, key_request, migration_master,
+    other, owner, refuse_item,
+};
+use crate::support::{path_str, temp_dir};
 use serde_json::{Value as Json, json};
 use shardlite::client::{Params, ShardedClient};
 use shardlite::data::{MigrationAdmin, MigrationStatus, ResumeRequest};
@@ -13,12 +19,6 @@ use shardlite::server::ServerConfig;
 use shardlite::transport::RemoteOptions;
 use shardlite::transport::grpc::GrpcClient;
 use shardlite::transport::http::HttpClient;
-use support::daemon::{Daemon, http_client, remote_shard, start_daemon_on};
-use support::migrate::{
-    allow_item, audit_item_writes, fill, forget_copied_pages, item_writes, items_on, key_request, migration_master,
-    other, owner, refuse_item,
-};
-use support::{path_str, temp_dir};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_daemon_runs_migrations_for_rest_and_grpc_clients() {
@@ -149,7 +149,7 @@ async fn local_and_far(transport: &str) -> (tempfile::TempDir, Daemon, std::path
         bucket_ranges: vec![BucketRange::new(0, 2, "local"), BucketRange::new(2, 4, "far")],
         exact_key_pins: [("wanderer".to_owned(), "local".to_owned())].into(),
     };
-    let master = support::seed_master(dir.path(), options).await;
+    let master = crate::support::seed_master(dir.path(), options).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     for outcome in sharded
         .execute_sql_on_all_shards(
@@ -258,7 +258,7 @@ async fn a_rejected_migration_request_is_a_400_with_the_result() {
         "keyspace": "tenants",
         "routeKey": "some-tenant",
         "destinationShardId": "no-such-shard",
-        "manifest": support::migrate::manifest(10),
+        "manifest": crate::support::migrate::manifest(10),
         "activate": true,
         "deleteSource": true,
         "operator": "test"

@@ -3,18 +3,20 @@
 //! row and (online) takes writes of the moving key, and once the daemon runs again (SIGCONT) the
 //! migration resumes, replays what was written, and activates with the rows verified.
 
+#![cfg(all(feature = "cli", feature = "server", feature = "http"))]
+
 use std::path::Path;
 use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::support::migrate::{fill, items_on, key_request};
+use crate::support::{path_str, temp_dir};
 use shardlite::ErrorKind;
 use shardlite::client::{Params, ShardedClient, SqlData};
 use shardlite::data::{MigrationStatus, ResumeRequest};
 use shardlite::map::{BucketRange, Secret, ShardDefinition, ShardingOptions};
 use shardlite::reshard::Migrator;
-use support::migrate::{fill, items_on, key_request};
-use support::{path_str, temp_dir};
 
 use super::storage_failures::spawn_daemon_as;
 
@@ -57,7 +59,7 @@ async fn a_remote_shard_stalled_during_a_data_migration_fails_it_in_bounded_time
         &["--create"],
     );
     let far_daemon = Arc::new(Mutex::new(far_daemon));
-    let master = support::seed_master(dir.path(), map_with_far(dir.path(), &url)).await;
+    let master = crate::support::seed_master(dir.path(), map_with_far(dir.path(), &url)).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     for outcome in sharded
         .execute_sql_on_all_shards(
@@ -121,7 +123,7 @@ async fn a_remote_shard_stalled_during_a_data_migration_fails_it_in_bounded_time
     // the moving key still takes writes there, which the capture records for the resume.
     assert_eq!(items_on(&sharded, "local", "wanderer").await, before);
     sharded
-        .for_route(support::route("wanderer"))
+        .for_route(crate::support::route("wanderer"))
         .execute_sql(
             "INSERT INTO items (id, tenant, n, amount, data) VALUES ('late', 'wanderer', 0, 0.5, x'00')",
             Params::none(),
@@ -151,7 +153,10 @@ async fn a_remote_shard_stalled_during_a_data_migration_fails_it_in_bounded_time
     assert!(!resumed.receipts.is_empty(), "{resumed:#?}");
     assert_eq!(far_items, before);
     assert_eq!(
-        sharded.resolve_route(&support::route("wanderer")).unwrap().shard_id,
+        sharded
+            .resolve_route(&crate::support::route("wanderer"))
+            .unwrap()
+            .shard_id,
         "far"
     );
 }

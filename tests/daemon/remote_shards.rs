@@ -4,6 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::support::daemon::{Daemon, remote_shard, start_daemon_on};
+use crate::support::route;
 use shardlite::ErrorKind;
 use shardlite::client::{Params, RowData, ShardAdmin, ShardedClient, SqlData, TransactionData, Value};
 use shardlite::map::{BucketRange, Secret, ShardMap, ShardingOptions};
@@ -11,8 +13,6 @@ use shardlite::server::ServerConfig;
 use shardlite::transport::RemoteOptions;
 use shardlite::transport::grpc::GrpcClient;
 use shardlite::transport::http::HttpClient;
-use support::daemon::{Daemon, remote_shard, start_daemon_on};
-use support::route;
 
 /// Three shards, each a plain database behind its own daemon: s0 over gRPC, s1 over REST,
 /// s2 over gRPC with an API key. Pins put tenant-0/1/2 on s0/s1/s2.
@@ -45,7 +45,7 @@ async fn three_daemons(dir: &std::path::Path) -> (Vec<Daemon>, ShardedClient) {
 
 #[tokio::test]
 async fn a_sharded_client_over_three_daemons_routes_fans_out_and_reports_status() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let (daemons, sharded) = three_daemons(dir.path()).await;
 
     let created = sharded
@@ -157,7 +157,7 @@ async fn a_sharded_client_over_three_daemons_routes_fans_out_and_reports_status(
 
 #[tokio::test]
 async fn bad_endpoints_wrong_keys_and_unreachable_daemons_fail_clearly_and_in_time() {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let keyed = start_daemon_on(
         &dir.path().join("keyed.db"),
         ServerConfig {
@@ -232,8 +232,8 @@ async fn bad_endpoints_wrong_keys_and_unreachable_daemons_fail_clearly_and_in_ti
 
 #[tokio::test]
 async fn shard_admin_over_http_matches_in_process() {
-    let dir = support::temp_dir();
-    let master = support::seeded_master(dir.path()).await;
+    let dir = crate::support::temp_dir();
+    let master = crate::support::seeded_master(dir.path()).await;
     let daemon = start_daemon_on(&master, ServerConfig::default()).await;
     let http = HttpClient::new(RemoteOptions::new(daemon.base_url.clone())).unwrap();
     let local = ShardedClient::open(&master).await.unwrap();

@@ -10,8 +10,8 @@ use shardlite::catalog::Catalog;
 use shardlite::map::Secret;
 use shardlite::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig};
 
-use support::Fixture;
-use support::daemon::{Daemon, http_client, routed, tx_url};
+use crate::support::Fixture;
+use crate::support::daemon::{Daemon, http_client, routed, tx_url};
 
 const ITEMS_DDL: &str = "CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, name TEXT)";
 
@@ -996,7 +996,7 @@ async fn ids_from_another_map_version_are_stale() {
     daemon.stop().await.unwrap();
 
     // ... is stale once version 2 is active.
-    let mut v2 = support::tenants_options(fixture.dir.path());
+    let mut v2 = crate::support::tenants_options(fixture.dir.path());
     v2.map_version = 2;
     Catalog::open(&fixture.master)
         .await

@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::support::Fixture;
+use crate::support::daemon::{Daemon, http_client, routed};
 use prost::Message as _;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -14,8 +16,6 @@ use shardlite::server::ServerConfig;
 use shardlite::server::keys::KeyRing;
 use shardlite::wire::proto::{self as pb, FILE_DESCRIPTOR_SET};
 use shardlite::wire::{ERROR_CODE_METADATA, KEYSPACE_METADATA, SHARD_KEY_METADATA};
-use support::Fixture;
-use support::daemon::{Daemon, http_client, routed};
 
 const KEY_HEADER: &str = "X-CSharpDB-Api-Key";
 

@@ -15,8 +15,8 @@ use shardlite::transport::RemoteOptions;
 use shardlite::transport::grpc::GrpcClient;
 use shardlite::transport::http::HttpClient;
 
-use support::daemon::{http_client, start_daemon_on};
-use support::many::many_shards;
+use crate::support::daemon::{http_client, start_daemon_on};
+use crate::support::many::many_shards;
 
 /// Shard ids and health of a page, with its counts: what must agree across surfaces.
 fn outline(page: &ShardStatusPage) -> (String, u64, u64, Vec<(String, bool)>) {
@@ -34,8 +34,8 @@ fn outline(page: &ShardStatusPage) -> (String, u64, u64, Vec<(String, bool)>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_pages_agree_in_process_over_rest_and_over_grpc() {
-    let dir = support::temp_dir();
-    let master = support::seed_master(dir.path(), many_shards(30, |i| i % 10 == 9)).await;
+    let dir = crate::support::temp_dir();
+    let master = crate::support::seed_master(dir.path(), many_shards(30, |i| i % 10 == 9)).await;
     std::fs::write(dir.path().join("shards/s4.db"), vec![7u8; 4096]).unwrap();
     let daemon = start_daemon_on(&master, ServerConfig::default()).await;
     let local: Arc<dyn ShardAdmin> = Arc::new(ShardedClient::open(&master).await.unwrap());

@@ -14,13 +14,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::support::daemon::{http_client, start_daemon_on};
+use crate::support::{path_str, temp_dir, tenants_options};
 use shardlite::client::{Params, RowData, ShardedClient, SqlData, Value};
 use shardlite::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState};
 use shardlite::transport::RemoteOptions;
 use shardlite::transport::http::HttpClient;
 use shardlite::{ErrorKind, RouteContext};
-use support::daemon::{http_client, start_daemon_on};
-use support::{path_str, temp_dir, tenants_options};
 
 fn route(key: &str) -> RouteContext {
     RouteContext::new("tenants", key).unwrap()
@@ -28,7 +28,7 @@ fn route(key: &str) -> RouteContext {
 
 /// A master with the two-shard `tenants` map and an `items` table on both shards.
 async fn seed(dir: &Path) -> std::path::PathBuf {
-    let master = support::seed_master(dir, tenants_options(dir)).await;
+    let master = crate::support::seed_master(dir, tenants_options(dir)).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     sharded
         .execute_sql_on_all_shards("CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL)")
@@ -174,7 +174,7 @@ async fn a_daemon_killed_mid_write_keeps_every_acknowledged_write() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shard_file_that_is_not_a_database_answers_503_naming_the_shard_while_the_other_serves() {
     let dir = temp_dir();
-    let master = support::seed_master(dir.path(), tenants_options(dir.path())).await;
+    let master = crate::support::seed_master(dir.path(), tenants_options(dir.path())).await;
     // s0's file is garbage before anything opens it; s1 is a database with an `items` table.
     std::fs::write(dir.path().join("s0.db"), [0xAB; 16 * 1024]).unwrap();
     let s1 = rusqlite::Connection::open(dir.path().join("s1.db")).unwrap();
@@ -344,10 +344,10 @@ async fn a_shard_file_replaced_while_serving_takes_no_write() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_work_resumes() {
+    use crate::support::migrate::{fill, items_on, key_request};
     use shardlite::data::{MigrationStatus, ResumeRequest, SchemaMigrationRequest, SchemaScript};
     use shardlite::map::{BucketRange, Secret, ShardDefinition, ShardingOptions};
     use shardlite::reshard::Migrator;
-    use support::migrate::{fill, items_on, key_request};
 
     let dir = temp_dir();
     let far_file = dir.path().join("far.db");
@@ -370,7 +370,7 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
         bucket_ranges: vec![BucketRange::new(0, 2, "local"), BucketRange::new(2, 4, "far")],
         exact_key_pins: [("wanderer".to_owned(), "local".to_owned())].into(),
     };
-    let master = support::seed_master(dir.path(), options).await;
+    let master = crate::support::seed_master(dir.path(), options).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     for outcome in sharded
         .execute_sql_on_all_shards(
@@ -421,7 +421,7 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
     // resumes: a write to it is refused as retryable.
     assert_eq!(items_on(&sharded, "local", "wanderer").await, before);
     let fenced = sharded
-        .for_route(support::route("wanderer"))
+        .for_route(crate::support::route("wanderer"))
         .execute_sql(
             "INSERT INTO items (id, tenant) VALUES ('late', 'wanderer')",
             Params::none(),
@@ -536,7 +536,7 @@ async fn a_full_disk_fails_the_write_naming_the_shard_and_keeps_what_was_acknowl
         return;
     };
     let options = tenants_with_s0_on(&small, dir.path());
-    let master = support::seed_master(dir.path(), options).await;
+    let master = crate::support::seed_master(dir.path(), options).await;
     let daemon = start_daemon_on(&master, ServerConfig::default()).await;
     let client = |key: &str| HttpClient::new(RemoteOptions::new(daemon.url("")).with_route(route(key))).unwrap();
     let (a, b) = (client("tenant-a"), client("tenant-b"));
@@ -590,9 +590,9 @@ async fn a_full_disk_fails_the_write_naming_the_shard_and_keeps_what_was_acknowl
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_destination_disk_stops_a_data_migration_and_leaves_the_source_whole() {
+    use crate::support::migrate::{fill, items_on, key_request};
     use shardlite::data::MigrationStatus;
     use shardlite::reshard::Migrator;
-    use support::migrate::{fill, items_on, key_request};
 
     let dir = temp_dir();
     let small = dir.path().join("small");
@@ -601,7 +601,7 @@ async fn a_full_destination_disk_stops_a_data_migration_and_leaves_the_source_wh
     };
     let mut options = tenants_with_s0_on(&small, dir.path());
     options.exact_key_pins = [("wanderer".to_owned(), "s1".to_owned())].into();
-    let master = support::seed_master(dir.path(), options).await;
+    let master = crate::support::seed_master(dir.path(), options).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     for outcome in sharded
         .execute_sql_on_all_shards(

@@ -7,18 +7,20 @@
 //! File permissions do not bind root, and tests often run as root: the daemon then runs as the
 //! unprivileged user 65534 (`setpriv` from util-linux), with the test folder handed to it.
 
+#![cfg(all(feature = "cli", feature = "server", feature = "http"))]
+
 use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::process::{Child, Command};
 
+use crate::support::daemon::http_client;
+use crate::support::{path_str, temp_dir, tenants_options};
 use shardlite::client::{Params, RowData, ShardedClient, SqlData, TransactionData, Value};
 use shardlite::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER};
 use shardlite::transport::RemoteOptions;
 use shardlite::transport::http::HttpClient;
 use shardlite::{ErrorKind, RouteContext};
-use support::daemon::http_client;
-use support::{path_str, temp_dir, tenants_options};
 
 use super::storage_failures::spawn_daemon_as;
 
@@ -124,7 +126,7 @@ fn assert_read_only_storage(err: &shardlite::Error, what: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shard_file_made_read_only_refuses_writes_naming_the_shard_apart_from_read_only_violations() {
     let dir = temp_dir();
-    let master = support::seed_master(dir.path(), tenants_options(dir.path())).await;
+    let master = crate::support::seed_master(dir.path(), tenants_options(dir.path())).await;
     {
         let sharded = ShardedClient::open(&master).await.unwrap();
         sharded

@@ -7,6 +7,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::support::daemon::{Daemon, start_tls_daemon};
+use crate::support::tls::TlsFixture;
+use crate::support::{route, temp_dir};
 use shardlite::ErrorKind;
 use shardlite::client::{DataClient, Params, ShardedClient, SqlData, Value};
 use shardlite::map::{BucketRange, Secret, ShardDefinition, ShardMap, ShardingOptions};
@@ -16,9 +19,6 @@ use shardlite::transport::RemoteOptions;
 use shardlite::transport::grpc::GrpcClient;
 use shardlite::transport::http::HttpClient;
 use shardlite::transport::tls::TLS_REQUIRED_REPLY;
-use support::daemon::{Daemon, start_tls_daemon};
-use support::tls::TlsFixture;
-use support::{route, temp_dir};
 
 /// A daemon over a new plain database `name` in `dir`, serving TLS with `files`.
 async fn tls_daemon(dir: &Path, name: &str, files: TlsFiles) -> Daemon {
@@ -189,7 +189,7 @@ async fn plain_http_to_the_tls_port_is_answered_at_once() {
     let plain_url = daemon.base_url.replace("https://", "http://");
 
     let started = Instant::now();
-    let answer = support::daemon::http_client()
+    let answer = crate::support::daemon::http_client()
         .get(format!("{plain_url}/healthz"))
         .timeout(Duration::from_secs(5))
         .send()

@@ -5,12 +5,12 @@
 
 use std::path::Path;
 
+use crate::support::{orders_master, orders_route as route, temp_dir};
 use shardlite::ErrorKind;
 use shardlite::client::{Params, ShardedClient, SqlData, Value};
 use shardlite::connect::ConnectionTarget;
 use shardlite::driver::{ShardedPool, ShardliteConnection, ShardliteDatabaseError, ShardlitePool};
 use sqlx::{Connection, Row};
-use support::{orders_master, orders_route as route, temp_dir};
 
 const SCHEMA: &str = "CREATE TABLE events (id INTEGER PRIMARY KEY, route_key TEXT NOT NULL, n INTEGER NOT NULL)";
 
@@ -247,8 +247,8 @@ async fn a_keyspace_without_a_key_is_checked_when_it_connects() {
 #[cfg(all(feature = "server", feature = "http", feature = "grpc"))]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keyspace_without_a_key_reads_across_shards_through_a_daemon() {
+    use crate::support::daemon::start_daemon_on;
     use shardlite::server::ServerConfig;
-    use support::daemon::start_daemon_on;
 
     let dir = temp_dir();
     let (master, _) = seeded(dir.path()).await;

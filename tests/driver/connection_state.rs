@@ -6,10 +6,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::support::{orders_options, seed_master, temp_dir};
 use shardlite::client::ShardedClient;
 use shardlite::driver::{ShardliteConnection, ShardlitePoolOptions};
 use sqlx::Connection;
-use support::{orders_options, seed_master, temp_dir};
 
 /// A seeded `orders_by_month` master with an `orders` table on every shard.
 async fn master(dir: &std::path::Path) -> PathBuf {

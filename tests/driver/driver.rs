@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::support::{Fixture, temp_dir};
 use shardlite::client::{LocalClient, Params, RowData, SqlData, Value};
 use shardlite::connect::ConnectionTarget;
 use shardlite::driver::{ShardliteConnectOptions, ShardliteConnection, ShardlitePool};
 use sqlx::{Connection, Row};
-use support::{Fixture, temp_dir};
 
 const ORDERS_SCHEMA: &str = "CREATE TABLE orders (
     id INTEGER PRIMARY KEY,

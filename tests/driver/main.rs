@@ -1,6 +1,9 @@
 //! The sqlx driver (feature `sqlx`) through the `sqlx` facade: route-bound connections and
 //! pools, connection state, `ShardedPool`, sqlx's `Migrator`, and every transport, TLS included.
 
+#[path = "../support/mod.rs"]
+pub mod support;
+
 mod across_shards;
 mod connection_state;
 mod driver;

@@ -5,11 +5,11 @@
 
 use std::path::Path;
 
+use crate::support::Fixture;
 use shardlite::client::ShardedClient;
 use shardlite::data::{SchemaMigrationRequest, SchemaMigrationState};
 use shardlite::driver::ShardlitePool;
 use sqlx::migrate::{MigrateError, Migrator};
-use support::Fixture;
 
 /// A seeded four-shard master (`orders_by_month`) and a migration folder: two that create
 /// tables, then six that each log their version.
@@ -193,8 +193,8 @@ async fn migrate_database_creates_and_drops_plain_files_but_never_shards() {
 #[cfg(all(feature = "server", feature = "http", feature = "grpc"))]
 mod through_a_daemon {
     use super::*;
+    use crate::support::daemon::start_daemon_on;
     use shardlite::server::ServerConfig;
-    use support::daemon::start_daemon_on;
 
     fn remote(base_url: &str, transport: &str, key: &str) -> String {
         format!("Endpoint={base_url};Transport={transport};Shard Keyspace=orders_by_month;Shard Key={key}")

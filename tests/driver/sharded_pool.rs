@@ -7,12 +7,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::support::{orders_master, orders_route as route, seed_master, temp_dir, tenants_options};
 use shardlite::client::ShardedClient;
 use shardlite::data::{ActivationRequest, Audit, CatalogUpdateRequest};
 use shardlite::driver::{ShardedPool, ShardliteDatabaseError};
 use shardlite::{ErrorKind, RouteContext};
 use sqlx::Connection;
-use support::{orders_master, orders_route as route, seed_master, temp_dir, tenants_options};
 
 const SCHEMA: &str = "CREATE TABLE events (id INTEGER PRIMARY KEY, route_key TEXT NOT NULL, n INTEGER NOT NULL)";
 
@@ -233,8 +233,8 @@ async fn a_pooled_connection_refuses_to_run_after_its_route_moved() {
 #[cfg(all(feature = "server", feature = "http", feature = "grpc"))]
 #[tokio::test]
 async fn a_pool_over_a_daemon_binds_each_connection_to_its_route() {
+    use crate::support::daemon::start_daemon_on;
     use shardlite::server::ServerConfig;
-    use support::daemon::start_daemon_on;
 
     let dir = temp_dir();
     let (master, sharded) = orders_master(dir.path(), SCHEMA).await;

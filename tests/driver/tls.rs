@@ -2,12 +2,12 @@
 //! certificates, over REST and gRPC, in the ADO.NET and the URL form; and the failures it names.
 #![cfg(all(feature = "sqlx", feature = "server", feature = "http", feature = "grpc"))]
 
+use crate::support::Fixture;
+use crate::support::daemon::start_tls_daemon;
+use crate::support::tls::TlsFixture;
 use shardlite::driver::{ShardliteConnection, ShardlitePool};
 use shardlite::server::ServerTls;
 use sqlx::Connection;
-use support::Fixture;
-use support::daemon::start_tls_daemon;
-use support::tls::TlsFixture;
 
 const SCHEMA: &str = "CREATE TABLE orders (id INTEGER PRIMARY KEY, order_month TEXT NOT NULL);";
 

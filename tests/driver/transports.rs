@@ -2,10 +2,10 @@
 //! gRPC against a real daemon. Each test runs the same steps on all three.
 #![cfg(all(feature = "sqlx", feature = "server", feature = "http", feature = "grpc"))]
 
+use crate::support::daemon::Daemon;
+use crate::support::{Fixture, temp_dir};
 use shardlite::driver::ShardliteConnection;
 use sqlx::{Connection, Row};
-use support::daemon::Daemon;
-use support::{Fixture, temp_dir};
 
 const SCHEMA: &str = "CREATE TABLE orders (id INTEGER PRIMARY KEY, order_month TEXT NOT NULL, note TEXT);
 CREATE TABLE keyed (code TEXT PRIMARY KEY, n INTEGER) WITHOUT ROWID;";

@@ -7,12 +7,12 @@
 
 use std::time::{Duration, Instant};
 
+use crate::support::route;
 use shardlite::ErrorKind;
 use shardlite::client::blocking;
 use shardlite::client::{Params, ShardedClient, ShardedClientOptions, SqlData, Value};
 use shardlite::data::{ActivationRequest, CatalogUpdateRequest};
 use shardlite::engine::EngineConfig;
-use support::route;
 
 const ITEMS: &str = "CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER)";
 const COUNT_TO_A_MILLION: &str =
@@ -20,10 +20,10 @@ const COUNT_TO_A_MILLION: &str =
 
 /// A seeded master in a temporary folder, with the items table on every shard.
 fn fixture() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let master = runtime.block_on(async {
-        let master = support::seed_master(dir.path(), support::tenants_options(dir.path())).await;
+        let master = crate::support::seed_master(dir.path(), crate::support::tenants_options(dir.path())).await;
         let sharded = ShardedClient::open(&master).await.unwrap();
         for result in sharded.execute_sql_on_all_shards(ITEMS).await.unwrap() {
             assert!(result.error.is_none(), "{result:?}");
@@ -250,7 +250,7 @@ fn an_activation_moves_the_route_for_blocking_callers() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let operator = ShardedClient::open(&master).await.unwrap();
-        let mut next = support::tenants_options(dir.path());
+        let mut next = crate::support::tenants_options(dir.path());
         next.map_version = 2;
         next.exact_key_pins.insert("tenant-a".into(), "s1".into());
         // A metadata-only move: the test only watches where the route goes.

@@ -2,15 +2,15 @@
 
 use std::path::Path;
 
+#[cfg(feature = "cli")]
+use crate::support::cli::shardlite;
+#[cfg(feature = "cli")]
+use crate::support::orders_options;
+use crate::support::{temp_dir, tenants_options};
 use shardlite::catalog::Catalog;
 use shardlite::client::{LocalClient, Params, RowData, ShardedClient, SqlData, Value};
 use shardlite::map::{MapError, ShardingOptions};
 use shardlite::{Error, ErrorKind, RouteContext};
-#[cfg(feature = "cli")]
-use support::cli::shardlite;
-#[cfg(feature = "cli")]
-use support::orders_options;
-use support::{temp_dir, tenants_options};
 
 #[tokio::test]
 async fn seed_then_open_round_trips_the_map() {

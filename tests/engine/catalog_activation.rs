@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::support::{path_str, route, temp_dir};
 use shardlite::ErrorKind;
 use shardlite::client::{DataClient, Params, ShardedClient, ShardedClientOptions, SqlData, Value};
 use shardlite::data::{ActivationRequest, Audit, CatalogUpdateRequest};
 use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
-use support::{path_str, route, temp_dir};
 
 #[cfg(feature = "sqlx")]
 const CHILD_MASTER: &str = "SHARDLITE_TEST_CHILD_MASTER";
@@ -47,7 +47,7 @@ fn map_v2(dir: &Path) -> ShardingOptions {
 }
 
 async fn seed(dir: &Path) -> PathBuf {
-    let master = support::seed_master(dir, map_v1(dir)).await;
+    let master = crate::support::seed_master(dir, map_v1(dir)).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     sharded
         .execute_sql_on_all_shards("CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, after INTEGER)")
@@ -406,11 +406,11 @@ async fn a_driver_connection_in_another_process_follows_the_activation_without_a
 #[cfg(all(feature = "server", feature = "http"))]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_daemon_under_write_load_activates_over_rest_and_no_row_lands_on_the_old_owner() {
+    use crate::support::daemon::start_daemon_on;
     use shardlite::client::ShardAdmin;
     use shardlite::server::ServerConfig;
     use shardlite::transport::RemoteOptions;
     use shardlite::transport::http::HttpClient;
-    use support::daemon::start_daemon_on;
 
     let dir = temp_dir();
     let master = seed(dir.path()).await;

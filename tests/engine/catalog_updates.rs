@@ -2,16 +2,16 @@
 
 use std::sync::Arc;
 
+use crate::support::{temp_dir, with_third_shard};
 use shardlite::catalog::Catalog;
 use shardlite::data::{
     ActivationRequest, Audit, CatalogUpdateRequest, IssueSeverity, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
 };
 use shardlite::map::BucketRange;
 use shardlite::{Error, ErrorKind};
-use support::{temp_dir, with_third_shard};
 
 async fn seeded_catalog(dir: &std::path::Path) -> Catalog {
-    Catalog::open(support::seeded_master(dir).await).await.unwrap()
+    Catalog::open(crate::support::seeded_master(dir).await).await.unwrap()
 }
 
 fn codes(validation: &shardlite::data::CatalogValidation) -> Vec<(IssueSeverity, String)> {
@@ -141,7 +141,7 @@ async fn stale_and_invalid_updates_are_refused_naming_the_problem() {
     assert_eq!(codes(&applied.validation)[0].1, "bucket-count-changed");
 
     let mut onto_master = with_third_shard(dir.path());
-    onto_master.shards[2].data_source = Some(support::path_str(&dir.path().join("master.db")));
+    onto_master.shards[2].data_source = Some(crate::support::path_str(&dir.path().join("master.db")));
     let applied = catalog
         .apply_update(CatalogUpdateRequest::new(onto_master))
         .await

@@ -2,15 +2,15 @@
 
 use std::path::Path;
 
+use crate::support::{orders_options, temp_dir};
 use shardlite::client::{LocalClient, Params, RowData};
 use shardlite::connect::{ConnectionTarget, connect};
 use shardlite::map::ShardingOptions;
 use shardlite::options::ConnectionOptions;
 use shardlite::{Error, ErrorKind, RouteSource};
-use support::{orders_options, temp_dir};
 
 async fn seed(dir: &Path, options: ShardingOptions) -> String {
-    support::seed_master(dir, options).await.display().to_string()
+    crate::support::seed_master(dir, options).await.display().to_string()
 }
 
 fn options(text: &str) -> ConnectionOptions {

@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
+use crate::support::route_in as route;
 use proptest::option;
 use proptest::prelude::*;
 use shardlite::map::Transport;
 use shardlite::options::ConnectionOptions;
 use shardlite::routing::RouteContext;
 use shardlite::{Error, ErrorKind};
-use support::route_in as route;
 
 const LOCAL: &str = "Data Source=master.db;Shard Keyspace=orders_by_month;Shard Key=2026-06";
 

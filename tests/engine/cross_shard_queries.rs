@@ -9,10 +9,10 @@ mod grammar;
 
 use std::path::Path;
 
+use crate::support::{path_str, temp_dir};
 use shardlite::client::{Params, ShardedClient, Value};
 use shardlite::map::{BucketRange, ShardDefinition, ShardMap, ShardingOptions};
 use shardlite::{ErrorKind, RouteContext};
-use support::{path_str, temp_dir};
 
 use grammar::{Rng, generate, generated_rows};
 

@@ -3,6 +3,9 @@
 //! clients, data moves and schema migrations. The `shardlite seed` checks and the driver
 //! connection in a child process run built binaries; the rest stays in this process.
 
+#[path = "../support/mod.rs"]
+pub mod support;
+
 mod blocking_client;
 mod catalog;
 mod catalog_activation;

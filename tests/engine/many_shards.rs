@@ -5,12 +5,12 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::support::many::pinned_tenants;
+use crate::support::{path_str, route_in, seed_master, temp_dir};
 use shardlite::ErrorKind;
 use shardlite::client::{Params, ShardedClient, ShardedClientOptions, SqlData, TransactionData, Value};
 use shardlite::engine::EngineConfig;
 use shardlite::options::ConnectionOptions;
-use support::many::pinned_tenants;
-use support::{path_str, route_in, seed_master, temp_dir};
 
 fn tenant(i: usize) -> shardlite::RouteContext {
     route_in("tenants", &format!("t{i}"))
@@ -237,7 +237,7 @@ async fn the_shards_of_a_data_move_in_progress_are_not_closed_for_others() {
     {
         assert!(outcome.error.is_none(), "{outcome:?}");
     }
-    support::migrate::fill(&sharded, "t0", 1, 200).await;
+    crate::support::migrate::fill(&sharded, "t0", 1, 200).await;
 
     // The move of t0 from s0 to s1 stops after its first page until the test lets it go on.
     let (paused_tx, paused) = std::sync::mpsc::channel::<()>();
@@ -248,7 +248,11 @@ async fn the_shards_of_a_data_move_in_progress_are_not_closed_for_others() {
             let _ = resumed.lock().unwrap().recv_timeout(Duration::from_secs(30));
         }
     });
-    let moving = tokio::spawn(async move { migrator.migrate(support::migrate::key_request("t0", "s1", 50)).await });
+    let moving = tokio::spawn(async move {
+        migrator
+            .migrate(crate::support::migrate::key_request("t0", "s1", 50))
+            .await
+    });
     tokio::task::spawn_blocking(move || paused.recv_timeout(Duration::from_secs(30)).unwrap())
         .await
         .unwrap();
@@ -265,7 +269,7 @@ async fn the_shards_of_a_data_move_in_progress_are_not_closed_for_others() {
     drop(resume);
     let result = moving.await.unwrap().unwrap();
     assert_eq!(result.status, shardlite::data::MigrationStatus::Activated, "{result:?}");
-    assert_eq!(support::migrate::items_on(&sharded, "s1", "t0").await.0, 200);
+    assert_eq!(crate::support::migrate::items_on(&sharded, "s1", "t0").await.0, 200);
     // The move over, its shards give their places up.
     sharded
         .for_route(tenant(2))

@@ -6,12 +6,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::migrate::{fill, key_request, migration_master, other, owner};
+use crate::support::{route, temp_dir};
 use shardlite::ErrorKind;
 use shardlite::client::{Params, ShardedClient, ShardedClientOptions, SqlData, Value};
 use shardlite::data::MigrationStatus;
 use shardlite::reshard::Migrator;
-use support::migrate::{fill, key_request, migration_master, other, owner};
-use support::{route, temp_dir};
 
 struct Writer {
     key: String,

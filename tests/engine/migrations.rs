@@ -4,6 +4,10 @@
 
 use std::path::Path;
 
+use crate::support::migrate::{
+    fill, has_profile, items_on, key_request, manifest, migration_master, other, owner, two_keys_on_one_shard,
+};
+use crate::support::{path_str, route, temp_dir};
 use shardlite::ErrorKind;
 use shardlite::client::{DataClient, Params, ShardedClient, SqlData};
 use shardlite::data::ResumeRequest;
@@ -11,10 +15,6 @@ use shardlite::data::{Audit, MigrationRequest, MigrationScope, MigrationStatus};
 use shardlite::map::ShardDefinition;
 use shardlite::reshard::{Migrator, fences_on};
 use shardlite::routing::{bucket_for_token, route_token};
-use support::migrate::{
-    fill, has_profile, items_on, key_request, manifest, migration_master, other, owner, two_keys_on_one_shard,
-};
-use support::{path_str, route, temp_dir};
 
 fn codes(result: &shardlite::data::MigrationResult) -> Vec<String> {
     result.issues.iter().map(|i| i.code.clone()).collect()
@@ -148,14 +148,14 @@ async fn a_dry_run_shows_the_plan_and_changes_nothing() {
 
 /// A map with primaries s0 and s1, a replica of s1, and a disabled s3.
 async fn rejection_master(dir: &Path) -> ShardedClient {
-    let mut options = support::tenants_options(dir);
+    let mut options = crate::support::tenants_options(dir);
     let mut replica = ShardDefinition::local("s2", path_str(&dir.join("s2.db")));
     replica.role = Some("Replica".into());
     replica.replica.primary_shard_id = Some("s1".into());
     let mut disabled = ShardDefinition::local("s3", path_str(&dir.join("s3.db")));
     disabled.enabled = false;
     options.shards.extend([replica, disabled]);
-    let master = support::seed_master(dir, options).await;
+    let master = crate::support::seed_master(dir, options).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     sharded
         .execute_sql_on_all_shards("CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER)")
@@ -354,10 +354,10 @@ fn key_in_bucket(bucket: u32, prefix: &str) -> String {
 #[tokio::test]
 async fn a_bucket_range_moves_and_leaves_pinned_keys_in_place() {
     let dir = temp_dir();
-    let mut options = support::tenants_options(dir.path());
+    let mut options = crate::support::tenants_options(dir.path());
     let pinned = key_in_bucket(0, "pinned");
     options.exact_key_pins.insert(pinned.clone(), "s0".into());
-    let master = support::seed_master(dir.path(), options).await;
+    let master = crate::support::seed_master(dir.path(), options).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     sharded
         .execute_sql_on_all_shards(

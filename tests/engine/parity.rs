@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
+use crate::support::{route, seeded_master};
 use shardlite::client::{
     DataClient, DocumentData, Params, ProcedureDefinition, RowData, ShardAdmin, ShardedClient, SqlData, SqlResult,
     StoredData, TransactionData, Value,
 };
 use shardlite::{ErrorKind, RouteContext};
-use support::{route, seeded_master};
 
 /// One way of reaching a sharded deployment.
 struct Surface {
@@ -363,7 +363,7 @@ fn in_process(sharded: ShardedClient) -> Surface {
 }
 
 async fn transcript_in_process() -> Vec<String> {
-    let dir = support::temp_dir();
+    let dir = crate::support::temp_dir();
     let master = seeded_master(dir.path()).await;
     let surface = in_process(ShardedClient::open(&master).await.unwrap());
     let transcript = behaviour_suite(&surface).await;
@@ -374,11 +374,11 @@ async fn transcript_in_process() -> Vec<String> {
 #[cfg(all(feature = "server", feature = "grpc", feature = "http"))]
 mod remote {
     use super::*;
+    use crate::support::daemon::start_daemon_on;
     use shardlite::server::ServerConfig;
     use shardlite::transport::RemoteOptions;
     use shardlite::transport::grpc::GrpcClient;
     use shardlite::transport::http::HttpClient;
-    use support::daemon::start_daemon_on;
 
     /// A remote client with no route: the daemon answers for what needs one.
     struct Daemon<C>(C);
@@ -419,7 +419,7 @@ mod remote {
     }
 
     async fn transcript_over(surface: fn(&str) -> Surface) -> Vec<String> {
-        let dir = support::temp_dir();
+        let dir = crate::support::temp_dir();
         let master = seeded_master(dir.path()).await;
         let daemon = start_daemon_on(&master, ServerConfig::default()).await;
         let surface = surface(&daemon.base_url);
@@ -572,7 +572,7 @@ mod blocking_surface {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_blocking_client_behaves_exactly_like_the_async_client() {
         let expected = transcript_in_process().await;
-        let dir = support::temp_dir();
+        let dir = crate::support::temp_dir();
         let master = seeded_master(dir.path()).await;
         let sharded = on_plain_thread(|| blocking::ShardedClient::open(&master).unwrap());
         let for_route = sharded.clone();

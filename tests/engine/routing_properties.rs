@@ -6,12 +6,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::support::swap_ascii_case;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use shardlite::Error;
 use shardlite::map::{BucketRange, ShardDefinition, ShardMap, ShardRole, ShardingOptions};
 use shardlite::routing::{RouteSource, bucket_for_token, route_token};
-use support::swap_ascii_case;
 
 /// The id of the optional disabled primary.
 const DISABLED: &str = "off";

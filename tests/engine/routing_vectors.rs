@@ -6,10 +6,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::support::swap_ascii_case;
 use serde::Deserialize;
 use shardlite::map::{ShardDefinition, ShardMap, ShardingOptions};
 use shardlite::routing::{RouteSource, bucket_for_token, canonical_route_text, route_token, utf16_len};
-use support::swap_ascii_case;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

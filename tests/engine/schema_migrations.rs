@@ -7,13 +7,13 @@
 
 use std::path::Path;
 
+use crate::support::Fixture;
 use shardlite::ErrorKind;
 use shardlite::client::{ShardAdmin, ShardedClient};
 use shardlite::data::{
     SchemaChange, SchemaMigrationReport, SchemaMigrationRequest, SchemaMigrationState, ShardSchemaStatus,
 };
 use shardlite::schema::read_migration_dir;
-use support::Fixture;
 
 const SHARDS: [&str; 4] = ["shard-0", "shard-1", "shard-2", "shard-3"];
 
@@ -367,13 +367,13 @@ mod through_a_daemon {
     use std::sync::Arc;
 
     use super::*;
+    use crate::support::daemon::start_daemon_on;
     use shardlite::server::ServerConfig;
     use shardlite::transport::RemoteOptions;
     use shardlite::transport::grpc::GrpcClient;
     use shardlite::transport::http::HttpClient;
-    use support::daemon::start_daemon_on;
 
-    async fn clients(fx: &Fixture) -> (support::daemon::Daemon, Arc<HttpClient>, Arc<GrpcClient>) {
+    async fn clients(fx: &Fixture) -> (crate::support::daemon::Daemon, Arc<HttpClient>, Arc<GrpcClient>) {
         let daemon = start_daemon_on(&fx.master, ServerConfig::default()).await;
         let http = Arc::new(HttpClient::new(RemoteOptions::new(&daemon.base_url)).unwrap());
         let grpc = Arc::new(GrpcClient::new(RemoteOptions::new(&daemon.base_url)).unwrap());
@@ -412,7 +412,7 @@ mod through_a_daemon {
     async fn rest_refuses_a_bad_set_with_a_problem_body() {
         let fx = fixture().await;
         let (daemon, _, _) = clients(&fx).await;
-        let response = support::daemon::http_client()
+        let response = crate::support::daemon::http_client()
             .post(daemon.url("/api/sharding/schema/migrate"))
             .json(&serde_json::json!({
                 "migrations": [
@@ -427,7 +427,7 @@ mod through_a_daemon {
         let body: serde_json::Value = response.json().await.unwrap();
         assert_eq!(body["errorCode"], "invalid_input");
         assert!(body["detail"].as_str().unwrap().contains("appears twice"), "{body}");
-        let doc: serde_json::Value = support::daemon::http_client()
+        let doc: serde_json::Value = crate::support::daemon::http_client()
             .get(daemon.url("/openapi.json"))
             .send()
             .await
@@ -453,7 +453,7 @@ mod through_a_daemon {
         }
 
         let plain = start_daemon_on(&fx.dir.path().join("shard-0.db"), ServerConfig::default()).await;
-        let response = support::daemon::http_client()
+        let response = crate::support::daemon::http_client()
             .get(plain.url("/api/sharding/schema"))
             .send()
             .await

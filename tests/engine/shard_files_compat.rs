@@ -8,18 +8,18 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::support::migrate::{
+    allow_item, fill, key_request, manifest, migration_master, other, owner, refuse_item, two_keys_on_one_shard,
+};
+use crate::support::old_sqlite::{self, read_every_table, shardlite_capture_objects, shardlite_fence_objects};
+use crate::support::route;
+use crate::support::temp_dir;
 use shardlite::client::{Params, ShardedClient, ShardedClientOptions, SqlData};
 use shardlite::data::{MigrationRequest, MigrationStatus};
 use shardlite::engine::{Database, EngineConfig};
 use shardlite::reshard::Migrator;
 use shardlite::routing::{bucket_for_token, route_token};
 use shardlite::{Error, ErrorKind};
-use support::migrate::{
-    allow_item, fill, key_request, manifest, migration_master, other, owner, refuse_item, two_keys_on_one_shard,
-};
-use support::old_sqlite::{self, read_every_table, shardlite_capture_objects, shardlite_fence_objects};
-use support::route;
-use support::temp_dir;
 
 fn client_options(grace: Duration) -> ShardedClientOptions {
     ShardedClientOptions::with_engine(EngineConfig {

@@ -4,6 +4,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{route, temp_dir, tenants_map, tenants_options};
 use shardlite::client::ShardedClientOptions;
 use shardlite::client::{
     DocumentData, LocalClient, Params, RowData, ShardedClient, SqlData, StoredData, TransactionData, Value,
@@ -11,7 +12,6 @@ use shardlite::client::{
 use shardlite::engine::EngineConfig;
 use shardlite::map::{BucketRange, ShardDefinition, ShardMap, ShardingOptions};
 use shardlite::{Error, ErrorKind, RouteContext};
-use support::{route, temp_dir, tenants_map, tenants_options};
 
 async fn client(dir: &std::path::Path) -> ShardedClient {
     ShardedClient::from_map(tenants_map(dir)).await.unwrap()
@@ -125,7 +125,7 @@ async fn read_only_fan_out_refuses_every_kind_of_write_and_changes_nothing() {
         .execute_sql_on_all_shards("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'keep');")
         .await
         .unwrap();
-    let before_files = support::files_in(dir.path());
+    let before_files = crate::support::files_in(dir.path());
     let attach_target = dir.path().join("attached.db");
     let vacuum_target = dir.path().join("vacuumed.db");
     let attempts = [
@@ -153,7 +153,7 @@ async fn read_only_fan_out_refuses_every_kind_of_write_and_changes_nothing() {
         assert_eq!(v.rows, vec![vec![Value::Integer(0)]]);
         assert_eq!(c.list_tables().await.unwrap(), vec!["t".to_owned()]);
     }
-    assert_eq!(support::files_in(dir.path()), before_files);
+    assert_eq!(crate::support::files_in(dir.path()), before_files);
     assert!(!attach_target.exists() && !vacuum_target.exists());
 }
 
@@ -313,7 +313,7 @@ async fn the_open_transaction_cap_answers_busy_instead_of_hanging() {
 #[tokio::test]
 async fn a_route_to_a_disabled_shard_is_rejected() {
     let dir = temp_dir();
-    let mut disabled = ShardDefinition::local("disabled", support::path_str(&dir.path().join("d.db")));
+    let mut disabled = ShardDefinition::local("disabled", crate::support::path_str(&dir.path().join("d.db")));
     disabled.enabled = false;
     let map = ShardMap::new(ShardingOptions {
         keyspace: "tenants".into(),
@@ -321,7 +321,7 @@ async fn a_route_to_a_disabled_shard_is_rejected() {
         virtual_bucket_count: 1,
         shards: vec![
             disabled,
-            ShardDefinition::local("active", support::path_str(&dir.path().join("a.db"))),
+            ShardDefinition::local("active", crate::support::path_str(&dir.path().join("a.db"))),
         ],
         bucket_ranges: vec![BucketRange::new(0, 1, "disabled")],
         exact_key_pins: Default::default(),
@@ -374,7 +374,7 @@ async fn unknown_keyspace_is_a_typed_error() {
 async fn status_probes_each_shard_and_reports_replica_metadata() {
     let dir = temp_dir();
     let mut options = tenants_options(dir.path());
-    let mut replica = ShardDefinition::local("s1-replica", support::path_str(&dir.path().join("s1r.db")));
+    let mut replica = ShardDefinition::local("s1-replica", crate::support::path_str(&dir.path().join("s1r.db")));
     replica.role = Some("Replica".into());
     replica.replica.primary_shard_id = Some("s1".into());
     replica.replica.promotion_eligible = true;
@@ -401,7 +401,7 @@ async fn status_probes_each_shard_and_reports_replica_metadata() {
     // Break a shard file behind the client's back: status reports it, others stay healthy.
     let broken = temp_dir();
     let mut options = tenants_options(broken.path());
-    options.shards[1].data_source = Some(support::path_str(broken.path()));
+    options.shards[1].data_source = Some(crate::support::path_str(broken.path()));
     let sharded = ShardedClient::from_map(ShardMap::new(options).unwrap()).await.unwrap();
     let status = sharded.status().await;
     assert!(status[0].healthy);
@@ -673,7 +673,7 @@ async fn row_operations_by_primary_key_use_the_schema() {
 async fn a_connection_string_shard_opens_its_data_source_and_a_bad_one_is_reported_in_status() {
     let dir = temp_dir();
     let mut options = tenants_options(dir.path());
-    let s1 = support::path_str(&dir.path().join("s1-by-string.db"));
+    let s1 = crate::support::path_str(&dir.path().join("s1-by-string.db"));
     options.shards[1].data_source = None;
     options.shards[1].connection_string = Some(shardlite::map::Secret::new(format!(
         "Data Source='{s1}';Busy Timeout=2000"
@@ -756,7 +756,7 @@ async fn with_attach_disallowed_sql_cannot_reach_other_files() {
 #[tokio::test]
 async fn routed_calls_count_in_the_heat_in_process() {
     let dir = temp_dir();
-    let master = support::seeded_master(dir.path()).await;
+    let master = crate::support::seeded_master(dir.path()).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     for outcome in sharded
         .execute_sql_on_all_shards("CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)")

@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::migrate::{fill, items_on, migration_master, other, owner};
+use crate::support::temp_dir;
 use shardlite::ErrorKind;
 use shardlite::catalog::Catalog;
 use shardlite::client::ShardedClient;
 use shardlite::data::{MigrationStatus, ResumeRequest};
 use shardlite::reshard::Migrator;
-use support::migrate::{fill, items_on, migration_master, other, owner};
-use support::temp_dir;
 
 use super::{CHILD_KEY, CHILD_MASTER, MIGRATION_ID};
 
@@ -64,7 +64,7 @@ async fn a_second_process_is_refused_while_the_runner_lives_and_takes_over_once_
     let dir = temp_dir();
     let key = "runner-tenant";
     let (master, source, before) = filled_master(dir.path(), key).await;
-    let location = support::path_str(&master);
+    let location = crate::support::path_str(&master);
     let mut child = runner_copying(&location, key).await;
 
     let migrator = Migrator::new(ShardedClient::open(&master).await.unwrap());
@@ -88,7 +88,7 @@ async fn a_second_process_is_refused_while_the_runner_lives_and_takes_over_once_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_runner_keeps_its_etcd_lease_until_it_expires_then_resume_finishes() {
     use shardlite::catalog::LEASE_SECONDS;
-    let Some(cluster) = support::etcd::EtcdCluster::start(1) else {
+    let Some(cluster) = crate::support::etcd::EtcdCluster::start(1) else {
         return;
     };
     let dir = temp_dir();

@@ -15,7 +15,7 @@ mod spec;
 #[cfg(test)]
 mod tests;
 
-#[cfg(any(feature = "http", feature = "grpc"))]
+#[cfg(any(feature = "http", feature = "grpc", test))]
 pub(crate) use request::MigrationBody;
 #[cfg(any(feature = "server", test))]
 pub(crate) use request::{BucketMigrationBody, KeyMigrationBody};

@@ -59,7 +59,7 @@ impl EtcdCluster {
             })
             .collect();
         let mut cluster = Self {
-            dir: crate::temp_dir(),
+            dir: super::temp_dir(),
             members,
         };
         for index in 0..size {

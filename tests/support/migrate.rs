@@ -3,14 +3,14 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::route;
+use super::route;
 use shardlite::client::{DocumentData, Params, ShardedClient, SqlData, Value};
 use shardlite::data::{Audit, CollectionManifest, MigrationManifest, MigrationRequest, TableManifest};
 
-/// The `tenants` map of [`crate::tenants_options`] seeded into `dir/master.db`, with
+/// The `tenants` map of [`super::tenants_options`] seeded into `dir/master.db`, with
 /// `items (id TEXT PRIMARY KEY, tenant, n, amount, data)` indexed on `tenant` on every shard.
 pub async fn migration_master(dir: &Path) -> PathBuf {
-    let master = crate::seed_master(dir, crate::tenants_options(dir)).await;
+    let master = super::seed_master(dir, super::tenants_options(dir)).await;
     let sharded = ShardedClient::open(&master).await.expect("open master");
     for result in sharded
         .execute_sql_on_all_shards(

@@ -8,7 +8,7 @@ use shardlite::map::ShardingOptions;
 /// The `shardlite` binary, which `cargo test` builds next to the test binaries (the path
 /// `CARGO_BIN_EXE_shardlite` names; looked up here so one definition serves every binary).
 pub fn binary() -> PathBuf {
-    crate::built_binary("", "shardlite")
+    super::built_binary("", "shardlite")
 }
 
 /// Runs `shardlite` with `args` (and no connection string from the environment).
@@ -30,9 +30,9 @@ pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// [`crate::tenants_options`] seeded through `shardlite seed` (see [`seeded_with`]).
+/// [`super::tenants_options`] seeded through `shardlite seed` (see [`seeded_with`]).
 pub fn seeded(dir: &Path) -> String {
-    seeded_with(dir, &crate::tenants_options(dir))
+    seeded_with(dir, &super::tenants_options(dir))
 }
 
 /// Writes `map` as `dir/map.json`, seeds `dir/master.db` with it through `shardlite seed`, and

@@ -156,7 +156,7 @@ impl TlsFixture {
     /// An HTTP client that trusts only `ca` (a PEM file) and presents `identity` (certificate
     /// and key files), if given.
     pub fn https_client(ca: &Path, identity: Option<(&Path, &Path)>) -> reqwest::Client {
-        crate::daemon::install_crypto_provider();
+        super::daemon::install_crypto_provider();
         let ca = reqwest::Certificate::from_pem(&std::fs::read(ca).expect("read the CA")).expect("CA PEM");
         let mut builder = reqwest::Client::builder().no_proxy().tls_certs_only([ca]);
         if let Some((certificate, key)) = identity {

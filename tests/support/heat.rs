@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use shardlite::map::{BucketRange, ShardDefinition, ShardMap, ShardingOptions};
 
-use crate::daemon::{Daemon, http_client, routed};
-use crate::{by_hand, path_str, seed_master};
+use super::daemon::{Daemon, http_client, routed};
+use super::{by_hand, path_str, seed_master};
 
 /// The buckets the workload makes hot (all owned by `s0`).
 pub const HOT_BUCKETS: Range<u32> = 0..8;

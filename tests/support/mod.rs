@@ -4,15 +4,16 @@
 //! ([`cli`]), migration fixtures ([`migrate`]), a headless browser (`browser`) and test
 //! certificates (`tls`).
 //!
-//! A library of its own (a path dev-dependency, as sqlx does with `sqlx-test`) rather than a
-//! `mod common;` that each test binary compiles again. A module included by several binaries is
-//! partly dead code in every binary that uses only some of it, and silencing that with
-//! `#![allow(dead_code)]` would also hide what no binary uses. A library's public items are its
-//! interface, so a binary may use any subset of them without a warning, while unused private code
-//! in here is still reported; the cost is that a public helper no test calls any more goes
-//! unreported, so it leaves with the last test that needed it. The library is compiled once for
-//! all the binaries, and its `server` feature, which shardlite's `server` feature turns on, keeps
-//! the daemon and the WebDriver client out of builds without a daemon.
+//! One module, `tests/support/`, that each test binary and benchmark mounts as
+//! `pub mod support` (with `#[path]`), rather than a library crate of its own. A dev-dependency
+//! on a crate that depends on shardlite would make the library's own unit-test build wait for the
+//! whole library and that crate to compile first; as a module it compiles in each binary, which
+//! costs a second or so each, and the two largest compilations run side by side. The module is
+//! `pub` in every binary, so its public items are an interface a binary may use in part without a
+//! dead-code warning, while unused private code in here is still reported; the cost is that a
+//! public helper no test calls any more goes unreported, so it leaves with the last test that
+//! needed it. Its daemon, browser, certificate and heat helpers are compiled only with the
+//! `server` feature.
 
 #[cfg(feature = "server")]
 pub mod browser;

@@ -19,7 +19,7 @@ impl ServeProcess {
     /// Starts `shardlite serve ARGS` (add `--listen 127.0.0.1:0`) and waits for its address.
     /// Panics with the daemon's log when it exits instead.
     pub fn start(args: &[&str]) -> Self {
-        let mut child = Command::new(crate::cli::binary())
+        let mut child = Command::new(super::cli::binary())
             .arg("serve")
             .args(args)
             .env_remove("SHARDLITE_API_KEY")
