@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 #[cfg(feature = "sqlx")]
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::support::{path_str, route, temp_dir};
@@ -86,7 +86,8 @@ fn rows_in(dir: &Path, shard: &str, tenant: &str) -> Vec<(i64, i64)> {
 struct WriteLoad {
     activated: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
-    next_id: Arc<AtomicI64>,
+    /// Per writer, the rows it wrote before (`[0]`) and after (`[1]`) the activation.
+    written: Vec<Arc<[AtomicU64; 2]>>,
     writers: Vec<tokio::task::JoinHandle<u64>>,
 }
 
@@ -95,10 +96,13 @@ impl WriteLoad {
         let activated = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
         let next_id = Arc::new(AtomicI64::new(1));
+        let written: Vec<Arc<[AtomicU64; 2]>> = routes.iter().map(|_| Arc::default()).collect();
         let writers = routes
             .into_iter()
-            .map(|(key, client)| {
+            .zip(&written)
+            .map(|((key, client), counts)| {
                 let (activated, stop, next_id) = (Arc::clone(&activated), Arc::clone(&stop), Arc::clone(&next_id));
+                let counts = Arc::clone(counts);
                 tokio::spawn(async move {
                     let mut written = 0;
                     while !stop.load(Ordering::Acquire) {
@@ -116,6 +120,7 @@ impl WriteLoad {
                             .await
                             .unwrap_or_else(|err| panic!("write for {key} failed: {err}"));
                         written += 1;
+                        counts[usize::from(after == 1)].fetch_add(1, Ordering::Relaxed);
                     }
                     written
                 })
@@ -124,16 +129,27 @@ impl WriteLoad {
         Self {
             activated,
             stop,
-            next_id,
+            written,
             writers,
         }
     }
 
-    /// Waits until `rows` more rows have been issued.
-    async fn run_for(&self, rows: i64) {
-        let target = self.next_id.load(Ordering::Relaxed) + rows;
-        while self.next_id.load(Ordering::Relaxed) < target {
-            tokio::task::yield_now().await;
+    /// Waits until every writer has written `rows` rows in the current phase (before or after
+    /// the activation), so that a writer the activation held back still writes in the phase:
+    /// counting rows over all writers let the others finish it alone on a loaded machine.
+    async fn run_for(&self, rows: u64) {
+        let phase = usize::from(self.activated.load(Ordering::Acquire));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while let Some(writer) = self
+            .written
+            .iter()
+            .position(|counts| counts[phase].load(Ordering::Relaxed) < rows)
+        {
+            assert!(
+                Instant::now() < deadline,
+                "writer {writer} wrote fewer than {rows} rows in a minute"
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
 
@@ -181,12 +197,12 @@ async fn activation_under_a_steady_write_load_puts_no_row_on_the_old_owner() {
             })
             .collect(),
     );
-    load.run_for(200).await;
+    load.run_for(50).await;
     let result = sharded.activate_pending_map(&activation()).await.unwrap();
     load.mark_activated();
     assert_eq!((result.previous_map_version, result.active_map_version), (1, 2));
     assert_eq!(result.affected_shards, ["s0", "s1"]);
-    load.run_for(200).await;
+    load.run_for(50).await;
     load.finish().await;
 
     // tenant-a wrote to s0 before the activation and to s1 after it; never to s0 after.
@@ -435,7 +451,7 @@ async fn a_daemon_under_write_load_activates_over_rest_and_no_row_lands_on_the_o
             })
             .collect(),
     );
-    load.run_for(100).await;
+    load.run_for(25).await;
     let mut request = CatalogUpdateRequest::new(map_v2(dir.path()));
     request.expected_current_map_version = Some(1);
     request.allow_ownership_change = true;
@@ -443,7 +459,7 @@ async fn a_daemon_under_write_load_activates_over_rest_and_no_row_lands_on_the_o
     let result = admin.activate_pending_map(&activation()).await.unwrap();
     load.mark_activated();
     assert_eq!(result.active_map_version, 2);
-    load.run_for(100).await;
+    load.run_for(25).await;
     load.finish().await;
     let on_s0 = rows_in(dir.path(), "s0", "tenant-a");
     assert!(on_s0.iter().all(|(_, after)| *after == 0), "{on_s0:?}");
