@@ -56,7 +56,7 @@ impl Catalog {
         };
         match self.store() {
             Store::File(file) => {
-                let since = crate::engine::store::now_utc();
+                let since = crate::data::now_utc();
                 if let Some((runner, since)) = file.claim_runner(id, &since).await? {
                     return Err(Error::MigrationRunning {
                         migration_id: id.into(),
@@ -132,7 +132,7 @@ mod etcd_lease {
             let key = store.runner_key(migration_id);
             let holder = json!({
                 "holder": super::holder_name(),
-                "sinceUtc": crate::engine::store::now_utc(),
+                "sinceUtc": crate::data::now_utc(),
             })
             .to_string();
             let won = client

@@ -1,4 +1,5 @@
-//! Who made a change and why: the pair every catalog change and data move carries into history.
+//! Who made a change and why: the pair every catalog change and data move carries into history;
+//! and when, as the records say it ([`now_utc`]).
 
 /// Who made a change and why, as the catalog history and the migration history record them.
 ///
@@ -62,6 +63,13 @@ impl Audit {
         }
         self
     }
+}
+
+/// The current time as the records write it: RFC 3339 in UTC (`2026-06-01T12:00:00.5Z`).
+pub(crate) fn now_utc() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

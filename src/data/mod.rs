@@ -50,6 +50,7 @@ mod value;
 
 pub use admin::{CatalogHistoryEntry, CatalogState, ShardSqlResult, ShardStatus};
 pub use audit::Audit;
+pub(crate) use audit::now_utc;
 pub use catalog::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogIssue, CatalogUpdateRequest, CatalogValidation,
     IssueSeverity, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,

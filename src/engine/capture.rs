@@ -21,14 +21,13 @@
 //! lets only shardlite's own (internal) triggers insert into [`CHANGES_TABLE`].
 
 use super::fence::row_route;
-use super::store::{quote_ident, sql_literal};
 use crate::engine::fence::BUCKET_FUNCTION;
+use crate::sql::{CAPTURE_TRIGGER_PREFIX, quote_ident, sql_literal};
 
-/// The table of captured changes: one row per captured write of a moving row, in the order the
-/// writes committed (`seq`). `row_key` has no declared type, so a key keeps its storage class.
-pub(crate) const CHANGES_TABLE: &str = "_shardlite_captured_changes";
+pub(crate) use crate::sql::CHANGES_TABLE;
 
-/// Creates [`CHANGES_TABLE`]. Without `AUTOINCREMENT` (which would leave `sqlite_sequence`
+/// Creates [`CHANGES_TABLE`]. `row_key` has no declared type, so a key keeps its storage class.
+/// Without `AUTOINCREMENT` (which would leave `sqlite_sequence`
 /// behind in the file): a new change takes the largest `seq` plus one, and a running migration's
 /// own changes are never deleted, so its changes always number after its replay position.
 pub(crate) const CHANGES_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS _shardlite_captured_changes (
@@ -37,9 +36,6 @@ pub(crate) const CHANGES_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS _shardlite_c
     item INTEGER NOT NULL,
     row_key
 )";
-
-/// The name every capture trigger starts with.
-pub(crate) const CAPTURE_TRIGGER_PREFIX: &str = "_shardlite_capture_";
 
 /// Which rows a capture records.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,6 +129,7 @@ pub(crate) fn capture_trigger_statements(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sql::COLLECTIONS_TABLE;
     use rusqlite::Connection;
 
     fn changes(conn: &Connection) -> Vec<(i64, String)> {
@@ -180,7 +177,7 @@ mod tests {
     #[test]
     fn bucket_triggers_scope_collections_and_use_the_bucket_function() {
         let item = CapturedItem {
-            table: "_shardlite_collections".into(),
+            table: COLLECTIONS_TABLE.into(),
             key_column: "key".into(),
             route_column: "tenant".into(),
             collection: "profiles".into(),

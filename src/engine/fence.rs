@@ -1,6 +1,6 @@
 //! What the engine knows of migration fences: the tables and triggers a fence is made of, the SQL
 //! function bucket fences use to find a row's bucket, and the message those triggers raise,
-//! turned back into [`Error::RouteFenced`].
+//! turned back into [`Error::RouteFenced`](crate::Error::RouteFenced).
 //!
 //! A migration writes its fence into the source shard's own file (see the `migrate` module), so
 //! every process that writes to the file honours it, and SQLite re-reads the triggers only when
@@ -22,24 +22,13 @@ use rusqlite::Connection;
 use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::types::ValueRef;
 
-use super::sqlite_error::sql_error;
-use super::store::{quote_ident, sql_literal};
+use super::sqlite_error::{FENCE_FIELD_SEPARATOR, FENCE_MESSAGE_PREFIX, sql_error};
 use crate::data::Value;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::routing::{bucket_for_token, route_token};
+use crate::sql::{FENCE_TRIGGER_PREFIX, quote_ident, sql_literal};
 
-/// The start of the message a fence trigger raises; the fields that follow are separated by
-/// [`FENCE_FIELD_SEPARATOR`]: moved (`0`/`1`), migration id, destination, table, route value.
-pub const FENCE_MESSAGE_PREFIX: &str = "shardlite route_fenced";
-
-/// The separator between the fields of a fence message (ASCII unit separator, `char(31)`).
-pub const FENCE_FIELD_SEPARATOR: char = '\u{1f}';
-
-/// The table holding a shard's fences, one row per migration.
-pub(crate) const FENCES_TABLE: &str = "_shardlite_route_fences";
-
-/// The name every fence trigger starts with.
-pub(crate) const TRIGGER_PREFIX: &str = "_shardlite_fence_";
+pub(crate) use crate::sql::FENCES_TABLE;
 
 /// The fence tables: one row per migration (`moved_unix_ms` is when its fence became a moved
 /// record), the pins a bucket-range fence leaves out, and the tables and collections it covers.
@@ -217,7 +206,7 @@ pub(crate) fn trigger_statements(targets: &[FencedTarget]) -> Vec<String> {
                 .collect();
             statements.push(format!(
                 "CREATE TRIGGER {} BEFORE {event} ON {} BEGIN {body}END",
-                quote_ident(&format!("{TRIGGER_PREFIX}{index}_{}", event.to_ascii_lowercase())),
+                quote_ident(&format!("{FENCE_TRIGGER_PREFIX}{index}_{}", event.to_ascii_lowercase())),
                 quote_ident(&group[0].table),
             ));
         }
@@ -274,29 +263,10 @@ fn bucket_of(ctx: &Context<'_>) -> rusqlite::Result<Option<i64>> {
         .map(|token| i64::from(bucket_for_token(token.0, count))))
 }
 
-/// The fence error a trigger's message describes, if it is one.
-pub(crate) fn fenced_error(message: &str) -> Option<Error> {
-    let rest = message
-        .strip_prefix(FENCE_MESSAGE_PREFIX)?
-        .strip_prefix(FENCE_FIELD_SEPARATOR)?;
-    let mut fields = rest.splitn(5, FENCE_FIELD_SEPARATOR);
-    let moved = fields.next()? == "1";
-    let migration_id = fields.next()?.to_owned();
-    let destination = fields.next()?.to_owned();
-    let table = fields.next()?.to_owned();
-    let route_value = fields.next()?.to_owned();
-    Some(Error::from(crate::error::RouteFenced {
-        table,
-        route_value,
-        migration_id,
-        destination,
-        moved,
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     #[test]
     fn bucket_function_matches_routing() {

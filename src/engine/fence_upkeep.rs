@@ -22,9 +22,9 @@ use super::fence::{
 };
 use super::guard;
 use super::sqlite_error::sql_error;
-use super::store::quote_ident;
 use super::value::value_from_ref;
 use crate::error::Result;
+use crate::sql::quote_ident;
 
 /// The longest pause between two upkeep checks of an open file.
 const MAX_CHECK_PERIOD: Duration = Duration::from_secs(60);

@@ -44,17 +44,17 @@
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rusqlite::Connection;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 
-use super::capture::{CAPTURE_TRIGGER_PREFIX, CHANGES_TABLE};
+use super::config::Limits;
 use super::sqlite_error::sql_error;
-use super::store::INTERNAL_PREFIX;
 use crate::error::{Error, Result};
 use crate::sql::{
-    Allowances, INTERNAL_REFUSAL, StatementKind, TEMP_REFUSAL, classify, pragma_allowed, refuse_kind, shown,
+    Allowances, CAPTURE_TRIGGER_PREFIX, CHANGES_TABLE, INTERNAL_PREFIX, INTERNAL_REFUSAL, StatementKind, TEMP_REFUSAL,
+    classify, pragma_allowed, refuse_kind, shown,
 };
 
 /// SQLite VM instructions between two progress checks: small enough to stop a runaway query
@@ -92,17 +92,6 @@ enum Stop {
     Cancelled,
     /// A job run on its caller's thread used up the time it was given there (see [`run_inline`]).
     OverBudget,
-}
-
-/// The limits of the job a thread is running.
-#[derive(Debug, Clone)]
-pub(crate) struct Limits {
-    /// How long one statement may run.
-    pub statement_timeout: Option<Duration>,
-    /// Rows one result may buffer.
-    pub max_rows: usize,
-    /// Bytes (of values) one result may buffer.
-    pub max_bytes: usize,
 }
 
 #[derive(Default)]

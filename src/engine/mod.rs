@@ -81,4 +81,3 @@ pub(crate) use inline::Here;
 pub(crate) use lifecycle::{Pin, Role};
 pub(crate) use script::require_single_statement;
 pub(crate) use sqlite_error::catalog_unreadable;
-pub(crate) use store::INTERNAL_PREFIX;

@@ -6,11 +6,12 @@
 use sqlparser::ast::{Expr, OrderBySort, Query, Select, SelectItem};
 
 use super::expr::{canonical, may_collate};
+use super::partial::{Collation, PARTIAL_TABLE, PartialColumn};
 use super::sorted::{RowMerge, SortTerm};
 use super::{integer_literal, limit_parts, limit_text, order_terms, refused};
 use crate::data::{SqlResult, Value};
-use crate::engine::merge::{Collation, PARTIAL_TABLE, PartialColumn, quote};
 use crate::error::{Error, Result};
+use crate::sql::quote_ident;
 
 /// A column the merge sorts on: a result column, or a key shipped after them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +76,7 @@ impl RowsPlan {
                         Expr::Identifier(_) | Expr::CompoundIdentifier(_) | Expr::Nested(_)
                     );
                     match names.as_ref().and_then(|n| n.get(index)) {
-                        Some(name) if !plain => items.push(format!("{expr} AS {}", quote(name))),
+                        Some(name) if !plain => items.push(format!("{expr} AS {}", quote_ident(name))),
                         _ => items.push(expr.to_string()),
                     }
                     exprs.push(Some((expr, None)));
@@ -264,7 +265,7 @@ impl RowsPlan {
             self.keys
                 .iter()
                 .enumerate()
-                .map(|(index, key)| format!("{key} AS {}", quote(&format!("shardlite_k{index}")))),
+                .map(|(index, key)| format!("{key} AS {}", quote_ident(&format!("shardlite_k{index}")))),
         );
         let distinct = if self.distinct { "DISTINCT " } else { "" };
         let selection = self
@@ -307,13 +308,19 @@ impl RowsPlan {
             }
         }
         let select: Vec<String> = (0..outputs)
-            .map(|index| format!("{} AS {}", quote(&columns[index].name), quote(&names[index])))
+            .map(|index| {
+                format!(
+                    "{} AS {}",
+                    quote_ident(&columns[index].name),
+                    quote_ident(&names[index])
+                )
+            })
             .collect();
         let order: Vec<String> = self
             .order
             .iter()
             .map(|term| {
-                let mut text = quote(&columns[index_of(term.target)].name);
+                let mut text = quote_ident(&columns[index_of(term.target)].name);
                 if let Some(collation) = &term.collate {
                     text.push_str(&format!(" COLLATE {collation}"));
                 }

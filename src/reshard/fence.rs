@@ -144,7 +144,7 @@ async fn install_in(tx: &Tx<'_>, fence: &Fence<'_>) -> Result<Option<String>> {
             ("start", start),
             ("end", end),
             ("destination", Value::from(fence.destination)),
-            ("now", Value::from(crate::engine::store::now_utc())),
+            ("now", Value::from(crate::data::now_utc())),
         ]),
     )
     .await?;

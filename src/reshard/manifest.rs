@@ -50,7 +50,7 @@ pub(super) fn check(manifest: &MigrationManifest) -> Vec<CatalogIssue> {
                 format!("table '{name}' is listed twice"),
             ));
         }
-        if name.to_ascii_lowercase().starts_with(crate::engine::INTERNAL_PREFIX) {
+        if name.to_ascii_lowercase().starts_with(crate::sql::INTERNAL_PREFIX) {
             issues.push(bad(
                 "internal-table",
                 format!("table '{name}' is internal to shardlite; list collections under collections"),

@@ -13,8 +13,7 @@ use crate::error::Result;
 /// SQLite's limit on bound values in one statement (`SQLITE_MAX_VARIABLE_NUMBER`).
 const MAX_BOUND_VALUES: usize = 32_766;
 
-/// The internal table that holds collection documents.
-pub(super) const COLLECTIONS_TABLE: &str = "_shardlite_collections";
+pub(super) use crate::sql::COLLECTIONS_TABLE;
 
 /// Which rows move.
 #[derive(Debug, Clone)]
@@ -82,7 +81,7 @@ pub(super) struct Target {
 }
 
 pub(super) use crate::engine::fence::property_path;
-pub(super) use crate::engine::store::{quote_ident, sql_literal};
+pub(super) use crate::sql::{quote_ident, sql_literal};
 
 impl Target {
     /// A table whose columns are `column_names` (in schema order).

@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use super::{HistoryRow, MigrationRecord, NewMap, StoredMap, StoredState};
+use crate::data::now_utc;
 use crate::data::{Audit, CatalogHistoryEntry, Params, SqlResult, Value};
-use crate::engine::store::now_utc;
 use crate::engine::{Database, EngineConfig, Role};
 use crate::error::{Error, Result};
 

@@ -5,8 +5,9 @@ use std::time::Instant;
 
 use super::ShardedClient;
 use crate::data::{DataClient, Params, SqlResult, Value};
-use crate::engine::merge::{MergeLimits, PartialColumn, merge_partial_rows};
+use crate::engine::merge::{MergeLimits, merge_partial_rows};
 use crate::error::{Error, Result};
+use crate::query::PartialColumn;
 use crate::query::QueryPlan;
 
 impl ShardedClient {

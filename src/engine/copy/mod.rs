@@ -49,8 +49,7 @@ use crate::error::{Error, Result};
 /// The schema name the source file of a copy is attached under, for the copy's SQL to name.
 pub(crate) const COPY_SOURCE_SCHEMA: &str = "shardlite_copy_source";
 
-/// The internal table in which a copy records, in each page's own transaction, where it stands.
-pub(crate) const COPY_CURSORS_TABLE: &str = "_shardlite_copy_cursors";
+pub(crate) use crate::sql::COPY_CURSORS_TABLE;
 
 /// Created by the engine when a copy job starts. `after_key` has no declared type, so a key
 /// keeps its storage class (an integer key stays an integer, a text key text).

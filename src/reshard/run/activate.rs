@@ -2,10 +2,10 @@
 //! run already wrote it), and the final checkpoint and history row of every run.
 
 use super::{Migrator, plan};
+use crate::data::now_utc;
 use crate::data::{
     Audit, CatalogIssue, CatalogUpdateRequest, IssueSeverity, MigrationResult, MigrationScope, MigrationSpec,
 };
-use crate::engine::store::now_utc;
 use crate::error::{ErrorKind, Result};
 use crate::map::ShardMap;
 use crate::reshard::manifest::issue;

@@ -3,8 +3,8 @@
 //! phases.
 
 use super::{Migrator, activate, drive, plan};
+use crate::data::now_utc;
 use crate::data::{CatalogIssue, IssueSeverity, MigrationResult, MigrationScope, MigrationSpec, MigrationStatus};
-use crate::engine::store::now_utc;
 use crate::error::Result;
 use crate::map::{ShardMap, ShardRole};
 use crate::reshard::manifest::{self, issue};

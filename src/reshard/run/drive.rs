@@ -2,8 +2,8 @@
 //! delete the source rows; a checkpoint after each step, so a stopped run resumes where it was.
 
 use super::{Context, Migrator, activate, admit, copy, online, settle, verify};
+use crate::data::now_utc;
 use crate::data::{ActivationRequest, Audit, MigrationResult, MigrationStatus};
-use crate::engine::store::now_utc;
 use crate::error::Result;
 use crate::reshard::fence::{self, Fence};
 use crate::reshard::manifest::issue;

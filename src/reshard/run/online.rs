@@ -162,7 +162,7 @@ pub(super) async fn replay(
 
 /// Once the cutover's fence is in: the cutover's start, then the last delta.
 pub(super) async fn last_delta(migrator: &Migrator, state: &mut MigrationResult, context: &Context) -> Result<()> {
-    progress(state).cutover_started_utc = Some(crate::engine::store::now_utc());
+    progress(state).cutover_started_utc = Some(crate::data::now_utc());
     state.phase = "cutover".to_owned();
     drive::checkpoint(migrator, state).await?;
     report_phase(migrator, state);

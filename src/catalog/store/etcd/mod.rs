@@ -26,7 +26,7 @@ use super::{HistoryRow, MigrationRecord, NewMap, StoredMap, StoredState};
 use crate::catalog::EtcdAddress;
 use crate::catalog::store::file::CATALOG_SCHEMA_VERSION;
 use crate::data::CatalogHistoryEntry;
-use crate::engine::store::now_utc;
+use crate::data::now_utc;
 use crate::error::{Error, Result};
 
 /// A catalog in etcd.
