@@ -27,7 +27,7 @@
 //!   altering them or any index, trigger or view that is internal or on an internal table. The
 //!   engine's own statements write them under [`internal_writes`] (or [`trusted`]); a data
 //!   migration writes them through the data interface inside a *maintenance* transaction
-//!   ([`Scope::Maintenance`]), an operator capability asked for explicitly when the transaction
+//!   ([`ConnectionKind::Maintenance`]), an operator capability asked for explicitly when the transaction
 //!   begins. Either way only a top-level statement may write them, never a trigger or view a
 //!   client defined, except shardlite's own change-capture triggers (see
 //!   [`capture`](super::capture)), which insert into the change table. Reading them is allowed: they hold what the collection, saved-query,
@@ -63,7 +63,7 @@ const PROGRESS_PERIOD: i32 = 1000;
 
 /// Which connection a guard protects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scope {
+pub(crate) enum ConnectionKind {
     /// The writer and the readers, which every caller shares.
     Shared,
     /// A transaction session's own connection (or a dedicated one): savepoints and TEMP objects
@@ -118,19 +118,19 @@ thread_local! {
 }
 
 /// What a connection of `scope` accepts.
-pub(crate) fn allowances(scope: Scope, allow_attach: bool) -> Allowances {
-    let own = scope != Scope::Shared;
+pub(crate) fn allowances(scope: ConnectionKind, allow_attach: bool) -> Allowances {
+    let own = scope != ConnectionKind::Shared;
     Allowances {
         savepoints: own,
         attach: allow_attach,
         temp: own,
-        internal: scope == Scope::Maintenance,
+        internal: scope == ConnectionKind::Maintenance,
     }
 }
 
 /// Installs the authorizer and progress handler on `conn`, for a connection this thread will
 /// own: the guard's state lives in the thread that runs the statements.
-pub(crate) fn install(conn: &Connection, scope: Scope, allow_attach: bool) -> Result<()> {
+pub(crate) fn install(conn: &Connection, scope: ConnectionKind, allow_attach: bool) -> Result<()> {
     GUARD.with(|guard| guard.allowances.set(Some(allowances(scope, allow_attach))));
     install_hooks(conn, scope, allow_attach)
 }
@@ -138,7 +138,7 @@ pub(crate) fn install(conn: &Connection, scope: Scope, allow_attach: bool) -> Re
 /// Installs the authorizer and progress handler on `conn`, for a connection that any thread may
 /// borrow: each use runs under [`run_inline`], which gives the borrowing thread the connection's
 /// allowances for that use only.
-pub(crate) fn install_hooks(conn: &Connection, scope: Scope, allow_attach: bool) -> Result<()> {
+pub(crate) fn install_hooks(conn: &Connection, scope: ConnectionKind, allow_attach: bool) -> Result<()> {
     conn.authorizer(Some(move |context: AuthContext<'_>| {
         authorize(&context, scope, allow_attach)
     }))
@@ -148,7 +148,7 @@ pub(crate) fn install_hooks(conn: &Connection, scope: Scope, allow_attach: bool)
     Ok(())
 }
 
-fn authorize(context: &AuthContext<'_>, scope: Scope, allow_attach: bool) -> Authorization {
+fn authorize(context: &AuthContext<'_>, scope: ConnectionKind, allow_attach: bool) -> Authorization {
     GUARD.with(|guard| {
         if guard.trusted.get() {
             return Authorization::Allow;
@@ -158,11 +158,11 @@ fn authorize(context: &AuthContext<'_>, scope: Scope, allow_attach: bool) -> Aut
         let names_temp = context
             .database_name
             .is_some_and(|name| name.eq_ignore_ascii_case(TEMP_SCHEMA));
-        if names_temp && scope == Scope::Shared {
+        if names_temp && scope == ConnectionKind::Shared {
             guard.temp_named.set(true);
         }
         let refusal = match context.action {
-            action if scope == Scope::Shared && changes_temp_schema(action, names_temp) => {
+            action if scope == ConnectionKind::Shared && changes_temp_schema(action, names_temp) => {
                 guard.temp_named.set(true);
                 Some(Refusal::TempObject)
             }
@@ -176,12 +176,13 @@ fn authorize(context: &AuthContext<'_>, scope: Scope, allow_attach: bool) -> Aut
             action
                 if !vacuum
                     && touches_internal(action)
-                    && !((scope == Scope::Maintenance || guard.internal.get()) && context.accessor.is_none())
+                    && !((scope == ConnectionKind::Maintenance || guard.internal.get())
+                        && context.accessor.is_none())
                     && !captures_change(action, context.accessor) =>
             {
                 Some(Refusal::Internal)
             }
-            AuthAction::Savepoint { .. } if scope == Scope::Shared => Some(Refusal::TransactionControl),
+            AuthAction::Savepoint { .. } if scope == ConnectionKind::Shared => Some(Refusal::TransactionControl),
             // Nothing else may attach: a bound or computed filename reaches the authorizer as an
             // empty one, so an empty filename is refused too outside a plain VACUUM.
             AuthAction::Attach { filename } if !(allow_attach || filename.is_empty() && vacuum) => {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags};
 
 use super::config::EngineConfig;
-use super::guard::{self, Scope};
+use super::guard::{self, ConnectionKind};
 use super::lifecycle::Role;
 use super::sqlite_error::sql_error;
 use crate::error::Result;
@@ -41,13 +41,13 @@ pub(super) fn open_writer(path: &Path, config: &EngineConfig, role: Role, create
         }
     }
     // Worker threads run its jobs, each under the connection's allowances (`guard::arm_for`).
-    guard::install_hooks(&conn, Scope::Shared, config.allow_attach)?;
+    guard::install_hooks(&conn, ConnectionKind::Shared, config.allow_attach)?;
     Ok(conn)
 }
 
 pub(super) fn open_reader(path: &Path, config: &EngineConfig) -> Result<Connection> {
     let conn = open_read_only(path, config)?;
-    guard::install_hooks(&conn, Scope::Shared, config.allow_attach)?;
+    guard::install_hooks(&conn, ConnectionKind::Shared, config.allow_attach)?;
     Ok(conn)
 }
 
@@ -55,7 +55,7 @@ pub(super) fn open_reader(path: &Path, config: &EngineConfig) -> Result<Connecti
 pub(super) fn open_borrowed_reader(path: &Path, config: &EngineConfig, busy_timeout: Duration) -> Result<Connection> {
     let conn = open_read_only(path, config)?;
     conn.busy_timeout(busy_timeout).map_err(sql_error)?;
-    guard::install_hooks(&conn, Scope::Shared, config.allow_attach)?;
+    guard::install_hooks(&conn, ConnectionKind::Shared, config.allow_attach)?;
     Ok(conn)
 }
 
@@ -67,7 +67,7 @@ fn open_read_only(path: &Path, config: &EngineConfig) -> Result<Connection> {
     Ok(conn)
 }
 
-pub(super) fn open_session(path: &Path, config: &EngineConfig, scope: Scope) -> Result<Connection> {
+pub(super) fn open_session(path: &Path, config: &EngineConfig, scope: ConnectionKind) -> Result<Connection> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,

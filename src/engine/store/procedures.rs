@@ -9,7 +9,7 @@ use super::{delete_where, require_name, write_internal};
 use crate::data::now_utc;
 use crate::data::{Params, ProcedureDefinition, SqlResult, Value};
 use crate::engine::database::Database;
-use crate::engine::script::{self, Access};
+use crate::engine::script::{self, ScriptMode};
 use crate::engine::sqlite_error::sql_error;
 use crate::error::{Error, Result};
 use crate::sql::internal_table;
@@ -119,7 +119,7 @@ impl<'db> Procedures<'db> {
                     });
                 };
                 let bound = bind_procedure_args(&definition, args)?;
-                script::execute(conn, &definition.body_sql, &bound, Access::ReadWrite)
+                script::execute(conn, &definition.body_sql, &bound, ScriptMode::ReadWrite)
             })
             .await
     }
