@@ -35,6 +35,27 @@ pub enum Surface {
     Grpc,
 }
 
+impl Surface {
+    /// Every surface, in the order of the metrics' tables.
+    pub(super) const ALL: [Surface; 2] = [Surface::Rest, Surface::Grpc];
+
+    /// The surface's row in the metrics' tables.
+    pub(super) fn index(self) -> usize {
+        match self {
+            Self::Rest => 0,
+            Self::Grpc => 1,
+        }
+    }
+
+    /// The metrics' `transport` label.
+    pub(super) fn label(self) -> &'static str {
+        match self {
+            Self::Rest => "rest",
+            Self::Grpc => "grpc",
+        }
+    }
+}
+
 /// A snapshot of the counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RequestCounts {

@@ -58,7 +58,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt as _;
 
-pub use counters::RequestCounts;
+pub use counters::{RequestCounts, Surface};
 pub use host::ShardHost;
 pub use reload::reload_api_keys_on_sighup;
 pub use state::{Backend, KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState, Target};

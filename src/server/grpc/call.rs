@@ -61,7 +61,7 @@ impl ShardliteService {
             self.state.count_request(Surface::Grpc, Outcome::ClientError);
             if let Some(metrics) = self.state.metrics() {
                 let outcome = metrics::Outcome::Failed(denied.kind());
-                metrics.record(metrics::Transport::Grpc, operation, outcome, started.elapsed());
+                metrics.record(Surface::Grpc, operation, outcome, started.elapsed());
             }
             return Err(status_from_error(&denied));
         }
@@ -84,7 +84,7 @@ impl ShardliteService {
                 Ok(_) => metrics::Outcome::Ok,
                 Err(err) => metrics::Outcome::Failed(err.kind()),
             };
-            metrics.record(metrics::Transport::Grpc, operation, counted, started.elapsed());
+            metrics.record(Surface::Grpc, operation, counted, started.elapsed());
         }
         let counted = match &outcome {
             Ok(_) => Outcome::Ok,

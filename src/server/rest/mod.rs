@@ -312,7 +312,7 @@ async fn trace_request(State(gate): State<RequestGate>, request: Request, next: 
             None if status.is_success() || status.is_redirection() => metrics::Outcome::Ok,
             None => metrics::Outcome::Rejected,
         };
-        metrics.record(metrics::Transport::Rest, operation, outcome, started.elapsed());
+        metrics.record(Surface::Rest, operation, outcome, started.elapsed());
     }
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
     let status = status.as_u16();
