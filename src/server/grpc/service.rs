@@ -155,7 +155,7 @@ impl Shardlite for ShardliteService {
     async fn get_shard_schema_status(&self, request: Request<pb::Empty>) -> RpcResult<pb::ShardSchemaStatusReport> {
         self.run("GetShardSchemaStatus", request, |call, _| async move {
             let report = call.admin()?.schema_status().await?;
-            Ok(crate::server::rest::shard_schema::redact_status_errors(report).into())
+            Ok(crate::server::rest::schema::redact_status_errors(report).into())
         })
         .await
     }
@@ -166,7 +166,7 @@ impl Shardlite for ShardliteService {
     ) -> RpcResult<pb::ShardSchemaMigrationReport> {
         self.run("MigrateShardSchema", request, |call, req| async move {
             let report = call.admin()?.migrate_schema(&req.into()).await?;
-            Ok(crate::server::rest::shard_schema::redact_migration_errors(report).into())
+            Ok(crate::server::rest::schema::redact_migration_errors(report).into())
         })
         .await
     }

@@ -13,7 +13,7 @@
 //! - `/api/info` and `/api/sql/...` live in [`data`], `/api/transactions/...` in
 //!   [`transactions`], rows in [`tables`], documents in [`collections`], saved queries and
 //!   procedures in [`procedures`], `/api/sharding/...` in [`admin`] (schema migrations and
-//!   schema status in [`shard_schema`]), `/api/host/...` (a data host's shard files) in [`host`],
+//!   schema status in [`schema`]), `/api/host/...` (a data host's shard files) in [`host`],
 //!   and `/openapi.json`
 //!   (generated from the handlers) in [`openapi`].
 //! - The problem body and the one error-to-status function are in [`error`], extractors whose
@@ -35,7 +35,7 @@ pub mod openapi;
 pub mod procedures;
 pub mod query;
 pub mod reshard;
-pub mod shard_schema;
+pub mod schema;
 pub mod tables;
 pub mod transactions;
 
@@ -170,8 +170,8 @@ fn api_routes() -> OpenApiRouter<ServerState> {
         .routes(routes!(admin::validate_catalog_update))
         .routes(routes!(admin::apply_catalog_update))
         .routes(routes!(admin::activate_catalog))
-        .routes(routes!(shard_schema::schema_status))
-        .routes(routes!(shard_schema::migrate_schema))
+        .routes(routes!(schema::schema_status))
+        .routes(routes!(schema::migrate_schema))
         .routes(routes!(reshard::migrate_exact_route_key))
         .routes(routes!(reshard::migrate_bucket_range))
         .routes(routes!(reshard::migrations))
