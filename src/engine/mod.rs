@@ -34,7 +34,9 @@
 //! What every handle of one file shares (path, settings, open state, sessions) is
 //! `lifecycle::Shared`; SQLite's errors become the crate's in one file, `sqlite_error.rs`. The
 //! merge of partial rows of a query across shards (`merge`) runs in a private in-memory
-//! database here too, for the `query` module and the sharded client.
+//! database here too: the `query` module plans it (the partial table, its columns and their
+//! collations) and the sharded client asks for it. Quoting and the internal tables' names come
+//! from `sql`, the settings and limits from `config.rs`.
 //!
 //! Everything but [`Database`], its parts and its settings is crate-private.
 
