@@ -80,6 +80,7 @@ pub use store::{Collections, Procedures, SavedQueries, Tables};
 pub(crate) use fence_upkeep::unix_ms_now;
 pub(crate) use image::empty_shard_image;
 pub(crate) use inline::Here;
-pub(crate) use lifecycle::{Pin, Role};
+pub(crate) use lifecycle::Pin;
+pub(crate) use open::Role;
 pub(crate) use script::require_single_statement;
 pub(crate) use sqlite_error::catalog_unreadable;

@@ -9,15 +9,57 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::config::EngineConfig;
 use super::guard::{self, ConnectionKind};
-use super::lifecycle::Role;
 use super::sqlite_error::sql_error;
 use crate::error::Result;
+use crate::sql::internal_table;
 
 fn configure(conn: &Connection, config: &EngineConfig) -> Result<()> {
     conn.busy_timeout(config.busy_timeout).map_err(sql_error)?;
     conn.set_prepared_statement_cache_capacity(config.statement_cache_capacity);
     super::fence::register_functions(conn)?;
     conn.execute_batch("PRAGMA foreign_keys = ON;").map_err(sql_error)
+}
+
+/// What kind of file is being opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// A data database: gets the internal tables for collections, saved queries and procedures,
+    /// and counts against its set of open files.
+    Data,
+    /// The master catalog: stays open while any handle lives.
+    Catalog,
+}
+
+/// Creates the internal tables of a data file (collections, saved queries, procedures) if
+/// missing.
+pub(crate) fn create_internal_tables(conn: &Connection) -> Result<()> {
+    conn.execute_batch(concat!(
+        "CREATE TABLE IF NOT EXISTS ",
+        internal_table!(collections),
+        " (
+             collection TEXT NOT NULL,
+             key TEXT NOT NULL,
+             document TEXT NOT NULL,
+             PRIMARY KEY (collection, key)
+         ) WITHOUT ROWID;
+         CREATE TABLE IF NOT EXISTS ",
+        internal_table!(saved_queries),
+        " (
+             name TEXT PRIMARY KEY,
+             sql_text TEXT NOT NULL,
+             created_utc TEXT NOT NULL,
+             updated_utc TEXT NOT NULL
+         );
+         CREATE TABLE IF NOT EXISTS ",
+        internal_table!(procedures),
+        " (
+             name TEXT PRIMARY KEY,
+             definition TEXT NOT NULL,
+             created_utc TEXT NOT NULL,
+             updated_utc TEXT NOT NULL
+         );"
+    ))
+    .map_err(sql_error)
 }
 
 /// The writer's connection; `create` when the file may be created (its first open: a file
@@ -33,7 +75,7 @@ pub(super) fn open_writer(path: &Path, config: &EngineConfig, role: Role, create
         .map_err(sql_error)?;
     conn.execute_batch("PRAGMA synchronous = NORMAL;").map_err(sql_error)?;
     if role == Role::Data {
-        super::store::create_internal_tables(&conn)?;
+        create_internal_tables(&conn)?;
         // Upkeep that fails (another process holds the write lock, say) is tried again while
         // the file is served; it never keeps the file from opening.
         if let Err(err) = super::fence_upkeep::tidy(&conn, config.moved_record_grace) {

@@ -30,36 +30,6 @@ use crate::sql::internal_table;
 /// The largest page size browse operations accept.
 pub(crate) const MAX_PAGE_SIZE: u32 = 1000;
 
-pub(crate) fn create_internal_tables(conn: &Connection) -> Result<()> {
-    conn.execute_batch(concat!(
-        "CREATE TABLE IF NOT EXISTS ",
-        internal_table!(collections),
-        " (
-             collection TEXT NOT NULL,
-             key TEXT NOT NULL,
-             document TEXT NOT NULL,
-             PRIMARY KEY (collection, key)
-         ) WITHOUT ROWID;
-         CREATE TABLE IF NOT EXISTS ",
-        internal_table!(saved_queries),
-        " (
-             name TEXT PRIMARY KEY,
-             sql_text TEXT NOT NULL,
-             created_utc TEXT NOT NULL,
-             updated_utc TEXT NOT NULL
-         );
-         CREATE TABLE IF NOT EXISTS ",
-        internal_table!(procedures),
-        " (
-             name TEXT PRIMARY KEY,
-             definition TEXT NOT NULL,
-             created_utc TEXT NOT NULL,
-             updated_utc TEXT NOT NULL
-         );"
-    ))
-    .map_err(sql_error)
-}
-
 pub(super) fn require_name(what: &'static str, name: &str) -> Result<()> {
     if name.trim().is_empty() {
         return Err(Error::invalid_argument(what, "must not be blank"));
