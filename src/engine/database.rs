@@ -25,12 +25,12 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::config::EngineConfig;
-use super::copy::Moves;
 use super::dedicated::DedicatedConnection;
 use super::guard;
 use super::inline::{self, Here};
 use super::lane::{Job, Lane};
 use super::lifecycle::{Pin, Role, Shared};
+use super::reshard::copy::Moves;
 use super::script::{self, Access};
 use super::session::Sessions;
 use super::sqlite_error::{read_only_file, sql_error, storage_failure};

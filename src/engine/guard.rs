@@ -30,7 +30,7 @@
 //!   ([`Scope::Maintenance`]), an operator capability asked for explicitly when the transaction
 //!   begins. Either way only a top-level statement may write them, never a trigger or view a
 //!   client defined, except shardlite's own change-capture triggers (see
-//!   [`capture`](super::capture)), which insert into the change table. Reading them is allowed: they hold what the collection, saved-query,
+//!   [`capture`](super::reshard::capture)), which insert into the change table. Reading them is allowed: they hold what the collection, saved-query,
 //!   procedure and migration APIs show anyway.
 //!
 //! As a second line behind that refusal, a statement on a shared connection that names the temp
@@ -49,7 +49,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 
-use super::capture::{CAPTURE_TRIGGER_PREFIX, CHANGES_TABLE};
+use super::reshard::capture::{CAPTURE_TRIGGER_PREFIX, CHANGES_TABLE};
 use super::sqlite_error::sql_error;
 use super::store::INTERNAL_PREFIX;
 use crate::error::{Error, Result};

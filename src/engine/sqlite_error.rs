@@ -17,8 +17,8 @@ use crate::error::{Error, SqlFailure};
 pub(crate) fn sql_error(err: rusqlite::Error) -> Error {
     match err {
         rusqlite::Error::SqliteFailure(_, Some(message))
-            if message.starts_with(super::fence::FENCE_MESSAGE_PREFIX)
-                && let Some(fenced) = super::fence::fenced_error(&message) =>
+            if message.starts_with(super::reshard::fence::FENCE_MESSAGE_PREFIX)
+                && let Some(fenced) = super::reshard::fence::fenced_error(&message) =>
         {
             fenced
         }

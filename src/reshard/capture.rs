@@ -13,7 +13,9 @@ use std::sync::Arc;
 use super::fence::{Fence, Tx, conflicting_in, first_i64};
 use super::target::{Target, quote_ident};
 use crate::data::{DataClient, Params, Value};
-use crate::engine::capture::{CHANGES_SCHEMA, CHANGES_TABLE, capture_trigger_names, capture_trigger_statements};
+use crate::engine::reshard::capture::{
+    CHANGES_SCHEMA, CHANGES_TABLE, capture_trigger_names, capture_trigger_statements,
+};
 use crate::error::Result;
 
 /// Keys read back from the source and rewritten on the destination per statement.

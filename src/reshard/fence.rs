@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use super::target::{COLLECTIONS_TABLE, Selection, Target, quote_ident};
 use crate::data::{DataClient, Params, TransactionOptions, Value};
-use crate::engine::fence::{
+use crate::engine::reshard::fence::{
     BUCKET_FUNCTION, FENCE_SCHEMA, FENCE_TABLES, FENCE_TRIGGERS_QUERY, FENCED_TARGETS_QUERY, FencedTarget,
     trigger_statements,
 };

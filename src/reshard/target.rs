@@ -4,10 +4,10 @@
 //! Identifiers from the manifest are always quoted; values are always bound.
 
 use crate::data::{MigrationScope, MigrationSpec, Params, Value};
-use crate::engine::capture::{CapturedItem, CapturedRoute};
-use crate::engine::checksum::PageDigest;
-use crate::engine::copy::{COPY_SOURCE_SCHEMA, CopyRecord, PagedCopy, PagedQuery};
-use crate::engine::fence::BUCKET_FUNCTION;
+use crate::engine::reshard::capture::{CapturedItem, CapturedRoute};
+use crate::engine::reshard::checksum::PageDigest;
+use crate::engine::reshard::copy::{COPY_SOURCE_SCHEMA, CopyRecord, PagedCopy, PagedQuery};
+use crate::engine::reshard::fence::BUCKET_FUNCTION;
 use crate::error::Result;
 
 /// SQLite's limit on bound values in one statement (`SQLITE_MAX_VARIABLE_NUMBER`).
@@ -81,7 +81,7 @@ pub(super) struct Target {
     pub(super) captured: CapturedItem,
 }
 
-pub(super) use crate::engine::fence::property_path;
+pub(super) use crate::engine::reshard::fence::property_path;
 pub(super) use crate::engine::store::{quote_ident, sql_literal};
 
 impl Target {
@@ -398,7 +398,7 @@ impl Target {
 
 /// The checksum of a row set read page by page in key order: a SHA-256 chain, each link the
 /// hash of the previous link and the page's rows in a canonical encoding (type tag, length,
-/// bytes; see [`engine::checksum`](crate::engine::checksum)). Both sides read pages of the same
+/// bytes; see [`engine::reshard::checksum`](crate::engine::reshard::checksum)). Both sides read pages of the same
 /// size in the same order, so equal row sets give equal chains, and a chain can be resumed
 /// from its last link. Pages hashed inside the engine (local shards) and pages read as values
 /// through a client (remote shards) give the same links.

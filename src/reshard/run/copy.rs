@@ -5,7 +5,7 @@
 use super::{CHECKPOINT_INTERVAL, Context, CopyProgress, JOB_TIME, Migrator, drive};
 use crate::data::{DataClient, MigrationResult, Params, TransactionOptions, Value};
 use crate::engine::Database;
-use crate::engine::copy::{PageCursor, PagedCopy};
+use crate::engine::reshard::copy::{PageCursor, PagedCopy};
 use crate::error::{Error, Result, ShardProblem};
 use crate::reshard::target::Checksum;
 use std::sync::Arc;

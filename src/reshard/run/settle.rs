@@ -21,7 +21,7 @@ use super::online::{progress, replay};
 use super::verify::count_and_checksum;
 use super::{Context, JOB_TIME, Migrator, drive};
 use crate::data::{DataClient, MigrationResult, Params, Value};
-use crate::engine::copy::PageCursor;
+use crate::engine::reshard::copy::PageCursor;
 use crate::error::Result;
 use crate::reshard::capture;
 use crate::reshard::target::{Checksum, Target};

@@ -4,7 +4,7 @@
 use super::{Context, JOB_TIME, Migrator};
 use crate::data::{DataClient, MigrationResult, Value};
 use crate::engine::Database;
-use crate::engine::copy::PageCursor;
+use crate::engine::reshard::copy::PageCursor;
 use crate::error::Result;
 use crate::reshard::target::{Checksum, Target};
 use std::sync::Arc;

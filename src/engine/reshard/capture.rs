@@ -20,9 +20,9 @@
 //! Client SQL may not write internal tables, not even through its own triggers; the authorizer
 //! lets only shardlite's own (internal) triggers insert into [`CHANGES_TABLE`].
 
+use super::fence::BUCKET_FUNCTION;
 use super::fence::row_route;
-use super::store::{quote_ident, sql_literal};
-use crate::engine::fence::BUCKET_FUNCTION;
+use crate::engine::store::{quote_ident, sql_literal};
 
 /// The table of captured changes: one row per captured write of a moving row, in the order the
 /// writes committed (`seq`). `row_key` has no declared type, so a key keeps its storage class.

@@ -15,16 +15,16 @@
 //! function of shardlite's, so a plain tool can write every row that did not move; a bucket-range
 //! fence's triggers call [`BUCKET_FUNCTION`], which only shardlite registers, so while one is on
 //! a table a plain tool can read that table but not write to it. Moved records are removed after
-//! [`EngineConfig::moved_record_grace`](super::EngineConfig::moved_record_grace) (see
+//! [`EngineConfig::moved_record_grace`](crate::engine::EngineConfig::moved_record_grace) (see
 //! `fence_upkeep`).
 
 use rusqlite::Connection;
 use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::types::ValueRef;
 
-use super::sqlite_error::sql_error;
-use super::store::{quote_ident, sql_literal};
 use crate::data::Value;
+use crate::engine::sqlite_error::sql_error;
+use crate::engine::store::{quote_ident, sql_literal};
 use crate::error::{Error, Result};
 use crate::routing::{bucket_for_token, route_token};
 
