@@ -72,9 +72,9 @@
 
 mod capture;
 mod fence;
+mod item_sql;
 mod manifest;
 mod run;
-mod target;
 
 pub use fence::fences_on;
 pub use manifest::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};

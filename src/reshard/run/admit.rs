@@ -2,8 +2,11 @@
 //! destination, catalog, map version, manifest), then the plan and, unless it is a dry run, the
 //! phases.
 
-use super::{Migrator, activate, drive, plan};
-use crate::data::{CatalogIssue, IssueSeverity, MigrationResult, MigrationScope, MigrationSpec, MigrationStatus};
+use super::state::{Runner, checkpoint, first_error};
+use super::{activate, drive, plan};
+use crate::data::{
+    CatalogIssue, IssueSeverity, MigrationResult, MigrationScope, MigrationSpec, MigrationStatus, ReshardPhase,
+};
 use crate::engine::store::now_utc;
 use crate::error::Result;
 use crate::map::{ShardMap, ShardRole};
@@ -99,7 +102,7 @@ pub(super) fn scope(scope: MigrationScope, map: &ShardMap, issues: &mut Vec<Cata
 
 /// Common checks, then the plan, then (unless a dry run) the phases.
 pub(super) async fn start(
-    migrator: &Migrator,
+    migrator: &Runner,
     spec: MigrationSpec,
     id: Option<String>,
     expected_version: Option<u64>,
@@ -124,7 +127,7 @@ pub(super) async fn start(
 
 /// [`start`] once the run holds the migration's claim.
 async fn start_claimed(
-    migrator: &Migrator,
+    migrator: &Runner,
     spec: MigrationSpec,
     id: String,
     expected_version: Option<u64>,
@@ -180,7 +183,7 @@ async fn start_claimed(
     let mut state = MigrationResult {
         migration_id: id,
         status: MigrationStatus::Running,
-        phase: "validated".to_owned(),
+        phase: ReshardPhase::Validated,
         message: String::new(),
         spec,
         plan: None,
@@ -209,7 +212,7 @@ async fn start_claimed(
     };
     let Some(context) = context else {
         state.status = MigrationStatus::Rejected;
-        state.phase = "rejected".to_owned();
+        state.phase = ReshardPhase::Rejected;
         state.message = format!("the migration was rejected: {}", first_error(&state.issues));
         // A rejection is recorded under its id, unless the id belongs to another migration.
         let id_taken = state.issues.iter().any(|i| i.code == "migration-id-exists");
@@ -240,7 +243,7 @@ async fn start_claimed(
     state.plan = Some(plan);
     if dry_run {
         state.status = MigrationStatus::Planned;
-        state.phase = "planned".to_owned();
+        state.phase = ReshardPhase::Planned;
         state.message = "dry run: this is the plan; nothing was changed".to_owned();
         return Ok(state);
     }
@@ -254,7 +257,7 @@ async fn start_claimed(
     if let Some(destination) = &context.local_destination {
         destination.moves().clear_copy_cursors(&state.migration_id).await?;
     }
-    drive::checkpoint(migrator, &mut state).await?;
+    checkpoint(migrator, &mut state).await?;
     drive::drive(migrator, state, context).await
 }
 
@@ -284,14 +287,6 @@ pub(super) fn check_destination(
         }
         Some(_) => {}
     }
-}
-
-/// The message of the first error-level issue, for a run's summary.
-pub(super) fn first_error(issues: &[CatalogIssue]) -> String {
-    issues
-        .iter()
-        .find(|i| i.severity == IssueSeverity::Error)
-        .map_or_else(String::new, |i| i.message.clone())
 }
 
 /// `mig-{yyyymmddhhmmss}-{32 hex}`.

@@ -2,19 +2,19 @@
 //! page by page through the shards' data clients; both checkpoint as they go and resume without
 //! copying a page twice.
 
-use super::{CHECKPOINT_INTERVAL, Context, CopyProgress, JOB_TIME, Migrator, drive};
-use crate::data::{DataClient, MigrationResult, Params, TransactionOptions, Value};
+use super::state::{CHECKPOINT_INTERVAL, Context, CopyProgress, JOB_TIME, Runner, checkpoint};
+use crate::data::{DataClient, MigrationResult, Params, ReshardPhase, TransactionOptions, Value};
 use crate::engine::Database;
 use crate::engine::reshard::copy::{PageCursor, PagedCopy};
 use crate::error::{Error, Result, ShardProblem};
-use crate::reshard::target::Checksum;
+use crate::reshard::item_sql::Checksum;
 use std::sync::Arc;
 
 /// Copies the remaining pages of one target, checkpointing as it goes: inside SQLite when
 /// both shards are files of this process (and the source's path can be attached), else
 /// through the data clients.
 pub(super) async fn copy(
-    migrator: &Migrator,
+    migrator: &Runner,
     state: &mut MigrationResult,
     context: &Context,
     index: usize,
@@ -40,7 +40,7 @@ pub(super) async fn copy(
 /// record when it is ahead of the catalog's receipt (pages committed after the last
 /// checkpoint of a run that stopped), so no page is copied twice.
 pub(super) async fn copy_inside(
-    migrator: &Migrator,
+    migrator: &Runner,
     state: &mut MigrationResult,
     context: &Context,
     index: usize,
@@ -105,7 +105,7 @@ pub(super) async fn copy_inside(
 
 /// Records that target `index` is copied up to `cursor`: the receipt, a checkpoint, progress.
 pub(super) async fn copied(
-    migrator: &Migrator,
+    migrator: &Runner,
     state: &mut MigrationResult,
     context: &Context,
     index: usize,
@@ -122,14 +122,14 @@ pub(super) async fn copied(
 
 /// The checkpoint and progress report after a page of target `index`.
 pub(super) async fn page_checkpoint(
-    migrator: &Migrator,
+    migrator: &Runner,
     state: &mut MigrationResult,
     context: &Context,
     index: usize,
 ) -> Result<()> {
     let target = &context.targets[index];
-    state.phase = format!("copying {}", target.label());
-    drive::checkpoint(migrator, state).await?;
+    state.phase = ReshardPhase::copying(target.label());
+    checkpoint(migrator, state).await?;
     if let Some(observer) = &migrator.observer {
         let estimated = state
             .plan
@@ -155,7 +155,7 @@ pub(super) async fn page_checkpoint(
 /// one page can be on the destination beyond the checkpoint: on resume the first page is
 /// read back from the destination first, and not written again when it is already there.
 pub(super) async fn copy_through_clients(
-    migrator: &Migrator,
+    migrator: &Runner,
     state: &mut MigrationResult,
     context: &Context,
     index: usize,

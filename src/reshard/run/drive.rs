@@ -1,29 +1,20 @@
 //! The phase machine of a data move: fence, copy, verify, write the pending map, activate,
 //! delete the source rows; a checkpoint after each step, so a stopped run resumes where it was.
 
-use super::{Context, Migrator, activate, admit, copy, online, settle, verify};
-use crate::data::{ActivationRequest, Audit, MigrationResult, MigrationStatus};
-use crate::engine::store::now_utc;
+use super::state::{
+    Context, Runner, checkpoint, first_error, progress, reject_fenced, report_phase, verification_failed,
+};
+use super::{activate, copy, online, settle, verify};
+use crate::data::{ActivationRequest, Audit, MigrationResult, MigrationStatus, ReshardPhase};
 use crate::error::Result;
 use crate::reshard::fence::{self, Fence};
 use crate::reshard::manifest::issue;
-use crate::reshard::target::Selection;
-
-/// Records the run's state in the catalog, where status reads it and resume starts from it.
-pub(super) async fn checkpoint(migrator: &Migrator, state: &mut MigrationResult) -> Result<()> {
-    state.updated_utc = now_utc();
-    migrator.catalog()?.save_migration_checkpoint(state).await
-}
 
 /// Runs the phases, then records how the run ended.
-pub(super) async fn drive(
-    migrator: &Migrator,
-    mut state: MigrationResult,
-    context: Context,
-) -> Result<MigrationResult> {
+pub(super) async fn drive(migrator: &Runner, mut state: MigrationResult, context: Context) -> Result<MigrationResult> {
     if let Err(err) = phases(migrator, &mut state, &context).await {
         state.status = MigrationStatus::Failed;
-        state.phase = "failed".to_owned();
+        state.phase = ReshardPhase::Failed;
         state.message = if state.pending_map_version.is_some() {
             format!("the migration stopped after writing the new map: {err}")
         } else {
@@ -37,18 +28,17 @@ pub(super) async fn drive(
 
 /// The phase machine: each phase runs only if the checkpointed state has not passed it, so a
 /// resumed run picks up where the last one stopped.
-pub(super) async fn phases(migrator: &Migrator, state: &mut MigrationResult, context: &Context) -> Result<()> {
+pub(super) async fn phases(migrator: &Runner, state: &mut MigrationResult, context: &Context) -> Result<()> {
     let online = state.spec.online;
     // When this run fenced the moving keys for an online migration's cutover.
     let mut fenced_at = None;
     if state.status != MigrationStatus::Activated {
-        fence::clear_moved(&context.destination, &context.selection).await?;
+        fence::clear_moved(&context.destination, &context.moving).await?;
         let migration_id = state.migration_id.clone();
         let destination = state.spec.destination_shard_id.clone();
         let fence = Fence {
             migration_id: &migration_id,
-            selection: &context.selection,
-            pins: &context.pins,
+            moving: &context.moving,
             destination: &destination,
             targets: fence::targets_of(&context.targets, &context.routes),
         };
@@ -66,8 +56,8 @@ pub(super) async fn phases(migrator: &Migrator, state: &mut MigrationResult, con
             reject_fenced(state, context, &other);
             return Ok(());
         }
-        if state.phase == "validated" {
-            state.phase = "fenced".to_owned();
+        if state.phase == ReshardPhase::Validated {
+            state.phase = ReshardPhase::Fenced;
             checkpoint(migrator, state).await?;
         }
         if online {
@@ -90,20 +80,20 @@ pub(super) async fn phases(migrator: &Migrator, state: &mut MigrationResult, con
             verification_failed(state);
             return Ok(());
         }
-        state.phase = "verified".to_owned();
+        state.phase = ReshardPhase::Verified;
         checkpoint(migrator, state).await?;
         if !activate::write_pending(migrator, state).await? {
             state.status = MigrationStatus::CatalogApplyFailed;
-            state.phase = "catalog-apply-failed".to_owned();
+            state.phase = ReshardPhase::CatalogApplyFailed;
             state.message = format!(
                 "the data was verified, but the pending map could not be written ({}); the shard map was left \
                  unchanged",
-                admit::first_error(&state.issues)
+                first_error(&state.issues)
             );
             return Ok(());
         }
         state.status = MigrationStatus::PendingActivation;
-        state.phase = "pending-map-written".to_owned();
+        state.phase = ReshardPhase::PendingMapWritten;
         checkpoint(migrator, state).await?;
     }
     let pending = state.pending_map_version.unwrap_or(0);
@@ -130,18 +120,18 @@ pub(super) async fn phases(migrator: &Migrator, state: &mut MigrationResult, con
         }
         fence::mark_moved(&context.source, &state.migration_id).await?;
         state.status = MigrationStatus::Activated;
-        state.phase = "activated".to_owned();
+        state.phase = ReshardPhase::Activated;
         if let Some(fenced_at) = fenced_at {
             let elapsed = u64::try_from(fenced_at.elapsed().as_millis()).unwrap_or(u64::MAX);
-            online::progress(state).cutover_ms = Some(elapsed);
+            progress(state).cutover_ms = Some(elapsed);
         }
         checkpoint(migrator, state).await?;
-        online::report_phase(migrator, state);
+        report_phase(migrator, state);
     }
     // The capture of an online migration ends with it (also when a stopped run is resumed
     // after activation).
     online::release_capture(migrator, state, context).await?;
-    if state.spec.delete_source && state.phase != "source-deleted" {
+    if state.spec.delete_source && state.phase != ReshardPhase::SourceDeleted {
         for (index, target) in context.targets.iter().enumerate() {
             loop {
                 let deleted = fence::delete_page(&context.source, &state.migration_id, target).await?;
@@ -152,7 +142,7 @@ pub(super) async fn phases(migrator: &Migrator, state: &mut MigrationResult, con
                 checkpoint(migrator, state).await?;
             }
         }
-        state.phase = "source-deleted".to_owned();
+        state.phase = ReshardPhase::SourceDeleted;
     }
     let deleted: u64 = state.receipts.iter().map(|r| r.source_rows_deleted).sum();
     let cutover = state
@@ -169,44 +159,4 @@ pub(super) async fn phases(migrator: &Migrator, state: &mut MigrationResult, con
         )
     };
     Ok(())
-}
-
-/// Rejects the migration because migration `other` already fences some of its moving rows.
-pub(super) fn reject_fenced(state: &mut MigrationResult, context: &Context, other: &str) {
-    let (code, what) = match context.selection {
-        Selection::Key(ref key) => ("route-key-already-fenced", format!("route key '{key}'")),
-        Selection::Buckets { start, end, .. } => {
-            ("bucket-range-already-fenced", format!("bucket range [{start}, {end})"))
-        }
-    };
-    let message = format!(
-        "{what} is already fenced by migration '{other}' on shard '{}'",
-        state.spec.source_shard_id
-    );
-    state.issues.push(issue(code, message.clone()));
-    state.status = MigrationStatus::Rejected;
-    state.phase = "rejected".to_owned();
-    state.message = format!("the migration was rejected: {message}");
-}
-
-/// Records that the destination did not verify.
-pub(super) fn verification_failed(state: &mut MigrationResult) {
-    state.status = MigrationStatus::VerificationFailed;
-    state.phase = "verification-failed".to_owned();
-    let failed: Vec<String> = state
-        .receipts
-        .iter()
-        .filter(|r| !r.verified)
-        .map(|r| r.name.clone())
-        .collect();
-    let fence = if state.spec.online {
-        "writes of the moving keys go on (the capture stays)"
-    } else {
-        "the fence stays"
-    };
-    state.message = format!(
-        "the data was copied but {} did not verify; the shard map was left unchanged and {fence} until the \
-         migration is resumed",
-        failed.join(", ")
-    );
 }

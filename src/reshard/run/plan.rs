@@ -1,19 +1,20 @@
 //! Planning a data move: the clients and targets of a run, each target's row estimate and query
 //! plan, the map the move proposes, and fresh copy receipts.
 
-use super::{Context, Migrator};
+use super::state::{Context, Runner};
 use crate::catalog::diff;
 use std::ops::Range;
 
 use crate::data::{MigrationPlan, MigrationReceipt, MigrationScope, MigrationSpec, PlannedItem, Value};
+use crate::engine::reshard::moving::MovingRows;
 use crate::error::{Error, Result};
 use crate::map::{BucketRange, ShardMap, ShardingOptions};
+use crate::reshard::item_sql::{Checksum, ItemSql};
 use crate::reshard::manifest;
-use crate::reshard::target::{Checksum, Selection, Target};
 
-/// The clients, targets and selection of a run, with each manifest entry checked against both
+/// The clients, item queries and moving rows of a run, with each manifest entry checked against both
 /// shards' schemas.
-pub(super) async fn context(migrator: &Migrator, spec: &MigrationSpec, map: &ShardMap) -> Result<Context> {
+pub(super) async fn context(migrator: &Runner, spec: &MigrationSpec, map: &ShardMap) -> Result<Context> {
     let source = migrator.sharded.for_shard_id(&spec.source_shard_id)?;
     let destination = migrator.sharded.for_shard_id(&spec.destination_shard_id)?;
     let pins: Vec<String> = map
@@ -22,7 +23,7 @@ pub(super) async fn context(migrator: &Migrator, spec: &MigrationSpec, map: &Sha
         .keys()
         .map(|k| k.trim().to_owned())
         .collect();
-    let selection = Selection::of(spec, map.bucket_count(), pins.clone());
+    let moving = MovingRows::of(&spec.scope, map.bucket_count(), pins);
     let page_size = manifest::page_size(&spec.manifest);
     let mut targets = Vec::new();
     let mut routes = Vec::new();
@@ -47,12 +48,12 @@ pub(super) async fn context(migrator: &Migrator, spec: &MigrationSpec, map: &Sha
             )
         })?;
         let columns: Vec<String> = schema.columns.iter().map(|c| c.name.clone()).collect();
-        let target = Target::table(
+        let target = ItemSql::table(
             &schema.name,
             &columns,
             table.primary_key_column.trim(),
             table.route_key_column.trim(),
-            selection.clone(),
+            moving.clone(),
             page_size,
         )
         .ok_or_else(|| {
@@ -76,10 +77,10 @@ pub(super) async fn context(migrator: &Migrator, spec: &MigrationSpec, map: &Sha
     }
     for collection in &spec.manifest.collections {
         let property = collection.route_key_property.trim();
-        targets.push(Target::collection(
+        targets.push(ItemSql::collection(
             collection.collection_name.trim(),
             property,
-            selection.clone(),
+            moving.clone(),
             page_size,
         ));
         routes.push(property.to_owned());
@@ -105,14 +106,13 @@ pub(super) async fn context(migrator: &Migrator, spec: &MigrationSpec, map: &Sha
         recheck: std::sync::Mutex::new(vec![Vec::new(); targets.len()]),
         targets,
         routes,
-        selection,
-        pins,
+        moving,
     })
 }
 
 /// Row estimates and query plans of every target, and the map diff the move proposes.
 pub(super) async fn plan(
-    _migrator: &Migrator,
+    _migrator: &Runner,
     spec: &MigrationSpec,
     map: &ShardMap,
     context: &Context,
