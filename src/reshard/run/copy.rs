@@ -3,11 +3,11 @@
 //! copying a page twice.
 
 use super::state::{CHECKPOINT_INTERVAL, Context, CopyProgress, JOB_TIME, Runner, checkpoint};
-use crate::data::{DataClient, MigrationResult, Params, ReshardPhase, TransactionOptions, Value};
+use crate::data::{DataClient, MigrationReceipt, MigrationResult, Params, ReshardPhase, TransactionOptions, Value};
 use crate::engine::Database;
 use crate::engine::reshard::copy::{PageCursor, PagedCopy};
 use crate::error::{Error, Result, ShardProblem};
-use crate::reshard::item_sql::Checksum;
+use crate::reshard::item_sql::{Checksum, ItemSql};
 use std::sync::Arc;
 
 /// Copies the remaining pages of one target, checkpointing as it goes: inside SQLite when
@@ -187,16 +187,7 @@ pub(super) async fn copy_through_clients(
         let count = rows.len();
         let mut next = Vec::new();
         if count > 0 {
-            let last = rows[count - 1].get(target.key_index).cloned().unwrap_or(Value::Null);
-            if last == Value::Null {
-                return Err(Error::invalid_argument(
-                    "manifest",
-                    format!(
-                        "{} has a row with a NULL primary key; it cannot be paged",
-                        target.label()
-                    ),
-                ));
-            }
+            let last = last_key(target, &rows)?;
             checksum.add_page(&rows);
             // A run that stopped between the destination's commit and the checkpoint left
             // this page there already, exactly as the source has it.
@@ -221,11 +212,7 @@ pub(super) async fn copy_through_clients(
                 written?;
                 next = following?;
             }
-            let receipt = &mut state.receipts[index];
-            receipt.source_rows += u64::try_from(count).unwrap_or(u64::MAX);
-            receipt.pages_copied += 1;
-            receipt.last_key = Some(last.clone());
-            receipt.source_checksum = checksum.to_hex();
+            record_page(&mut state.receipts[index], count, last.clone(), &checksum);
             after = Some(last);
         }
         state.receipts[index].copied = count < target.page_size;
@@ -266,4 +253,31 @@ pub(super) fn on_shard(shard_id: &str, err: Error) -> Error {
         Error::Transport(_) => Error::ShardUnavailable(Box::new(ShardProblem::new(shard_id, err.to_string()))),
         other => other,
     }
+}
+
+/// The primary key of the last row of a page of `target`, by which the next page is read.
+fn last_key(target: &ItemSql, rows: &[Vec<Value>]) -> Result<Value> {
+    let last = rows
+        .last()
+        .and_then(|row| row.get(target.key_index))
+        .cloned()
+        .unwrap_or(Value::Null);
+    if last == Value::Null {
+        return Err(Error::invalid_argument(
+            "manifest",
+            format!(
+                "{} has a row with a NULL primary key; it cannot be paged",
+                target.label()
+            ),
+        ));
+    }
+    Ok(last)
+}
+
+/// Adds a page of `count` rows ending at `last` to `receipt`, with the checksum so far.
+fn record_page(receipt: &mut MigrationReceipt, count: usize, last: Value, checksum: &Checksum) {
+    receipt.source_rows += u64::try_from(count).unwrap_or(u64::MAX);
+    receipt.pages_copied += 1;
+    receipt.last_key = Some(last);
+    receipt.source_checksum = checksum.to_hex();
 }

@@ -1,6 +1,9 @@
 //! A data move's run: [`Migrator`], its requests, resume and abandon. The phases live one file
 //! each: `admit` (request checks), `plan`, `drive` (the phase machine), `copy` (the two copy
-//! strategies), `verify` and `activate`.
+//! strategies), `verify`, the online phases (`online`, `replay` of captured changes, `settle`,
+//! their verification) and `activate`. What they share (the runner, the run's context, the
+//! checkpoint and the early endings) is in `state`, which they import; only `drive` and this
+//! file import the phases, so no phase imports the machine that runs it.
 //!
 //! The catalog holds each migration's state: its phase and, per table or collection, a receipt
 //! of the copy (last key, counts, running checksum). Pages are upserted one transaction each,
@@ -9,7 +12,7 @@
 //! - Between two files of this process (`copy_inside`), each page's transaction on the
 //!   destination also records the cursor after the page, so the destination's record is as far
 //!   as its rows whatever stops the run. The catalog is checkpointed every
-//!   [`CHECKPOINT_INTERVAL`] for progress; resume starts from the record when it is further
+//!   [`CHECKPOINT_INTERVAL`](state::CHECKPOINT_INTERVAL) for progress; resume starts from the record when it is further
 //!   along than the receipt (and updates the receipt from it).
 //! - Through the data clients (`copy_through_clients`), each page is checkpointed in the
 //!   catalog once the destination committed it and before the next is written, so a stopped

@@ -4,16 +4,19 @@
 use super::state::{Context, Runner};
 use crate::catalog::diff;
 use std::ops::Range;
+use std::sync::Arc;
 
-use crate::data::{MigrationPlan, MigrationReceipt, MigrationScope, MigrationSpec, PlannedItem, Value};
+use crate::data::{
+    DataClient, MigrationPlan, MigrationReceipt, MigrationScope, MigrationSpec, PlannedItem, TableManifest, Value,
+};
 use crate::engine::reshard::moving::MovingRows;
 use crate::error::{Error, Result};
 use crate::map::{BucketRange, ShardMap, ShardingOptions};
 use crate::reshard::item_sql::{Checksum, ItemSql};
 use crate::reshard::manifest;
 
-/// The clients, item queries and moving rows of a run, with each manifest entry checked against both
-/// shards' schemas.
+/// The clients, item queries and moving rows of a run, with each manifest entry checked against
+/// both shards' schemas.
 pub(super) async fn context(migrator: &Runner, spec: &MigrationSpec, map: &ShardMap) -> Result<Context> {
     let source = migrator.sharded.for_shard_id(&spec.source_shard_id)?;
     let destination = migrator.sharded.for_shard_id(&spec.destination_shard_id)?;
@@ -28,50 +31,7 @@ pub(super) async fn context(migrator: &Runner, spec: &MigrationSpec, map: &Shard
     let mut targets = Vec::new();
     let mut routes = Vec::new();
     for table in &spec.manifest.tables {
-        let name = table.table_name.trim();
-        let schema = source.table_schema(name).await.map_err(|err| {
-            Error::invalid_argument(
-                "manifest",
-                format!(
-                    "table '{name}' cannot be read on source shard '{}': {err}",
-                    spec.source_shard_id
-                ),
-            )
-        })?;
-        destination.table_schema(name).await.map_err(|err| {
-            Error::invalid_argument(
-                "manifest",
-                format!(
-                    "table '{name}' cannot be read on destination shard '{}' (create the schema there first): {err}",
-                    spec.destination_shard_id
-                ),
-            )
-        })?;
-        let columns: Vec<String> = schema.columns.iter().map(|c| c.name.clone()).collect();
-        let target = ItemSql::table(
-            &schema.name,
-            &columns,
-            table.primary_key_column.trim(),
-            table.route_key_column.trim(),
-            moving.clone(),
-            page_size,
-        )
-        .ok_or_else(|| {
-            Error::invalid_argument(
-                "manifest",
-                format!(
-                    "table '{name}' has no column '{}' or '{}' (its columns: {})",
-                    table.primary_key_column.trim(),
-                    table.route_key_column.trim(),
-                    columns.join(", ")
-                ),
-            )
-        })?;
-        let route = columns
-            .iter()
-            .find(|c| c.eq_ignore_ascii_case(table.route_key_column.trim()))
-            .cloned()
-            .unwrap_or_default();
+        let (target, route) = table_item(spec, &source, &destination, table, moving.clone(), page_size).await?;
         targets.push(target);
         routes.push(route);
     }
@@ -108,6 +68,63 @@ pub(super) async fn context(migrator: &Runner, spec: &MigrationSpec, map: &Shard
         routes,
         moving,
     })
+}
+
+/// The SQL of manifest table `table`, checked against both shards' schemas, and its route
+/// column as the source spells it.
+async fn table_item(
+    spec: &MigrationSpec,
+    source: &Arc<dyn DataClient>,
+    destination: &Arc<dyn DataClient>,
+    table: &TableManifest,
+    moving: MovingRows,
+    page_size: usize,
+) -> Result<(ItemSql, String)> {
+    let name = table.table_name.trim();
+    let schema = source.table_schema(name).await.map_err(|err| {
+        Error::invalid_argument(
+            "manifest",
+            format!(
+                "table '{name}' cannot be read on source shard '{}': {err}",
+                spec.source_shard_id
+            ),
+        )
+    })?;
+    destination.table_schema(name).await.map_err(|err| {
+        Error::invalid_argument(
+            "manifest",
+            format!(
+                "table '{name}' cannot be read on destination shard '{}' (create the schema there first): {err}",
+                spec.destination_shard_id
+            ),
+        )
+    })?;
+    let columns: Vec<String> = schema.columns.iter().map(|c| c.name.clone()).collect();
+    let target = ItemSql::table(
+        &schema.name,
+        &columns,
+        table.primary_key_column.trim(),
+        table.route_key_column.trim(),
+        moving,
+        page_size,
+    )
+    .ok_or_else(|| {
+        Error::invalid_argument(
+            "manifest",
+            format!(
+                "table '{name}' has no column '{}' or '{}' (its columns: {})",
+                table.primary_key_column.trim(),
+                table.route_key_column.trim(),
+                columns.join(", ")
+            ),
+        )
+    })?;
+    let route = columns
+        .iter()
+        .find(|c| c.eq_ignore_ascii_case(table.route_key_column.trim()))
+        .cloned()
+        .unwrap_or_default();
+    Ok((target, route))
 }
 
 /// Row estimates and query plans of every target, and the map diff the move proposes.

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::super::item_sql::ItemSql;
 use crate::catalog::Catalog;
 use crate::client::ShardedClient;
 use crate::data::{
@@ -15,6 +14,7 @@ use crate::engine::reshard::moving::MovingRows;
 use crate::engine::store::now_utc;
 use crate::engine::{Database, Pin};
 use crate::error::{Error, Result};
+use crate::reshard::item_sql::ItemSql;
 use crate::reshard::manifest::issue;
 
 /// Progress of a migration, reported after every page copied and when its phase changes.
