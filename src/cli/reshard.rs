@@ -498,7 +498,7 @@ fn list(results: &[MigrationResult], json: bool) -> Result<()> {
         rows.add_row(vec![
             result.migration_id.clone(),
             format!("{:?}", result.status),
-            result.phase.clone(),
+            result.phase.to_string(),
             match &spec.scope {
                 MigrationScope::RouteKey { route_key, .. } => route_key.clone(),
                 MigrationScope::BucketRange {

@@ -68,8 +68,8 @@ pub(crate) use reshard::MigrationBody;
 pub(crate) use reshard::{BucketMigrationBody, KeyMigrationBody};
 pub use reshard::{
     CollectionManifest, MigrationAdmin, MigrationManifest, MigrationPlan, MigrationReceipt, MigrationRequest,
-    MigrationResult, MigrationScope, MigrationSpec, MigrationStatus, OnlineProgress, PlannedItem, ResumeRequest,
-    TableManifest,
+    MigrationResult, MigrationScope, MigrationSpec, MigrationStatus, OnlineProgress, PlannedItem, ReshardPhase,
+    ResumeRequest, TableManifest,
 };
 pub use row::{FromValue, RowRef, ValueRef};
 pub(crate) use row::{every_row, first_row};

@@ -25,13 +25,13 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::config::EngineConfig;
-use super::copy::Moves;
 use super::dedicated::DedicatedConnection;
 use super::guard;
 use super::inline::{self, Here};
 use super::lane::{Job, Lane};
 use super::lifecycle::{Pin, Shared};
 use super::open::Role;
+use super::reshard::copy::Moves;
 use super::script::{self, ScriptMode};
 use super::session::Sessions;
 use super::sqlite_error::{read_only_file, sql_error, storage_failure};

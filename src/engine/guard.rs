@@ -30,7 +30,7 @@
 //!   ([`ConnectionKind::Maintenance`]), an operator capability asked for explicitly when the transaction
 //!   begins. Either way only a top-level statement may write them, never a trigger or view a
 //!   client defined, except shardlite's own change-capture triggers (see
-//!   [`capture`](super::capture)), which insert into the change table. Reading them is allowed: they hold what the collection, saved-query,
+//!   [`capture`](super::reshard::capture)), which insert into the change table. Reading them is allowed: they hold what the collection, saved-query,
 //!   procedure and migration APIs show anyway.
 //!
 //! As a second line behind that refusal, a statement on a shared connection that names the temp

@@ -19,12 +19,12 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::config::EngineConfig;
-use super::fence_upkeep::Upkeep;
 use super::hold::Hold;
 use super::identity::FileIdentity;
 use super::inline::Borrowed;
 use super::lane::Lane;
 use super::open::{Role, open_reader, open_writer};
+use super::reshard::fence_upkeep::Upkeep;
 use super::session::SessionTable;
 use super::shelf::{self, TICK};
 use super::sqlite_error::storage_failure;

@@ -16,7 +16,7 @@ use crate::sql::internal_table;
 fn configure(conn: &Connection, config: &EngineConfig) -> Result<()> {
     conn.busy_timeout(config.busy_timeout).map_err(sql_error)?;
     conn.set_prepared_statement_cache_capacity(config.statement_cache_capacity);
-    super::fence::register_functions(conn)?;
+    super::reshard::fence::register_functions(conn)?;
     conn.execute_batch("PRAGMA foreign_keys = ON;").map_err(sql_error)
 }
 
@@ -78,7 +78,7 @@ pub(super) fn open_writer(path: &Path, config: &EngineConfig, role: Role, create
         create_internal_tables(&conn)?;
         // Upkeep that fails (another process holds the write lock, say) is tried again while
         // the file is served; it never keeps the file from opening.
-        if let Err(err) = super::fence_upkeep::tidy(&conn, config.moved_record_grace) {
+        if let Err(err) = super::reshard::fence_upkeep::tidy(&conn, config.moved_record_grace) {
             tracing::debug!(path = %path.display(), error = %err, "fence upkeep at open will be tried again");
         }
     }

@@ -16,11 +16,11 @@ use rusqlite::Connection;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 use super::config::EngineConfig;
-use super::copy::{PageCursor, PagedQuery, read_pages};
 use super::database::Database;
 use super::guard;
 use super::identity::FileIdentity;
 use super::open::open_session;
+use super::reshard::copy::{PageCursor, PagedQuery, read_pages};
 use super::script::{self, ScriptMode};
 use super::sqlite_error::{begin_failure, read_only_file, sql_error};
 use super::workers::{CancelOnDrop, spawn_thread};

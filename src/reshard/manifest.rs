@@ -1,5 +1,7 @@
 //! Checks a migration manifest before anything runs.
 
+use std::collections::BTreeSet;
+
 use crate::data::{CatalogIssue, IssueSeverity, MigrationManifest};
 
 /// Rows per page when the manifest names none.
@@ -34,7 +36,15 @@ pub(super) fn check(manifest: &MigrationManifest) -> Vec<CatalogIssue> {
             "it names no table and no collection, so nothing would move".to_owned(),
         ));
     }
-    let mut seen = std::collections::BTreeSet::new();
+    let mut seen = BTreeSet::new();
+    check_tables(manifest, &mut seen, &mut issues);
+    check_collections(manifest, &mut seen, &mut issues);
+    issues
+}
+
+/// What [`check`] finds in the manifest's tables (`seen` collects the names listed so far).
+fn check_tables(manifest: &MigrationManifest, seen: &mut BTreeSet<String>, issues: &mut Vec<CatalogIssue>) {
+    let bad = |code: &str, message: String| issue(code, format!("bad manifest: {message}"));
     for (index, table) in manifest.tables.iter().enumerate() {
         let name = table.table_name.trim();
         if name.is_empty() {
@@ -69,6 +79,11 @@ pub(super) fn check(manifest: &MigrationManifest) -> Vec<CatalogIssue> {
             ));
         }
     }
+}
+
+/// What [`check`] finds in the manifest's collections (`seen` collects the names listed so far).
+fn check_collections(manifest: &MigrationManifest, seen: &mut BTreeSet<String>, issues: &mut Vec<CatalogIssue>) {
+    let bad = |code: &str, message: String| issue(code, format!("bad manifest: {message}"));
     for (index, collection) in manifest.collections.iter().enumerate() {
         let name = collection.collection_name.trim();
         if name.is_empty() {
@@ -99,7 +114,6 @@ pub(super) fn check(manifest: &MigrationManifest) -> Vec<CatalogIssue> {
             ));
         }
     }
-    issues
 }
 
 /// The page size a manifest asks for.

@@ -11,7 +11,7 @@ use crate::support::{path_str, route, temp_dir};
 use shardlite::ErrorKind;
 use shardlite::client::{DataClient, Params, ShardedClient, SqlData};
 use shardlite::data::ResumeRequest;
-use shardlite::data::{Audit, MigrationRequest, MigrationScope, MigrationStatus};
+use shardlite::data::{Audit, MigrationRequest, MigrationScope, MigrationStatus, ReshardPhase};
 use shardlite::map::ShardDefinition;
 use shardlite::reshard::{Migrator, fences_on};
 use shardlite::routing::{bucket_for_token, route_token};
@@ -494,7 +494,7 @@ async fn abandoning_releases_the_fence_and_keeps_the_map() {
 
     let abandoned = migrator.abandon(&failed.migration_id).await.unwrap();
     assert_eq!(abandoned.status, MigrationStatus::Failed);
-    assert_eq!(abandoned.phase, "abandoned");
+    assert_eq!(abandoned.phase, ReshardPhase::Abandoned);
     assert!(!abandoned.requires_operator_recovery && abandoned.recovery_action.is_none());
     assert!(fences_on(&source_client).await.unwrap().is_empty());
     sharded
@@ -670,7 +670,7 @@ async fn checkpoints_written_by_earlier_releases_read_and_are_written_back_in_th
     // Abandoning each writes its checkpoint and a history row again: the spec in the shape it had.
     for id in ["old-key", "old-range"] {
         let abandoned = migrator.abandon(id).await.unwrap();
-        assert_eq!(abandoned.phase, "abandoned", "{abandoned:#?}");
+        assert_eq!(abandoned.phase, ReshardPhase::Abandoned, "{abandoned:#?}");
     }
     let stored_spec = |id: &str| -> serde_json::Value {
         let payload: String = file
@@ -688,5 +688,5 @@ async fn checkpoints_written_by_earlier_releases_read_and_are_written_back_in_th
     assert_eq!(stored_spec("old-range"), range_spec);
     let history = migrator.history().await.unwrap();
     assert_eq!(history.len(), 2);
-    assert!(history.iter().all(|m| m.phase == "abandoned"));
+    assert!(history.iter().all(|m| m.phase == ReshardPhase::Abandoned));
 }

@@ -42,7 +42,7 @@ async fn runner_copying(catalog_location: &str, key: &str) -> Child {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let state = catalog.migration(MIGRATION_ID).await.unwrap();
-        if state.as_ref().is_some_and(|s| s.phase.starts_with("copying")) {
+        if state.as_ref().is_some_and(|s| s.phase.is_copying()) {
             return child;
         }
         assert!(

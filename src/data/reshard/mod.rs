@@ -10,11 +10,13 @@ use serde::{Deserialize, Serialize};
 
 use super::{CatalogIssue, MovedBuckets, MovedPin, Value};
 
+mod phase;
 mod request;
 mod spec;
 #[cfg(test)]
 mod tests;
 
+pub use phase::ReshardPhase;
 #[cfg(any(feature = "http", feature = "grpc", test))]
 pub(crate) use request::MigrationBody;
 #[cfg(any(feature = "server", test))]
@@ -210,7 +212,8 @@ pub struct MigrationResult {
     /// The last phase reached: `validated`, `fenced` (offline) or `capturing` (online),
     /// `copying`, `catching-up` and `cutover` (online), `verified`, `pending-map-written`,
     /// `activated`, `source-deleted`, or the terminal status.
-    pub phase: String,
+    #[cfg_attr(feature = "server", schema(value_type = String))]
+    pub phase: ReshardPhase,
     /// A sentence for people.
     pub message: String,
     /// What it was asked to do.

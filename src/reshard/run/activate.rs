@@ -1,10 +1,12 @@
 //! The end of a data move: the new map written as the pending map (and recognised when a crashed
 //! run already wrote it), and the final checkpoint and history row of every run.
 
-use super::{Migrator, plan};
+use super::plan;
+use super::state::Runner;
 use crate::data::now_utc;
 use crate::data::{
     Audit, CatalogIssue, CatalogUpdateRequest, IssueSeverity, MigrationResult, MigrationScope, MigrationSpec,
+    ReshardPhase,
 };
 use crate::error::{ErrorKind, Result};
 use crate::map::ShardMap;
@@ -12,7 +14,7 @@ use crate::reshard::manifest::issue;
 
 /// Writes the new map as the pending map. False (with an issue) when the catalog refuses.
 /// A map this migration already wrote (before a crash) is recognised and kept.
-pub(super) async fn write_pending(migrator: &Migrator, state: &mut MigrationResult) -> Result<bool> {
+pub(super) async fn write_pending(migrator: &Runner, state: &mut MigrationResult) -> Result<bool> {
     let catalog = migrator.catalog()?;
     let active = catalog.active_map().await?;
     let next = state.map_version + 1;
@@ -76,8 +78,8 @@ pub(super) async fn write_pending(migrator: &Migrator, state: &mut MigrationResu
 
 /// Sets the recovery fields, then writes the final checkpoint and a history row. A failure
 /// to record is reported as a warning: the data is where the status says.
-pub(super) async fn finish(migrator: &Migrator, state: &mut MigrationResult) {
-    let abandoned = state.phase == "abandoned";
+pub(super) async fn finish(migrator: &Runner, state: &mut MigrationResult) {
+    let abandoned = state.phase == ReshardPhase::Abandoned;
     state.requires_operator_recovery = !abandoned && state.status.requires_operator_recovery();
     state.recovery_action = if abandoned {
         None

@@ -1,6 +1,9 @@
 //! A data move's run: [`Migrator`], its requests, resume and abandon. The phases live one file
 //! each: `admit` (request checks), `plan`, `drive` (the phase machine), `copy` (the two copy
-//! strategies), `verify` and `activate`.
+//! strategies), `verify`, the online phases (`online`, `replay` of captured changes, `settle`,
+//! their verification) and `activate`. What they share (the runner, the run's context, the
+//! checkpoint and the early endings) is in `state`, which they import; only `drive` and this
+//! file import the phases, so no phase imports the machine that runs it.
 //!
 //! The catalog holds each migration's state: its phase and, per table or collection, a receipt
 //! of the copy (last key, counts, running checksum). Pages are upserted one transaction each,
@@ -9,7 +12,7 @@
 //! - Between two files of this process (`copy_inside`), each page's transaction on the
 //!   destination also records the cursor after the page, so the destination's record is as far
 //!   as its rows whatever stops the run. The catalog is checkpointed every
-//!   [`CHECKPOINT_INTERVAL`] for progress; resume starts from the record when it is further
+//!   [`CHECKPOINT_INTERVAL`](state::CHECKPOINT_INTERVAL) for progress; resume starts from the record when it is further
 //!   along than the receipt (and updates the receipt from it).
 //! - Through the data clients (`copy_through_clients`), each page is checkpointed in the
 //!   catalog once the destination committed it and before the next is written, so a stopped
@@ -22,45 +25,23 @@ mod copy;
 mod drive;
 mod online;
 mod plan;
+mod replay;
 mod settle;
+mod state;
 mod verify;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::fence::{self};
-use super::target::{Selection, Target};
 use crate::catalog::Catalog;
 use crate::client::ShardedClient;
 use crate::data::{
-    DataClient, MigrationAdmin, MigrationRequest, MigrationResult, MigrationScope, MigrationSpec, MigrationStatus,
+    MigrationAdmin, MigrationRequest, MigrationResult, MigrationScope, MigrationSpec, MigrationStatus, ReshardPhase,
     ResumeRequest,
 };
-use crate::engine::{Database, Pin};
 use crate::error::{Error, Result};
-
-/// Progress of a migration, reported after every page copied and when its phase changes.
-#[derive(Debug, Clone)]
-pub struct CopyProgress {
-    /// The migration.
-    pub migration_id: String,
-    /// The table or collection being copied.
-    pub item: String,
-    /// Rows copied so far (including pages copied before a resume).
-    pub rows: u64,
-    /// Rows the plan expected to move.
-    pub estimated_rows: u64,
-    /// The phase the migration is in (`copying table 'orders'`, and for online migrations
-    /// `capturing`, `catching-up`, `cutover`, `activated`). A report of a phase change has a
-    /// blank `item`.
-    pub phase: String,
-    /// Captured changes not yet applied to the destination (online migrations).
-    pub remaining_changes: u64,
-    /// How long the cutover refused writes, in milliseconds, once it is over.
-    pub cutover_ms: Option<u64>,
-}
-
-type Observer = Arc<dyn Fn(&CopyProgress) + Send + Sync>;
+pub use state::CopyProgress;
+use state::{Runner, checkpoint};
 
 /// Runs migrations through a [`ShardedClient`] opened from a master catalog.
 ///
@@ -89,70 +70,32 @@ type Observer = Arc<dyn Fn(&CopyProgress) + Send + Sync>;
 /// ```
 #[derive(Clone)]
 pub struct Migrator {
-    sharded: ShardedClient,
-    observer: Option<Observer>,
+    runner: Runner,
 }
 
 impl std::fmt::Debug for Migrator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Migrator")
-            .field("sharded", &self.sharded)
+            .field("sharded", &self.runner.sharded)
             .finish_non_exhaustive()
     }
-}
-
-/// How long one copy or checksum job may keep a shard's connection before it hands it back to
-/// other callers (at a page boundary); the copy goes on in the next job.
-const JOB_TIME: Duration = Duration::from_millis(100);
-
-/// The least time between two catalog checkpoints of a copy inside SQLite: the catalog write
-/// competes with the copy's own threads for the processor. The catalog's receipt is then the
-/// copy's progress for status and progress reports only; where the copy resumes is the cursor
-/// each page's own transaction records on the destination, which is never behind it.
-const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(25);
-
-/// The clients and SQL one run needs.
-struct Context {
-    source: Arc<dyn DataClient>,
-    destination: Arc<dyn DataClient>,
-    /// The engine of each side, when it is a file of this process: pages are then copied and
-    /// checksummed inside SQLite.
-    local_source: Option<Database>,
-    local_destination: Option<Database>,
-    targets: Vec<Target>,
-    /// Each target's route column or property.
-    routes: Vec<String>,
-    selection: Selection,
-    pins: Vec<String>,
-    /// Keys (per target) of an online migration whose rows differed at the last comparison
-    /// before the cutover (still being written): compared again in the cutover.
-    recheck: std::sync::Mutex<Vec<Vec<crate::data::Value>>>,
-    /// Keeps the local files of both sides open for the whole run: a copy in progress is never
-    /// closed under it to make room for other shards.
-    _kept_open: Vec<Pin>,
 }
 
 impl Migrator {
     /// A migrator over `sharded`, which must be opened from a master catalog.
     pub fn new(sharded: ShardedClient) -> Self {
         Self {
-            sharded,
-            observer: None,
+            runner: Runner {
+                sharded,
+                observer: None,
+            },
         }
     }
 
     /// Calls `observer` after every page copied (for progress bars).
     pub fn with_observer(mut self, observer: impl Fn(&CopyProgress) + Send + Sync + 'static) -> Self {
-        self.observer = Some(Arc::new(observer));
+        self.runner.observer = Some(Arc::new(observer));
         self
-    }
-
-    fn catalog(&self) -> Result<&Catalog> {
-        self.sharded.catalog().ok_or_else(|| Error::Catalog {
-            reason: "migrations need a client opened from a master catalog, where they record the new map, their \
-                     checkpoints and history"
-                .to_owned(),
-        })
     }
 
     /// Moves the data of a route key or a bucket range, as `request`'s scope says, to another
@@ -174,7 +117,7 @@ impl Migrator {
             delete_source,
             audit,
         } = request;
-        let map = self.sharded.map();
+        let map = self.runner.sharded.map();
         let mut issues = Vec::new();
         let (scope, source) = admit::scope(scope, &map, &mut issues);
         let destination = destination_shard_id.trim().to_owned();
@@ -198,7 +141,15 @@ impl Migrator {
             online,
             audit,
         };
-        admit::start(self, spec, migration_id, expected_current_map_version, dry_run, issues).await
+        admit::start(
+            &self.runner,
+            spec,
+            migration_id,
+            expected_current_map_version,
+            dry_run,
+            issues,
+        )
+        .await
     }
 
     /// Continues migration `id` from its last checkpoint: pages already copied are not copied
@@ -214,7 +165,7 @@ impl Migrator {
     /// after the checkpoint is read back from the destination and written only if it is not
     /// already there. After `VerificationFailed` everything is copied again.
     pub async fn resume(&self, id: &str, options: ResumeRequest) -> Result<MigrationResult> {
-        let catalog = self.catalog()?;
+        let catalog = self.runner.catalog()?;
         let id = id.trim();
         if id.is_empty() {
             return Err(Error::invalid_argument("migration id", "it is blank"));
@@ -249,7 +200,7 @@ impl Migrator {
             }
             // A run stopped right after activation may have left its change capture behind.
             MigrationStatus::Activated => {
-                (!delete_source || state.phase == "source-deleted")
+                (!delete_source || state.phase == ReshardPhase::SourceDeleted)
                     && !state.online.as_ref().is_some_and(|online| online.capturing)
             }
             MigrationStatus::PendingActivation => !activate,
@@ -279,14 +230,14 @@ impl Migrator {
         state.completed_utc = None;
         state.requires_operator_recovery = false;
         state.recovery_action = None;
-        let map = self.sharded.map();
-        let context = plan::context(self, &state.spec, &map).await?;
+        let map = self.runner.sharded.map();
+        let context = plan::context(&self.runner, &state.spec, &map).await?;
         if copy_again && let Some(destination) = &context.local_destination {
             // The cursors the destination recorded belong to the copy being redone.
             destination.moves().clear_copy_cursors(&state.migration_id).await?;
         }
-        drive::checkpoint(self, &mut state).await?;
-        drive::drive(self, state, context).await
+        checkpoint(&self.runner, &mut state).await?;
+        drive::drive(&self.runner, state, context).await
     }
 
     /// Gives up a migration that has not changed the map (the explicit recovery for a fence a
@@ -295,7 +246,7 @@ impl Migrator {
     /// destination stay there (running the migration again upserts them). Refused once the
     /// migration has written its new map: finish it with [`resume`](Self::resume) instead.
     pub async fn abandon(&self, id: &str) -> Result<MigrationResult> {
-        let catalog = self.catalog()?;
+        let catalog = self.runner.catalog()?;
         let id = id.trim();
         // A running migration is not abandoned under its runner.
         let claim = catalog.claim_migration(id).await?;
@@ -325,7 +276,7 @@ impl Migrator {
                 format!("migration '{id}' was rejected and holds no fence"),
             ));
         }
-        let source = self.sharded.for_shard_id(&state.spec.source_shard_id)?;
+        let source = self.runner.sharded.for_shard_id(&state.spec.source_shard_id)?;
         fence::release(&source, &state.migration_id).await?;
         let items = state.spec.manifest.tables.len() + state.spec.manifest.collections.len();
         super::capture::remove(&source, &state.migration_id, items).await?;
@@ -333,27 +284,27 @@ impl Migrator {
             online.capturing = false;
         }
         state.status = MigrationStatus::Failed;
-        state.phase = "abandoned".to_owned();
+        state.phase = ReshardPhase::Abandoned;
         state.message = "abandoned by the operator: the fence was released and the shard map left unchanged; rows \
                          already copied to the destination stay there"
             .to_owned();
-        activate::finish(self, &mut state).await;
+        activate::finish(&self.runner, &mut state).await;
         Ok(state)
     }
 
     /// The state of migration `id`, as last checkpointed.
     pub async fn status(&self, id: &str) -> Result<Option<MigrationResult>> {
-        self.catalog()?.migration(id.trim()).await
+        self.runner.catalog()?.migration(id.trim()).await
     }
 
     /// Every migration's latest state, most recently updated first.
     pub async fn migrations(&self) -> Result<Vec<MigrationResult>> {
-        self.catalog()?.migrations().await
+        self.runner.catalog()?.migrations().await
     }
 
     /// The migration history: one entry per run that ended, newest first.
     pub async fn history(&self) -> Result<Vec<MigrationResult>> {
-        self.catalog()?.migration_history().await
+        self.runner.catalog()?.migration_history().await
     }
 }
 #[async_trait::async_trait]
