@@ -302,7 +302,7 @@ async fn open_routed(path: &str, route: &RouteContext, engine: EngineConfig) -> 
         .shard(&resolution.shard_id)
         .and_then(|shard| match &shard.target {
             ShardTarget::DataSource(file) => Some(
-                resolve_data_source(sharded.catalog().map_or(Path::new(path), |c| c.path()), file)
+                resolve_data_source(sharded.catalog().master().map_or(Path::new(path), |c| c.path()), file)
                     .display()
                     .to_string(),
             ),

@@ -216,7 +216,7 @@ impl ShardedPool {
             None => {
                 // Counted before it opens, so concurrent acquires never see fewer than are open.
                 self.inner.shard(&key).open += 1;
-                match sharded.dedicated_for_route(&route).await {
+                match sharded.shared().dedicated_for_route(&route).await {
                     Ok((connection, version, shard_id)) => (Arc::new(connection), version, shard_id),
                     Err(err) => {
                         self.inner.shard(&key).open -= 1;

@@ -83,7 +83,7 @@ async fn a_master_without_route_keys_gives_the_sharded_client_and_data_calls_nee
     );
     assert!(connected.route().is_none());
     let sharded = connected.sharded().expect("the sharded client");
-    assert_eq!(sharded.status().await.len(), 4);
+    assert_eq!(sharded.shards().status().await.len(), 4);
     // A sharded client is not a data client: without a route there is none to call.
     let err = connected.client().map(drop).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::RouteRequired);

@@ -51,7 +51,7 @@ pub(super) async fn write_pending(migrator: &Migrator, state: &mut MigrationResu
             }),
         },
     };
-    match migrator.sharded.apply_catalog_update(&request).await {
+    match migrator.sharded.catalog().apply(&request).await {
         Ok(applied) if applied.applied => {
             state.pending_map_version = applied.pending_map_version;
             Ok(true)

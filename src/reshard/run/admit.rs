@@ -111,7 +111,7 @@ pub(super) async fn start(
         _ => new_migration_id(),
     };
     // Held until the run ends: two starts with one id cannot both run.
-    let claim = match migrator.sharded.catalog() {
+    let claim = match migrator.sharded.catalog().master() {
         Some(catalog) => Some(catalog.claim_migration(&id).await?),
         None => None,
     };
@@ -132,7 +132,7 @@ async fn start_claimed(
     mut issues: Vec<CatalogIssue>,
 ) -> Result<MigrationResult> {
     let map = migrator.sharded.map();
-    match migrator.sharded.catalog() {
+    match migrator.sharded.catalog().master() {
         None => issues.push(issue(
             "catalog-required",
             "migrations need a client opened from a master catalog".to_owned(),
@@ -213,7 +213,7 @@ async fn start_claimed(
         state.message = format!("the migration was rejected: {}", first_error(&state.issues));
         // A rejection is recorded under its id, unless the id belongs to another migration.
         let id_taken = state.issues.iter().any(|i| i.code == "migration-id-exists");
-        if !dry_run && !id_taken && migrator.sharded.catalog().is_some() {
+        if !dry_run && !id_taken && migrator.sharded.catalog().master().is_some() {
             activate::finish(migrator, &mut state).await;
         }
         return Ok(state);

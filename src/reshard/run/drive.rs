@@ -122,7 +122,8 @@ pub(super) async fn phases(migrator: &Migrator, state: &mut MigrationResult, con
             }
             migrator
                 .sharded
-                .activate_pending_map(&ActivationRequest::new(pending).audit(Audit {
+                .catalog()
+                .activate(&ActivationRequest::new(pending).audit(Audit {
                     operator: state.spec.audit.operator.clone(),
                     comment: Some(format!("migration {}", state.migration_id)),
                 }))
