@@ -94,6 +94,11 @@ impl RoutedClient {
         &self.route
     }
 
+    /// The sharded client this route's client belongs to, serving every shard.
+    pub fn sharded(&self) -> &ShardedClient {
+        &self.sharded
+    }
+
     /// Where the route resolves.
     pub fn resolve(&self) -> Result<ResolvedRoute> {
         self.sharded.resolve_route(&self.route)
