@@ -49,7 +49,9 @@
 //!   the [`DataClient`](data::DataClient) contract (its parts [`SqlData`](data::SqlData),
 //!   [`RowData`](data::RowData), [`DocumentData`](data::DocumentData),
 //!   [`StoredData`](data::StoredData) and [`TransactionData`](data::TransactionData)) and the
-//!   [`ShardAdmin`](data::ShardAdmin) interface.
+//!   [`ShardAdmin`](data::ShardAdmin) contract, made the same way of four parts:
+//!   [`Topology`](data::Topology), [`FanOut`](data::FanOut), [`CatalogAdmin`](data::CatalogAdmin)
+//!   and [`SchemaAdmin`](data::SchemaAdmin).
 //! - [`engine`]: the only module that calls rusqlite. [`Database`](engine::Database) (one file,
 //!   `engine/database.rs`) opens a file, runs its SQL on the writer, readers, caller's task or
 //!   calling thread, and hands out its parts, one type and file each:
@@ -67,10 +69,15 @@
 //! - `transport` (features `grpc`, `http`): the remote clients, `GrpcClient` and `HttpClient`,
 //!   implementing the same interfaces over the network, plain or over TLS (`transport::tls`).
 //! - [`client`]: the in-process clients: [`LocalClient`](client::LocalClient), the
-//!   [`ShardedClient`](client::ShardedClient) and its route-bound clients and transactions; the
+//!   [`ShardedClient`](client::ShardedClient) (one file, `client/sharded/mod.rs`) and the parts it
+//!   hands out, one type and file each: [`Shards`](client::Shards),
+//!   [`ShardedQuery`](client::ShardedQuery), [`ShardedCatalog`](client::ShardedCatalog),
+//!   [`ShardedSchema`](client::ShardedSchema) and [`ShardedTransactions`](client::ShardedTransactions)
+//!   (the blocking client hands out the same); its route-bound clients and transactions; the
 //!   parts of the data contract a client hands to another (its engine handle, a route's shard)
 //!   are forwarded by blanket impls (`client/forward.rs`), each call written once.
-//! - [`connect`]: opening a connection string, in-process or through a daemon.
+//! - [`connect`]: opening a connection string, in-process or through a daemon, into a
+//!   [`ConnectedClient`](connect::ConnectedClient): an enum of what was opened.
 //! - [`paging`]: page fill across route keys, bounded merge, month keys and signed cursors.
 //! - [`demo`]: the order-history sample: its map, its orders and the walk-through that
 //!   `shardlite demo` and `examples/order_history.rs` run.

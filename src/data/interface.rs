@@ -276,6 +276,21 @@ pub trait TransactionData: Send + Sync {
 ///
 /// Code that needs only part of the contract can ask for only that part: a function generic
 /// over `T: RowData + ?Sized` takes any client, `dyn DataClient` included.
+///
+/// ```no_run
+/// # async fn demo() -> shardlite::Result<()> {
+/// use std::sync::Arc;
+/// use shardlite::client::{DataClient, LocalClient, Params, RowData, SqlData};
+///
+/// async fn tables<T: RowData + ?Sized>(client: &T) -> shardlite::Result<Vec<String>> {
+///     client.list_tables().await
+/// }
+///
+/// let client: Arc<dyn DataClient> = Arc::new(LocalClient::open("data/app.db").await?);
+/// client.execute_sql("CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, body TEXT)", Params::none()).await?;
+/// assert!(tables(&*client).await?.contains(&"notes".to_owned()));
+/// # Ok(()) }
+/// ```
 pub trait DataClient: SqlData + RowData + DocumentData + StoredData + TransactionData {}
 
 impl<T: SqlData + RowData + DocumentData + StoredData + TransactionData + ?Sized> DataClient for T {}

@@ -1,7 +1,7 @@
 //! The gRPC client: [`GrpcClient`] speaks `shardlite.v1.Shardlite` (`proto/shardlite.proto`) to a
 //! `shardlite serve` daemon and implements [`DataClient`](crate::data::DataClient) (all five of
-//! its parts) and [`ShardAdmin`], so code written against those traits works unchanged over the
-//! network.
+//! its parts) and [`ShardAdmin`](crate::data::ShardAdmin) (all four of its parts), so code
+//! written against those traits works unchanged over the network.
 //!
 //! - The route of a route-bound client ([`RemoteOptions::with_route`],
 //!   [`GrpcClient::with_route`]) travels as metadata on **every** call; a keyspace or key that is
@@ -69,9 +69,24 @@ use crate::error::{Error, Result};
 use crate::routing::RouteContext;
 
 /// A gRPC client of a shardlite daemon, implementing [`DataClient`](crate::data::DataClient) and
-/// [`ShardAdmin`].
+/// [`ShardAdmin`](crate::data::ShardAdmin).
 ///
 /// Cloning is cheap; clones and [`with_route`](Self::with_route) share one HTTP/2 connection.
+///
+/// ```no_run
+/// # async fn demo() -> shardlite::Result<()> {
+/// use shardlite::RouteContext;
+/// use shardlite::client::{FanOut, Params, SqlData, Topology};
+/// use shardlite::transport::RemoteOptions;
+/// use shardlite::transport::grpc::GrpcClient;
+///
+/// let daemon = GrpcClient::connect(RemoteOptions::new("http://127.0.0.1:61818").with_api_key("secret")).await?;
+/// let june = daemon.with_route(RouteContext::new("orders_by_month", "2026-06")?);
+/// june.execute_sql("SELECT count(*) FROM orders", Params::none()).await?;
+/// let unhealthy = daemon.shard_status().await?.iter().filter(|shard| !shard.healthy).count();
+/// daemon.query_all_shards("SELECT count(*) FROM orders", Params::none()).await?;
+/// # let _ = unhealthy; Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct GrpcClient {
     shared: Arc<Shared>,

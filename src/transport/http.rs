@@ -1,5 +1,5 @@
 //! A REST client of a shardlite daemon, implementing [`DataClient`](crate::data::DataClient) (all
-//! five of its parts) and [`ShardAdmin`].
+//! five of its parts) and [`ShardAdmin`](crate::data::ShardAdmin).
 //!
 //! The bound route travels as the `X-CSharpDB-Keyspace` / `X-CSharpDB-Shard-Key` headers on
 //! every request, the API key in its configured header. Path segments (table names, keys,
