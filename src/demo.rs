@@ -153,7 +153,7 @@ async fn tour(sharded: &ShardedClient, transaction_id: &str, out: &mut dyn Write
     writeln!(out, "Shard definitions: {}", snapshot.shards.len())?;
     writeln!(out, "Bucket ranges:     {}", snapshot.bucket_ranges.len())?;
     writeln!(out, "Exact pins:        {}", snapshot.exact_key_pins.len())?;
-    for status in sharded.status().await {
+    for status in sharded.shards().status().await {
         let file = status
             .data_source
             .as_deref()
@@ -226,7 +226,10 @@ async fn tour(sharded: &ShardedClient, transaction_id: &str, out: &mut dyn Write
     // The sharded client has no `execute_sql`: SQL runs on a route's client. A connection
     // string without a route shows what a caller reaching for one without a route is told.
     section(out, "Missing route behaviour")?;
-    let master = sharded.catalog().map(|catalog| catalog.path().display().to_string());
+    let master = sharded
+        .catalog()
+        .master()
+        .map(|catalog| catalog.path().display().to_string());
     let unrouted = crate::options::ConnectionOptions::new().with_data_source(master.unwrap_or_default());
     match crate::connect::connect(&unrouted).await?.client() {
         Ok(_) => writeln!(out, "unexpected: a connection without a route has a data client")?,
@@ -258,7 +261,7 @@ async fn create_schema(sharded: &ShardedClient) -> Result<()> {
          order_number TEXT NOT NULL, order_date TEXT NOT NULL, amount REAL NOT NULL, status TEXT NOT NULL)",
         "CREATE INDEX idx_orders_customer_date ON orders (customer_id, order_date)",
     ] {
-        for result in sharded.execute_sql_on_all_shards(sql).await? {
+        for result in sharded.query().execute_all(sql).await? {
             if let Some(error) = result.error {
                 return Err(Error::invalid_argument(
                     "sample schema",
@@ -293,14 +296,15 @@ async fn insert_orders(sharded: &ShardedClient) -> Result<()> {
 async fn transaction_demo(sharded: &ShardedClient) -> Result<String> {
     let begun = sharded.for_route(route(CURRENT_MONTH)?).begin_transaction().await?;
     sharded
-        .execute_in_transaction(
+        .transactions()
+        .execute(
             &begun.transaction_id,
             "INSERT INTO orders VALUES (2000, '2026-06', 'customer-1001', 'SO-202606-TX', \
              '2026-06-01T12:05:00Z', 27.25, 'placed')",
             Params::none(),
         )
         .await?;
-    sharded.commit_transaction(&begun.transaction_id).await?;
+    sharded.transactions().commit(&begun.transaction_id).await?;
     // The inner id is random; the shard prefix is what routes it.
     let prefix_len = begun.transaction_id.rfind(':').map_or(0, |i| i + 1);
     Ok(format!("{}<inner id> (committed)", &begun.transaction_id[..prefix_len]))

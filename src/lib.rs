@@ -51,7 +51,9 @@
 //!   the [`DataClient`](data::DataClient) contract (its parts [`SqlData`](data::SqlData),
 //!   [`RowData`](data::RowData), [`DocumentData`](data::DocumentData),
 //!   [`StoredData`](data::StoredData) and [`TransactionData`](data::TransactionData)) and the
-//!   [`ShardAdmin`](data::ShardAdmin) interface.
+//!   [`ShardAdmin`](data::ShardAdmin) contract, made the same way of four parts:
+//!   [`Topology`](data::Topology), [`FanOut`](data::FanOut), [`CatalogAdmin`](data::CatalogAdmin)
+//!   and [`SchemaAdmin`](data::SchemaAdmin).
 //! - [`query`]: queries across shards: one `SELECT` read with `sqlparser`, run on every shard
 //!   as partial results and merged by SQLite in memory. The merge's model (the partial table and
 //!   its columns' collations) is planned here; the engine only executes it.
@@ -72,10 +74,15 @@
 //! - [`schema`]: sqlx-style migration folders applied to a database through its client, schema
 //!   fingerprints, and drift between shards.
 //! - [`client`]: the in-process clients: [`LocalClient`](client::LocalClient), the
-//!   [`ShardedClient`](client::ShardedClient) and its route-bound clients and transactions; the
+//!   [`ShardedClient`](client::ShardedClient) (one file, `client/sharded/mod.rs`) and the parts it
+//!   hands out, one type and file each: [`Shards`](client::Shards),
+//!   [`ShardedQuery`](client::ShardedQuery), [`ShardedCatalog`](client::ShardedCatalog),
+//!   [`ShardedSchema`](client::ShardedSchema) and [`ShardedTransactions`](client::ShardedTransactions)
+//!   (the blocking client hands out the same); its route-bound clients and transactions; the
 //!   parts of the data contract a client hands to another (its engine handle, a route's shard)
 //!   are forwarded by blanket impls (`client/forward.rs`), each call written once.
-//! - [`connect`]: opening a connection string, in-process or through a daemon.
+//! - [`connect`]: opening a connection string, in-process or through a daemon, into a
+//!   [`ConnectedClient`](connect::ConnectedClient): an enum of what was opened.
 //! - [`paging`]: page fill across route keys, bounded merge, month keys and signed cursors.
 //! - [`demo`]: the order-history sample: its map, its orders and the walk-through that
 //!   `shardlite demo` and `examples/order_history.rs` run.

@@ -210,7 +210,7 @@ async fn a_migration_killed_ten_times_resumes_to_an_exact_copy() {
         "(inserts, updates) of the destination's rows"
     );
     assert_eq!(owner(&sharded, key), destination);
-    let catalog = sharded.catalog().unwrap();
+    let catalog = sharded.catalog().master().unwrap();
     assert_eq!(catalog.active_version().await.unwrap(), Some(2));
     assert!(catalog.pending_options().await.unwrap().is_none());
     let stored = catalog.migration(MIGRATION_ID).await.unwrap().unwrap();

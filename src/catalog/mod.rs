@@ -34,6 +34,19 @@ use crate::map::{ShardMap, ShardingOptions};
 use store::{CatalogStore, FileStore, HistoryRow, NewMap, StoredMap, StoredState};
 
 /// A handle to a catalog: a master file or a prefix in etcd.
+///
+/// ```no_run
+/// # async fn demo() -> shardlite::Result<()> {
+/// use shardlite::catalog::Catalog;
+///
+/// let catalog = Catalog::open("data/master.db").await?;
+/// let map = catalog.active_map().await?;
+/// println!("keyspace {} at version {}", map.keyspace(), map.version());
+/// for entry in catalog.history().await? {
+///     println!("{} v{} by {:?}", entry.applied_utc, entry.map_version, entry.audit.operator);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Catalog {
     store: Arc<dyn CatalogStore>,

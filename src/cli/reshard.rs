@@ -17,6 +17,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use super::connection::ConnectionArgs;
 use super::data::{OutputArgs, print_json, table};
+use crate::client::ShardedClient;
 use crate::connect::{ConnectedClient, connect};
 use crate::data::{
     Audit, MigrationAdmin, MigrationManifest, MigrationRequest, MigrationResult, MigrationScope, MigrationStatus,
@@ -213,10 +214,11 @@ pub async fn run(command: &MigrateCommand) -> Result<()> {
             let (admin, connected) = open(&common.connection, true).await?;
             let keyspace = match &args.keyspace {
                 Some(keyspace) => keyspace.clone(),
-                None => match (connected.sharded(), connected.admin()) {
-                    (Some(sharded), _) => sharded.map().keyspace().to_owned(),
-                    (None, Some(remote)) => remote.shard_map().await?.keyspace,
-                    (None, None) => String::new(),
+                None => match &connected {
+                    ConnectedClient::Shard { client, .. } => client.sharded().map().keyspace().to_owned(),
+                    ConnectedClient::Sharded { client, .. } => client.map().keyspace().to_owned(),
+                    ConnectedClient::Remote { client, .. } => client.admin().shard_map().await?.keyspace,
+                    _ => String::new(),
                 },
             };
             let scope = MigrationScope::BucketRange {
@@ -267,16 +269,18 @@ async fn open(connection: &ConnectionArgs, progress: bool) -> Result<(Arc<dyn Mi
         ));
     }
     let connected = connect(&options).await?;
-    let admin: Arc<dyn MigrationAdmin> = match (connected.sharded(), connected.remote_migrations()) {
-        (Some(sharded), _) => {
-            let mut migrator = Migrator::new(sharded.clone());
-            if progress {
-                migrator = migrator.with_observer(progress_display());
-            }
-            Arc::new(migrator)
-        }
-        (None, Some(remote)) => Arc::clone(remote),
-        (None, None) => {
+    let in_process = |sharded: &ShardedClient| -> Arc<dyn MigrationAdmin> {
+        let migrator = Migrator::new(sharded.clone());
+        Arc::new(match progress {
+            true => migrator.with_observer(progress_display()),
+            false => migrator,
+        })
+    };
+    let admin = match &connected {
+        ConnectedClient::Shard { client, .. } => in_process(client.sharded()),
+        ConnectedClient::Sharded { client, .. } => in_process(client),
+        ConnectedClient::Remote { client, .. } => Arc::clone(client.migrations()),
+        _ => {
             return Err(Error::invalid_argument(
                 "--connection",
                 "migrations need a master catalog with a shard map (`Data Source=master.db`) or a daemon serving one",

@@ -1,7 +1,8 @@
 //! The data model every layer shares: values, parameters, results, rows, documents and schema
 //! types, transaction info, shard status, data-host shard lists and catalog snapshots, and the
 //! [`DataClient`] contract (its parts [`SqlData`], [`RowData`], [`DocumentData`], [`StoredData`]
-//! and [`TransactionData`]) and the [`ShardAdmin`] interface.
+//! and [`TransactionData`]) and the [`ShardAdmin`] contract (its parts [`Topology`], [`FanOut`],
+//! [`CatalogAdmin`] and [`SchemaAdmin`]).
 //!
 //! These types sit below the engine that produces them and the transports that carry them, so
 //! the engine, the catalog, the remote clients, the in-process clients and the daemon all speak
@@ -56,7 +57,10 @@ pub use catalog::{
     IssueSeverity, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
 };
 pub use host::{HostAdmin, HostShardCreated, HostShardPage, HostShardQuery, MAX_HOST_SHARD_PAGE};
-pub use interface::{DataClient, DocumentData, RowData, ShardAdmin, SqlData, StoredData, TransactionData};
+pub use interface::{
+    CatalogAdmin, DataClient, DocumentData, FanOut, RowData, SchemaAdmin, ShardAdmin, SqlData, StoredData, Topology,
+    TransactionData,
+};
 pub use params::Params;
 pub use records::{
     ColumnInfo, DatabaseInfo, Document, DocumentPage, ProcedureDefinition, ProcedureParameter, Row, RowPage,

@@ -47,6 +47,18 @@ use crate::error::{Error, Result};
 /// procedure and transaction calls go through its parts: [`tables`](Self::tables),
 /// [`collections`](Self::collections), [`saved_queries`](Self::saved_queries),
 /// [`procedures`](Self::procedures) and [`sessions`](Self::sessions).
+///
+/// ```no_run
+/// # async fn demo() -> shardlite::Result<()> {
+/// use shardlite::client::Params;
+/// use shardlite::engine::{Database, EngineConfig};
+///
+/// let db = Database::open("data/orders.db", "orders", EngineConfig::default()).await?;
+/// db.execute("CREATE TABLE IF NOT EXISTS orders (id INTEGER PRIMARY KEY, amount REAL)", Params::none()).await?;
+/// db.execute("INSERT INTO orders (amount) VALUES (?1)", Params::from(vec![19.5])).await?;
+/// println!("tables: {:?}", db.tables().list_tables().await?);
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Database {
     pub(super) shared: Arc<Shared>,

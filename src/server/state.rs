@@ -369,7 +369,7 @@ impl ServerState {
                     route: None,
                     shard: None,
                 },
-            ) => sharded.info().await,
+            ) => sharded.shards().info().await,
             _ => self.data_client(target)?.info().await,
         }
     }
@@ -550,21 +550,21 @@ impl InTransaction<'_> {
     async fn execute(&self, sql: &str, params: Params) -> Result<SqlResult> {
         match self {
             Self::Client(client, id) => client.execute_in_transaction(id, sql, params).await,
-            Self::ById(sharded, id) => sharded.execute_in_transaction(id, sql, params).await,
+            Self::ById(sharded, id) => sharded.transactions().execute(id, sql, params).await,
         }
     }
 
     async fn commit(&self) -> Result<()> {
         match self {
             Self::Client(client, id) => client.commit_transaction(id).await,
-            Self::ById(sharded, id) => sharded.commit_transaction(id).await,
+            Self::ById(sharded, id) => sharded.transactions().commit(id).await,
         }
     }
 
     async fn rollback(&self) -> Result<()> {
         match self {
             Self::Client(client, id) => client.rollback_transaction(id).await,
-            Self::ById(sharded, id) => sharded.rollback_transaction(id).await,
+            Self::ById(sharded, id) => sharded.transactions().rollback(id).await,
         }
     }
 }

@@ -152,7 +152,8 @@ async fn local_and_far(transport: &str) -> (tempfile::TempDir, Daemon, std::path
     let master = crate::support::seed_master(dir.path(), options).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     for outcome in sharded
-        .execute_sql_on_all_shards(
+        .query()
+        .execute_all(
             "CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER, amount REAL, data BLOB);
              CREATE INDEX items_tenant ON items (tenant);",
         )

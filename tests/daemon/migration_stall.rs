@@ -62,7 +62,8 @@ async fn a_remote_shard_stalled_during_a_data_migration_fails_it_in_bounded_time
     let master = crate::support::seed_master(dir.path(), map_with_far(dir.path(), &url)).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     for outcome in sharded
-        .execute_sql_on_all_shards(
+        .query()
+        .execute_all(
             "CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER, amount REAL, data BLOB)",
         )
         .await

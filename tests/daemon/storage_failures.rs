@@ -31,7 +31,8 @@ async fn seed(dir: &Path) -> std::path::PathBuf {
     let master = crate::support::seed_master(dir, tenants_options(dir)).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     sharded
-        .execute_sql_on_all_shards("CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL)")
+        .query()
+        .execute_all("CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL)")
         .await
         .unwrap();
     master
@@ -373,7 +374,8 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
     let master = crate::support::seed_master(dir.path(), options).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     for outcome in sharded
-        .execute_sql_on_all_shards(
+        .query()
+        .execute_all(
             "CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER, amount REAL, data BLOB)",
         )
         .await
@@ -433,7 +435,8 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
     // While it is down, a write fan-out and a schema migration fail on it alone, at once.
     let started = std::time::Instant::now();
     let fan_out = sharded
-        .execute_sql_on_all_shards("CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY)")
+        .query()
+        .execute_all("CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY)")
         .await
         .unwrap();
     let codes: Vec<_> = fan_out
@@ -441,7 +444,7 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
         .map(|r| (r.shard_id.as_str(), r.error_code.as_deref()))
         .collect();
     assert_eq!(codes, vec![("local", None), ("far", Some("unavailable"))]);
-    let report = sharded.migrate_schema(&schema).await.unwrap();
+    let report = sharded.schema().migrate(&schema).await.unwrap();
     let states: Vec<_> = report.shards.iter().map(|s| (s.shard_id.as_str(), s.state)).collect();
     assert_eq!(
         states,
@@ -463,7 +466,8 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
     });
     let started = std::time::Instant::now();
     let fan_out = sharded
-        .execute_sql_on_all_shards("CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY)")
+        .query()
+        .execute_all("CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY)")
         .await
         .unwrap();
     let codes: Vec<_> = fan_out
@@ -477,7 +481,7 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
 
     // Back up: the schema migration and the data migration finish where they stopped.
     let (mut far_daemon, _) = spawn_daemon_on(&far_file, &addr, &["--create"]);
-    let report = sharded.migrate_schema(&schema).await.unwrap();
+    let report = sharded.schema().migrate(&schema).await.unwrap();
     let resumed = migrator.resume("to-far", ResumeRequest::default()).await;
     let far_items = items_on(&sharded, "far", "wanderer").await;
     far_daemon.kill().unwrap();
@@ -604,7 +608,8 @@ async fn a_full_destination_disk_stops_a_data_migration_and_leaves_the_source_wh
     let master = crate::support::seed_master(dir.path(), options).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     for outcome in sharded
-        .execute_sql_on_all_shards(
+        .query()
+        .execute_all(
             "CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER, amount REAL, data BLOB)",
         )
         .await

@@ -250,7 +250,8 @@ async fn a_remote_shard_behind_mutual_tls_is_reached_through_its_connection_stri
     .expect("valid map");
     let sharded = ShardedClient::from_map(map).await.expect("open the map");
     let created = sharded
-        .execute_sql_on_all_shards("CREATE TABLE t (tenant TEXT)")
+        .query()
+        .execute_all("CREATE TABLE t (tenant TEXT)")
         .await
         .unwrap();
     assert!(created.iter().all(|r| r.error.is_none()), "{created:?}");
@@ -270,7 +271,7 @@ async fn a_remote_shard_behind_mutual_tls_is_reached_through_its_connection_stri
             .unwrap();
         assert_eq!(rows.rows, vec![vec![Value::Text(tenant.into())]]);
     }
-    assert!(sharded.status().await.iter().all(|s| s.healthy));
+    assert!(sharded.shards().status().await.iter().all(|s| s.healthy));
 
     // A shard whose CA file is missing is unavailable, naming the key and the file.
     let mut broken = shard("s0", &d0, "Grpc");
@@ -290,7 +291,7 @@ async fn a_remote_shard_behind_mutual_tls_is_reached_through_its_connection_stri
     })
     .unwrap();
     let sharded = ShardedClient::from_map(map).await.unwrap();
-    let status = sharded.status().await;
+    let status = sharded.shards().status().await;
     let error = status[0].error.as_deref().unwrap_or_default();
     assert!(!status[0].healthy);
     assert!(

@@ -85,10 +85,7 @@ async fn a_shard_opens_on_first_use_and_the_open_set_stays_bounded() {
     }
     assert!(open_shard_files(dir.path()) <= 4);
     // A fan-out over every shard works within the same bound.
-    let all = sharded
-        .execute_read_only_sql_on_all_shards("SELECT count(*) FROM t")
-        .await
-        .unwrap();
+    let all = sharded.query().read_all("SELECT count(*) FROM t").await.unwrap();
     assert_eq!(all.len(), 40);
     assert!(all.iter().all(|shard| shard.error.is_none()), "{all:?}");
     assert!(open_shard_files(dir.path()) <= 4);
@@ -228,7 +225,8 @@ async fn the_shards_of_a_data_move_in_progress_are_not_closed_for_others() {
     };
     let sharded = client(dir.path(), 3, engine).await;
     for outcome in sharded
-        .execute_sql_on_all_shards(
+        .query()
+        .execute_all(
             "CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER, amount REAL, data BLOB);
              CREATE INDEX items_tenant ON items (tenant);",
         )

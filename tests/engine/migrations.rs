@@ -135,7 +135,16 @@ async fn a_dry_run_shows_the_plan_and_changes_nothing() {
     // Nothing changed: map, catalog, fences, data.
     let migrator = Migrator::new(sharded.clone());
     assert!(migrator.migrations().await.unwrap().is_empty());
-    assert!(sharded.catalog().unwrap().pending_options().await.unwrap().is_none());
+    assert!(
+        sharded
+            .catalog()
+            .master()
+            .unwrap()
+            .pending_options()
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(sharded.map().version(), 1);
     assert!(
         fences_on(&sharded.for_shard_id(&source).unwrap())
@@ -158,7 +167,8 @@ async fn rejection_master(dir: &Path) -> ShardedClient {
     let master = crate::support::seed_master(dir, options).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     sharded
-        .execute_sql_on_all_shards("CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER)")
+        .query()
+        .execute_all("CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER)")
         .await
         .unwrap();
     sharded
@@ -290,7 +300,16 @@ async fn a_destination_changed_during_the_copy_fails_verification_and_keeps_the_
     // The map is unchanged, the source kept every row, and the key stays fenced until resume.
     assert_eq!(owner(&sharded, &moving), source);
     assert_eq!(sharded.map().version(), 1);
-    assert!(sharded.catalog().unwrap().pending_options().await.unwrap().is_none());
+    assert!(
+        sharded
+            .catalog()
+            .master()
+            .unwrap()
+            .pending_options()
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(items_on(&sharded, &source, &moving).await, before);
     let write = sharded
         .for_route(route(&moving))
@@ -360,7 +379,8 @@ async fn a_bucket_range_moves_and_leaves_pinned_keys_in_place() {
     let master = crate::support::seed_master(dir.path(), options).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     sharded
-        .execute_sql_on_all_shards(
+        .query()
+        .execute_all(
             "CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER, amount REAL, data BLOB)",
         )
         .await
@@ -418,7 +438,7 @@ async fn a_bucket_range_moves_and_leaves_pinned_keys_in_place() {
         .await
         .unwrap_err();
     assert_eq!(refused.kind(), ErrorKind::RouteFenced);
-    let history = sharded.catalog().unwrap().history().await.unwrap();
+    let history = sharded.catalog().master().unwrap().history().await.unwrap();
     assert!(
         history[0]
             .audit

@@ -109,7 +109,7 @@ async fn after_a_key_moves_old_sqlite_reads_both_files_and_the_moved_record_goes
         .await
         .unwrap();
     // Shard files open on first use; the check runs when the file opens and while it is open.
-    short.execute_read_only_sql_on_all_shards("SELECT 1").await.unwrap();
+    short.query().read_all("SELECT 1").await.unwrap();
     wait_until_no_fence_objects(&source_file);
     old_sqlite::run(&source_file, &insert_item("plain-after-grace", &moving)).expect("no record left");
     drop(short);
@@ -174,7 +174,7 @@ async fn after_a_bucket_range_moves_old_sqlite_reads_both_files_and_writes_after
         .await
         .unwrap();
     // Shard files open on first use; the check runs when the file opens and while it is open.
-    short.execute_read_only_sql_on_all_shards("SELECT 1").await.unwrap();
+    short.query().read_all("SELECT 1").await.unwrap();
     wait_until_no_fence_objects(&source_file);
     old_sqlite::run(&source_file, &insert_item("plain-after-grace", &staying)).expect("no record left");
     drop(short);

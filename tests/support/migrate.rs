@@ -13,7 +13,8 @@ pub async fn migration_master(dir: &Path) -> PathBuf {
     let master = super::seed_master(dir, super::tenants_options(dir)).await;
     let sharded = ShardedClient::open(&master).await.expect("open master");
     for result in sharded
-        .execute_sql_on_all_shards(
+        .query()
+        .execute_all(
             "CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER, amount REAL, data BLOB);
              CREATE INDEX items_tenant ON items (tenant);",
         )

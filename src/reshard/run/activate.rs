@@ -53,7 +53,7 @@ pub(super) async fn write_pending(migrator: &Runner, state: &mut MigrationResult
             }),
         },
     };
-    match migrator.sharded.apply_catalog_update(&request).await {
+    match migrator.sharded.catalog().apply(&request).await {
         Ok(applied) if applied.applied => {
             state.pending_map_version = applied.pending_map_version;
             Ok(true)

@@ -115,7 +115,7 @@ pub(super) async fn start(
         _ => new_migration_id(),
     };
     // Held until the run ends: two starts with one id cannot both run.
-    let claim = match migrator.sharded.catalog() {
+    let claim = match migrator.sharded.catalog().master() {
         Some(catalog) => Some(catalog.claim_migration(&id).await?),
         None => None,
     };
@@ -186,7 +186,7 @@ async fn check_run(
     map: &ShardMap,
     issues: &mut Vec<CatalogIssue>,
 ) -> Result<()> {
-    match migrator.sharded.catalog() {
+    match migrator.sharded.catalog().master() {
         None => issues.push(issue(
             "catalog-required",
             "migrations need a client opened from a master catalog".to_owned(),
@@ -264,7 +264,7 @@ async fn reject(migrator: &Runner, state: &mut MigrationResult, dry_run: bool) {
     state.phase = ReshardPhase::Rejected;
     state.message = format!("the migration was rejected: {}", first_error(&state.issues));
     let id_taken = state.issues.iter().any(|i| i.code == "migration-id-exists");
-    if !dry_run && !id_taken && migrator.sharded.catalog().is_some() {
+    if !dry_run && !id_taken && migrator.sharded.catalog().master().is_some() {
         activate::finish(migrator, state).await;
     }
 }

@@ -160,7 +160,8 @@ async fn activate_map(
         }
         migrator
             .sharded
-            .activate_pending_map(&ActivationRequest::new(pending).audit(Audit {
+            .catalog()
+            .activate(&ActivationRequest::new(pending).audit(Audit {
                 operator: state.spec.audit.operator.clone(),
                 comment: Some(format!("migration {}", state.migration_id)),
             }))

@@ -51,7 +51,7 @@ pub(super) struct Runner {
 impl Runner {
     /// The catalog, where runs record the new map, their checkpoints and history.
     pub(super) fn catalog(&self) -> Result<&Catalog> {
-        self.sharded.catalog().ok_or_else(|| Error::Catalog {
+        self.sharded.catalog().master().ok_or_else(|| Error::Catalog {
             reason: "migrations need a client opened from a master catalog, where they record the new map, their \
                      checkpoints and history"
                 .to_owned(),

@@ -68,7 +68,7 @@ impl ScrapeSource for ServerState {
                     }
                 };
                 (
-                    u64::try_from(sharded.open_shard_count()).ok(),
+                    u64::try_from(sharded.shards().open_count()).ok(),
                     Some(map.version()),
                     copied,
                 )
