@@ -1,9 +1,10 @@
 //! Claims on running a migration: two runners can never drive one migration at once.
 //!
-//! The store keeps the claim (`CatalogStore::claim_runner`): on a catalog in etcd a key attached to a lease that the runner keeps alive, which etcd drops
-//! when the lease expires ([`LEASE_SECONDS`]) after a runner was killed; on a master file a row
-//! naming the runner's process, which a second process takes over once that process has died.
-//! Within one process a registry does the same for two runs at once.
+//! The store keeps the claim (`CatalogStore::claim_runner`): on a catalog in etcd a key attached
+//! to a lease that the runner keeps alive, which etcd drops when the lease expires
+//! ([`LEASE_SECONDS`]) after a runner was killed; on a master file a row naming the runner's
+//! process, which a second process takes over once that process has died. Within one process a
+//! registry does the same for two runs at once.
 
 use std::collections::HashSet;
 use std::sync::{Mutex, OnceLock};

@@ -422,6 +422,8 @@ fn check_positional_surplus(params: &Params, most: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const RW: ScriptMode = ScriptMode::ReadWrite;
     use crate::data::Value;
 
     #[test]
@@ -438,19 +440,13 @@ mod tests {
     #[test]
     fn parameters_bind_by_position_and_name() {
         let conn = Connection::open_in_memory().unwrap();
-        let r = execute(
-            &conn,
-            "SELECT ?1 + ?2",
-            &Params::from(vec![2, 3]),
-            ScriptMode::ReadWrite,
-        )
-        .unwrap();
+        let r = execute(&conn, "SELECT ?1 + ?2", &Params::from(vec![2, 3]), RW).unwrap();
         assert_eq!(r.rows, vec![vec![Value::Integer(5)]]);
         let r = execute(
             &conn,
             "SELECT :a || @b || $c",
             &Params::named([("a", "x"), ("b", "y"), ("c", "z")]),
-            ScriptMode::ReadWrite,
+            RW,
         )
         .unwrap();
         assert_eq!(r.rows, vec![vec![Value::Text("xyz".into())]]);
@@ -459,44 +455,32 @@ mod tests {
     #[test]
     fn parameter_mismatches_are_named() {
         let conn = Connection::open_in_memory().unwrap();
-        let err = execute(&conn, "SELECT ?", &Params::none(), ScriptMode::ReadWrite).unwrap_err();
+        let err = execute(&conn, "SELECT ?", &Params::none(), RW).unwrap_err();
         assert!(err.to_string().contains("1 positional placeholder"), "{err}");
-        let err = execute(&conn, "SELECT :a", &Params::named([("b", 1)]), ScriptMode::ReadWrite).unwrap_err();
+        let err = execute(&conn, "SELECT :a", &Params::named([("b", 1)]), RW).unwrap_err();
         assert!(err.to_string().contains(":a"), "{err}");
-        let err = execute(
-            &conn,
-            "SELECT :a",
-            &Params::named([("a", 1), ("zz", 2)]),
-            ScriptMode::ReadWrite,
-        )
-        .unwrap_err();
+        let err = execute(&conn, "SELECT :a", &Params::named([("a", 1), ("zz", 2)]), RW).unwrap_err();
         assert!(err.to_string().contains("zz"), "{err}");
-        let err = execute(&conn, "SELECT 1", &Params::from(vec![1]), ScriptMode::ReadWrite).unwrap_err();
+        let err = execute(&conn, "SELECT 1", &Params::from(vec![1]), RW).unwrap_err();
         assert!(err.to_string().contains("1 value"), "{err}");
     }
 
     #[test]
     fn a_script_given_values_it_cannot_take_runs_nothing() {
         let conn = Connection::open_in_memory().unwrap();
-        execute(&conn, "CREATE TABLE t (v)", &Params::none(), ScriptMode::ReadWrite).unwrap();
+        execute(&conn, "CREATE TABLE t (v)", &Params::none(), RW).unwrap();
         let count = || -> i64 { conn.query_row("SELECT count(*) FROM t", [], |r| r.get(0)).unwrap() };
         let script = "INSERT INTO t VALUES (:a); INSERT INTO t VALUES (':b'); -- :c\nINSERT INTO t VALUES (@d)";
         for (named, unused) in [
             (&[("a", 1), ("d", 2), ("b", 3)][..], "'b'"),
             (&[("a", 1), ("c", 2)][..], "'c'"),
         ] {
-            let err = execute(
-                &conn,
-                script,
-                &Params::named(named.iter().copied()),
-                ScriptMode::ReadWrite,
-            )
-            .unwrap_err();
+            let err = execute(&conn, script, &Params::named(named.iter().copied()), RW).unwrap_err();
             assert!(err.to_string().contains(unused), "{err}");
             assert_eq!(count(), 0, "nothing of the script ran");
         }
         let script = "INSERT INTO t VALUES (?); INSERT INTO t VALUES (?1 + ?2)";
-        let err = execute(&conn, script, &Params::from(vec![1, 2, 3]), ScriptMode::ReadWrite).unwrap_err();
+        let err = execute(&conn, script, &Params::from(vec![1, 2, 3]), RW).unwrap_err();
         assert!(err.to_string().contains("3 value(s)"), "{err}");
         assert_eq!(count(), 0, "nothing of the script ran");
         // `?3` numbers itself: three values are not too many, and all of it runs.
@@ -504,7 +488,7 @@ mod tests {
             &conn,
             "INSERT INTO t VALUES (?); INSERT INTO t VALUES (?3)",
             &Params::from(vec![1, 2, 3]),
-            ScriptMode::ReadWrite,
+            RW,
         )
         .unwrap();
         assert_eq!(count(), 2);
@@ -512,7 +496,7 @@ mod tests {
             &conn,
             "INSERT INTO t VALUES (:a); INSERT INTO t VALUES ($b::x(y) || @a)",
             &Params::named([("a", 1), ("b::x(y)", 2)]),
-            ScriptMode::ReadWrite,
+            RW,
         )
         .unwrap();
         assert_eq!(count(), 4);
@@ -539,51 +523,21 @@ mod tests {
     fn last_insert_rowid_is_reported_only_for_inserts() {
         let conn = Connection::open_in_memory().unwrap();
         let none = Params::none();
-        let r = execute(
-            &conn,
-            "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)",
-            &none,
-            ScriptMode::ReadWrite,
-        )
-        .unwrap();
+        let r = execute(&conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)", &none, RW).unwrap();
         assert_eq!(r.last_insert_rowid, None);
-        let r = execute(
-            &conn,
-            "INSERT INTO t (id, v) VALUES (41, 'a')",
-            &none,
-            ScriptMode::ReadWrite,
-        )
-        .unwrap();
+        let r = execute(&conn, "INSERT INTO t (id, v) VALUES (41, 'a')", &none, RW).unwrap();
         assert_eq!(r.last_insert_rowid, Some(41));
-        let r = execute(
-            &conn,
-            "INSERT INTO t (v) VALUES ('b'); UPDATE t SET v = 'c'",
-            &none,
-            ScriptMode::ReadWrite,
-        )
-        .unwrap();
+        let r = execute(&conn, "INSERT INTO t (v) VALUES ('b'); UPDATE t SET v = 'c'", &none, RW).unwrap();
         assert_eq!(r.last_insert_rowid, Some(42));
-        let r = execute(&conn, "UPDATE t SET v = 'd'", &none, ScriptMode::ReadWrite).unwrap();
+        let r = execute(&conn, "UPDATE t SET v = 'd'", &none, RW).unwrap();
         assert_eq!(r.last_insert_rowid, None, "an update inserts nothing");
-        let r = execute(&conn, "SELECT * FROM t", &none, ScriptMode::ReadWrite).unwrap();
+        let r = execute(&conn, "SELECT * FROM t", &none, RW).unwrap();
         assert_eq!(r.last_insert_rowid, None);
         // Another table, the same rowid as before: still this call's insert.
-        execute(
-            &conn,
-            "CREATE TABLE u (id INTEGER PRIMARY KEY)",
-            &none,
-            ScriptMode::ReadWrite,
-        )
-        .unwrap();
-        let r = execute(&conn, "INSERT INTO u VALUES (42)", &none, ScriptMode::ReadWrite).unwrap();
+        execute(&conn, "CREATE TABLE u (id INTEGER PRIMARY KEY)", &none, RW).unwrap();
+        let r = execute(&conn, "INSERT INTO u VALUES (42)", &none, RW).unwrap();
         assert_eq!(r.last_insert_rowid, Some(42));
-        let r = execute(
-            &conn,
-            "INSERT INTO u VALUES (7) RETURNING id",
-            &none,
-            ScriptMode::ReadWrite,
-        )
-        .unwrap();
+        let r = execute(&conn, "INSERT INTO u VALUES (7) RETURNING id", &none, RW).unwrap();
         assert_eq!(r.last_insert_rowid, Some(7));
     }
 
@@ -594,7 +548,7 @@ mod tests {
             &conn,
             "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t (v) VALUES ('a'), ('b'); SELECT count(*) AS n FROM t;",
             &Params::none(),
-            ScriptMode::ReadWrite,
+            RW,
         )
         .unwrap();
         assert!(r.is_query);
