@@ -34,8 +34,9 @@ use crate::transport::tls::{TLS_REQUIRED_REPLY, load_certificates, load_private_
 
 /// How long a client may take to complete its TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a plain-text client is given to read the answer before its connection is closed.
-const PLAIN_TEXT_LINGER: Duration = Duration::from_secs(2);
+/// How long a refused client (plain text, or a failed handshake) is given to read the answer
+/// before its connection is closed.
+const REFUSAL_LINGER: Duration = Duration::from_secs(2);
 /// Connections whose handshake finished, waiting for the server to take them.
 const READY_BACKLOG: usize = 64;
 /// The first byte of every TLS connection: a handshake record.
@@ -255,7 +256,29 @@ async fn handshake(stream: TcpStream, acceptor: TlsAcceptor) -> io::Result<Optio
         answer_plain_text(stream).await?;
         return Ok(None);
     }
-    acceptor.accept(stream).await.map(Some)
+    match acceptor.accept(stream).into_fallible().await {
+        Ok(stream) => Ok(Some(stream)),
+        Err((err, stream)) => {
+            // The alert naming the failure (a missing or unknown client certificate) is written;
+            // with TLS 1.3 the client may already have sent its request, and closing with that
+            // unread resets the connection, which can destroy the alert before the client reads
+            // it. Close gently so the client learns why.
+            close_gently(stream).await;
+            Err(err)
+        }
+    }
+}
+
+/// Closes `stream` for writing, then reads what the client still sends for a moment before
+/// dropping it: closing a socket with unread input resets it, and the reset can overtake what
+/// was written last.
+async fn close_gently(mut stream: TcpStream) {
+    let _ = stream.shutdown().await;
+    let mut sink = [0_u8; 1024];
+    let _ = tokio::time::timeout(REFUSAL_LINGER, async {
+        while matches!(stream.read(&mut sink).await, Ok(1..)) {}
+    })
+    .await;
 }
 
 /// Tells a plain-text client to use TLS, in the protocol it spoke, and closes the connection.
@@ -273,14 +296,7 @@ async fn answer_plain_text(mut stream: TcpStream) -> io::Result<()> {
         .into_bytes()
     };
     stream.write_all(&reply).await?;
-    stream.shutdown().await?;
-    // Closing a socket with unread input resets it, and the reset can overtake the answer: read
-    // what the client still sends, for a moment, before closing.
-    let mut sink = [0_u8; 1024];
-    let _ = tokio::time::timeout(PLAIN_TEXT_LINGER, async {
-        while matches!(stream.read(&mut sink).await, Ok(1..)) {}
-    })
-    .await;
+    close_gently(stream).await;
     Ok(())
 }
 

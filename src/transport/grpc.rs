@@ -61,6 +61,7 @@ use self::proto as pb;
 use self::proto::shardlite_client::ShardliteClient;
 use self::status::{decode_status, error_chain, transport_error};
 use super::RemoteOptions;
+use super::probe::HandshakeProbe;
 use crate::data::{
     DatabaseInfo, DocumentData, DocumentPage, Params, ProcedureDefinition, Row, RowData, RowPage, SavedQuery, SqlData,
     SqlResult, StoredData, TableSchema, TransactionData, TransactionInfo, TransactionOptions, Value,
@@ -102,6 +103,8 @@ struct Shared {
     shard: Option<AsciiMetadataValue>,
     request_timeout: Option<Duration>,
     max_message_size: usize,
+    /// Names a refused handshake that a call lost.
+    probe: HandshakeProbe,
 }
 
 impl fmt::Debug for GrpcClient {
@@ -146,7 +149,13 @@ impl GrpcClient {
                 .map_err(|_| transport_error(&endpoint, format!("could not connect within {limit:?}")))?,
             None => connecting.await,
         };
-        let channel = connected.map_err(|err| transport_error(&endpoint, error_chain(&err)))?;
+        let channel = match connected {
+            Ok(channel) => channel,
+            Err(err) => {
+                let failed = transport_error(&endpoint, error_chain(&err));
+                return Err(HandshakeProbe::new(&options).explain(failed).await);
+            }
+        };
         Self::assemble(options, endpoint, channel)
     }
 
@@ -186,6 +195,7 @@ impl GrpcClient {
                 shard,
                 request_timeout: non_zero(options.request_timeout),
                 max_message_size: options.max_message_size,
+                probe: HandshakeProbe::new(&options),
             }),
             route: options.route.map(RouteMetadata::new),
         })
@@ -251,9 +261,13 @@ impl GrpcClient {
                 .map_err(|_| transport_error(&self.shared.endpoint, format!("no answer within {limit:?}")))?,
             None => call.await,
         };
-        outcome
-            .map(Response::into_inner)
-            .map_err(|status| decode_status(&self.shared.endpoint, &status))
+        match outcome {
+            Ok(response) => Ok(response.into_inner()),
+            Err(status) => {
+                let failed = decode_status(&self.shared.endpoint, &status);
+                Err(self.shared.probe.explain(failed).await)
+            }
+        }
     }
 }
 

@@ -41,6 +41,7 @@ use serde_json::json;
 
 use self::body::{Count, DocumentBody, RowsAffected, key_segment, sql_body};
 use self::failure::{Failure, transport_error};
+use super::probe::HandshakeProbe;
 use super::{RemoteOptions, tls};
 use crate::data::{
     DatabaseInfo, DocumentData, DocumentPage, Params, ProcedureDefinition, Row, RowData, RowPage, SavedQuery, SqlData,
@@ -62,6 +63,7 @@ struct Shared {
     http: reqwest::Client,
     base: url::Url,
     endpoint: String,
+    probe: HandshakeProbe,
 }
 
 impl std::fmt::Debug for HttpClient {
@@ -165,7 +167,12 @@ impl HttpClient {
             })
         })?;
         Ok(Self {
-            shared: Arc::new(Shared { http, base, endpoint }),
+            shared: Arc::new(Shared {
+                http,
+                base,
+                endpoint,
+                probe: HandshakeProbe::new(&options),
+            }),
             route: options.route,
         })
     }
@@ -239,10 +246,14 @@ impl HttpClient {
     /// Sends a request; a success status gives the response, an error status its decoded error
     /// and, for `not_found`, the kind of object that is missing.
     async fn call(&self, request: RequestBuilder) -> std::result::Result<reqwest::Response, Failure> {
-        let response = request
-            .send()
-            .await
-            .map_err(|e| Failure::transport(&self.shared.endpoint, &e))?;
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(err) => {
+                let mut failure = Failure::transport(&self.shared.endpoint, &err);
+                failure.error = self.shared.probe.explain(failure.error).await;
+                return Err(failure);
+            }
+        };
         if response.status().is_success() {
             return Ok(response);
         }

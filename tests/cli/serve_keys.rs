@@ -135,3 +135,42 @@ async fn sighup_reloads_the_key_file_and_admin_actions_log_the_key_name() {
         assert!(!log.contains(secret), "a key reached the log:\n{log}");
     }
 }
+
+/// `shardlite sql` with a key that holds `read` and not `write`: reads run (read-only), and a
+/// statement that would write is refused naming the `write` scope, over both transports.
+#[test]
+fn sql_with_a_read_key_reads_and_is_refused_writing() {
+    let dir = temp_dir();
+    seeded(dir.path());
+    let master = path_str(&dir.path().join("master.db"));
+    let file = dir.path().join("keys.json");
+    std::fs::write(
+        &file,
+        r#"[{"name": "dashboard", "key": "read-only-key", "scopes": ["read"], "keyspaces": ["*"]}]"#,
+    )
+    .unwrap();
+    let daemon = ServeProcess::start(&[
+        "--master",
+        &master,
+        "--listen",
+        "127.0.0.1:0",
+        "--api-keys",
+        &path_str(&file),
+    ]);
+    for transport in ["Http", "Grpc"] {
+        let connection = format!(
+            "Endpoint={};Transport={transport};Shard Keyspace=tenants;Shard Key=tenant-a;Api Key=read-only-key",
+            daemon.base_url
+        );
+        let out = shardlite(&["sql", "-c", &connection, "SELECT 6 * 7 AS answer"]);
+        assert!(out.status.success(), "{transport}: {}", stderr(&out));
+        let out = shardlite(&["sql", "-c", &connection, "CREATE TABLE notes (id INTEGER)"]);
+        assert!(!out.status.success(), "{transport}: a read key wrote");
+        let said = stderr(&out);
+        assert!(
+            said.contains("'write' scope") && said.contains("'dashboard'"),
+            "{transport}: {said}"
+        );
+    }
+    daemon.stop();
+}

@@ -288,3 +288,39 @@ fn the_cli_and_an_endpoint_shard_reach_a_tls_daemon() {
     let error = untrusted["error"].as_str().unwrap_or_default();
     assert!(error.contains("not signed by a trusted CA"), "{untrusted}");
 }
+
+/// The CLI names a refused handshake every time, over both transports: a daemon that requires a
+/// client certificate, reached without one (its TLS 1.3 alert may come after the request).
+#[test]
+fn the_cli_names_a_missing_client_certificate_every_time() {
+    let dir = temp_dir();
+    let tls = TlsFixture::new(dir.path());
+    let served = Served::start(
+        &dir.path().join("plain.db"),
+        &[
+            "--tls-cert".as_ref(),
+            tls.server_cert.as_os_str(),
+            "--tls-key".as_ref(),
+            tls.server_key.as_os_str(),
+            "--tls-client-ca".as_ref(),
+            tls.ca.as_os_str(),
+        ],
+    );
+    let first = served
+        .stdout
+        .recv_timeout(LINE_TIMEOUT)
+        .expect("the daemon prints its address");
+    let base = first.strip_prefix("listening on ").expect("address line").to_owned();
+    for round in 0..20 {
+        for transport in ["Http", "Grpc"] {
+            let connection = format!("Endpoint={base};Transport={transport};Server CA={}", tls.ca.display());
+            let out = shardlite(&["sql", "-c", &connection, "SELECT 1"]);
+            assert!(!out.status.success(), "{transport}: {}", stdout(&out));
+            let said = stderr(&out);
+            assert!(
+                said.contains("the daemon requires a client certificate: set 'Client Certificate' and 'Client Key'"),
+                "{transport}, round {round}: {said}"
+            );
+        }
+    }
+}

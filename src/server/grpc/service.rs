@@ -233,7 +233,7 @@ impl Shardlite for ShardliteService {
     async fn execute_sql(&self, request: Request<pb::SqlRequest>) -> RpcResult<pb::SqlResult> {
         self.run("ExecuteSql", request, |call, req| async move {
             let params = params_from_pb(req.params)?;
-            Ok(call.data()?.execute_sql(&req.sql, params).await?.into())
+            Ok(call.execute_sql(&req.sql, params).await?.into())
         })
         .await
     }

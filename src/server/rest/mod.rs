@@ -60,6 +60,7 @@ use crate::server::ServerState;
 use crate::server::counters::{Outcome, Surface};
 use crate::server::keys::{Access, Scope};
 use crate::server::metrics;
+use crate::server::sql_access::SqlAccess;
 use gate::RestOperations;
 
 /// The REST router for `state`, with its middleware and `/openapi.json`, and without a fallback
@@ -279,8 +280,12 @@ async fn trace_request(State(gate): State<RequestGate>, request: Request, next: 
     let scope = operation.needs().scope();
     let response = match &access {
         None => unauthenticated(state),
-        Some(access) => match access.permit(scope, || state.served_keyspace()) {
-            Ok(()) => next.run(request).instrument(span.clone()).await,
+        Some(access) => match SqlAccess::permit(access, operation.needs(), || state.served_keyspace()) {
+            Ok(sql_access) => {
+                let mut request = request;
+                request.extensions_mut().insert(sql_access);
+                next.run(request).instrument(span.clone()).await
+            }
             Err(denied) => {
                 tracing::info!(operation = operation.name(), error = %denied, "request refused");
                 ApiError::Data(denied).into_response()
