@@ -87,9 +87,10 @@ impl<'a> Caller<'a> {
                     && failure.message.contains("data host serving") =>
             {
                 Some(format!(
-                    "add 'Shard Id=ID' to the connection string: -c {} (`shardlite host shards -c CONN` lists \
+                    "add 'Shard Id=ID' to the connection string: -c {} (`shardlite host shards -c {}` lists \
                      the ids)",
-                    self.connection_argument("Shard Id=ID")
+                    self.connection_argument("Shard Id=ID"),
+                    self.connection_argument("")
                 ))
             }
             _ => None,
@@ -121,8 +122,11 @@ fn holds_key(connection: &str) -> bool {
     ConnectionOptions::parse(connection).is_ok_and(|options| options.api_key().is_some())
 }
 
+/// Whether a connection string is in the URL form (`shardlite+grpc://…`), not `Key=value` pairs
+/// (whose `Endpoint=http://…` holds a `://` too).
 fn is_url(text: &str) -> bool {
-    text.contains("://")
+    text.split_once("://")
+        .is_some_and(|(scheme, _)| !scheme.contains(['=', ';']))
 }
 
 /// `text` in single quotes for a POSIX shell.
@@ -145,6 +149,8 @@ mod tests {
         let command = keyed.command("catalog activate", "--expected-version 2");
         assert!(!command.contains("s3cret"), "{command}");
         assert!(command.contains("$SHARDLITE_CONNECTION"), "{command}");
+        let url = Caller::new(Some("shardlite+grpc://127.0.0.1:1"));
+        assert_eq!(url.connection_argument("Api Key=KEY"), "'shardlite+grpc://127.0.0.1:1?api_key=KEY'");
     }
 
     #[test]

@@ -308,13 +308,15 @@ fn the_cli_and_an_endpoint_shard_reach_a_tls_daemon() {
             .env("SSL_CERT_FILE", system_roots)
             .output()
             .expect("run shardlite status");
-        assert!(out.status.success(), "{}", stderr(&out));
-        json_of(&out)[0].clone()
+        (out.status.success(), json_of(&out)[0].clone())
     };
-    let trusted = status(&tls.ca);
+    let (succeeded, trusted) = status(&tls.ca);
     assert_eq!(trusted["healthy"], true, "{trusted}");
-    let untrusted = status(&tls.rogue_ca);
+    assert!(succeeded, "every shard is healthy");
+    // An unhealthy shard makes `status` exit non-zero, after the report.
+    let (succeeded, untrusted) = status(&tls.rogue_ca);
     assert_eq!(untrusted["healthy"], false, "{untrusted}");
+    assert!(!succeeded, "an unhealthy shard exits non-zero");
     let error = untrusted["error"].as_str().unwrap_or_default();
     assert!(error.contains("not signed by a trusted CA"), "{untrusted}");
 }

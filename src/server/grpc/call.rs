@@ -47,7 +47,7 @@ impl ShardliteService {
             let ended = metrics::Outcome::Failed(refused.kind);
             self.state
                 .record_request(Surface::Grpc, operation, ended, started.elapsed());
-            return Err(refused.status.clone());
+            return Err(Status::clone(&refused.status));
         }
         let access = request.extensions().get::<CallAccess>().map(|access| access.0.clone());
         // An operation without a scope decision needs `admin`, the narrowest scope.

@@ -78,8 +78,8 @@ impl CallGate {
 pub(super) struct CallRefused {
     /// The refusal's kind, for the counts and the metrics.
     pub(super) kind: ErrorKind,
-    /// The status the caller gets.
-    pub(super) status: Status,
+    /// The status the caller gets (boxed: a `Status` is large, and this travels in a `Result`).
+    pub(super) status: Box<Status>,
 }
 
 impl Interceptor for CallGate {
@@ -105,14 +105,14 @@ impl CallGate {
             let header = &self.state.config().api_key_header;
             return Err(CallRefused {
                 kind: ErrorKind::Unauthenticated,
-                status: unauthenticated(header),
+                status: Box::new(unauthenticated(header)),
             });
         };
         let refused = |err: Error, what: &str| {
             tracing::info!(code = err.kind().code(), error = %err, "gRPC call refused: bad {what} metadata");
             CallRefused {
                 kind: err.kind(),
-                status: status_from_error(&err),
+                status: Box::new(status_from_error(&err)),
             }
         };
         let route = route_from_metadata(metadata).map_err(|err| refused(err, "route"))?;
