@@ -150,7 +150,10 @@ mod tests {
         assert!(!command.contains("s3cret"), "{command}");
         assert!(command.contains("$SHARDLITE_CONNECTION"), "{command}");
         let url = Caller::new(Some("shardlite+grpc://127.0.0.1:1"));
-        assert_eq!(url.connection_argument("Api Key=KEY"), "'shardlite+grpc://127.0.0.1:1?api_key=KEY'");
+        assert_eq!(
+            url.connection_argument("Api Key=KEY"),
+            "'shardlite+grpc://127.0.0.1:1?api_key=KEY'"
+        );
     }
 
     #[test]

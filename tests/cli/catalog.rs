@@ -209,7 +209,14 @@ fn catalog_export_and_import_take_a_connection_string() {
 
     let copy = dir.path().join("copy.db");
     let copy_conn = format!("Data Source={}", copy.display());
-    let out = shardlite(&["catalog", "import", "-c", &copy_conn, "--from", out_file.to_str().unwrap()]);
+    let out = shardlite(&[
+        "catalog",
+        "import",
+        "-c",
+        &copy_conn,
+        "--from",
+        out_file.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let out = shardlite(&["catalog", "show", "-c", &copy_conn, "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));

@@ -115,7 +115,6 @@ fn run_blocks(dir: &Path, blocks: &[String], limit: Duration) -> Run {
         .iter()
         .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
         .collect();
-    let mut script = script;
     for (fixed, listener) in README_PORTS.iter().zip(&listeners) {
         let port = listener.local_addr().expect("its address").to_string();
         script = script.replace(fixed, &port);

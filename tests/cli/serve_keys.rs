@@ -150,7 +150,9 @@ fn a_refused_key_gets_hints_that_paste() {
     let err = stderr(&out);
     assert!(err.contains("error: a valid API key is required"), "{err}");
     assert!(
-        err.contains(&format!("hint: add 'Api Key=KEY' to the connection string: -c '{conn};Api Key=KEY'")),
+        err.contains(&format!(
+            "hint: add 'Api Key=KEY' to the connection string: -c '{conn};Api Key=KEY'"
+        )),
         "{err}"
     );
     assert!(err.contains("curl -H 'X-CSharpDB-Api-Key: KEY'"), "{err}");
