@@ -15,7 +15,7 @@
 //!
 //! A refused handshake (an untrusted or expired certificate, a client certificate rustls does
 //! not accept, a client that hung up) is logged at `warn` with rustls' reason and, for the
-//! common ones, what to check; at most one line per [`HANDSHAKE_LOG_INTERVAL`], the next one
+//! common ones, what to check; at most one line every 10 seconds, the next one
 //! counting those left out, so a scanner cannot flood the log.
 
 use std::fmt;
