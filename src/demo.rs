@@ -100,10 +100,13 @@ pub async fn order_history(root: &Path, out: &mut dyn Write) -> Result<()> {
     create_schema(&sharded).await?;
     insert_orders(&sharded).await?;
     let transaction_id = transaction_demo(&sharded).await?;
-    tour(&sharded, &transaction_id, out).await.map_err(|err| match err {
-        Tour::Shardlite(err) => err,
-        Tour::Output(source) => io("the sample's output", source),
-    })
+    let master = root.join("shards").join("master.db");
+    tour(&sharded, &master, &transaction_id, out)
+        .await
+        .map_err(|err| match err {
+            Tour::Shardlite(err) => err,
+            Tour::Output(source) => io("the sample's output", source),
+        })
 }
 
 /// What can stop the tour: shardlite, or the output it writes to.
@@ -124,13 +127,13 @@ impl From<std::io::Error> for Tour {
     }
 }
 
-async fn tour(sharded: &ShardedClient, transaction_id: &str, out: &mut dyn Write) -> Result<(), Tour> {
+async fn tour(sharded: &ShardedClient, master: &Path, transaction_id: &str, out: &mut dyn Write) -> Result<(), Tour> {
     section(out, "API-level sharding sample: e-commerce order history")?;
     writeln!(out, "Keyspace:        {ORDERS_KEYSPACE}")?;
     writeln!(out, "Route key:       order month, yyyy-MM")?;
     writeln!(out, "Customer:        {CUSTOMER}")?;
     writeln!(out, "Virtual buckets: {}", sharded.map().bucket_count())?;
-    writeln!(out, "Master catalog:  shards/master.db (shards in shards/)")?;
+    writeln!(out, "Master catalog:  {} (shards beside it)", master.display())?;
     writeln!(out, "Transaction id:  {transaction_id}")?;
 
     section(out, "Month route map")?;

@@ -342,12 +342,23 @@ fn progress_display() -> impl Fn(&CopyProgress) + Send + Sync + 'static {
                 .or_insert_with(|| (ProgressBar::hidden(), Instant::now() - Duration::from_secs(2)));
             if done || entry.1.elapsed() >= Duration::from_secs(1) {
                 entry.1 = Instant::now();
-                eprintln!(
-                    "migration {}: {} copied {} of {} rows",
-                    progress.migration_id, progress.item, progress.rows, progress.estimated_rows
-                );
+                let (id, item) = (&progress.migration_id, &progress.item);
+                eprintln!("{}", copied_line(id, item, progress.rows, progress.estimated_rows));
             }
         }
+    }
+}
+
+/// One progress line of a table: `migration m: items copied 120 of 20112 rows`. The estimate
+/// is the count before the copy; rows written meanwhile can take the copy past it.
+fn copied_line(migration_id: &str, item: &str, rows: u64, estimate: u64) -> String {
+    if rows > estimate {
+        format!(
+            "migration {migration_id}: {item} copied {rows} rows (estimated {estimate} before the copy; rows \
+             written since count too)"
+        )
+    } else {
+        format!("migration {migration_id}: {item} copied {rows} of {estimate} rows")
     }
 }
 
@@ -519,4 +530,23 @@ fn list(results: &[MigrationResult], json: bool) -> Result<()> {
     }
     println!("{rows}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copied_line;
+
+    #[test]
+    fn a_copy_past_its_estimate_does_not_claim_more_rows_than_the_whole() {
+        assert_eq!(
+            copied_line("m", "items", 700, 700),
+            "migration m: items copied 700 of 700 rows"
+        );
+        let past = copied_line("m", "items", 20113, 20112);
+        assert!(!past.contains("20113 of 20112"), "{past}");
+        assert!(
+            past.contains("copied 20113 rows (estimated 20112 before the copy"),
+            "{past}"
+        );
+    }
 }

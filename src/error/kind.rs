@@ -234,6 +234,17 @@ mod tests {
     use crate::error::{RemoteFailure, SqlFailure};
 
     #[test]
+    fn a_catalog_outage_does_not_claim_a_read_wrote_nothing() {
+        let err = Error::CatalogUnavailable {
+            reason: "etcd at 127.0.0.1:2379 did not answer".into(),
+        };
+        let message = err.to_string();
+        assert!(!message.contains("nothing was written"), "{message}");
+        assert!(message.contains("retry once it answers"), "{message}");
+        assert_eq!(err.kind(), ErrorKind::CatalogUnavailable);
+    }
+
+    #[test]
     fn constraint_codes_map_to_constraint_kind() {
         let err = Error::from(SqlFailure {
             code: 2067,

@@ -104,7 +104,7 @@ pub enum Error {
     /// The catalog's store could not be reached (an etcd cluster that is down or partitioned).
     /// Nothing was written; the request may be retried. Routers keep serving the last map they
     /// know meanwhile.
-    #[error("the catalog is unavailable: {reason}; nothing was written, retry later")]
+    #[error("the catalog is unavailable: {reason}; retry once it answers (a change refused this way was not made)")]
     CatalogUnavailable {
         /// Which store, and what failed.
         reason: String,
@@ -297,13 +297,13 @@ pub enum Error {
         limit: usize,
     },
 
-    /// The open remote transactions of one API key reached the daemon's limit.
+    /// The remote transactions open through the daemon (all API keys together) reached its limit.
     #[error(
-        "{limit} remote transactions are already open under this API key (daemon-wide when the daemon has no \
-         key), the most allowed: commit or roll back one, or retry shortly"
+        "{limit} remote transactions are already open through this daemon, the most it allows for all API keys \
+         together (serve --max-open-transactions-per-key): commit or roll back one, or retry shortly"
     )]
     TooManyTransactions {
-        /// The limit per API key.
+        /// The daemon's limit.
         limit: usize,
     },
 

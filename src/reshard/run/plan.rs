@@ -109,12 +109,24 @@ async fn table_item(
         page_size,
     )
     .ok_or_else(|| {
+        // Name only the columns that are missing, and which role each has in the manifest.
+        let missing: Vec<String> = [
+            (table.primary_key_column.trim(), "primaryKeyColumn"),
+            (table.route_key_column.trim(), "routeKeyColumn"),
+        ]
+        .into_iter()
+        .filter(|(column, _)| !columns.iter().any(|c| c.eq_ignore_ascii_case(column)))
+        .map(|(column, role)| format!("'{column}' (its {role})"))
+        .collect();
+        let missing = if missing.is_empty() {
+            "the columns the manifest names".to_owned()
+        } else {
+            missing.join(" or ")
+        };
         Error::invalid_argument(
             "manifest",
             format!(
-                "table '{name}' has no column '{}' or '{}' (its columns: {})",
-                table.primary_key_column.trim(),
-                table.route_key_column.trim(),
+                "table '{name}' has no column {missing} (its columns: {})",
                 columns.join(", ")
             ),
         )

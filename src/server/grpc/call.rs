@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use tonic::{Request, Response, Status};
 
-use super::gate::{CallAccess, CallRoute};
+use super::gate::{CallAccess, CallRefused, CallRoute};
 use super::status::status_from_error;
 use crate::client::{DataClient, ShardedClient};
 use crate::error::{Error, Result};
@@ -44,6 +44,12 @@ impl ShardliteService {
     {
         let started = Instant::now();
         let operation = OperationId::of(rpc).unwrap_or(OperationId::OTHER);
+        if let Some(refused) = request.extensions().get::<CallRefused>() {
+            let ended = metrics::Outcome::Failed(refused.kind);
+            self.state
+                .record_request(Surface::Grpc, operation, ended, started.elapsed());
+            return Err(Status::clone(&refused.status));
+        }
         let access = request.extensions().get::<CallAccess>().map(|access| access.0.clone());
         // An operation without a scope decision needs `admin`, the narrowest scope.
         let needs = match operation.needs() {
@@ -62,11 +68,9 @@ impl ShardliteService {
             Ok(sql_access) => sql_access,
             Err(denied) => {
                 tracing::info!(rpc, error = %denied, "gRPC call refused");
-                self.state.count_request(Surface::Grpc, Outcome::ClientError);
-                if let Some(metrics) = self.state.metrics() {
-                    let outcome = metrics::Outcome::Failed(denied.kind());
-                    metrics.record(Surface::Grpc, operation, outcome, started.elapsed());
-                }
+                let ended = metrics::Outcome::Failed(denied.kind());
+                self.state
+                    .record_request(Surface::Grpc, operation, ended, started.elapsed());
                 return Err(status_from_error(&denied));
             }
         };
@@ -85,19 +89,13 @@ impl ShardliteService {
             self.state.count_shard_request(metrics, route);
         }
         let outcome = handler(call, request.into_inner()).await;
-        if let Some(metrics) = self.state.metrics() {
-            let counted = match &outcome {
-                Ok(_) => metrics::Outcome::Ok,
-                Err(err) => metrics::Outcome::Failed(err.kind()),
-            };
-            metrics.record(Surface::Grpc, operation, counted, started.elapsed());
-        }
-        let counted = match &outcome {
-            Ok(_) => Outcome::Ok,
-            Err(err) if err.kind() == crate::ErrorKind::Internal => Outcome::ServerError,
-            Err(_) => Outcome::ClientError,
+        let ended = match &outcome {
+            Ok(_) => metrics::Outcome::Ok,
+            Err(err) => metrics::Outcome::Failed(err.kind()),
         };
-        self.state.count_request(Surface::Grpc, counted);
+        let counted = self
+            .state
+            .record_request(Surface::Grpc, operation, ended, started.elapsed());
         if tracing::enabled!(tracing::Level::DEBUG) || counted == Outcome::ServerError {
             let shard = match (&route, self.state.sharded()) {
                 (Some(route), Some(sharded)) => sharded.resolve_route(route).ok().map(|r| r.shard_id),

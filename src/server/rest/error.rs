@@ -162,8 +162,12 @@ impl IntoResponse for CatalogUpdateRefused {
 pub enum ApiError {
     /// A crate error from the data or admin operation (or a request argument it refused).
     Data(Error),
-    /// An API key is configured and the request did not present it.
-    Unauthenticated,
+    /// An API key is configured and the request did not present it (or an unknown one) in
+    /// `header`, the daemon's key header.
+    Unauthenticated {
+        /// The header the key goes in.
+        header: Box<str>,
+    },
     /// The request body is larger than the configured limit.
     PayloadTooLarge,
     /// The request body is not `application/json`.
@@ -247,10 +251,10 @@ pub fn problem(err: &ApiError) -> (StatusCode, Problem) {
             };
             (status, kind.code(), detail, err.sqlite_code())
         }
-        ApiError::Unauthenticated => (
+        ApiError::Unauthenticated { header } => (
             StatusCode::UNAUTHORIZED,
             ErrorKind::Unauthenticated.code(),
-            "a valid API key is required".to_owned(),
+            crate::server::keys::refused_key_message(header),
             None,
         ),
         ApiError::PayloadTooLarge => (
@@ -308,7 +312,7 @@ impl IntoResponse for ApiError {
             Self::Data(err) => {
                 response.extensions_mut().insert(err.kind());
             }
-            Self::Unauthenticated => {
+            Self::Unauthenticated { .. } => {
                 response.extensions_mut().insert(ErrorKind::Unauthenticated);
             }
             _ => {}

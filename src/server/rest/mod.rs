@@ -216,8 +216,9 @@ struct RequestGate {
 }
 
 fn unauthenticated(state: &ServerState) -> Response {
-    let mut response = ApiError::Unauthenticated.into_response();
-    let challenge = format!("ApiKey header=\"{}\"", state.config().api_key_header);
+    let header = state.config().api_key_header.as_str();
+    let mut response = ApiError::Unauthenticated { header: header.into() }.into_response();
+    let challenge = format!("ApiKey header=\"{header}\"");
     if let Ok(value) = HeaderValue::try_from(challenge) {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
     }
@@ -303,22 +304,14 @@ async fn trace_request(State(gate): State<RequestGate>, request: Request, next: 
         );
     }
     let status = response.status();
-    let outcome = if status.is_server_error() {
-        Outcome::ServerError
-    } else if status.is_client_error() {
-        Outcome::ClientError
-    } else {
-        Outcome::Ok
+    let ended = match response.extensions().get::<ErrorKind>() {
+        Some(kind) => metrics::Outcome::Failed(*kind),
+        None if status.is_success() || status.is_redirection() => metrics::Outcome::Ok,
+        // A failure of the daemon's own that carries no kind (a panic caught by a layer).
+        None if status.is_server_error() => metrics::Outcome::Failed(ErrorKind::Internal),
+        None => metrics::Outcome::Rejected,
     };
-    state.count_request(Surface::Rest, outcome);
-    if let Some(metrics) = state.metrics() {
-        let outcome = match response.extensions().get::<ErrorKind>() {
-            Some(kind) => metrics::Outcome::Failed(*kind),
-            None if status.is_success() || status.is_redirection() => metrics::Outcome::Ok,
-            None => metrics::Outcome::Rejected,
-        };
-        metrics.record(Surface::Rest, operation, outcome, started.elapsed());
-    }
+    let outcome = state.record_request(Surface::Rest, operation, ended, started.elapsed());
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
     let status = status.as_u16();
     span.in_scope(|| {
