@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::catalog::CatalogLocation;
 use crate::client::{LocalClient, RoutedClient, ShardedClient, ShardedClientOptions};
-use crate::data::{DataClient, MigrationAdmin, ShardAdmin};
+use crate::data::{DataClient, ReshardAdmin, ShardAdmin};
 use crate::engine::EngineConfig;
 use crate::error::{Error, ErrorKind, Result};
 use crate::map::{ShardTarget, Transport, resolve_data_source};
@@ -200,7 +200,7 @@ impl ConnectedClient {
 pub struct RemoteClient {
     data: Arc<dyn DataClient>,
     admin: Arc<dyn ShardAdmin>,
-    moves: Arc<dyn MigrationAdmin>,
+    moves: Arc<dyn ReshardAdmin>,
     route: Option<RouteContext>,
 }
 
@@ -216,7 +216,7 @@ impl RemoteClient {
     }
 
     /// Data moves run by the daemon.
-    pub fn migrations(&self) -> &Arc<dyn MigrationAdmin> {
+    pub fn migrations(&self) -> &Arc<dyn ReshardAdmin> {
         &self.moves
     }
 
@@ -456,7 +456,7 @@ async fn open_remote(options: &ConnectionOptions) -> Result<ConnectedClient> {
 
 /// A remote client as a connected client: data calls on its route, shard admin on the daemon.
 #[cfg(any(feature = "grpc", feature = "http"))]
-fn remote<C: DataClient + ShardAdmin + MigrationAdmin + Clone + 'static>(
+fn remote<C: DataClient + ShardAdmin + ReshardAdmin + Clone + 'static>(
     client: C,
     endpoint: &str,
     transport: Transport,

@@ -19,7 +19,7 @@ pub const LEASE_SECONDS: u64 = 10;
 
 /// A runner's claim on one migration, released when dropped.
 #[derive(Debug)]
-pub struct MigrationClaim {
+pub struct ReshardClaim {
     local_key: String,
     /// The store's record of the claim (a runner row, a leased key).
     held: Option<Box<dyn RunnerClaim>>,
@@ -31,28 +31,28 @@ fn claimed() -> &'static Mutex<HashSet<String>> {
 }
 
 impl Catalog {
-    /// Claims migration `id` for this runner, or refuses with [`Error::MigrationRunning`] while
+    /// Claims migration `id` for this runner, or refuses with [`Error::ReshardRunning`] while
     /// another runner holds it.
-    pub async fn claim_migration(&self, id: &str) -> Result<MigrationClaim> {
+    pub async fn claim_migration(&self, id: &str) -> Result<ReshardClaim> {
         let local_key = format!("{}\u{0}{id}", self.location());
         let inserted = claimed()
             .lock()
             .map(|mut set| set.insert(local_key.clone()))
             .unwrap_or(false);
         if !inserted {
-            return Err(Error::MigrationRunning {
+            return Err(Error::ReshardRunning {
                 migration_id: id.into(),
                 holder: "another run in this process".into(),
             });
         }
         // Dropped on refusal, which forgets the claim in this process.
-        let mut claim = MigrationClaim { local_key, held: None };
+        let mut claim = ReshardClaim { local_key, held: None };
         claim.held = Some(self.store().claim_runner(id).await?);
         Ok(claim)
     }
 }
 
-impl MigrationClaim {
+impl ReshardClaim {
     /// Releases the claim now, waiting for the store to forget it: a command that ends right
     /// after a run must not leave its claim to expire (the release on drop runs in the
     /// background, which an ending process may never get to).
@@ -63,7 +63,7 @@ impl MigrationClaim {
     }
 }
 
-impl Drop for MigrationClaim {
+impl Drop for ReshardClaim {
     fn drop(&mut self) {
         if let Ok(mut set) = claimed().lock() {
             set.remove(&self.local_key);

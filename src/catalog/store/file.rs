@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 
-use super::{CatalogStore, HistoryRow, MigrationRecord, NewMap, RunnerClaim, StoredMap, StoredState};
+use super::{CatalogStore, HistoryRow, NewMap, ReshardRecord, RunnerClaim, StoredMap, StoredState};
 use crate::data::now_utc;
 use crate::data::{Audit, CatalogHistoryEntry, Params, SqlResult, Value};
 use crate::engine::{Database, EngineConfig, Role};
@@ -336,7 +336,7 @@ impl CatalogStore for FileStore {
             .collect())
     }
 
-    async fn save_checkpoint(&self, record: &MigrationRecord<'_>) -> Result<()> {
+    async fn save_checkpoint(&self, record: &ReshardRecord<'_>) -> Result<()> {
         self.ensure_schema().await?;
         self.db
             .execute(
@@ -350,7 +350,7 @@ impl CatalogStore for FileStore {
         Ok(())
     }
 
-    async fn record_end(&self, record: &MigrationRecord<'_>) -> Result<()> {
+    async fn record_end(&self, record: &ReshardRecord<'_>) -> Result<()> {
         self.ensure_schema().await?;
         self.db
             .execute_atomic(
@@ -447,7 +447,7 @@ impl CatalogStore for FileStore {
     }
 }
 
-fn record_params(record: &MigrationRecord<'_>) -> Params {
+fn record_params(record: &ReshardRecord<'_>) -> Params {
     Params::named([
         ("id", Value::from(record.id)),
         ("updated", Value::from(record.updated_utc)),

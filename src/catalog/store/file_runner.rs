@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 pub(super) async fn claim(store: &FileStore, id: &str) -> Result<Box<dyn RunnerClaim>> {
     let since = now_utc();
     if let Some((runner, since)) = store.claim_row(id, &since).await? {
-        return Err(Error::MigrationRunning {
+        return Err(Error::ReshardRunning {
             migration_id: id.into(),
             holder: format!("process {} on this host (since {since})", runner.pid).into(),
         });

@@ -76,7 +76,7 @@ impl HistoryRow {
 
 /// A migration's state to write: its id, keyspace, status text, time and JSON payload.
 #[derive(Debug, Clone)]
-pub(crate) struct MigrationRecord<'a> {
+pub(crate) struct ReshardRecord<'a> {
     pub id: &'a str,
     pub keyspace: &'a str,
     pub status: String,
@@ -121,10 +121,10 @@ pub(crate) trait CatalogStore: std::fmt::Debug + Send + Sync {
     async fn history(&self) -> Result<Vec<CatalogHistoryEntry>>;
 
     /// Writes a migration's checkpoint (replacing the previous one).
-    async fn save_checkpoint(&self, record: &MigrationRecord<'_>) -> Result<()>;
+    async fn save_checkpoint(&self, record: &ReshardRecord<'_>) -> Result<()>;
 
     /// Writes a migration's final checkpoint and appends it to the migration history, atomically.
-    async fn record_end(&self, record: &MigrationRecord<'_>) -> Result<()>;
+    async fn record_end(&self, record: &ReshardRecord<'_>) -> Result<()>;
 
     /// The JSON checkpoint of migration `id`.
     async fn checkpoint(&self, id: &str) -> Result<Option<String>>;
@@ -144,10 +144,10 @@ pub(crate) trait CatalogStore: std::fmt::Debug + Send + Sync {
     /// Writes the active map, the pending map if any, and `history`, in one atomic write.
     async fn import_maps(&self, active: &NewMap, pending: Option<&NewMap>, history: &HistoryRow) -> Result<()>;
 
-    /// Claims migration `id` for this runner, or refuses with [`Error::MigrationRunning`]
+    /// Claims migration `id` for this runner, or refuses with [`Error::ReshardRunning`]
     /// (naming the holder) while another runner holds it.
     ///
-    /// [`Error::MigrationRunning`]: crate::Error::MigrationRunning
+    /// [`Error::ReshardRunning`]: crate::Error::ReshardRunning
     async fn claim_runner(&self, id: &str) -> Result<Box<dyn RunnerClaim>>;
 
     /// Whether other processes' activations reach this store's watchers without polling.

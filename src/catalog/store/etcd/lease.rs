@@ -40,7 +40,7 @@ impl EtcdLease {
                 let _ = client.revoke(id).await;
                 other?;
                 let holder = store.runner_of(migration_id).await.unwrap_or_default();
-                return Err(Error::MigrationRunning {
+                return Err(Error::ReshardRunning {
                     migration_id: migration_id.into(),
                     holder: format!("{holder} (through {})", store.address()).into(),
                 });

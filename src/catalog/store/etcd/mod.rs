@@ -24,7 +24,7 @@ use serde_json::{Value as Json, json};
 use self::client::{EtcdClient, delete, modified_at, prefix_end, put};
 use self::lease::EtcdLease;
 use self::watch::EtcdWatch;
-use super::{CatalogStore, HistoryRow, MapWatch, MigrationRecord, NewMap, RunnerClaim, StoredMap, StoredState};
+use super::{CatalogStore, HistoryRow, MapWatch, NewMap, ReshardRecord, RunnerClaim, StoredMap, StoredState};
 use crate::catalog::EtcdAddress;
 use crate::catalog::store::file::CATALOG_SCHEMA_VERSION;
 use crate::data::CatalogHistoryEntry;
@@ -229,7 +229,7 @@ impl CatalogStore for EtcdStore {
         Ok(entries)
     }
 
-    async fn save_checkpoint(&self, record: &MigrationRecord<'_>) -> Result<()> {
+    async fn save_checkpoint(&self, record: &ReshardRecord<'_>) -> Result<()> {
         let key = self.key(&format!("migrations/checkpoints/{}", record.id));
         self.client
             .txn(Vec::new(), vec![put(&key, &record_value(record), None)])
@@ -237,7 +237,7 @@ impl CatalogStore for EtcdStore {
         Ok(())
     }
 
-    async fn record_end(&self, record: &MigrationRecord<'_>) -> Result<()> {
+    async fn record_end(&self, record: &ReshardRecord<'_>) -> Result<()> {
         let key = self.key(&format!("migrations/checkpoints/{}", record.id));
         let value = record_value(record);
         let operations = vec![
@@ -379,7 +379,7 @@ fn stored_map(kv: &client::Kv) -> Option<StoredMap> {
     })
 }
 
-fn record_value(record: &MigrationRecord<'_>) -> Vec<u8> {
+fn record_value(record: &ReshardRecord<'_>) -> Vec<u8> {
     json!({
         "migrationId": record.id,
         "keyspace": record.keyspace,
