@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::catalog::CatalogLocation;
 use crate::client::{LocalClient, ShardedClient, ShardedClientOptions};
-use crate::data::{DataClient, MigrationAdmin, ShardAdmin};
+use crate::data::{DataClient, ReshardAdmin, ShardAdmin};
 use crate::engine::EngineConfig;
 use crate::error::{Error, ErrorKind, Result};
 use crate::map::{ShardTarget, Transport, resolve_data_source};
@@ -104,7 +104,7 @@ pub struct ConnectedClient {
     sharded: Option<ShardedClient>,
     admin: Option<Arc<dyn ShardAdmin>>,
     /// Migrations through a daemon (in-process ones run on [`sharded`](Self::sharded)).
-    remote_migrations: Option<Arc<dyn MigrationAdmin>>,
+    remote_migrations: Option<Arc<dyn ReshardAdmin>>,
     route: Option<RouteContext>,
     local: Option<LocalClient>,
 }
@@ -151,8 +151,8 @@ impl ConnectedClient {
     }
 
     /// Migrations run by the daemon, for a remote connection; `None` otherwise (run in-process
-    /// ones with [`Migrator`](crate::reshard::Migrator) on [`sharded`](Self::sharded)).
-    pub fn remote_migrations(&self) -> Option<&Arc<dyn MigrationAdmin>> {
+    /// ones with [`Resharder`](crate::reshard::Resharder) on [`sharded`](Self::sharded)).
+    pub fn remote_migrations(&self) -> Option<&Arc<dyn ReshardAdmin>> {
         self.remote_migrations.as_ref()
     }
 
@@ -412,7 +412,7 @@ async fn open_remote(options: &ConnectionOptions) -> Result<ConnectedClient> {
 
 /// A remote client as a connected client: data calls on its route, shard admin on the daemon.
 #[cfg(any(feature = "grpc", feature = "http"))]
-fn remote<C: DataClient + ShardAdmin + MigrationAdmin + Clone + 'static>(
+fn remote<C: DataClient + ShardAdmin + ReshardAdmin + Clone + 'static>(
     client: C,
     endpoint: &str,
     transport: Transport,

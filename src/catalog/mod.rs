@@ -22,7 +22,7 @@ mod store;
 pub use export::{CatalogExport, EXPORT_FORMAT};
 pub use files::{check_shard_files, shard_file};
 pub use location::{CatalogLocation, EtcdAddress};
-pub use runner::{LEASE_SECONDS, MigrationClaim};
+pub use runner::{LEASE_SECONDS, ReshardClaim};
 pub use store::file::CATALOG_SCHEMA_VERSION;
 
 use std::path::{Path, PathBuf};

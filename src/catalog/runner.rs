@@ -20,7 +20,7 @@ pub const LEASE_SECONDS: u64 = 10;
 
 /// A runner's claim on one migration, released when dropped.
 #[derive(Debug)]
-pub struct MigrationClaim {
+pub struct ReshardClaim {
     local_key: String,
     /// The master file and migration id whose runner row this claim holds.
     file: Option<(super::store::FileStore, String, String)>,
@@ -34,21 +34,21 @@ fn claimed() -> &'static Mutex<HashSet<String>> {
 }
 
 impl Catalog {
-    /// Claims migration `id` for this runner, or refuses with [`Error::MigrationRunning`] while
+    /// Claims migration `id` for this runner, or refuses with [`Error::ReshardRunning`] while
     /// another runner holds it.
-    pub async fn claim_migration(&self, id: &str) -> Result<MigrationClaim> {
+    pub async fn claim_migration(&self, id: &str) -> Result<ReshardClaim> {
         let local_key = format!("{}\u{0}{id}", self.location());
         let inserted = claimed()
             .lock()
             .map(|mut set| set.insert(local_key.clone()))
             .unwrap_or(false);
         if !inserted {
-            return Err(Error::MigrationRunning {
+            return Err(Error::ReshardRunning {
                 migration_id: id.into(),
                 holder: "another run in this process".into(),
             });
         }
-        let mut claim = MigrationClaim {
+        let mut claim = ReshardClaim {
             local_key,
             file: None,
             #[cfg(feature = "etcd")]
@@ -58,7 +58,7 @@ impl Catalog {
             Store::File(file) => {
                 let since = crate::engine::store::now_utc();
                 if let Some((runner, since)) = file.claim_runner(id, &since).await? {
-                    return Err(Error::MigrationRunning {
+                    return Err(Error::ReshardRunning {
                         migration_id: id.into(),
                         holder: format!("process {} on this host (since {since})", runner.pid).into(),
                     });
@@ -72,7 +72,7 @@ impl Catalog {
     }
 }
 
-impl MigrationClaim {
+impl ReshardClaim {
     /// Releases the claim now, waiting for the store to forget it: a command that ends right
     /// after a run must not leave its claim to expire (the release on drop runs in the
     /// background, which an ending process may never get to).
@@ -87,7 +87,7 @@ impl MigrationClaim {
     }
 }
 
-impl Drop for MigrationClaim {
+impl Drop for ReshardClaim {
     fn drop(&mut self) {
         if let Ok(mut set) = claimed().lock() {
             set.remove(&self.local_key);
@@ -147,7 +147,7 @@ mod etcd_lease {
                     let _ = client.revoke(id).await;
                     other?;
                     let holder = store.runner_of(migration_id).await.unwrap_or_default();
-                    return Err(Error::MigrationRunning {
+                    return Err(Error::ReshardRunning {
                         migration_id: migration_id.into(),
                         holder: format!("{holder} (through {})", store.address()).into(),
                     });

@@ -100,7 +100,7 @@ enum Command {
     )]
     Migrate {
         #[command(subcommand)]
-        command: reshard::MigrateCommand,
+        command: reshard::ReshardCommand,
     },
     /// A data host's shard files: count and list them, or create new ones.
     #[cfg(any(feature = "grpc", feature = "http"))]

@@ -4,9 +4,9 @@
 ///
 /// Every request that changes the catalog or moves data carries one
 /// ([`CatalogUpdateRequest`](super::CatalogUpdateRequest),
-/// [`ActivationRequest`](super::ActivationRequest), [`MigrationRequest`](super::MigrationRequest)),
+/// [`ActivationRequest`](super::ActivationRequest), [`ReshardRequest`](super::ReshardRequest)),
 /// and so does what the histories keep ([`CatalogHistoryEntry`](super::CatalogHistoryEntry),
-/// [`MigrationSpec`](super::MigrationSpec)). Both parts are optional: the history shows what
+/// [`ReshardSpec`](super::ReshardSpec)). Both parts are optional: the history shows what
 /// was given. In JSON (REST bodies, gRPC, stored records) they stay the top-level members
 /// `operator` and `comment` of each body, as they always were.
 ///

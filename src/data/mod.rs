@@ -62,13 +62,13 @@ pub use records::{
     SavedQuery, SqlResult, TableSchema, TransactionInfo, TransactionOptions,
 };
 #[cfg(any(feature = "http", feature = "grpc"))]
-pub(crate) use reshard::MigrationBody;
+pub(crate) use reshard::ReshardBody;
 #[cfg(feature = "server")]
-pub(crate) use reshard::{BucketMigrationBody, KeyMigrationBody};
+pub(crate) use reshard::{BucketReshardBody, KeyReshardBody};
 pub use reshard::{
-    CollectionManifest, MigrationAdmin, MigrationManifest, MigrationPlan, MigrationReceipt, MigrationRequest,
-    MigrationResult, MigrationScope, MigrationSpec, MigrationStatus, OnlineProgress, PlannedItem, ReshardPhase,
-    ResumeRequest, TableManifest,
+    CollectionManifest, OnlineProgress, PlannedItem, ReshardAdmin, ReshardManifest, ReshardPhase, ReshardPlan,
+    ReshardReceipt, ReshardRequest, ReshardResult, ReshardScope, ReshardSpec, ReshardStatus, ResumeRequest,
+    TableManifest,
 };
 pub use row::{FromValue, RowRef, ValueRef};
 pub(crate) use row::{every_row, first_row};

@@ -198,10 +198,10 @@ impl Error {
             Self::NoPendingMap { .. } => ErrorKind::Conflict,
             Self::Remote(remote) => remote.kind,
             Self::Transport { .. } => ErrorKind::Unavailable,
-            Self::MigrationChanged { .. }
-            | Self::MigrationMissing { .. }
-            | Self::MigrationDirty { .. }
-            | Self::MigrationRunning { .. } => ErrorKind::Conflict,
+            Self::SchemaMigrationChanged { .. }
+            | Self::SchemaMigrationMissing { .. }
+            | Self::SchemaMigrationDirty { .. }
+            | Self::ReshardRunning { .. } => ErrorKind::Conflict,
             Self::RouteFenced { .. } => ErrorKind::RouteFenced,
             Self::UnsupportedCrossShardQuery { .. } => ErrorKind::UnsupportedCrossShardQuery,
             Self::PermissionDenied(_) => ErrorKind::PermissionDenied,

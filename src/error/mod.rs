@@ -94,7 +94,7 @@ pub enum Error {
         "migration '{migration_id}' is being run by {holder}: wait for that run to end (a runner that died releases it \
          when its lease expires)"
     )]
-    MigrationRunning {
+    ReshardRunning {
         /// The migration.
         migration_id: Box<str>,
         /// Who runs it, as far as the catalog knows.
@@ -365,7 +365,7 @@ pub enum Error {
         "migration {version} was changed after it was applied: its checksum differs from the one recorded in \
          _sqlx_migrations; restore the original file and add the change as a new migration"
     )]
-    MigrationChanged {
+    SchemaMigrationChanged {
         /// The migration's version.
         version: i64,
     },
@@ -375,7 +375,7 @@ pub enum Error {
         "migration {version} is recorded as applied in _sqlx_migrations but is not in the migration set; \
          add its file back, or use the folder the database was migrated with"
     )]
-    MigrationMissing {
+    SchemaMigrationMissing {
         /// The migration's version.
         version: i64,
     },
@@ -385,7 +385,7 @@ pub enum Error {
         "migration {version} is recorded with success = false: it failed partway, or another run is applying \
          it now; if no run is, repair the schema by hand and delete that row from _sqlx_migrations"
     )]
-    MigrationDirty {
+    SchemaMigrationDirty {
         /// The migration's version.
         version: i64,
     },

@@ -54,7 +54,7 @@
 //!   local destination) and compares them with the source's, per table and collection (the
 //!   receipts). Both ways of reading hash the same canonical encoding
 //!   (`engine::reshard::checksum`), so local and remote checksums agree.
-//! - **Resume** ([`Migrator::resume`]) continues a stopped migration from its checkpoint
+//! - **Resume** ([`Resharder::resume`]) continues a stopped migration from its checkpoint
 //!   without copying a finished page again; it is idempotent.
 //!
 //! Source and destination are reached through [`DataClient`](crate::data::DataClient), so
@@ -78,4 +78,4 @@ mod run;
 
 pub use fence::fences_on;
 pub use manifest::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
-pub use run::{CopyProgress, Migrator};
+pub use run::{CopyProgress, Resharder};

@@ -345,9 +345,9 @@ async fn a_shard_file_replaced_while_serving_takes_no_write() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_work_resumes() {
     use crate::support::migrate::{fill, items_on, key_request};
-    use shardlite::data::{MigrationStatus, ResumeRequest, SchemaMigrationRequest, SchemaScript};
+    use shardlite::data::{ReshardStatus, ResumeRequest, SchemaMigrationRequest, SchemaScript};
     use shardlite::map::{BucketRange, Secret, ShardDefinition, ShardingOptions};
-    use shardlite::reshard::Migrator;
+    use shardlite::reshard::Resharder;
 
     let dir = temp_dir();
     let far_file = dir.path().join("far.db");
@@ -391,7 +391,7 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
 
     // The daemon behind "far" dies (SIGKILL) once the first page of a data migration landed.
     let killer = Arc::clone(&far_daemon);
-    let migrator = Migrator::new(sharded.clone()).with_observer(move |progress| {
+    let migrator = Resharder::new(sharded.clone()).with_observer(move |progress| {
         if progress.rows > 0
             && let Some(mut child) = killer.lock().unwrap().take()
         {
@@ -413,7 +413,7 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
         started.elapsed()
     );
     match &stopped {
-        Ok(result) => assert_eq!(result.status, MigrationStatus::Failed, "{result:#?}"),
+        Ok(result) => assert_eq!(result.status, ReshardStatus::Failed, "{result:#?}"),
         Err(err) => assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}"),
     }
     assert!(far_daemon.lock().unwrap().is_none(), "the daemon was killed mid-copy");
@@ -484,7 +484,7 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
     far_daemon.wait().unwrap();
     assert!(report.all_at_target(), "{report:#?}");
     let resumed = resumed.unwrap();
-    assert_eq!(resumed.status, MigrationStatus::Activated, "{resumed:#?}");
+    assert_eq!(resumed.status, ReshardStatus::Activated, "{resumed:#?}");
     assert_eq!(far_items, before);
 }
 
@@ -591,8 +591,8 @@ async fn a_full_disk_fails_the_write_naming_the_shard_and_keeps_what_was_acknowl
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_destination_disk_stops_a_data_migration_and_leaves_the_source_whole() {
     use crate::support::migrate::{fill, items_on, key_request};
-    use shardlite::data::MigrationStatus;
-    use shardlite::reshard::Migrator;
+    use shardlite::data::ReshardStatus;
+    use shardlite::reshard::Resharder;
 
     let dir = temp_dir();
     let small = dir.path().join("small");
@@ -615,12 +615,12 @@ async fn a_full_destination_disk_stops_a_data_migration_and_leaves_the_source_wh
     // About 3 MiB of rows for a 1 MiB destination.
     fill(&sharded, "wanderer", 1, 40_000).await;
     let before = items_on(&sharded, "s1", "wanderer").await;
-    let outcome = Migrator::new(sharded.clone())
+    let outcome = Resharder::new(sharded.clone())
         .migrate(key_request("wanderer", "s0", 1000))
         .await;
     let message = match outcome {
         Ok(result) => {
-            assert_eq!(result.status, MigrationStatus::Failed, "{result:#?}");
+            assert_eq!(result.status, ReshardStatus::Failed, "{result:#?}");
             result.message
         }
         Err(err) => {

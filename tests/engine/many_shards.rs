@@ -243,7 +243,7 @@ async fn the_shards_of_a_data_move_in_progress_are_not_closed_for_others() {
     let (paused_tx, paused) = std::sync::mpsc::channel::<()>();
     let (resume, resumed) = std::sync::mpsc::channel::<()>();
     let resumed = std::sync::Mutex::new(resumed);
-    let migrator = shardlite::reshard::Migrator::new(sharded.clone()).with_observer(move |_| {
+    let migrator = shardlite::reshard::Resharder::new(sharded.clone()).with_observer(move |_| {
         if paused_tx.send(()).is_ok() {
             let _ = resumed.lock().unwrap().recv_timeout(Duration::from_secs(30));
         }
@@ -268,7 +268,7 @@ async fn the_shards_of_a_data_move_in_progress_are_not_closed_for_others() {
 
     drop(resume);
     let result = moving.await.unwrap().unwrap();
-    assert_eq!(result.status, shardlite::data::MigrationStatus::Activated, "{result:?}");
+    assert_eq!(result.status, shardlite::data::ReshardStatus::Activated, "{result:?}");
     assert_eq!(crate::support::migrate::items_on(&sharded, "s1", "t0").await.0, 200);
     // The move over, its shards give their places up.
     sharded

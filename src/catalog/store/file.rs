@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{HistoryRow, MigrationRecord, NewMap, StoredMap, StoredState};
+use super::{HistoryRow, NewMap, ReshardRecord, StoredMap, StoredState};
 use crate::data::{Audit, CatalogHistoryEntry, Params, SqlResult, Value};
 use crate::engine::store::now_utc;
 use crate::engine::{Database, EngineConfig, Role};
@@ -323,7 +323,7 @@ impl FileStore {
             .collect())
     }
 
-    pub async fn save_checkpoint(&self, record: &MigrationRecord<'_>) -> Result<()> {
+    pub async fn save_checkpoint(&self, record: &ReshardRecord<'_>) -> Result<()> {
         self.ensure_schema().await?;
         self.db
             .execute(
@@ -337,7 +337,7 @@ impl FileStore {
         Ok(())
     }
 
-    pub async fn record_end(&self, record: &MigrationRecord<'_>) -> Result<()> {
+    pub async fn record_end(&self, record: &ReshardRecord<'_>) -> Result<()> {
         self.ensure_schema().await?;
         self.db
             .execute_atomic(
@@ -554,7 +554,7 @@ impl FileStore {
     }
 }
 
-fn record_params(record: &MigrationRecord<'_>) -> Params {
+fn record_params(record: &ReshardRecord<'_>) -> Params {
     Params::named([
         ("id", Value::from(record.id)),
         ("updated", Value::from(record.updated_utc)),

@@ -73,7 +73,7 @@ impl HistoryRow {
 
 /// A migration's state to write: its id, keyspace, status text, time and JSON payload.
 #[derive(Debug, Clone)]
-pub(crate) struct MigrationRecord<'a> {
+pub(crate) struct ReshardRecord<'a> {
     pub id: &'a str,
     pub keyspace: &'a str,
     pub status: String,
@@ -144,12 +144,12 @@ impl Store {
     }
 
     /// Writes a migration's checkpoint (replacing the previous one).
-    pub async fn save_checkpoint(&self, record: &MigrationRecord<'_>) -> Result<()> {
+    pub async fn save_checkpoint(&self, record: &ReshardRecord<'_>) -> Result<()> {
         each!(self, store => store.save_checkpoint(record).await)
     }
 
     /// Writes a migration's final checkpoint and appends it to the migration history, atomically.
-    pub async fn record_end(&self, record: &MigrationRecord<'_>) -> Result<()> {
+    pub async fn record_end(&self, record: &ReshardRecord<'_>) -> Result<()> {
         each!(self, store => store.record_end(record).await)
     }
 

@@ -1,7 +1,7 @@
 //! Which rows a data move moves, as the engine's fences and change capture and the runner's
 //! queries all read it.
 
-use crate::data::MigrationScope;
+use crate::data::ReshardScope;
 
 /// Which rows move: those of one route key, or those whose route value falls in a range of
 /// virtual buckets, less the map's pinned keys (their pins keep them where they are).
@@ -24,10 +24,10 @@ pub(crate) enum MovingRows {
 
 impl MovingRows {
     /// The rows `scope` moves, in a map of `bucket_count` buckets whose pinned keys are `pins`.
-    pub(crate) fn of(scope: &MigrationScope, bucket_count: u32, pins: Vec<String>) -> Self {
+    pub(crate) fn of(scope: &ReshardScope, bucket_count: u32, pins: Vec<String>) -> Self {
         match scope {
-            MigrationScope::RouteKey { route_key, .. } => Self::Key(route_key.clone()),
-            MigrationScope::BucketRange {
+            ReshardScope::RouteKey { route_key, .. } => Self::Key(route_key.clone()),
+            ReshardScope::BucketRange {
                 keyspace,
                 start_bucket_inclusive,
                 end_bucket_exclusive,
@@ -65,7 +65,7 @@ mod tests {
 
     #[test]
     fn a_scope_becomes_the_rows_it_moves() {
-        let key = MigrationScope::RouteKey {
+        let key = ReshardScope::RouteKey {
             keyspace: "tenants".into(),
             route_key: "acme".into(),
         };
@@ -73,7 +73,7 @@ mod tests {
             MovingRows::of(&key, 16, vec!["p".into()]),
             MovingRows::Key("acme".into())
         );
-        let range = MigrationScope::BucketRange {
+        let range = ReshardScope::BucketRange {
             keyspace: "tenants".into(),
             source_shard_id: "s0".into(),
             start_bucket_inclusive: 2,

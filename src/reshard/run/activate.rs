@@ -4,8 +4,7 @@
 use super::plan;
 use super::state::Runner;
 use crate::data::{
-    Audit, CatalogIssue, CatalogUpdateRequest, IssueSeverity, MigrationResult, MigrationScope, MigrationSpec,
-    ReshardPhase,
+    Audit, CatalogIssue, CatalogUpdateRequest, IssueSeverity, ReshardPhase, ReshardResult, ReshardScope, ReshardSpec,
 };
 use crate::engine::store::now_utc;
 use crate::error::{ErrorKind, Result};
@@ -14,7 +13,7 @@ use crate::reshard::manifest::issue;
 
 /// Writes the new map as the pending map. False (with an issue) when the catalog refuses.
 /// A map this migration already wrote (before a crash) is recognised and kept.
-pub(super) async fn write_pending(migrator: &Runner, state: &mut MigrationResult) -> Result<bool> {
+pub(super) async fn write_pending(migrator: &Runner, state: &mut ReshardResult) -> Result<bool> {
     let catalog = migrator.catalog()?;
     let active = catalog.active_map().await?;
     let next = state.map_version + 1;
@@ -78,7 +77,7 @@ pub(super) async fn write_pending(migrator: &Runner, state: &mut MigrationResult
 
 /// Sets the recovery fields, then writes the final checkpoint and a history row. A failure
 /// to record is reported as a warning: the data is where the status says.
-pub(super) async fn finish(migrator: &Runner, state: &mut MigrationResult) {
+pub(super) async fn finish(migrator: &Runner, state: &mut ReshardResult) {
     let abandoned = state.phase == ReshardPhase::Abandoned;
     state.requires_operator_recovery = !abandoned && state.status.requires_operator_recovery();
     state.recovery_action = if abandoned {
@@ -117,13 +116,13 @@ pub(super) async fn finish(migrator: &Runner, state: &mut MigrationResult) {
 }
 
 /// Whether `map` sends the migration's data to its destination.
-pub(super) fn routes_to_destination(map: &ShardMap, spec: &MigrationSpec) -> bool {
+pub(super) fn routes_to_destination(map: &ShardMap, spec: &ReshardSpec) -> bool {
     let Some(destination) = map.shard_index(&spec.destination_shard_id) else {
         return false;
     };
     match &spec.scope {
-        MigrationScope::RouteKey { route_key, .. } => map.owner_of_key(route_key) == destination,
-        MigrationScope::BucketRange {
+        ReshardScope::RouteKey { route_key, .. } => map.owner_of_key(route_key) == destination,
+        ReshardScope::BucketRange {
             start_bucket_inclusive: start,
             end_bucket_exclusive: end,
             ..

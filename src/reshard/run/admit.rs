@@ -5,8 +5,7 @@
 use super::state::{Runner, checkpoint, first_error};
 use super::{activate, drive, plan};
 use crate::data::{
-    CatalogIssue, IssueSeverity, MigrationPlan, MigrationResult, MigrationScope, MigrationSpec, MigrationStatus,
-    ReshardPhase,
+    CatalogIssue, IssueSeverity, ReshardPhase, ReshardPlan, ReshardResult, ReshardScope, ReshardSpec, ReshardStatus,
 };
 use crate::engine::store::now_utc;
 use crate::error::Result;
@@ -34,9 +33,9 @@ fn keyspace_of(keyspace: &str, map: &ShardMap, issues: &mut Vec<CatalogIssue>) -
 /// Checks a request's scope against the map: the scope as it is stored (the map's spelling of
 /// the keyspace, the key and shard trimmed) and the source shard (where the key resolves, or the
 /// range's source), with an issue for each problem.
-pub(super) fn scope(scope: MigrationScope, map: &ShardMap, issues: &mut Vec<CatalogIssue>) -> (MigrationScope, String) {
+pub(super) fn scope(scope: ReshardScope, map: &ShardMap, issues: &mut Vec<CatalogIssue>) -> (ReshardScope, String) {
     match scope {
-        MigrationScope::RouteKey { keyspace, route_key } => {
+        ReshardScope::RouteKey { keyspace, route_key } => {
             let keyspace = keyspace_of(&keyspace, map, issues);
             let key = route_key.trim().to_owned();
             if key.is_empty() {
@@ -49,13 +48,13 @@ pub(super) fn scope(scope: MigrationScope, map: &ShardMap, issues: &mut Vec<Cata
                     Err(err) => issues.push(issue("source-shard-unavailable", err.to_string())),
                 }
             }
-            let scope = MigrationScope::RouteKey {
+            let scope = ReshardScope::RouteKey {
                 keyspace,
                 route_key: key,
             };
             (scope, source)
         }
-        MigrationScope::BucketRange {
+        ReshardScope::BucketRange {
             keyspace,
             source_shard_id,
             start_bucket_inclusive: start,
@@ -90,7 +89,7 @@ pub(super) fn scope(scope: MigrationScope, map: &ShardMap, issues: &mut Vec<Cata
                     format!("source shard '{source}' does not own every bucket of [{start}, {end})"),
                 ));
             }
-            let scope = MigrationScope::BucketRange {
+            let scope = ReshardScope::BucketRange {
                 keyspace,
                 source_shard_id: source.clone(),
                 start_bucket_inclusive: start,
@@ -104,12 +103,12 @@ pub(super) fn scope(scope: MigrationScope, map: &ShardMap, issues: &mut Vec<Cata
 /// Common checks, then the plan, then (unless a dry run) the phases.
 pub(super) async fn start(
     migrator: &Runner,
-    spec: MigrationSpec,
+    spec: ReshardSpec,
     id: Option<String>,
     expected_version: Option<u64>,
     dry_run: bool,
     issues: Vec<CatalogIssue>,
-) -> Result<MigrationResult> {
+) -> Result<ReshardResult> {
     let id = match id.as_deref().map(str::trim) {
         Some(id) if !id.is_empty() => id.to_owned(),
         _ => new_migration_id(),
@@ -129,12 +128,12 @@ pub(super) async fn start(
 /// [`start`] once the run holds the migration's claim.
 async fn start_claimed(
     migrator: &Runner,
-    spec: MigrationSpec,
+    spec: ReshardSpec,
     id: String,
     expected_version: Option<u64>,
     dry_run: bool,
     mut issues: Vec<CatalogIssue>,
-) -> Result<MigrationResult> {
+) -> Result<ReshardResult> {
     let map = migrator.sharded.map();
     check_run(migrator, &id, expected_version, &spec, &map, &mut issues).await?;
     let mut state = new_state(id, spec, map.version(), issues);
@@ -157,7 +156,7 @@ async fn start_claimed(
     warn_unindexed(&mut state, &plan);
     state.plan = Some(plan);
     if dry_run {
-        state.status = MigrationStatus::Planned;
+        state.status = ReshardStatus::Planned;
         state.phase = ReshardPhase::Planned;
         state.message = "dry run: this is the plan; nothing was changed".to_owned();
         return Ok(state);
@@ -182,7 +181,7 @@ async fn check_run(
     migrator: &Runner,
     id: &str,
     expected_version: Option<u64>,
-    spec: &MigrationSpec,
+    spec: &ReshardSpec,
     map: &ShardMap,
     issues: &mut Vec<CatalogIssue>,
 ) -> Result<()> {
@@ -234,11 +233,11 @@ async fn check_run(
 }
 
 /// A new run's first state: validated, unless `issues` holds errors (then it is rejected).
-fn new_state(id: String, spec: MigrationSpec, map_version: u64, issues: Vec<CatalogIssue>) -> MigrationResult {
+fn new_state(id: String, spec: ReshardSpec, map_version: u64, issues: Vec<CatalogIssue>) -> ReshardResult {
     let now = now_utc();
-    MigrationResult {
+    ReshardResult {
         migration_id: id,
-        status: MigrationStatus::Running,
+        status: ReshardStatus::Running,
         phase: ReshardPhase::Validated,
         message: String::new(),
         spec,
@@ -259,8 +258,8 @@ fn new_state(id: String, spec: MigrationSpec, map_version: u64, issues: Vec<Cata
 
 /// Rejects the run for its issues; the rejection is recorded under its id, unless it is a dry
 /// run or the id belongs to another migration.
-async fn reject(migrator: &Runner, state: &mut MigrationResult, dry_run: bool) {
-    state.status = MigrationStatus::Rejected;
+async fn reject(migrator: &Runner, state: &mut ReshardResult, dry_run: bool) {
+    state.status = ReshardStatus::Rejected;
     state.phase = ReshardPhase::Rejected;
     state.message = format!("the migration was rejected: {}", first_error(&state.issues));
     let id_taken = state.issues.iter().any(|i| i.code == "migration-id-exists");
@@ -270,8 +269,8 @@ async fn reject(migrator: &Runner, state: &mut MigrationResult, dry_run: bool) {
 }
 
 /// A warning for each table a route-key move would scan whole for want of an index.
-fn warn_unindexed(state: &mut MigrationResult, plan: &MigrationPlan) {
-    if !matches!(state.spec.scope, MigrationScope::RouteKey { .. }) {
+fn warn_unindexed(state: &mut ReshardResult, plan: &ReshardPlan) {
+    if !matches!(state.spec.scope, ReshardScope::RouteKey { .. }) {
         return;
     }
     for item in plan

@@ -3,7 +3,7 @@
 //! copying a page twice.
 
 use super::state::{CHECKPOINT_INTERVAL, Context, CopyProgress, JOB_TIME, Runner, checkpoint};
-use crate::data::{DataClient, MigrationReceipt, MigrationResult, Params, ReshardPhase, TransactionOptions, Value};
+use crate::data::{DataClient, Params, ReshardPhase, ReshardReceipt, ReshardResult, TransactionOptions, Value};
 use crate::engine::Database;
 use crate::engine::reshard::copy::{PageCursor, PagedCopy};
 use crate::error::{Error, Result, ShardProblem};
@@ -13,12 +13,7 @@ use std::sync::Arc;
 /// Copies the remaining pages of one target, checkpointing as it goes: inside SQLite when
 /// both shards are files of this process (and the source's path can be attached), else
 /// through the data clients.
-pub(super) async fn copy(
-    migrator: &Runner,
-    state: &mut MigrationResult,
-    context: &Context,
-    index: usize,
-) -> Result<()> {
+pub(super) async fn copy(migrator: &Runner, state: &mut ReshardResult, context: &Context, index: usize) -> Result<()> {
     if state.receipts[index].copied {
         return Ok(());
     }
@@ -41,7 +36,7 @@ pub(super) async fn copy(
 /// checkpoint of a run that stopped), so no page is copied twice.
 pub(super) async fn copy_inside(
     migrator: &Runner,
-    state: &mut MigrationResult,
+    state: &mut ReshardResult,
     context: &Context,
     index: usize,
     (source, destination): (&Database, &Database),
@@ -106,7 +101,7 @@ pub(super) async fn copy_inside(
 /// Records that target `index` is copied up to `cursor`: the receipt, a checkpoint, progress.
 pub(super) async fn copied(
     migrator: &Runner,
-    state: &mut MigrationResult,
+    state: &mut ReshardResult,
     context: &Context,
     index: usize,
     cursor: &PageCursor,
@@ -123,7 +118,7 @@ pub(super) async fn copied(
 /// The checkpoint and progress report after a page of target `index`.
 pub(super) async fn page_checkpoint(
     migrator: &Runner,
-    state: &mut MigrationResult,
+    state: &mut ReshardResult,
     context: &Context,
     index: usize,
 ) -> Result<()> {
@@ -156,7 +151,7 @@ pub(super) async fn page_checkpoint(
 /// read back from the destination first, and not written again when it is already there.
 pub(super) async fn copy_through_clients(
     migrator: &Runner,
-    state: &mut MigrationResult,
+    state: &mut ReshardResult,
     context: &Context,
     index: usize,
 ) -> Result<()> {
@@ -275,7 +270,7 @@ fn last_key(target: &ItemSql, rows: &[Vec<Value>]) -> Result<Value> {
 }
 
 /// Adds a page of `count` rows ending at `last` to `receipt`, with the checksum so far.
-fn record_page(receipt: &mut MigrationReceipt, count: usize, last: Value, checksum: &Checksum) {
+fn record_page(receipt: &mut ReshardReceipt, count: usize, last: Value, checksum: &Checksum) {
     receipt.source_rows += u64::try_from(count).unwrap_or(u64::MAX);
     receipt.pages_copied += 1;
     receipt.last_key = Some(last);

@@ -8,15 +8,15 @@ use super::state::{
     Context, Runner, checkpoint, first_error, progress, reject_fenced, report_phase, verification_failed,
 };
 use super::{activate, copy, online, settle, verify};
-use crate::data::{ActivationRequest, Audit, MigrationResult, MigrationStatus, ReshardPhase};
+use crate::data::{ActivationRequest, Audit, ReshardPhase, ReshardResult, ReshardStatus};
 use crate::error::Result;
 use crate::reshard::fence::{self, Fence};
 use crate::reshard::manifest::issue;
 
 /// Runs the phases, then records how the run ended.
-pub(super) async fn drive(migrator: &Runner, mut state: MigrationResult, context: Context) -> Result<MigrationResult> {
+pub(super) async fn drive(migrator: &Runner, mut state: ReshardResult, context: Context) -> Result<ReshardResult> {
     if let Err(err) = phases(migrator, &mut state, &context).await {
-        state.status = MigrationStatus::Failed;
+        state.status = ReshardStatus::Failed;
         state.phase = ReshardPhase::Failed;
         state.message = if state.pending_map_version.is_some() {
             format!("the migration stopped after writing the new map: {err}")
@@ -31,10 +31,10 @@ pub(super) async fn drive(migrator: &Runner, mut state: MigrationResult, context
 
 /// The phase machine: each phase runs only if the checkpointed state has not passed it, so a
 /// resumed run picks up where the last one stopped.
-async fn phases(migrator: &Runner, state: &mut MigrationResult, context: &Context) -> Result<()> {
+async fn phases(migrator: &Runner, state: &mut ReshardResult, context: &Context) -> Result<()> {
     // When this run fenced the moving keys for an online migration's cutover.
     let mut fenced_at = None;
-    if state.status != MigrationStatus::Activated {
+    if state.status != ReshardStatus::Activated {
         match fence_source(migrator, state, context).await? {
             ControlFlow::Continue(at) => fenced_at = at,
             ControlFlow::Break(()) => return Ok(()),
@@ -44,7 +44,7 @@ async fn phases(migrator: &Runner, state: &mut MigrationResult, context: &Contex
         return Ok(());
     }
     let pending = state.pending_map_version.unwrap_or(0);
-    if state.status != MigrationStatus::Activated
+    if state.status != ReshardStatus::Activated
         && activate_map(migrator, state, context, pending, fenced_at)
             .await?
             .is_break()
@@ -65,7 +65,7 @@ async fn phases(migrator: &Runner, state: &mut MigrationResult, context: &Contex
 /// its cutover): goes on with the moment the cutover's fence went in, if it did now.
 async fn fence_source(
     migrator: &Runner,
-    state: &mut MigrationResult,
+    state: &mut ReshardResult,
     context: &Context,
 ) -> Result<ControlFlow<(), Option<Instant>>> {
     let online = state.spec.online;
@@ -106,7 +106,7 @@ async fn fence_source(
 }
 
 /// Copies every item, verifies the destination and writes the pending map.
-async fn copy_and_verify(migrator: &Runner, state: &mut MigrationResult, context: &Context) -> Result<ControlFlow<()>> {
+async fn copy_and_verify(migrator: &Runner, state: &mut ReshardResult, context: &Context) -> Result<ControlFlow<()>> {
     for index in 0..context.targets.len() {
         copy::copy(migrator, state, context, index).await?;
     }
@@ -122,7 +122,7 @@ async fn copy_and_verify(migrator: &Runner, state: &mut MigrationResult, context
     state.phase = ReshardPhase::Verified;
     checkpoint(migrator, state).await?;
     if !activate::write_pending(migrator, state).await? {
-        state.status = MigrationStatus::CatalogApplyFailed;
+        state.status = ReshardStatus::CatalogApplyFailed;
         state.phase = ReshardPhase::CatalogApplyFailed;
         state.message = format!(
             "the data was verified, but the pending map could not be written ({}); the shard map was left \
@@ -131,7 +131,7 @@ async fn copy_and_verify(migrator: &Runner, state: &mut MigrationResult, context
         );
         return Ok(ControlFlow::Break(()));
     }
-    state.status = MigrationStatus::PendingActivation;
+    state.status = ReshardStatus::PendingActivation;
     state.phase = ReshardPhase::PendingMapWritten;
     checkpoint(migrator, state).await?;
     Ok(ControlFlow::Continue(()))
@@ -141,7 +141,7 @@ async fn copy_and_verify(migrator: &Runner, state: &mut MigrationResult, context
 /// asked to) and marks the source's fence moved.
 async fn activate_map(
     migrator: &Runner,
-    state: &mut MigrationResult,
+    state: &mut ReshardResult,
     context: &Context,
     pending: u64,
     fenced_at: Option<Instant>,
@@ -167,7 +167,7 @@ async fn activate_map(
             .await?;
     }
     fence::mark_moved(&context.source, &state.migration_id).await?;
-    state.status = MigrationStatus::Activated;
+    state.status = ReshardStatus::Activated;
     state.phase = ReshardPhase::Activated;
     if let Some(fenced_at) = fenced_at {
         let elapsed = u64::try_from(fenced_at.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -179,7 +179,7 @@ async fn activate_map(
 }
 
 /// Deletes the moved rows from the source, a page at a time, checkpointing the count.
-async fn delete_source(migrator: &Runner, state: &mut MigrationResult, context: &Context) -> Result<()> {
+async fn delete_source(migrator: &Runner, state: &mut ReshardResult, context: &Context) -> Result<()> {
     for (index, target) in context.targets.iter().enumerate() {
         loop {
             let deleted = fence::delete_page(&context.source, &state.migration_id, target).await?;
@@ -195,7 +195,7 @@ async fn delete_source(migrator: &Runner, state: &mut MigrationResult, context: 
 }
 
 /// The message of a run that activated map version `pending`.
-fn summary(state: &MigrationResult, pending: u64) -> String {
+fn summary(state: &ReshardResult, pending: u64) -> String {
     let deleted: u64 = state.receipts.iter().map(|r| r.source_rows_deleted).sum();
     let cutover = state
         .online

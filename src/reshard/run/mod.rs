@@ -1,4 +1,4 @@
-//! A data move's run: [`Migrator`], its requests, resume and abandon. The phases live one file
+//! A data move's run: [`Resharder`], its requests, resume and abandon. The phases live one file
 //! each: `admit` (request checks), `plan`, `drive` (the phase machine), `copy` (the two copy
 //! strategies), `verify`, the online phases (`online`, `replay` of captured changes, `settle`,
 //! their verification) and `activate`. What they share (the runner, the run's context, the
@@ -36,8 +36,7 @@ use super::fence::{self};
 use crate::catalog::Catalog;
 use crate::client::ShardedClient;
 use crate::data::{
-    MigrationAdmin, MigrationRequest, MigrationResult, MigrationScope, MigrationSpec, MigrationStatus, ReshardPhase,
-    ResumeRequest,
+    ReshardAdmin, ReshardPhase, ReshardRequest, ReshardResult, ReshardScope, ReshardSpec, ReshardStatus, ResumeRequest,
 };
 use crate::error::{Error, Result};
 pub use state::CopyProgress;
@@ -48,40 +47,40 @@ use state::{Runner, checkpoint};
 /// ```no_run
 /// # async fn demo() -> shardlite::Result<()> {
 /// use shardlite::client::ShardedClient;
-/// use shardlite::data::{Audit, MigrationManifest, MigrationRequest, TableManifest};
-/// use shardlite::reshard::Migrator;
+/// use shardlite::data::{Audit, ReshardManifest, ReshardRequest, TableManifest};
+/// use shardlite::reshard::Resharder;
 ///
 /// let sharded = ShardedClient::open("data/master.db").await?;
-/// let manifest = MigrationManifest {
+/// let manifest = ReshardManifest {
 ///     tables: vec![TableManifest {
 ///         table_name: "orders".into(),
 ///         route_key_column: "tenant".into(),
 ///         primary_key_column: "id".into(),
 ///     }],
-///     ..MigrationManifest::default()
+///     ..ReshardManifest::default()
 /// };
-/// let request = MigrationRequest::route_key("tenants", "tenant-42", "s1", manifest)
+/// let request = ReshardRequest::route_key("tenants", "tenant-42", "s1", manifest)
 ///     .activate()
 ///     .delete_source()
 ///     .audit(Audit::by("ada"));
-/// let result = Migrator::new(sharded).migrate(request).await?;
+/// let result = Resharder::new(sharded).migrate(request).await?;
 /// println!("{:?}: {}", result.status, result.message);
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
-pub struct Migrator {
+pub struct Resharder {
     runner: Runner,
 }
 
-impl std::fmt::Debug for Migrator {
+impl std::fmt::Debug for Resharder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Migrator")
+        f.debug_struct("Resharder")
             .field("sharded", &self.runner.sharded)
             .finish_non_exhaustive()
     }
 }
 
-impl Migrator {
+impl Resharder {
     /// A migrator over `sharded`, which must be opened from a master catalog.
     pub fn new(sharded: ShardedClient) -> Self {
         Self {
@@ -104,8 +103,8 @@ impl Migrator {
     ///
     /// A request that cannot run comes back `Rejected` with issues naming each problem (not as
     /// an error); so do verification and catalog failures, with a recovery text.
-    pub async fn migrate(&self, request: MigrationRequest) -> Result<MigrationResult> {
-        let MigrationRequest {
+    pub async fn migrate(&self, request: ReshardRequest) -> Result<ReshardResult> {
+        let ReshardRequest {
             scope,
             destination_shard_id,
             manifest,
@@ -122,16 +121,16 @@ impl Migrator {
         let (scope, source) = admit::scope(scope, &map, &mut issues);
         let destination = destination_shard_id.trim().to_owned();
         admit::check_destination(&map, &source, &destination, &mut issues, || match &scope {
-            MigrationScope::RouteKey { route_key, .. } => {
+            ReshardScope::RouteKey { route_key, .. } => {
                 format!("route key '{route_key}' already resolves to shard '{source}'")
             }
-            MigrationScope::BucketRange {
+            ReshardScope::BucketRange {
                 start_bucket_inclusive: start,
                 end_bucket_exclusive: end,
                 ..
             } => format!("bucket range [{start}, {end}) already belongs to shard '{source}'"),
         });
-        let spec = MigrationSpec {
+        let spec = ReshardSpec {
             scope,
             source_shard_id: source,
             destination_shard_id: destination,
@@ -156,7 +155,7 @@ impl Migrator {
     /// again, everything is verified again, and the phases after verification run as far as
     /// the migration (and `options`) asks. A migration that already ended successfully is
     /// returned as it is, so resuming twice does no harm. While another runner drives it, resuming
-    /// is refused with [`Error::MigrationRunning`].
+    /// is refused with [`Error::ReshardRunning`].
     ///
     /// A page can be on the destination without a checkpoint in the catalog (the run stopped
     /// between the two writes). Between files of this process each page's transaction also
@@ -164,7 +163,7 @@ impl Migrator {
     /// that record and the catalog is further along; through the data clients, the first page
     /// after the checkpoint is read back from the destination and written only if it is not
     /// already there. After `VerificationFailed` everything is copied again.
-    pub async fn resume(&self, id: &str, options: ResumeRequest) -> Result<MigrationResult> {
+    pub async fn resume(&self, id: &str, options: ResumeRequest) -> Result<ReshardResult> {
         let catalog = self.runner.catalog()?;
         let id = id.trim();
         if id.is_empty() {
@@ -178,7 +177,7 @@ impl Migrator {
     }
 
     /// [`resume`](Self::resume) once the run holds the migration's claim.
-    async fn resume_claimed(&self, catalog: &Catalog, id: &str, options: ResumeRequest) -> Result<MigrationResult> {
+    async fn resume_claimed(&self, catalog: &Catalog, id: &str, options: ResumeRequest) -> Result<ReshardResult> {
         let mut state = catalog.migration(id).await?.ok_or_else(|| Error::NotFound {
             what: "migration",
             name: id.into(),
@@ -192,18 +191,18 @@ impl Migrator {
             ));
         }
         let finished = match state.status {
-            MigrationStatus::Rejected | MigrationStatus::Planned => {
+            ReshardStatus::Rejected | ReshardStatus::Planned => {
                 return Err(Error::invalid_argument(
                     "migration id",
                     format!("migration '{id}' was rejected and never started: start a new one"),
                 ));
             }
             // A run stopped right after activation may have left its change capture behind.
-            MigrationStatus::Activated => {
+            ReshardStatus::Activated => {
                 (!delete_source || state.phase == ReshardPhase::SourceDeleted)
                     && !state.online.as_ref().is_some_and(|online| online.capturing)
             }
-            MigrationStatus::PendingActivation => !activate,
+            ReshardStatus::PendingActivation => !activate,
             _ => false,
         };
         if finished {
@@ -211,18 +210,18 @@ impl Migrator {
         }
         state.spec.activate = activate;
         state.spec.delete_source = delete_source;
-        let copy_again = state.status == MigrationStatus::VerificationFailed;
+        let copy_again = state.status == ReshardStatus::VerificationFailed;
         if copy_again {
             // The destination was repaired (or will be compared afresh): copy everything again.
             for receipt in &mut state.receipts {
                 *receipt = plan::fresh_receipt(&receipt.name, receipt.collection);
             }
         }
-        if state.status != MigrationStatus::Activated {
+        if state.status != ReshardStatus::Activated {
             state.status = if state.pending_map_version.is_some() {
-                MigrationStatus::PendingActivation
+                ReshardStatus::PendingActivation
             } else {
-                MigrationStatus::Running
+                ReshardStatus::Running
             };
         }
         state.attempt += 1;
@@ -245,7 +244,7 @@ impl Migrator {
     /// writes of its keys on the source go on as before, and records it as `Failed` in phase `abandoned`. Rows already copied to the
     /// destination stay there (running the migration again upserts them). Refused once the
     /// migration has written its new map: finish it with [`resume`](Self::resume) instead.
-    pub async fn abandon(&self, id: &str) -> Result<MigrationResult> {
+    pub async fn abandon(&self, id: &str) -> Result<ReshardResult> {
         let catalog = self.runner.catalog()?;
         let id = id.trim();
         // A running migration is not abandoned under its runner.
@@ -256,7 +255,7 @@ impl Migrator {
     }
 
     /// [`abandon`](Self::abandon) once this process holds the migration's claim.
-    async fn abandon_claimed(&self, catalog: &Catalog, id: &str) -> Result<MigrationResult> {
+    async fn abandon_claimed(&self, catalog: &Catalog, id: &str) -> Result<ReshardResult> {
         let mut state = catalog.migration(id).await?.ok_or_else(|| Error::NotFound {
             what: "migration",
             name: id.into(),
@@ -270,7 +269,7 @@ impl Migrator {
                 ),
             ));
         }
-        if matches!(state.status, MigrationStatus::Rejected | MigrationStatus::Planned) {
+        if matches!(state.status, ReshardStatus::Rejected | ReshardStatus::Planned) {
             return Err(Error::invalid_argument(
                 "migration id",
                 format!("migration '{id}' was rejected and holds no fence"),
@@ -283,7 +282,7 @@ impl Migrator {
         if let Some(online) = state.online.as_mut() {
             online.capturing = false;
         }
-        state.status = MigrationStatus::Failed;
+        state.status = ReshardStatus::Failed;
         state.phase = ReshardPhase::Abandoned;
         state.message = "abandoned by the operator: the fence was released and the shard map left unchanged; rows \
                          already copied to the destination stay there"
@@ -293,46 +292,46 @@ impl Migrator {
     }
 
     /// The state of migration `id`, as last checkpointed.
-    pub async fn status(&self, id: &str) -> Result<Option<MigrationResult>> {
+    pub async fn status(&self, id: &str) -> Result<Option<ReshardResult>> {
         self.runner.catalog()?.migration(id.trim()).await
     }
 
     /// Every migration's latest state, most recently updated first.
-    pub async fn migrations(&self) -> Result<Vec<MigrationResult>> {
+    pub async fn migrations(&self) -> Result<Vec<ReshardResult>> {
         self.runner.catalog()?.migrations().await
     }
 
     /// The migration history: one entry per run that ended, newest first.
-    pub async fn history(&self) -> Result<Vec<MigrationResult>> {
+    pub async fn history(&self) -> Result<Vec<ReshardResult>> {
         self.runner.catalog()?.migration_history().await
     }
 }
 #[async_trait::async_trait]
-impl MigrationAdmin for Migrator {
-    async fn start_migration(&self, request: &MigrationRequest) -> Result<MigrationResult> {
+impl ReshardAdmin for Resharder {
+    async fn start_migration(&self, request: &ReshardRequest) -> Result<ReshardResult> {
         self.migrate(request.clone()).await
     }
 
-    async fn resume_migration(&self, migration_id: &str, options: &ResumeRequest) -> Result<MigrationResult> {
+    async fn resume_migration(&self, migration_id: &str, options: &ResumeRequest) -> Result<ReshardResult> {
         self.resume(migration_id, *options).await
     }
 
-    async fn migration_progress(&self, migration_id: &str) -> Result<MigrationResult> {
+    async fn migration_progress(&self, migration_id: &str) -> Result<ReshardResult> {
         self.status(migration_id).await?.ok_or_else(|| Error::NotFound {
             what: "migration",
             name: migration_id.trim().into(),
         })
     }
 
-    async fn migrations(&self) -> Result<Vec<MigrationResult>> {
-        Migrator::migrations(self).await
+    async fn migrations(&self) -> Result<Vec<ReshardResult>> {
+        Resharder::migrations(self).await
     }
 
-    async fn migration_history(&self) -> Result<Vec<MigrationResult>> {
+    async fn migration_history(&self) -> Result<Vec<ReshardResult>> {
         self.history().await
     }
 
-    async fn abandon_migration(&self, migration_id: &str) -> Result<MigrationResult> {
+    async fn abandon_migration(&self, migration_id: &str) -> Result<ReshardResult> {
         self.abandon(migration_id).await
     }
 }

@@ -11,7 +11,7 @@
 use super::replay::replay;
 use super::state::{Context, Runner, checkpoint, progress, reject_fenced, report_phase, verification_failed};
 use super::{copy, settle};
-use crate::data::{MigrationResult, ReshardPhase};
+use crate::data::{ReshardPhase, ReshardResult};
 use crate::error::Result;
 use crate::reshard::capture;
 use crate::reshard::fence::Fence;
@@ -35,7 +35,7 @@ const MAX_CATCH_UP_ROUNDS: u32 = 20;
 /// the moving rows (rejected), or the destination did not verify.
 pub(super) async fn capture_copy_and_catch_up(
     migrator: &Runner,
-    state: &mut MigrationResult,
+    state: &mut ReshardResult,
     context: &Context,
     fence: &Fence<'_>,
 ) -> Result<bool> {
@@ -86,7 +86,7 @@ pub(super) async fn capture_copy_and_catch_up(
 }
 
 /// Once the cutover's fence is in: the cutover's start, then the last delta.
-pub(super) async fn last_delta(migrator: &Runner, state: &mut MigrationResult, context: &Context) -> Result<()> {
+pub(super) async fn last_delta(migrator: &Runner, state: &mut ReshardResult, context: &Context) -> Result<()> {
     progress(state).cutover_started_utc = Some(crate::engine::store::now_utc());
     state.phase = ReshardPhase::Cutover;
     checkpoint(migrator, state).await?;
@@ -97,7 +97,7 @@ pub(super) async fn last_delta(migrator: &Runner, state: &mut MigrationResult, c
 
 /// Removes the capture from the source (the migration no longer needs it: its writes are
 /// fenced or it ended). Nothing happens when there is none.
-pub(super) async fn release_capture(migrator: &Runner, state: &mut MigrationResult, context: &Context) -> Result<()> {
+pub(super) async fn release_capture(migrator: &Runner, state: &mut ReshardResult, context: &Context) -> Result<()> {
     capture::remove(&context.source, &state.migration_id, context.targets.len()).await?;
     if let Some(online) = state.online.as_mut()
         && online.capturing

@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use crate::data::{
-    DataClient, MigrationPlan, MigrationReceipt, MigrationScope, MigrationSpec, PlannedItem, TableManifest, Value,
+    DataClient, PlannedItem, ReshardPlan, ReshardReceipt, ReshardScope, ReshardSpec, TableManifest, Value,
 };
 use crate::engine::reshard::moving::MovingRows;
 use crate::error::{Error, Result};
@@ -17,7 +17,7 @@ use crate::reshard::manifest;
 
 /// The clients, item queries and moving rows of a run, with each manifest entry checked against
 /// both shards' schemas.
-pub(super) async fn context(migrator: &Runner, spec: &MigrationSpec, map: &ShardMap) -> Result<Context> {
+pub(super) async fn context(migrator: &Runner, spec: &ReshardSpec, map: &ShardMap) -> Result<Context> {
     let source = migrator.sharded.for_shard_id(&spec.source_shard_id)?;
     let destination = migrator.sharded.for_shard_id(&spec.destination_shard_id)?;
     let pins: Vec<String> = map
@@ -73,7 +73,7 @@ pub(super) async fn context(migrator: &Runner, spec: &MigrationSpec, map: &Shard
 /// The SQL of manifest table `table`, checked against both shards' schemas, and its route
 /// column as the source spells it.
 async fn table_item(
-    spec: &MigrationSpec,
+    spec: &ReshardSpec,
     source: &Arc<dyn DataClient>,
     destination: &Arc<dyn DataClient>,
     table: &TableManifest,
@@ -130,10 +130,10 @@ async fn table_item(
 /// Row estimates and query plans of every target, and the map diff the move proposes.
 pub(super) async fn plan(
     _migrator: &Runner,
-    spec: &MigrationSpec,
+    spec: &ReshardSpec,
     map: &ShardMap,
     context: &Context,
-) -> Result<MigrationPlan> {
+) -> Result<ReshardPlan> {
     let mut items = Vec::new();
     for target in &context.targets {
         let (sql, params) = target.count_query();
@@ -159,7 +159,7 @@ pub(super) async fn plan(
     }
     let proposed = ShardMap::new(proposed_options(map, spec))?;
     let changes = diff(map, &proposed);
-    Ok(MigrationPlan {
+    Ok(ReshardPlan {
         items,
         moved_buckets: changes.moved_buckets,
         moved_pins: changes.moved_pins,
@@ -169,17 +169,17 @@ pub(super) async fn plan(
 
 /// The active map with the moving key pinned (or the range owned) by the destination, one
 /// version up.
-pub(super) fn proposed_options(map: &ShardMap, spec: &MigrationSpec) -> ShardingOptions {
+pub(super) fn proposed_options(map: &ShardMap, spec: &ReshardSpec) -> ShardingOptions {
     let mut options = map.options().clone();
     options.map_version = i64::try_from(map.version() + 1).unwrap_or(i64::MAX);
     let destination = map
         .shard(&spec.destination_shard_id)
         .map_or_else(|| spec.destination_shard_id.clone(), |s| s.id.clone());
     match &spec.scope {
-        MigrationScope::RouteKey { route_key, .. } => {
+        ReshardScope::RouteKey { route_key, .. } => {
             options.exact_key_pins.insert(route_key.clone(), destination);
         }
-        MigrationScope::BucketRange {
+        ReshardScope::BucketRange {
             start_bucket_inclusive,
             end_bucket_exclusive,
             ..
@@ -209,8 +209,8 @@ fn owners_with(map: &ShardMap, buckets: Range<u32>, destination: &str) -> Vec<Bu
 }
 
 /// A receipt of a copy not yet begun.
-pub(super) fn fresh_receipt(name: &str, collection: bool) -> MigrationReceipt {
-    MigrationReceipt {
+pub(super) fn fresh_receipt(name: &str, collection: bool) -> ReshardReceipt {
+    ReshardReceipt {
         name: name.to_owned(),
         collection,
         source_rows: 0,

@@ -4,7 +4,7 @@
 
 use super::copy::on_shard;
 use super::state::{Context, Runner, checkpoint, progress};
-use crate::data::MigrationResult;
+use crate::data::ReshardResult;
 use crate::error::Result;
 use crate::reshard::capture;
 
@@ -17,7 +17,7 @@ const CHANGES_PER_BATCH: usize = 500;
 /// as the source is now.
 pub(super) async fn replay(
     migrator: &Runner,
-    state: &mut MigrationResult,
+    state: &mut ReshardResult,
     context: &Context,
     snapshot: Option<&str>,
     through: i64,

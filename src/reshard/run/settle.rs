@@ -20,7 +20,7 @@ use std::sync::Arc;
 use super::replay::replay;
 use super::state::{Context, JOB_TIME, Runner, checkpoint, progress};
 use super::verify::count_and_checksum;
-use crate::data::{DataClient, MigrationResult, Params, ReshardPhase, Value};
+use crate::data::{DataClient, Params, ReshardPhase, ReshardResult, Value};
 use crate::engine::reshard::copy::PageCursor;
 use crate::error::Result;
 use crate::reshard::capture;
@@ -31,7 +31,7 @@ const CHANGES_PER_READ: usize = 5000;
 
 /// Step 1: the destination compared with a consistent snapshot of the source (see the module
 /// docs). Fills the receipts; true when every one matches.
-pub(super) async fn verify_snapshot(migrator: &Runner, state: &mut MigrationResult, context: &Context) -> Result<bool> {
+pub(super) async fn verify_snapshot(migrator: &Runner, state: &mut ReshardResult, context: &Context) -> Result<bool> {
     state.phase = ReshardPhase::Verifying;
     checkpoint(migrator, state).await?;
     let destination_id = state.spec.destination_shard_id.clone();
@@ -162,7 +162,7 @@ async fn checksum_through_transaction(
 /// keys that differed last time are compared on both sides, and `verified_through` moves up.
 /// A key still written meanwhile may differ; it is kept in `context`'s recheck list and
 /// compared again in the cutover, when nothing writes it.
-pub(super) async fn verify_caught_up(state: &mut MigrationResult, context: &Context) -> Result<()> {
+pub(super) async fn verify_caught_up(state: &mut ReshardResult, context: &Context) -> Result<()> {
     let (from, through) = {
         let online = progress(state);
         (online.verified_through, online.replayed_through)
@@ -178,7 +178,7 @@ pub(super) async fn verify_caught_up(state: &mut MigrationResult, context: &Cont
 }
 
 /// The keys changed in `(from, through]`, per item, with those left to recheck.
-async fn changed_keys(state: &MigrationResult, context: &Context, from: i64, through: i64) -> Result<Vec<Vec<Value>>> {
+async fn changed_keys(state: &ReshardResult, context: &Context, from: i64, through: i64) -> Result<Vec<Vec<Value>>> {
     let mut changes = Vec::new();
     let mut after = from;
     loop {
@@ -239,7 +239,7 @@ async fn compare_keys(context: &Context, keys: &[Vec<Value>]) -> Result<Vec<Vec<
 /// Step 2, in the cutover: the rows of every key changed after the last comparison (and of
 /// those that differed then) compared on both sides, and both sides' moving rows counted. True
 /// when everything matches.
-pub(super) async fn verify_delta(state: &mut MigrationResult, context: &Context) -> Result<bool> {
+pub(super) async fn verify_delta(state: &mut ReshardResult, context: &Context) -> Result<bool> {
     let from = progress(state).verified_through;
     let keys = changed_keys(state, context, from, i64::MAX).await?;
     let differing = compare_keys(context, &keys).await?;

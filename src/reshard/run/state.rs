@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::catalog::Catalog;
 use crate::client::ShardedClient;
 use crate::data::{
-    CatalogIssue, DataClient, IssueSeverity, MigrationResult, MigrationStatus, OnlineProgress, ReshardPhase,
+    CatalogIssue, DataClient, IssueSeverity, OnlineProgress, ReshardPhase, ReshardResult, ReshardStatus,
 };
 use crate::engine::reshard::moving::MovingRows;
 use crate::engine::store::now_utc;
@@ -90,7 +90,7 @@ pub(super) struct Context {
 }
 
 /// Records the run's state in the catalog, where status reads it and resume starts from it.
-pub(super) async fn checkpoint(migrator: &Runner, state: &mut MigrationResult) -> Result<()> {
+pub(super) async fn checkpoint(migrator: &Runner, state: &mut ReshardResult) -> Result<()> {
     state.updated_utc = now_utc();
     migrator.catalog()?.save_migration_checkpoint(state).await
 }
@@ -104,12 +104,12 @@ pub(super) fn first_error(issues: &[CatalogIssue]) -> String {
 }
 
 /// The online progress of `state`, created on first use.
-pub(super) fn progress(state: &mut MigrationResult) -> &mut OnlineProgress {
+pub(super) fn progress(state: &mut ReshardResult) -> &mut OnlineProgress {
     state.online.get_or_insert_with(OnlineProgress::default)
 }
 
 /// Tells the observer (progress displays) that the run entered `state`'s phase.
-pub(super) fn report_phase(migrator: &Runner, state: &MigrationResult) {
+pub(super) fn report_phase(migrator: &Runner, state: &ReshardResult) {
     if let Some(observer) = &migrator.observer {
         let online = state.online.clone().unwrap_or_default();
         observer(&CopyProgress {
@@ -125,7 +125,7 @@ pub(super) fn report_phase(migrator: &Runner, state: &MigrationResult) {
 }
 
 /// Rejects the migration because migration `other` already fences some of its moving rows.
-pub(super) fn reject_fenced(state: &mut MigrationResult, context: &Context, other: &str) {
+pub(super) fn reject_fenced(state: &mut ReshardResult, context: &Context, other: &str) {
     let (code, what) = match context.moving {
         MovingRows::Key(ref key) => ("route-key-already-fenced", format!("route key '{key}'")),
         MovingRows::Buckets { start, end, .. } => {
@@ -137,14 +137,14 @@ pub(super) fn reject_fenced(state: &mut MigrationResult, context: &Context, othe
         state.spec.source_shard_id
     );
     state.issues.push(issue(code, message.clone()));
-    state.status = MigrationStatus::Rejected;
+    state.status = ReshardStatus::Rejected;
     state.phase = ReshardPhase::Rejected;
     state.message = format!("the migration was rejected: {message}");
 }
 
 /// Records that the destination did not verify.
-pub(super) fn verification_failed(state: &mut MigrationResult) {
-    state.status = MigrationStatus::VerificationFailed;
+pub(super) fn verification_failed(state: &mut ReshardResult) {
+    state.status = ReshardStatus::VerificationFailed;
     state.phase = ReshardPhase::VerificationFailed;
     let failed: Vec<String> = state
         .receipts

@@ -3,7 +3,7 @@
 
 use super::copy::on_shard;
 use super::state::{Context, JOB_TIME, Runner};
-use crate::data::{DataClient, MigrationResult, Value};
+use crate::data::{DataClient, ReshardResult, Value};
 use crate::engine::Database;
 use crate::engine::reshard::copy::PageCursor;
 use crate::error::Result;
@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 /// Counts and checksums the moving rows on the destination; true when every receipt matches.
 /// (Online migrations verify in two steps instead: see `settle`.)
-pub(super) async fn verify(_migrator: &Runner, state: &mut MigrationResult, context: &Context) -> Result<bool> {
+pub(super) async fn verify(_migrator: &Runner, state: &mut ReshardResult, context: &Context) -> Result<bool> {
     let mut all = true;
     for (index, target) in context.targets.iter().enumerate() {
         let (rows_seen, checksum) = count_and_checksum(

@@ -54,7 +54,7 @@ impl ScrapeSource for ServerState {
                     by_shard.insert(shard.id.clone(), 0);
                 }
                 queued.extend(map.queued_jobs());
-                let copied = match crate::reshard::Migrator::new(sharded.clone()).migrations().await {
+                let copied = match crate::reshard::Resharder::new(sharded.clone()).migrations().await {
                     Ok(migrations) => Some(
                         migrations
                             .iter()

@@ -22,7 +22,7 @@
 //! A catalog update that validation refused is a 400 `invalid_input` body with the validation as
 //! the extension member `validation` ([`CatalogUpdateRefused`]); a migration request that was
 //! rejected before anything moved is a 400 `invalid_input` body with the whole result as the
-//! extension member `migration` ([`MigrationRejected`]).
+//! extension member `migration` ([`ReshardRejected`]).
 //! Request problems that are not crate errors: `payload_too_large` (413),
 //! `unsupported_media_type` (415), `method_not_allowed` (405) and `not_found` for a path no
 //! endpoint serves (404).
@@ -33,7 +33,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::data::{CatalogValidation, MigrationResult};
+use crate::data::{CatalogValidation, ReshardResult};
 use crate::error::{Error, ErrorKind, ShardProblem};
 
 /// The media type of every error body.
@@ -107,18 +107,18 @@ impl CatalogUpdateRefused {
 /// without `migration`.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct MigrationRejected {
+pub struct ReshardRejected {
     /// The problem members.
     #[serde(flatten)]
     pub problem: Problem,
     /// The rejected migration's result.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub migration: Option<MigrationResult>,
+    pub migration: Option<ReshardResult>,
 }
 
-impl MigrationRejected {
+impl ReshardRejected {
     /// The answer for `migration`, which was rejected.
-    pub fn new(migration: MigrationResult) -> Self {
+    pub fn new(migration: ReshardResult) -> Self {
         let rejected = Error::invalid_argument("migration request", migration.message.clone());
         let (_, problem) = problem(&ApiError::Data(rejected));
         Self {
@@ -128,7 +128,7 @@ impl MigrationRejected {
     }
 }
 
-impl IntoResponse for MigrationRejected {
+impl IntoResponse for ReshardRejected {
     fn into_response(self) -> Response {
         let status = self.problem.status;
         problem_with_members(status, self)

@@ -22,7 +22,7 @@ pub(crate) use watch::MapWatch;
 use serde_json::{Value as Json, json};
 
 use self::client::{EtcdClient, delete, modified_at, prefix_end, put};
-use super::{HistoryRow, MigrationRecord, NewMap, StoredMap, StoredState};
+use super::{HistoryRow, NewMap, ReshardRecord, StoredMap, StoredState};
 use crate::catalog::EtcdAddress;
 use crate::catalog::store::file::CATALOG_SCHEMA_VERSION;
 use crate::data::CatalogHistoryEntry;
@@ -187,7 +187,7 @@ impl EtcdStore {
         Ok(entries)
     }
 
-    pub async fn save_checkpoint(&self, record: &MigrationRecord<'_>) -> Result<()> {
+    pub async fn save_checkpoint(&self, record: &ReshardRecord<'_>) -> Result<()> {
         let key = self.key(&format!("migrations/checkpoints/{}", record.id));
         self.client
             .txn(Vec::new(), vec![put(&key, &record_value(record), None)])
@@ -195,7 +195,7 @@ impl EtcdStore {
         Ok(())
     }
 
-    pub async fn record_end(&self, record: &MigrationRecord<'_>) -> Result<()> {
+    pub async fn record_end(&self, record: &ReshardRecord<'_>) -> Result<()> {
         let key = self.key(&format!("migrations/checkpoints/{}", record.id));
         let value = record_value(record);
         let operations = vec![
@@ -360,7 +360,7 @@ fn stored_map(kv: &client::Kv) -> Option<StoredMap> {
     })
 }
 
-fn record_value(record: &MigrationRecord<'_>) -> Vec<u8> {
+fn record_value(record: &ReshardRecord<'_>) -> Vec<u8> {
     json!({
         "migrationId": record.id,
         "keyspace": record.keyspace,
