@@ -13,6 +13,9 @@
 /// document describes the JSON exactly as before.
 macro_rules! schema_from_form {
     ($public:ident, $form:ty) => {
+        schema_from_form!($public as $public, $form);
+    };
+    ($public:ident as $name:ident, $form:ty) => {
         #[cfg(feature = "server")]
         impl utoipa::PartialSchema for $public {
             fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
@@ -23,7 +26,7 @@ macro_rules! schema_from_form {
         #[cfg(feature = "server")]
         impl utoipa::ToSchema for $public {
             fn name() -> std::borrow::Cow<'static, str> {
-                std::borrow::Cow::Borrowed(stringify!($public))
+                std::borrow::Cow::Borrowed(stringify!($name))
             }
 
             fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>)>) {

@@ -41,6 +41,27 @@ pub use spec::ReshardSpec;
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(feature = "server", schema(as = MigrationManifest))]
+// The OpenAPI document keeps the descriptions it has always had.
+#[cfg_attr(
+    feature = "server",
+    schema(description = concat!(
+        "What a migration moves: tables with their route-key and primary-key columns, and JSON\n",
+        "collections with their route-key property.\n",
+        "\n",
+        "```\n",
+        "use shardlite::data::MigrationManifest;\n",
+        "\n",
+        "let manifest: MigrationManifest = serde_json::from_str(r#\"{\n",
+        "    \"pageSize\": 1000,\n",
+        "    \"tables\": [{ \"tableName\": \"orders\", \"routeKeyColumn\": \"tenant\", \"primaryKeyColumn\": \"id\" }],\n",
+        "    \"collections\": [{ \"collectionName\": \"profiles\", \"routeKeyProperty\": \"tenant\" }]\n",
+        "}\"#)?;\n",
+        "assert_eq!(manifest.tables[0].route_key_column, \"tenant\");\n",
+        "# Ok::<(), serde_json::Error>(())\n",
+        "```",
+    ))
+)]
 pub struct ReshardManifest {
     /// Rows copied per page (one destination transaction and one checkpoint per page); 1 to
     /// 5000, default 500.
@@ -58,6 +79,7 @@ pub struct ReshardManifest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(feature = "server", schema(description = "One table of a [`MigrationManifest`]."))]
 pub struct TableManifest {
     /// The table.
     pub table_name: String,
@@ -71,6 +93,10 @@ pub struct TableManifest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(
+    feature = "server",
+    schema(description = "One collection of a [`MigrationManifest`].")
+)]
 pub struct CollectionManifest {
     /// The collection.
     pub collection_name: String,
@@ -81,6 +107,7 @@ pub struct CollectionManifest {
 /// Where a migration stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", schema(as = MigrationStatus))]
 pub enum ReshardStatus {
     /// A dry run's answer: the plan; nothing was changed and nothing is stored.
     Planned,
@@ -134,6 +161,7 @@ impl ReshardStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "server", schema(as = MigrationReceipt))]
 pub struct ReshardReceipt {
     /// The table or collection.
     pub name: String,
@@ -188,6 +216,7 @@ pub struct PlannedItem {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "server", schema(as = MigrationPlan))]
 pub struct ReshardPlan {
     /// Per table and collection.
     pub items: Vec<PlannedItem>,
@@ -204,6 +233,7 @@ pub struct ReshardPlan {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "server", schema(as = MigrationResult))]
 pub struct ReshardResult {
     /// The migration's id.
     pub migration_id: String,

@@ -10,6 +10,7 @@ use crate::data::Audit;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[cfg_attr(feature = "server", schema(description = "Which kind of migration."))]
+#[cfg_attr(feature = "server", schema(as = MigrationKind))]
 enum ReshardKind {
     /// One route key.
     ExactRouteKey,
@@ -173,4 +174,5 @@ impl From<ReshardSpec> for StoredSpec {
     }
 }
 
-schema_from_form!(ReshardSpec, StoredSpec);
+// The OpenAPI schema keeps the name it has always had.
+schema_from_form!(ReshardSpec as MigrationSpec, StoredSpec);

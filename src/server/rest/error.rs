@@ -107,6 +107,7 @@ impl CatalogUpdateRefused {
 /// without `migration`.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = MigrationRejected)]
 pub struct ReshardRejected {
     /// The problem members.
     #[serde(flatten)]
