@@ -1437,7 +1437,7 @@ async fn the_openapi_document_covers_every_endpoint() {
         let problem = match path {
             "/api/sharding/catalog/apply" => "#/components/schemas/CatalogUpdateRefused",
             "/api/sharding/migrations/exact-route-key" | "/api/sharding/migrations/bucket-range" => {
-                "#/components/schemas/ReshardRejected"
+                "#/components/schemas/MigrationRejected"
             }
             _ => "#/components/schemas/Problem",
         };
