@@ -799,9 +799,14 @@ async fn routed_calls_count_in_the_heat_in_process() {
     assert!((hot.requests - 7.0).abs() < 0.01, "{hot:?}");
     assert!((hot.rows - 10.0).abs() < 0.01, "five inserted, five read: {hot:?}");
     assert!((heat.total_requests - 8.0).abs() < 0.01, "{heat:?}");
-    // tenant-a hashes to bucket 3 of s1 but is pinned to s0, which is credited, as is tenant-c's
-    // bucket 0.
-    assert_eq!(heat.buckets[0].shard_id, "s1");
+    // tenant-a hashes to bucket 3 of s1 but is pinned to s0, which serves it and is credited, in
+    // the bucket table as in the shard table, as is tenant-c's bucket 0.
+    assert_eq!(
+        (heat.buckets[0].bucket, heat.buckets[0].shard_id.as_str()),
+        (3, "s0"),
+        "{heat:?}"
+    );
+    assert!(heat.buckets.iter().all(|b| b.shard_id == "s0"), "{heat:?}");
     assert_eq!(heat.shards[0].shard_id, "s0");
     assert!((heat.shards[0].requests - 8.0).abs() < 0.01, "{heat:?}");
     assert_eq!(heat.shards[1].requests, 0.0, "{heat:?}");
