@@ -254,7 +254,7 @@ impl ShardedPool {
 
     /// A connection bound to the keyspace without a route: each query (`SELECT`) is answered across
     /// every shard as one merged result, as
-    /// [`query_all_shards`](crate::client::ShardedClient::query_all_shards) answers it; any other
+    /// [`ShardedQuery::merged`](crate::client::ShardedQuery::merged) answers it; any other
     /// statement, and `begin`, fail with [`RouteRequired`](crate::Error::RouteRequired). It holds
     /// no connection of the pool: the shards' own readers answer.
     ///

@@ -81,7 +81,7 @@ use begin::{begin_detached, check_begin_statement};
 /// A connection bound to a keyspace without a key (`Shard Keyspace` alone in the connection
 /// string, or [`ShardedPool::acquire_across_shards`](super::ShardedPool::acquire_across_shards))
 /// answers each query (`SELECT`, `WITH … SELECT`) with
-/// [`query_all_shards`](crate::client::ShardedClient::query_all_shards): one result merged from
+/// [`ShardedQuery::merged`](crate::client::ShardedQuery::merged): one result merged from
 /// every shard, as SQLite would give it over one file holding every shard's rows. Any other
 /// statement, and `begin`, fail with [`RouteRequired`](crate::Error::RouteRequired): a write
 /// needs a route.
