@@ -1,5 +1,5 @@
 //! Programs run as processes (feature `cli`): the `shardlite` command, the examples, and the
-//! README's walk-through as written.
+//! walk-throughs of the README and of the guide in `docs/`, as written.
 
 #[path = "../support/mod.rs"]
 pub mod support;

@@ -635,7 +635,8 @@ proptest! {
     }
 }
 
-/// The connection strings the README shows parse, and its URL form means the same as the ADO.NET form.
+/// The connection strings the guide shows (`docs/clients.md`) parse, and its URL form means the same
+/// as the ADO.NET form.
 #[test]
 fn readme_connection_strings_parse() {
     for text in [

@@ -152,7 +152,7 @@ async fn after_a_bucket_range_moves_old_sqlite_reads_both_files_and_writes_after
     }
     // A table the record does not cover is written as usual; the covered table's triggers
     // need shardlite's bucket function, so a plain tool cannot write it while the record stands
-    // (as the README says).
+    // (as `docs/moves.md` says).
     old_sqlite::run(&source_file, "INSERT INTO notes VALUES ('plain')").expect("an unfenced table");
     let refused = old_sqlite::run(&source_file, &insert_item("plain-staying", &staying)).unwrap_err();
     assert!(refused.contains("shardlite_bucket"), "{refused}");
