@@ -94,9 +94,19 @@ fn expected_scope(operation: &str) -> Option<Option<&'static str>> {
 }
 
 /// Whether a key holding only `holds` may call `operation`, which needs `scope`: SQL
-/// (`ExecuteSql`) runs read-only with `read` alone, and as sent with `write`.
+/// (`ExecuteSql`, transactions and running a procedure) runs read-only with `read` alone, and as
+/// sent with `write`.
 fn allows(operation: &str, scope: Option<&str>, holds: &str) -> bool {
-    let sql = operation.eq_ignore_ascii_case("executeSql");
+    let sql = [
+        "executeSql",
+        "beginTransaction",
+        "executeInTransaction",
+        "commitTransaction",
+        "rollbackTransaction",
+        "executeProcedure",
+    ]
+    .iter()
+    .any(|sql| operation.eq_ignore_ascii_case(sql));
     scope.is_none_or(|scope| scope == holds) || (sql && holds == "read")
 }
 
