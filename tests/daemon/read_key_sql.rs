@@ -2,19 +2,19 @@
 //! gRPC: its transactions run read-only (reads, commit and rollback work, a statement that
 //! would write is refused naming the `write` scope and writes nothing), it may use no transaction
 //! begun to write, and it runs a procedure that only reads while one that writes is refused. A
-//! key with `write` is unchanged.
+//! key with `write` is unchanged, and no request asks for a read-only transaction.
 #![cfg(all(feature = "server", feature = "grpc", feature = "http"))]
 
 use serde_json::json;
 use shardlite::ErrorKind;
-use shardlite::client::{DataClient, Params, ProcedureDefinition, ProcedureParameter, Value};
+use shardlite::client::{DataClient, Params, ProcedureDefinition, ProcedureParameter, TransactionOptions, Value};
 use shardlite::server::ServerConfig;
 use shardlite::server::keys::KeyRing;
 use shardlite::transport::RemoteOptions;
 use shardlite::transport::grpc::GrpcClient;
 use shardlite::transport::http::HttpClient;
 
-use crate::support::daemon::Daemon;
+use crate::support::daemon::{Daemon, http_client, routed};
 use crate::support::{Fixture, route};
 
 const READ_KEY: &str = "key-read";
@@ -250,5 +250,32 @@ async fn a_read_key_runs_procedures_that_only_read_over_rest_and_grpc() {
             .unwrap_or_else(|err| panic!("{surface}: {err}"));
         assert_eq!(notes_in(&fixture), before + 1, "{surface}");
     }
+    daemon.stop().await.unwrap();
+}
+
+/// Read-only is the daemon's decision for a read key, not a request parameter, and the remote
+/// clients do not begin an ordinary transaction on another daemon when asked for a read-only one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_transaction_is_not_asked_for_over_the_wire() {
+    let fixture = Fixture::new().await;
+    let daemon = keyed_daemon(&fixture).await;
+    for (surface, writer) in clients(&daemon, WRITE_KEY).await {
+        let err = writer
+            .begin_transaction_with(TransactionOptions::read_only())
+            .await
+            .expect_err("a read-only transaction on another daemon");
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{surface}: {err}");
+        assert!(err.to_string().contains("another daemon"), "{surface}: {err}");
+    }
+    let asked = routed(
+        http_client().post(daemon.url("/api/transactions?readOnly=true")),
+        "tenant-a",
+    )
+    .header("X-CSharpDB-Api-Key", WRITE_KEY)
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(asked.status(), reqwest::StatusCode::BAD_REQUEST);
+    assert_eq!(daemon.state.open_transaction_count(), 0, "nothing was begun");
     daemon.stop().await.unwrap();
 }
