@@ -22,7 +22,8 @@ const KEY_HEADER: &str = "X-CSharpDB-Api-Key";
 /// SPEC section 17: `read` for queries, reads, read-only SQL, read-only fan-out, merged reads and
 /// status (a data host's shard list too); `write` for data changes and transactions; `admin` for the
 /// catalog, migrations, schema migrations, exec-all and creating a data host's shard files.
-/// `None`: any valid key.
+/// `None`: any valid key. SQL that `read` runs read-only (see [`allows`]) is listed under `write`,
+/// the scope its refusal names.
 fn expected_scope(operation: &str) -> Option<Option<&'static str>> {
     let mut chars = operation.chars();
     let name: String = chars
