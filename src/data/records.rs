@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::Value;
+use super::{Params, Value};
+use crate::error::{Error, Result};
 
 /// The result of executing SQL.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -181,6 +182,59 @@ pub struct ProcedureDefinition {
     pub description: Option<String>,
 }
 
+impl ProcedureDefinition {
+    /// Matches call arguments (named, or positional in declaration order) to the declared
+    /// parameters: the named parameters the body runs with, optional ones at their defaults.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for too many positional arguments, a required one missing, or
+    /// a name the procedure does not declare.
+    pub fn bind(&self, args: Params) -> Result<Params> {
+        let mut given: BTreeMap<String, Value> = match args {
+            Params::Named(map) => map,
+            Params::Positional(values) => {
+                if values.len() > self.parameters.len() {
+                    return Err(Error::invalid_argument(
+                        "args",
+                        format!(
+                            "procedure '{}' takes {} argument(s) but {} were given",
+                            self.name,
+                            self.parameters.len(),
+                            values.len()
+                        ),
+                    ));
+                }
+                self.parameters.iter().map(|p| p.name.clone()).zip(values).collect()
+            }
+        };
+        let mut bound = BTreeMap::new();
+        for p in &self.parameters {
+            match given.remove(&p.name) {
+                Some(value) => {
+                    bound.insert(p.name.clone(), value);
+                }
+                None if p.required => {
+                    return Err(Error::invalid_argument(
+                        "args",
+                        format!("procedure '{}' requires argument '{}'", self.name, p.name),
+                    ));
+                }
+                None => {
+                    bound.insert(p.name.clone(), p.default.clone());
+                }
+            }
+        }
+        if let Some(unknown) = given.keys().next() {
+            return Err(Error::invalid_argument(
+                "args",
+                format!("procedure '{}' has no parameter '{unknown}'", self.name),
+            ));
+        }
+        Ok(Params::Named(bound))
+    }
+}
+
 /// Counts describing one database (or, aggregated, a sharded keyspace).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
@@ -217,12 +271,31 @@ pub struct TransactionOptions {
     /// keys of SPEC section 17 reserve it for `admin` keys. Default false.
     #[serde(default)]
     pub maintenance: bool,
+    /// A read-only transaction: it runs on a connection that cannot write (SQLite's
+    /// `query_only`), and a statement in it that would write is refused before it runs
+    /// ([`Error::ReadOnlyViolation`]), having written nothing; reads, commit and rollback work as
+    /// in any transaction. The daemon begins one for an API key that holds `read` and not
+    /// `write` (SPEC section 17), so it is not a request parameter; a client of another daemon
+    /// cannot begin one there. Default false.
+    #[serde(skip)]
+    pub read_only: bool,
 }
 
 impl TransactionOptions {
     /// The options of a maintenance transaction.
     pub fn maintenance() -> Self {
-        Self { maintenance: true }
+        Self {
+            maintenance: true,
+            read_only: false,
+        }
+    }
+
+    /// The options of a read-only transaction (see the field `read_only`).
+    pub fn read_only() -> Self {
+        Self {
+            maintenance: false,
+            read_only: true,
+        }
     }
 }
 

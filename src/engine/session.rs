@@ -121,12 +121,19 @@ impl<'db> Sessions<'db> {
     }
 
     /// [`begin`](Self::begin) with `options`: a maintenance transaction's statements may also
-    /// write shardlite's internal tables (see [`TransactionOptions::maintenance`]).
+    /// write shardlite's internal tables (see [`TransactionOptions::maintenance`]); a read-only
+    /// one runs on a connection that cannot write, and refuses a statement that would write
+    /// with [`Error::ReadOnlyViolation`] before it runs (see [`TransactionOptions::read_only`]).
     pub async fn begin_with(self, options: TransactionOptions) -> Result<SessionInfo> {
         let scope = if options.maintenance {
             guard::ConnectionKind::Maintenance
         } else {
             guard::ConnectionKind::Session
+        };
+        let mode = if options.read_only {
+            ScriptMode::ReadOnly
+        } else {
+            ScriptMode::ReadWrite
         };
         let shared = &self.db.shared;
         let permit = Arc::clone(&shared.sessions.slots).try_acquire_owned().map_err(|_| {
@@ -151,7 +158,7 @@ impl<'db> Sessions<'db> {
             let config = shared.config.clone();
             let expired = Arc::clone(&expired);
             spawn_thread(&format!("shardlite-tx-{}", shared.label), move || {
-                run_session(&file, &config, scope, &rx, &expired, permit, ready_tx);
+                run_session(&file, &config, (scope, mode), &rx, &expired, permit, ready_tx);
             })?;
         }
         ready_rx
@@ -360,10 +367,12 @@ struct SessionFile {
     label: String,
 }
 
+/// Runs a session on a connection of its own for `scope`; its statements run in `mode` and, read
+/// only, on a connection that cannot write.
 fn run_session(
     file: &SessionFile,
     config: &EngineConfig,
-    scope: guard::ConnectionKind,
+    (scope, mode): (guard::ConnectionKind, ScriptMode),
     jobs: &flume::Receiver<SessionJob>,
     expired: &AtomicBool,
     permit: OwnedSemaphorePermit,
@@ -385,6 +394,10 @@ fn run_session(
             "BEGIN"
         };
         guard::trusted(|| conn.execute_batch(begin)).map_err(sql_error)?;
+        if mode == ScriptMode::ReadOnly {
+            // The connection is the session's alone and closes with it: nothing to restore.
+            guard::trusted(|| conn.execute_batch("PRAGMA query_only = ON")).map_err(sql_error)?;
+        }
         Ok(conn)
     }) {
         Ok(conn) => conn,
@@ -414,10 +427,8 @@ fn run_session(
                 if cancel.load(Ordering::Relaxed) {
                     continue;
                 }
-                let result = guard::arm(&limits, Some(cancel), || {
-                    script::execute(&conn, &sql, &params, ScriptMode::ReadWrite)
-                })
-                .map_err(|err| read_only_file(&conn, &file.label, err));
+                let result = guard::arm(&limits, Some(cancel), || script::execute(&conn, &sql, &params, mode))
+                    .map_err(|err| read_only_file(&conn, &file.label, err));
                 let _ = reply.send(result);
                 if conn.is_autocommit() {
                     // An error made SQLite roll the transaction back (an interrupted write, say):

@@ -5,9 +5,10 @@
 //! serve has one entry and one scope. The table is also what the metrics count by: an
 //! operation's position is its [`OperationId`], and its name is the `operation` label.
 //!
-//! The scopes follow the contract: `read` for queries, reads, read-only SQL (`ExecuteSql` too,
-//! run read-only), read-only fan-out, merged reads and status (a data host's shard list too);
-//! `write` for everything that changes data and for transactions; `admin` for the catalog, data migrations, schema migrations, `exec-all` and
+//! The scopes follow the contract: `read` for queries, reads, read-only SQL (`ExecuteSql`,
+//! transactions and running a procedure too, run read-only), read-only fan-out, merged reads and
+//! status (a data host's shard list too); `write` for everything that changes data and for
+//! transactions; `admin` for the catalog, data migrations, schema migrations, `exec-all` and
 //! creating a data host's shard files.
 
 use std::collections::HashMap;
@@ -22,8 +23,9 @@ pub enum Needs {
     AnyKey,
     /// A key holding this scope, for the daemon's keyspace.
     Scope(Scope),
-    /// SQL: a key holding `write` runs it as sent, one holding `read` alone runs it read-only
-    /// (see [`SqlAccess`](super::sql_access::SqlAccess)).
+    /// SQL (on its own, in a transaction or as a procedure's body): a key holding `write` runs it
+    /// as sent, one holding `read` alone runs it read-only (see
+    /// [`SqlAccess`](super::sql_access::SqlAccess)).
     Sql,
 }
 
@@ -74,10 +76,10 @@ pub const OPERATIONS: &[(&str, Needs)] = &[
     ("ListHostShards", s(Read)),
     // Data changes and transactions.
     ("ExecuteSql", Needs::Sql),
-    ("BeginTransaction", s(Write)),
-    ("ExecuteInTransaction", s(Write)),
-    ("CommitTransaction", s(Write)),
-    ("RollbackTransaction", s(Write)),
+    ("BeginTransaction", Needs::Sql),
+    ("ExecuteInTransaction", Needs::Sql),
+    ("CommitTransaction", Needs::Sql),
+    ("RollbackTransaction", Needs::Sql),
     ("InsertRow", s(Write)),
     ("UpdateRow", s(Write)),
     ("DeleteRow", s(Write)),
@@ -89,7 +91,7 @@ pub const OPERATIONS: &[(&str, Needs)] = &[
     ("CreateProcedure", s(Write)),
     ("PutProcedure", s(Write)),
     ("DeleteProcedure", s(Write)),
-    ("ExecuteProcedure", s(Write)),
+    ("ExecuteProcedure", Needs::Sql),
     // The catalog, data migrations, schema migrations and exec-all.
     ("ExecuteSqlOnAllShards", s(Admin)),
     ("GetShardCatalog", s(Admin)),

@@ -40,6 +40,8 @@ struct Entry {
     /// Calls running in the transaction; an entry in use is never reaped, however long its
     /// statement runs.
     in_use: usize,
+    /// Begun read-only (by a key holding `read` and not `write`).
+    read_only: bool,
 }
 
 impl RemoteTransactions {
@@ -90,6 +92,12 @@ impl RemoteTransactions {
         InUse { owner: self, id, known }
     }
 
+    /// Whether `id` was begun read-only, or `None` when the daemon does not know it (begun
+    /// before a restart, elsewhere, or already ended or reaped).
+    pub(super) fn is_read_only(&self, id: &str) -> Option<bool> {
+        self.lock().open.get(id).map(|entry| entry.read_only)
+    }
+
     /// Forgets `id` (it ended).
     pub(super) fn forget(&self, id: &str) {
         self.lock().open.remove(id);
@@ -122,8 +130,8 @@ pub(super) struct Reservation<'a> {
 }
 
 impl Reservation<'_> {
-    /// Records the transaction the reservation was for.
-    pub(super) fn confirm(mut self, id: String) {
+    /// Records the transaction the reservation was for, begun `read_only` or not.
+    pub(super) fn confirm(mut self, id: String, read_only: bool) {
         if let Some(owner) = self.owner.take() {
             let mut table = owner.lock();
             table.beginning = table.beginning.saturating_sub(1);
@@ -132,6 +140,7 @@ impl Reservation<'_> {
                 Entry {
                     last_used: Instant::now(),
                     in_use: 0,
+                    read_only,
                 },
             );
         }
@@ -181,17 +190,22 @@ mod tests {
     #[test]
     fn the_limit_counts_open_and_beginning_transactions() {
         let table = RemoteTransactions::new(Duration::from_secs(5), 2);
-        table.reserve().expect("room").confirm("a".into());
+        table.reserve().expect("room").confirm("a".into(), false);
         let pending = table.reserve().expect("room");
         let refused = table.reserve().expect_err("full");
         assert_eq!(refused.kind(), ErrorKind::Busy);
         assert!(refused.to_string().contains("2 remote transactions"), "{refused}");
         // A begin that failed (or whose caller went away) gives its place back.
         drop(pending);
-        table.reserve().expect("room again").confirm("b".into());
+        table.reserve().expect("room again").confirm("b".into(), true);
         assert_eq!(table.count(), 2);
+        assert_eq!(
+            (table.is_read_only("a"), table.is_read_only("b")),
+            (Some(false), Some(true))
+        );
         table.forget("a");
         assert_eq!(table.count(), 1);
+        assert_eq!(table.is_read_only("a"), None);
         assert_eq!(table.drain(), vec!["b".to_owned()]);
         assert_eq!(table.count(), 0);
     }
@@ -201,7 +215,7 @@ mod tests {
         let idle = Duration::from_secs(5);
         let table = RemoteTransactions::new(idle, 3);
         for id in ["fresh", "abandoned", "running"] {
-            table.reserve().expect("room").confirm(id.into());
+            table.reserve().expect("room").confirm(id.into(), false);
         }
         let running = table.use_transaction("running");
         let past = idle + REAP_GRACE + Duration::from_millis(10);
@@ -209,7 +223,7 @@ mod tests {
         aged(&table, "running", past);
         assert_eq!(table.count(), 2, "the abandoned entry is reaped");
         // The reaped place is free again, and the limit still holds.
-        table.reserve().expect("room").confirm("new".into());
+        table.reserve().expect("room").confirm("new".into(), false);
         assert!(table.reserve().is_err());
         // A call that finishes counts as a use: its transaction is not idle.
         drop(running);

@@ -471,8 +471,13 @@ impl ServerState {
         if let (Backend::Host(_), Some(shard)) = (&self.inner.backend, target.shard.as_deref()) {
             info.transaction_id = format!("{}:{}", shard.trim(), info.transaction_id);
         }
-        place.confirm(info.transaction_id.clone());
+        place.confirm(info.transaction_id.clone(), options.read_only);
         Ok(info)
+    }
+
+    /// Whether this daemon began `transaction_id` read-only (`None`: it does not know it).
+    pub(super) fn transaction_is_read_only(&self, transaction_id: &str) -> Option<bool> {
+        self.inner.transactions.is_read_only(transaction_id)
     }
 
     /// Executes SQL in a transaction (checking `route` against the id when one is given).

@@ -487,6 +487,7 @@ impl StoredData for GrpcClient {
 #[async_trait]
 impl TransactionData for GrpcClient {
     async fn begin_transaction_with(&self, options: TransactionOptions) -> Result<TransactionInfo> {
+        super::check_transaction_options(options)?;
         let request = pb::BeginTransactionRequest {
             maintenance: options.maintenance,
         };

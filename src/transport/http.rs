@@ -471,6 +471,7 @@ impl StoredData for HttpClient {
 #[async_trait]
 impl TransactionData for HttpClient {
     async fn begin_transaction_with(&self, options: TransactionOptions) -> Result<TransactionInfo> {
+        super::check_transaction_options(options)?;
         let request = self.post(&["transactions"]);
         let request = if options.maintenance {
             request.query(&[("maintenance", "true")])

@@ -26,3 +26,17 @@ mod probe;
 pub mod tls;
 
 pub use options::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_REQUEST_TIMEOUT, RemoteOptions};
+
+/// Refuses a read-only transaction on another daemon: the wire has no way to ask for one (a
+/// daemon begins one for a key holding `read` alone), and beginning an ordinary one instead would
+/// let it write.
+#[cfg(any(feature = "http", feature = "grpc"))]
+fn check_transaction_options(options: crate::data::TransactionOptions) -> crate::Result<()> {
+    if options.read_only {
+        return Err(crate::Error::invalid_argument(
+            "transaction options",
+            "a read-only transaction cannot be begun on a shard that another daemon serves",
+        ));
+    }
+    Ok(())
+}

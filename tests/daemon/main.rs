@@ -19,6 +19,7 @@ mod metrics;
 mod migration_online;
 mod migration_remote;
 mod migration_stall;
+mod read_key_sql;
 mod refusals;
 mod remote_shards;
 mod rest;

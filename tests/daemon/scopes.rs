@@ -22,7 +22,8 @@ const KEY_HEADER: &str = "X-CSharpDB-Api-Key";
 /// SPEC section 17: `read` for queries, reads, read-only SQL, read-only fan-out, merged reads and
 /// status (a data host's shard list too); `write` for data changes and transactions; `admin` for the
 /// catalog, migrations, schema migrations, exec-all and creating a data host's shard files.
-/// `None`: any valid key.
+/// `None`: any valid key. SQL that `read` runs read-only (see [`allows`]) is listed under `write`,
+/// the scope its refusal names.
 fn expected_scope(operation: &str) -> Option<Option<&'static str>> {
     let mut chars = operation.chars();
     let name: String = chars
@@ -94,9 +95,19 @@ fn expected_scope(operation: &str) -> Option<Option<&'static str>> {
 }
 
 /// Whether a key holding only `holds` may call `operation`, which needs `scope`: SQL
-/// (`ExecuteSql`) runs read-only with `read` alone, and as sent with `write`.
+/// (`ExecuteSql`, transactions and running a procedure) runs read-only with `read` alone, and as
+/// sent with `write`.
 fn allows(operation: &str, scope: Option<&str>, holds: &str) -> bool {
-    let sql = operation.eq_ignore_ascii_case("executeSql");
+    let sql = [
+        "executeSql",
+        "beginTransaction",
+        "executeInTransaction",
+        "commitTransaction",
+        "rollbackTransaction",
+        "executeProcedure",
+    ]
+    .iter()
+    .any(|sql| operation.eq_ignore_ascii_case(sql));
     scope.is_none_or(|scope| scope == holds) || (sql && holds == "read")
 }
 

@@ -1,13 +1,11 @@
 //! Procedures: named SQL stored in an internal table, run atomically with their arguments bound
 //! by name; [`Procedures`], handed out by [`Database::procedures`].
 
-use std::collections::BTreeMap;
-
 use rusqlite::{Connection, OptionalExtension};
 
 use super::{delete_where, require_name, write_internal};
 use crate::data::now_utc;
-use crate::data::{Params, ProcedureDefinition, SqlResult, Value};
+use crate::data::{Params, ProcedureDefinition, SqlResult};
 use crate::engine::database::Database;
 use crate::engine::script::{self, ScriptMode};
 use crate::engine::sqlite_error::sql_error;
@@ -118,7 +116,7 @@ impl<'db> Procedures<'db> {
                         name: name.into(),
                     });
                 };
-                let bound = bind_procedure_args(&definition, args)?;
+                let bound = definition.bind(args)?;
                 script::execute(conn, &definition.body_sql, &bound, ScriptMode::ReadWrite)
             })
             .await
@@ -144,54 +142,4 @@ fn load_procedure(conn: &Connection, name: &str) -> Result<Option<ProcedureDefin
         .optional()
         .map_err(sql_error)?;
     text.as_deref().map(parse_procedure).transpose()
-}
-
-/// Matches call arguments (named, or positional in declaration order) to declared parameters.
-fn bind_procedure_args(definition: &ProcedureDefinition, args: Params) -> Result<Params> {
-    let mut given: BTreeMap<String, Value> = match args {
-        Params::Named(map) => map,
-        Params::Positional(values) => {
-            if values.len() > definition.parameters.len() {
-                return Err(Error::invalid_argument(
-                    "args",
-                    format!(
-                        "procedure '{}' takes {} argument(s) but {} were given",
-                        definition.name,
-                        definition.parameters.len(),
-                        values.len()
-                    ),
-                ));
-            }
-            definition
-                .parameters
-                .iter()
-                .map(|p| p.name.clone())
-                .zip(values)
-                .collect()
-        }
-    };
-    let mut bound = BTreeMap::new();
-    for p in &definition.parameters {
-        match given.remove(&p.name) {
-            Some(value) => {
-                bound.insert(p.name.clone(), value);
-            }
-            None if p.required => {
-                return Err(Error::invalid_argument(
-                    "args",
-                    format!("procedure '{}' requires argument '{}'", definition.name, p.name),
-                ));
-            }
-            None => {
-                bound.insert(p.name.clone(), p.default.clone());
-            }
-        }
-    }
-    if let Some(unknown) = given.keys().next() {
-        return Err(Error::invalid_argument(
-            "args",
-            format!("procedure '{}' has no parameter '{unknown}'", definition.name),
-        ));
-    }
-    Ok(Params::Named(bound))
 }

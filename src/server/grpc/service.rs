@@ -253,7 +253,9 @@ impl Shardlite for ShardliteService {
         self.run("BeginTransaction", request, |call, req| async move {
             let options = TransactionOptions {
                 maintenance: req.maintenance,
+                ..TransactionOptions::default()
             };
+            let options = call.sql_access.transaction_options(options);
             Ok(call.state.begin_transaction(&call.target, options).await?.into())
         })
         .await
@@ -263,8 +265,8 @@ impl Shardlite for ShardliteService {
         self.run("ExecuteInTransaction", request, |call, req| async move {
             let params = params_from_pb(req.params)?;
             let result = call
-                .state
-                .execute_in_transaction(&call.target, &req.transaction_id, &req.sql, params)
+                .sql_access
+                .execute_in_transaction(&call.state, &call.target, &req.transaction_id, &req.sql, params)
                 .await?;
             Ok(result.into())
         })
@@ -273,6 +275,7 @@ impl Shardlite for ShardliteService {
 
     async fn commit_transaction(&self, request: Request<pb::TransactionRequest>) -> RpcResult<pb::Empty> {
         self.run("CommitTransaction", request, |call, req| async move {
+            call.sql_access.permit_transaction(&call.state, &req.transaction_id)?;
             call.state.commit_transaction(&call.target, &req.transaction_id).await?;
             Ok(pb::Empty {})
         })
@@ -281,6 +284,7 @@ impl Shardlite for ShardliteService {
 
     async fn rollback_transaction(&self, request: Request<pb::TransactionRequest>) -> RpcResult<pb::Empty> {
         self.run("RollbackTransaction", request, |call, req| async move {
+            call.sql_access.permit_transaction(&call.state, &req.transaction_id)?;
             call.state
                 .rollback_transaction(&call.target, &req.transaction_id)
                 .await?;
@@ -523,7 +527,12 @@ impl Shardlite for ShardliteService {
     async fn execute_procedure(&self, request: Request<pb::ExecuteProcedureRequest>) -> RpcResult<pb::SqlResult> {
         self.run("ExecuteProcedure", request, |call, req| async move {
             let args = params_from_pb(req.args)?;
-            Ok(call.data()?.execute_procedure(&req.name, args).await?.into())
+            let data = call.data()?;
+            Ok(call
+                .sql_access
+                .execute_procedure(data.as_ref(), &req.name, args)
+                .await?
+                .into())
         })
         .await
     }

@@ -22,7 +22,7 @@ use utoipa::{OpenApi as _, ToSchema};
 use super::bodies::PkType;
 use super::error::{PROBLEM_CONTENT_TYPE, Problem};
 use crate::data::openapi::{ParamsSchema, ValueSchema};
-use crate::server::operations::OperationId;
+use crate::server::operations::{Needs, OperationId};
 use crate::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig};
 use crate::wire::SHARD_HEADER;
 
@@ -35,9 +35,11 @@ use crate::wire::SHARD_HEADER;
             route headers X-CSharpDB-Keyspace and X-CSharpDB-Shard-Key resolve to (send both or neither); \
             shard-admin endpoints are under /api/sharding. Errors are application/problem+json bodies with \
             title, status, detail and a stable errorCode. With scoped API keys, SQL is allowed as follows: \
-            `read` runs POST /api/sql/read-only, and POST /api/sql/execute on a connection that cannot write \
-            (a statement that would write is refused with 403 naming the `write` scope); `write` runs any SQL on \
-            POST /api/sql/execute and in transactions; `admin` runs POST /api/sharding/sql/execute-all."
+            `read` runs POST /api/sql/read-only, and runs read-only, on a connection that cannot write, \
+            POST /api/sql/execute, the transactions it begins (POST /api/transactions, then execute, commit and \
+            rollback) and POST /api/procedures/{name}/execute: a statement that would write is refused with 403 \
+            naming the `write` scope, and nothing is written; `write` runs any SQL on these; `admin` runs \
+            POST /api/sharding/sql/execute-all."
     ),
     paths(openapi_json),
     components(schemas(Problem, ValueSchema, ParamsSchema, PkType)),
@@ -114,18 +116,25 @@ pub fn complete(mut doc: OpenApi, config: &ServerConfig, keyspace: Option<&str>)
                     "401",
                     problem_response("The API key is missing or wrong (`unauthenticated`)"),
                 );
-                let scope = operation
+                let needs = operation
                     .operation_id
                     .as_deref()
                     .and_then(OperationId::of_rest)
-                    .and_then(|id| id.needs().scope());
-                if let Some(scope) = scope {
-                    add(
-                        "403",
-                        problem_response(&format!(
-                            "The API key lacks the `{scope}` scope, or this keyspace (`permission_denied`)"
-                        )),
-                    );
+                    .map(OperationId::needs);
+                let refusal = match needs {
+                    Some(Needs::Sql) => Some(
+                        "The API key holds neither `read` (with which SQL runs read-only) nor `write`, or not \
+                         for this keyspace; or it holds `read` and not `write` and SQL would write, which \
+                         is refused naming the `write` scope with nothing written (`permission_denied`)"
+                            .to_owned(),
+                    ),
+                    Some(needs) => needs.scope().map(|scope| {
+                        format!("The API key lacks the `{scope}` scope, or this keyspace (`permission_denied`)")
+                    }),
+                    None => None,
+                };
+                if let Some(refusal) = refusal {
+                    add("403", problem_response(&refusal));
                 }
             }
             if has_body {

@@ -1,6 +1,7 @@
 //! Saved queries (`/api/saved-queries/...`) and procedures (`/api/procedures/...`), both stored
 //! per shard.
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 
@@ -8,6 +9,7 @@ use super::bodies::{ExecuteProcedureRequest, ProcedureUpdateRequest, SavedQueryR
 use super::error::{ApiError, Problem};
 use super::extract::{Json, Path};
 use crate::client::{ProcedureDefinition, SavedQuery, SqlResult};
+use crate::server::sql_access::SqlAccess;
 use crate::server::{ServerState, Target};
 
 /// Saved queries, by name.
@@ -211,7 +213,10 @@ pub async fn delete_procedure(
     }
 }
 
-/// Runs a procedure atomically with arguments: every statement takes effect, or none does.
+/// Runs a procedure atomically with arguments: every statement takes effect, or none does. A key
+/// with the `write` scope runs any procedure; a key with `read` and not `write` runs its body
+/// read-only, on a connection that cannot write, so a procedure that only reads runs and one that
+/// would write is refused (403 `permission_denied` naming the `write` scope) with nothing written.
 #[utoipa::path(
     post,
     path = "/api/procedures/{name}/execute",
@@ -228,13 +233,14 @@ pub async fn delete_procedure(
 )]
 pub async fn execute_procedure(
     State(state): State<ServerState>,
+    Extension(access): Extension<SqlAccess>,
     target: Target,
     Path(name): Path<String>,
     Json(request): Json<ExecuteProcedureRequest>,
 ) -> Result<axum::Json<SqlResult>, ApiError> {
-    let result = state
-        .data_client(&target)?
-        .execute_procedure(&name, request.args.unwrap_or_default())
+    let client = state.data_client(&target)?;
+    let result = access
+        .execute_procedure(client.as_ref(), &name, request.args.unwrap_or_default())
         .await?;
     Ok(axum::Json(result))
 }

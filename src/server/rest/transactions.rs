@@ -5,7 +5,11 @@
 //! shard (409 otherwise), and an id from another map version is refused (409). A transaction left
 //! idle past the daemon's timeout is rolled back and then answers `expired` (409). Open
 //! transactions are limited per shard and per API key; past either limit, begin answers `busy`.
+//!
+//! A key with the `write` scope begins transactions that run any SQL. A key with `read` and not
+//! `write` begins read-only ones, and may use no other (see [`SqlAccess`]).
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 
@@ -13,6 +17,7 @@ use super::bodies::SqlRequest;
 use super::error::{ApiError, Problem};
 use super::extract::{Json, Path, Query};
 use crate::client::{SqlResult, TransactionInfo, TransactionOptions};
+use crate::server::sql_access::SqlAccess;
 use crate::server::{ServerState, Target};
 
 /// Begins a transaction on the route's shard. It takes the shard's write lock at its first
@@ -20,6 +25,11 @@ use crate::server::{ServerState, Target};
 /// idle expiry. Answers `busy` (503) when the shard's or the API key's transaction limit is
 /// reached. `?maintenance=true` begins a maintenance transaction, whose statements may also
 /// write shardlite's internal tables (an operator capability, used by data migrations).
+///
+/// Needs the `read` or `write` scope. Begun with a key that holds `read` and not `write`, the
+/// transaction is read-only: it runs on a connection that cannot write, a statement in it that
+/// would write is refused (403 `permission_denied` naming the `write` scope) with nothing written,
+/// and only such a key's read-only transactions accept its execute, commit and rollback.
 #[utoipa::path(
     post,
     path = "/api/transactions",
@@ -32,14 +42,19 @@ use crate::server::{ServerState, Target};
 )]
 pub async fn begin(
     State(state): State<ServerState>,
+    Extension(access): Extension<SqlAccess>,
     target: Target,
     Query(options): Query<TransactionOptions>,
 ) -> Result<axum::Json<TransactionInfo>, ApiError> {
-    let info = state.begin_transaction(&target, options).await?;
+    let info = state
+        .begin_transaction(&target, access.transaction_options(options))
+        .await?;
     Ok(axum::Json(info))
 }
 
-/// Executes SQL inside a transaction and extends its idle expiry.
+/// Executes SQL inside a transaction and extends its idle expiry. In a read-only transaction
+/// (begun with a key that holds `read` and not `write`), a statement that would write is refused
+/// with nothing written.
 #[utoipa::path(
     post,
     path = "/api/transactions/{id}/execute",
@@ -49,7 +64,15 @@ pub async fn begin(
     request_body = SqlRequest,
     responses(
         (status = 200, description = "The result", body = SqlResult),
-        (status = 404, description = "No such open transaction", body = Problem,
+        (status = 400, description = "A statement that would write, in a read-only transaction begun by a key \
+            that holds `read` and not `write`, sent with a key that holds `write` (`read_only`); nothing was \
+            written", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The API key holds `read` and not `write`, and the statement would write \
+            or the transaction was begun by a key with `write`; or it holds neither scope, or not for this \
+            keyspace (`permission_denied`). Nothing was written", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 404, description = "No such open transaction (for a key with `read` and not `write`: \
+            no such read-only transaction begun through this daemon)", body = Problem,
             content_type = "application/problem+json"),
         (status = 409, description = "The route conflicts with the transaction's shard (`conflict`), the id is \
             from another map version (`stale_map_version`), the transaction expired (`expired`), or a constraint \
@@ -58,12 +81,14 @@ pub async fn begin(
 )]
 pub async fn execute(
     State(state): State<ServerState>,
+    Extension(access): Extension<SqlAccess>,
     target: Target,
     Path(id): Path<String>,
     Json(request): Json<SqlRequest>,
 ) -> Result<axum::Json<SqlResult>, ApiError> {
-    let result = state
-        .execute_in_transaction(&target, &id, &request.sql, request.parameters.unwrap_or_default())
+    let params = request.parameters.unwrap_or_default();
+    let result = access
+        .execute_in_transaction(&state, &target, &id, &request.sql, params)
         .await?;
     Ok(axum::Json(result))
 }
@@ -85,9 +110,11 @@ pub async fn execute(
 )]
 pub async fn commit(
     State(state): State<ServerState>,
+    Extension(access): Extension<SqlAccess>,
     target: Target,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
+    access.permit_transaction(&state, &id)?;
     state.commit_transaction(&target, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -109,9 +136,11 @@ pub async fn commit(
 )]
 pub async fn rollback(
     State(state): State<ServerState>,
+    Extension(access): Extension<SqlAccess>,
     target: Target,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
+    access.permit_transaction(&state, &id)?;
     state.rollback_transaction(&target, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
