@@ -243,7 +243,13 @@ async fn hold_the_slot(
     };
     // The slot is taken when the daemon has read the head: wait until others are refused.
     let base = daemon.base_url.replace("127.0.0.1", "localhost");
+    // Bounded, so that a daemon that never takes the slot fails the test instead of hanging it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the held request did not take the daemon's only slot within 60 s"
+        );
         let answer = client
             .get(format!("{base}/api/info"))
             .header(KEY_HEADER, READ_KEY)
