@@ -287,7 +287,11 @@ impl Catalog {
     /// The active map and the stored maps, read together.
     async fn stored_state(&self) -> Result<(ShardMap, StoredState)> {
         let state = self.stored().await?;
-        let active = super::parse_stored(state.active.as_ref(), "active")?.ok_or(Error::NoMap)?;
+        let active = state
+            .active
+            .as_ref()
+            .map(|map| map.options.clone())
+            .ok_or(Error::NoMap)?;
         Ok((ShardMap::new(active)?, state))
     }
 
@@ -337,11 +341,7 @@ impl Catalog {
         }
         let version = u64::try_from(request.map.map_version).unwrap_or(0);
         let keyspace = request.map.keyspace.trim().to_owned();
-        let map = NewMap {
-            keyspace: keyspace.clone(),
-            version,
-            json: request.map.to_json(),
-        };
+        let map = NewMap::of(&request.map);
         let history = HistoryRow {
             keyspace,
             version,
@@ -380,7 +380,11 @@ impl Catalog {
         if pending_version != Some(expected) {
             return Err(no_pending(pending_version));
         }
-        let next = super::parse_stored(state.pending.as_ref(), "pending")?.ok_or_else(|| no_pending(None))?;
+        let next = state
+            .pending
+            .as_ref()
+            .map(|map| map.options.clone())
+            .ok_or_else(|| no_pending(None))?;
         let next = ShardMap::new(next)?;
         let history = HistoryRow {
             keyspace: next.keyspace().to_owned(),

@@ -23,6 +23,7 @@
 
 mod files;
 mod options;
+pub mod records;
 mod snapshot;
 mod validate;
 

@@ -11,6 +11,7 @@ mod catalog_remote;
 mod cross_shard_query_surfaces;
 mod data_host;
 mod etcd_catalog;
+mod etcd_records;
 mod grpc;
 mod heat;
 mod hostile_sql;
