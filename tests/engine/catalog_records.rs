@@ -143,3 +143,36 @@ async fn a_master_written_as_one_document_per_map_is_read_and_migrated_on_open()
     let catalog = Catalog::open(&master).await.unwrap();
     assert_eq!(catalog.pending_options().await.unwrap().as_ref(), Some(&pending));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_of_a_large_map_writes_the_records_it_changes() {
+    let dir = temp_dir();
+    let master = dir.path().join("master.db");
+    let catalog = Catalog::open(&master).await.unwrap();
+    let map = large_options(200, 5_000);
+    catalog.seed(map.clone(), false).await.unwrap();
+    let patch = shardlite::map::MapPatch::from_json(
+        r#"{"mapVersion": 2, "exactKeyPins": {"tenant-new": "s3", "tenant-7": null},
+            "shards": {"s5": {"endpoint": "http://127.0.0.1:29999"}}}"#,
+    )
+    .unwrap();
+    let applied = catalog
+        .apply_update(acknowledged(CatalogUpdateRequest::new(patch).expecting_version(1)))
+        .await
+        .unwrap();
+    assert!(applied.applied, "{:?}", applied.validation.issues);
+    let mut expected = map;
+    expected.map_version = 2;
+    expected.exact_key_pins.insert("tenant-new".into(), "s3".into());
+    expected.exact_key_pins.remove("tenant-7");
+    expected.shards[5].endpoint = Some("http://127.0.0.1:29999".into());
+    assert_eq!(catalog.pending_options().await.unwrap().as_ref(), Some(&expected));
+    assert_eq!(
+        count(
+            &master,
+            "SELECT count(*) FROM shardlite_map_records WHERE map_version = 2"
+        ),
+        4,
+        "the header, two pins and one shard"
+    );
+}
