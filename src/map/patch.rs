@@ -65,10 +65,13 @@ impl MapPatch {
             source,
         })?;
         let mut patch = self.0.clone();
-        if let (Some(Json::Object(shards)), Some(target)) = (
-            patch.as_object_mut().and_then(|p| p.remove("shards")),
-            document.as_object_mut(),
-        ) {
+        let keyed = patch.get("shards").is_some_and(Json::is_object);
+        if keyed
+            && let (Some(Json::Object(shards)), Some(target)) = (
+                patch.as_object_mut().and_then(|p| p.remove("shards")),
+                document.as_object_mut(),
+            )
+        {
             let current = match target.remove("shards") {
                 Some(Json::Array(current)) => current,
                 _ => Vec::new(),
