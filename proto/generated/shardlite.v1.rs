@@ -667,6 +667,10 @@ pub struct ShardCatalogUpdateRequest {
     pub operator: ::core::option::Option<::prost::alloc::string::String>,
     #[prost(string, optional, tag = "5")]
     pub comment: ::core::option::Option<::prost::alloc::string::String>,
+    /// In place of map_json (left empty): an RFC 7386 JSON Merge Patch of the newest map the
+    /// catalog holds, as JSON text; `shards` may also be an object keyed by shard id.
+    #[prost(string, tag = "6")]
+    pub patch_json: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct CatalogIssue {

@@ -114,11 +114,7 @@ impl Catalog {
         }
         let payloads: Vec<String> = export.migration_history.iter().map(Json::to_string).collect();
         store.append_migration_history(&payloads).await?;
-        let map = |options: &ShardingOptions| NewMap {
-            keyspace: options.keyspace.trim().to_owned(),
-            version: u64::try_from(options.map_version).unwrap_or(0),
-            json: options.to_json(),
-        };
+        let map = NewMap::of;
         let history = HistoryRow {
             keyspace: active_map.keyspace().to_owned(),
             version: active_map.version(),

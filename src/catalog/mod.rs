@@ -31,7 +31,7 @@ use std::sync::Arc;
 use crate::data::{Audit, CatalogHistoryEntry};
 use crate::error::{Error, Result};
 use crate::map::{ShardMap, ShardingOptions};
-use store::{CatalogStore, FileStore, HistoryRow, NewMap, StoredMap, StoredState};
+use store::{CatalogStore, FileStore, HistoryRow, NewMap, StoredState};
 
 /// A handle to a catalog: a master file or a prefix in etcd.
 ///
@@ -125,12 +125,12 @@ impl Catalog {
 
     /// The active map as stored, or `None` when the catalog has none.
     pub async fn active_options(&self) -> Result<Option<ShardingOptions>> {
-        parse_stored(self.store.state().await?.active.as_ref(), "active")
+        Ok(self.store.state().await?.active.map(|map| map.options))
     }
 
     /// The pending map (written by a catalog update, not yet active), if any.
     pub async fn pending_options(&self) -> Result<Option<ShardingOptions>> {
-        parse_stored(self.store.state().await?.pending.as_ref(), "pending")
+        Ok(self.store.state().await?.pending.map(|map| map.options))
     }
 
     /// The active map, validated. [`Error::NoMap`] when the catalog has none.
@@ -163,11 +163,7 @@ impl Catalog {
             });
         }
         new_files::create_shard_files(self.path(), &map).await?;
-        let written = NewMap {
-            keyspace: map.keyspace().to_owned(),
-            version: map.version(),
-            json: options.to_json(),
-        };
+        let written = NewMap::of(&options);
         let history = HistoryRow {
             keyspace: map.keyspace().to_owned(),
             version: map.version(),
@@ -176,6 +172,17 @@ impl Catalog {
         };
         self.store.seed(&written, &history).await?;
         Ok(map)
+    }
+
+    /// The map of version `version` as the catalog holds it, rebuilt from the changes each
+    /// version wrote (the catalog keeps changes, not copies); `None` when no version of that
+    /// number is stored (for one in etcd, since the last seed or large change).
+    pub async fn map_at_version(&self, version: u64) -> Result<Option<ShardingOptions>> {
+        self.store
+            .map_at(version)
+            .await?
+            .map(|records| records.to_options())
+            .transpose()
     }
 
     /// Catalog history, newest first.
@@ -208,15 +215,4 @@ pub(crate) fn check_schema_version(version: Option<i64>) -> Result<()> {
             reason: "the schema version record is missing or unreadable".to_owned(),
         }),
     }
-}
-
-fn parse_stored(map: Option<&StoredMap>, slot: &str) -> Result<Option<ShardingOptions>> {
-    let Some(map) = map else {
-        return Ok(None);
-    };
-    ShardingOptions::from_json(&map.json)
-        .map(Some)
-        .map_err(|err| Error::Catalog {
-            reason: format!("the stored {slot} map does not parse: {err}"),
-        })
 }

@@ -12,7 +12,7 @@ use super::Catalog;
 use super::store::{HistoryRow, NewMap, StoredState};
 use crate::data::{
     ActivationRequest, CatalogApplyResult, CatalogIssue, CatalogUpdateRequest, CatalogValidation, IssueSeverity,
-    MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
+    MapProposal, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
 };
 use crate::error::{Error, Result};
 use crate::map::ShardMap;
@@ -147,7 +147,11 @@ pub fn validate(active: &ShardMap, newest_version: u64, request: &CatalogUpdateR
             format!("expected map version {expected}, but the newest map version in the catalog is {newest_version}"),
         ));
     }
-    let proposed = match ShardMap::new(request.map.clone()) {
+    let proposed = request
+        .map
+        .resolve(active.options())
+        .and_then(|options| Ok(ShardMap::new(options)?));
+    let proposed = match proposed {
         Ok(map) => map,
         Err(err) => {
             result.issues.push(issue(
@@ -260,15 +264,16 @@ impl Catalog {
     pub async fn validate_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogValidation> {
         let (active, state) = self.stored_state().await?;
         let newest = newest(&state).unwrap_or(active.version());
-        let mut validation = validate(&active, newest, request);
-        self.check_files(request, &mut validation).await;
+        let request = resolved(request, &state);
+        let mut validation = validate(&active, newest, &request);
+        self.check_files(&request, &mut validation).await;
         Ok(validation)
     }
 
     /// Adds an `invalid-map` error when a shard of the proposed map would use the master's own
     /// file, or two shards one file once their paths are resolved beside the master.
     async fn check_files(&self, request: &CatalogUpdateRequest, validation: &mut CatalogValidation) {
-        let Ok(proposed) = ShardMap::new(request.map.clone()) else {
+        let Some(Ok(proposed)) = request.map.as_map().map(|map| ShardMap::new(map.clone())) else {
             return;
         };
         if let Err(err) = super::check_shard_files(self.path(), &proposed).await {
@@ -287,7 +292,11 @@ impl Catalog {
     /// The active map and the stored maps, read together.
     async fn stored_state(&self) -> Result<(ShardMap, StoredState)> {
         let state = self.stored().await?;
-        let active = super::parse_stored(state.active.as_ref(), "active")?.ok_or(Error::NoMap)?;
+        let active = state
+            .active
+            .as_ref()
+            .map(|map| map.options.clone())
+            .ok_or(Error::NoMap)?;
         Ok((ShardMap::new(active)?, state))
     }
 
@@ -326,22 +335,18 @@ impl Catalog {
                 current: newest,
             });
         }
+        let request = resolved(&request, &state);
         let mut validation = validate(&active, newest, &request);
         self.check_files(&request, &mut validation).await;
-        if !validation.valid {
+        let Some(proposed) = request.map.as_map().filter(|_| validation.valid) else {
             return Ok(CatalogApplyResult {
                 applied: false,
                 pending_map_version: None,
                 validation,
             });
-        }
-        let version = u64::try_from(request.map.map_version).unwrap_or(0);
-        let keyspace = request.map.keyspace.trim().to_owned();
-        let map = NewMap {
-            keyspace: keyspace.clone(),
-            version,
-            json: request.map.to_json(),
         };
+        let map = NewMap::of(proposed);
+        let (version, keyspace) = (map.version, map.keyspace.clone());
         let history = HistoryRow {
             keyspace,
             version,
@@ -380,7 +385,11 @@ impl Catalog {
         if pending_version != Some(expected) {
             return Err(no_pending(pending_version));
         }
-        let next = super::parse_stored(state.pending.as_ref(), "pending")?.ok_or_else(|| no_pending(None))?;
+        let next = state
+            .pending
+            .as_ref()
+            .map(|map| map.options.clone())
+            .ok_or_else(|| no_pending(None))?;
         let next = ShardMap::new(next)?;
         let history = HistoryRow {
             keyspace: next.keyspace().to_owned(),
@@ -398,6 +407,19 @@ impl Catalog {
         }
         Ok((previous, next))
     }
+}
+
+/// `request` with a patch applied to the newest stored map (the pending map, else the active
+/// one). A patch that does not apply stays a patch, which validation then applies to the active
+/// map and reports as an invalid map.
+fn resolved(request: &CatalogUpdateRequest, state: &StoredState) -> CatalogUpdateRequest {
+    let mut request = request.clone();
+    if let Some(newest) = state.pending.as_ref().or(state.active.as_ref())
+        && let Ok(map) = request.map.resolve(&newest.options)
+    {
+        request.map = MapProposal::Map(map);
+    }
+    request
 }
 
 /// The newest version stored: the pending map's, else the active map's.

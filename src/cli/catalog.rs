@@ -11,11 +11,11 @@ use super::data::{OutputArgs, print_json, table};
 use super::hint::Caller;
 use crate::catalog::{Catalog, CatalogExport, CatalogLocation};
 use crate::data::{
-    ActivationRequest, Audit, CatalogState, CatalogUpdateRequest, CatalogValidation, IssueSeverity, ShardAdmin,
-    ShardChangeKind,
+    ActivationRequest, Audit, CatalogState, CatalogUpdateRequest, CatalogValidation, IssueSeverity, MapProposal,
+    ShardAdmin, ShardChangeKind,
 };
 use crate::error::{Error, Result};
-use crate::map::ShardingOptions;
+use crate::map::{MapPatch, ShardingOptions};
 
 /// The `catalog` subcommands.
 #[derive(Debug, Subcommand)]
@@ -119,8 +119,13 @@ pub struct UpdateArgs {
     #[command(flatten)]
     connection: ConnectionArgs,
     /// The proposed map (JSON, camelCase, as for `seed`), with a higher mapVersion.
+    #[arg(long, required_unless_present = "patch", conflicts_with = "patch")]
+    map: Option<PathBuf>,
+    /// In place of `--map`: an RFC 7386 JSON Merge Patch of the newest map (with its new
+    /// mapVersion), e.g. `{"mapVersion": 3, "exactKeyPins": {"tenant-42": "s1"}}`; `shards` may
+    /// be an object keyed by shard id.
     #[arg(long)]
-    map: PathBuf,
+    patch: Option<PathBuf>,
     /// The newest map version the catalog should hold (the pending map's, else the active map's);
     /// refused when someone else changed the catalog since.
     #[arg(long)]
@@ -286,12 +291,21 @@ fn print_state(state: &CatalogState) {
 }
 
 async fn update_request(args: &UpdateArgs) -> Result<CatalogUpdateRequest> {
-    let json = tokio::fs::read_to_string(&args.map).await.map_err(|source| Error::Io {
-        what: format!("map file '{}'", args.map.display()),
+    let (path, what) = match (&args.map, &args.patch) {
+        (Some(map), _) => (map, "map file"),
+        (None, Some(patch)) => (patch, "patch file"),
+        (None, None) => return Err(Error::invalid_argument("--map", "give --map FILE or --patch FILE")),
+    };
+    let json = tokio::fs::read_to_string(path).await.map_err(|source| Error::Io {
+        what: format!("{what} '{}'", path.display()),
         source,
     })?;
+    let map = match &args.map {
+        Some(_) => MapProposal::Map(ShardingOptions::from_json(&json)?),
+        None => MapProposal::Patch(MapPatch::from_json(&json)?),
+    };
     Ok(CatalogUpdateRequest {
-        map: ShardingOptions::from_json(&json)?,
+        map,
         expected_current_map_version: args.expected_version,
         allow_ownership_change: args.ack_ownership_change,
         audit: Audit::new(args.operator.clone(), args.comment.clone()),

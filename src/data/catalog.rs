@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Audit;
-use crate::map::{ShardMapSnapshot, ShardingOptions};
+use crate::map::{MapPatch, ShardMapSnapshot, ShardingOptions};
 
 /// A proposed new shard map, as validated and applied.
 ///
@@ -28,12 +28,13 @@ use crate::map::{ShardMapSnapshot, ShardingOptions};
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 ///
-/// Its JSON has `operator` and `comment` at the top level, beside `map`.
+/// Its JSON has `operator` and `comment` at the top level, beside `map` (or `patch`, an RFC
+/// 7386 merge patch of the newest map: see [`MapPatch`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(from = "CatalogUpdateForm", into = "CatalogUpdateForm")]
+#[serde(try_from = "CatalogUpdateForm", into = "CatalogUpdateForm")]
 pub struct CatalogUpdateRequest {
-    /// The proposed map, in the form a map file has (secrets included: it is stored as given).
-    pub map: ShardingOptions,
+    /// The proposed map, whole or as a patch of the newest map the catalog holds.
+    pub map: MapProposal,
     /// The newest map version the catalog holds (the pending map's, if there is one, else the
     /// active map's). When given and different, the update is refused: someone else changed
     /// the catalog since the caller looked.
@@ -45,11 +46,51 @@ pub struct CatalogUpdateRequest {
     pub audit: Audit,
 }
 
+/// A proposed map: the whole map, or a patch of the newest map the catalog holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MapProposal {
+    /// The whole map, in the form a map file has (secrets included: it is stored as given).
+    Map(ShardingOptions),
+    /// An RFC 7386 JSON Merge Patch of the newest map (the pending map, else the active one).
+    Patch(MapPatch),
+}
+
+impl MapProposal {
+    /// The proposed map, given the newest map the catalog holds (which a patch applies to).
+    pub fn resolve(&self, newest: &ShardingOptions) -> crate::Result<ShardingOptions> {
+        match self {
+            Self::Map(map) => Ok(map.clone()),
+            Self::Patch(patch) => patch.apply(newest),
+        }
+    }
+
+    /// The whole map, when this is one.
+    pub fn as_map(&self) -> Option<&ShardingOptions> {
+        match self {
+            Self::Map(map) => Some(map),
+            Self::Patch(_) => None,
+        }
+    }
+}
+
+impl From<ShardingOptions> for MapProposal {
+    fn from(map: ShardingOptions) -> Self {
+        Self::Map(map)
+    }
+}
+
+impl From<MapPatch> for MapProposal {
+    fn from(patch: MapPatch) -> Self {
+        Self::Patch(patch)
+    }
+}
+
 impl CatalogUpdateRequest {
-    /// A request for `map` with no expectations, no acknowledgement and no audit.
-    pub fn new(map: ShardingOptions) -> Self {
+    /// A request for `map` (a whole map or a [`MapPatch`]) with no expectations, no
+    /// acknowledgement and no audit.
+    pub fn new(map: impl Into<MapProposal>) -> Self {
         Self {
-            map,
+            map: map.into(),
             expected_current_map_version: None,
             allow_ownership_change: false,
             audit: Audit::default(),
@@ -94,7 +135,15 @@ impl CatalogUpdateRequest {
 )]
 struct CatalogUpdateForm {
     /// The proposed map, in the form a map file has (secrets included: it is stored as given).
-    map: ShardingOptions,
+    /// Exactly one of `map` and `patch`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "server", schema(value_type = ShardingOptions))]
+    map: Option<ShardingOptions>,
+    /// An RFC 7386 JSON Merge Patch of the newest map the catalog holds (the pending map, else
+    /// the active one), in place of `map`; `shards` may also be an object keyed by shard id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "server", schema(value_type = Option<Object>))]
+    patch: Option<MapPatch>,
     /// The newest map version the catalog holds (the pending map's, if there is one, else the
     /// active map's). When given and different, the update is refused: someone else changed
     /// the catalog since the caller looked.
@@ -112,21 +161,34 @@ struct CatalogUpdateForm {
     comment: Option<String>,
 }
 
-impl From<CatalogUpdateForm> for CatalogUpdateRequest {
-    fn from(form: CatalogUpdateForm) -> Self {
-        Self {
-            map: form.map,
+impl TryFrom<CatalogUpdateForm> for CatalogUpdateRequest {
+    type Error = &'static str;
+    fn try_from(form: CatalogUpdateForm) -> Result<Self, Self::Error> {
+        let map = match (form.map, form.patch) {
+            (Some(map), None) => MapProposal::Map(map),
+            (None, Some(patch)) if patch.as_json().is_object() => MapProposal::Patch(patch),
+            (None, Some(_)) => return Err("`patch` must be a JSON object"),
+            (Some(_), Some(_)) => return Err("give either `map` or `patch`, not both"),
+            (None, None) => return Err("missing field `map` (or `patch`)"),
+        };
+        Ok(Self {
+            map,
             expected_current_map_version: form.expected_current_map_version,
             allow_ownership_change: form.allow_ownership_change,
             audit: Audit::new(form.operator, form.comment),
-        }
+        })
     }
 }
 
 impl From<CatalogUpdateRequest> for CatalogUpdateForm {
     fn from(request: CatalogUpdateRequest) -> Self {
+        let (map, patch) = match request.map {
+            MapProposal::Map(map) => (Some(map), None),
+            MapProposal::Patch(patch) => (None, Some(patch)),
+        };
         Self {
-            map: request.map,
+            map,
+            patch,
             expected_current_map_version: request.expected_current_map_version,
             allow_ownership_change: request.allow_ownership_change,
             operator: request.audit.operator,

@@ -57,7 +57,7 @@ pub use audit::Audit;
 pub(crate) use audit::now_utc;
 pub use catalog::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogIssue, CatalogUpdateRequest, CatalogValidation,
-    IssueSeverity, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
+    IssueSeverity, MapProposal, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
 };
 pub use host::{HostAdmin, HostShardCreated, HostShardPage, HostShardQuery, MAX_HOST_SHARD_PAGE};
 pub use interface::{

@@ -23,12 +23,15 @@
 
 mod files;
 mod options;
+mod patch;
+pub mod records;
 mod snapshot;
 mod validate;
 
 pub use crate::error::MapError;
 pub use files::{normalize_path, resolve_data_source};
 pub use options::{BucketRange, ReplicaInfo, Secret, ShardDefinition, ShardingOptions};
+pub use patch::MapPatch;
 pub use snapshot::{ShardMapSnapshot, ShardSnapshot};
 pub use validate::{MAX_DATA_HOST_SHARD_ID_LEN, data_host_shard_id};
 

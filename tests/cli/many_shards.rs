@@ -70,7 +70,7 @@ fn seed_creates_ten_thousand_shard_files_in_time_and_keeps_existing_ones() {
 
     let master = rusqlite::Connection::open(dir.path().join("master.db")).unwrap();
     let version: i64 = master
-        .query_row("SELECT map_version FROM shardlite_active_map", [], |r| r.get(0))
+        .query_row("SELECT active_version FROM shardlite_map_versions", [], |r| r.get(0))
         .unwrap();
     assert_eq!(version, 1, "the master holds the map");
 }

@@ -7,10 +7,12 @@ pub mod support;
 
 // First by name, so that libtest starts its schemathesis runs (about a minute) before the rest.
 mod api_contract;
+mod catalog_patch;
 mod catalog_remote;
 mod cross_shard_query_surfaces;
 mod data_host;
 mod etcd_catalog;
+mod etcd_records;
 mod grpc;
 mod heat;
 mod hostile_sql;

@@ -9,6 +9,7 @@ pub mod support;
 mod blocking_client;
 mod catalog;
 mod catalog_activation;
+mod catalog_records;
 mod catalog_updates;
 mod connect;
 mod connection_strings;

@@ -553,10 +553,11 @@ async fn a_catalog_failure_after_the_copy_leaves_the_source_whole_and_resume_fin
     let migrator = Resharder::new(sharded.clone()).with_observer(move |_| {
         if !raced.swap(true, std::sync::atomic::Ordering::SeqCst) {
             let conn = rusqlite::Connection::open(&master_file).unwrap();
-            conn.execute(
-                "INSERT INTO shardlite_pending_map (slot, keyspace, map_version, map_json, written_utc)
-                 SELECT 1, keyspace, 2, map_json, updated_utc FROM shardlite_active_map",
-                [],
+            conn.execute_batch(
+                "INSERT INTO shardlite_map_records (kind, key, map_version, value)
+                     SELECT kind, key, 2, json_set(value, '$.mapVersion', 2) FROM shardlite_map_records
+                     WHERE kind = 'header';
+                 UPDATE shardlite_map_versions SET pending_version = 2;",
             )
             .unwrap();
         }
@@ -575,7 +576,11 @@ async fn a_catalog_failure_after_the_copy_leaves_the_source_whole_and_resume_fin
 
     // The operator clears the other pending map; resume writes its own, activates, deletes.
     let conn = rusqlite::Connection::open(&master).unwrap();
-    conn.execute("DELETE FROM shardlite_pending_map", []).unwrap();
+    conn.execute_batch(
+        "DELETE FROM shardlite_map_records WHERE map_version = 2;
+         UPDATE shardlite_map_versions SET pending_version = NULL;",
+    )
+    .unwrap();
     let resumed = Resharder::new(sharded.clone())
         .resume(&result.migration_id, ResumeRequest::default())
         .await

@@ -152,6 +152,11 @@ impl EtcdCluster {
         format!("etcd://{}/{prefix}", endpoints.join(","))
     }
 
+    /// The client URL of member `index` (`http://127.0.0.1:PORT`), for raw v3 JSON calls.
+    pub fn endpoint(&self, index: usize) -> String {
+        format!("http://127.0.0.1:{}", self.members[index].client_port)
+    }
+
     /// Kills member `index` (as a crash would).
     pub fn kill_member(&mut self, index: usize) {
         if let Some(mut child) = self.members[index].child.take() {

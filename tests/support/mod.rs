@@ -23,6 +23,7 @@ pub mod daemon;
 pub mod etcd;
 #[cfg(feature = "server")]
 pub mod heat;
+pub mod large_catalog;
 pub mod many;
 pub mod migrate;
 pub mod old_sqlite;

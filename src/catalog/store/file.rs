@@ -1,8 +1,13 @@
 //! The SQLite master file: the embedded catalog store.
 //!
-//! One file holds the active map, a pending map, catalog history, migration checkpoints and
-//! migration history, with a schema-version row so later releases can migrate it. Reading never
-//! creates tables: a file without them simply has "no map".
+//! One file holds the maps as records (see [`crate::map::records`]): `shardlite_map_records`
+//! keeps each record under the map version that wrote it (a deletion as a `NULL` value), and
+//! `shardlite_map_versions` names the active and pending versions. A change inserts the records
+//! it changes and updates the version row, in one SQLite transaction; activation only updates
+//! the version row. The file also holds catalog history, migration checkpoints and migration
+//! history, with a schema-version row: a file of schema version 1 (the map as one JSON text per
+//! slot) is migrated to records when opened. Reading never creates tables: a file without them
+//! simply has "no map".
 
 use std::path::{Path, PathBuf};
 
@@ -13,36 +18,50 @@ use crate::data::now_utc;
 use crate::data::{Audit, CatalogHistoryEntry, Params, SqlResult, Value};
 use crate::engine::{Database, EngineConfig, Role};
 use crate::error::{Error, Result};
+use crate::map::records::{MapAssembler, MapRecords, RecordChange, RecordKind};
 
-/// The catalog schema version this release writes.
-pub const CATALOG_SCHEMA_VERSION: i64 = 1;
+/// The catalog schema version this release writes (1: one JSON text per map; 2: records).
+pub const CATALOG_SCHEMA_VERSION: i64 = 2;
 
 /// Whether the catalog's tables exist.
 const HAS_SCHEMA_SQL: &str =
     "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'shardlite_catalog_meta'";
 
 /// The active map's version, without reading the map.
-const ACTIVE_VERSION_SQL: &str = "SELECT map_version FROM shardlite_active_map WHERE slot = 1";
+const ACTIVE_VERSION_SQL: &str = "SELECT active_version FROM shardlite_map_versions WHERE slot = 1";
 
-const SCHEMA: &str = "
+/// The version row and every record row up to the newest version, in one statement (one
+/// snapshot): the first row carries the active and pending versions.
+const STATE_SQL: &str = "WITH v AS (SELECT active_version, pending_version FROM shardlite_map_versions WHERE slot = 1)
+    SELECT NULL, NULL, active_version, pending_version FROM v
+    UNION ALL
+    SELECT kind, key, map_version, value FROM shardlite_map_records
+    WHERE map_version <= (SELECT max(active_version, coalesce(pending_version, 0)) FROM v)";
+
+/// Inserts the records of `:records` (`[[kind, key, value], ...]`) under `:version`.
+pub(super) const INSERT_RECORDS: &str = "INSERT OR REPLACE INTO shardlite_map_records (kind, key, map_version, value)
+    SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), :version, json_extract(value, '$[2]')
+    FROM json_each(:records)";
+
+pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS shardlite_catalog_meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS shardlite_active_map (
+CREATE TABLE IF NOT EXISTS shardlite_map_versions (
     slot INTEGER PRIMARY KEY CHECK (slot = 1),
     keyspace TEXT NOT NULL,
-    map_version INTEGER NOT NULL,
-    map_json TEXT NOT NULL,
+    active_version INTEGER NOT NULL,
+    pending_version INTEGER,
     updated_utc TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS shardlite_pending_map (
-    slot INTEGER PRIMARY KEY CHECK (slot = 1),
-    keyspace TEXT NOT NULL,
+CREATE TABLE IF NOT EXISTS shardlite_map_records (
+    kind TEXT NOT NULL,
+    key TEXT NOT NULL,
     map_version INTEGER NOT NULL,
-    map_json TEXT NOT NULL,
-    written_utc TEXT NOT NULL
-);
+    value TEXT,
+    PRIMARY KEY (kind, key, map_version)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS shardlite_catalog_history (
     entry_id INTEGER PRIMARY KEY AUTOINCREMENT,
     applied_utc TEXT NOT NULL,
@@ -98,7 +117,9 @@ impl FileStore {
             path: path.to_path_buf(),
         };
         store.check_intact().await.map_err(unreadable)?;
-        store.check_schema_version().await.map_err(unreadable)?;
+        if store.check_schema_version().await.map_err(unreadable)? == Some(1) {
+            super::file_upgrade::from_documents(&store).await.map_err(unreadable)?;
+        }
         Ok(store)
     }
 
@@ -122,9 +143,10 @@ impl FileStore {
         })
     }
 
-    async fn check_schema_version(&self) -> Result<()> {
+    /// Refuses a file written by a newer release; returns the stored schema version.
+    async fn check_schema_version(&self) -> Result<Option<i64>> {
         if !self.has_schema().await? {
-            return Ok(());
+            return Ok(None);
         }
         let result = self
             .db
@@ -133,7 +155,32 @@ impl FileStore {
                 Params::none(),
             )
             .await?;
-        super::super::check_schema_version(first_text(&result).and_then(|v| v.parse::<i64>().ok()))
+        let version = first_text(&result).and_then(|v| v.parse::<i64>().ok());
+        super::super::check_schema_version(version)?;
+        Ok(version)
+    }
+
+    /// Reads the version row and the record rows; `None` without a version row.
+    async fn read_versions(&self, sql: &str, params: Params) -> Result<Option<(u64, Option<u64>, Vec<StoredRow>)>> {
+        let result = self.db.execute_read_only(sql, params).await?;
+        let mut rows = result.rows.into_iter();
+        let Some(first) = rows.next() else {
+            return Ok(None);
+        };
+        let active = first
+            .get(2)
+            .and_then(Value::as_i64)
+            .and_then(|v| u64::try_from(v).ok())
+            .unwrap_or(0);
+        let pending = first.get(3).and_then(Value::as_i64).and_then(|v| u64::try_from(v).ok());
+        let records = rows
+            .filter_map(|row| {
+                let kind = RecordKind::parse(row.first()?.as_str()?)?;
+                let version = u64::try_from(row.get(2)?.as_i64()?).ok()?;
+                Some((kind, text(&row, 1)?, version, text(&row, 3)))
+            })
+            .collect();
+        Ok(Some((active, pending, records)))
     }
 
     async fn payloads(&self, sql: &str) -> Result<Vec<String>> {
@@ -169,31 +216,54 @@ impl CatalogStore for FileStore {
         if !self.has_schema().await? {
             return Ok(StoredState::default());
         }
-        let result = self
-            .db
-            .execute_read_only(
-                "SELECT 'active', map_version, map_json FROM shardlite_active_map WHERE slot = 1 \
-                 UNION ALL SELECT 'pending', map_version, map_json FROM shardlite_pending_map WHERE slot = 1",
-                Params::none(),
-            )
-            .await?;
-        let mut state = StoredState::default();
-        for row in &result.rows {
-            let map = StoredMap {
-                json: text(row, 2).unwrap_or_default(),
-                version: row
-                    .get(1)
-                    .and_then(Value::as_i64)
-                    .and_then(|v| u64::try_from(v).ok())
-                    .unwrap_or(0),
-                revision: 0,
-            };
-            match row.first().and_then(Value::as_str) {
-                Some("active") => state.active = Some(map),
-                _ => state.pending = Some(map),
-            }
+        let Some((active, pending, rows)) = self.read_versions(STATE_SQL, Params::none()).await? else {
+            return Ok(StoredState::default());
+        };
+        let mut versions = vec![active];
+        versions.extend(pending);
+        let mut assembler = MapAssembler::new(versions);
+        for (kind, key, version, value) in rows {
+            assembler.add(kind, key, version, value);
         }
-        Ok(state)
+        let mut maps = assembler.finish().into_iter();
+        let stored = |records: Option<MapRecords>, version: u64| -> Result<Option<StoredMap>> {
+            let Some(records) = records else {
+                return Ok(None);
+            };
+            Ok(Some(StoredMap {
+                options: records.to_options()?,
+                version,
+            }))
+        };
+        Ok(StoredState {
+            active: stored(maps.next(), active)?,
+            pending: match pending {
+                Some(version) => stored(maps.next(), version)?,
+                None => None,
+            },
+            revision: 0,
+            generation: String::new(),
+        })
+    }
+
+    async fn map_at(&self, version: u64) -> Result<Option<MapRecords>> {
+        if !self.has_schema().await? {
+            return Ok(None);
+        }
+        let sql = "SELECT NULL, NULL, 0, NULL UNION ALL \
+                   SELECT kind, key, map_version, value FROM shardlite_map_records WHERE map_version <= :version";
+        let params = Params::named([("version", Value::Integer(stored_int(version)))]);
+        let Some((_, _, rows)) = self.read_versions(sql, params).await? else {
+            return Ok(None);
+        };
+        if !rows.iter().any(|row| row.2 == version) {
+            return Ok(None);
+        }
+        let mut assembler = MapAssembler::new(vec![version]);
+        for (kind, key, at, value) in rows {
+            assembler.add(kind, key, at, value);
+        }
+        Ok(assembler.finish().pop())
     }
 
     async fn active_version(&self) -> Result<Option<u64>> {
@@ -218,21 +288,25 @@ impl CatalogStore for FileStore {
 
     async fn seed(&self, map: &NewMap, history: &HistoryRow) -> Result<()> {
         self.ensure_schema().await?;
+        let records = records_json(&MapRecords::of(&map.options).all_changes());
         self.db
             .execute_atomic(
-                "INSERT INTO shardlite_active_map (slot, keyspace, map_version, map_json, updated_utc)
-                     VALUES (1, :keyspace, :version, :json, :now)
-                     ON CONFLICT (slot) DO UPDATE SET keyspace = excluded.keyspace,
-                         map_version = excluded.map_version, map_json = excluded.map_json,
-                         updated_utc = excluded.updated_utc;
-                 DELETE FROM shardlite_pending_map;
-                 INSERT INTO shardlite_catalog_history (applied_utc, keyspace, map_version, operator, comment)
-                     VALUES (:now, :keyspace, :history_version, :operator, :comment);",
+                &format!(
+                    "DELETE FROM shardlite_map_records;
+                     {INSERT_RECORDS};
+                     INSERT INTO shardlite_map_versions (slot, keyspace, active_version, pending_version, updated_utc)
+                         VALUES (1, :keyspace, :version, NULL, :now)
+                         ON CONFLICT (slot) DO UPDATE SET keyspace = excluded.keyspace,
+                             active_version = excluded.active_version, pending_version = NULL,
+                             updated_utc = excluded.updated_utc;
+                     INSERT INTO shardlite_catalog_history (applied_utc, keyspace, map_version, operator, comment)
+                         VALUES (:now, :keyspace, :history_version, :operator, :comment);"
+                ),
                 Params::named([
                     ("keyspace", Value::from(map.keyspace.as_str())),
                     ("version", Value::Integer(stored_int(map.version))),
                     ("history_version", Value::Integer(stored_int(history.version))),
-                    ("json", Value::from(map.json.as_str())),
+                    ("records", Value::Text(records)),
                     ("now", Value::Text(now_utc())),
                     ("operator", Value::from(history.audit.operator.clone())),
                     ("comment", Value::from(history.audit.comment.clone())),
@@ -242,25 +316,29 @@ impl CatalogStore for FileStore {
         Ok(())
     }
 
+    /// Every statement is conditional on the version row still naming the versions of
+    /// `expected`, checked inside the transaction; the last one moves the version row, so
+    /// nothing is written when the condition fails.
     async fn write_pending(&self, expected: &StoredState, map: &NewMap, history: &HistoryRow) -> Result<bool> {
         self.ensure_schema().await?;
+        let records = records_json(&expected.changes_to(map));
+        let unchanged = "(SELECT count(*) FROM shardlite_map_versions WHERE slot = 1 AND active_version = :active \
+                         AND coalesce(pending_version, -1) = :pending) = 1";
         let written = self
             .db
             .execute_atomic(
-                "INSERT INTO shardlite_pending_map (slot, keyspace, map_version, map_json, written_utc)
-                     SELECT 1, :keyspace, :version, :json, :now
-                     WHERE (SELECT map_version FROM shardlite_active_map WHERE slot = 1) = :active
-                       AND coalesce((SELECT map_version FROM shardlite_pending_map WHERE slot = 1), -1) = :pending
-                     ON CONFLICT (slot) DO UPDATE SET keyspace = excluded.keyspace,
-                         map_version = excluded.map_version, map_json = excluded.map_json,
-                         written_utc = excluded.written_utc;
-                 INSERT INTO shardlite_catalog_history
-                     (applied_utc, keyspace, map_version, operator, comment, metadata_only_ownership_change)
-                     SELECT :now, :keyspace, :version, :operator, :comment, :metadata_only WHERE changes() > 0;",
+                &format!(
+                    "{INSERT_RECORDS} WHERE {unchanged};
+                     INSERT INTO shardlite_catalog_history
+                         (applied_utc, keyspace, map_version, operator, comment, metadata_only_ownership_change)
+                         SELECT :now, :keyspace, :version, :operator, :comment, :metadata_only WHERE {unchanged};
+                     UPDATE shardlite_map_versions SET pending_version = :version, updated_utc = :now
+                         WHERE slot = 1 AND active_version = :active AND coalesce(pending_version, -1) = :pending;"
+                ),
                 Params::named([
                     ("keyspace", Value::from(map.keyspace.as_str())),
                     ("version", Value::Integer(stored_int(map.version))),
-                    ("json", Value::from(map.json.as_str())),
+                    ("records", Value::Text(records)),
                     ("now", Value::Text(now_utc())),
                     (
                         "active",
@@ -280,24 +358,22 @@ impl CatalogStore for FileStore {
     }
 
     async fn activate(&self, expected: &StoredState, history: &HistoryRow) -> Result<bool> {
-        let Some(pending) = &expected.pending else {
+        let (Some(pending), Some(active)) = (&expected.pending, &expected.active) else {
             return Ok(false);
         };
         let moved = self
             .db
             .execute_atomic(
-                "INSERT INTO shardlite_active_map (slot, keyspace, map_version, map_json, updated_utc)
-                     SELECT 1, keyspace, map_version, map_json, :now FROM shardlite_pending_map
-                     WHERE slot = 1 AND map_version = :expected
-                     ON CONFLICT (slot) DO UPDATE SET keyspace = excluded.keyspace,
-                         map_version = excluded.map_version, map_json = excluded.map_json,
-                         updated_utc = excluded.updated_utc;
-                 INSERT INTO shardlite_catalog_history (applied_utc, keyspace, map_version, operator, comment)
-                     SELECT :now, :keyspace, :expected, :operator, :comment WHERE changes() > 0;
-                 DELETE FROM shardlite_pending_map WHERE map_version = :expected;",
+                "INSERT INTO shardlite_catalog_history (applied_utc, keyspace, map_version, operator, comment)
+                     SELECT :now, :keyspace, :expected, :operator, :comment FROM shardlite_map_versions
+                     WHERE slot = 1 AND pending_version = :expected AND active_version = :active;
+                 UPDATE shardlite_map_versions SET active_version = pending_version, pending_version = NULL,
+                     updated_utc = :now
+                     WHERE slot = 1 AND pending_version = :expected AND active_version = :active;",
                 Params::named([
                     ("now", Value::Text(now_utc())),
                     ("expected", Value::Integer(stored_int(pending.version))),
+                    ("active", Value::Integer(stored_int(active.version))),
                     ("keyspace", Value::from(history.keyspace.as_str())),
                     ("operator", Value::from(history.audit.operator.clone())),
                     ("comment", Value::from(history.audit.comment.clone())),
@@ -426,14 +502,16 @@ impl CatalogStore for FileStore {
     async fn import_maps(&self, active: &NewMap, pending: Option<&NewMap>, history: &HistoryRow) -> Result<()> {
         self.seed(active, history).await?;
         if let Some(pending) = pending {
+            let records = MapRecords::of(&active.options).changes_to(&MapRecords::of(&pending.options));
             self.db
-                .execute(
-                    "INSERT INTO shardlite_pending_map (slot, keyspace, map_version, map_json, written_utc)
-                         VALUES (1, :keyspace, :version, :json, :now)",
+                .execute_atomic(
+                    &format!(
+                        "{INSERT_RECORDS};
+                         UPDATE shardlite_map_versions SET pending_version = :version, updated_utc = :now WHERE slot = 1;"
+                    ),
                     Params::named([
-                        ("keyspace", Value::from(pending.keyspace.as_str())),
                         ("version", Value::Integer(stored_int(pending.version))),
-                        ("json", Value::from(pending.json.as_str())),
+                        ("records", Value::Text(records_json(&records))),
                         ("now", Value::Text(now_utc())),
                     ]),
                 )
@@ -457,7 +535,19 @@ fn record_params(record: &ReshardRecord<'_>) -> Params {
     ])
 }
 
-fn stored_int(version: u64) -> i64 {
+/// A stored record row: kind, key, map version, value (`None`: deleted at that version).
+type StoredRow = (RecordKind, String, u64, Option<String>);
+
+/// `changes` as the JSON array [`INSERT_RECORDS`] reads: `[[kind, key, value], ...]`.
+pub(super) fn records_json(changes: &[RecordChange]) -> String {
+    let rows: Vec<serde_json::Value> = changes
+        .iter()
+        .map(|change| serde_json::json!([change.kind.as_str(), change.key, change.value]))
+        .collect();
+    serde_json::Value::Array(rows).to_string()
+}
+
+pub(super) fn stored_int(version: u64) -> i64 {
     i64::try_from(version).unwrap_or(i64::MAX)
 }
 

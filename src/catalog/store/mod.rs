@@ -10,6 +10,7 @@
 
 pub(super) mod file;
 mod file_runner;
+mod file_upgrade;
 
 #[cfg(feature = "etcd")]
 pub(crate) mod etcd;
@@ -20,18 +21,16 @@ use async_trait::async_trait;
 
 use crate::data::{Audit, CatalogHistoryEntry};
 use crate::error::{Error, Result};
+use crate::map::ShardingOptions;
+use crate::map::records::{MapRecords, RecordChange};
 
 /// A map as a store holds it.
 #[derive(Debug, Clone)]
 pub(crate) struct StoredMap {
-    /// The map's JSON, as written.
-    pub json: String,
+    /// The map, read back from its records.
+    pub options: ShardingOptions,
     /// Its `mapVersion`.
     pub version: u64,
-    /// The store's own revision of the record (etcd's `mod_revision`; 0 in a file), which
-    /// conditional writes compare.
-    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
-    pub revision: i64,
 }
 
 /// The active and pending maps, read together.
@@ -41,6 +40,27 @@ pub(crate) struct StoredState {
     pub active: Option<StoredMap>,
     /// The pending map, if any.
     pub pending: Option<StoredMap>,
+    /// The store's own revision of the version record (etcd's `mod_revision`; 0 in a file, or
+    /// when there is none), which conditional writes compare.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub revision: i64,
+    /// Where the records of these maps live (etcd's generation; empty in a file).
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub generation: String,
+}
+
+impl StoredState {
+    /// The records a change to `map` writes: those that differ from the newest stored map
+    /// (the pending map, else the active one).
+    pub(crate) fn changes_to(&self, map: &NewMap) -> Vec<RecordChange> {
+        let base = self
+            .pending
+            .as_ref()
+            .or(self.active.as_ref())
+            .map(|stored| MapRecords::of(&stored.options))
+            .unwrap_or_default();
+        base.changes_to(&MapRecords::of(&map.options))
+    }
 }
 
 /// A map to write.
@@ -48,7 +68,18 @@ pub(crate) struct StoredState {
 pub(crate) struct NewMap {
     pub keyspace: String,
     pub version: u64,
-    pub json: String,
+    pub options: ShardingOptions,
+}
+
+impl NewMap {
+    /// The map `options` as a store writes it.
+    pub(crate) fn of(options: &ShardingOptions) -> Self {
+        Self {
+            keyspace: options.keyspace.trim().to_owned(),
+            version: u64::try_from(options.map_version).unwrap_or(0),
+            options: options.clone(),
+        }
+    }
 }
 
 /// A catalog history entry to append (its time is the store's write time).
@@ -116,6 +147,11 @@ pub(crate) trait CatalogStore: std::fmt::Debug + Send + Sync {
     /// Makes the pending map of `expected` active, drops it as pending and appends `history`,
     /// only if the stored maps are still those of `expected`. `false` when they are not.
     async fn activate(&self, expected: &StoredState, history: &HistoryRow) -> Result<bool>;
+
+    /// The records of map version `version` as they were written (a stored version's map is
+    /// rebuilt from the changes of each version up to it), or `None` when no record of it is
+    /// stored.
+    async fn map_at(&self, version: u64) -> Result<Option<MapRecords>>;
 
     /// Catalog history, newest first.
     async fn history(&self) -> Result<Vec<CatalogHistoryEntry>>;

@@ -41,7 +41,7 @@ pub(super) async fn write_pending(migrator: &Runner, state: &mut ReshardResult) 
     }
     let newest = catalog.newest_version().await?.unwrap_or(active.version());
     let request = CatalogUpdateRequest {
-        map: plan::proposed_options(&active, &state.spec),
+        map: plan::proposed_options(&active, &state.spec).into(),
         expected_current_map_version: Some(newest),
         allow_ownership_change: true,
         audit: Audit {

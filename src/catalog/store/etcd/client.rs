@@ -127,6 +127,21 @@ impl EtcdClient {
             .unwrap_or_default())
     }
 
+    /// At most `limit` keys from `key` up to `range_end`, in key order, and whether more follow.
+    pub async fn range_page(&self, key: &[u8], range_end: &[u8], limit: usize) -> Result<(Vec<Kv>, bool)> {
+        let body = json!({
+            "key": STANDARD.encode(key),
+            "range_end": STANDARD.encode(range_end),
+            "limit": limit.to_string(),
+        });
+        let answer = self.call("/v3/kv/range", body).await?;
+        let kvs = answer["kvs"]
+            .as_array()
+            .map(|kvs| kvs.iter().filter_map(kv).collect())
+            .unwrap_or_default();
+        Ok((kvs, answer["more"].as_bool().unwrap_or(false)))
+    }
+
     /// One transaction: when every comparison holds, the `success` operations run, atomically.
     /// Returns whether they did.
     pub async fn txn(&self, compare: Vec<Json>, success: Vec<Json>) -> Result<bool> {
@@ -178,6 +193,11 @@ pub(crate) fn put(key: &[u8], value: &[u8], lease: Option<i64>) -> Json {
 /// A `delete` operation of a transaction, of one key.
 pub(crate) fn delete(key: &[u8]) -> Json {
     json!({ "request_delete_range": { "key": STANDARD.encode(key) } })
+}
+
+/// A `delete` operation of a transaction, of the keys from `key` up to `range_end`.
+pub(crate) fn delete_range(key: &[u8], range_end: &[u8]) -> Json {
+    json!({ "request_delete_range": { "key": STANDARD.encode(key), "range_end": STANDARD.encode(range_end) } })
 }
 
 /// A comparison: `key`'s last modification is `revision` (0: the key does not exist).

@@ -4,18 +4,22 @@
 //!
 //! | key | value |
 //! |---|---|
-//! | `PREFIX/meta` | `{"schemaVersion": 1}` |
-//! | `PREFIX/map/active`, `PREFIX/map/pending` | `{"keyspace", "mapVersion", "map" (the map's JSON text), "writtenUtc"}` |
+//! | `PREFIX/meta` | `{"schemaVersion": 2}` |
+//! | `PREFIX/map/version` | `{"keyspace", "generation", "activeVersion", "pendingVersion"?, "writtenUtc"}` |
+//! | `PREFIX/records/{generation}/{kind}/{key}/{mapVersion}` | one map record as of that version (see [`records`]) |
 //! | `PREFIX/history/catalog/{time}-{id}` | a catalog history entry |
 //! | `PREFIX/migrations/checkpoints/{migrationId}` | `{"migrationId", "keyspace", "status", "updatedUtc", "payload"}` |
 //! | `PREFIX/migrations/history/{time}-{id}` | the same, once per run that ended |
 //! | `PREFIX/migrations/runners/{migrationId}` | the runner's claim, attached to its lease |
 //!
-//! Conditional writes compare the `mod_revision` of `map/active` and `map/pending` with the
-//! revisions read, in one etcd transaction with the history entry they append.
+//! Conditional writes compare the `mod_revision` of `map/version` with the revision read, in the
+//! etcd transaction that writes it and the history entry they append. Schema version 1 kept each
+//! map as one value (`map/active`, `map/pending`); such a prefix is rewritten as records when
+//! opened.
 
 pub(crate) mod client;
 mod lease;
+mod records;
 mod watch;
 
 use async_trait::async_trait;
@@ -23,6 +27,7 @@ use serde_json::{Value as Json, json};
 
 use self::client::{EtcdClient, delete, modified_at, prefix_end, put};
 use self::lease::EtcdLease;
+use self::records::{Commit, RecordRow, VersionRecord};
 use self::watch::EtcdWatch;
 use super::{CatalogStore, HistoryRow, MapWatch, NewMap, ReshardRecord, RunnerClaim, StoredMap, StoredState};
 use crate::catalog::EtcdAddress;
@@ -30,6 +35,8 @@ use crate::catalog::store::file::CATALOG_SCHEMA_VERSION;
 use crate::data::CatalogHistoryEntry;
 use crate::data::now_utc;
 use crate::error::{Error, Result};
+use crate::map::ShardingOptions;
+use crate::map::records::MapRecords;
 
 /// A catalog in etcd.
 #[derive(Debug, Clone)]
@@ -53,8 +60,69 @@ impl EtcdStore {
                 .ok()
                 .and_then(|v| v["schemaVersion"].as_i64());
             crate::catalog::check_schema_version(version)?;
+            if version == Some(1) {
+                store.migrate_from_documents(meta.mod_revision).await?;
+            }
         }
         Ok(store)
+    }
+
+    /// Rewrites a prefix of schema version 1 (each map one value) as records, in a new
+    /// generation committed by one transaction that also drops the old values, comparing them
+    /// and the schema record with what was read: of two processes migrating at once, one
+    /// writes and the other finds it done.
+    async fn migrate_from_documents(&self, meta_revision: i64) -> Result<()> {
+        let old = |name: &str| {
+            let name = name.to_owned();
+            async move {
+                let Some(kv) = self.get(&name).await? else {
+                    return Ok::<_, Error>((None, 0));
+                };
+                let value: Json = serde_json::from_slice(&kv.value).unwrap_or(Json::Null);
+                let options = ShardingOptions::from_json(value["map"].as_str().unwrap_or_default()).map_err(|err| {
+                    Error::Catalog {
+                        reason: format!("the map stored at '{name}' in {} does not parse: {err}", self.address),
+                    }
+                })?;
+                Ok((Some(NewMap::of(&options)), kv.mod_revision))
+            }
+        };
+        let (active, active_revision) = old("map/active").await?;
+        let (pending, pending_revision) = old("map/pending").await?;
+        let meta = self.key("meta");
+        let meta_value = json!({ "schemaVersion": CATALOG_SCHEMA_VERSION }).to_string();
+        let mut compare = vec![
+            modified_at(&meta, meta_revision),
+            modified_at(&self.key("map/active"), active_revision),
+            modified_at(&self.key("map/pending"), pending_revision),
+        ];
+        let mut operations = vec![
+            put(&meta, meta_value.as_bytes(), None),
+            delete(&self.key("map/active")),
+            delete(&self.key("map/pending")),
+        ];
+        let Some(active) = active else {
+            compare.truncate(1);
+            operations.truncate(1);
+            self.client.txn(compare, operations).await?;
+            return Ok(());
+        };
+        let rows = rows_of(&active, pending.as_ref());
+        let commit = Commit {
+            expected_revision: Some(0),
+            base_generation: None,
+            version: VersionRecord {
+                keyspace: active.keyspace.clone(),
+                generation: String::new(),
+                active_version: active.version,
+                pending_version: pending.as_ref().map(|p| p.version),
+                written_utc: String::new(),
+            },
+            compare,
+            operations,
+        };
+        self.commit(rows, commit).await?;
+        Ok(())
     }
 
     fn key(&self, name: &str) -> Vec<u8> {
@@ -78,15 +146,6 @@ impl EtcdStore {
             .map_or(0, |d| d.as_nanos());
         let unique = uuid::Uuid::new_v4().simple().to_string();
         self.key(&format!("{folder}/{nanos:024}-{}", &unique[..12]))
-    }
-
-    /// Comparisons that hold only while both map records are as `expected` read them.
-    fn unchanged(&self, expected: &StoredState) -> Vec<Json> {
-        let revision = |map: &Option<StoredMap>| map.as_ref().map_or(0, |m| m.revision);
-        vec![
-            modified_at(&self.key("map/active"), revision(&expected.active)),
-            modified_at(&self.key("map/pending"), revision(&expected.pending)),
-        ]
     }
 
     fn history_put(&self, history: &HistoryRow) -> Json {
@@ -148,74 +207,87 @@ impl CatalogStore for EtcdStore {
     }
 
     async fn state(&self) -> Result<StoredState> {
-        let mut state = StoredState::default();
-        let active = self.key("map/active");
-        for kv in self.list("map").await? {
-            let map = stored_map(&kv).ok_or_else(|| Error::Catalog {
-                reason: format!(
-                    "the map stored at '{}' in {} does not parse",
-                    String::from_utf8_lossy(&kv.key),
-                    self.address
-                ),
-            })?;
-            if kv.key == active {
-                state.active = Some(map);
-            } else if kv.key == self.key("map/pending") {
-                state.pending = Some(map);
-            }
-        }
-        Ok(state)
+        let Some((version, revision)) = self.version_record().await? else {
+            return Ok(StoredState::default());
+        };
+        let mut versions = vec![version.active_version];
+        versions.extend(version.pending_version);
+        let (maps, _) = self.read_maps(&version.generation, versions).await?;
+        let mut maps = maps.into_iter();
+        let stored = |records: Option<MapRecords>, version: u64| -> Result<Option<StoredMap>> {
+            records
+                .map(|records| {
+                    Ok(StoredMap {
+                        options: records.to_options()?,
+                        version,
+                    })
+                })
+                .transpose()
+        };
+        Ok(StoredState {
+            active: stored(maps.next(), version.active_version)?,
+            pending: match version.pending_version {
+                Some(pending) => stored(maps.next(), pending)?,
+                None => None,
+            },
+            revision,
+            generation: version.generation,
+        })
+    }
+
+    async fn map_at(&self, version: u64) -> Result<Option<MapRecords>> {
+        let Some((record, _)) = self.version_record().await? else {
+            return Ok(None);
+        };
+        let (mut maps, seen) = self.read_maps(&record.generation, vec![version]).await?;
+        Ok(maps.pop().filter(|_| seen.contains(&version)))
     }
 
     async fn active_version(&self) -> Result<Option<u64>> {
-        Ok(self
-            .get("map/active")
-            .await?
-            .as_ref()
-            .and_then(stored_map)
-            .map(|m| m.version))
+        Ok(self.version_record().await?.map(|(record, _)| record.active_version))
     }
 
     async fn seed(&self, map: &NewMap, history: &HistoryRow) -> Result<()> {
         self.ensure_schema().await?;
-        let operations = vec![
-            put(&self.key("map/active"), &map_value(map), None),
-            delete(&self.key("map/pending")),
-            self.history_put(history),
-        ];
-        self.client.txn(Vec::new(), operations).await?;
+        let commit = Commit {
+            expected_revision: None,
+            base_generation: None,
+            version: version_of(map, map.version, None),
+            compare: Vec::new(),
+            operations: vec![self.history_put(history)],
+        };
+        self.commit(rows_of(map, None), commit).await?;
         Ok(())
     }
 
     async fn write_pending(&self, expected: &StoredState, map: &NewMap, history: &HistoryRow) -> Result<bool> {
-        let operations = vec![
-            put(&self.key("map/pending"), &map_value(map), None),
-            self.history_put(history),
-        ];
-        self.client.txn(self.unchanged(expected), operations).await
+        let Some(active) = &expected.active else {
+            return Ok(false);
+        };
+        let rows = expected.changes_to(map).into_iter().map(|c| (map.version, c)).collect();
+        let commit = Commit {
+            expected_revision: Some(expected.revision),
+            base_generation: Some(expected.generation.clone()),
+            version: version_of(map, active.version, Some(map.version)),
+            compare: Vec::new(),
+            operations: vec![self.history_put(history)],
+        };
+        self.commit(rows, commit).await
     }
 
     async fn activate(&self, expected: &StoredState, history: &HistoryRow) -> Result<bool> {
         let Some(pending) = &expected.pending else {
             return Ok(false);
         };
-        let Some(keyspace) = serde_json::from_str::<Json>(&pending.json)
-            .ok()
-            .and_then(|m| m["keyspace"].as_str().map(str::to_owned))
-        else {
-            return Ok(false);
+        let next = NewMap::of(&pending.options);
+        let commit = Commit {
+            expected_revision: Some(expected.revision),
+            base_generation: Some(expected.generation.clone()),
+            version: version_of(&next, pending.version, None),
+            compare: Vec::new(),
+            operations: vec![self.history_put(history)],
         };
-        let next = NewMap {
-            keyspace,
-            version: pending.version,
-            json: pending.json.clone(),
-        };
-        let operations = vec![
-            put(&self.key("map/active"), &map_value(&next), None),
-            delete(&self.key("map/pending")),
-            self.history_put(history),
-        ];
-        self.client.txn(self.unchanged(expected), operations).await
+        self.commit(Vec::new(), commit).await
     }
 
     async fn history(&self) -> Result<Vec<CatalogHistoryEntry>> {
@@ -308,15 +380,14 @@ impl CatalogStore for EtcdStore {
     }
 
     async fn import_maps(&self, active: &NewMap, pending: Option<&NewMap>, history: &HistoryRow) -> Result<()> {
-        let mut operations = vec![
-            put(&self.key("map/active"), &map_value(active), None),
-            self.history_put(history),
-        ];
-        if let Some(pending) = pending {
-            operations.push(put(&self.key("map/pending"), &map_value(pending), None));
-        }
-        let absent = vec![modified_at(&self.key("map/active"), 0)];
-        if !self.client.txn(absent, operations).await? {
+        let commit = Commit {
+            expected_revision: Some(0),
+            base_generation: None,
+            version: version_of(active, active.version, pending.map(|p| p.version)),
+            compare: Vec::new(),
+            operations: vec![self.history_put(history)],
+        };
+        if !self.commit(rows_of(active, pending), commit).await? {
             return Err(Error::Catalog {
                 reason: format!(
                     "{} was given a map while the import ran: nothing of the maps was written",
@@ -359,24 +430,27 @@ pub(crate) fn put_leased(key: &[u8], value: &[u8], lease: i64) -> Json {
     put(key, value, Some(lease))
 }
 
-fn map_value(map: &NewMap) -> Vec<u8> {
-    json!({
-        "keyspace": map.keyspace,
-        "mapVersion": map.version,
-        "map": map.json,
-        "writtenUtc": now_utc(),
-    })
-    .to_string()
-    .into_bytes()
+/// The version record naming `map`'s keyspace and the given versions.
+fn version_of(map: &NewMap, active: u64, pending: Option<u64>) -> VersionRecord {
+    VersionRecord {
+        keyspace: map.keyspace.clone(),
+        generation: String::new(),
+        active_version: active,
+        pending_version: pending,
+        written_utc: String::new(),
+    }
 }
 
-fn stored_map(kv: &client::Kv) -> Option<StoredMap> {
-    let value: Json = serde_json::from_slice(&kv.value).ok()?;
-    Some(StoredMap {
-        json: value["map"].as_str()?.to_owned(),
-        version: value["mapVersion"].as_u64()?,
-        revision: kv.mod_revision,
-    })
+/// The rows of a fresh generation: every record of `active` under its version, and the
+/// changes to `pending` under its own.
+fn rows_of(active: &NewMap, pending: Option<&NewMap>) -> Vec<RecordRow> {
+    let first = MapRecords::of(&active.options);
+    let mut rows: Vec<RecordRow> = first.all_changes().into_iter().map(|c| (active.version, c)).collect();
+    if let Some(pending) = pending {
+        let next = MapRecords::of(&pending.options);
+        rows.extend(first.changes_to(&next).into_iter().map(|c| (pending.version, c)));
+    }
+    rows
 }
 
 fn record_value(record: &ReshardRecord<'_>) -> Vec<u8> {

@@ -4,10 +4,10 @@
 use super::{missing, pb};
 use crate::data::{
     ActivationRequest, ActivationResult, Audit, CatalogApplyResult, CatalogIssue, CatalogUpdateRequest,
-    CatalogValidation, IssueSeverity, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
+    CatalogValidation, IssueSeverity, MapProposal, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
 };
 use crate::error::{Error, Result};
-use crate::map::ShardingOptions;
+use crate::map::{MapPatch, ShardingOptions};
 
 fn unknown(what: &str, value: i32) -> Error {
     Error::invalid_argument("gRPC message", format!("unknown {what} {value}"))
@@ -83,7 +83,11 @@ convert_both_ways!(
 impl From<&CatalogUpdateRequest> for pb::ShardCatalogUpdateRequest {
     fn from(request: &CatalogUpdateRequest) -> Self {
         Self {
-            map_json: request.map.to_json(),
+            map_json: request.map.as_map().map(ShardingOptions::to_json).unwrap_or_default(),
+            patch_json: match &request.map {
+                MapProposal::Map(_) => String::new(),
+                MapProposal::Patch(patch) => patch.as_json().to_string(),
+            },
             expected_current_map_version: request.expected_current_map_version,
             allow_ownership_change: request.allow_ownership_change,
             operator: request.audit.operator.clone(),
@@ -94,10 +98,15 @@ impl From<&CatalogUpdateRequest> for pb::ShardCatalogUpdateRequest {
 
 impl TryFrom<pb::ShardCatalogUpdateRequest> for CatalogUpdateRequest {
     type Error = Error;
-    /// Fails when `map_json` is not a map file's JSON, naming the unknown field or bad value.
+    /// Fails when `map_json` is not a map file's JSON (or `patch_json`, given instead, not a JSON
+    /// object), naming the unknown field or bad value.
     fn try_from(request: pb::ShardCatalogUpdateRequest) -> Result<Self> {
         Ok(Self {
-            map: ShardingOptions::from_json(&request.map_json)?,
+            map: if !request.patch_json.is_empty() && request.map_json.is_empty() {
+                MapProposal::Patch(MapPatch::from_json(&request.patch_json)?)
+            } else {
+                MapProposal::Map(ShardingOptions::from_json(&request.map_json)?)
+            },
             expected_current_map_version: request.expected_current_map_version,
             allow_ownership_change: request.allow_ownership_change,
             audit: Audit::new(request.operator, request.comment),
@@ -252,7 +261,7 @@ mod tests {
         };
         map.shards[0].api_key = Some(crate::map::Secret::new("kept as given"));
         let request = CatalogUpdateRequest {
-            map,
+            map: map.into(),
             expected_current_map_version: Some(1),
             allow_ownership_change: true,
             audit: Audit::by("ada"),
