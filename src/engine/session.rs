@@ -15,6 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 use rusqlite::Connection;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
+use super::atomic::Recorder;
 use super::config::EngineConfig;
 use super::database::Database;
 use super::guard;
@@ -42,6 +43,12 @@ pub(super) enum SessionJob {
         reply: oneshot::Sender<Result<PageCursor>>,
     },
     Commit(oneshot::Sender<Result<()>>),
+    /// Prepares an atomic session's writes (see [`super::atomic`]) and ends the session.
+    Prepare {
+        transaction_id: String,
+        participants: Vec<String>,
+        reply: oneshot::Sender<Result<usize>>,
+    },
     Rollback(Option<oneshot::Sender<Result<()>>>),
 }
 
@@ -123,6 +130,17 @@ impl<'db> Sessions<'db> {
     /// [`begin`](Self::begin) with `options`: a maintenance transaction's statements may also
     /// write shardlite's internal tables (see [`TransactionOptions::maintenance`]).
     pub async fn begin_with(self, options: TransactionOptions) -> Result<SessionInfo> {
+        self.begin_session(options, false).await
+    }
+
+    /// Begins a participant's session of an atomic transaction: like [`begin`](Self::begin),
+    /// but its writes are recorded, and it ends with
+    /// [`session_prepare`](Self::session_prepare) (or a rollback) rather than a commit.
+    pub async fn begin_atomic(self) -> Result<SessionInfo> {
+        self.begin_session(TransactionOptions::default(), true).await
+    }
+
+    async fn begin_session(self, options: TransactionOptions, atomic: bool) -> Result<SessionInfo> {
         let scope = if options.maintenance {
             guard::ConnectionKind::Maintenance
         } else {
@@ -151,7 +169,7 @@ impl<'db> Sessions<'db> {
             let config = shared.config.clone();
             let expired = Arc::clone(&expired);
             spawn_thread(&format!("shardlite-tx-{}", shared.label), move || {
-                run_session(&file, &config, scope, &rx, &expired, permit, ready_tx);
+                run_session(&file, &config, (scope, atomic), &rx, &expired, permit, ready_tx);
             })?;
         }
         ready_rx
@@ -293,6 +311,26 @@ impl<'db> Sessions<'db> {
             .map_err(|err| self.db.storage_failure(err))
     }
 
+    /// Prepares the atomic transaction `transaction_id` from an atomic session's writes and
+    /// closes the session: one local commit stores the new values of the rows it wrote and locks
+    /// them, leaving the rows themselves as they were. Returns how many rows it locked.
+    pub async fn session_prepare(self, id: &str, transaction_id: &str, participants: Vec<String>) -> Result<usize> {
+        let jobs = self.session_sender(id, true)?;
+        let (reply, rx) = oneshot::channel();
+        let gone = || Error::TransactionExpired {
+            transaction_id: id.to_owned(),
+        };
+        jobs.send(SessionJob::Prepare {
+            transaction_id: transaction_id.to_owned(),
+            participants,
+            reply,
+        })
+        .map_err(|_| gone())?;
+        rx.await
+            .map_err(|_| gone())?
+            .map_err(|err| self.db.storage_failure(err))
+    }
+
     /// Rolls back and closes a session.
     pub async fn session_rollback(self, id: &str) -> Result<()> {
         let jobs = self.session_sender(id, true)?;
@@ -363,7 +401,7 @@ struct SessionFile {
 fn run_session(
     file: &SessionFile,
     config: &EngineConfig,
-    scope: guard::ConnectionKind,
+    (scope, atomic): (guard::ConnectionKind, bool),
     jobs: &flume::Receiver<SessionJob>,
     expired: &AtomicBool,
     permit: OwnedSemaphorePermit,
@@ -394,6 +432,14 @@ fn run_session(
         }
     };
     let rollback = |conn: &Connection| guard::trusted(|| conn.execute_batch("ROLLBACK")).map_err(sql_error);
+    let mut recorder = match atomic.then(|| Recorder::install(&conn)).transpose() {
+        Ok(recorder) => recorder,
+        Err(err) => {
+            let _ = rollback(&conn);
+            let _ = ready.send(Err(err));
+            return;
+        }
+    };
     if ready.send(Ok(())).is_err() {
         let _ = rollback(&conn);
         return;
@@ -414,10 +460,17 @@ fn run_session(
                 if cancel.load(Ordering::Relaxed) {
                     continue;
                 }
-                let result = guard::arm(&limits, Some(cancel), || {
+                let mark = recorder.as_ref().map(|r| r.mark(&conn));
+                let mut result = guard::arm(&limits, Some(cancel), || {
                     script::execute(&conn, &sql, &params, ScriptMode::ReadWrite)
                 })
                 .map_err(|err| read_only_file(&conn, &file.label, err));
+                if let (Some(recorder), Some(mark)) = (recorder.as_mut(), mark)
+                    && let Err(err) = recorder.check(&conn, &mark)
+                    && result.is_ok()
+                {
+                    result = Err(err);
+                }
                 let _ = reply.send(result);
                 if conn.is_autocommit() {
                     // An error made SQLite roll the transaction back (an interrupted write, say):
@@ -450,6 +503,25 @@ fn run_session(
                 let result = FileIdentity::check(file.identity, path, &file.label)
                     .and_then(|()| guard::trusted(|| conn.execute_batch("COMMIT")).map_err(sql_error));
                 if result.is_err() && !conn.is_autocommit() {
+                    let _ = rollback(&conn);
+                }
+                finish(conn, permit);
+                let _ = reply.send(result);
+                return;
+            }
+            Ok(SessionJob::Prepare {
+                transaction_id,
+                participants,
+                reply,
+            }) => {
+                let result = match recorder.take() {
+                    Some(recorder) => FileIdentity::check(file.identity, path, &file.label)
+                        .and_then(|()| recorder.prepare(&conn, &transaction_id, &participants)),
+                    None => Err(Error::AtomicUnsupported {
+                        what: "outside an atomic transaction (prepare needs a session begun as atomic)".into(),
+                    }),
+                };
+                if !conn.is_autocommit() {
                     let _ = rollback(&conn);
                 }
                 finish(conn, permit);

@@ -6,6 +6,7 @@
 #[path = "../support/mod.rs"]
 pub mod support;
 
+mod atomic_participant;
 mod blocking_client;
 mod catalog;
 mod catalog_activation;
