@@ -47,6 +47,7 @@ pub(super) enum SessionJob {
     Prepare {
         transaction_id: String,
         participants: Vec<String>,
+        holds_decision: bool,
         reply: oneshot::Sender<Result<usize>>,
     },
     Rollback(Option<oneshot::Sender<Result<()>>>),
@@ -314,7 +315,11 @@ impl<'db> Sessions<'db> {
     /// Prepares the atomic transaction `transaction_id` from an atomic session's writes and
     /// closes the session: one local commit stores the new values of the rows it wrote and locks
     /// them, leaving the rows themselves as they were. Returns how many rows it locked.
+    ///
+    /// The first of `participants` holds the decision: when that is this file, the same commit
+    /// creates the transaction's pending decision record.
     pub async fn session_prepare(self, id: &str, transaction_id: &str, participants: Vec<String>) -> Result<usize> {
+        let holds_decision = participants.first().is_some_and(|first| *first == self.db.shared.label);
         let jobs = self.session_sender(id, true)?;
         let (reply, rx) = oneshot::channel();
         let gone = || Error::TransactionExpired {
@@ -323,6 +328,7 @@ impl<'db> Sessions<'db> {
         jobs.send(SessionJob::Prepare {
             transaction_id: transaction_id.to_owned(),
             participants,
+            holds_decision,
             reply,
         })
         .map_err(|_| gone())?;
@@ -512,11 +518,12 @@ fn run_session(
             Ok(SessionJob::Prepare {
                 transaction_id,
                 participants,
+                holds_decision,
                 reply,
             }) => {
                 let result = match recorder.take() {
                     Some(recorder) => FileIdentity::check(file.identity, path, &file.label)
-                        .and_then(|()| recorder.prepare(&conn, &transaction_id, &participants)),
+                        .and_then(|()| recorder.prepare(&conn, &transaction_id, &participants, holds_decision)),
                     None => Err(Error::AtomicUnsupported {
                         what: "outside an atomic transaction (prepare needs a session begun as atomic)".into(),
                     }),

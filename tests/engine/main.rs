@@ -7,6 +7,7 @@
 pub mod support;
 
 mod atomic_participant;
+mod atomic_transactions;
 mod blocking_client;
 mod catalog;
 mod catalog_activation;

@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rusqlite::{Connection, OptionalExtension, params_from_iter};
 
-use super::locks;
 use super::{AtomicIntent, Finished, SCHEMA};
+use super::{decision, locks};
 use crate::data::Value;
 use crate::engine::guard;
 use crate::engine::sqlite_error::sql_error;
@@ -97,19 +97,27 @@ impl Recorder {
     /// Prepares the transaction `id` on `conn` in one local commit: stores the new values of
     /// every row the session wrote and locks those rows, with the session's own writes rolled
     /// back. Returns how many rows it locked. The connection's transaction has ended either way.
-    pub(crate) fn prepare(self, conn: &Connection, id: &str, participants: &[String]) -> Result<usize> {
-        let outcome = self.prepare_in(conn, id, participants).and_then(|rows| {
-            guard::trusted(|| conn.execute_batch("COMMIT"))
-                .map_err(sql_error)
-                .map(|()| rows)
-        });
+    pub(crate) fn prepare(
+        self,
+        conn: &Connection,
+        id: &str,
+        participants: &[String],
+        holds_decision: bool,
+    ) -> Result<usize> {
+        let outcome = self
+            .prepare_in(conn, id, participants, holds_decision)
+            .and_then(|rows| {
+                guard::trusted(|| conn.execute_batch("COMMIT"))
+                    .map_err(sql_error)
+                    .map(|()| rows)
+            });
         if outcome.is_err() && !conn.is_autocommit() {
             let _ = guard::trusted(|| conn.execute_batch("ROLLBACK"));
         }
         outcome
     }
 
-    fn prepare_in(self, conn: &Connection, id: &str, participants: &[String]) -> Result<usize> {
+    fn prepare_in(self, conn: &Connection, id: &str, participants: &[String], holds_decision: bool) -> Result<usize> {
         conn.update_hook(None::<fn(rusqlite::hooks::Action, &str, &str, i64)>)
             .map_err(sql_error)?;
         if self.unsupported {
@@ -140,6 +148,9 @@ impl Recorder {
         })
         .map_err(sql_error)?;
         guard::trusted(|| guard::internal_writes(|| write_intent(conn, id, participants, &columns, &images)))?;
+        if holds_decision {
+            guard::trusted(|| decision::create(conn, id, participants))?;
+        }
         Ok(images.len())
     }
 }
