@@ -267,3 +267,37 @@ async fn bad_input_is_refused_and_nothing_is_half_applied() {
     drop(tx);
     assert_eq!((balance(&sharded, 2).await, balance(&sharded, 3).await), (100, 100));
 }
+
+#[test]
+fn the_blocking_client_commits_a_transfer_atomically() {
+    let dir = temp_dir();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    drop(runtime.block_on(accounts(dir.path(), Duration::from_secs(30))));
+    drop(runtime);
+    let sharded = shardlite::client::blocking::ShardedClient::open(dir.path().join("master.db")).unwrap();
+    let mut tx = sharded.begin_atomic();
+    tx.execute(
+        &route("t5"),
+        "UPDATE accounts SET balance = balance - 1 WHERE id = 5",
+        Params::none(),
+    )
+    .unwrap();
+    tx.execute(
+        &route("t6"),
+        "UPDATE accounts SET balance = balance + 1 WHERE id = 6",
+        Params::none(),
+    )
+    .unwrap();
+    assert_eq!(tx.participants(), ["s5", "s6"]);
+    tx.commit().unwrap();
+    let read = |i: usize| {
+        sharded
+            .for_route(route(&format!("t{i}")))
+            .execute_sql(&format!("SELECT balance FROM accounts WHERE id = {i}"), Params::none())
+            .unwrap()
+            .rows[0][0]
+            .clone()
+    };
+    assert_eq!((read(5), read(6)), (Value::Integer(99), Value::Integer(101)));
+    drop(sharded.begin_atomic());
+}
