@@ -301,3 +301,59 @@ fn the_blocking_client_commits_a_transfer_atomically() {
     assert_eq!((read(5), read(6)), (Value::Integer(99), Value::Integer(101)));
     drop(sharded.begin_atomic());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_move_refuses_a_key_with_a_prepared_transaction_until_it_is_finished() {
+    use crate::support::migrate::{fill, key_request, migration_master, other, two_keys_on_one_shard};
+    use shardlite::data::ReshardStatus;
+    use shardlite::reshard::Resharder;
+
+    let dir = temp_dir();
+    let master = migration_master(dir.path()).await;
+    let sharded = ShardedClient::open(&master).await.unwrap();
+    let (moving, staying, source) = two_keys_on_one_shard(&sharded);
+    let destination = other(&source);
+    fill(&sharded, &moving, 1, 5).await;
+    fill(&sharded, &staying, 1, 5).await;
+    let elsewhere = if source == "s0" { "tenant-b" } else { "tenant-a" };
+    fill(&sharded, elsewhere, 1, 1).await;
+    let mut tx = sharded.begin_atomic();
+    tx.execute(
+        &route(&moving),
+        "UPDATE items SET n = n + 100 WHERE tenant = ?1",
+        Params::from(vec![moving.as_str()]),
+    )
+    .await
+    .unwrap();
+    tx.execute(&route(elsewhere), "UPDATE items SET n = n - 100", Params::none())
+        .await
+        .unwrap();
+    tx.commit_until(Some(AtomicStep::Decided)).await.unwrap();
+
+    let refused = Resharder::new(sharded.clone())
+        .migrate(key_request(&moving, destination, 50))
+        .await;
+    // The cutover's fence meets the locked rows: the move stops with the map unchanged.
+    let refused = refused.unwrap();
+    assert_eq!(refused.status, ReshardStatus::Failed, "{refused:#?}");
+    assert!(
+        refused.message.contains("locked by an atomic transaction"),
+        "{}",
+        refused.message
+    );
+    sharded.atomic_recovery().resolve().await.unwrap();
+    let moved = Resharder::new(sharded.clone())
+        .migrate(key_request(&moving, destination, 50))
+        .await
+        .unwrap();
+    assert_eq!(moved.status, ReshardStatus::Activated, "{moved:#?}");
+    let n = sharded
+        .for_route(route(&moving))
+        .execute_sql(
+            "SELECT min(n) FROM items WHERE tenant = ?1",
+            Params::from(vec![moving.as_str()]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(n.rows[0][0], Value::Integer(101), "the committed values moved");
+}
