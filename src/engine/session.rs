@@ -320,6 +320,7 @@ impl<'db> Sessions<'db> {
     /// creates the transaction's pending decision record.
     pub async fn session_prepare(self, id: &str, transaction_id: &str, participants: Vec<String>) -> Result<usize> {
         let holds_decision = participants.first().is_some_and(|first| *first == self.db.shared.label);
+        self.db.shared.atomic_state.store(true, Ordering::Release);
         let jobs = self.session_sender(id, true)?;
         let (reply, rx) = oneshot::channel();
         let gone = || Error::TransactionExpired {

@@ -119,8 +119,9 @@ impl<'a> AtomicRecovery<'a> {
         self.resolve_shards(false).await
     }
 
-    /// [`resolve`](Self::resolve) over the shard files open now only: the background
-    /// resolver's round, which never opens a file.
+    /// [`resolve`](Self::resolve) over the shard files open now that may hold atomic state
+    /// only: the background resolver's round, which never opens a file and never reads one
+    /// that has no atomic tables.
     pub(super) async fn resolve_shards(self, open_only: bool) -> Result<AtomicResolution> {
         let generation = self.sharded.inner.fresh().await;
         let mut resolution = AtomicResolution::default();
@@ -206,7 +207,7 @@ fn local_shards(generation: &Generation, open_only: bool) -> Vec<(String, Databa
         .filter_map(|shard| {
             let local = generation.local_of(&shard.id)?;
             let db = local.database().clone();
-            (!open_only || db.is_open()).then_some((shard.id.clone(), db))
+            (!open_only || (db.is_open() && db.atomic().may_hold_state())).then_some((shard.id.clone(), db))
         })
         .collect()
 }

@@ -66,6 +66,11 @@ CREATE TABLE IF NOT EXISTS _shardlite_atomic_decisions (
     decided_unix_ms INTEGER
 );";
 
+/// Whether the file `conn` has the atomic tables (read when a file opens).
+pub(super) fn has_state(conn: &rusqlite::Connection) -> bool {
+    participant::has_tables(conn).unwrap_or(true)
+}
+
 /// Where an atomic transaction's decision stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -152,6 +157,12 @@ impl<'db> Atomic<'db> {
         Self { db }
     }
 
+    /// Whether the file may hold atomic-transaction state (its tables were there when it opened,
+    /// or this process prepared or decided on it since): background recovery visits only these.
+    pub fn may_hold_state(self) -> bool {
+        self.db.shared.atomic_state.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Applies the prepared transaction `id` and releases its locks, in one local commit.
     pub async fn commit_prepared(self, id: &str) -> Result<Finished> {
         let id = id.to_owned();
@@ -176,6 +187,10 @@ impl<'db> Atomic<'db> {
     /// Creates the pending decision record of `id` (this shard being its first participant).
     pub async fn create_decision(self, id: &str, participants: Vec<String>) -> Result<()> {
         let id = id.to_owned();
+        self.db
+            .shared
+            .atomic_state
+            .store(true, std::sync::atomic::Ordering::Release);
         self.db
             .write_atomic(move |conn| decision::create(conn, &id, &participants))
             .await
