@@ -15,6 +15,7 @@ mod serve;
 mod stats;
 mod status;
 mod token;
+mod tx;
 
 use std::process::ExitCode;
 
@@ -106,6 +107,12 @@ enum Command {
         #[command(subcommand)]
         command: reshard::ReshardCommand,
     },
+    /// Atomic transactions across shards: list the unresolved ones, or resolve them.
+    #[command(after_help = "Example: shardlite tx list -c \"Data Source=data/master.db\"")]
+    Tx {
+        #[command(subcommand)]
+        command: tx::TxCommand,
+    },
     /// A data host's shard files: count and list them, or create new ones.
     #[cfg(any(feature = "grpc", feature = "http"))]
     #[command(
@@ -140,6 +147,7 @@ impl Cli {
             Command::Catalog { command } => block_on(catalog::run(&command)),
             Command::Schema { command } => block_on(schema::run(&command)),
             Command::Migrate { command } => block_on(reshard::run(&command)),
+            Command::Tx { command } => block_on(tx::run(&command)),
             #[cfg(any(feature = "grpc", feature = "http"))]
             Command::Host { command } => block_on(host::run(&command)),
             #[cfg(feature = "server")]

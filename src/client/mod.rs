@@ -32,8 +32,9 @@ pub use local::LocalClient;
 pub(crate) use local::engine_config_for;
 pub use routed::RoutedClient;
 pub use sharded::{
-    ShardedCatalog, ShardedClient, ShardedClientOptions, ShardedQuery, ShardedSchema, ShardedTransaction,
-    ShardedTransactions, Shards,
+    AtomicRecovery, AtomicResolution, AtomicStep, AtomicTransaction, ShardedCatalog, ShardedClient,
+    ShardedClientOptions, ShardedQuery, ShardedSchema, ShardedTransaction, ShardedTransactions, Shards,
+    UnresolvedAtomic, UnresolvedState,
 };
 
 // The data model, re-exported so that code using a client needs one import path.

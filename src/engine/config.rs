@@ -58,6 +58,10 @@ pub struct EngineConfig {
     /// refresh interval of every router and client on the catalog (250 ms by default). Default
     /// 10 minutes.
     pub moved_record_grace: Duration,
+    /// How old an atomic transaction's undecided record may grow before whoever looks aborts it
+    /// (presumed abort): its coordinator is taken to have died between its first prepare and its
+    /// decision. Keep it well above the time the prepares of one transaction take. Default 30 s.
+    pub atomic_abandon_age: Duration,
     /// How many shard files may be open at once (each open file holds SQLite connections and
     /// about a dozen file descriptors). When the set is full, the least recently used idle file
     /// closes to make room; a file with an open transaction, a dedicated connection or a call in
@@ -104,6 +108,7 @@ impl EngineConfig {
             ("transaction idle timeout", self.transaction_idle_timeout),
             ("statement timeout", self.statement_timeout),
             ("moved record grace", Some(self.moved_record_grace)),
+            ("atomic abandon age", Some(self.atomic_abandon_age)),
         ] {
             if value.is_some_and(|value| value > MAX_TIMEOUT) {
                 return Err(Error::invalid_argument(
@@ -178,6 +183,7 @@ impl Default for EngineConfig {
             max_queued_jobs: 1024,
             inline_read_budget: Some(Duration::from_millis(1)),
             moved_record_grace: Duration::from_secs(600),
+            atomic_abandon_age: Duration::from_secs(30),
             max_open_shards: default_max_open_shards(),
             shard_idle_timeout: Some(Duration::from_secs(60)),
             worker_threads: default_worker_threads(),

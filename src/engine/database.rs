@@ -24,6 +24,7 @@ use std::time::Instant;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+use super::atomic::Atomic;
 use super::config::EngineConfig;
 use super::dedicated::DedicatedConnection;
 use super::guard;
@@ -146,6 +147,12 @@ impl Database {
     /// Its explicit transactions, each a session on a connection of its own.
     pub fn sessions(&self) -> Sessions<'_> {
         Sessions::new(self)
+    }
+
+    /// Its part in atomic transactions across shards: a participant's commit and abort, its
+    /// prepared intents, and the decision records it holds.
+    pub fn atomic(&self) -> Atomic<'_> {
+        Atomic::new(self)
     }
 
     /// Its side of data migrations: page copies into it, their cursors, and page checksums.

@@ -49,6 +49,10 @@ pub(super) struct Shared {
     pins: AtomicUsize,
     /// The file's open transactions and the ended ones still remembered.
     pub(super) sessions: SessionTable,
+    /// Whether the file may hold atomic-transaction state: its tables were there when it
+    /// opened, or a prepare or decision was written since. Background recovery visits only
+    /// such files, so a file without any costs it nothing.
+    pub(super) atomic_state: AtomicBool,
 }
 
 /// An open file's connections.
@@ -72,7 +76,11 @@ pub(super) struct Open {
 impl Open {
     fn new(shared: &Shared, create: bool) -> Result<Self> {
         let config = &shared.config;
-        let writer_conn = Arc::new(Mutex::new(open_writer(&shared.path, config, shared.role, create)?));
+        let writer = open_writer(&shared.path, config, shared.role, create)?;
+        if super::atomic::has_state(&writer) {
+            shared.atomic_state.store(true, std::sync::atomic::Ordering::Release);
+        }
+        let writer_conn = Arc::new(Mutex::new(writer));
         let readers = (0..config.readers.max(1))
             .map(|_| open_reader(&shared.path, config))
             .collect::<Result<Vec<_>>>()?;
@@ -109,6 +117,7 @@ impl Shared {
             opened_once: AtomicBool::new(false),
             last_used: AtomicU64::new(0),
             pins: AtomicUsize::new(0),
+            atomic_state: AtomicBool::new(false),
         }
     }
 

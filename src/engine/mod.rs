@@ -41,6 +41,7 @@
 //!
 //! Everything but [`Database`], its parts and its settings is crate-private.
 
+pub(crate) mod atomic;
 mod config;
 mod database;
 mod dedicated;
@@ -64,6 +65,7 @@ pub(crate) mod store;
 mod value;
 mod workers;
 
+pub use atomic::{Atomic, AtomicIntent, Decision, DecisionState, Finished};
 pub use config::{
     DESCRIPTORS_PER_OPEN_SHARD, EngineConfig, MAX_INLINE_READ_BUDGET, default_max_open_shards, descriptor_limit,
     raise_descriptor_limit,

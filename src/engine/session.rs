@@ -15,6 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 use rusqlite::Connection;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
+use super::atomic::Recorder;
 use super::config::EngineConfig;
 use super::database::Database;
 use super::guard;
@@ -42,6 +43,13 @@ pub(super) enum SessionJob {
         reply: oneshot::Sender<Result<PageCursor>>,
     },
     Commit(oneshot::Sender<Result<()>>),
+    /// Prepares an atomic session's writes (see [`super::atomic`]) and ends the session.
+    Prepare {
+        transaction_id: String,
+        participants: Vec<String>,
+        holds_decision: bool,
+        reply: oneshot::Sender<Result<usize>>,
+    },
     Rollback(Option<oneshot::Sender<Result<()>>>),
 }
 
@@ -125,6 +133,17 @@ impl<'db> Sessions<'db> {
     /// one runs on a connection that cannot write, and refuses a statement that would write
     /// with [`Error::ReadOnlyViolation`] before it runs (see [`TransactionOptions::read_only`]).
     pub async fn begin_with(self, options: TransactionOptions) -> Result<SessionInfo> {
+        self.begin_session(options, false).await
+    }
+
+    /// Begins a participant's session of an atomic transaction: like [`begin`](Self::begin),
+    /// but its writes are recorded, and it ends with
+    /// [`session_prepare`](Self::session_prepare) (or a rollback) rather than a commit.
+    pub async fn begin_atomic(self) -> Result<SessionInfo> {
+        self.begin_session(TransactionOptions::default(), true).await
+    }
+
+    async fn begin_session(self, options: TransactionOptions, atomic: bool) -> Result<SessionInfo> {
         let scope = if options.maintenance {
             guard::ConnectionKind::Maintenance
         } else {
@@ -158,7 +177,7 @@ impl<'db> Sessions<'db> {
             let config = shared.config.clone();
             let expired = Arc::clone(&expired);
             spawn_thread(&format!("shardlite-tx-{}", shared.label), move || {
-                run_session(&file, &config, (scope, mode), &rx, &expired, permit, ready_tx);
+                run_session(&file, &config, (scope, mode, atomic), &rx, &expired, permit, ready_tx);
             })?;
         }
         ready_rx
@@ -300,6 +319,32 @@ impl<'db> Sessions<'db> {
             .map_err(|err| self.db.storage_failure(err))
     }
 
+    /// Prepares the atomic transaction `transaction_id` from an atomic session's writes and
+    /// closes the session: one local commit stores the new values of the rows it wrote and locks
+    /// them, leaving the rows themselves as they were. Returns how many rows it locked.
+    ///
+    /// The first of `participants` holds the decision: when that is this file, the same commit
+    /// creates the transaction's pending decision record.
+    pub async fn session_prepare(self, id: &str, transaction_id: &str, participants: Vec<String>) -> Result<usize> {
+        let holds_decision = participants.first().is_some_and(|first| *first == self.db.shared.label);
+        self.db.shared.atomic_state.store(true, Ordering::Release);
+        let jobs = self.session_sender(id, true)?;
+        let (reply, rx) = oneshot::channel();
+        let gone = || Error::TransactionExpired {
+            transaction_id: id.to_owned(),
+        };
+        jobs.send(SessionJob::Prepare {
+            transaction_id: transaction_id.to_owned(),
+            participants,
+            holds_decision,
+            reply,
+        })
+        .map_err(|_| gone())?;
+        rx.await
+            .map_err(|_| gone())?
+            .map_err(|err| self.db.storage_failure(err))
+    }
+
     /// Rolls back and closes a session.
     pub async fn session_rollback(self, id: &str) -> Result<()> {
         let jobs = self.session_sender(id, true)?;
@@ -372,7 +417,7 @@ struct SessionFile {
 fn run_session(
     file: &SessionFile,
     config: &EngineConfig,
-    (scope, mode): (guard::ConnectionKind, ScriptMode),
+    (scope, mode, atomic): (guard::ConnectionKind, ScriptMode, bool),
     jobs: &flume::Receiver<SessionJob>,
     expired: &AtomicBool,
     permit: OwnedSemaphorePermit,
@@ -407,6 +452,14 @@ fn run_session(
         }
     };
     let rollback = |conn: &Connection| guard::trusted(|| conn.execute_batch("ROLLBACK")).map_err(sql_error);
+    let mut recorder = match atomic.then(|| Recorder::install(&conn)).transpose() {
+        Ok(recorder) => recorder,
+        Err(err) => {
+            let _ = rollback(&conn);
+            let _ = ready.send(Err(err));
+            return;
+        }
+    };
     if ready.send(Ok(())).is_err() {
         let _ = rollback(&conn);
         return;
@@ -427,8 +480,17 @@ fn run_session(
                 if cancel.load(Ordering::Relaxed) {
                     continue;
                 }
-                let result = guard::arm(&limits, Some(cancel), || script::execute(&conn, &sql, &params, mode))
-                    .map_err(|err| read_only_file(&conn, &file.label, err));
+                let mark = recorder.as_ref().map(|r| r.mark(&conn));
+                let mut result = guard::arm(&limits, Some(cancel), || {
+                    script::execute(&conn, &sql, &params, mode)
+                })
+                .map_err(|err| read_only_file(&conn, &file.label, err));
+                if let (Some(recorder), Some(mark)) = (recorder.as_mut(), mark)
+                    && let Err(err) = recorder.check(&conn, &mark)
+                    && result.is_ok()
+                {
+                    result = Err(err);
+                }
                 let _ = reply.send(result);
                 if conn.is_autocommit() {
                     // An error made SQLite roll the transaction back (an interrupted write, say):
@@ -461,6 +523,26 @@ fn run_session(
                 let result = FileIdentity::check(file.identity, path, &file.label)
                     .and_then(|()| guard::trusted(|| conn.execute_batch("COMMIT")).map_err(sql_error));
                 if result.is_err() && !conn.is_autocommit() {
+                    let _ = rollback(&conn);
+                }
+                finish(conn, permit);
+                let _ = reply.send(result);
+                return;
+            }
+            Ok(SessionJob::Prepare {
+                transaction_id,
+                participants,
+                holds_decision,
+                reply,
+            }) => {
+                let result = match recorder.take() {
+                    Some(recorder) => FileIdentity::check(file.identity, path, &file.label)
+                        .and_then(|()| recorder.prepare(&conn, &transaction_id, &participants, holds_decision)),
+                    None => Err(Error::AtomicUnsupported {
+                        what: "outside an atomic transaction (prepare needs a session begun as atomic)".into(),
+                    }),
+                };
+                if !conn.is_autocommit() {
                     let _ = rollback(&conn);
                 }
                 finish(conn, permit);

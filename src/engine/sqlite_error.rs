@@ -1,8 +1,8 @@
 //! SQLite's errors in the crate's terms, in one file: every rusqlite error the engine sees becomes
 //! an [`Error`] here, keeping SQLite's extended result code and its symbolic name; a fence
-//! trigger's abort becomes [`Error::RouteFenced`]. Here too are the readings of those codes the
-//! engine acts on: a failure of the file itself (an I/O error, a corrupt, full, moved or
-//! read-only file) becomes [`Error::ShardStorage`] naming the shard (or, for the master catalog,
+//! trigger's abort becomes [`Error::RouteFenced`], a row-lock trigger's [`Error::RowLocked`].
+//! Here too are the readings of those codes the engine acts on: a failure of the file itself (an
+//! I/O error, a corrupt, full, moved or read-only file) becomes [`Error::ShardStorage`] naming the shard (or, for the master catalog,
 //! [`Error::Catalog`]); a busy write lock at `BEGIN` becomes [`Error::Busy`]; an interrupt past
 //! a merge's deadline becomes [`Error::StatementTimeout`].
 
@@ -20,6 +20,10 @@ pub(crate) const FENCE_MESSAGE_PREFIX: &str = "shardlite route_fenced";
 /// The separator between the fields of a fence message (ASCII unit separator, `char(31)`).
 pub(crate) const FENCE_FIELD_SEPARATOR: char = '\u{1f}';
 
+/// The start of the message a row-lock trigger raises; the table's name follows after
+/// [`FENCE_FIELD_SEPARATOR`].
+pub(crate) const ROW_LOCKED_MESSAGE_PREFIX: &str = "shardlite row_locked";
+
 /// Converts a rusqlite error into the crate's error, keeping SQLite's codes.
 pub(crate) fn sql_error(err: rusqlite::Error) -> Error {
     match err {
@@ -28,6 +32,13 @@ pub(crate) fn sql_error(err: rusqlite::Error) -> Error {
                 && let Some(fenced) = fenced_error(&message) =>
         {
             fenced
+        }
+        rusqlite::Error::SqliteFailure(_, Some(ref message))
+            if let Some(table) = message
+                .strip_prefix(ROW_LOCKED_MESSAGE_PREFIX)
+                .and_then(|rest| rest.strip_prefix(FENCE_FIELD_SEPARATOR)) =>
+        {
+            Error::RowLocked { table: table.into() }
         }
         rusqlite::Error::SqliteFailure(inner, message) => Error::from(SqlFailure {
             code: inner.extended_code,

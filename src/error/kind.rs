@@ -67,6 +67,8 @@ pub enum ErrorKind {
     PermissionDenied,
     /// The catalog's store (etcd) could not be reached; nothing was written. Retry later.
     CatalogUnavailable,
+    /// A write touched a row locked by a prepared atomic transaction; retry.
+    RowLocked,
 }
 
 impl ErrorKind {
@@ -101,11 +103,12 @@ impl ErrorKind {
             Self::UnsupportedCrossShardQuery => "unsupported_cross_shard_query",
             Self::PermissionDenied => "permission_denied",
             Self::CatalogUnavailable => "catalog_unavailable",
+            Self::RowLocked => "row_locked",
         }
     }
 
     /// Every kind, in declaration order (a kind's position is stable within one build).
-    pub const ALL: [ErrorKind; 28] = [
+    pub const ALL: [ErrorKind; 29] = [
         Self::RouteRequired,
         Self::UnknownKeyspace,
         Self::InvalidInput,
@@ -134,6 +137,7 @@ impl ErrorKind {
         Self::UnsupportedCrossShardQuery,
         Self::PermissionDenied,
         Self::CatalogUnavailable,
+        Self::RowLocked,
     ];
 
     /// The kind whose [`code`](Self::code) is `code`, for decoding errors received over the wire.
@@ -206,6 +210,9 @@ impl Error {
             Self::UnsupportedCrossShardQuery { .. } => ErrorKind::UnsupportedCrossShardQuery,
             Self::PermissionDenied(_) => ErrorKind::PermissionDenied,
             Self::CatalogUnavailable { .. } => ErrorKind::CatalogUnavailable,
+            Self::RowLocked { .. } => ErrorKind::RowLocked,
+            Self::AtomicUnsupported { .. } => ErrorKind::InvalidInput,
+            Self::AtomicDecided { .. } => ErrorKind::Conflict,
         }
     }
 
@@ -214,7 +221,7 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         matches!(
             self.kind(),
-            ErrorKind::Busy | ErrorKind::RouteFenced | ErrorKind::CatalogUnavailable
+            ErrorKind::Busy | ErrorKind::RouteFenced | ErrorKind::CatalogUnavailable | ErrorKind::RowLocked
         )
     }
 
@@ -271,6 +278,7 @@ mod tests {
             ErrorKind::RouteFenced,
             ErrorKind::UnsupportedCrossShardQuery,
             ErrorKind::PermissionDenied,
+            ErrorKind::RowLocked,
         ] {
             assert_eq!(ErrorKind::from_code(kind.code()), Some(kind));
         }

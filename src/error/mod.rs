@@ -351,6 +351,34 @@ pub enum Error {
     #[error("{}", fenced_message(&.0))]
     RouteFenced(Box<RouteFenced>),
 
+    /// A write touched a row that a prepared atomic transaction holds locked until its commit or
+    /// abort is applied on this shard. Retryable (409, gRPC `ABORTED`): other rows are writable,
+    /// and reads see the last committed values.
+    #[error("a row of table '{table}' is locked by an atomic transaction that is committing; retry shortly")]
+    RowLocked {
+        /// The table of the locked row.
+        table: Box<str>,
+    },
+
+    /// An atomic transaction wrote where its changes cannot be carried to its commit (a table
+    /// without a rowid, say); nothing was prepared.
+    #[error("an atomic transaction cannot write {what}; nothing was written")]
+    AtomicUnsupported {
+        /// What it wrote.
+        what: Box<str>,
+    },
+
+    /// An atomic transaction's decision says otherwise than the caller asked: a commit that
+    /// came after the transaction was aborted (presumed abort after its abandon age, or an
+    /// operator's resolve), or the transaction was already finished.
+    #[error("atomic transaction '{transaction_id}' was {state}; nothing more was done")]
+    AtomicDecided {
+        /// The atomic transaction id.
+        transaction_id: Box<str>,
+        /// What was decided (`committed`, `aborted`).
+        state: &'static str,
+    },
+
     /// The daemon knows the API key, but the key lacks the scope the operation needs or may not
     /// use the keyspace it reaches (403, `PERMISSION_DENIED`).
     #[error("{0}")]

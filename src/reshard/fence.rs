@@ -170,8 +170,75 @@ async fn install_in(tx: &Tx<'_>, fence: &Fence<'_>) -> Result<Option<String>> {
         )
         .await?;
     }
+    refuse_intents(tx, fence).await?;
     rebuild_triggers(tx).await?;
     Ok(None)
+}
+
+/// Refuses the fence (and so the move, its transaction rolling back) while a prepared atomic
+/// transaction holds a moving row, by its current or its prepared values: its commit would
+/// write where the fence refuses. The move can be retried once the transaction is finished.
+async fn refuse_intents(tx: &Tx<'_>, fence: &Fence<'_>) -> Result<()> {
+    let tables = tx
+        .run(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_shardlite_atomic_locks'",
+            Params::none(),
+        )
+        .await?;
+    if first_i64(&tables) == 0 {
+        return Ok(());
+    }
+    for (table, route, collection) in &fence.targets {
+        if !collection.is_empty() {
+            continue; // An atomic transaction writes tables only.
+        }
+        let matches = |value: &str| match fence.moving {
+            MovingRows::Key(_) => format!("trim(CAST({value} AS TEXT)) = :key"),
+            MovingRows::Buckets { .. } => format!(
+                "{BUCKET_FUNCTION}(:keyspace, {value}, :count) >= :start AND {BUCKET_FUNCTION}(:keyspace, {value}, :count) < :end"
+            ),
+        };
+        let sql = format!(
+            "SELECT (SELECT count(*) FROM _shardlite_atomic_locks l JOIN {t} r ON r.rowid = l.row_id
+                     WHERE l.table_name = :table AND {current})
+                  + (SELECT count(*) FROM _shardlite_atomic_rows p JOIN _shardlite_atomic_values v
+                     ON v.transaction_id = p.transaction_id AND v.seq = p.seq
+                     WHERE p.table_name = :table AND v.column_name = :route AND {prepared})",
+            t = quote_ident(table),
+            current = matches(&format!("r.{}", quote_ident(route))),
+            prepared = matches("v.value"),
+        );
+        let (keyspace, count, start, end, key) = match fence.moving {
+            MovingRows::Key(key) => (String::new(), 0, 0, 0, key.clone()),
+            MovingRows::Buckets {
+                keyspace,
+                bucket_count,
+                start,
+                end,
+                ..
+            } => (keyspace.clone(), *bucket_count, *start, *end, String::new()),
+        };
+        let mut params = vec![
+            ("table", Value::from(table.as_str())),
+            ("route", Value::from(route.as_str())),
+        ];
+        if matches!(fence.moving, MovingRows::Key(_)) {
+            params.push(("key", Value::from(key)));
+        } else {
+            params.extend([
+                ("keyspace", Value::from(keyspace)),
+                ("count", Value::Integer(i64::from(count))),
+                ("start", Value::Integer(i64::from(start))),
+                ("end", Value::Integer(i64::from(end))),
+            ]);
+        }
+        if first_i64(&tx.run(&sql, Params::named(params)).await?) > 0 {
+            return Err(crate::Error::RowLocked {
+                table: table.as_str().into(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Another migration's fence (not yet moved) on the shard of `tx` that overlaps `fence`; none

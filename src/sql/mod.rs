@@ -21,8 +21,9 @@ mod tokens;
 
 pub(crate) use self::quote::{quote_ident, sql_literal};
 pub(crate) use self::reserved::{
+    ATOMIC_DECISIONS_TABLE, ATOMIC_INTENTS_TABLE, ATOMIC_LOCKS_TABLE, ATOMIC_ROWS_TABLE, ATOMIC_VALUES_TABLE,
     CAPTURE_TRIGGER_PREFIX, CHANGES_TABLE, COLLECTIONS_TABLE, COPY_CURSORS_TABLE, FENCE_TRIGGER_PREFIX, FENCES_TABLE,
-    INTERNAL_PREFIX, internal_table,
+    INTERNAL_PREFIX, LOCK_TRIGGER_PREFIX, internal_table,
 };
 
 use self::tokens::{Keyword, State, Token, Tokens, Words, keyword};

@@ -46,6 +46,25 @@ pub(crate) const FENCE_TRIGGER_PREFIX: &str = "_shardlite_fence_";
 /// The table in which a copy records, in each page's own transaction, where it stands.
 pub(crate) const COPY_CURSORS_TABLE: &str = "_shardlite_copy_cursors";
 
+/// The prepared atomic transactions of a participant shard: one row each, naming the
+/// participants (the first holds the decision).
+pub(crate) const ATOMIC_INTENTS_TABLE: &str = "_shardlite_atomic_intents";
+
+/// The rows a prepared atomic transaction writes on commit: one row per touched row.
+pub(crate) const ATOMIC_ROWS_TABLE: &str = "_shardlite_atomic_rows";
+
+/// The column values of the rows in [`ATOMIC_ROWS_TABLE`], one row per column.
+pub(crate) const ATOMIC_VALUES_TABLE: &str = "_shardlite_atomic_values";
+
+/// The row locks of prepared atomic transactions, by table and rowid.
+pub(crate) const ATOMIC_LOCKS_TABLE: &str = "_shardlite_atomic_locks";
+
+/// The decision records of the atomic transactions a shard is the first participant of.
+pub(crate) const ATOMIC_DECISIONS_TABLE: &str = "_shardlite_atomic_decisions";
+
+/// The name every row-lock trigger starts with.
+pub(crate) const LOCK_TRIGGER_PREFIX: &str = "_shardlite_lock_";
+
 /// Whether `statement` creates, drops or alters a TEMP object: `CREATE TEMP ...`,
 /// `CREATE TEMPORARY ...`, or a `CREATE`, `DROP` or `ALTER` that names the temp schema
 /// (`temp.x`, `"temp".x`).

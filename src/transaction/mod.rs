@@ -2,7 +2,8 @@
 //!
 //! A transaction begun through a route gets the id `csdbshard:{mapVersion}:{shardId}:{innerId}`,
 //! so execute, commit and rollback route from the id alone. The inner id is whatever the
-//! shard's own client returned and may itself contain `:`.
+//! shard's own client returned and may itself contain `:`. An atomic transaction across shards
+//! gets `csdbatomic:{32 hex digits}`: its participants are stored with it, not in its id.
 
 use std::fmt;
 use std::str::FromStr;
@@ -107,9 +108,78 @@ impl FromStr for TransactionId {
     }
 }
 
+/// The literal prefix of every atomic transaction id.
+pub const ATOMIC_ID_PREFIX: &str = "csdbatomic";
+
+/// The id of an atomic transaction across shards: `csdbatomic:{32 lowercase hex digits}`. It
+/// names no shard: the participants (the first holding the decision) are stored with it.
+///
+/// ```
+/// use shardlite::transaction::AtomicTransactionId;
+///
+/// let id = AtomicTransactionId::new();
+/// assert_eq!(id.to_string().parse::<AtomicTransactionId>()?, id);
+/// assert!("csdbatomic:xyz".parse::<AtomicTransactionId>().is_err());
+/// # Ok::<(), shardlite::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct AtomicTransactionId(String);
+
+impl AtomicTransactionId {
+    /// A new random id.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        Self(uuid::Uuid::new_v4().simple().to_string())
+    }
+
+    /// Parses an id strictly: the exact prefix, then 32 lowercase hex digits.
+    pub fn parse(input: &str) -> Result<Self> {
+        let malformed = |reason: &'static str| Error::MalformedTransactionId {
+            input: input.chars().take(200).collect(),
+            reason,
+        };
+        let hex = input
+            .strip_prefix(ATOMIC_ID_PREFIX)
+            .and_then(|rest| rest.strip_prefix(':'))
+            .ok_or_else(|| malformed("an atomic transaction id starts with 'csdbatomic:'"))?;
+        if hex.len() != 32 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return Err(malformed("an atomic transaction id ends with 32 lowercase hex digits"));
+        }
+        Ok(Self(hex.to_owned()))
+    }
+}
+
+impl fmt::Display for AtomicTransactionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{ATOMIC_ID_PREFIX}:{}", self.0)
+    }
+}
+
+impl FromStr for AtomicTransactionId {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Self::parse(s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn atomic_ids_round_trip_and_malformed_ones_are_refused() {
+        let id = AtomicTransactionId::new();
+        assert_eq!(AtomicTransactionId::parse(&id.to_string()).unwrap(), id);
+        for text in [
+            "",
+            "csdbatomic:",
+            "csdbatomic:ABCDEF0123456789abcdef0123456789",
+            "csdbshard:1:s:x",
+        ] {
+            let err = AtomicTransactionId::parse(text).unwrap_err();
+            assert!(matches!(err, Error::MalformedTransactionId { .. }), "{text}");
+        }
+    }
 
     #[test]
     fn round_trips_and_keeps_colons_in_the_inner_id() {

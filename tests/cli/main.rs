@@ -24,3 +24,4 @@ mod sqlx_remote_example;
 #[cfg(feature = "server")]
 mod stats;
 mod token;
+mod tx;

@@ -6,6 +6,8 @@
 #[path = "../support/mod.rs"]
 pub mod support;
 
+mod atomic_participant;
+mod atomic_transactions;
 mod blocking_client;
 mod catalog;
 mod catalog_activation;

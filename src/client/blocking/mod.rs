@@ -45,12 +45,14 @@ use arc_swap::Guard;
 
 use tokio::runtime::Runtime;
 
+mod atomic;
 mod catalog;
 mod query;
 mod schema;
 mod shards;
 mod transactions;
 
+pub use atomic::AtomicTransaction;
 pub use catalog::ShardedCatalog;
 pub use query::ShardedQuery;
 pub use schema::ShardedSchema;
@@ -226,6 +228,12 @@ impl ShardedClient {
     /// transactions begin on its client ([`RoutedClient::begin`]).
     pub fn transactions(&self) -> ShardedTransactions<'_> {
         ShardedTransactions::new(self)
+    }
+
+    /// Begins an atomic transaction across shards (see
+    /// [`client::ShardedClient::begin_atomic`](super::ShardedClient::begin_atomic)).
+    pub fn begin_atomic(&self) -> AtomicTransaction {
+        AtomicTransaction::new(self.clone())
     }
 
     /// Runs `future` to its end on the client's runtime.

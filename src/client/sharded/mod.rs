@@ -9,7 +9,9 @@
 //!   ([`CatalogAdmin`]);
 //! - [`schema`]: [`ShardedSchema`], schema migrations and schema status on every shard
 //!   ([`SchemaAdmin`]);
-//! - [`transactions`]: [`ShardedTransactions`], routed transactions and their RAII guard.
+//! - [`transactions`]: [`ShardedTransactions`], routed transactions and their RAII guard;
+//! - [`atomic`]: [`AtomicTransaction`], a transaction on several routes committed on all or none;
+//! - [`atomic_recovery`]: [`AtomicRecovery`], finishing what a coordinator that died left.
 //!
 //! Behind them, crate-private:
 //! - [`generation`]: the map served now and its shards' clients, swapped whole on activation;
@@ -22,6 +24,8 @@
 //! [`CatalogAdmin`]: crate::data::CatalogAdmin
 //! [`SchemaAdmin`]: crate::data::SchemaAdmin
 
+mod atomic;
+mod atomic_recovery;
 mod catalog;
 mod dedicated;
 mod follow;
@@ -32,6 +36,8 @@ mod schema;
 mod shards;
 mod transactions;
 
+pub use atomic::{AtomicStep, AtomicTransaction};
+pub use atomic_recovery::{AtomicRecovery, AtomicResolution, UnresolvedAtomic, UnresolvedState};
 pub use catalog::ShardedCatalog;
 pub use query::ShardedQuery;
 pub use schema::ShardedSchema;
@@ -72,6 +78,8 @@ pub(crate) struct Shared {
     polls_catalog: bool,
     /// Ends the task following the catalog when the client goes away.
     _follower: std::sync::OnceLock<follow::FollowerStop>,
+    /// Ends the background resolver of atomic transactions when the client goes away.
+    _resolver: std::sync::OnceLock<atomic_recovery::ResolverStop>,
     /// Routed calls by bucket and hottest key, decaying; it outlives map activations.
     heat: HeatRecorder,
     /// Queries across shards already read, by their text.
@@ -226,6 +234,7 @@ impl ShardedClient {
                 epoch: Instant::now(),
                 switching: tokio::sync::Mutex::new(()),
                 _follower: std::sync::OnceLock::new(),
+                _resolver: std::sync::OnceLock::new(),
                 heat,
                 plans: crate::query::PlanCache::default(),
             }),
@@ -234,6 +243,12 @@ impl ShardedClient {
             && let Some(stop) = follow::start(catalog, Arc::downgrade(&client.inner), interval)
         {
             let _ = client.inner._follower.set(stop);
+        }
+        if let Some(stop) = atomic_recovery::start(
+            Arc::downgrade(&client.inner),
+            client.inner.options.engine.atomic_abandon_age,
+        ) {
+            let _ = client.inner._resolver.set(stop);
         }
         Ok(client)
     }
@@ -316,6 +331,18 @@ impl ShardedClient {
     /// Routed transactions, and transaction calls routed by the id alone.
     pub fn transactions(&self) -> ShardedTransactions<'_> {
         ShardedTransactions::new(self)
+    }
+
+    /// Begins an atomic transaction: its handle executes on any route, and its commit applies
+    /// on every shard it wrote or on none (see [`AtomicTransaction`]). Dropped without a commit,
+    /// it rolls back.
+    pub fn begin_atomic(&self) -> AtomicTransaction {
+        AtomicTransaction::new(self.clone())
+    }
+
+    /// Recovery of atomic transactions: what is unresolved, and finishing it.
+    pub fn atomic_recovery(&self) -> AtomicRecovery<'_> {
+        AtomicRecovery::new(self)
     }
 
     /// What every clone shares, for the crate's own clients (route-bound, blocking, dedicated).

@@ -6,6 +6,7 @@
 //! | `not_found`, `no_map` | `NOT_FOUND` |
 //! | `conflict`, `stale_map_version`, `expired` | `ABORTED`: the transaction cannot go on; begin a new one |
 //! | `map_version_conflict` | `ABORTED`: the catalog changed; read it again |
+//! | `route_fenced`, `row_locked` (a prepared atomic transaction holds the row) | `ABORTED`: retry shortly |
 //! | `constraint`, `transaction_control` | `FAILED_PRECONDITION` |
 //! | `not_sharded` (shard-admin call on an unsharded daemon) | `FAILED_PRECONDITION` |
 //! | `unsupported_cross_shard_query` | `FAILED_PRECONDITION` |
@@ -43,7 +44,8 @@ fn code_for(kind: ErrorKind) -> Code {
         | ErrorKind::MapVersionConflict
         | ErrorKind::StaleMapVersion
         | ErrorKind::Expired
-        | ErrorKind::RouteFenced => Code::Aborted,
+        | ErrorKind::RouteFenced
+        | ErrorKind::RowLocked => Code::Aborted,
         ErrorKind::Constraint | ErrorKind::NotSharded | ErrorKind::UnsupportedCrossShardQuery => {
             Code::FailedPrecondition
         }

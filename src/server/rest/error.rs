@@ -13,7 +13,7 @@
 //! | `forbidden_statement` | 403 |
 //! | `not_found`, `no_map`, `not_sharded` | 404 |
 //! | `statement_timeout`, `request_timeout`, `cancelled` | 408 |
-//! | `conflict`, `map_version_conflict`, `stale_map_version`, `expired`, `route_fenced`, `constraint` | 409 |
+//! | `conflict`, `map_version_conflict`, `stale_map_version`, `expired`, `route_fenced`, `row_locked`, `constraint` | 409 |
 //! | `unsupported_cross_shard_query` | 422 |
 //! | `busy` (with `Retry-After`), `unavailable`, `catalog_unavailable` (etcd unreachable; nothing written) | 503 |
 //! | `internal` | 500, with a generic detail; the real error goes to the log |
@@ -232,6 +232,7 @@ pub fn problem(err: &ApiError) -> (StatusCode, Problem) {
                 | ErrorKind::StaleMapVersion
                 | ErrorKind::Expired
                 | ErrorKind::RouteFenced
+                | ErrorKind::RowLocked
                 | ErrorKind::Constraint => StatusCode::CONFLICT,
                 ErrorKind::UnsupportedCrossShardQuery => StatusCode::UNPROCESSABLE_ENTITY,
                 ErrorKind::Busy | ErrorKind::Unavailable | ErrorKind::CatalogUnavailable => {

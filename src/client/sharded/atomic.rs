@@ -1,0 +1,284 @@
+//! Atomic transactions across shards, the coordinator: [`AtomicTransaction`], begun by
+//! [`ShardedClient::begin_atomic`], executes on any route and commits all or nothing.
+//!
+//! Each shard the transaction touches runs its statements in a session of its own (see
+//! [`engine::atomic`](crate::engine::Atomic)). With one participant, commit is that session's
+//! plain commit: today's path at today's cost. With several, commit is the protocol:
+//! 1. the first participant prepares, and the same local commit creates the transaction's
+//!    pending decision record there ([`AtomicStep::DecisionCreated`]);
+//! 2. the others prepare, each in one local commit ([`AtomicStep::Prepared`]);
+//! 3. one compare-and-set on the first participant moves the record to `commit`
+//!    ([`AtomicStep::Decided`]): the commit point;
+//! 4. each participant applies its values and releases its locks ([`AtomicStep::Applied`]), and
+//!    the record is forgotten.
+//!
+//! A failure before step 3 aborts every prepared participant. A crash at any step is finished
+//! by recovery ([`ShardedClient::resolve_atomic`], and the background resolver): a record still
+//! pending after [`atomic_abandon_age`](crate::engine::EngineConfig::atomic_abandon_age) is
+//! aborted. Participants must be shards this process serves from their files.
+
+use futures_util::future::join_all;
+
+use super::ShardedClient;
+use crate::data::{Params, SqlResult};
+use crate::engine::{Database, DecisionState};
+use crate::error::{Error, Result};
+use crate::routing::RouteContext;
+use crate::transaction::AtomicTransactionId;
+
+/// A step of the commit protocol of an atomic transaction with several participants, after
+/// which [`AtomicTransaction::commit_until`] stops (as a coordinator that died there would).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomicStep {
+    /// The first participant prepared and holds the pending decision record.
+    DecisionCreated,
+    /// The first participant and this many others prepared.
+    Prepared(usize),
+    /// The decision record says `commit`.
+    Decided,
+    /// The decision was taken and this many participants applied their values.
+    Applied(usize),
+}
+
+struct Participant {
+    shard_id: String,
+    db: Database,
+    session: String,
+}
+
+/// An atomic transaction across shards: statements on any route, committed on every shard they
+/// wrote or on none. Dropped without [`commit`](Self::commit), it rolls back.
+///
+/// ```no_run
+/// # async fn demo(sharded: shardlite::client::ShardedClient) -> shardlite::Result<()> {
+/// use shardlite::client::Params;
+/// use shardlite::RouteContext;
+///
+/// let mut transfer = sharded.begin_atomic();
+/// let from = RouteContext::new("accounts", "alice")?;
+/// let to = RouteContext::new("accounts", "bob")?;
+/// transfer.execute(&from, "UPDATE accounts SET balance = balance - 5 WHERE owner = 'alice'", Params::none()).await?;
+/// transfer.execute(&to, "UPDATE accounts SET balance = balance + 5 WHERE owner = 'bob'", Params::none()).await?;
+/// transfer.commit().await?;
+/// # Ok(()) }
+/// ```
+pub struct AtomicTransaction {
+    sharded: ShardedClient,
+    id: AtomicTransactionId,
+    participants: Vec<Participant>,
+    finished: bool,
+}
+
+impl std::fmt::Debug for AtomicTransaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AtomicTransaction")
+            .field("id", &self.id.to_string())
+            .field("participants", &self.participants())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AtomicTransaction {
+    pub(super) fn new(sharded: ShardedClient) -> Self {
+        Self {
+            sharded,
+            id: AtomicTransactionId::new(),
+            participants: Vec::new(),
+            finished: false,
+        }
+    }
+
+    /// Its id (`csdbatomic:...`), as recovery and `shardlite tx list` show it.
+    pub fn id(&self) -> String {
+        self.id.to_string()
+    }
+
+    /// The shards it has touched, in the order it first touched them (the first will hold the
+    /// decision).
+    pub fn participants(&self) -> Vec<String> {
+        self.participants.iter().map(|p| p.shard_id.clone()).collect()
+    }
+
+    fn gone(&self) -> Error {
+        Error::TransactionNotFound {
+            transaction_id: self.id.to_string(),
+        }
+    }
+
+    /// Executes SQL on the shard `route` resolves to, inside this transaction. The shard joins
+    /// the transaction at its first statement; a shard that is disabled, unavailable or reached
+    /// through another daemon is refused and nothing runs.
+    pub async fn execute(&mut self, route: &RouteContext, sql: &str, params: Params) -> Result<SqlResult> {
+        if self.finished {
+            return Err(self.gone());
+        }
+        let generation = self.sharded.inner.fresh().await;
+        let resolution = generation.map.resolve(route.keyspace(), route.key())?;
+        let shard_id = resolution.shard_id.to_owned();
+        let position = match self.participants.iter().position(|p| p.shard_id == shard_id) {
+            Some(position) => position,
+            None => {
+                generation.slot_client(resolution.shard_index)?;
+                let local = generation.local_of(&shard_id).ok_or_else(|| Error::AtomicUnsupported {
+                    what: format!("shard '{shard_id}', which this process reaches through another daemon").into(),
+                })?;
+                let db = local.database().clone();
+                let session = db.sessions().begin_atomic().await?.id;
+                self.participants.push(Participant { shard_id, db, session });
+                self.participants.len() - 1
+            }
+        };
+        let participant = &self.participants[position];
+        participant
+            .db
+            .sessions()
+            .session_execute(&participant.session, sql, params)
+            .await
+    }
+
+    /// Commits on every shard it wrote, or on none. Once this returns `Ok` the commit is
+    /// durable; an error before the decision means nothing was applied anywhere, and an error
+    /// of the decision's own write leaves the outcome to recovery.
+    pub async fn commit(mut self) -> Result<()> {
+        self.commit_until(None).await
+    }
+
+    /// [`commit`](Self::commit), stopping after `step` as a coordinator that died there would:
+    /// for recovery tests. `None` runs to the end.
+    #[doc(hidden)]
+    pub async fn commit_until(&mut self, stop: Option<AtomicStep>) -> Result<()> {
+        if self.finished {
+            return Err(self.gone());
+        }
+        self.finished = true;
+        let participants = std::mem::take(&mut self.participants);
+        match participants.as_slice() {
+            [] => Ok(()),
+            [only] => only.db.sessions().session_commit(&only.session).await,
+            [first, others @ ..] => commit_protocol(&self.id.to_string(), first, others, stop).await,
+        }
+    }
+
+    /// Rolls back on every shard it touched.
+    pub async fn rollback(mut self) -> Result<()> {
+        self.finished = true;
+        for p in std::mem::take(&mut self.participants) {
+            p.db.sessions().session_rollback(&p.session).await?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for AtomicTransaction {
+    fn drop(&mut self) {
+        for p in &self.participants {
+            p.db.sessions().session_abandon(&p.session);
+        }
+    }
+}
+
+async fn commit_protocol(
+    id: &str,
+    first: &Participant,
+    others: &[Participant],
+    stop: Option<AtomicStep>,
+) -> Result<()> {
+    let ids: Vec<String> = std::iter::once(first)
+        .chain(others)
+        .map(|p| p.shard_id.clone())
+        .collect();
+    let rollback_others = || async {
+        for p in others {
+            let _ = p.db.sessions().session_rollback(&p.session).await;
+        }
+    };
+    if let Err(err) = first
+        .db
+        .sessions()
+        .session_prepare(&first.session, id, ids.clone())
+        .await
+    {
+        rollback_others().await;
+        return Err(err);
+    }
+    if stop == Some(AtomicStep::DecisionCreated) {
+        rollback_others().await;
+        return Ok(());
+    }
+    let prepared = match stop {
+        Some(AtomicStep::Prepared(k)) => {
+            let (now, later) = others.split_at(k.min(others.len()));
+            let results = join_all(
+                now.iter()
+                    .map(|p| p.db.sessions().session_prepare(&p.session, id, ids.clone())),
+            )
+            .await;
+            for p in later {
+                let _ = p.db.sessions().session_rollback(&p.session).await;
+            }
+            if results.iter().any(Result::is_err) {
+                tracing::debug!(transaction = id, "a prepare failed while stopping early");
+            }
+            return Ok(());
+        }
+        _ => {
+            join_all(
+                others
+                    .iter()
+                    .map(|p| p.db.sessions().session_prepare(&p.session, id, ids.clone())),
+            )
+            .await
+        }
+    };
+    if let Some(err) = prepared.into_iter().find_map(Result::err) {
+        // Nothing was decided: abort; a participant whose prepare failed prepared nothing.
+        let _ = first.db.atomic().decide(id, DecisionState::Abort).await;
+        finish_everywhere(id, first, others, false).await;
+        return Err(err);
+    }
+    match first.db.atomic().decide(id, DecisionState::Commit).await? {
+        Some(DecisionState::Commit) => {}
+        _ => {
+            finish_everywhere(id, first, others, false).await;
+            return Err(Error::AtomicDecided {
+                transaction_id: id.into(),
+                state: "aborted (it was undecided past its abandon age)",
+            });
+        }
+    }
+    if stop == Some(AtomicStep::Decided) {
+        return Ok(());
+    }
+    if let Some(AtomicStep::Applied(k)) = stop {
+        for p in std::iter::once(first).chain(others).take(k) {
+            p.db.atomic().commit_prepared(id).await?;
+        }
+        return Ok(());
+    }
+    finish_everywhere(id, first, others, true).await;
+    Ok(())
+}
+
+/// Applies (`commit`) or drops the transaction on every participant, then forgets the decision
+/// once all finished. A participant that fails here is finished by recovery.
+async fn finish_everywhere(id: &str, first: &Participant, others: &[Participant], commit: bool) {
+    let all: Vec<&Participant> = std::iter::once(first).chain(others).collect();
+    let results = join_all(all.iter().map(|p| async move {
+        if commit {
+            p.db.atomic().commit_prepared(id).await
+        } else {
+            p.db.atomic().abort_prepared(id).await
+        }
+    }))
+    .await;
+    let mut done = true;
+    for (p, result) in all.iter().zip(results) {
+        if let Err(err) = result {
+            done = false;
+            tracing::warn!(transaction = id, shard = %p.shard_id, error = %err, "atomic transaction left for recovery");
+        }
+    }
+    if done && let Err(err) = first.db.atomic().forget_decision(id).await {
+        tracing::debug!(transaction = id, error = %err, "decision record left for recovery");
+    }
+}

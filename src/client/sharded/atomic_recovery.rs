@@ -1,0 +1,240 @@
+//! Recovery of atomic transactions: finishing what a coordinator that died left behind, from the
+//! decision records and intents in the shard files ([`AtomicRecovery`], handed out by
+//! [`ShardedClient::atomic_recovery`]), on demand (`shardlite tx resolve`) and by a background
+//! resolver every client runs over the shard files it has open.
+//!
+//! For each decision record a shard holds: a pending one older than the abandon age is aborted
+//! by compare-and-set (presumed abort); a decided one is finished on every participant, then
+//! forgotten. For each intent a shard holds: the decision is read on the transaction's first
+//! participant and followed; no record there means abort (a record is only forgotten once every
+//! participant finished, so an intent without one was never decided). Every step is safe to
+//! repeat and to race with a live coordinator: finishing twice is a no-op, and a decision is one
+//! compare-and-set.
+
+use std::sync::Weak;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::oneshot;
+
+use super::generation::Generation;
+use super::{ShardedClient, Shared};
+use crate::engine::{Database, DecisionState, Finished, unix_ms_now};
+use crate::error::Result;
+
+/// Where an unresolved atomic transaction stands on the shard that reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnresolvedState {
+    /// Prepared on this participant, its locks held, awaiting the decision.
+    Prepared,
+    /// This shard holds its decision record, still undecided.
+    Pending,
+    /// Decided to commit; some participant has not applied yet.
+    Commit,
+    /// Decided to abort; some participant has not dropped yet.
+    Abort,
+}
+
+/// An atomic transaction not finished everywhere, as one shard holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnresolvedAtomic {
+    /// The transaction's id.
+    pub transaction_id: String,
+    /// The shard that holds this record or intent.
+    pub shard_id: String,
+    /// Where it stands there.
+    pub state: UnresolvedState,
+    /// Its participants; the first holds the decision.
+    pub participants: Vec<String>,
+    /// How long ago it was prepared (or its record created), in milliseconds.
+    pub age_ms: u64,
+}
+
+/// What one resolve did, counted per participant.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AtomicResolution {
+    /// Participants that applied a committed transaction's values.
+    pub committed: usize,
+    /// Participants that dropped an aborted transaction's values.
+    pub aborted: usize,
+    /// Transactions left as they are: undecided and younger than the abandon age, or with a
+    /// participant this client cannot reach.
+    pub waiting: usize,
+}
+
+/// The recovery of a [`ShardedClient`]'s atomic transactions, handed out by
+/// [`ShardedClient::atomic_recovery`].
+#[derive(Debug, Clone, Copy)]
+pub struct AtomicRecovery<'a> {
+    sharded: &'a ShardedClient,
+}
+
+fn age_of(unix_ms: i64) -> u64 {
+    u64::try_from(unix_ms_now().saturating_sub(unix_ms)).unwrap_or(0)
+}
+
+impl<'a> AtomicRecovery<'a> {
+    pub(super) fn new(sharded: &'a ShardedClient) -> Self {
+        Self { sharded }
+    }
+
+    fn abandon_age(self) -> Duration {
+        self.sharded.inner.options.engine.atomic_abandon_age
+    }
+
+    /// Every unresolved intent and decision record on the shards served from files here.
+    pub async fn unresolved(self) -> Result<Vec<UnresolvedAtomic>> {
+        let generation = self.sharded.inner.fresh().await;
+        let mut found = Vec::new();
+        for (shard_id, db) in local_shards(&generation, false) {
+            for d in db.atomic().decisions().await? {
+                found.push(UnresolvedAtomic {
+                    transaction_id: d.transaction_id,
+                    shard_id: shard_id.clone(),
+                    state: match d.state {
+                        DecisionState::Pending => UnresolvedState::Pending,
+                        DecisionState::Commit => UnresolvedState::Commit,
+                        DecisionState::Abort => UnresolvedState::Abort,
+                    },
+                    participants: d.participants,
+                    age_ms: age_of(d.created_unix_ms),
+                });
+            }
+            for intent in db.atomic().intents().await? {
+                found.push(UnresolvedAtomic {
+                    transaction_id: intent.transaction_id,
+                    shard_id: shard_id.clone(),
+                    state: UnresolvedState::Prepared,
+                    participants: intent.participants,
+                    age_ms: age_of(intent.prepared_unix_ms),
+                });
+            }
+        }
+        Ok(found)
+    }
+
+    /// Finishes what can be finished on every shard served from a file here (opening each).
+    pub async fn resolve(self) -> Result<AtomicResolution> {
+        self.resolve_shards(false).await
+    }
+
+    /// [`resolve`](Self::resolve) over the shard files open now that may hold atomic state
+    /// only: the background resolver's round, which never opens a file and never reads one
+    /// that has no atomic tables.
+    pub(super) async fn resolve_shards(self, open_only: bool) -> Result<AtomicResolution> {
+        let generation = self.sharded.inner.fresh().await;
+        let mut resolution = AtomicResolution::default();
+        for (_, db) in local_shards(&generation, open_only) {
+            for d in db.atomic().decisions().await? {
+                let state = match d.state {
+                    DecisionState::Pending if age_of(d.created_unix_ms) >= millis(self.abandon_age()) => db
+                        .atomic()
+                        .decide(&d.transaction_id, DecisionState::Abort)
+                        .await?
+                        .unwrap_or(DecisionState::Abort),
+                    other => other,
+                };
+                if state == DecisionState::Pending {
+                    resolution.waiting += 1;
+                    continue;
+                }
+                let mut all = true;
+                for participant in &d.participants {
+                    match generation.local_of(participant) {
+                        Some(local) => finish(local.database(), &d.transaction_id, state, &mut resolution).await?,
+                        None => all = false,
+                    }
+                }
+                if all {
+                    db.atomic().forget_decision(&d.transaction_id).await?;
+                } else {
+                    resolution.waiting += 1;
+                }
+            }
+            for intent in db.atomic().intents().await? {
+                let Some(holder) = intent.participants.first().and_then(|h| generation.local_of(h)) else {
+                    resolution.waiting += 1;
+                    continue;
+                };
+                let holder = holder.database();
+                let state = match holder.atomic().decision(&intent.transaction_id).await? {
+                    None => DecisionState::Abort,
+                    Some(d) if d.state == DecisionState::Pending => {
+                        if age_of(d.created_unix_ms) < millis(self.abandon_age()) {
+                            resolution.waiting += 1;
+                            continue;
+                        }
+                        holder
+                            .atomic()
+                            .decide(&intent.transaction_id, DecisionState::Abort)
+                            .await?
+                            .unwrap_or(DecisionState::Abort)
+                    }
+                    Some(d) => d.state,
+                };
+                finish(&db, &intent.transaction_id, state, &mut resolution).await?;
+            }
+        }
+        Ok(resolution)
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+async fn finish(db: &Database, id: &str, state: DecisionState, resolution: &mut AtomicResolution) -> Result<()> {
+    let finished = if state == DecisionState::Commit {
+        db.atomic().commit_prepared(id).await?
+    } else {
+        db.atomic().abort_prepared(id).await?
+    };
+    match finished {
+        Finished::Applied => resolution.committed += 1,
+        Finished::Dropped => resolution.aborted += 1,
+        Finished::NotPrepared => {}
+    }
+    Ok(())
+}
+
+/// The shards of `generation` served from files here (only those open now, if `open_only`).
+fn local_shards(generation: &Generation, open_only: bool) -> Vec<(String, Database)> {
+    generation
+        .map
+        .shards()
+        .iter()
+        .filter_map(|shard| {
+            let local = generation.local_of(&shard.id)?;
+            let db = local.database().clone();
+            (!open_only || (db.is_open() && db.atomic().may_hold_state())).then_some((shard.id.clone(), db))
+        })
+        .collect()
+}
+
+/// Ends the background resolver when dropped (with the client's last handle).
+pub(super) struct ResolverStop(#[allow(dead_code)] oneshot::Sender<()>);
+
+/// Starts the background resolver of the client whose state is `inner`: a round over the open
+/// shard files every quarter of the abandon age (between 50 ms and 5 s).
+pub(super) fn start(inner: Weak<Shared>, abandon_age: Duration) -> Option<ResolverStop> {
+    let runtime = tokio::runtime::Handle::try_current().ok()?;
+    let (stop, mut stopped) = oneshot::channel::<()>();
+    let period = (abandon_age / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
+    runtime.spawn(async move {
+        loop {
+            tokio::select! {
+                _ = &mut stopped => return,
+                () = tokio::time::sleep(period) => {}
+            }
+            let Some(strong) = inner.upgrade() else {
+                return;
+            };
+            let client = ShardedClient { inner: strong };
+            if let Err(err) = client.atomic_recovery().resolve_shards(true).await {
+                tracing::debug!(error = %err, "atomic recovery will be tried again");
+            }
+        }
+    });
+    Some(ResolverStop(stop))
+}

@@ -1,0 +1,232 @@
+//! Atomic transactions across shards, the engine's part: what a participant shard stores and
+//! does ([`Atomic`], handed out by [`Database::atomic`]).
+//!
+//! No SQLite transaction stays open across the protocol. A participant's session runs the
+//! transaction's statements in a savepoint while SQLite reports the rows they write; *prepare*
+//! reads those rows' new values, rolls the statements back and, in the same local commit, stores
+//! the values and a lock per row (`participant`), behind triggers that refuse other writers
+//! with [`Error::RowLocked`](crate::Error::RowLocked) (`locks`). Readers meanwhile see the last
+//! committed values. *Commit* and *abort* apply or drop the stored values and release the locks
+//! in one local commit; both are safe to repeat ([`Finished::NotPrepared`] the second time).
+//! The transaction's decision record lives on its first participant (`decision`): `pending`
+//! from before the first prepare, then `commit` or `abort` by one compare-and-set.
+//!
+//! Everything written is ordinary SQLite that 3.31 parses: internal tables, `WITHOUT ROWID`
+//! keys, triggers raising string literals. Intents travel with the file (backups, copies).
+
+mod decision;
+mod locks;
+mod participant;
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub(crate) use participant::Recorder;
+
+use super::database::Database;
+use crate::error::Result;
+
+/// The tables of atomic transactions in a shard file, created at the first prepare or decision.
+pub(super) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS _shardlite_atomic_intents (
+    transaction_id TEXT PRIMARY KEY,
+    participants TEXT NOT NULL,
+    prepared_unix_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS _shardlite_atomic_rows (
+    transaction_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    table_name TEXT NOT NULL,
+    row_id INTEGER NOT NULL,
+    deleted INTEGER NOT NULL,
+    PRIMARY KEY (transaction_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS _shardlite_atomic_values (
+    transaction_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    column_name TEXT NOT NULL,
+    value,
+    PRIMARY KEY (transaction_id, seq, column_name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS _shardlite_atomic_locks (
+    table_name TEXT NOT NULL,
+    row_id INTEGER NOT NULL,
+    transaction_id TEXT NOT NULL,
+    PRIMARY KEY (table_name, row_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS _shardlite_atomic_locks_by_transaction ON _shardlite_atomic_locks (transaction_id);
+CREATE TABLE IF NOT EXISTS _shardlite_atomic_decisions (
+    transaction_id TEXT PRIMARY KEY,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'commit', 'abort')),
+    participants TEXT NOT NULL,
+    created_unix_ms INTEGER NOT NULL,
+    decided_unix_ms INTEGER
+);";
+
+/// Whether the file `conn` has the atomic tables (read when a file opens).
+pub(super) fn has_state(conn: &rusqlite::Connection) -> bool {
+    participant::has_tables(conn).unwrap_or(true)
+}
+
+/// Where an atomic transaction's decision stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionState {
+    /// Created; participants may be preparing. Aborted once older than the abandon age.
+    Pending,
+    /// Committed: every participant applies its changes.
+    Commit,
+    /// Aborted: every participant drops its changes.
+    Abort,
+}
+
+impl DecisionState {
+    fn stored(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Commit => "commit",
+            Self::Abort => "abort",
+        }
+    }
+
+    fn from_stored(text: &str) -> Option<Self> {
+        [Self::Pending, Self::Commit, Self::Abort]
+            .into_iter()
+            .find(|s| s.stored() == text)
+    }
+}
+
+impl std::fmt::Display for DecisionState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.stored())
+    }
+}
+
+/// A decision record on a transaction's first participant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    /// The atomic transaction's id.
+    pub transaction_id: String,
+    /// Where it stands.
+    pub state: DecisionState,
+    /// Its participant shards, the first being the one that holds this record.
+    pub participants: Vec<String>,
+    /// When the record was created (Unix milliseconds).
+    pub created_unix_ms: i64,
+    /// When it was decided, if it was.
+    pub decided_unix_ms: Option<i64>,
+}
+
+/// A transaction prepared on a participant and not yet finished there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AtomicIntent {
+    /// The atomic transaction's id.
+    pub transaction_id: String,
+    /// Its participant shards; the first holds the decision.
+    pub participants: Vec<String>,
+    /// When it was prepared here (Unix milliseconds).
+    pub prepared_unix_ms: i64,
+    /// How many rows it locks here.
+    pub rows: usize,
+}
+
+/// What finishing a transaction on a participant did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finished {
+    /// Its changes were applied and its locks released.
+    Applied,
+    /// Its changes were dropped and its locks released.
+    Dropped,
+    /// Nothing was prepared under that id here (never, or finished already).
+    NotPrepared,
+}
+
+/// The atomic-transaction part of a [`Database`]: a participant's commit and abort, its
+/// prepared intents, and the decision records it holds as a first participant. Prepare runs in
+/// the transaction's session ([`Sessions::session_prepare`](super::Sessions::session_prepare)).
+#[derive(Debug, Clone, Copy)]
+pub struct Atomic<'db> {
+    db: &'db Database,
+}
+
+impl<'db> Atomic<'db> {
+    pub(super) fn new(db: &'db Database) -> Self {
+        Self { db }
+    }
+
+    /// Whether the file may hold atomic-transaction state (its tables were there when it opened,
+    /// or this process prepared or decided on it since): background recovery visits only these.
+    pub fn may_hold_state(self) -> bool {
+        self.db.shared.atomic_state.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Applies the prepared transaction `id` and releases its locks, in one local commit.
+    pub async fn commit_prepared(self, id: &str) -> Result<Finished> {
+        let id = id.to_owned();
+        self.db
+            .write_atomic(move |conn| participant::finish(conn, &id, true))
+            .await
+    }
+
+    /// Drops the prepared transaction `id` and releases its locks, in one local commit.
+    pub async fn abort_prepared(self, id: &str) -> Result<Finished> {
+        let id = id.to_owned();
+        self.db
+            .write_atomic(move |conn| participant::finish(conn, &id, false))
+            .await
+    }
+
+    /// The transactions prepared here and not yet finished, oldest first.
+    pub async fn intents(self) -> Result<Vec<AtomicIntent>> {
+        self.db.read(|conn| participant::intents(conn)).await
+    }
+
+    /// Creates the pending decision record of `id` (this shard being its first participant).
+    pub async fn create_decision(self, id: &str, participants: Vec<String>) -> Result<()> {
+        let id = id.to_owned();
+        self.db
+            .shared
+            .atomic_state
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.db
+            .write_atomic(move |conn| decision::create(conn, &id, &participants))
+            .await
+    }
+
+    /// Decides `id` by one compare-and-set from `pending` to `want`; returns the state that
+    /// holds afterwards (an earlier decision wins), or `None` when there is no record.
+    pub async fn decide(self, id: &str, want: DecisionState) -> Result<Option<DecisionState>> {
+        let id = id.to_owned();
+        self.db
+            .write_atomic(move |conn| decision::decide(conn, &id, want))
+            .await
+    }
+
+    /// Aborts every pending record older than `age` (presumed abort); returns their ids.
+    pub async fn abort_abandoned(self, age: Duration) -> Result<Vec<String>> {
+        let cutoff = super::unix_ms_now().saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX));
+        self.db
+            .write_atomic(move |conn| decision::abort_abandoned(conn, cutoff))
+            .await
+    }
+
+    /// The decision record of `id`, if this shard holds one.
+    pub async fn decision(self, id: &str) -> Result<Option<Decision>> {
+        let id = id.to_owned();
+        self.db.read(move |conn| decision::get(conn, &id)).await
+    }
+
+    /// Every decision record this shard holds, oldest first.
+    pub async fn decisions(self) -> Result<Vec<Decision>> {
+        self.db.read(|conn| decision::list(conn)).await
+    }
+
+    /// Removes the decided record of `id` once every participant has finished.
+    pub async fn forget_decision(self, id: &str) -> Result<bool> {
+        let id = id.to_owned();
+        self.db.write_atomic(move |conn| decision::forget(conn, &id)).await
+    }
+}
