@@ -67,7 +67,7 @@ async fn shards_with(dir: &Path, rows_per_shard: u64) -> ShardedClient {
          WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {rows_per_shard}) \
          INSERT INTO orders SELECT i, 'customer-' || (i % 100), ((i * 7919) % 100003) / 100.0 FROM n;"
     );
-    for result in client.execute_sql_on_all_shards(&schema).await.expect("schema") {
+    for result in client.query().execute_all(&schema).await.expect("schema") {
         assert!(result.error.is_none(), "{result:?}");
     }
     client
@@ -85,10 +85,7 @@ fn group_by_rounds(runtime: &tokio::runtime::Runtime, client: &ShardedClient, ro
     for _ in 0..rounds {
         runtime.block_on(async {
             let run = || async {
-                let result = client
-                    .query_all_shards(GROUP_BY, Params::none())
-                    .await
-                    .expect("group by");
+                let result = client.query().merged(GROUP_BY, Params::none()).await.expect("group by");
                 assert_eq!(result.rows.len(), 100);
                 black_box(result);
             };
@@ -147,7 +144,7 @@ fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     let eight = runtime.block_on(shards_with(dir.path(), 20_000));
     let merged = runtime
-        .block_on(eight.query_all_shards(ORDER_BY, Params::none()))
+        .block_on(eight.query().merged(ORDER_BY, Params::none()))
         .expect("merged");
     assert_eq!(merged.rows.len(), 100);
     let per_shard = shardlite::query::plan(ORDER_BY, Params::none())
@@ -159,12 +156,7 @@ fn main() {
             runtime.block_on(async {
                 let started = std::time::Instant::now();
                 for _ in 0..ops {
-                    black_box(
-                        eight
-                            .execute_read_only_sql_on_all_shards(ORDER_BY)
-                            .await
-                            .expect("fan-out"),
-                    );
+                    black_box(eight.query().read_all(ORDER_BY).await.expect("fan-out"));
                 }
                 started.elapsed()
             })
@@ -173,7 +165,7 @@ fn main() {
             runtime.block_on(async {
                 let started = std::time::Instant::now();
                 for _ in 0..ops {
-                    black_box(eight.query_all_shards(ORDER_BY, Params::none()).await.expect("merged"));
+                    black_box(eight.query().merged(ORDER_BY, Params::none()).await.expect("merged"));
                 }
                 started.elapsed()
             })

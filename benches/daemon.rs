@@ -276,7 +276,8 @@ fn main() {
             .expect("state");
         let sharded = state.sharded().expect("sharded").clone();
         sharded
-            .execute_sql_on_all_shards(&format!(
+            .query()
+            .execute_all(&format!(
                 "CREATE TABLE orders (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, amount REAL NOT NULL); \
                  WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {ROWS}) \
                  INSERT INTO orders SELECT i, '{KEY}', i * 1.5 FROM n;"

@@ -66,7 +66,7 @@ fn main() {
             .await
             .expect("eight shards");
         for client in [&one, &eight] {
-            for result in client.execute_sql_on_all_shards(SCHEMA).await.expect("schema") {
+            for result in client.query().execute_all(SCHEMA).await.expect("schema") {
                 assert!(result.error.is_none(), "{result:?}");
             }
         }
@@ -94,7 +94,7 @@ fn main() {
         runtime.block_on(async {
             let started = Instant::now();
             for _ in 0..ops {
-                let results = client.execute_read_only_sql_on_all_shards(SQL).await.expect("fan-out");
+                let results = client.query().read_all(SQL).await.expect("fan-out");
                 black_box(results);
             }
             started.elapsed()
@@ -107,16 +107,12 @@ fn main() {
         Subject::new("async, 8 shards", |ops| fan_out(&eight, ops)),
         Subject::new("blocking, 1 shard", |ops| {
             time(ops, |_| {
-                black_box(blocking_one.execute_read_only_sql_on_all_shards(SQL).expect("fan-out"));
+                black_box(blocking_one.query().read_all(SQL).expect("fan-out"));
             })
         }),
         Subject::new("blocking, 8 shards", |ops| {
             time(ops, |_| {
-                black_box(
-                    blocking_eight
-                        .execute_read_only_sql_on_all_shards(SQL)
-                        .expect("fan-out"),
-                );
+                black_box(blocking_eight.query().read_all(SQL).expect("fan-out"));
             })
         }),
     ];

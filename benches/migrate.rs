@@ -31,9 +31,9 @@ use std::time::{Duration, Instant};
 
 use shardlite::catalog::Catalog;
 use shardlite::client::ShardedClient;
-use shardlite::data::{MigrationManifest, MigrationRequest, MigrationStatus, TableManifest};
+use shardlite::data::{ReshardManifest, ReshardRequest, ReshardStatus, TableManifest};
 use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
-use shardlite::reshard::Migrator;
+use shardlite::reshard::Resharder;
 
 const KEY: &str = "big-tenant";
 
@@ -263,7 +263,7 @@ fn child(rows: i64, online: bool) {
             }
         }
     };
-    let manifest = MigrationManifest {
+    let manifest = ReshardManifest {
         page_size: Some(page),
         tables: vec![TableManifest {
             table_name: "items".into(),
@@ -273,15 +273,11 @@ fn child(rows: i64, online: bool) {
         collections: vec![],
     };
     let result = runtime
-        .block_on(
-            Migrator::new(sharded)
-                .with_observer(observer)
-                .migrate(MigrationRequest {
-                    online,
-                    activate: online,
-                    ..MigrationRequest::route_key("tenants", KEY, "dest", manifest)
-                }),
-        )
+        .block_on(Resharder::new(sharded).with_observer(observer).migrate(ReshardRequest {
+            online,
+            activate: online,
+            ..ReshardRequest::route_key("tenants", KEY, "dest", manifest)
+        }))
         .expect("migration");
     let migrate = started.elapsed();
     let copy = copied_at.lock().expect("copy clock").duration_since(started);
@@ -290,10 +286,10 @@ fn child(rows: i64, online: bool) {
     done.store(true, Ordering::Relaxed);
     sampler.join().expect("sampler");
     if online {
-        assert_eq!(result.status, MigrationStatus::Activated, "{result:#?}");
+        assert_eq!(result.status, ReshardStatus::Activated, "{result:#?}");
         assert!(result.receipts[0].source_rows >= u64::try_from(rows).expect("rows"));
     } else {
-        assert_eq!(result.status, MigrationStatus::PendingActivation, "{result:#?}");
+        assert_eq!(result.status, ReshardStatus::PendingActivation, "{result:#?}");
         assert_eq!(result.receipts[0].source_rows, u64::try_from(rows).expect("rows"));
     }
     let cutover = result

@@ -91,7 +91,8 @@ fn main() {
             .expect("seed");
         let sharded = ShardedClient::open(&master).await.expect("sharded client");
         sharded
-            .execute_sql_on_all_shards(
+            .query()
+            .execute_all(
                 "CREATE TABLE orders (id INTEGER PRIMARY KEY, month TEXT NOT NULL, amount REAL NOT NULL); \
                  WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000) \
                  INSERT INTO orders SELECT i, '2026-06', i * 1.5 FROM n;",

@@ -26,9 +26,10 @@ fn main() -> Result<(), Box<dyn Error + Send + Sync>> {
         *shard = ShardDefinition::local(shard.shard_id.clone(), file.display().to_string());
     }
     let sharded = ShardedClient::from_map(ShardMap::new(options)?)?;
-    for outcome in sharded.execute_sql_on_all_shards(
-        "CREATE TABLE orders (id INTEGER PRIMARY KEY, order_month TEXT NOT NULL, total REAL NOT NULL)",
-    )? {
+    for outcome in sharded
+        .query()
+        .execute_all("CREATE TABLE orders (id INTEGER PRIMARY KEY, order_month TEXT NOT NULL, total REAL NOT NULL)")?
+    {
         if let Some(error) = outcome.error {
             return Err(format!("schema on {}: {error}", outcome.shard_id).into());
         }
@@ -63,7 +64,7 @@ fn main() -> Result<(), Box<dyn Error + Send + Sync>> {
         Ok(())
     })?;
 
-    for result in sharded.execute_read_only_sql_on_all_shards("SELECT count(*) FROM orders")? {
+    for result in sharded.query().read_all("SELECT count(*) FROM orders")? {
         let count = result
             .result
             .as_ref()

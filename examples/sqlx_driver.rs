@@ -52,11 +52,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     };
     let master = file("master.db");
     Catalog::open(&master).await?.seed(map, false).await?;
-    for outcome in ShardedClient::open(&master)
-        .await?
-        .execute_sql_on_all_shards(SCHEMA)
-        .await?
-    {
+    for outcome in ShardedClient::open(&master).await?.query().execute_all(SCHEMA).await? {
         if let Some(error) = outcome.error {
             return Err(format!("schema on {}: {error}", outcome.shard_id).into());
         }

@@ -29,9 +29,8 @@ async fn main() -> Result<(), Box<dyn Error + Send + Sync>> {
     Catalog::open(&master).await?.seed(orders_map(), false).await?;
     let sharded = ShardedClient::open(&master).await?;
     for outcome in sharded
-        .execute_sql_on_all_shards(
-            "CREATE TABLE orders (id INTEGER PRIMARY KEY, order_month TEXT NOT NULL, total REAL NOT NULL)",
-        )
+        .query()
+        .execute_all("CREATE TABLE orders (id INTEGER PRIMARY KEY, order_month TEXT NOT NULL, total REAL NOT NULL)")
         .await?
     {
         if let Some(error) = outcome.error {

@@ -36,7 +36,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     for outcome in state
         .sharded()
         .ok_or("the master has no map")?
-        .execute_sql_on_all_shards(
+        .query().execute_all(
             "CREATE TABLE orders (id INTEGER PRIMARY KEY, order_month TEXT NOT NULL, via TEXT NOT NULL, total REAL NOT NULL)",
         )
         .await?

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::catalog::CatalogLocation;
-use crate::client::{LocalClient, ShardedClient, ShardedClientOptions};
-use crate::data::{DataClient, MigrationAdmin, ShardAdmin};
+use crate::client::{LocalClient, RoutedClient, ShardedClient, ShardedClientOptions};
+use crate::data::{DataClient, ReshardAdmin, ShardAdmin};
 use crate::engine::EngineConfig;
 use crate::error::{Error, ErrorKind, Result};
 use crate::map::{ShardTarget, Transport, resolve_data_source};
@@ -75,44 +75,69 @@ impl fmt::Display for ConnectionTarget {
     }
 }
 
-/// A client opened from a connection string, with a description of what it reaches.
+/// What a connection string opened, with a description of what it reaches
+/// ([`target`](Self::target)): each variant holds the client it opened and offers the parts that
+/// client can serve.
 ///
 /// Cloning is cheap and shares the open files.
 ///
 /// ```no_run
 /// # async fn demo() -> shardlite::Result<()> {
-/// use shardlite::client::Params;
-/// use shardlite::connect::{connect, ConnectionTarget};
+/// use shardlite::client::{Params, SqlData};
+/// use shardlite::connect::{connect, ConnectedClient};
 /// use shardlite::options::ConnectionOptions;
 ///
 /// let options = ConnectionOptions::parse(
 ///     "Data Source=data/master.db;Shard Keyspace=orders_by_month;Shard Key=2026-06",
 /// )?;
-/// let connected = connect(&options).await?;
-/// if let ConnectionTarget::Shard { resolution, .. } = connected.target() {
-///     println!("bound to shard {}", resolution.shard_id);
+/// match connect(&options).await? {
+///     ConnectedClient::Shard { client, .. } => {
+///         println!("bound to shard {}", client.resolve()?.shard_id);
+///         client.execute_sql("SELECT 1", Params::none()).await?;
+///     }
+///     ConnectedClient::Sharded { client, .. } => println!("every shard of map {}", client.map().version()),
+///     other => println!("{}", other.target()),
 /// }
-/// connected.client()?.execute_sql("SELECT 1", Params::none()).await?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
-pub struct ConnectedClient {
-    /// `None` for a master catalog opened in-process without a route: a sharded client is not a
-    /// data client.
-    client: Option<Arc<dyn DataClient>>,
-    target: ConnectionTarget,
-    sharded: Option<ShardedClient>,
-    admin: Option<Arc<dyn ShardAdmin>>,
-    /// Migrations through a daemon (in-process ones run on [`sharded`](Self::sharded)).
-    remote_migrations: Option<Arc<dyn MigrationAdmin>>,
-    route: Option<RouteContext>,
-    local: Option<LocalClient>,
+#[non_exhaustive]
+pub enum ConnectedClient {
+    /// A plain, unsharded SQLite file ([`ConnectionTarget::Local`]).
+    Local {
+        /// The file's client.
+        client: LocalClient,
+        /// What was opened.
+        target: ConnectionTarget,
+    },
+    /// One route's shard of a master catalog's map, resolved in-process
+    /// ([`ConnectionTarget::Shard`]).
+    Shard {
+        /// The route's client; [`RoutedClient::sharded`] reaches every shard.
+        client: RoutedClient,
+        /// What was opened.
+        target: ConnectionTarget,
+    },
+    /// A master catalog's map, without a route ([`ConnectionTarget::Sharded`]).
+    Sharded {
+        /// The client over every shard (not a data client: it has no route).
+        client: ShardedClient,
+        /// What was opened.
+        target: ConnectionTarget,
+    },
+    /// A daemon ([`ConnectionTarget::Remote`]).
+    Remote {
+        /// The daemon's client.
+        client: RemoteClient,
+        /// What was opened.
+        target: ConnectionTarget,
+    },
 }
 
 impl fmt::Debug for ConnectedClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ConnectedClient")
-            .field("target", &self.target)
+            .field("target", self.target())
             .finish_non_exhaustive()
     }
 }
@@ -122,48 +147,82 @@ impl ConnectedClient {
     /// required" itself when it needs a route and was given none).
     ///
     /// Fails with [`Error::RouteRequired`] for a master catalog opened in-process without a
-    /// route: its [`sharded`](Self::sharded) client serves every shard, and data calls need a
+    /// route ([`Sharded`](Self::Sharded)): its client serves every shard, and data calls need a
     /// route's client ([`ShardedClient::for_route`]).
-    pub fn client(&self) -> Result<&Arc<dyn DataClient>> {
-        self.client.as_ref().ok_or(Error::RouteRequired)
+    pub fn client(&self) -> Result<Arc<dyn DataClient>> {
+        match self {
+            Self::Local { client, .. } => Ok(Arc::new(client.clone())),
+            Self::Shard { client, .. } => Ok(Arc::new(client.clone())),
+            Self::Sharded { .. } => Err(Error::RouteRequired),
+            Self::Remote { client, .. } => Ok(Arc::clone(&client.data)),
+        }
     }
 
     /// The data-operation client, by value; fails as [`client`](Self::client) does.
     pub fn into_client(self) -> Result<Arc<dyn DataClient>> {
-        self.client.ok_or(Error::RouteRequired)
+        self.client()
     }
 
     /// What was opened.
     pub fn target(&self) -> &ConnectionTarget {
-        &self.target
+        match self {
+            Self::Local { target, .. }
+            | Self::Shard { target, .. }
+            | Self::Sharded { target, .. }
+            | Self::Remote { target, .. } => target,
+        }
     }
 
-    /// The sharded client, when the `Data Source` is a master catalog with a map (for
-    /// shard-admin operations: status, fan-out, catalog state).
-    pub fn sharded(&self) -> Option<&ShardedClient> {
-        self.sharded.as_ref()
-    }
-
-    /// Shard-admin operations (map, status, fan-out, catalog), in-process for a master catalog with a
-    /// map and over the network for a daemon; `None` for a plain database.
-    pub fn admin(&self) -> Option<&Arc<dyn ShardAdmin>> {
-        self.admin.as_ref()
-    }
-
-    /// Migrations run by the daemon, for a remote connection; `None` otherwise (run in-process
-    /// ones with [`Migrator`](crate::reshard::Migrator) on [`sharded`](Self::sharded)).
-    pub fn remote_migrations(&self) -> Option<&Arc<dyn MigrationAdmin>> {
-        self.remote_migrations.as_ref()
+    /// Shard-admin operations (map, status, fan-out, catalog, schema): in-process for a master
+    /// catalog with a map, over the network for a daemon; `None` for a plain database.
+    pub fn admin(&self) -> Option<Arc<dyn ShardAdmin>> {
+        match self {
+            Self::Local { .. } => None,
+            Self::Shard { client, .. } => Some(Arc::new(client.sharded().clone())),
+            Self::Sharded { client, .. } => Some(Arc::new(client.clone())),
+            Self::Remote { client, .. } => Some(Arc::clone(&client.admin)),
+        }
     }
 
     /// The route the client is bound to, if any.
     pub fn route(&self) -> Option<&RouteContext> {
-        self.route.as_ref()
+        match self {
+            Self::Shard { client, .. } => Some(client.route()),
+            Self::Remote { client, .. } => client.route.as_ref(),
+            Self::Local { .. } | Self::Sharded { .. } => None,
+        }
+    }
+}
+
+/// A daemon's client as [`connect`] opened it: data calls on the connection's route, shard
+/// admin and data moves on the daemon.
+#[derive(Clone)]
+pub struct RemoteClient {
+    data: Arc<dyn DataClient>,
+    admin: Arc<dyn ShardAdmin>,
+    moves: Arc<dyn ReshardAdmin>,
+    route: Option<RouteContext>,
+}
+
+impl RemoteClient {
+    /// Data calls, carrying the connection's route (if any) on every call.
+    pub fn data(&self) -> &Arc<dyn DataClient> {
+        &self.data
     }
 
-    /// The local client, when the `Data Source` is a plain database ([`ConnectionTarget::Local`]).
-    pub fn local(&self) -> Option<&LocalClient> {
-        self.local.as_ref()
+    /// Shard-admin operations on the daemon.
+    pub fn admin(&self) -> &Arc<dyn ShardAdmin> {
+        &self.admin
+    }
+
+    /// Data moves run by the daemon.
+    pub fn migrations(&self) -> &Arc<dyn ReshardAdmin> {
+        &self.moves
+    }
+
+    /// The route sent on every call, if the connection names one.
+    pub fn route(&self) -> Option<&RouteContext> {
+        self.route.as_ref()
     }
 }
 
@@ -206,7 +265,7 @@ pub fn engine_config_for(options: &ConnectionOptions, base: EngineConfig) -> Eng
 /// | connection string | opens | data calls |
 /// |---|---|---|
 /// | `Data Source` = a master catalog with an active map, plus `Shard Keyspace` and `Shard Key` | the sharded client, bound to the route with [`ShardedClient::for_route`]; the route is resolved in-process and the shard file is used directly | run on the route's shard; transactions get `csdbshard:` ids |
-/// | `Data Source` = a master catalog with an active map, no route keys | the [`ShardedClient`] itself ([`ConnectionTarget::Sharded`]) | fail with [`Error::RouteRequired`], except id-routed transaction calls and `info`; shard-admin calls work through [`ConnectedClient::sharded`] |
+/// | `Data Source` = a master catalog with an active map, no route keys | the [`ShardedClient`] itself ([`ConnectedClient::Sharded`]) | fail with [`Error::RouteRequired`]; the sharded client's parts (id-routed transaction calls, counts, shard admin) work |
 /// | `Data Source` = a master catalog with an active map, `Shard Keyspace` alone | the same, once the keyspace is checked against the map's ([`Error::UnknownKeyspace`] otherwise) | as without route keys; the sqlx driver answers reads across every shard |
 /// | `Data Source` = a plain database (no map), no route keys | a [`LocalClient`], creating the file if it is missing, as SQLite does | run on that file |
 /// | `Data Source` = a plain database or a missing file, plus route keys | nothing: [`Error::ConnectionString`] | |
@@ -302,24 +361,19 @@ async fn open_routed(path: &str, route: &RouteContext, engine: EngineConfig) -> 
         .shard(&resolution.shard_id)
         .and_then(|shard| match &shard.target {
             ShardTarget::DataSource(file) => Some(
-                resolve_data_source(sharded.catalog().map_or(Path::new(path), |c| c.path()), file)
+                resolve_data_source(sharded.catalog().master().map_or(Path::new(path), |c| c.path()), file)
                     .display()
                     .to_string(),
             ),
             _ => None,
         });
-    Ok(ConnectedClient {
-        client: Some(Arc::new(routed)),
+    Ok(ConnectedClient::Shard {
+        client: routed,
         target: ConnectionTarget::Shard {
             master: path.to_owned(),
             resolution,
             shard_data_source,
         },
-        admin: Some(Arc::new(sharded.clone())),
-        remote_migrations: None,
-        sharded: Some(sharded),
-        route: Some(route.clone()),
-        local: None,
     })
 }
 
@@ -337,18 +391,13 @@ async fn open_unrouted(path: &str, keyspace: Option<&str>, engine: EngineConfig)
             if let Some(keyspace) = keyspace {
                 check_keyspace(keyspace, sharded.map().keyspace())?;
             }
-            Ok(ConnectedClient {
-                client: None,
+            Ok(ConnectedClient::Sharded {
                 target: ConnectionTarget::Sharded {
                     master: path.to_owned(),
                     keyspace: sharded.map().keyspace().to_owned(),
                     map_version: sharded.map().version(),
                 },
-                admin: Some(Arc::new(sharded.clone())),
-                remote_migrations: None,
-                sharded: Some(sharded),
-                route: None,
-                local: None,
+                client: sharded,
             })
         }
         Err(err) if err.kind() == ErrorKind::NoMap && keyspace.is_some() => Err(Error::ConnectionString {
@@ -362,16 +411,11 @@ async fn open_unrouted(path: &str, keyspace: Option<&str>, engine: EngineConfig)
                 .file_name()
                 .map_or_else(|| "database".to_owned(), |name| name.to_string_lossy().into_owned());
             let local = LocalClient::open_with(path, label, engine).await?;
-            Ok(ConnectedClient {
-                client: Some(Arc::new(local.clone())),
-                local: Some(local),
+            Ok(ConnectedClient::Local {
+                client: local,
                 target: ConnectionTarget::Local {
                     data_source: path.to_owned(),
                 },
-                sharded: None,
-                admin: None,
-                remote_migrations: None,
-                route: None,
             })
         }
         Err(err) => Err(err),
@@ -412,23 +456,23 @@ async fn open_remote(options: &ConnectionOptions) -> Result<ConnectedClient> {
 
 /// A remote client as a connected client: data calls on its route, shard admin on the daemon.
 #[cfg(any(feature = "grpc", feature = "http"))]
-fn remote<C: DataClient + ShardAdmin + MigrationAdmin + Clone + 'static>(
+fn remote<C: DataClient + ShardAdmin + ReshardAdmin + Clone + 'static>(
     client: C,
     endpoint: &str,
     transport: Transport,
     options: &ConnectionOptions,
 ) -> ConnectedClient {
-    ConnectedClient {
+    ConnectedClient::Remote {
         target: ConnectionTarget::Remote {
             endpoint: endpoint.to_owned(),
             transport,
         },
-        admin: Some(Arc::new(client.clone())),
-        remote_migrations: Some(Arc::new(client.clone())),
-        client: Some(Arc::new(client)),
-        sharded: None,
-        route: options.route().cloned(),
-        local: None,
+        client: RemoteClient {
+            admin: Arc::new(client.clone()),
+            moves: Arc::new(client.clone()),
+            data: Arc::new(client),
+            route: options.route().cloned(),
+        },
     }
 }
 

@@ -100,10 +100,13 @@ pub async fn order_history(root: &Path, out: &mut dyn Write) -> Result<()> {
     create_schema(&sharded).await?;
     insert_orders(&sharded).await?;
     let transaction_id = transaction_demo(&sharded).await?;
-    tour(&sharded, &transaction_id, out).await.map_err(|err| match err {
-        Tour::Shardlite(err) => err,
-        Tour::Output(source) => io("the sample's output", source),
-    })
+    let master = root.join("shards").join("master.db");
+    tour(&sharded, &master, &transaction_id, out)
+        .await
+        .map_err(|err| match err {
+            Tour::Shardlite(err) => err,
+            Tour::Output(source) => io("the sample's output", source),
+        })
 }
 
 /// What can stop the tour: shardlite, or the output it writes to.
@@ -124,13 +127,13 @@ impl From<std::io::Error> for Tour {
     }
 }
 
-async fn tour(sharded: &ShardedClient, transaction_id: &str, out: &mut dyn Write) -> Result<(), Tour> {
+async fn tour(sharded: &ShardedClient, master: &Path, transaction_id: &str, out: &mut dyn Write) -> Result<(), Tour> {
     section(out, "API-level sharding sample: e-commerce order history")?;
     writeln!(out, "Keyspace:        {ORDERS_KEYSPACE}")?;
     writeln!(out, "Route key:       order month, yyyy-MM")?;
     writeln!(out, "Customer:        {CUSTOMER}")?;
     writeln!(out, "Virtual buckets: {}", sharded.map().bucket_count())?;
-    writeln!(out, "Master catalog:  shards/master.db (shards in shards/)")?;
+    writeln!(out, "Master catalog:  {} (shards beside it)", master.display())?;
     writeln!(out, "Transaction id:  {transaction_id}")?;
 
     section(out, "Month route map")?;
@@ -153,7 +156,7 @@ async fn tour(sharded: &ShardedClient, transaction_id: &str, out: &mut dyn Write
     writeln!(out, "Shard definitions: {}", snapshot.shards.len())?;
     writeln!(out, "Bucket ranges:     {}", snapshot.bucket_ranges.len())?;
     writeln!(out, "Exact pins:        {}", snapshot.exact_key_pins.len())?;
-    for status in sharded.status().await {
+    for status in sharded.shards().status().await {
         let file = status
             .data_source
             .as_deref()
@@ -226,7 +229,10 @@ async fn tour(sharded: &ShardedClient, transaction_id: &str, out: &mut dyn Write
     // The sharded client has no `execute_sql`: SQL runs on a route's client. A connection
     // string without a route shows what a caller reaching for one without a route is told.
     section(out, "Missing route behaviour")?;
-    let master = sharded.catalog().map(|catalog| catalog.path().display().to_string());
+    let master = sharded
+        .catalog()
+        .master()
+        .map(|catalog| catalog.path().display().to_string());
     let unrouted = crate::options::ConnectionOptions::new().with_data_source(master.unwrap_or_default());
     match crate::connect::connect(&unrouted).await?.client() {
         Ok(_) => writeln!(out, "unexpected: a connection without a route has a data client")?,
@@ -258,7 +264,7 @@ async fn create_schema(sharded: &ShardedClient) -> Result<()> {
          order_number TEXT NOT NULL, order_date TEXT NOT NULL, amount REAL NOT NULL, status TEXT NOT NULL)",
         "CREATE INDEX idx_orders_customer_date ON orders (customer_id, order_date)",
     ] {
-        for result in sharded.execute_sql_on_all_shards(sql).await? {
+        for result in sharded.query().execute_all(sql).await? {
             if let Some(error) = result.error {
                 return Err(Error::invalid_argument(
                     "sample schema",
@@ -293,14 +299,15 @@ async fn insert_orders(sharded: &ShardedClient) -> Result<()> {
 async fn transaction_demo(sharded: &ShardedClient) -> Result<String> {
     let begun = sharded.for_route(route(CURRENT_MONTH)?).begin_transaction().await?;
     sharded
-        .execute_in_transaction(
+        .transactions()
+        .execute(
             &begun.transaction_id,
             "INSERT INTO orders VALUES (2000, '2026-06', 'customer-1001', 'SO-202606-TX', \
              '2026-06-01T12:05:00Z', 27.25, 'placed')",
             Params::none(),
         )
         .await?;
-    sharded.commit_transaction(&begun.transaction_id).await?;
+    sharded.transactions().commit(&begun.transaction_id).await?;
     // The inner id is random; the shard prefix is what routes it.
     let prefix_len = begun.transaction_id.rfind(':').map_or(0, |i| i + 1);
     Ok(format!("{}<inner id> (committed)", &begun.transaction_id[..prefix_len]))

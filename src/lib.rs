@@ -34,7 +34,9 @@
 //! - [`error`]: the crate's [`Error`] (40 bytes: payloads of more than one string are boxed) and
 //!   [`ErrorKind`], and [`MapError`](error::MapError).
 //! - `sql` (crate-internal): reading SQL text without running it: where statements end and what
-//!   each one is. The engine, schema, driver and client all use it; it uses only `error`.
+//!   each one is; and the one definition of SQL quoting and of the names shardlite reserves in a
+//!   shard file (`_shardlite_*`). The engine, query, schema, driver and client all use it; it
+//!   uses only `error`.
 //! - [`wire`]: route header and metadata names, the default API-key header, error trailers, and
 //!   (feature `grpc`) the protobuf types generated from `proto/shardlite.proto`.
 //! - [`map`]: the shard-map JSON model, its validation and secret-free snapshots.
@@ -49,7 +51,14 @@
 //!   the [`DataClient`](data::DataClient) contract (its parts [`SqlData`](data::SqlData),
 //!   [`RowData`](data::RowData), [`DocumentData`](data::DocumentData),
 //!   [`StoredData`](data::StoredData) and [`TransactionData`](data::TransactionData)) and the
-//!   [`ShardAdmin`](data::ShardAdmin) interface.
+//!   [`ShardAdmin`](data::ShardAdmin) contract, made the same way of four parts:
+//!   [`Topology`](data::Topology), [`FanOut`](data::FanOut), [`CatalogAdmin`](data::CatalogAdmin)
+//!   and [`SchemaAdmin`](data::SchemaAdmin).
+//! - [`query`]: queries across shards: one `SELECT` read with `sqlparser`, run on every shard
+//!   as partial results and merged by SQLite in memory. The merge's model (the partial table and
+//!   its columns' collations) is planned here; the engine only executes it.
+//! - `transport` (features `grpc`, `http`): the remote clients, `GrpcClient` and `HttpClient`,
+//!   implementing the same interfaces over the network, plain or over TLS (`transport::tls`).
 //! - [`engine`]: the only module that calls rusqlite. [`Database`](engine::Database) (one file,
 //!   `engine/database.rs`) opens a file, runs its SQL on the writer, readers, caller's task or
 //!   calling thread, and hands out its parts, one type and file each:
@@ -57,20 +66,23 @@
 //!   [`SavedQueries`](engine::SavedQueries), [`Procedures`](engine::Procedures),
 //!   [`Sessions`](engine::Sessions) (transactions), and inside the crate a data move's copies
 //!   and checksums. Script execution is `engine/script.rs`; SQLite's errors become the crate's in
-//!   one file, `engine/sqlite_error.rs`; the rest of the engine (the merge of partial rows
-//!   among it) is crate-private.
-//! - [`query`]: queries across shards: one `SELECT` read with `sqlparser`, run on every shard
-//!   as partial results and merged by SQLite in memory.
-//! - [`catalog`]: the master catalog file that owns the active map, pending map and history.
+//!   one file, `engine/sqlite_error.rs`; the rest of the engine (the execution of a merge
+//!   across shards among it) is crate-private.
+//! - [`catalog`]: the master catalog that owns the active map, pending map and history, in a
+//!   store behind one crate-private trait (`CatalogStore`: maps, history, data-move records,
+//!   runner claims and watches), implemented by the SQLite master file and by etcd.
 //! - [`schema`]: sqlx-style migration folders applied to a database through its client, schema
 //!   fingerprints, and drift between shards.
-//! - `transport` (features `grpc`, `http`): the remote clients, `GrpcClient` and `HttpClient`,
-//!   implementing the same interfaces over the network, plain or over TLS (`transport::tls`).
 //! - [`client`]: the in-process clients: [`LocalClient`](client::LocalClient), the
-//!   [`ShardedClient`](client::ShardedClient) and its route-bound clients and transactions; the
+//!   [`ShardedClient`](client::ShardedClient) (one file, `client/sharded/mod.rs`) and the parts it
+//!   hands out, one type and file each: [`Shards`](client::Shards),
+//!   [`ShardedQuery`](client::ShardedQuery), [`ShardedCatalog`](client::ShardedCatalog),
+//!   [`ShardedSchema`](client::ShardedSchema) and [`ShardedTransactions`](client::ShardedTransactions)
+//!   (the blocking client hands out the same); its route-bound clients and transactions; the
 //!   parts of the data contract a client hands to another (its engine handle, a route's shard)
 //!   are forwarded by blanket impls (`client/forward.rs`), each call written once.
-//! - [`connect`]: opening a connection string, in-process or through a daemon.
+//! - [`connect`]: opening a connection string, in-process or through a daemon, into a
+//!   [`ConnectedClient`](connect::ConnectedClient): an enum of what was opened.
 //! - [`paging`]: page fill across route keys, bounded merge, month keys and signed cursors.
 //! - [`demo`]: the order-history sample: its map, its orders and the walk-through that
 //!   `shardlite demo` and `examples/order_history.rs` run.

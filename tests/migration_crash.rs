@@ -27,9 +27,9 @@ use crate::support::migrate::{
 };
 use crate::support::{old_sqlite, temp_dir};
 use shardlite::client::{Params, ShardedClient, SqlData, Value};
-use shardlite::data::MigrationStatus;
+use shardlite::data::ReshardStatus;
 use shardlite::data::ResumeRequest;
-use shardlite::reshard::{Migrator, fences_on};
+use shardlite::reshard::{Resharder, fences_on};
 
 #[path = "migration_crash/runners.rs"]
 mod runners;
@@ -46,9 +46,9 @@ const CHILD_ONLINE: &str = "SHARDLITE_TEST_MIGRATION_ONLINE";
 async fn start_or_resume(
     master: &Path,
     key: &str,
-    migrator: Migrator,
+    migrator: Resharder,
     online: bool,
-) -> shardlite::data::MigrationResult {
+) -> shardlite::data::ReshardResult {
     if migrator.status(MIGRATION_ID).await.unwrap().is_some() {
         return migrator.resume(MIGRATION_ID, ResumeRequest::default()).await.unwrap();
     }
@@ -60,8 +60,8 @@ async fn start_or_resume(
 }
 
 /// Opens `master` and starts or resumes the migration there.
-async fn run_migration(master: &Path, key: &str, online: bool) -> shardlite::data::MigrationResult {
-    let migrator = Migrator::new(ShardedClient::open(master).await.unwrap());
+async fn run_migration(master: &Path, key: &str, online: bool) -> shardlite::data::ReshardResult {
+    let migrator = Resharder::new(ShardedClient::open(master).await.unwrap());
     start_or_resume(master, key, migrator, online).await
 }
 
@@ -74,10 +74,10 @@ async fn crash_child() {
         return;
     };
     let online = std::env::var(CHILD_ONLINE).is_ok_and(|v| v == "1");
-    let mut migrator = Migrator::new(ShardedClient::open(&master).await.unwrap());
+    let mut migrator = Resharder::new(ShardedClient::open(&master).await.unwrap());
     if let Ok(stop_at) = std::env::var(CHILD_STOP_AT) {
         migrator = migrator.with_observer(move |progress| {
-            if progress.phase.starts_with(&stop_at) {
+            if progress.phase.to_string().starts_with(&stop_at) {
                 use std::io::Write;
                 println!("\nreached {}", progress.phase);
                 std::io::stdout().flush().unwrap();
@@ -158,7 +158,7 @@ async fn a_migration_killed_ten_times_resumes_to_an_exact_copy() {
             .await
             .unwrap();
         if let Some(state) = &checkpoint
-            && state.phase.starts_with("copying")
+            && state.phase.is_copying()
         {
             // The crash left the fence in force: a writer with its own connection is refused.
             let shard = shardlite::client::LocalClient::open(dir.path().join(format!("{source}.db")))
@@ -185,11 +185,11 @@ async fn a_migration_killed_ten_times_resumes_to_an_exact_copy() {
     );
 
     let result = run_migration(&master, key, false).await;
-    assert_eq!(result.status, MigrationStatus::Activated, "{result:#?}");
+    assert_eq!(result.status, ReshardStatus::Activated, "{result:#?}");
     assert!(result.receipts.iter().all(|r| r.verified));
     // A second resume changes nothing.
     let again = run_migration(&master, key, false).await;
-    assert_eq!(again.status, MigrationStatus::Activated);
+    assert_eq!(again.status, ReshardStatus::Activated);
 
     let sharded = ShardedClient::open(&master).await.unwrap();
     assert_eq!(
@@ -210,11 +210,11 @@ async fn a_migration_killed_ten_times_resumes_to_an_exact_copy() {
         "(inserts, updates) of the destination's rows"
     );
     assert_eq!(owner(&sharded, key), destination);
-    let catalog = sharded.catalog().unwrap();
+    let catalog = sharded.catalog().master().unwrap();
     assert_eq!(catalog.active_version().await.unwrap(), Some(2));
     assert!(catalog.pending_options().await.unwrap().is_none());
     let stored = catalog.migration(MIGRATION_ID).await.unwrap().unwrap();
-    assert_eq!(stored.status, MigrationStatus::Activated);
+    assert_eq!(stored.status, ReshardStatus::Activated);
     assert_eq!(stored.receipts[0].source_rows, u64::try_from(rows).unwrap());
     // Each page was counted once, however many times the copy was interrupted.
     assert_eq!(
@@ -332,7 +332,7 @@ async fn an_online_migration_killed_in_each_phase_resumes_to_an_exact_copy() {
         let expected = items_on(&sharded, &source, key).await;
 
         let result = run_migration(&master, key, true).await;
-        assert_eq!(result.status, MigrationStatus::Activated, "{phase}: {result:#?}");
+        assert_eq!(result.status, ReshardStatus::Activated, "{phase}: {result:#?}");
         assert!(result.receipts.iter().all(|r| r.verified), "{phase}");
         println!("killed in {phase}, then resumed: {:?}", result.online);
         assert_eq!(
@@ -423,11 +423,11 @@ async fn resume_goes_on_from_the_pages_the_destination_recorded() {
 
     // The third page (20 rows a page) cannot land: the copy stops after two.
     refuse_item(&sharded, destination, 41).await;
-    let migrator = Migrator::new(sharded.clone());
+    let migrator = Resharder::new(sharded.clone());
     let mut request = key_request(key, destination, 20);
     request.migration_id = Some("recorded".into());
     let stopped = migrator.migrate(request).await.unwrap();
-    assert_eq!(stopped.status, MigrationStatus::Failed, "{stopped:#?}");
+    assert_eq!(stopped.status, ReshardStatus::Failed, "{stopped:#?}");
     assert_eq!(
         records("recorded").await,
         vec![vec![
@@ -442,7 +442,7 @@ async fn resume_goes_on_from_the_pages_the_destination_recorded() {
     allow_item(&sharded, destination).await;
 
     let resumed = migrator.resume("recorded", ResumeRequest::default()).await.unwrap();
-    assert_eq!(resumed.status, MigrationStatus::Activated, "{resumed:#?}");
+    assert_eq!(resumed.status, ReshardStatus::Activated, "{resumed:#?}");
     assert!(resumed.receipts.iter().all(|r| r.verified));
     assert_eq!(
         (resumed.receipts[0].source_rows, resumed.receipts[0].pages_copied),

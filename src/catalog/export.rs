@@ -107,7 +107,7 @@ impl Catalog {
         let store = self.store();
         store.append_history(&export.history).await?;
         for record in export.migrations.iter().rev() {
-            let state: crate::data::MigrationResult = serde_json::from_value(record.clone()).map_err(|err| {
+            let state: crate::data::ReshardResult = serde_json::from_value(record.clone()).map_err(|err| {
                 Error::invalid_argument("catalog export", format!("a migration does not parse: {err}"))
             })?;
             self.save_migration_checkpoint(&state).await?;

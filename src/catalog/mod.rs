@@ -22,20 +22,34 @@ mod store;
 pub use export::{CatalogExport, EXPORT_FORMAT};
 pub use files::{check_shard_files, shard_file};
 pub use location::{CatalogLocation, EtcdAddress};
-pub use runner::{LEASE_SECONDS, MigrationClaim};
+pub use runner::{LEASE_SECONDS, ReshardClaim};
 pub use store::file::CATALOG_SCHEMA_VERSION;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::data::{Audit, CatalogHistoryEntry};
 use crate::error::{Error, Result};
 use crate::map::{ShardMap, ShardingOptions};
-use store::{FileStore, HistoryRow, NewMap, Store, StoredMap, StoredState};
+use store::{CatalogStore, FileStore, HistoryRow, NewMap, StoredMap, StoredState};
 
 /// A handle to a catalog: a master file or a prefix in etcd.
+///
+/// ```no_run
+/// # async fn demo() -> shardlite::Result<()> {
+/// use shardlite::catalog::Catalog;
+///
+/// let catalog = Catalog::open("data/master.db").await?;
+/// let map = catalog.active_map().await?;
+/// println!("keyspace {} at version {}", map.keyspace(), map.version());
+/// for entry in catalog.history().await? {
+///     println!("{} v{} by {:?}", entry.applied_utc, entry.map_version, entry.audit.operator);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Catalog {
-    store: Store,
+    store: Arc<dyn CatalogStore>,
     location: CatalogLocation,
     /// What relative shard paths resolve against: the master file, or for a catalog without a
     /// file, a name in the working directory.
@@ -57,7 +71,7 @@ impl Catalog {
             CatalogLocation::File(path) => {
                 let store = FileStore::open(path).await?;
                 Ok(Self {
-                    store: Store::File(store),
+                    store: Arc::new(store),
                     anchor,
                     location,
                 })
@@ -66,7 +80,7 @@ impl Catalog {
             CatalogLocation::Etcd(address) => {
                 let store = store::etcd::EtcdStore::open(address).await?;
                 Ok(Self {
-                    store: Store::Etcd(store),
+                    store: Arc::new(store),
                     anchor,
                     location,
                 })
@@ -94,11 +108,11 @@ impl Catalog {
     /// Whether other processes' activations reach this handle's watchers without polling (a
     /// catalog in etcd).
     pub fn is_watched(&self) -> bool {
-        !matches!(self.store, Store::File(_))
+        self.store.is_watched()
     }
 
-    pub(crate) fn store(&self) -> &Store {
-        &self.store
+    pub(crate) fn store(&self) -> &dyn CatalogStore {
+        self.store.as_ref()
     }
 
     pub(crate) async fn has_schema(&self) -> Result<bool> {
@@ -171,13 +185,8 @@ impl Catalog {
 
     /// A watch of the map records, on a catalog in etcd.
     #[cfg(feature = "etcd")]
-    pub(crate) async fn watch_maps(&self) -> Result<store::etcd::MapWatch> {
-        match &self.store {
-            Store::Etcd(etcd) => etcd.watch_maps().await,
-            Store::File(_) => Err(Error::Catalog {
-                reason: "a master file has no watch; its version is polled".to_owned(),
-            }),
-        }
+    pub(crate) async fn watch_maps(&self) -> Result<store::MapWatch> {
+        self.store.watch_maps().await
     }
 
     /// The active and pending maps as stored, for a conditional write.

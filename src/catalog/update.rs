@@ -304,11 +304,7 @@ impl Catalog {
     /// [`active_version`](Self::active_version) on the calling thread, for blocking callers.
     /// A catalog in etcd answers `None`: its changes reach clients through a watch instead.
     pub fn active_version_blocking(&self) -> Result<Option<u64>> {
-        match self.store() {
-            super::store::Store::File(file) => file.active_version_blocking(),
-            #[cfg(feature = "etcd")]
-            super::store::Store::Etcd(_) => Ok(None),
-        }
+        self.store().active_version_blocking()
     }
 
     /// Validates and writes `request` as the pending map, with a history entry, in one atomic

@@ -8,6 +8,7 @@ use clap::{Args, Subcommand};
 
 use super::connection::{self, ConnectionArgs};
 use super::data::{OutputArgs, print_json, table};
+use super::hint::Caller;
 use crate::catalog::{Catalog, CatalogExport, CatalogLocation};
 use crate::data::{
     ActivationRequest, Audit, CatalogState, CatalogUpdateRequest, CatalogValidation, IssueSeverity, ShardAdmin,
@@ -41,31 +42,63 @@ pub enum CatalogCommand {
     #[command(after_help = "Example: shardlite catalog activate -c \"Data Source=master.db\" --expected-version 2")]
     Activate(ActivateArgs),
     /// Write everything a catalog holds (maps, history, migrations) as one JSON document.
-    #[command(after_help = "Example: shardlite catalog export --master data/master.db --out catalog.json")]
+    #[command(after_help = "Example: shardlite catalog export -c \"Data Source=data/master.db\" --out catalog.json")]
     Export(ExportArgs),
     /// Copy an exported catalog into a catalog that holds no map yet (a master file or etcd).
     #[command(after_help = "Example: shardlite catalog import --master etcd://127.0.0.1:2379/shop --from catalog.json")]
     Import(ImportArgs),
 }
 
+/// Which catalog `export` and `import` read or write: `--master PATH`, or `-c` with a connection
+/// string's `Data Source`.
+#[derive(Debug, Args)]
+pub struct CatalogArgs {
+    /// The catalog: a master file, or etcd://HOST:PORT[,HOST:PORT…]/PREFIX.
+    #[arg(long, required_unless_present = "connection", conflicts_with = "connection")]
+    master: Option<PathBuf>,
+    /// The catalog as a connection string: `Data Source=master.db` or
+    /// `Data Source=etcd://HOST:PORT/PREFIX`. Not a daemon's `Endpoint`: an export holds the maps'
+    /// connection strings and API keys, which a daemon never sends.
+    #[arg(long, short = 'c')]
+    connection: Option<String>,
+}
+
+impl CatalogArgs {
+    /// The catalog's location, from `--master` or the connection string's `Data Source`.
+    fn location(&self) -> Result<PathBuf> {
+        if let Some(master) = &self.master {
+            return Ok(master.clone());
+        }
+        let connection = self.connection.as_deref().unwrap_or_default();
+        let options = crate::options::ConnectionOptions::parse(connection)?;
+        match options.data_source() {
+            Some(source) => Ok(PathBuf::from(source)),
+            None => Err(Error::invalid_argument(
+                "--connection",
+                "catalog export and import work on the catalog itself, not through a daemon (an export holds \
+                 the maps' connection strings and API keys, which a daemon never sends): give the daemon's \
+                 master, -c 'Data Source=PATH' or -c 'Data Source=etcd://HOST:PORT/PREFIX', on a host that \
+                 reaches it",
+            )),
+        }
+    }
+}
+
 /// Arguments of `shardlite catalog export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// The catalog: a master file, or etcd://HOST:PORT[,HOST:PORT…]/PREFIX.
-    #[arg(long)]
-    master: PathBuf,
+    #[command(flatten)]
+    catalog: CatalogArgs,
     /// Where to write the document (default: standard output).
     #[arg(long)]
     out: Option<PathBuf>,
 }
 
-/// Arguments of `shardlite catalog import`.
+/// Arguments of `shardlite catalog import`. The catalog to fill must hold no map yet.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// The catalog to fill: a master file, or etcd://HOST:PORT[,HOST:PORT…]/PREFIX. It must hold
-    /// no map yet.
-    #[arg(long)]
-    master: PathBuf,
+    #[command(flatten)]
+    catalog: CatalogArgs,
     /// The document `catalog export` wrote.
     #[arg(long)]
     from: PathBuf,
@@ -137,15 +170,21 @@ pub async fn run(command: &CatalogCommand) -> Result<()> {
 }
 
 async fn export(args: &ExportArgs) -> Result<()> {
-    if let CatalogLocation::File(path) = CatalogLocation::of_path(&args.master)?
+    let master = args.catalog.location()?;
+    if let CatalogLocation::File(path) = CatalogLocation::of_path(&master)?
         && !path.exists()
     {
+        let name = if args.catalog.master.is_some() {
+            "--master"
+        } else {
+            "--connection"
+        };
         return Err(Error::invalid_argument(
-            "--master",
+            name,
             format!("'{}' does not exist", path.display()),
         ));
     }
-    let export = Catalog::open(&args.master).await?.export().await?;
+    let export = Catalog::open(&master).await?.export().await?;
     let text = serde_json::to_string_pretty(&export).map_err(|err| Error::Catalog {
         reason: format!("the export could not be encoded: {err}"),
     })?;
@@ -174,7 +213,7 @@ async fn import(args: &ImportArgs) -> Result<()> {
             format!("'{}' is not a catalog export: {err}", args.from.display()),
         )
     })?;
-    let catalog = Catalog::open(&args.master).await?;
+    let catalog = Catalog::open(&args.catalog.location()?).await?;
     catalog.import(&export).await?;
     println!(
         "imported {} into {}: {} history entr{}, {} migration(s)",
@@ -282,10 +321,9 @@ async fn apply(args: &UpdateArgs) -> Result<()> {
     } else {
         print_validation(&result.validation);
         if let Some(version) = result.pending_map_version.filter(|_| result.applied) {
-            println!(
-                "applied: map version {version} is the pending map; `shardlite catalog activate \
-                 --expected-version {version}` makes it active"
-            );
+            let next = Caller::new(Some(&args.connection.connection))
+                .command("catalog activate", &format!("--expected-version {version}"));
+            println!("applied: map version {version} is the pending map; `{next}` makes it active");
         }
     }
     if result.applied {

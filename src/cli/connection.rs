@@ -106,7 +106,7 @@ pub async fn open(args: &ConnectionArgs, route: Option<RouteContext>) -> Result<
     let connected = connect(&options).await?;
     Ok(Opened {
         data_source: options.data_source().map(str::to_owned),
-        admin: connected.admin().cloned(),
+        admin: connected.admin(),
         route: connected.route().cloned(),
         data: connected.into_client().ok(),
     })

@@ -30,7 +30,13 @@ pub async fn run(args: &DemoArgs) -> Result<()> {
                 what: "the sample's temporary folder".to_owned(),
                 source,
             });
-            outcome.and(removed)
+            outcome.and(removed)?;
+            println!();
+            println!(
+                "The sample's files were in a temporary folder, removed now; `shardlite demo demo` keeps them \
+                 in demo/shards/ (master catalog: demo/shards/master.db)"
+            );
+            Ok(())
         }
     }
 }

@@ -5,6 +5,7 @@
 //! their ids; `create-shard ID...` creates the files of new shards (idempotent), which a data
 //! request never does: create a shard's file before a map names it with `remoteShardId`.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
@@ -143,6 +144,76 @@ pub(super) async fn create_map_host_shards(map: &ShardMap) -> Result<usize> {
         created += usize::from(answer.created);
     }
     Ok(created)
+}
+
+/// Checks that every data-host shard of `map` (`remoteShardId`) has its file on its host, so
+/// that a map naming a file that does not exist is refused at `seed` rather than found unhealthy
+/// later. A host that cannot be reached is reported on stderr and not held against the map
+/// (hosts may start after the map is stored).
+pub(super) async fn check_map_host_shards(map: &ShardMap) -> Result<()> {
+    let mut known: HashMap<String, Option<HashSet<String>>> = HashMap::new();
+    let mut missing = Vec::new();
+    for shard in map.shards() {
+        let ShardTarget::Endpoint {
+            endpoint,
+            transport,
+            remote_shard_id: Some(remote_id),
+        } = &shard.target
+        else {
+            continue;
+        };
+        if !known.contains_key(endpoint) {
+            let mut options = RemoteOptions::new(endpoint.clone());
+            if let Some(key) = &shard.api_key {
+                options = options.with_api_key(key.expose());
+            }
+            if let Some(header) = &shard.api_key_header_name {
+                options = options.with_api_key_header(header.clone());
+            }
+            let ids = match client(options, Some(*transport)) {
+                Ok(host) => every_host_shard(host.as_ref()).await,
+                Err(err) => Err(err),
+            };
+            let ids = ids
+                .map_err(|err| eprintln!("warning: could not list the shard files of the data host {endpoint}: {err}"))
+                .ok();
+            known.insert(endpoint.clone(), ids);
+        }
+        if let Some(Some(ids)) = known.get(endpoint)
+            && !ids.contains(remote_id)
+        {
+            missing.push(format!("shard '{}' ('{remote_id}' on {endpoint})", shard.id));
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::invalid_argument(
+        "--map",
+        format!(
+            "the data host has no file for {}: create them with `shardlite seed ... --create-host-shards` \
+             (or `shardlite host create-shard -c 'Endpoint=...' ID`), or fix 'remoteShardId'",
+            missing.join(", ")
+        ),
+    ))
+}
+
+/// Every shard id of a data host, a page at a time.
+async fn every_host_shard(host: &dyn HostAdmin) -> Result<HashSet<String>> {
+    let mut ids = HashSet::new();
+    let mut offset = 0;
+    loop {
+        let query = HostShardQuery {
+            offset,
+            limit: u32::try_from(MAX_HOST_SHARD_PAGE).ok(),
+        };
+        let page = host.list_host_shards(&query).await?;
+        ids.extend(page.shard_ids);
+        match page.next_offset {
+            Some(next) if next > offset => offset = next,
+            _ => return Ok(ids),
+        }
+    }
 }
 
 /// The remote client a connection string names; a data host is only reached over a daemon.

@@ -4,6 +4,7 @@ mod catalog;
 mod connection;
 mod data;
 mod demo;
+mod hint;
 #[cfg(any(feature = "grpc", feature = "http"))]
 mod host;
 mod reshard;
@@ -30,6 +31,9 @@ use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// The connection string the command was given, for hints that paste (set by [`main`]).
+    #[arg(skip)]
+    connection: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -100,7 +104,7 @@ enum Command {
     )]
     Migrate {
         #[command(subcommand)]
-        command: reshard::MigrateCommand,
+        command: reshard::ReshardCommand,
     },
     /// A data host's shard files: count and list them, or create new ones.
     #[cfg(any(feature = "grpc", feature = "http"))]
@@ -145,7 +149,7 @@ impl Cli {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => {
                 eprintln!("error: {err}");
-                if let Some(hint) = hint(&err) {
+                if let Some(hint) = hint::Caller::new(self.connection.as_deref()).after_error(&err) {
                     eprintln!("hint: {hint}");
                 }
                 ExitCode::FAILURE
@@ -154,22 +158,18 @@ impl Cli {
     }
 }
 
-/// What to do next after the mistakes a first-time user makes; the error itself says what was
-/// wrong.
-fn hint(err: &crate::Error) -> Option<String> {
-    match err {
-        crate::Error::RouteRequired => Some(
-            "pass --keyspace KEYSPACE --key KEY, or add 'Shard Keyspace=...;Shard Key=...' to the \
-             connection string (`shardlite map -c CONN` shows the keyspace)"
-                .to_owned(),
-        ),
-        crate::Error::UnknownKeyspace(unknown) => {
-            let expected = &unknown.expected;
-            Some(format!(
-                "this map's keyspace is '{expected}': pass --keyspace {expected} (or 'Shard Keyspace={expected}')"
-            ))
+/// The `--connection` value of the innermost subcommand that takes one.
+fn connection_of(matches: &clap::ArgMatches) -> Option<String> {
+    let mut current = matches;
+    let mut found = None;
+    loop {
+        if let Ok(Some(connection)) = current.try_get_one::<String>("connection") {
+            found = Some(connection.clone());
         }
-        _ => None,
+        match current.subcommand() {
+            Some((_, inner)) => current = inner,
+            None => return found,
+        }
     }
 }
 
@@ -208,7 +208,8 @@ fn exit_quietly_on_closed_pipe() {
 pub fn main() -> ExitCode {
     exit_quietly_on_closed_pipe();
     let matches = Cli::command().get_matches();
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.format(&mut Cli::command()).exit());
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.format(&mut Cli::command()).exit());
+    cli.connection = connection_of(&matches);
     // `serve --config FILE` needs to know which flags the command line set: those win.
     #[cfg(feature = "server")]
     let cli = {

@@ -17,18 +17,18 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use super::connection::ConnectionArgs;
 use super::data::{OutputArgs, print_json, table};
+use crate::client::ShardedClient;
 use crate::connect::{ConnectedClient, connect};
 use crate::data::{
-    Audit, MigrationAdmin, MigrationManifest, MigrationRequest, MigrationResult, MigrationScope, MigrationStatus,
-    ResumeRequest,
+    Audit, ReshardAdmin, ReshardManifest, ReshardRequest, ReshardResult, ReshardScope, ReshardStatus, ResumeRequest,
 };
 use crate::error::{Error, Result};
 use crate::options::ConnectionOptions;
-use crate::reshard::{CopyProgress, Migrator};
+use crate::reshard::{CopyProgress, Resharder};
 
 /// The `migrate` subcommands.
 #[derive(Debug, Subcommand)]
-pub enum MigrateCommand {
+pub enum ReshardCommand {
     /// Move the data of one route key to another primary shard, verified, and pin the key there.
     #[command(
         after_help = "Example: shardlite migrate key -c \"Data Source=master.db\" --keyspace tenants --key acme \
@@ -95,8 +95,8 @@ pub struct CommonArgs {
 
 impl CommonArgs {
     /// The request to move `scope`'s data to `destination`, as the flags say.
-    fn request(&self, scope: MigrationScope, destination: &str) -> Result<MigrationRequest> {
-        Ok(MigrationRequest {
+    fn request(&self, scope: ReshardScope, destination: &str) -> Result<ReshardRequest> {
+        Ok(ReshardRequest {
             migration_id: self.id.clone(),
             expected_current_map_version: self.expected_version,
             dry_run: self.dry_run,
@@ -104,7 +104,7 @@ impl CommonArgs {
             activate: self.activate,
             delete_source: self.delete_source,
             audit: Audit::new(self.operator.clone(), self.comment.clone()),
-            ..MigrationRequest::new(scope, destination, read_manifest(&self.manifest)?)
+            ..ReshardRequest::new(scope, destination, read_manifest(&self.manifest)?)
         })
     }
 }
@@ -196,30 +196,31 @@ pub struct HistoryArgs {
 }
 
 /// Runs a `migrate` subcommand.
-pub async fn run(command: &MigrateCommand) -> Result<()> {
+pub async fn run(command: &ReshardCommand) -> Result<()> {
     match command {
-        MigrateCommand::Key(args) => {
+        ReshardCommand::Key(args) => {
             let common = &args.common;
             let (admin, _) = open(&common.connection, true).await?;
-            let scope = MigrationScope::RouteKey {
+            let scope = ReshardScope::RouteKey {
                 keyspace: args.keyspace.clone(),
                 route_key: args.key.clone(),
             };
             let request = common.request(scope, &args.to)?;
             report(&admin.start_migration(&request).await?, common.output.json)
         }
-        MigrateCommand::Buckets(args) => {
+        ReshardCommand::Buckets(args) => {
             let common = &args.common;
             let (admin, connected) = open(&common.connection, true).await?;
             let keyspace = match &args.keyspace {
                 Some(keyspace) => keyspace.clone(),
-                None => match (connected.sharded(), connected.admin()) {
-                    (Some(sharded), _) => sharded.map().keyspace().to_owned(),
-                    (None, Some(remote)) => remote.shard_map().await?.keyspace,
-                    (None, None) => String::new(),
+                None => match &connected {
+                    ConnectedClient::Shard { client, .. } => client.sharded().map().keyspace().to_owned(),
+                    ConnectedClient::Sharded { client, .. } => client.map().keyspace().to_owned(),
+                    ConnectedClient::Remote { client, .. } => client.admin().shard_map().await?.keyspace,
+                    _ => String::new(),
                 },
             };
-            let scope = MigrationScope::BucketRange {
+            let scope = ReshardScope::BucketRange {
                 keyspace,
                 source_shard_id: args.from.clone(),
                 start_bucket_inclusive: args.start,
@@ -228,7 +229,7 @@ pub async fn run(command: &MigrateCommand) -> Result<()> {
             let request = common.request(scope, &args.to)?;
             report(&admin.start_migration(&request).await?, common.output.json)
         }
-        MigrateCommand::Resume(args) => {
+        ReshardCommand::Resume(args) => {
             let (admin, _) = open(&args.connection, true).await?;
             let options = ResumeRequest {
                 activate: args.activate,
@@ -236,18 +237,18 @@ pub async fn run(command: &MigrateCommand) -> Result<()> {
             };
             report(&admin.resume_migration(&args.id, &options).await?, args.output.json)
         }
-        MigrateCommand::Abandon(args) => {
+        ReshardCommand::Abandon(args) => {
             let (admin, _) = open(&args.connection, false).await?;
             report(&admin.abandon_migration(&args.id).await?, args.output.json)
         }
-        MigrateCommand::Status(args) => {
+        ReshardCommand::Status(args) => {
             let (admin, _) = open(&args.connection, false).await?;
             match &args.id {
                 Some(id) => report(&admin.migration_progress(id).await?, args.output.json),
                 None => list(&admin.migrations().await?, args.output.json),
             }
         }
-        MigrateCommand::History(args) => {
+        ReshardCommand::History(args) => {
             let (admin, _) = open(&args.connection, false).await?;
             list(&admin.migration_history().await?, args.output.json)
         }
@@ -256,7 +257,7 @@ pub async fn run(command: &MigrateCommand) -> Result<()> {
 
 /// Opens what the connection names: a local master catalog (the migration runs here, with a
 /// progress display when asked) or a daemon (the migration runs there).
-async fn open(connection: &ConnectionArgs, progress: bool) -> Result<(Arc<dyn MigrationAdmin>, ConnectedClient)> {
+async fn open(connection: &ConnectionArgs, progress: bool) -> Result<(Arc<dyn ReshardAdmin>, ConnectedClient)> {
     let options = ConnectionOptions::parse(&connection.connection)?;
     if let Some(path) = options.data_source()
         && !std::path::Path::new(path).exists()
@@ -267,16 +268,18 @@ async fn open(connection: &ConnectionArgs, progress: bool) -> Result<(Arc<dyn Mi
         ));
     }
     let connected = connect(&options).await?;
-    let admin: Arc<dyn MigrationAdmin> = match (connected.sharded(), connected.remote_migrations()) {
-        (Some(sharded), _) => {
-            let mut migrator = Migrator::new(sharded.clone());
-            if progress {
-                migrator = migrator.with_observer(progress_display());
-            }
-            Arc::new(migrator)
-        }
-        (None, Some(remote)) => Arc::clone(remote),
-        (None, None) => {
+    let in_process = |sharded: &ShardedClient| -> Arc<dyn ReshardAdmin> {
+        let migrator = Resharder::new(sharded.clone());
+        Arc::new(match progress {
+            true => migrator.with_observer(progress_display()),
+            false => migrator,
+        })
+    };
+    let admin = match &connected {
+        ConnectedClient::Shard { client, .. } => in_process(client.sharded()),
+        ConnectedClient::Sharded { client, .. } => in_process(client),
+        ConnectedClient::Remote { client, .. } => Arc::clone(client.migrations()),
+        _ => {
             return Err(Error::invalid_argument(
                 "--connection",
                 "migrations need a master catalog with a shard map (`Data Source=master.db`) or a daemon serving one",
@@ -286,7 +289,7 @@ async fn open(connection: &ConnectionArgs, progress: bool) -> Result<(Arc<dyn Mi
     Ok((admin, connected))
 }
 
-fn read_manifest(path: &PathBuf) -> Result<MigrationManifest> {
+fn read_manifest(path: &PathBuf) -> Result<ReshardManifest> {
     let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
         what: format!("manifest {}", path.display()),
         source,
@@ -338,12 +341,23 @@ fn progress_display() -> impl Fn(&CopyProgress) + Send + Sync + 'static {
                 .or_insert_with(|| (ProgressBar::hidden(), Instant::now() - Duration::from_secs(2)));
             if done || entry.1.elapsed() >= Duration::from_secs(1) {
                 entry.1 = Instant::now();
-                eprintln!(
-                    "migration {}: {} copied {} of {} rows",
-                    progress.migration_id, progress.item, progress.rows, progress.estimated_rows
-                );
+                let (id, item) = (&progress.migration_id, &progress.item);
+                eprintln!("{}", copied_line(id, item, progress.rows, progress.estimated_rows));
             }
         }
+    }
+}
+
+/// One progress line of a table: `migration m: items copied 120 of 20112 rows`. The estimate
+/// is the count before the copy; rows written meanwhile can take the copy past it.
+fn copied_line(migration_id: &str, item: &str, rows: u64, estimate: u64) -> String {
+    if rows > estimate {
+        format!(
+            "migration {migration_id}: {item} copied {rows} rows (estimated {estimate} before the copy; rows \
+             written since count too)"
+        )
+    } else {
+        format!("migration {migration_id}: {item} copied {rows} of {estimate} rows")
     }
 }
 
@@ -360,12 +374,12 @@ fn phase_line(progress: &CopyProgress) -> String {
 }
 
 /// Whether a run ended in a way a script must notice: rejected, or needing an operator.
-fn failed(result: &MigrationResult) -> bool {
-    result.status == MigrationStatus::Rejected || result.requires_operator_recovery
+fn failed(result: &ReshardResult) -> bool {
+    result.status == ReshardStatus::Rejected || result.requires_operator_recovery
 }
 
 /// Prints a migration's state; an error (non-zero exit) when it was rejected or needs an operator.
-fn report(result: &MigrationResult, json: bool) -> Result<()> {
+fn report(result: &ReshardResult, json: bool) -> Result<()> {
     if json {
         print_json(result)?;
     } else {
@@ -376,8 +390,8 @@ fn report(result: &MigrationResult, json: bool) -> Result<()> {
         println!("{}", result.message);
         let spec = &result.spec;
         let what = match &spec.scope {
-            MigrationScope::RouteKey { route_key, .. } => format!("route key '{route_key}'"),
-            MigrationScope::BucketRange {
+            ReshardScope::RouteKey { route_key, .. } => format!("route key '{route_key}'"),
+            ReshardScope::BucketRange {
                 start_bucket_inclusive: start,
                 end_bucket_exclusive: end,
                 ..
@@ -399,13 +413,13 @@ fn report(result: &MigrationResult, json: bool) -> Result<()> {
                     .cutover_ms
                     .map_or_else(|| "not yet".to_owned(), |ms| format!("{ms} ms"))
             ),
-            None if result.status != MigrationStatus::Planned && !spec.online => {
+            None if result.status != ReshardStatus::Planned && !spec.online => {
                 println!("offline: the moving keys were fenced for the whole copy");
             }
             None => {}
         }
         if let Some(plan) = &result.plan
-            && result.status == MigrationStatus::Planned
+            && result.status == ReshardStatus::Planned
         {
             let mut rows = table(vec![
                 "item".into(),
@@ -484,7 +498,7 @@ fn short(checksum: &str) -> String {
     checksum.chars().take(16).collect()
 }
 
-fn list(results: &[MigrationResult], json: bool) -> Result<()> {
+fn list(results: &[ReshardResult], json: bool) -> Result<()> {
     if json {
         return print_json(&results);
     }
@@ -498,10 +512,10 @@ fn list(results: &[MigrationResult], json: bool) -> Result<()> {
         rows.add_row(vec![
             result.migration_id.clone(),
             format!("{:?}", result.status),
-            result.phase.clone(),
+            result.phase.to_string(),
             match &spec.scope {
-                MigrationScope::RouteKey { route_key, .. } => route_key.clone(),
-                MigrationScope::BucketRange {
+                ReshardScope::RouteKey { route_key, .. } => route_key.clone(),
+                ReshardScope::BucketRange {
                     start_bucket_inclusive: start,
                     end_bucket_exclusive: end,
                     ..
@@ -515,4 +529,23 @@ fn list(results: &[MigrationResult], json: bool) -> Result<()> {
     }
     println!("{rows}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copied_line;
+
+    #[test]
+    fn a_copy_past_its_estimate_does_not_claim_more_rows_than_the_whole() {
+        assert_eq!(
+            copied_line("m", "items", 700, 700),
+            "migration m: items copied 700 of 700 rows"
+        );
+        let past = copied_line("m", "items", 20113, 20112);
+        assert!(!past.contains("20113 of 20112"), "{past}");
+        assert!(
+            past.contains("copied 20113 rows (estimated 20112 before the copy"),
+            "{past}"
+        );
+    }
 }

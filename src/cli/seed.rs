@@ -40,6 +40,8 @@ pub async fn run(args: &SeedArgs) -> Result<()> {
     check_shard_files(&location.anchor(), &map).await?;
     if args.create_host_shards {
         create_host_shards(&map).await?;
+    } else {
+        check_host_shards(&map).await?;
     }
     let catalog = Catalog::open(&args.master).await?;
     let map = catalog.seed(options, args.replace).await?;
@@ -57,6 +59,18 @@ pub async fn run(args: &SeedArgs) -> Result<()> {
 #[cfg(any(feature = "grpc", feature = "http"))]
 async fn create_host_shards(map: &ShardMap) -> Result<()> {
     super::host::create_map_host_shards(map).await.map(drop)
+}
+
+#[cfg(any(feature = "grpc", feature = "http"))]
+async fn check_host_shards(map: &ShardMap) -> Result<()> {
+    super::host::check_map_host_shards(map).await
+}
+
+/// Without a remote transport a data host cannot be asked; connecting to the map fails later
+/// anyway, naming the missing feature.
+#[cfg(not(any(feature = "grpc", feature = "http")))]
+async fn check_host_shards(_map: &ShardMap) -> Result<()> {
+    Ok(())
 }
 
 #[cfg(not(any(feature = "grpc", feature = "http")))]

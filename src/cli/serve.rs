@@ -114,8 +114,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = ServerConfig::default().max_open_transactions,
         value_parser = positive)]
     max_open_transactions: usize,
-    /// Open remote transactions allowed per API key across all shards (the daemon takes one key,
-    /// so a daemon-wide total); more are answered `busy`.
+    /// Open remote transactions allowed through this daemon, across all shards and all API keys
+    /// together (one total, with --api-keys too); more are answered `busy`.
     #[arg(long, value_name = "N", default_value_t = ServerConfig::default().max_open_transactions_per_key,
         value_parser = positive)]
     max_open_transactions_per_key: usize,

@@ -163,21 +163,30 @@ async fn suggest(args: &SuggestArgs) -> Result<()> {
         suggestion.hottest_share_before * 100.0,
         suggestion.hottest_share_after * 100.0
     );
-    let data = match &suggestion.kind {
-        SuggestionKind::MoveBuckets { start, end, from, to } => format!(
-            "shardlite migrate buckets -c CONN --from {from} --to {to} --start {start} --end {end} --manifest \
-             MANIFEST --activate"
+    let (data, moved) = match &suggestion.kind {
+        SuggestionKind::MoveBuckets { start, end, from, to } => (
+            format!(
+                "shardlite migrate buckets -c CONN --from {from} --to {to} --start {start} --end {end} --manifest \
+                 MANIFEST --activate"
+            ),
+            format!("the buckets {start}..{end}"),
         ),
-        SuggestionKind::PinKey { key, to, .. } => format!(
-            "shardlite migrate key -c CONN --keyspace {} --key '{key}' --to {to} --manifest MANIFEST --activate",
-            active.keyspace
+        SuggestionKind::PinKey { key, to, .. } => (
+            format!(
+                "shardlite migrate key -c CONN --keyspace {} --key '{key}' --to {to} --manifest MANIFEST --activate",
+                active.keyspace
+            ),
+            format!("the route key '{key}'"),
         ),
     };
+    // The map changes owners, so `catalog validate` and `catalog apply` accept it only with the
+    // acknowledgement; the rows of what moves have to move with it, which only `migrate` does.
     eprintln!(
-        "next: `shardlite catalog validate -c CONN --map next-map.json`; then move the data with `{data}` (which \
-         writes the same ownership change), or, when there is no data to move, `shardlite catalog apply -c CONN \
-         --map next-map.json --ack-ownership-change` and `shardlite catalog activate -c CONN --expected-version \
-         {version}`"
+        "next: check the map with `shardlite catalog validate -c CONN --map next-map.json --ack-ownership-change`. \
+         It changes the owner of {moved}, so a data move is needed whenever there are rows in {moved} (the calls \
+         counted suggest there are): move them, which also activates the new owner, with `{data}`. Only when there are no \
+         rows to move, apply the map as it is with `shardlite catalog apply -c CONN --map next-map.json \
+         --ack-ownership-change` and then `shardlite catalog activate -c CONN --expected-version {version}`"
     );
     Ok(())
 }

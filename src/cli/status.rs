@@ -3,13 +3,14 @@
 //! A map of up to [`FULL_TABLE_UP_TO`] shards prints one row per shard, as it always has. A larger
 //! one prints counts by state and points at the options that list shards: `--shard ID` for one,
 //! `--unhealthy` for the problem shards, `--limit`/`--offset` for a page, `--all` for every row.
+//! The exit code is non-zero when an enabled shard's probe failed, so `status` can gate a script.
 
 use clap::Args;
 
 use super::connection::{self, ConnectionArgs};
 use super::data::{OutputArgs, print_json, table};
 use crate::data::{MAX_STATUS_PAGE, ShardStatus, ShardStatusPage, ShardStatusQuery, ShardStatusSummary};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Maps with at most this many shards print every row by default.
 pub const FULL_TABLE_UP_TO: u32 = 50;
@@ -52,12 +53,14 @@ pub async fn run(args: &StatusArgs) -> Result<()> {
     if args.all || (args.output.json && !args.lists()) {
         // Every row, in the shape `status` has always printed.
         let statuses = admin.shard_status().await?;
+        let summary = ShardStatusSummary::of(&statuses);
         if args.output.json {
-            return print_json(&statuses);
+            print_json(&statuses)?;
+        } else {
+            print_rows(&statuses);
+            print_summary(&summary);
         }
-        print_rows(&statuses);
-        print_summary(&ShardStatusSummary::of(&statuses));
-        return Ok(());
+        return healthy(&summary);
     }
     let query = ShardStatusQuery {
         shard_id: args.shard.clone(),
@@ -67,7 +70,8 @@ pub async fn run(args: &StatusArgs) -> Result<()> {
     };
     let page = admin.shard_status_page(&query).await?;
     if args.output.json {
-        return print_json(&page);
+        print_json(&page)?;
+        return healthy(&page.summary);
     }
     let summary = page.summary;
     if !args.lists() && summary.shards > u64::from(FULL_TABLE_UP_TO) {
@@ -76,12 +80,30 @@ pub async fn run(args: &StatusArgs) -> Result<()> {
             "a large map: `--unhealthy` lists the problem shards, `--shard ID` shows one, \
              `--limit N --offset N` pages through every shard, `--all` lists them all"
         );
+        return healthy(&summary);
+    }
+    if page.shards.is_empty() && args.unhealthy {
+        println!("no unhealthy shard: every enabled shard answered its probe");
+    } else {
+        print_rows(&page.shards);
+        print_range(&page);
+    }
+    print_summary(&summary);
+    healthy(&summary)
+}
+
+/// Fails when an enabled shard's probe failed, so that the exit code says so.
+fn healthy(summary: &ShardStatusSummary) -> Result<()> {
+    if summary.unavailable == 0 {
         return Ok(());
     }
-    print_rows(&page.shards);
-    print_range(&page);
-    print_summary(&summary);
-    Ok(())
+    Err(Error::invalid_argument(
+        "shard health",
+        format!(
+            "{} enabled shard(s) failed their probe (the status above says why); `--unhealthy` lists only them",
+            summary.unavailable
+        ),
+    ))
 }
 
 fn print_rows(statuses: &[ShardStatus]) {

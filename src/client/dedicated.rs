@@ -67,7 +67,7 @@ impl DedicatedClient {
     /// (connection-local state stays behind with the old one); a transaction open across the move
     /// fails instead.
     pub async fn for_route(sharded: &ShardedClient, route: RouteContext) -> Result<Self> {
-        let (connection, map_version, shard_id) = sharded.dedicated_for_route(&route).await?;
+        let (connection, map_version, shard_id) = sharded.shared().dedicated_for_route(&route).await?;
         let mut client = Self::on_shard(sharded, route, Arc::new(connection), map_version, shard_id);
         if let Binding::Routed { follow, .. } = &mut client.binding {
             *follow = true;
@@ -143,7 +143,10 @@ impl DedicatedClient {
                     let bound = self.bound();
                     (bound.map_version, bound.shard_id.clone())
                 };
-                sharded.check_dedicated(route, map_version, &shard_id, naming).await
+                sharded
+                    .shared()
+                    .check_dedicated(route, map_version, &shard_id, naming)
+                    .await
             }
         }
     }
@@ -161,7 +164,7 @@ impl DedicatedClient {
                 route,
                 follow: true,
             } if moved && self.current().is_none() => {
-                let (connection, map_version, shard_id) = sharded.dedicated_for_route(route).await?;
+                let (connection, map_version, shard_id) = sharded.shared().dedicated_for_route(route).await?;
                 *self.bound() = Bound {
                     connection: Arc::new(connection),
                     map_version,

@@ -9,9 +9,12 @@
 //! [`DocumentData`], [`StoredData`] and [`TransactionData`].
 //!
 //! A [`ShardedClient`] is not a data client: it serves many shards and has no route. A route's
-//! data client comes from [`for_route`](ShardedClient::for_route); the sharded client itself sums
-//! counts over every shard with [`info`](ShardedClient::info) and runs transaction calls routed by
-//! the id alone ([`commit_transaction`](ShardedClient::commit_transaction) and its siblings).
+//! data client comes from [`for_route`](ShardedClient::for_route); the sharded client hands out
+//! the rest as parts, one type each: [`Shards`] (health, counts summed over every shard, heat),
+//! [`ShardedQuery`] (SQL on every shard), [`ShardedCatalog`] (catalog updates and activation),
+//! [`ShardedSchema`] (schema migrations) and [`ShardedTransactions`] (transaction calls routed by
+//! the id alone). It implements the operator contract, [`ShardAdmin`], in-process, as the HTTP
+//! and gRPC clients do over the network.
 //!
 //! Callers without an async runtime use [`blocking::ShardedClient`], which runs SQL on local
 //! shards on the calling thread.
@@ -28,12 +31,15 @@ pub use dedicated::DedicatedClient;
 pub use local::LocalClient;
 pub(crate) use local::engine_config_for;
 pub use routed::RoutedClient;
-pub use sharded::{ShardedClient, ShardedClientOptions, ShardedTransaction};
+pub use sharded::{
+    ShardedCatalog, ShardedClient, ShardedClientOptions, ShardedQuery, ShardedSchema, ShardedTransaction,
+    ShardedTransactions, Shards,
+};
 
 // The data model, re-exported so that code using a client needs one import path.
 pub use crate::data::{
-    CatalogHistoryEntry, CatalogState, ColumnInfo, DataClient, DatabaseInfo, Document, DocumentData, DocumentPage,
-    FromValue, Params, ProcedureDefinition, ProcedureParameter, Row, RowData, RowPage, RowRef, SavedQuery, ShardAdmin,
-    ShardSqlResult, ShardStatus, SqlData, SqlResult, StoredData, TableSchema, TransactionData, TransactionInfo,
-    TransactionOptions, Value, ValueRef,
+    CatalogAdmin, CatalogHistoryEntry, CatalogState, ColumnInfo, DataClient, DatabaseInfo, Document, DocumentData,
+    DocumentPage, FanOut, FromValue, Params, ProcedureDefinition, ProcedureParameter, Row, RowData, RowPage, RowRef,
+    SavedQuery, SchemaAdmin, ShardAdmin, ShardSqlResult, ShardStatus, SqlData, SqlResult, StoredData, TableSchema,
+    Topology, TransactionData, TransactionInfo, TransactionOptions, Value, ValueRef,
 };

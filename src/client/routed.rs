@@ -94,6 +94,11 @@ impl RoutedClient {
         &self.route
     }
 
+    /// The sharded client this route's client belongs to, serving every shard.
+    pub fn sharded(&self) -> &ShardedClient {
+        &self.sharded
+    }
+
     /// Where the route resolves.
     pub fn resolve(&self) -> Result<ResolvedRoute> {
         self.sharded.resolve_route(&self.route)
@@ -106,7 +111,7 @@ impl RoutedClient {
             known => Some(known - 1),
         };
         if let Some(bucket) = bucket {
-            self.sharded.heat().record(bucket, self.route.key(), rows);
+            self.sharded.shared().heat().record(bucket, self.route.key(), rows);
         }
     }
 
@@ -118,7 +123,7 @@ impl RoutedClient {
 
     /// Begins an RAII transaction on this route's shard.
     pub async fn begin(&self) -> Result<ShardedTransaction> {
-        self.sharded.begin(&self.route).await
+        self.sharded.transactions().begin(&self.route).await
     }
 
     /// Runs one statement on the route's shard and maps its first row with `f`, as rusqlite's
@@ -224,7 +229,7 @@ impl RoutedClient {
     /// Runs `run` on the route's shard's engine with the current map generation borrowed, when
     /// no catalog check is due at `now` and the shard is local; [`Here::Elsewhere`] otherwise.
     fn on_local_shard_here<T>(&self, now: Instant, run: impl FnOnce(&Database) -> Here<T>) -> Here<T> {
-        let Some(generation) = self.sharded.lend_unless_check_due(now) else {
+        let Some(generation) = self.sharded.shared().lend_unless_check_due(now) else {
             return Here::Elsewhere;
         };
         let index = match self.resolved.index(&generation.map, &self.route) {
@@ -268,7 +273,7 @@ impl RoutedClient {
 
     /// The generation serving this call and the index of the route's shard in it.
     async fn target(&self) -> Result<(Arc<Generation>, usize)> {
-        let generation = self.sharded.fresh().await;
+        let generation = self.sharded.shared().fresh().await;
         let index = self.resolved.index(&generation.map, &self.route)?;
         Ok((generation, index))
     }
@@ -327,22 +332,31 @@ impl SqlData for RoutedClient {
 #[async_trait]
 impl TransactionData for RoutedClient {
     async fn begin_transaction_with(&self, options: TransactionOptions) -> Result<TransactionInfo> {
-        let outcome = self.sharded.begin_on(&self.route, options).await;
+        let outcome = self.sharded.transactions().begin_with(&self.route, options).await;
         self.counted(outcome, |_| 0)
     }
     async fn execute_in_transaction(&self, transaction_id: &str, sql: &str, params: Params) -> Result<SqlResult> {
         let outcome = self
             .sharded
-            .tx_execute(transaction_id, Some(&self.route), sql, params)
+            .transactions()
+            .execute_on(transaction_id, Some(&self.route), sql, params)
             .await;
         self.counted(outcome, result_rows)
     }
     async fn commit_transaction(&self, transaction_id: &str) -> Result<()> {
-        let outcome = self.sharded.tx_commit(transaction_id, Some(&self.route)).await;
+        let outcome = self
+            .sharded
+            .transactions()
+            .commit_on(transaction_id, Some(&self.route))
+            .await;
         self.counted(outcome, |_| 0)
     }
     async fn rollback_transaction(&self, transaction_id: &str) -> Result<()> {
-        let outcome = self.sharded.tx_rollback(transaction_id, Some(&self.route)).await;
+        let outcome = self
+            .sharded
+            .transactions()
+            .rollback_on(transaction_id, Some(&self.route))
+            .await;
         self.counted(outcome, |_| 0)
     }
 }

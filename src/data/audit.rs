@@ -1,12 +1,13 @@
-//! Who made a change and why: the pair every catalog change and data move carries into history.
+//! Who made a change and why: the pair every catalog change and data move carries into history;
+//! and when, as the records say it ([`now_utc`]).
 
 /// Who made a change and why, as the catalog history and the migration history record them.
 ///
 /// Every request that changes the catalog or moves data carries one
 /// ([`CatalogUpdateRequest`](super::CatalogUpdateRequest),
-/// [`ActivationRequest`](super::ActivationRequest), [`MigrationRequest`](super::MigrationRequest)),
+/// [`ActivationRequest`](super::ActivationRequest), [`ReshardRequest`](super::ReshardRequest)),
 /// and so does what the histories keep ([`CatalogHistoryEntry`](super::CatalogHistoryEntry),
-/// [`MigrationSpec`](super::MigrationSpec)). Both parts are optional: the history shows what
+/// [`ReshardSpec`](super::ReshardSpec)). Both parts are optional: the history shows what
 /// was given. In JSON (REST bodies, gRPC, stored records) they stay the top-level members
 /// `operator` and `comment` of each body, as they always were.
 ///
@@ -62,6 +63,13 @@ impl Audit {
         }
         self
     }
+}
+
+/// The current time as the records write it: RFC 3339 in UTC (`2026-06-01T12:00:00.5Z`).
+pub(crate) fn now_utc() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

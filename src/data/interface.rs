@@ -5,6 +5,9 @@
 //! `DataClient` is the whole data contract, made of five cohesive parts that code can ask for
 //! one at a time: [`SqlData`] (SQL and info), [`RowData`] (tables and rows), [`DocumentData`]
 //! (collections), [`StoredData`] (saved queries and procedures) and [`TransactionData`].
+//! `ShardAdmin` is the whole operator contract, made the same way of four: [`Topology`] (map,
+//! routes, health, heat), [`FanOut`] (SQL on every shard), [`CatalogAdmin`] (map updates and
+//! activation) and [`SchemaAdmin`] (schema migrations).
 
 use async_trait::async_trait;
 
@@ -19,10 +22,23 @@ use crate::heat::HeatReport;
 use crate::map::ShardMapSnapshot;
 use crate::routing::{ResolvedRoute, RouteContext};
 
-/// Operator operations on a sharded deployment, implemented in-process by `ShardedClient`
-/// and remotely by the HTTP and gRPC clients.
+/// Where routes land and how the shards are: the map, route resolution, shard health and heat.
+///
+/// Part of the [`ShardAdmin`] contract; implemented in-process by `ShardedClient` and remotely
+/// by the HTTP and gRPC clients.
+///
+/// ```no_run
+/// # async fn demo(admin: &dyn shardlite::data::ShardAdmin) -> shardlite::Result<()> {
+/// use shardlite::RouteContext;
+/// use shardlite::data::Topology;
+///
+/// let june = admin.resolve_route(&RouteContext::new("orders_by_month", "2026-06")?).await?;
+/// let unhealthy = admin.shard_status().await?.into_iter().filter(|shard| !shard.healthy).count();
+/// println!("june lives on {}; {unhealthy} shards unhealthy", june.shard_id);
+/// # Ok(()) }
+/// ```
 #[async_trait]
-pub trait ShardAdmin: Send + Sync {
+pub trait Topology: Send + Sync {
     /// A secret-free snapshot of the live map.
     async fn shard_map(&self) -> Result<ShardMapSnapshot>;
     /// Where a route resolves.
@@ -36,6 +52,26 @@ pub trait ShardAdmin: Send + Sync {
         query.check()?;
         Ok(ShardStatusPage::select(self.shard_status().await?, query))
     }
+    /// The heat of the routed calls this client (in-process) or daemon (remote) served lately:
+    /// decayed request and row counts by shard, bucket and hottest route key.
+    async fn shard_heat(&self) -> Result<HeatReport>;
+}
+
+/// SQL on every enabled shard at once: per-shard fan-out, and one `SELECT` merged across shards.
+///
+/// Part of the [`ShardAdmin`] contract.
+///
+/// ```no_run
+/// # async fn demo(admin: &dyn shardlite::data::ShardAdmin) -> shardlite::Result<()> {
+/// use shardlite::client::Params;
+/// use shardlite::data::FanOut;
+///
+/// admin.execute_sql_on_all_shards("CREATE TABLE IF NOT EXISTS orders (id INTEGER PRIMARY KEY)").await?;
+/// let total = admin.query_all_shards("SELECT count(*) FROM orders", Params::none()).await?;
+/// # let _ = total; Ok(()) }
+/// ```
+#[async_trait]
+pub trait FanOut: Send + Sync {
     /// SQL on every enabled shard (schema setup); per-shard results.
     async fn execute_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>>;
     /// Read-only SQL on every enabled shard, enforced by the engine.
@@ -44,6 +80,26 @@ pub trait ShardAdmin: Send + Sync {
     /// answer it over one file holding every shard's rows; what cannot be exact is refused
     /// ([`UnsupportedCrossShardQuery`](crate::ErrorKind::UnsupportedCrossShardQuery)).
     async fn query_all_shards(&self, sql: &str, params: Params) -> Result<SqlResult>;
+}
+
+/// The catalog of maps: its state, and proposed maps validated, written as pending and activated.
+///
+/// Part of the [`ShardAdmin`] contract.
+///
+/// ```no_run
+/// # async fn demo(admin: &dyn shardlite::data::ShardAdmin, proposal: shardlite::data::CatalogUpdateRequest)
+/// # -> shardlite::Result<()> {
+/// use shardlite::data::{ActivationRequest, CatalogAdmin};
+///
+/// let applied = admin.apply_catalog_update(&proposal).await?;
+/// if let Some(version) = applied.pending_map_version {
+///     admin.activate_pending_map(&ActivationRequest::new(version)).await?;
+/// }
+/// println!("{} maps in history", admin.catalog_state().await?.history.len());
+/// # Ok(()) }
+/// ```
+#[async_trait]
+pub trait CatalogAdmin: Send + Sync {
     /// Active and pending maps and catalog history.
     async fn catalog_state(&self) -> Result<CatalogState>;
     /// Validates a proposed map against the catalog; changes nothing. An invalid map is a
@@ -57,6 +113,23 @@ pub trait ShardAdmin: Send + Sync {
     /// an error of kind [`Conflict`](crate::ErrorKind::Conflict)
     /// ([`Error::NoPendingMap`](crate::Error::NoPendingMap) in-process).
     async fn activate_pending_map(&self, request: &ActivationRequest) -> Result<ActivationResult>;
+}
+
+/// The schema of every shard: sqlx-style migrations applied everywhere, and drift between shards.
+///
+/// Part of the [`ShardAdmin`] contract.
+///
+/// ```no_run
+/// # async fn demo(admin: &dyn shardlite::data::ShardAdmin, request: shardlite::data::SchemaMigrationRequest)
+/// # -> shardlite::Result<()> {
+/// use shardlite::data::SchemaAdmin;
+///
+/// let report = admin.migrate_schema(&request).await?;
+/// println!("{report:?}\n{:?}", admin.schema_status().await?);
+/// # Ok(()) }
+/// ```
+#[async_trait]
+pub trait SchemaAdmin: Send + Sync {
     /// Every enabled shard's schema: applied sqlx migration versions, a fingerprint of its
     /// `sqlite_master`, and its drift from the majority.
     async fn schema_status(&self) -> Result<SchemaStatusReport>;
@@ -64,10 +137,28 @@ pub trait ShardAdmin: Send + Sync {
     /// recording them in each shard's `_sqlx_migrations` as sqlx does. Shards already at the
     /// target are skipped; a shard that fails is reported and the others finish.
     async fn migrate_schema(&self, request: &SchemaMigrationRequest) -> Result<SchemaMigrationReport>;
-    /// The heat of the routed calls this client (in-process) or daemon (remote) served lately:
-    /// decayed request and row counts by shard, bucket and hottest route key.
-    async fn shard_heat(&self) -> Result<HeatReport>;
 }
+
+/// The whole operator contract on a sharded deployment: [`Topology`], [`FanOut`],
+/// [`CatalogAdmin`] and [`SchemaAdmin`].
+///
+/// Like [`DataClient`], it has no methods of its own: every type that implements the four
+/// implements it, so `Arc<dyn ShardAdmin>` reaches `ShardedClient` in-process and a daemon
+/// through the HTTP or gRPC client alike. Calling a method needs its trait in scope.
+///
+/// ```no_run
+/// # async fn demo() -> shardlite::Result<()> {
+/// use std::sync::Arc;
+/// use shardlite::client::ShardedClient;
+/// use shardlite::data::{ShardAdmin, Topology};
+///
+/// let admin: Arc<dyn ShardAdmin> = Arc::new(ShardedClient::open("data/master.db").await?);
+/// println!("map version {}", admin.shard_map().await?.map_version);
+/// # Ok(()) }
+/// ```
+pub trait ShardAdmin: Topology + FanOut + CatalogAdmin + SchemaAdmin {}
+
+impl<T: Topology + FanOut + CatalogAdmin + SchemaAdmin + ?Sized> ShardAdmin for T {}
 
 /// SQL on one database, and what the database holds.
 ///
@@ -185,6 +276,21 @@ pub trait TransactionData: Send + Sync {
 ///
 /// Code that needs only part of the contract can ask for only that part: a function generic
 /// over `T: RowData + ?Sized` takes any client, `dyn DataClient` included.
+///
+/// ```no_run
+/// # async fn demo() -> shardlite::Result<()> {
+/// use std::sync::Arc;
+/// use shardlite::client::{DataClient, LocalClient, Params, RowData, SqlData};
+///
+/// async fn tables<T: RowData + ?Sized>(client: &T) -> shardlite::Result<Vec<String>> {
+///     client.list_tables().await
+/// }
+///
+/// let client: Arc<dyn DataClient> = Arc::new(LocalClient::open("data/app.db").await?);
+/// client.execute_sql("CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, body TEXT)", Params::none()).await?;
+/// assert!(tables(&*client).await?.contains(&"notes".to_owned()));
+/// # Ok(()) }
+/// ```
 pub trait DataClient: SqlData + RowData + DocumentData + StoredData + TransactionData {}
 
 impl<T: SqlData + RowData + DocumentData + StoredData + TransactionData + ?Sized> DataClient for T {}

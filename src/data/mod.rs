@@ -1,7 +1,8 @@
 //! The data model every layer shares: values, parameters, results, rows, documents and schema
 //! types, transaction info, shard status, data-host shard lists and catalog snapshots, and the
 //! [`DataClient`] contract (its parts [`SqlData`], [`RowData`], [`DocumentData`], [`StoredData`]
-//! and [`TransactionData`]) and the [`ShardAdmin`] interface.
+//! and [`TransactionData`]) and the [`ShardAdmin`] contract (its parts [`Topology`], [`FanOut`],
+//! [`CatalogAdmin`] and [`SchemaAdmin`]).
 //!
 //! These types sit below the engine that produces them and the transports that carry them, so
 //! the engine, the catalog, the remote clients, the in-process clients and the daemon all speak
@@ -13,6 +14,9 @@
 /// document describes the JSON exactly as before.
 macro_rules! schema_from_form {
     ($public:ident, $form:ty) => {
+        schema_from_form!($public as $public, $form);
+    };
+    ($public:ident as $name:ident, $form:ty) => {
         #[cfg(feature = "server")]
         impl utoipa::PartialSchema for $public {
             fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
@@ -23,7 +27,7 @@ macro_rules! schema_from_form {
         #[cfg(feature = "server")]
         impl utoipa::ToSchema for $public {
             fn name() -> std::borrow::Cow<'static, str> {
-                std::borrow::Cow::Borrowed(stringify!($public))
+                std::borrow::Cow::Borrowed(stringify!($name))
             }
 
             fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>)>) {
@@ -50,24 +54,28 @@ mod value;
 
 pub use admin::{CatalogHistoryEntry, CatalogState, ShardSqlResult, ShardStatus};
 pub use audit::Audit;
+pub(crate) use audit::now_utc;
 pub use catalog::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogIssue, CatalogUpdateRequest, CatalogValidation,
     IssueSeverity, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
 };
 pub use host::{HostAdmin, HostShardCreated, HostShardPage, HostShardQuery, MAX_HOST_SHARD_PAGE};
-pub use interface::{DataClient, DocumentData, RowData, ShardAdmin, SqlData, StoredData, TransactionData};
+pub use interface::{
+    CatalogAdmin, DataClient, DocumentData, FanOut, RowData, SchemaAdmin, ShardAdmin, SqlData, StoredData, Topology,
+    TransactionData,
+};
 pub use params::Params;
 pub use records::{
     ColumnInfo, DatabaseInfo, Document, DocumentPage, ProcedureDefinition, ProcedureParameter, Row, RowPage,
     SavedQuery, SqlResult, TableSchema, TransactionInfo, TransactionOptions,
 };
 #[cfg(any(feature = "http", feature = "grpc"))]
-pub(crate) use reshard::MigrationBody;
+pub(crate) use reshard::ReshardBody;
 #[cfg(feature = "server")]
-pub(crate) use reshard::{BucketMigrationBody, KeyMigrationBody};
+pub(crate) use reshard::{BucketReshardBody, KeyReshardBody};
 pub use reshard::{
-    CollectionManifest, MigrationAdmin, MigrationManifest, MigrationPlan, MigrationReceipt, MigrationRequest,
-    MigrationResult, MigrationScope, MigrationSpec, MigrationStatus, OnlineProgress, PlannedItem, ResumeRequest,
+    CollectionManifest, OnlineProgress, PlannedItem, ReshardAdmin, ReshardManifest, ReshardPhase, ReshardPlan,
+    ReshardReceipt, ReshardRequest, ReshardResult, ReshardScope, ReshardSpec, ReshardStatus, ResumeRequest,
     TableManifest,
 };
 pub use row::{FromValue, RowRef, ValueRef};

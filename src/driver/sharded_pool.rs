@@ -13,7 +13,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::{ShardliteConnectOptions, ShardliteConnection};
 use crate::client::{DedicatedClient, ShardedClient};
-use crate::connect::{ConnectionTarget, connect_with};
+use crate::connect::{ConnectedClient, ConnectionTarget, connect_with};
 use crate::data::{DataClient, ShardAdmin};
 use crate::engine::DedicatedConnection;
 use crate::routing::RouteContext;
@@ -124,10 +124,13 @@ impl ShardedPool {
         let backend = match connection.data_source() {
             Some(_) => {
                 let connected = connect_with(connection, options.engine().clone()).await?;
-                match (connected.target(), connected.sharded()) {
-                    (ConnectionTarget::Sharded { master, .. }, Some(sharded)) => Backend::Local {
-                        sharded: sharded.clone(),
-                        master: master.clone(),
+                match connected {
+                    ConnectedClient::Sharded {
+                        client,
+                        target: ConnectionTarget::Sharded { master, .. },
+                    } => Backend::Local {
+                        sharded: client,
+                        master,
                     },
                     _ => {
                         return Err(configuration(
@@ -216,7 +219,7 @@ impl ShardedPool {
             None => {
                 // Counted before it opens, so concurrent acquires never see fewer than are open.
                 self.inner.shard(&key).open += 1;
-                match sharded.dedicated_for_route(&route).await {
+                match sharded.shared().dedicated_for_route(&route).await {
                     Ok((connection, version, shard_id)) => (Arc::new(connection), version, shard_id),
                     Err(err) => {
                         self.inner.shard(&key).open -= 1;
@@ -251,7 +254,7 @@ impl ShardedPool {
 
     /// A connection bound to the keyspace without a route: each query (`SELECT`) is answered across
     /// every shard as one merged result, as
-    /// [`query_all_shards`](crate::client::ShardedClient::query_all_shards) answers it; any other
+    /// [`ShardedQuery::merged`](crate::client::ShardedQuery::merged) answers it; any other
     /// statement, and `begin`, fail with [`RouteRequired`](crate::Error::RouteRequired). It holds
     /// no connection of the pool: the shards' own readers answer.
     ///

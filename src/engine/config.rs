@@ -2,9 +2,20 @@
 
 use std::time::Duration;
 
-use super::guard::Limits;
 use super::shelf::OpenShards;
 use crate::error::{Error, Result};
+
+/// The limits of the job a thread is running: the statement time limit and the result caps of
+/// [`EngineConfig`], which the guard enforces.
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    /// How long one statement may run.
+    pub statement_timeout: Option<Duration>,
+    /// Rows one result may buffer.
+    pub max_rows: usize,
+    /// Bytes (of values) one result may buffer.
+    pub max_bytes: usize,
+}
 
 /// Tuning for one database file.
 #[derive(Debug, Clone)]

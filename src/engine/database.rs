@@ -25,13 +25,14 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::config::EngineConfig;
-use super::copy::Moves;
 use super::dedicated::DedicatedConnection;
 use super::guard;
 use super::inline::{self, Here};
 use super::lane::{Job, Lane};
-use super::lifecycle::{Pin, Role, Shared};
-use super::script::{self, Access};
+use super::lifecycle::{Pin, Shared};
+use super::open::Role;
+use super::reshard::copy::Moves;
+use super::script::{self, ScriptMode};
 use super::session::Sessions;
 use super::sqlite_error::{read_only_file, sql_error, storage_failure};
 use super::store::{self, Collections, Procedures, SavedQueries, Tables};
@@ -46,6 +47,18 @@ use crate::error::{Error, Result};
 /// procedure and transaction calls go through its parts: [`tables`](Self::tables),
 /// [`collections`](Self::collections), [`saved_queries`](Self::saved_queries),
 /// [`procedures`](Self::procedures) and [`sessions`](Self::sessions).
+///
+/// ```no_run
+/// # async fn demo() -> shardlite::Result<()> {
+/// use shardlite::client::Params;
+/// use shardlite::engine::{Database, EngineConfig};
+///
+/// let db = Database::open("data/orders.db", "orders", EngineConfig::default()).await?;
+/// db.execute("CREATE TABLE IF NOT EXISTS orders (id INTEGER PRIMARY KEY, amount REAL)", Params::none()).await?;
+/// db.execute("INSERT INTO orders (amount) VALUES (?1)", Params::from(vec![19.5])).await?;
+/// println!("tables: {:?}", db.tables().list_tables().await?);
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Database {
     pub(super) shared: Arc<Shared>,
@@ -191,7 +204,7 @@ impl Database {
         let (tx, rx) = oneshot::channel();
         let cancel = Arc::new(AtomicBool::new(false));
         let limits = self.shared.config.limits();
-        let allowances = guard::allowances(guard::Scope::Shared, self.shared.config.allow_attach);
+        let allowances = guard::allowances(guard::ConnectionKind::Shared, self.shared.config.allow_attach);
         let job_cancel = Arc::clone(&cancel);
         let job_open = Arc::clone(&open);
         let shared = Arc::clone(&self.shared);
@@ -325,7 +338,7 @@ impl Database {
             // (`WITH ... DELETE`), so the writer can run it without a copy having been made.
             match self
                 .read(
-                    move |conn| match script::execute(conn, &query, &params, Access::ReadOnly) {
+                    move |conn| match script::execute(conn, &query, &params, ScriptMode::ReadOnly) {
                         Err(Error::ReadOnlyViolation { .. }) => Ok(Err(params)),
                         other => other.map(Ok),
                     },
@@ -339,14 +352,14 @@ impl Database {
             params
         };
         let text = sql.to_owned();
-        self.write(move |conn| script::execute(conn, &text, &params, Access::ReadWrite))
+        self.write(move |conn| script::execute(conn, &text, &params, ScriptMode::ReadWrite))
             .await
     }
 
     /// Executes a script atomically on the writer: all of it commits, or none of it does.
     pub async fn execute_atomic(&self, sql: &str, params: Params) -> Result<SqlResult> {
         let text = sql.to_owned();
-        self.write_atomic(move |conn| script::execute(conn, &text, &params, Access::ReadWrite))
+        self.write_atomic(move |conn| script::execute(conn, &text, &params, ScriptMode::ReadWrite))
             .await
     }
 
@@ -358,7 +371,7 @@ impl Database {
             return done;
         }
         let text = sql.to_owned();
-        self.read(move |conn| script::execute(conn, &text, &params, Access::ReadOnly))
+        self.read(move |conn| script::execute(conn, &text, &params, ScriptMode::ReadOnly))
             .await
     }
 
@@ -408,6 +421,6 @@ impl Database {
 
     /// [`execute_read_only`](Self::execute_read_only) on the calling thread.
     pub fn execute_read_only_blocking(&self, sql: &str, params: &Params) -> Result<SqlResult> {
-        inline::read_blocking(self, |conn| script::execute(conn, sql, params, Access::ReadOnly))
+        inline::read_blocking(self, |conn| script::execute(conn, sql, params, ScriptMode::ReadOnly))
     }
 }

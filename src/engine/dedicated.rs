@@ -21,9 +21,9 @@ use tokio::sync::oneshot;
 
 use super::config::EngineConfig;
 use super::database::Database;
-use super::guard::{self, Scope};
+use super::guard::{self, ConnectionKind};
 use super::open::open_session;
-use super::script::{self, Access};
+use super::script::{self, ScriptMode};
 use super::sqlite_error::{is_busy_or_locked, sql_error};
 use super::workers::{CancelOnDrop, spawn_thread};
 use crate::data::{Params, SqlResult};
@@ -161,9 +161,9 @@ impl DedicatedConnection {
         let started = Instant::now();
         let outcome = guard::run_inline(
             &self.config.limits(),
-            guard::allowances(Scope::Session, self.config.allow_attach),
+            guard::allowances(ConnectionKind::Session, self.config.allow_attach),
             started.checked_add(budget),
-            || script::execute_from(started, conn, sql, params, Access::ReadOnly),
+            || script::execute_from(started, conn, sql, params, ScriptMode::ReadOnly),
         );
         if conn.busy_timeout(self.config.busy_timeout).is_err() {
             return None;
@@ -213,7 +213,7 @@ fn serve(
     jobs: &flume::Receiver<Job>,
     ready: oneshot::Sender<Result<Arc<Mutex<Owned>>>>,
 ) {
-    let conn = match open_session(path, config, Scope::Session) {
+    let conn = match open_session(path, config, ConnectionKind::Session) {
         Ok(conn) => conn,
         Err(err) => {
             let _ = ready.send(Err(err));
@@ -258,7 +258,7 @@ fn serve(
                     continue;
                 }
                 let mut result = guard::arm(&limits, Some(cancel), || {
-                    script::execute(conn, &sql, &params, Access::ReadWrite)
+                    script::execute(conn, &sql, &params, ScriptMode::ReadWrite)
                 });
                 match state {
                     TransactionState::Open if conn.is_autocommit() => {

@@ -27,10 +27,10 @@
 //!   altering them or any index, trigger or view that is internal or on an internal table. The
 //!   engine's own statements write them under [`internal_writes`] (or [`trusted`]); a data
 //!   migration writes them through the data interface inside a *maintenance* transaction
-//!   ([`Scope::Maintenance`]), an operator capability asked for explicitly when the transaction
+//!   ([`ConnectionKind::Maintenance`]), an operator capability asked for explicitly when the transaction
 //!   begins. Either way only a top-level statement may write them, never a trigger or view a
 //!   client defined, except shardlite's own change-capture triggers (see
-//!   [`capture`](super::capture)), which insert into the change table. Reading them is allowed: they hold what the collection, saved-query,
+//!   [`capture`](super::reshard::capture)), which insert into the change table. Reading them is allowed: they hold what the collection, saved-query,
 //!   procedure and migration APIs show anyway.
 //!
 //! As a second line behind that refusal, a statement on a shared connection that names the temp
@@ -44,17 +44,17 @@
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rusqlite::Connection;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 
-use super::capture::{CAPTURE_TRIGGER_PREFIX, CHANGES_TABLE};
+use super::config::Limits;
 use super::sqlite_error::sql_error;
-use super::store::INTERNAL_PREFIX;
 use crate::error::{Error, Result};
 use crate::sql::{
-    Allowances, INTERNAL_REFUSAL, StatementKind, TEMP_REFUSAL, classify, pragma_allowed, refuse_kind, shown,
+    Allowances, CAPTURE_TRIGGER_PREFIX, CHANGES_TABLE, INTERNAL_PREFIX, INTERNAL_REFUSAL, StatementKind, TEMP_REFUSAL,
+    classify, pragma_allowed, refuse_kind, shown,
 };
 
 /// SQLite VM instructions between two progress checks: small enough to stop a runaway query
@@ -63,7 +63,7 @@ const PROGRESS_PERIOD: i32 = 1000;
 
 /// Which connection a guard protects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scope {
+pub(crate) enum ConnectionKind {
     /// The writer and the readers, which every caller shares.
     Shared,
     /// A transaction session's own connection (or a dedicated one): savepoints and TEMP objects
@@ -94,17 +94,6 @@ enum Stop {
     OverBudget,
 }
 
-/// The limits of the job a thread is running.
-#[derive(Debug, Clone)]
-pub(crate) struct Limits {
-    /// How long one statement may run.
-    pub statement_timeout: Option<Duration>,
-    /// Rows one result may buffer.
-    pub max_rows: usize,
-    /// Bytes (of values) one result may buffer.
-    pub max_bytes: usize,
-}
-
 #[derive(Default)]
 struct ThreadGuard {
     /// What the connection this thread owns accepts (set when its guard is installed).
@@ -129,19 +118,19 @@ thread_local! {
 }
 
 /// What a connection of `scope` accepts.
-pub(crate) fn allowances(scope: Scope, allow_attach: bool) -> Allowances {
-    let own = scope != Scope::Shared;
+pub(crate) fn allowances(scope: ConnectionKind, allow_attach: bool) -> Allowances {
+    let own = scope != ConnectionKind::Shared;
     Allowances {
         savepoints: own,
         attach: allow_attach,
         temp: own,
-        internal: scope == Scope::Maintenance,
+        internal: scope == ConnectionKind::Maintenance,
     }
 }
 
 /// Installs the authorizer and progress handler on `conn`, for a connection this thread will
 /// own: the guard's state lives in the thread that runs the statements.
-pub(crate) fn install(conn: &Connection, scope: Scope, allow_attach: bool) -> Result<()> {
+pub(crate) fn install(conn: &Connection, scope: ConnectionKind, allow_attach: bool) -> Result<()> {
     GUARD.with(|guard| guard.allowances.set(Some(allowances(scope, allow_attach))));
     install_hooks(conn, scope, allow_attach)
 }
@@ -149,7 +138,7 @@ pub(crate) fn install(conn: &Connection, scope: Scope, allow_attach: bool) -> Re
 /// Installs the authorizer and progress handler on `conn`, for a connection that any thread may
 /// borrow: each use runs under [`run_inline`], which gives the borrowing thread the connection's
 /// allowances for that use only.
-pub(crate) fn install_hooks(conn: &Connection, scope: Scope, allow_attach: bool) -> Result<()> {
+pub(crate) fn install_hooks(conn: &Connection, scope: ConnectionKind, allow_attach: bool) -> Result<()> {
     conn.authorizer(Some(move |context: AuthContext<'_>| {
         authorize(&context, scope, allow_attach)
     }))
@@ -159,7 +148,7 @@ pub(crate) fn install_hooks(conn: &Connection, scope: Scope, allow_attach: bool)
     Ok(())
 }
 
-fn authorize(context: &AuthContext<'_>, scope: Scope, allow_attach: bool) -> Authorization {
+fn authorize(context: &AuthContext<'_>, scope: ConnectionKind, allow_attach: bool) -> Authorization {
     GUARD.with(|guard| {
         if guard.trusted.get() {
             return Authorization::Allow;
@@ -169,11 +158,11 @@ fn authorize(context: &AuthContext<'_>, scope: Scope, allow_attach: bool) -> Aut
         let names_temp = context
             .database_name
             .is_some_and(|name| name.eq_ignore_ascii_case(TEMP_SCHEMA));
-        if names_temp && scope == Scope::Shared {
+        if names_temp && scope == ConnectionKind::Shared {
             guard.temp_named.set(true);
         }
         let refusal = match context.action {
-            action if scope == Scope::Shared && changes_temp_schema(action, names_temp) => {
+            action if scope == ConnectionKind::Shared && changes_temp_schema(action, names_temp) => {
                 guard.temp_named.set(true);
                 Some(Refusal::TempObject)
             }
@@ -187,12 +176,13 @@ fn authorize(context: &AuthContext<'_>, scope: Scope, allow_attach: bool) -> Aut
             action
                 if !vacuum
                     && touches_internal(action)
-                    && !((scope == Scope::Maintenance || guard.internal.get()) && context.accessor.is_none())
+                    && !((scope == ConnectionKind::Maintenance || guard.internal.get())
+                        && context.accessor.is_none())
                     && !captures_change(action, context.accessor) =>
             {
                 Some(Refusal::Internal)
             }
-            AuthAction::Savepoint { .. } if scope == Scope::Shared => Some(Refusal::TransactionControl),
+            AuthAction::Savepoint { .. } if scope == ConnectionKind::Shared => Some(Refusal::TransactionControl),
             // Nothing else may attach: a bound or computed filename reaches the authorizer as an
             // empty one, so an empty filename is refused too outside a plain VACUUM.
             AuthAction::Attach { filename } if !(allow_attach || filename.is_empty() && vacuum) => {

@@ -136,7 +136,7 @@ fn a_temp_object_left_on_a_connection_is_dropped_and_fails_the_job() {
     .unwrap();
     // Nothing named the temp schema: nothing is checked.
     super::guard::temp_left(&conn).unwrap();
-    super::guard::install(&conn, super::guard::Scope::Shared, false).unwrap();
+    super::guard::install(&conn, super::guard::ConnectionKind::Shared, false).unwrap();
     conn.query_row("SELECT count(*) FROM temp.sqlite_master", [], |_| Ok(()))
         .unwrap();
     let err = super::guard::temp_left(&conn).unwrap_err();

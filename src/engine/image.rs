@@ -29,7 +29,7 @@ pub(crate) fn empty_shard_image(scratch: &Path) -> Result<Vec<u8>> {
         conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
             .map_err(sqlite)?;
         let tx = conn.transaction().map_err(sqlite)?;
-        super::store::create_internal_tables(&tx)?;
+        super::open::create_internal_tables(&tx)?;
         tx.commit().map_err(sqlite)?;
         conn.close().map_err(|(_, err)| sqlite(err))?;
         std::fs::read(scratch).map_err(failed)

@@ -28,9 +28,9 @@ use rusqlite::Connection;
 
 use super::config::EngineConfig;
 use super::database::Database;
-use super::guard::{self, Inline, Scope};
+use super::guard::{self, ConnectionKind, Inline};
 use super::open::open_borrowed_reader;
-use super::script::{self, Access};
+use super::script::{self, ScriptMode};
 use super::sqlite_error::{is_busy_or_locked, read_only_file};
 use crate::data::{Params, RowRef, SqlResult};
 use crate::error::{Error, Result};
@@ -101,7 +101,7 @@ fn borrow_reader<T>(
     let conn = pool.take(&shared.path, &shared.config)?;
     let outcome = guard::run_inline(
         &shared.config.limits(),
-        guard::allowances(Scope::Shared, shared.config.allow_attach),
+        guard::allowances(ConnectionKind::Shared, shared.config.allow_attach),
         budget,
         || f(&conn),
     );
@@ -120,7 +120,7 @@ pub(super) fn read_inline(db: &Database, sql: &str, params: &Params) -> Option<R
     // One clock read serves the hold, the budget and the statement's time limit.
     let started = Instant::now();
     within_budget(db, started, |conn| {
-        script::execute_from(started, conn, sql, params, Access::ReadOnly)
+        script::execute_from(started, conn, sql, params, ScriptMode::ReadOnly)
     })
 }
 
@@ -153,7 +153,7 @@ pub(super) fn query_inline(
         return Here::Elsewhere;
     }
     Here::from(within_budget(db, started, |conn| {
-        script::query_with(conn, sql, kind, params, Access::ReadOnly, started, each)
+        script::query_with(conn, sql, kind, params, ScriptMode::ReadOnly, started, each)
     }))
 }
 
@@ -183,7 +183,7 @@ fn write_here<T>(db: &Database, f: impl FnOnce(&Connection) -> Result<T>) -> Res
     let conn = open.writer_conn.lock().unwrap_or_else(PoisonError::into_inner);
     let outcome = guard::run_inline(
         &shared.config.limits(),
-        guard::allowances(Scope::Shared, shared.config.allow_attach),
+        guard::allowances(ConnectionKind::Shared, shared.config.allow_attach),
         None,
         || {
             let mut result = f(&conn).map_err(|err| read_only_file(&conn, &shared.label, err));
@@ -216,12 +216,12 @@ fn write_here<T>(db: &Database, f: impl FnOnce(&Connection) -> Result<T>) -> Res
 /// thread's). Blocks for as long as the statement runs, within the statement time limit.
 pub(super) fn execute_blocking(db: &Database, sql: &str, params: &Params) -> Result<SqlResult> {
     if script::starts_like_query(sql) {
-        match read_blocking(db, |conn| script::execute(conn, sql, params, Access::ReadOnly)) {
+        match read_blocking(db, |conn| script::execute(conn, sql, params, ScriptMode::ReadOnly)) {
             Err(Error::ReadOnlyViolation { .. }) => {}
             other => return other,
         }
     }
-    write_here(db, |conn| script::execute(conn, sql, params, Access::ReadWrite))
+    write_here(db, |conn| script::execute(conn, sql, params, ScriptMode::ReadWrite))
 }
 
 /// [`query_blocking`](Database::query_blocking) for a call that read the clock at `started`:
@@ -236,14 +236,14 @@ pub(super) fn query_blocking_from(
     let kind = sql::classify(sql);
     if kind == StatementKind::Query {
         match read_blocking(db, |conn| {
-            script::query_with(conn, sql, kind, params, Access::ReadOnly, started, &mut *each)
+            script::query_with(conn, sql, kind, params, ScriptMode::ReadOnly, started, &mut *each)
         }) {
             Err(Error::ReadOnlyViolation { .. }) => {}
             other => return other,
         }
     }
     script::require_single_statement(sql)?;
-    let result = write_here(db, |conn| script::execute(conn, sql, params, Access::ReadWrite))?;
+    let result = write_here(db, |conn| script::execute(conn, sql, params, ScriptMode::ReadWrite))?;
     result.lend_rows(each)
 }
 

@@ -19,27 +19,17 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::config::EngineConfig;
-use super::fence_upkeep::Upkeep;
 use super::hold::Hold;
 use super::identity::FileIdentity;
 use super::inline::Borrowed;
 use super::lane::Lane;
-use super::open::{open_reader, open_writer};
+use super::open::{Role, open_reader, open_writer};
+use super::reshard::fence_upkeep::Upkeep;
 use super::session::SessionTable;
 use super::shelf::{self, TICK};
 use super::sqlite_error::storage_failure;
 use super::workers::workers;
 use crate::error::{Error, Result};
-
-/// What kind of file is being opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Role {
-    /// A data database: gets the internal tables for collections, saved queries and procedures,
-    /// and counts against its set of open files.
-    Data,
-    /// The master catalog: stays open while any handle lives.
-    Catalog,
-}
 
 /// What every handle of one file shares, open or closed.
 pub(super) struct Shared {

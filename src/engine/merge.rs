@@ -1,6 +1,8 @@
 //! The last step of a query across shards: the shards' partial rows loaded into a private
 //! in-memory SQLite database, and one query run over them, so the merged answer has SQLite's own
-//! semantics for types, NULLs, collations and arithmetic.
+//! semantics for types, NULLs, collations and arithmetic. What is loaded and run (the partial
+//! columns, their collations, the merge statement) is planned by [`query`](crate::query); the
+//! engine only executes it.
 //!
 //! The database lives for one call. It attaches nothing, loads nothing, and its query runs under
 //! the same row, byte and time limits as any statement a shard runs.
@@ -13,41 +15,8 @@ use super::sqlite_error::{sql_error, sql_error_by};
 use super::value::value_from_ref;
 use crate::data::{Params, SqlResult, Value};
 use crate::error::{Error, Result};
-
-/// The name of the table the partial rows are loaded into.
-pub const PARTIAL_TABLE: &str = "shardlite_partial";
-
-/// A collating sequence SQLite has built in: the merge declares each partial column with the
-/// collation its source expression had on the shards.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Collation {
-    /// Byte order (`memcmp`), SQLite's default.
-    Binary,
-    /// ASCII letters compared without case.
-    NoCase,
-    /// Trailing spaces ignored.
-    RTrim,
-}
-
-impl Collation {
-    /// The name SQLite knows it by.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Binary => "BINARY",
-            Self::NoCase => "NOCASE",
-            Self::RTrim => "RTRIM",
-        }
-    }
-}
-
-/// One column of the partial rows: its name in the merge query and its collation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PartialColumn {
-    /// The column's name (quoted when declared).
-    pub name: String,
-    /// The collation comparisons and sorts on the column use.
-    pub collation: Collation,
-}
+use crate::query::{PARTIAL_TABLE, PartialColumn};
+use crate::sql::quote_ident;
 
 /// The limits one merge runs under: those of a shard's statement.
 #[derive(Debug, Clone, Copy)]
@@ -132,7 +101,7 @@ fn load(
 ) -> rusqlite::Result<()> {
     let declared: Vec<String> = columns
         .iter()
-        .map(|c| format!("{} COLLATE {}", quote(&c.name), c.collation.name()))
+        .map(|c| format!("{} COLLATE {}", quote_ident(&c.name), c.collation.name()))
         .collect();
     conn.execute_batch(&format!("CREATE TABLE {PARTIAL_TABLE} ({})", declared.join(", ")))?;
     let slots = vec!["?"; columns.len()].join(", ");
@@ -158,14 +127,10 @@ fn bind(stmt: &mut rusqlite::Statement<'_>, params: &Params) -> Result<()> {
     Ok(())
 }
 
-/// `name` as an SQL identifier.
-pub fn quote(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::query::Collation;
 
     fn limits() -> MergeLimits {
         MergeLimits {

@@ -26,26 +26,24 @@
 //!   named SQL kept in the file ([`Database::saved_queries`], [`Database::procedures`]).
 //! - [`Sessions`] (`session.rs`): explicit transactions, each on a connection of its own
 //!   ([`Database::sessions`]); the file's session table is `session::SessionTable`.
-//! - Inside the crate, `copy::Moves` (`copy/moves.rs`): a data migration's page copies, copy
-//!   cursors and page checksums on the file (`Database::moves`). `copy` also holds what those
-//!   jobs read and write, `checksum` the canonical row encoding the checksums hash, `capture` the
-//!   change-capture triggers and `fence` the route fences.
+//! - Inside the crate, the data-move half of the engine lives in `reshard/`: `reshard::copy::Moves`
+//!   (`reshard/copy/moves.rs`), a data move's page copies, copy cursors and page checksums on the
+//!   file (`Database::moves`), beside what those jobs read and write, `checksum` the canonical row
+//!   encoding the checksums hash, `capture` the change-capture triggers, `fence` the route fences
+//!   and `fence_upkeep` their tidying.
 //!
 //! What every handle of one file shares (path, settings, open state, sessions) is
 //! `lifecycle::Shared`; SQLite's errors become the crate's in one file, `sqlite_error.rs`. The
 //! merge of partial rows of a query across shards (`merge`) runs in a private in-memory
-//! database here too, for the `query` module and the sharded client.
+//! database here too: the `query` module plans it (the partial table, its columns and their
+//! collations) and the sharded client asks for it. Quoting and the internal tables' names come
+//! from `sql`, the settings and limits from `config.rs`.
 //!
 //! Everything but [`Database`], its parts and its settings is crate-private.
 
-pub(crate) mod capture;
-pub(crate) mod checksum;
 mod config;
-pub(crate) mod copy;
 mod database;
 mod dedicated;
-pub(crate) mod fence;
-mod fence_upkeep;
 mod guard;
 #[cfg(test)]
 mod guard_tests;
@@ -57,6 +55,7 @@ mod lane;
 mod lifecycle;
 pub(crate) mod merge;
 mod open;
+pub(crate) mod reshard;
 mod script;
 mod session;
 mod shelf;
@@ -75,10 +74,10 @@ pub use session::{SessionInfo, Sessions};
 pub use shelf::OpenShards;
 pub use store::{Collections, Procedures, SavedQueries, Tables};
 
-pub(crate) use fence_upkeep::unix_ms_now;
 pub(crate) use image::empty_shard_image;
 pub(crate) use inline::Here;
-pub(crate) use lifecycle::{Pin, Role};
+pub(crate) use lifecycle::Pin;
+pub(crate) use open::Role;
+pub(crate) use reshard::fence_upkeep::unix_ms_now;
 pub(crate) use script::require_single_statement;
 pub(crate) use sqlite_error::catalog_unreadable;
-pub(crate) use store::INTERNAL_PREFIX;

@@ -8,16 +8,58 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags};
 
 use super::config::EngineConfig;
-use super::guard::{self, Scope};
-use super::lifecycle::Role;
+use super::guard::{self, ConnectionKind};
 use super::sqlite_error::sql_error;
 use crate::error::Result;
+use crate::sql::internal_table;
 
 fn configure(conn: &Connection, config: &EngineConfig) -> Result<()> {
     conn.busy_timeout(config.busy_timeout).map_err(sql_error)?;
     conn.set_prepared_statement_cache_capacity(config.statement_cache_capacity);
-    super::fence::register_functions(conn)?;
+    super::reshard::fence::register_functions(conn)?;
     conn.execute_batch("PRAGMA foreign_keys = ON;").map_err(sql_error)
+}
+
+/// What kind of file is being opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// A data database: gets the internal tables for collections, saved queries and procedures,
+    /// and counts against its set of open files.
+    Data,
+    /// The master catalog: stays open while any handle lives.
+    Catalog,
+}
+
+/// Creates the internal tables of a data file (collections, saved queries, procedures) if
+/// missing.
+pub(crate) fn create_internal_tables(conn: &Connection) -> Result<()> {
+    conn.execute_batch(concat!(
+        "CREATE TABLE IF NOT EXISTS ",
+        internal_table!(collections),
+        " (
+             collection TEXT NOT NULL,
+             key TEXT NOT NULL,
+             document TEXT NOT NULL,
+             PRIMARY KEY (collection, key)
+         ) WITHOUT ROWID;
+         CREATE TABLE IF NOT EXISTS ",
+        internal_table!(saved_queries),
+        " (
+             name TEXT PRIMARY KEY,
+             sql_text TEXT NOT NULL,
+             created_utc TEXT NOT NULL,
+             updated_utc TEXT NOT NULL
+         );
+         CREATE TABLE IF NOT EXISTS ",
+        internal_table!(procedures),
+        " (
+             name TEXT PRIMARY KEY,
+             definition TEXT NOT NULL,
+             created_utc TEXT NOT NULL,
+             updated_utc TEXT NOT NULL
+         );"
+    ))
+    .map_err(sql_error)
 }
 
 /// The writer's connection; `create` when the file may be created (its first open: a file
@@ -33,21 +75,21 @@ pub(super) fn open_writer(path: &Path, config: &EngineConfig, role: Role, create
         .map_err(sql_error)?;
     conn.execute_batch("PRAGMA synchronous = NORMAL;").map_err(sql_error)?;
     if role == Role::Data {
-        super::store::create_internal_tables(&conn)?;
+        create_internal_tables(&conn)?;
         // Upkeep that fails (another process holds the write lock, say) is tried again while
         // the file is served; it never keeps the file from opening.
-        if let Err(err) = super::fence_upkeep::tidy(&conn, config.moved_record_grace) {
+        if let Err(err) = super::reshard::fence_upkeep::tidy(&conn, config.moved_record_grace) {
             tracing::debug!(path = %path.display(), error = %err, "fence upkeep at open will be tried again");
         }
     }
     // Worker threads run its jobs, each under the connection's allowances (`guard::arm_for`).
-    guard::install_hooks(&conn, Scope::Shared, config.allow_attach)?;
+    guard::install_hooks(&conn, ConnectionKind::Shared, config.allow_attach)?;
     Ok(conn)
 }
 
 pub(super) fn open_reader(path: &Path, config: &EngineConfig) -> Result<Connection> {
     let conn = open_read_only(path, config)?;
-    guard::install_hooks(&conn, Scope::Shared, config.allow_attach)?;
+    guard::install_hooks(&conn, ConnectionKind::Shared, config.allow_attach)?;
     Ok(conn)
 }
 
@@ -55,7 +97,7 @@ pub(super) fn open_reader(path: &Path, config: &EngineConfig) -> Result<Connecti
 pub(super) fn open_borrowed_reader(path: &Path, config: &EngineConfig, busy_timeout: Duration) -> Result<Connection> {
     let conn = open_read_only(path, config)?;
     conn.busy_timeout(busy_timeout).map_err(sql_error)?;
-    guard::install_hooks(&conn, Scope::Shared, config.allow_attach)?;
+    guard::install_hooks(&conn, ConnectionKind::Shared, config.allow_attach)?;
     Ok(conn)
 }
 
@@ -67,7 +109,7 @@ fn open_read_only(path: &Path, config: &EngineConfig) -> Result<Connection> {
     Ok(conn)
 }
 
-pub(super) fn open_session(path: &Path, config: &EngineConfig, scope: Scope) -> Result<Connection> {
+pub(super) fn open_session(path: &Path, config: &EngineConfig, scope: ConnectionKind) -> Result<Connection> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,

@@ -15,7 +15,7 @@ use crate::sql;
 
 /// Whether statements may write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Access {
+pub(crate) enum ScriptMode {
     /// Anything SQLite accepts.
     ReadWrite,
     /// Only queries; refused before anything runs otherwise.
@@ -175,7 +175,7 @@ pub(crate) fn starts_like_query(sql: &str) -> bool {
 /// statement is prepared and checked before any runs, so a script either runs whole or not at all.
 /// Errors from the connection's guard (a refused statement, a time limit, a caller gone away)
 /// name the statement.
-pub(crate) fn execute(conn: &Connection, sql: &str, params: &Params, access: Access) -> Result<SqlResult> {
+pub(crate) fn execute(conn: &Connection, sql: &str, params: &Params, access: ScriptMode) -> Result<SqlResult> {
     execute_from(Instant::now(), conn, sql, params, access)
 }
 
@@ -186,7 +186,7 @@ pub(crate) fn execute_from(
     conn: &Connection,
     sql: &str,
     params: &Params,
-    access: Access,
+    access: ScriptMode,
 ) -> Result<SqlResult> {
     if is_blank(sql) {
         return Err(Error::invalid_argument("sql", "the SQL text is empty"));
@@ -206,12 +206,12 @@ pub(crate) fn execute_from(
         // or if it was given values none of its placeholders can take.
         check_script_values(sql, params)?;
         for statement in sql::statements(sql) {
-            if access == Access::ReadOnly {
+            if access == ScriptMode::ReadOnly {
                 check_query_text(statement)?;
             }
             guard::precheck(statement)?;
         }
-        if access == Access::ReadOnly {
+        if access == ScriptMode::ReadOnly {
             for statement in sql::statements(sql) {
                 guard::statement_started(false);
                 let stmt = conn
@@ -247,11 +247,11 @@ fn prepare_single<'c, 'p>(
     sql: &str,
     kind: sql::StatementKind<'_>,
     params: &'p Params,
-    access: Access,
+    access: ScriptMode,
     started: Instant,
     used: &mut BTreeSet<&'p str>,
 ) -> Result<CachedStatement<'c>> {
-    if access == Access::ReadOnly && kind != sql::StatementKind::Query {
+    if access == ScriptMode::ReadOnly && kind != sql::StatementKind::Query {
         return Err(not_a_query(sql));
     }
     guard::precheck_kind(sql, kind)?;
@@ -259,7 +259,7 @@ fn prepare_single<'c, 'p>(
     let mut stmt = conn
         .prepare_cached(sql)
         .map_err(|err| guard::explain(sql_error(err), sql))?;
-    if access == Access::ReadOnly {
+    if access == ScriptMode::ReadOnly {
         check_read_only(&stmt, sql)?;
     }
     bind(&mut stmt, params, used)?;
@@ -276,7 +276,7 @@ pub(crate) fn query_with(
     sql: &str,
     kind: sql::StatementKind<'_>,
     params: &Params,
-    access: Access,
+    access: ScriptMode,
     started: Instant,
     each: &mut dyn FnMut(&RowRef<'_>) -> Result<ControlFlow<()>>,
 ) -> Result<()> {
@@ -422,6 +422,8 @@ fn check_positional_surplus(params: &Params, most: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const RW: ScriptMode = ScriptMode::ReadWrite;
     use crate::data::Value;
 
     #[test]
@@ -438,13 +440,13 @@ mod tests {
     #[test]
     fn parameters_bind_by_position_and_name() {
         let conn = Connection::open_in_memory().unwrap();
-        let r = execute(&conn, "SELECT ?1 + ?2", &Params::from(vec![2, 3]), Access::ReadWrite).unwrap();
+        let r = execute(&conn, "SELECT ?1 + ?2", &Params::from(vec![2, 3]), RW).unwrap();
         assert_eq!(r.rows, vec![vec![Value::Integer(5)]]);
         let r = execute(
             &conn,
             "SELECT :a || @b || $c",
             &Params::named([("a", "x"), ("b", "y"), ("c", "z")]),
-            Access::ReadWrite,
+            RW,
         )
         .unwrap();
         assert_eq!(r.rows, vec![vec![Value::Text("xyz".into())]]);
@@ -453,38 +455,32 @@ mod tests {
     #[test]
     fn parameter_mismatches_are_named() {
         let conn = Connection::open_in_memory().unwrap();
-        let err = execute(&conn, "SELECT ?", &Params::none(), Access::ReadWrite).unwrap_err();
+        let err = execute(&conn, "SELECT ?", &Params::none(), RW).unwrap_err();
         assert!(err.to_string().contains("1 positional placeholder"), "{err}");
-        let err = execute(&conn, "SELECT :a", &Params::named([("b", 1)]), Access::ReadWrite).unwrap_err();
+        let err = execute(&conn, "SELECT :a", &Params::named([("b", 1)]), RW).unwrap_err();
         assert!(err.to_string().contains(":a"), "{err}");
-        let err = execute(
-            &conn,
-            "SELECT :a",
-            &Params::named([("a", 1), ("zz", 2)]),
-            Access::ReadWrite,
-        )
-        .unwrap_err();
+        let err = execute(&conn, "SELECT :a", &Params::named([("a", 1), ("zz", 2)]), RW).unwrap_err();
         assert!(err.to_string().contains("zz"), "{err}");
-        let err = execute(&conn, "SELECT 1", &Params::from(vec![1]), Access::ReadWrite).unwrap_err();
+        let err = execute(&conn, "SELECT 1", &Params::from(vec![1]), RW).unwrap_err();
         assert!(err.to_string().contains("1 value"), "{err}");
     }
 
     #[test]
     fn a_script_given_values_it_cannot_take_runs_nothing() {
         let conn = Connection::open_in_memory().unwrap();
-        execute(&conn, "CREATE TABLE t (v)", &Params::none(), Access::ReadWrite).unwrap();
+        execute(&conn, "CREATE TABLE t (v)", &Params::none(), RW).unwrap();
         let count = || -> i64 { conn.query_row("SELECT count(*) FROM t", [], |r| r.get(0)).unwrap() };
         let script = "INSERT INTO t VALUES (:a); INSERT INTO t VALUES (':b'); -- :c\nINSERT INTO t VALUES (@d)";
         for (named, unused) in [
             (&[("a", 1), ("d", 2), ("b", 3)][..], "'b'"),
             (&[("a", 1), ("c", 2)][..], "'c'"),
         ] {
-            let err = execute(&conn, script, &Params::named(named.iter().copied()), Access::ReadWrite).unwrap_err();
+            let err = execute(&conn, script, &Params::named(named.iter().copied()), RW).unwrap_err();
             assert!(err.to_string().contains(unused), "{err}");
             assert_eq!(count(), 0, "nothing of the script ran");
         }
         let script = "INSERT INTO t VALUES (?); INSERT INTO t VALUES (?1 + ?2)";
-        let err = execute(&conn, script, &Params::from(vec![1, 2, 3]), Access::ReadWrite).unwrap_err();
+        let err = execute(&conn, script, &Params::from(vec![1, 2, 3]), RW).unwrap_err();
         assert!(err.to_string().contains("3 value(s)"), "{err}");
         assert_eq!(count(), 0, "nothing of the script ran");
         // `?3` numbers itself: three values are not too many, and all of it runs.
@@ -492,7 +488,7 @@ mod tests {
             &conn,
             "INSERT INTO t VALUES (?); INSERT INTO t VALUES (?3)",
             &Params::from(vec![1, 2, 3]),
-            Access::ReadWrite,
+            RW,
         )
         .unwrap();
         assert_eq!(count(), 2);
@@ -500,7 +496,7 @@ mod tests {
             &conn,
             "INSERT INTO t VALUES (:a); INSERT INTO t VALUES ($b::x(y) || @a)",
             &Params::named([("a", 1), ("b::x(y)", 2)]),
-            Access::ReadWrite,
+            RW,
         )
         .unwrap();
         assert_eq!(count(), 4);
@@ -527,45 +523,21 @@ mod tests {
     fn last_insert_rowid_is_reported_only_for_inserts() {
         let conn = Connection::open_in_memory().unwrap();
         let none = Params::none();
-        let r = execute(
-            &conn,
-            "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)",
-            &none,
-            Access::ReadWrite,
-        )
-        .unwrap();
+        let r = execute(&conn, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)", &none, RW).unwrap();
         assert_eq!(r.last_insert_rowid, None);
-        let r = execute(
-            &conn,
-            "INSERT INTO t (id, v) VALUES (41, 'a')",
-            &none,
-            Access::ReadWrite,
-        )
-        .unwrap();
+        let r = execute(&conn, "INSERT INTO t (id, v) VALUES (41, 'a')", &none, RW).unwrap();
         assert_eq!(r.last_insert_rowid, Some(41));
-        let r = execute(
-            &conn,
-            "INSERT INTO t (v) VALUES ('b'); UPDATE t SET v = 'c'",
-            &none,
-            Access::ReadWrite,
-        )
-        .unwrap();
+        let r = execute(&conn, "INSERT INTO t (v) VALUES ('b'); UPDATE t SET v = 'c'", &none, RW).unwrap();
         assert_eq!(r.last_insert_rowid, Some(42));
-        let r = execute(&conn, "UPDATE t SET v = 'd'", &none, Access::ReadWrite).unwrap();
+        let r = execute(&conn, "UPDATE t SET v = 'd'", &none, RW).unwrap();
         assert_eq!(r.last_insert_rowid, None, "an update inserts nothing");
-        let r = execute(&conn, "SELECT * FROM t", &none, Access::ReadWrite).unwrap();
+        let r = execute(&conn, "SELECT * FROM t", &none, RW).unwrap();
         assert_eq!(r.last_insert_rowid, None);
         // Another table, the same rowid as before: still this call's insert.
-        execute(
-            &conn,
-            "CREATE TABLE u (id INTEGER PRIMARY KEY)",
-            &none,
-            Access::ReadWrite,
-        )
-        .unwrap();
-        let r = execute(&conn, "INSERT INTO u VALUES (42)", &none, Access::ReadWrite).unwrap();
+        execute(&conn, "CREATE TABLE u (id INTEGER PRIMARY KEY)", &none, RW).unwrap();
+        let r = execute(&conn, "INSERT INTO u VALUES (42)", &none, RW).unwrap();
         assert_eq!(r.last_insert_rowid, Some(42));
-        let r = execute(&conn, "INSERT INTO u VALUES (7) RETURNING id", &none, Access::ReadWrite).unwrap();
+        let r = execute(&conn, "INSERT INTO u VALUES (7) RETURNING id", &none, RW).unwrap();
         assert_eq!(r.last_insert_rowid, Some(7));
     }
 
@@ -576,7 +548,7 @@ mod tests {
             &conn,
             "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t (v) VALUES ('a'), ('b'); SELECT count(*) AS n FROM t;",
             &Params::none(),
-            Access::ReadWrite,
+            RW,
         )
         .unwrap();
         assert!(r.is_query);

@@ -16,12 +16,12 @@ use rusqlite::Connection;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 use super::config::EngineConfig;
-use super::copy::{PageCursor, PagedQuery, read_pages};
 use super::database::Database;
 use super::guard;
 use super::identity::FileIdentity;
 use super::open::open_session;
-use super::script::{self, Access};
+use super::reshard::copy::{PageCursor, PagedQuery, read_pages};
+use super::script::{self, ScriptMode};
 use super::sqlite_error::{begin_failure, read_only_file, sql_error};
 use super::workers::{CancelOnDrop, spawn_thread};
 use crate::data::{Params, SqlResult, TransactionOptions};
@@ -124,9 +124,9 @@ impl<'db> Sessions<'db> {
     /// write shardlite's internal tables (see [`TransactionOptions::maintenance`]).
     pub async fn begin_with(self, options: TransactionOptions) -> Result<SessionInfo> {
         let scope = if options.maintenance {
-            guard::Scope::Maintenance
+            guard::ConnectionKind::Maintenance
         } else {
-            guard::Scope::Session
+            guard::ConnectionKind::Session
         };
         let shared = &self.db.shared;
         let permit = Arc::clone(&shared.sessions.slots).try_acquire_owned().map_err(|_| {
@@ -363,7 +363,7 @@ struct SessionFile {
 fn run_session(
     file: &SessionFile,
     config: &EngineConfig,
-    scope: guard::Scope,
+    scope: guard::ConnectionKind,
     jobs: &flume::Receiver<SessionJob>,
     expired: &AtomicBool,
     permit: OwnedSemaphorePermit,
@@ -379,7 +379,7 @@ fn run_session(
     let conn = match open_session(path, config, scope).and_then(|conn| {
         // A maintenance transaction (a data migration's fence or capture) reads before it writes:
         // holding the write lock from the start, it never meets a writer that committed in between.
-        let begin = if scope == guard::Scope::Maintenance {
+        let begin = if scope == guard::ConnectionKind::Maintenance {
             "BEGIN IMMEDIATE"
         } else {
             "BEGIN"
@@ -415,7 +415,7 @@ fn run_session(
                     continue;
                 }
                 let result = guard::arm(&limits, Some(cancel), || {
-                    script::execute(&conn, &sql, &params, Access::ReadWrite)
+                    script::execute(&conn, &sql, &params, ScriptMode::ReadWrite)
                 })
                 .map_err(|err| read_only_file(&conn, &file.label, err));
                 let _ = reply.send(result);

@@ -13,12 +13,19 @@ use rusqlite::Connection;
 
 use crate::error::{Error, SqlFailure};
 
+/// The start of the message a fence trigger raises; the fields that follow are separated by
+/// [`FENCE_FIELD_SEPARATOR`]: moved (`0`/`1`), migration id, destination, table, route value.
+pub(crate) const FENCE_MESSAGE_PREFIX: &str = "shardlite route_fenced";
+
+/// The separator between the fields of a fence message (ASCII unit separator, `char(31)`).
+pub(crate) const FENCE_FIELD_SEPARATOR: char = '\u{1f}';
+
 /// Converts a rusqlite error into the crate's error, keeping SQLite's codes.
 pub(crate) fn sql_error(err: rusqlite::Error) -> Error {
     match err {
         rusqlite::Error::SqliteFailure(_, Some(message))
-            if message.starts_with(super::fence::FENCE_MESSAGE_PREFIX)
-                && let Some(fenced) = super::fence::fenced_error(&message) =>
+            if message.starts_with(FENCE_MESSAGE_PREFIX)
+                && let Some(fenced) = fenced_error(&message) =>
         {
             fenced
         }
@@ -199,4 +206,24 @@ pub(crate) fn catalog_unreadable(path: &Path, err: Error) -> Error {
         },
         _ => err,
     }
+}
+
+/// The fence error a trigger's message describes, if it is one.
+fn fenced_error(message: &str) -> Option<Error> {
+    let rest = message
+        .strip_prefix(FENCE_MESSAGE_PREFIX)?
+        .strip_prefix(FENCE_FIELD_SEPARATOR)?;
+    let mut fields = rest.splitn(5, FENCE_FIELD_SEPARATOR);
+    let moved = fields.next()? == "1";
+    let migration_id = fields.next()?.to_owned();
+    let destination = fields.next()?.to_owned();
+    let table = fields.next()?.to_owned();
+    let route_value = fields.next()?.to_owned();
+    Some(Error::from(crate::error::RouteFenced {
+        table,
+        route_value,
+        migration_id,
+        destination,
+        moved,
+    }))
 }

@@ -198,10 +198,10 @@ impl Error {
             Self::NoPendingMap { .. } => ErrorKind::Conflict,
             Self::Remote(remote) => remote.kind,
             Self::Transport { .. } => ErrorKind::Unavailable,
-            Self::MigrationChanged { .. }
-            | Self::MigrationMissing { .. }
-            | Self::MigrationDirty { .. }
-            | Self::MigrationRunning { .. } => ErrorKind::Conflict,
+            Self::SchemaMigrationChanged { .. }
+            | Self::SchemaMigrationMissing { .. }
+            | Self::SchemaMigrationDirty { .. }
+            | Self::ReshardRunning { .. } => ErrorKind::Conflict,
             Self::RouteFenced { .. } => ErrorKind::RouteFenced,
             Self::UnsupportedCrossShardQuery { .. } => ErrorKind::UnsupportedCrossShardQuery,
             Self::PermissionDenied(_) => ErrorKind::PermissionDenied,
@@ -232,6 +232,17 @@ impl Error {
 mod tests {
     use super::*;
     use crate::error::{RemoteFailure, SqlFailure};
+
+    #[test]
+    fn a_catalog_outage_does_not_claim_a_read_wrote_nothing() {
+        let err = Error::CatalogUnavailable {
+            reason: "etcd at 127.0.0.1:2379 did not answer".into(),
+        };
+        let message = err.to_string();
+        assert!(!message.contains("nothing was written"), "{message}");
+        assert!(message.contains("retry once it answers"), "{message}");
+        assert_eq!(err.kind(), ErrorKind::CatalogUnavailable);
+    }
 
     #[test]
     fn constraint_codes_map_to_constraint_kind() {

@@ -94,7 +94,7 @@ pub enum Error {
         "migration '{migration_id}' is being run by {holder}: wait for that run to end (a runner that died releases it \
          when its lease expires)"
     )]
-    MigrationRunning {
+    ReshardRunning {
         /// The migration.
         migration_id: Box<str>,
         /// Who runs it, as far as the catalog knows.
@@ -104,7 +104,7 @@ pub enum Error {
     /// The catalog's store could not be reached (an etcd cluster that is down or partitioned).
     /// Nothing was written; the request may be retried. Routers keep serving the last map they
     /// know meanwhile.
-    #[error("the catalog is unavailable: {reason}; nothing was written, retry later")]
+    #[error("the catalog is unavailable: {reason}; retry once it answers (a change refused this way was not made)")]
     CatalogUnavailable {
         /// Which store, and what failed.
         reason: String,
@@ -297,13 +297,13 @@ pub enum Error {
         limit: usize,
     },
 
-    /// The open remote transactions of one API key reached the daemon's limit.
+    /// The remote transactions open through the daemon (all API keys together) reached its limit.
     #[error(
-        "{limit} remote transactions are already open under this API key (daemon-wide when the daemon has no \
-         key), the most allowed: commit or roll back one, or retry shortly"
+        "{limit} remote transactions are already open through this daemon, the most it allows for all API keys \
+         together (serve --max-open-transactions-per-key): commit or roll back one, or retry shortly"
     )]
     TooManyTransactions {
-        /// The limit per API key.
+        /// The daemon's limit.
         limit: usize,
     },
 
@@ -365,7 +365,7 @@ pub enum Error {
         "migration {version} was changed after it was applied: its checksum differs from the one recorded in \
          _sqlx_migrations; restore the original file and add the change as a new migration"
     )]
-    MigrationChanged {
+    SchemaMigrationChanged {
         /// The migration's version.
         version: i64,
     },
@@ -375,7 +375,7 @@ pub enum Error {
         "migration {version} is recorded as applied in _sqlx_migrations but is not in the migration set; \
          add its file back, or use the folder the database was migrated with"
     )]
-    MigrationMissing {
+    SchemaMigrationMissing {
         /// The migration's version.
         version: i64,
     },
@@ -385,7 +385,7 @@ pub enum Error {
         "migration {version} is recorded with success = false: it failed partway, or another run is applying \
          it now; if no run is, repair the schema by hand and delete that row from _sqlx_migrations"
     )]
-    MigrationDirty {
+    SchemaMigrationDirty {
         /// The migration's version.
         version: i64,
     },

@@ -122,7 +122,10 @@ impl HeatRecorder {
         let shard_count = map.shards().len();
         let mut shard_requests = vec![0.0f64; shard_count];
         let mut shard_rows = vec![0.0f64; shard_count];
-        let mut buckets = Vec::new();
+        // (bucket, shard index) -> (requests, rows): a bucket's calls are its owner's, except
+        // those of a tracked key pinned elsewhere, which are its pin's.
+        let mut bucket_heat: Vec<(u32, usize, f64, f64)> = Vec::new();
+        let mut bucket_row: std::collections::HashMap<(u32, usize), usize> = std::collections::HashMap::new();
         for (bucket, counters) in (0..map.bucket_count()).zip(self.buckets.iter()) {
             let requests = counters.requests.value(now, &self.decay);
             let rows = counters.rows.value(now, &self.decay);
@@ -132,12 +135,8 @@ impl HeatRecorder {
             let owner = map.bucket_owner(bucket);
             shard_requests[owner] += requests;
             shard_rows[owner] += rows;
-            buckets.push(BucketHeat {
-                bucket,
-                shard_id: map.shards()[owner].id.clone(),
-                requests: rounded(requests),
-                rows: rounded(rows),
-            });
+            bucket_row.insert((bucket, owner), bucket_heat.len());
+            bucket_heat.push((bucket, owner, requests, rows));
         }
         let tracked = self
             .keys
@@ -152,12 +151,24 @@ impl HeatRecorder {
             }
             let owner = map.bucket_owner(slot.bucket);
             let pin = map.pinned_shard(&slot.key);
-            // A pinned key's calls were counted in its bucket; credit them to its pin instead.
+            // A pinned key's calls were counted in its bucket; credit them to its pin instead,
+            // in the shard totals and in the bucket rows.
             if let Some(pinned) = pin.filter(|pinned| *pinned != owner) {
                 shard_requests[owner] = (shard_requests[owner] - requests).max(0.0);
                 shard_rows[owner] = (shard_rows[owner] - rows).max(0.0);
                 shard_requests[pinned] += requests;
                 shard_rows[pinned] += rows;
+                if let Some(&at) = bucket_row.get(&(slot.bucket, owner)) {
+                    let row = &mut bucket_heat[at];
+                    row.2 = (row.2 - requests).max(0.0);
+                    row.3 = (row.3 - rows).max(0.0);
+                }
+                let at = *bucket_row.entry((slot.bucket, pinned)).or_insert_with(|| {
+                    bucket_heat.push((slot.bucket, pinned, 0.0, 0.0));
+                    bucket_heat.len() - 1
+                });
+                bucket_heat[at].2 += requests;
+                bucket_heat[at].3 += rows;
             }
             keys.push(KeyHeat {
                 keyspace: map.keyspace().to_owned(),
@@ -169,6 +180,16 @@ impl HeatRecorder {
                 rows: rounded(rows),
             });
         }
+        let mut buckets: Vec<BucketHeat> = bucket_heat
+            .into_iter()
+            .map(|(bucket, shard, requests, rows)| BucketHeat {
+                bucket,
+                shard_id: map.shards()[shard].id.clone(),
+                requests: rounded(requests),
+                rows: rounded(rows),
+            })
+            .filter(|row| row.requests > 0.0 || row.rows > 0.0)
+            .collect();
         let total_requests: f64 = shard_requests.iter().sum();
         let total_rows: f64 = shard_rows.iter().sum();
         let mut shards: Vec<ShardHeat> = map
@@ -187,7 +208,12 @@ impl HeatRecorder {
             })
             .collect();
         shards.sort_by(|a, b| b.requests.total_cmp(&a.requests));
-        buckets.sort_by(|a, b| b.requests.total_cmp(&a.requests).then(a.bucket.cmp(&b.bucket)));
+        buckets.sort_by(|a, b| {
+            b.requests
+                .total_cmp(&a.requests)
+                .then(a.bucket.cmp(&b.bucket))
+                .then_with(|| a.shard_id.cmp(&b.shard_id))
+        });
         buckets.truncate(MAX_LISTED_BUCKETS);
         keys.sort_by(|a, b| b.requests.total_cmp(&a.requests).then_with(|| a.key.cmp(&b.key)));
         HeatReport {
@@ -260,8 +286,33 @@ mod tests {
         assert!((report.shards[0].share - 1.0).abs() < 1e-9);
         assert!(report.keys[0].pinned);
         assert_eq!(report.keys[0].shard_id, "s1");
-        // The bucket still shows the calls of its keys, and its owner.
-        assert_eq!(report.buckets[0].shard_id, "s0");
+        // The bucket's row names the shard that served its calls: the pin, not the owner.
+        assert_eq!(report.buckets.len(), 1, "{:?}", report.buckets);
+        assert_eq!(report.buckets[0].bucket, 3);
+        assert_eq!(report.buckets[0].shard_id, "s1");
+        assert!((report.buckets[0].requests - 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_bucket_with_a_pinned_key_shows_a_row_per_serving_shard() {
+        let recorder = HeatRecorder::new(16, DEFAULT_HALF_LIFE);
+        for _ in 0..150 {
+            recorder.record_at(3, "pinned", 0, 0);
+        }
+        for _ in 0..10 {
+            recorder.record_at(3, "other", 0, 0);
+        }
+        let report = recorder.report_at(&map(&[("pinned", "s1")]), 0);
+        let row = |shard: &str| {
+            report
+                .buckets
+                .iter()
+                .find(|row| row.bucket == 3 && row.shard_id == shard)
+                .map(|row| row.requests)
+        };
+        assert_eq!(row("s1"), Some(150.0), "{:?}", report.buckets);
+        assert_eq!(row("s0"), Some(10.0), "{:?}", report.buckets);
+        assert_eq!(report.buckets[0].shard_id, "s1");
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub struct HeatReport {
     pub total_rows: f64,
     /// Every shard, hottest first.
     pub shards: Vec<ShardHeat>,
-    /// Buckets with any heat, hottest first (at most [`MAX_LISTED_BUCKETS`](super::MAX_LISTED_BUCKETS)).
+    /// Buckets with any heat, a row per serving shard, hottest first (at most [`MAX_LISTED_BUCKETS`](super::MAX_LISTED_BUCKETS)).
     pub buckets: Vec<BucketHeat>,
     /// The hottest route keys, hottest first (at most the recorder's slot count).
     pub keys: Vec<KeyHeat>,
@@ -47,16 +47,18 @@ pub struct ShardHeat {
     pub share: f64,
 }
 
-/// One bucket's heat.
+/// One bucket's heat on one shard. A bucket's calls are served by its owner, except those of a
+/// key pinned to another shard: such a bucket has a row for each shard that served its calls.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct BucketHeat {
     /// The bucket.
     pub bucket: u32,
-    /// The shard that owns it in the active map.
+    /// The shard that served these calls in the active map: the bucket's owner, or the pin of
+    /// the pinned keys counted here.
     pub shard_id: String,
-    /// Decayed requests of route keys in this bucket (pinned keys included).
+    /// Decayed requests of route keys in this bucket served by that shard.
     pub requests: f64,
     /// Decayed rows those requests returned or changed.
     pub rows: f64,

@@ -184,14 +184,17 @@ pub fn suggest_next_map(
 /// of a bucket's movable heat.
 fn best_range(report: &HeatReport, owners: &[String], hottest: &str, target: f64) -> Option<(u32, u32, f64)> {
     let mut movable = vec![0.0f64; owners.len()];
+    // A bucket's row on its owner holds its calls but those of keys pinned elsewhere; keys
+    // pinned to the owner itself are in it too, and stay.
+    let owner_of = |bucket: u32| usize::try_from(bucket).ok().filter(|at| *at < owners.len());
     for bucket in &report.buckets {
-        if let Some(slot) = usize::try_from(bucket.bucket).ok().and_then(|at| movable.get_mut(at)) {
-            *slot = bucket.requests;
+        if let Some(at) = owner_of(bucket.bucket).filter(|at| owners[*at].eq_ignore_ascii_case(&bucket.shard_id)) {
+            movable[at] += bucket.requests;
         }
     }
     for key in report.keys.iter().filter(|key| key.pinned) {
-        if let Some(slot) = usize::try_from(key.bucket).ok().and_then(|at| movable.get_mut(at)) {
-            *slot = (*slot - key.requests).max(0.0);
+        if let Some(at) = owner_of(key.bucket).filter(|at| owners[*at].eq_ignore_ascii_case(&key.shard_id)) {
+            movable[at] = (movable[at] - key.requests).max(0.0);
         }
     }
     let owned = |at: usize| owners[at].eq_ignore_ascii_case(hottest);

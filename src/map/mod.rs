@@ -237,7 +237,7 @@ impl ShardMap {
     }
 
     /// Parses and validates a map from JSON.
-    pub fn from_json(json: &str) -> crate::Result<Self> {
+    pub fn from_json(json: &str) -> crate::error::Result<Self> {
         Ok(Self::new(ShardingOptions::from_json(json)?)?)
     }
 

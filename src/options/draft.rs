@@ -3,7 +3,7 @@
 
 use super::keys::KeySpec;
 use super::validate::normalize_endpoint;
-use super::{ConnectionOptions, Target, invalid, transport_name};
+use super::{ConnectionOptions, Destination, invalid, transport_name};
 use crate::error::Result;
 use crate::map::Transport;
 use crate::routing::RouteContext;
@@ -48,13 +48,13 @@ impl Draft {
                     transport_name(transport)
                 )));
             }
-            (Some(path), None, _) => Target::DataSource(path),
+            (Some(path), None, _) => Destination::DataSource(path),
             (None, Some(_), None) => {
                 return Err(invalid(
                     "'Transport' (Http or Grpc) is required when 'Endpoint' is given",
                 ));
             }
-            (None, Some(endpoint), Some(transport)) => Target::Endpoint {
+            (None, Some(endpoint), Some(transport)) => Destination::Endpoint {
                 endpoint: normalize_endpoint(&endpoint)?,
                 transport,
             },
@@ -64,7 +64,7 @@ impl Draft {
                     transport_name(transport)
                 )));
             }
-            (None, None, _) => Target::Unset,
+            (None, None, _) => Destination::Unset,
         };
         options.route = match (self.shard_keyspace, self.shard_key) {
             (None, None) => None,

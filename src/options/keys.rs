@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::draft::Draft;
-use super::{ConnectionOptions, MAX_BUSY_TIMEOUT, MAX_TIMEOUT, Target, invalid, transport_name};
+use super::{ConnectionOptions, Destination, MAX_BUSY_TIMEOUT, MAX_TIMEOUT, invalid, transport_name};
 use crate::error::Result;
 use crate::map::{Secret, Transport};
 
@@ -72,8 +72,8 @@ pub(super) static KEYS: &[KeySpec] = &[
         },
         // A data source is always `Direct`, so only an endpoint's transport is written.
         print: |options| match &options.target {
-            Target::Endpoint { transport, .. } => Some(transport_name(*transport).to_owned()),
-            Target::Unset | Target::DataSource(_) => None,
+            Destination::Endpoint { transport, .. } => Some(transport_name(*transport).to_owned()),
+            Destination::Unset | Destination::DataSource(_) => None,
         },
     },
     KeySpec {

@@ -146,7 +146,7 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ConnectionOptions {
-    target: Target,
+    target: Destination,
     route: Option<RouteContext>,
     /// `Shard Keyspace` given without `Shard Key` (trimmed); `None` when `route` is set.
     keyspace: Option<String>,
@@ -166,7 +166,7 @@ pub struct ConnectionOptions {
 
 /// Where a connection goes. One enum, so that a data source and an endpoint cannot both be set.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-enum Target {
+enum Destination {
     #[default]
     Unset,
     DataSource(String),
@@ -189,7 +189,7 @@ impl ConnectionOptions {
 
     /// Connects to a local SQLite file (a master catalog or a plain database), replacing any endpoint.
     pub fn with_data_source(mut self, data_source: impl Into<String>) -> Self {
-        self.target = Target::DataSource(data_source.into());
+        self.target = Destination::DataSource(data_source.into());
         self
     }
 
@@ -200,7 +200,7 @@ impl ConnectionOptions {
     pub fn with_endpoint(mut self, endpoint: impl Into<String>, transport: Transport) -> Self {
         let endpoint = endpoint.into();
         let endpoint = normalize_endpoint(&endpoint).unwrap_or(endpoint);
-        self.target = Target::Endpoint { endpoint, transport };
+        self.target = Destination::Endpoint { endpoint, transport };
         self
     }
 
@@ -306,7 +306,7 @@ impl ConnectionOptions {
     /// The local SQLite file, for a direct connection.
     pub fn data_source(&self) -> Option<&str> {
         match &self.target {
-            Target::DataSource(path) => Some(path),
+            Destination::DataSource(path) => Some(path),
             _ => None,
         }
     }
@@ -314,7 +314,7 @@ impl ConnectionOptions {
     /// The daemon URL, for a remote connection.
     pub fn endpoint(&self) -> Option<&str> {
         match &self.target {
-            Target::Endpoint { endpoint, .. } => Some(endpoint),
+            Destination::Endpoint { endpoint, .. } => Some(endpoint),
             _ => None,
         }
     }
@@ -323,9 +323,9 @@ impl ConnectionOptions {
     /// when neither is set.
     pub fn transport(&self) -> Option<Transport> {
         match &self.target {
-            Target::Unset => None,
-            Target::DataSource(_) => Some(Transport::Direct),
-            Target::Endpoint { transport, .. } => Some(*transport),
+            Destination::Unset => None,
+            Destination::DataSource(_) => Some(Transport::Direct),
+            Destination::Endpoint { transport, .. } => Some(*transport),
         }
     }
 

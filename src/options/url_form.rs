@@ -8,7 +8,7 @@
 
 use super::draft::Draft;
 use super::keys::{self, KEYS, KeySpec};
-use super::{Target, invalid};
+use super::{Destination, invalid};
 use crate::error::Result;
 use crate::map::Transport;
 use crate::options::ConnectionOptions;
@@ -124,10 +124,10 @@ fn query_keys() -> impl Iterator<Item = &'static KeySpec> {
 /// Prints the URL form, secrets included, query keys in a fixed order.
 pub(super) fn print(options: &ConnectionOptions) -> String {
     let mut out = match &options.target {
-        Target::Unset => format!("{DIRECT_SCHEME}:"),
-        Target::DataSource(path) if path.starts_with('/') => format!("{DIRECT_SCHEME}://{}", encode_path(path)),
-        Target::DataSource(path) => format!("{DIRECT_SCHEME}:{}", encode_path(path)),
-        Target::Endpoint { endpoint, transport } => {
+        Destination::Unset => format!("{DIRECT_SCHEME}:"),
+        Destination::DataSource(path) if path.starts_with('/') => format!("{DIRECT_SCHEME}://{}", encode_path(path)),
+        Destination::DataSource(path) => format!("{DIRECT_SCHEME}:{}", encode_path(path)),
+        Destination::Endpoint { endpoint, transport } => {
             let (endpoint_scheme, rest) = endpoint.split_once("://").unwrap_or(("", endpoint));
             match REMOTE_SCHEMES
                 .iter()

@@ -1,7 +1,7 @@
 //! The rules a connection's settings must follow together: [`ConnectionOptions::validate`], and the
 //! checks of an endpoint and of a header name that it and the parsers share.
 
-use super::{ConnectionOptions, Target, invalid};
+use super::{ConnectionOptions, Destination, invalid};
 use crate::error::Result;
 use crate::map::Transport;
 use crate::wire::DEFAULT_API_KEY_HEADER;
@@ -15,12 +15,12 @@ impl ConnectionOptions {
     /// Parsing calls this; options that pass it print to text that parses back to equal options.
     pub fn validate(&self) -> Result<()> {
         match &self.target {
-            Target::Unset => {
+            Destination::Unset => {
                 return Err(invalid(
                     "either 'Data Source' (a local file) or 'Endpoint' (a daemon) is required",
                 ));
             }
-            Target::DataSource(path) => {
+            Destination::DataSource(path) => {
                 if path.trim().is_empty() {
                     return Err(invalid("'Data Source' is empty"));
                 }
@@ -40,7 +40,7 @@ impl ConnectionOptions {
                     ));
                 }
             }
-            Target::Endpoint { endpoint, transport } => {
+            Destination::Endpoint { endpoint, transport } => {
                 if *transport == Transport::Direct {
                     return Err(invalid(
                         "'Transport=Direct' cannot be used with 'Endpoint': use 'Data Source' for a local file, \
@@ -97,13 +97,13 @@ impl ConnectionOptions {
                 return Err(invalid(format!("'{name}' is empty: it names a PEM file")));
             }
             match &self.target {
-                Target::Endpoint { endpoint, .. } if endpoint.starts_with("https://") => {}
-                Target::Endpoint { .. } => {
+                Destination::Endpoint { endpoint, .. } if endpoint.starts_with("https://") => {}
+                Destination::Endpoint { .. } => {
                     return Err(invalid(format!(
                         "'{name}' applies only to an https:// 'Endpoint' (TLS); this endpoint is http://"
                     )));
                 }
-                Target::DataSource(_) | Target::Unset => {
+                Destination::DataSource(_) | Destination::Unset => {
                     return Err(invalid(format!(
                         "'{name}' applies only to remote connections (an https:// 'Endpoint'), not to 'Data Source'"
                     )));

@@ -19,10 +19,11 @@ use sqlparser::ast::{
 };
 
 use super::expr::{canonical, may_collate};
+use super::partial::{Collation, PARTIAL_TABLE, PartialColumn};
 use super::refuse::{function_name, is_merged_aggregate, plain_args};
 use super::{integer_literal, limit_text, order_terms, refused};
-use crate::engine::merge::{Collation, PARTIAL_TABLE, PartialColumn, quote};
 use crate::error::{Error, Result};
+use crate::sql::quote_ident;
 
 /// Where a result column's name comes from.
 #[derive(Debug)]
@@ -186,13 +187,13 @@ impl AggregatePlan {
             self.distinct_keys
                 .iter()
                 .enumerate()
-                .map(|(i, key)| format!("{key} AS {}", quote(&format!("shardlite_d{i}")))),
+                .map(|(i, key)| format!("{key} AS {}", quote_ident(&format!("shardlite_d{i}")))),
         );
         columns.extend(
             self.partials
                 .iter()
                 .enumerate()
-                .map(|(i, partial)| format!("{partial} AS {}", quote(&format!("shardlite_p{i}")))),
+                .map(|(i, partial)| format!("{partial} AS {}", quote_ident(&format!("shardlite_p{i}")))),
         );
         let selection = self
             .selection
@@ -233,7 +234,7 @@ impl AggregatePlan {
                     Name::Given(name) => name.clone(),
                     Name::GroupKey(index) => names.get(*index).cloned().unwrap_or_default(),
                 };
-                format!("{text} AS {}", quote(&name))
+                format!("{text} AS {}", quote_ident(&name))
             })
             .collect();
         let mut sql = format!(
@@ -243,7 +244,7 @@ impl AggregatePlan {
         );
         if !self.groups.is_empty() {
             let keys: Vec<String> = (0..self.groups.len())
-                .map(|i| quote(&format!("shardlite_g{i}")))
+                .map(|i| quote_ident(&format!("shardlite_g{i}")))
                 .collect();
             sql.push_str(&format!(" GROUP BY {}", keys.join(", ")));
         }
@@ -291,7 +292,7 @@ impl Rewrite {
         let mut text = expr.to_string();
         // Later markers first, so marker 1 is not found inside marker 10.
         for (index, replacement) in self.replaced.iter().enumerate().rev() {
-            text = text.replace(&quote(&format!("{}_{index}", self.marker)), replacement);
+            text = text.replace(&quote_ident(&format!("{}_{index}", self.marker)), replacement);
         }
         Ok(text)
     }
@@ -310,7 +311,7 @@ impl Rewrite {
                 self.partials.len() - 1
             }
         };
-        quote(&format!("shardlite_p{index}"))
+        quote_ident(&format!("shardlite_p{index}"))
     }
 
     fn aggregate(&mut self, function: &sqlparser::ast::Function) -> Result<String> {
@@ -355,7 +356,10 @@ impl Rewrite {
                     index
                 }
             };
-            return Ok(format!("{name}(DISTINCT {})", quote(&format!("shardlite_d{index}"))));
+            return Ok(format!(
+                "{name}(DISTINCT {})",
+                quote_ident(&format!("shardlite_d{index}"))
+            ));
         }
         if name == "count" && star {
             let p = self.partial(format!("count(*){filter}"));
@@ -398,7 +402,7 @@ impl VisitorMut for Rewrite {
     fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
         let wanted = canonical(expr);
         if let Some(index) = self.groups.iter().position(|g| *g == wanted) {
-            *expr = self.mark(quote(&format!("shardlite_g{index}")));
+            *expr = self.mark(quote_ident(&format!("shardlite_g{index}")));
             return ControlFlow::Continue(());
         }
         match expr {

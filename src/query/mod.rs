@@ -27,6 +27,7 @@
 mod aggregate;
 mod cache;
 mod expr;
+mod partial;
 mod placeholders;
 mod probe;
 mod refuse;
@@ -34,6 +35,7 @@ mod rows;
 mod sorted;
 
 pub use cache::PlanCache;
+pub(crate) use partial::{Collation, PARTIAL_TABLE, PartialColumn};
 pub use sorted::RowMerge;
 
 use std::sync::Arc;
@@ -47,7 +49,6 @@ use sqlparser::parser::Parser;
 
 use self::placeholders::Finished;
 use crate::data::{Params, SqlResult};
-use crate::engine::merge::{Collation, PartialColumn};
 use crate::error::{Error, Result};
 
 /// The most tokens a query across shards may have: enough for any query a person writes, and

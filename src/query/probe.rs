@@ -8,8 +8,8 @@
 
 use sqlparser::ast::Expr;
 
+use super::partial::Collation;
 use crate::data::{SqlResult, Value};
-use crate::engine::merge::Collation;
 
 /// The probe of `exprs`, each read in the query's `FROM`.
 pub(super) fn sql(with: &str, from: &str, exprs: &[Expr]) -> String {

@@ -6,22 +6,23 @@
 use sqlparser::ast::{Expr, OrderBySort, Query, Select, SelectItem};
 
 use super::expr::{canonical, may_collate};
+use super::partial::{Collation, PARTIAL_TABLE, PartialColumn};
 use super::sorted::{RowMerge, SortTerm};
 use super::{integer_literal, limit_parts, limit_text, order_terms, refused};
 use crate::data::{SqlResult, Value};
-use crate::engine::merge::{Collation, PARTIAL_TABLE, PartialColumn, quote};
 use crate::error::{Error, Result};
+use crate::sql::quote_ident;
 
 /// A column the merge sorts on: a result column, or a key shipped after them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Target {
+enum SortColumn {
     Output(usize),
     Key(usize),
 }
 
 #[derive(Debug)]
 struct Term {
-    target: Target,
+    target: SortColumn,
     collate: Option<String>,
     descending: bool,
     nulls_first: Option<bool>,
@@ -42,7 +43,7 @@ pub(super) struct RowsPlan {
     offset: Option<Expr>,
     limit_text: String,
     /// The partial column each probe decides.
-    probe_targets: Vec<Target>,
+    probe_targets: Vec<SortColumn>,
     selection: Option<String>,
 }
 
@@ -75,7 +76,7 @@ impl RowsPlan {
                         Expr::Identifier(_) | Expr::CompoundIdentifier(_) | Expr::Nested(_)
                     );
                     match names.as_ref().and_then(|n| n.get(index)) {
-                        Some(name) if !plain => items.push(format!("{expr} AS {}", quote(name))),
+                        Some(name) if !plain => items.push(format!("{expr} AS {}", quote_ident(name))),
                         _ => items.push(expr.to_string()),
                     }
                     exprs.push(Some((expr, None)));
@@ -102,13 +103,13 @@ impl RowsPlan {
                 let count = select.projection.len();
                 let index = usize::try_from(number).ok().and_then(|n| n.checked_sub(1));
                 match index {
-                    Some(index) if index < count && before_star(index) => Target::Output(index),
+                    Some(index) if index < count && before_star(index) => SortColumn::Output(index),
                     Some(_) if first_star.is_some() => return Err(refused("ORDER BY a column number at or after *")),
                     _ => return Err(out_of_range(position, count)),
                 }
             } else if let Some(index) = alias_of(inner, &exprs) {
                 match exprs[index] {
-                    _ if before_star(index) => Target::Output(index),
+                    _ if before_star(index) => SortColumn::Output(index),
                     Some((expr, _)) => new_key(expr, distinct, &mut keys, &mut key_exprs)?,
                     None => return Err(refused("ORDER BY a name this query does not give")),
                 }
@@ -119,11 +120,11 @@ impl RowsPlan {
                     .enumerate()
                     .position(|(i, e)| before_star(i) && e.is_some_and(|(e, _)| canonical(e) == wanted));
                 match same {
-                    Some(index) => Target::Output(index),
+                    Some(index) => SortColumn::Output(index),
                     None => new_key(&term.expr, distinct, &mut keys, &mut key_exprs)?,
                 }
             };
-            let collate = if matches!(target, Target::Key(_)) && canonical(inner) != canonical(&term.expr) {
+            let collate = if matches!(target, SortColumn::Key(_)) && canonical(inner) != canonical(&term.expr) {
                 // The key shipped is the whole term, COLLATE included: its column carries it.
                 None
             } else {
@@ -137,22 +138,22 @@ impl RowsPlan {
             });
         }
         let mut probe_targets = Vec::new();
-        let mut probe = |target: Target, expr: &Expr, probes: &mut Vec<Expr>| {
+        let mut probe = |target: SortColumn, expr: &Expr, probes: &mut Vec<Expr>| {
             if may_collate(expr) && !probe_targets.contains(&target) {
                 probe_targets.push(target);
                 probes.push(expr.clone());
             }
         };
         for (index, item) in exprs.iter().enumerate() {
-            let compared = distinct || order.iter().any(|t| t.target == Target::Output(index));
+            let compared = distinct || order.iter().any(|t| t.target == SortColumn::Output(index));
             if let Some((expr, _)) = item
                 && compared
             {
-                probe(Target::Output(index), expr, probes);
+                probe(SortColumn::Output(index), expr, probes);
             }
         }
         for (index, expr) in key_exprs.iter().enumerate() {
-            probe(Target::Key(index), expr, probes);
+            probe(SortColumn::Key(index), expr, probes);
         }
         let (limit, offset) = limit_parts(query);
         Ok(Self {
@@ -212,8 +213,8 @@ impl RowsPlan {
             };
             terms.push(SortTerm {
                 column: match term.target {
-                    Target::Output(index) => index,
-                    Target::Key(index) => outputs + index,
+                    SortColumn::Output(index) => index,
+                    SortColumn::Key(index) => outputs + index,
                 },
                 descending: term.descending,
                 nulls_first: term.nulls_first.unwrap_or(!term.descending),
@@ -264,7 +265,7 @@ impl RowsPlan {
             self.keys
                 .iter()
                 .enumerate()
-                .map(|(index, key)| format!("{key} AS {}", quote(&format!("shardlite_k{index}")))),
+                .map(|(index, key)| format!("{key} AS {}", quote_ident(&format!("shardlite_k{index}")))),
         );
         let distinct = if self.distinct { "DISTINCT " } else { "" };
         let selection = self
@@ -297,9 +298,9 @@ impl RowsPlan {
                 collation: Collation::Binary,
             })
             .collect();
-        let index_of = |target: Target| match target {
-            Target::Output(index) => index,
-            Target::Key(index) => outputs + index,
+        let index_of = |target: SortColumn| match target {
+            SortColumn::Output(index) => index,
+            SortColumn::Key(index) => outputs + index,
         };
         for (target, collation) in self.probe_targets.iter().zip(collations) {
             if let Some(column) = columns.get_mut(index_of(*target)) {
@@ -307,13 +308,19 @@ impl RowsPlan {
             }
         }
         let select: Vec<String> = (0..outputs)
-            .map(|index| format!("{} AS {}", quote(&columns[index].name), quote(&names[index])))
+            .map(|index| {
+                format!(
+                    "{} AS {}",
+                    quote_ident(&columns[index].name),
+                    quote_ident(&names[index])
+                )
+            })
             .collect();
         let order: Vec<String> = self
             .order
             .iter()
             .map(|term| {
-                let mut text = quote(&columns[index_of(term.target)].name);
+                let mut text = quote_ident(&columns[index_of(term.target)].name);
                 if let Some(collation) = &term.collate {
                     text.push_str(&format!(" COLLATE {collation}"));
                 }
@@ -358,13 +365,18 @@ fn alias_of(expr: &Expr, items: &[Option<(&Expr, Option<&str>)>]) -> Option<usiz
     })
 }
 
-fn new_key<'q>(expr: &'q Expr, distinct: bool, keys: &mut Vec<String>, exprs: &mut Vec<&'q Expr>) -> Result<Target> {
+fn new_key<'q>(
+    expr: &'q Expr,
+    distinct: bool,
+    keys: &mut Vec<String>,
+    exprs: &mut Vec<&'q Expr>,
+) -> Result<SortColumn> {
     if distinct {
         return Err(refused("SELECT DISTINCT ordered by a term that is not in its result"));
     }
     keys.push(expr.to_string());
     exprs.push(expr);
-    Ok(Target::Key(keys.len() - 1))
+    Ok(SortColumn::Key(keys.len() - 1))
 }
 
 fn out_of_range(position: usize, count: usize) -> Error {

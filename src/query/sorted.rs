@@ -11,8 +11,8 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
+use super::partial::Collation;
 use crate::data::Value;
-use crate::engine::merge::Collation;
 
 /// One `ORDER BY` term over a partial column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

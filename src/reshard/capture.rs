@@ -11,9 +11,11 @@
 use std::sync::Arc;
 
 use super::fence::{Fence, Tx, conflicting_in, first_i64};
-use super::target::{Target, quote_ident};
+use super::item_sql::{ItemSql, quote_ident};
 use crate::data::{DataClient, Params, Value};
-use crate::engine::capture::{CHANGES_SCHEMA, CHANGES_TABLE, capture_trigger_names, capture_trigger_statements};
+use crate::engine::reshard::capture::{
+    CHANGES_SCHEMA, CHANGES_TABLE, capture_trigger_names, capture_trigger_statements,
+};
 use crate::error::Result;
 
 /// Keys read back from the source and rewritten on the destination per statement.
@@ -37,7 +39,7 @@ pub(super) struct Change {
 pub(super) async fn install(
     source: &Arc<dyn DataClient>,
     fence: &Fence<'_>,
-    targets: &[Target],
+    targets: &[ItemSql],
 ) -> Result<Option<String>> {
     let tx = Tx::begin(source.as_ref()).await?;
     let outcome = async {
@@ -47,9 +49,7 @@ pub(super) async fn install(
         tx.run(CHANGES_SCHEMA, Params::none()).await?;
         for (index, target) in targets.iter().enumerate() {
             drop_triggers(&tx, fence.migration_id, index).await?;
-            for statement in
-                capture_trigger_statements(fence.migration_id, index, &target.captured, &target.captured_route())
-            {
+            for statement in capture_trigger_statements(fence.migration_id, index, &target.captured, fence.moving) {
                 tx.run(&statement, Params::none()).await?;
             }
         }
@@ -187,7 +187,7 @@ pub(super) async fn remaining(source: &Arc<dyn DataClient>, migration_id: &str, 
 pub(super) async fn rows_for_keys(
     shard: &Arc<dyn DataClient>,
     snapshot: Option<&str>,
-    target: &Target,
+    target: &ItemSql,
     keys: &[Value],
 ) -> Result<Vec<Vec<Value>>> {
     let mut rows = Vec::new();
@@ -208,7 +208,7 @@ pub(super) async fn apply(
     source: &Arc<dyn DataClient>,
     snapshot: Option<&str>,
     destination: &Arc<dyn DataClient>,
-    target: &Target,
+    target: &ItemSql,
     keys: &[Value],
 ) -> Result<()> {
     for keys in keys.chunks(KEYS_PER_STATEMENT) {

@@ -18,26 +18,26 @@
 
 use std::sync::Arc;
 
-use super::target::{COLLECTIONS_TABLE, Selection, Target, quote_ident};
+use super::item_sql::{COLLECTIONS_TABLE, ItemSql, quote_ident};
 use crate::data::{DataClient, Params, TransactionOptions, Value};
-use crate::engine::fence::{
+use crate::engine::reshard::fence::{
     BUCKET_FUNCTION, FENCE_SCHEMA, FENCE_TABLES, FENCE_TRIGGERS_QUERY, FENCED_TARGETS_QUERY, FencedTarget,
     trigger_statements,
 };
+use crate::engine::reshard::moving::MovingRows;
 use crate::error::Result;
 
 /// What a migration fences on its source.
 pub(super) struct Fence<'a> {
     pub(super) migration_id: &'a str,
-    pub(super) selection: &'a Selection,
-    pub(super) pins: &'a [String],
+    pub(super) moving: &'a MovingRows,
     pub(super) destination: &'a str,
     /// `(table, route column or property, collection name or "")`.
     pub(super) targets: Vec<(String, String, String)>,
 }
 
 /// The fence targets of `targets`.
-pub(super) fn targets_of(targets: &[Target], routes: &[String]) -> Vec<(String, String, String)> {
+pub(super) fn targets_of(targets: &[ItemSql], routes: &[String]) -> Vec<(String, String, String)> {
     targets
         .iter()
         .zip(routes)
@@ -112,9 +112,9 @@ async fn install_in(tx: &Tx<'_>, fence: &Fence<'_>) -> Result<Option<String>> {
         .await?;
         return Ok(None);
     }
-    let (kind, key, count, start, end) = match fence.selection {
-        Selection::Key(key) => ("key", Value::from(key.as_str()), Value::Null, Value::Null, Value::Null),
-        Selection::Buckets {
+    let (kind, key, count, start, end) = match fence.moving {
+        MovingRows::Key(key) => ("key", Value::from(key.as_str()), Value::Null, Value::Null, Value::Null),
+        MovingRows::Buckets {
             bucket_count,
             start,
             end,
@@ -127,9 +127,9 @@ async fn install_in(tx: &Tx<'_>, fence: &Fence<'_>) -> Result<Option<String>> {
             Value::Integer(i64::from(*end)),
         ),
     };
-    let keyspace = match fence.selection {
-        Selection::Buckets { keyspace, .. } => keyspace.clone(),
-        Selection::Key(_) => String::new(),
+    let keyspace = match fence.moving {
+        MovingRows::Buckets { keyspace, .. } => keyspace.clone(),
+        MovingRows::Key(_) => String::new(),
     };
     tx.run(
         "INSERT INTO _shardlite_route_fences
@@ -144,12 +144,12 @@ async fn install_in(tx: &Tx<'_>, fence: &Fence<'_>) -> Result<Option<String>> {
             ("start", start),
             ("end", end),
             ("destination", Value::from(fence.destination)),
-            ("now", Value::from(crate::engine::store::now_utc())),
+            ("now", Value::from(crate::data::now_utc())),
         ]),
     )
     .await?;
-    if matches!(fence.selection, Selection::Buckets { .. }) {
-        for pin in fence.pins {
+    if matches!(fence.moving, MovingRows::Buckets { .. }) {
+        for pin in fence.moving.pins() {
             tx.run(
                 "INSERT OR IGNORE INTO _shardlite_route_fence_pins (migration_id, route_key) VALUES (?1, ?2)",
                 Params::from(vec![fence.migration_id, pin.as_str()]),
@@ -191,8 +191,8 @@ pub(super) async fn conflicting_in(tx: &Tx<'_>, fence: &Fence<'_>) -> Result<Opt
 
 /// Another migration's fence (not yet moved) that overlaps `fence`.
 async fn conflicting(tx: &Tx<'_>, fence: &Fence<'_>) -> Result<Option<String>> {
-    let (sql, params) = match fence.selection {
-        Selection::Key(key) => (
+    let (sql, params) = match fence.moving {
+        MovingRows::Key(key) => (
             format!(
                 "SELECT migration_id FROM _shardlite_route_fences f
                  WHERE f.state <> 'moved' AND f.migration_id <> :id AND (
@@ -209,7 +209,7 @@ async fn conflicting(tx: &Tx<'_>, fence: &Fence<'_>) -> Result<Option<String>> {
                 ("key", Value::from(key.as_str())),
             ]),
         ),
-        Selection::Buckets {
+        MovingRows::Buckets {
             keyspace,
             bucket_count,
             start,
@@ -327,16 +327,16 @@ pub(super) async fn release(shard: &Arc<dyn DataClient>, migration_id: &str) -> 
 
 /// Removes `moved` fences on `shard` that the data now moving back to it would trip over:
 /// those of the same key, or of buckets overlapping the range.
-pub(super) async fn clear_moved(shard: &Arc<dyn DataClient>, selection: &Selection) -> Result<()> {
+pub(super) async fn clear_moved(shard: &Arc<dyn DataClient>, moving: &MovingRows) -> Result<()> {
     if !has_fence_tables(shard).await? {
         return Ok(());
     }
-    let (sql, params) = match selection {
-        Selection::Key(key) => (
+    let (sql, params) = match moving {
+        MovingRows::Key(key) => (
             "SELECT migration_id FROM _shardlite_route_fences WHERE state = 'moved' AND kind = 'key' AND route_key = ?1",
             Params::from(vec![key.as_str()]),
         ),
-        Selection::Buckets { start, end, .. } => (
+        MovingRows::Buckets { start, end, .. } => (
             "SELECT migration_id FROM _shardlite_route_fences WHERE state = 'moved' AND kind = 'buckets' \
              AND start_bucket < ?2 AND ?1 < end_bucket",
             Params::Positional(vec![Value::Integer(i64::from(*start)), Value::Integer(i64::from(*end))]),
@@ -354,7 +354,7 @@ pub(super) async fn clear_moved(shard: &Arc<dyn DataClient>, selection: &Selecti
 /// Deletes up to one page of moved rows of `target` from the source, past its own fence (the
 /// fence is opened and closed again inside the same transaction, so no other writer sees it
 /// open). Returns the rows deleted.
-pub(super) async fn delete_page(source: &Arc<dyn DataClient>, migration_id: &str, target: &Target) -> Result<u64> {
+pub(super) async fn delete_page(source: &Arc<dyn DataClient>, migration_id: &str, target: &ItemSql) -> Result<u64> {
     let tx = Tx::begin(source.as_ref()).await?;
     let outcome = async {
         tx.run(

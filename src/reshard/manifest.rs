@@ -1,6 +1,8 @@
 //! Checks a migration manifest before anything runs.
 
-use crate::data::{CatalogIssue, IssueSeverity, MigrationManifest};
+use std::collections::BTreeSet;
+
+use crate::data::{CatalogIssue, IssueSeverity, ReshardManifest};
 
 /// Rows per page when the manifest names none.
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
@@ -17,7 +19,7 @@ pub(super) fn issue(code: &str, message: String) -> CatalogIssue {
 }
 
 /// The manifest's problems, each naming the item at fault.
-pub(super) fn check(manifest: &MigrationManifest) -> Vec<CatalogIssue> {
+pub(super) fn check(manifest: &ReshardManifest) -> Vec<CatalogIssue> {
     let mut issues = Vec::new();
     let bad = |code: &str, message: String| issue(code, format!("bad manifest: {message}"));
     if let Some(size) = manifest.page_size
@@ -34,7 +36,15 @@ pub(super) fn check(manifest: &MigrationManifest) -> Vec<CatalogIssue> {
             "it names no table and no collection, so nothing would move".to_owned(),
         ));
     }
-    let mut seen = std::collections::BTreeSet::new();
+    let mut seen = BTreeSet::new();
+    check_tables(manifest, &mut seen, &mut issues);
+    check_collections(manifest, &mut seen, &mut issues);
+    issues
+}
+
+/// What [`check`] finds in the manifest's tables (`seen` collects the names listed so far).
+fn check_tables(manifest: &ReshardManifest, seen: &mut BTreeSet<String>, issues: &mut Vec<CatalogIssue>) {
+    let bad = |code: &str, message: String| issue(code, format!("bad manifest: {message}"));
     for (index, table) in manifest.tables.iter().enumerate() {
         let name = table.table_name.trim();
         if name.is_empty() {
@@ -50,7 +60,7 @@ pub(super) fn check(manifest: &MigrationManifest) -> Vec<CatalogIssue> {
                 format!("table '{name}' is listed twice"),
             ));
         }
-        if name.to_ascii_lowercase().starts_with(crate::engine::INTERNAL_PREFIX) {
+        if name.to_ascii_lowercase().starts_with(crate::sql::INTERNAL_PREFIX) {
             issues.push(bad(
                 "internal-table",
                 format!("table '{name}' is internal to shardlite; list collections under collections"),
@@ -69,6 +79,11 @@ pub(super) fn check(manifest: &MigrationManifest) -> Vec<CatalogIssue> {
             ));
         }
     }
+}
+
+/// What [`check`] finds in the manifest's collections (`seen` collects the names listed so far).
+fn check_collections(manifest: &ReshardManifest, seen: &mut BTreeSet<String>, issues: &mut Vec<CatalogIssue>) {
+    let bad = |code: &str, message: String| issue(code, format!("bad manifest: {message}"));
     for (index, collection) in manifest.collections.iter().enumerate() {
         let name = collection.collection_name.trim();
         if name.is_empty() {
@@ -99,11 +114,10 @@ pub(super) fn check(manifest: &MigrationManifest) -> Vec<CatalogIssue> {
             ));
         }
     }
-    issues
 }
 
 /// The page size a manifest asks for.
-pub(super) fn page_size(manifest: &MigrationManifest) -> usize {
+pub(super) fn page_size(manifest: &ReshardManifest) -> usize {
     usize::try_from(manifest.page_size.unwrap_or(DEFAULT_PAGE_SIZE).clamp(1, MAX_PAGE_SIZE)).unwrap_or(500)
 }
 
@@ -114,7 +128,7 @@ mod tests {
 
     #[test]
     fn problems_are_named() {
-        let manifest = MigrationManifest {
+        let manifest = ReshardManifest {
             page_size: Some(0),
             tables: vec![TableManifest {
                 table_name: "orders".into(),
@@ -131,6 +145,6 @@ mod tests {
             codes,
             ["invalid-page-size", "missing-manifest-value", "invalid-route-property"]
         );
-        assert_eq!(check(&MigrationManifest::default())[0].code, "missing-manifest-items");
+        assert_eq!(check(&ReshardManifest::default())[0].code, "missing-manifest-items");
     }
 }

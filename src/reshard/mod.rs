@@ -13,7 +13,7 @@
 //! whole copy): validate → fence → drain → copy → verify → write the pending map → activate (if
 //! asked) → delete the source rows (if asked, only once the new map is active) → history.
 //!
-//! - **Capture** (`capture.rs`, SQL in `engine::capture`): triggers in the source shard's file
+//! - **Capture** (`capture.rs`, SQL in `engine::reshard::capture`): triggers in the source shard's file
 //!   record the primary key of every moving row any process inserts, updates or deletes, in an
 //!   internal change table. Replay writes each captured row back as the source holds it (or
 //!   deletes it on the destination when it no longer moves): idempotent, so the replay position
@@ -34,7 +34,7 @@
 //!   counts, running checksum). A destination row with the same key but another route value is
 //!   never overwritten; verification reports it.
 //!   - When both shards are files of this process, the copy runs inside SQLite
-//!     (`engine::copy`): a reader of the source hashes each page while
+//!     (`engine::reshard::copy`): a reader of the source hashes each page while
 //!     the destination's writer, with the source attached for that job only, copies the page
 //!     before by `INSERT ... SELECT`. No row becomes a value. The page's transaction also
 //!     records the copy's cursor in the destination's internal `_shardlite_copy_cursors`, so
@@ -53,8 +53,8 @@
 //! - **Verify** counts and checksums the moving rows on the destination (inside SQLite for a
 //!   local destination) and compares them with the source's, per table and collection (the
 //!   receipts). Both ways of reading hash the same canonical encoding
-//!   (`engine::checksum`), so local and remote checksums agree.
-//! - **Resume** ([`Migrator::resume`]) continues a stopped migration from its checkpoint
+//!   (`engine::reshard::checksum`), so local and remote checksums agree.
+//! - **Resume** ([`Resharder::resume`]) continues a stopped migration from its checkpoint
 //!   without copying a finished page again; it is idempotent.
 //!
 //! Source and destination are reached through [`DataClient`](crate::data::DataClient), so
@@ -72,10 +72,10 @@
 
 mod capture;
 mod fence;
+mod item_sql;
 mod manifest;
 mod run;
-mod target;
 
 pub use fence::fences_on;
 pub use manifest::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
-pub use run::{CopyProgress, Migrator};
+pub use run::{CopyProgress, Resharder};

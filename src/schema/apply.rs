@@ -164,14 +164,14 @@ fn failed(mut outcome: ShardSchemaOutcome, version: Option<i64>, err: &Error) ->
 /// The applied migrations by version, after the checks sqlx's `Migrator` makes.
 fn check_applied(applied: &[AppliedMigration], migrations: &[SchemaScript]) -> Result<BTreeMap<i64, AppliedMigration>> {
     if let Some(dirty) = applied.iter().find(|m| !m.success) {
-        return Err(Error::MigrationDirty { version: dirty.version });
+        return Err(Error::SchemaMigrationDirty { version: dirty.version });
     }
     let known: BTreeMap<i64, &SchemaScript> = migrations.iter().map(|m| (m.version, m)).collect();
     for m in applied {
         match known.get(&m.version) {
-            None => return Err(Error::MigrationMissing { version: m.version }),
+            None => return Err(Error::SchemaMigrationMissing { version: m.version }),
             Some(script) if script.checksum() != m.checksum => {
-                return Err(Error::MigrationChanged { version: m.version });
+                return Err(Error::SchemaMigrationChanged { version: m.version });
             }
             Some(_) => {}
         }
@@ -183,12 +183,12 @@ fn check_applied(applied: &[AppliedMigration], migrations: &[SchemaScript]) -> R
 /// problem.
 fn already_recorded(migration: &SchemaScript, success: bool, checksum: &[u8]) -> Result<()> {
     if !success {
-        return Err(Error::MigrationDirty {
+        return Err(Error::SchemaMigrationDirty {
             version: migration.version,
         });
     }
     if checksum != migration.checksum() {
-        return Err(Error::MigrationChanged {
+        return Err(Error::SchemaMigrationChanged {
             version: migration.version,
         });
     }
@@ -360,15 +360,15 @@ mod tests {
         assert!(check_applied(&[row(1, true, set[0].checksum())], &set).is_ok());
         assert!(matches!(
             check_applied(&[row(1, true, vec![1, 2])], &set),
-            Err(Error::MigrationChanged { version: 1 })
+            Err(Error::SchemaMigrationChanged { version: 1 })
         ));
         assert!(matches!(
             check_applied(&[row(7, true, vec![])], &set),
-            Err(Error::MigrationMissing { version: 7 })
+            Err(Error::SchemaMigrationMissing { version: 7 })
         ));
         assert!(matches!(
             check_applied(&[row(1, false, set[0].checksum())], &set),
-            Err(Error::MigrationDirty { version: 1 })
+            Err(Error::SchemaMigrationDirty { version: 1 })
         ));
     }
 }

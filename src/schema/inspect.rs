@@ -391,7 +391,7 @@ mod tests {
     fn internal_tables_are_left_out() {
         assert!(is_internal("_sqlx_migrations", "_sqlx_migrations"));
         assert!(is_internal("sqlite_autoindex_x", "x"));
-        assert!(is_internal("idx", "_shardlite_collections"));
+        assert!(is_internal("idx", "_shardlite_procedures"));
         assert!(!is_internal("orders", "orders"));
     }
 }

@@ -14,8 +14,8 @@
 //!   several from their majority.
 //!
 //! The sharded fan-out (every shard in parallel, one failure not stopping the others) is
-//! [`ShardAdmin::migrate_schema`](crate::data::ShardAdmin::migrate_schema) and
-//! [`ShardAdmin::schema_status`](crate::data::ShardAdmin::schema_status).
+//! [`SchemaAdmin::migrate_schema`](crate::data::SchemaAdmin::migrate_schema) and
+//! [`SchemaAdmin::schema_status`](crate::data::SchemaAdmin::schema_status).
 
 pub mod apply;
 pub mod folder;

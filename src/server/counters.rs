@@ -1,10 +1,14 @@
 //! Per-request counters: what the daemon reports instead of a log line per request.
 //!
-//! Each REST request and gRPC call adds one to its surface and, when it failed, to the client or
-//! server errors. The daemon logs the totals at `info` once a minute while they change, and once
+//! Each REST request and gRPC call adds one to its surface and, when it failed, to the client
+//! errors, the server errors or the unavailable ones (a store or shard out of reach, or a daemon
+//! too busy), as [`Outcome::of_kind`] classifies it. Refusals before the handler (a missing or
+//! wrong API key) count like any other failure. The daemon logs the totals at `info` once a minute while they change, and once
 //! at shutdown; the per-request lines are `debug` events (`RUST_LOG=shardlite=debug`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::ErrorKind;
 
 /// The counters (relaxed atomics: totals, not a synchronisation point).
 #[derive(Debug, Default)]
@@ -13,6 +17,7 @@ pub struct RequestCounters {
     grpc: AtomicU64,
     client_errors: AtomicU64,
     server_errors: AtomicU64,
+    unavailable: AtomicU64,
 }
 
 /// How a request ended, for [`RequestCounters::record`].
@@ -24,6 +29,20 @@ pub enum Outcome {
     ClientError,
     /// The daemon's own failure (5xx, gRPC `INTERNAL`).
     ServerError,
+    /// Something the daemon depends on was out of reach (the catalog's store, a shard), or the
+    /// daemon was too busy: 503, gRPC `UNAVAILABLE`. Neither the caller's mistake nor a bug.
+    Unavailable,
+}
+
+impl Outcome {
+    /// How a request that failed with an error of `kind` is counted, on every transport.
+    pub fn of_kind(kind: ErrorKind) -> Self {
+        match kind {
+            ErrorKind::Internal => Self::ServerError,
+            ErrorKind::CatalogUnavailable | ErrorKind::Unavailable | ErrorKind::Busy => Self::Unavailable,
+            _ => Self::ClientError,
+        }
+    }
 }
 
 /// Which surface served a request.
@@ -33,6 +52,27 @@ pub enum Surface {
     Rest,
     /// gRPC.
     Grpc,
+}
+
+impl Surface {
+    /// Every surface, in the order of the metrics' tables.
+    pub(super) const ALL: [Surface; 2] = [Surface::Rest, Surface::Grpc];
+
+    /// The surface's row in the metrics' tables.
+    pub(super) fn index(self) -> usize {
+        match self {
+            Self::Rest => 0,
+            Self::Grpc => 1,
+        }
+    }
+
+    /// The metrics' `transport` label.
+    pub(super) fn label(self) -> &'static str {
+        match self {
+            Self::Rest => "rest",
+            Self::Grpc => "grpc",
+        }
+    }
 }
 
 /// A snapshot of the counters.
@@ -46,6 +86,8 @@ pub struct RequestCounts {
     pub client_errors: u64,
     /// Requests that ended in a server error.
     pub server_errors: u64,
+    /// Requests that failed because something was out of reach or the daemon was busy.
+    pub unavailable: u64,
 }
 
 impl RequestCounts {
@@ -65,7 +107,15 @@ impl std::fmt::Display for RequestCounts {
             self.grpc,
             self.client_errors,
             self.server_errors
-        )
+        )?;
+        if self.unavailable > 0 {
+            write!(
+                f,
+                ", {} unavailable (catalog or shard out of reach, or busy)",
+                self.unavailable
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -85,6 +135,9 @@ impl RequestCounters {
             Outcome::ServerError => {
                 self.server_errors.fetch_add(1, Ordering::Relaxed);
             }
+            Outcome::Unavailable => {
+                self.unavailable.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 
@@ -95,6 +148,7 @@ impl RequestCounters {
             grpc: self.grpc.load(Ordering::Relaxed),
             client_errors: self.client_errors.load(Ordering::Relaxed),
             server_errors: self.server_errors.load(Ordering::Relaxed),
+            unavailable: self.unavailable.load(Ordering::Relaxed),
         }
     }
 }
@@ -116,12 +170,28 @@ mod tests {
                 rest: 2,
                 grpc: 1,
                 client_errors: 1,
-                server_errors: 1
+                server_errors: 1,
+                unavailable: 0,
             }
         );
         assert_eq!(
             counts.to_string(),
             "3 request(s): 2 REST, 1 gRPC; 1 client error(s), 1 server error(s)"
+        );
+    }
+
+    #[test]
+    fn catalog_outages_count_as_unavailable_not_as_client_errors() {
+        assert_eq!(Outcome::of_kind(ErrorKind::CatalogUnavailable), Outcome::Unavailable);
+        assert_eq!(Outcome::of_kind(ErrorKind::Unavailable), Outcome::Unavailable);
+        assert_eq!(Outcome::of_kind(ErrorKind::Internal), Outcome::ServerError);
+        assert_eq!(Outcome::of_kind(ErrorKind::Unauthenticated), Outcome::ClientError);
+        let counters = RequestCounters::default();
+        counters.record(Surface::Grpc, Outcome::of_kind(ErrorKind::CatalogUnavailable));
+        assert_eq!(
+            counters.snapshot().to_string(),
+            "1 request(s): 0 REST, 1 gRPC; 0 client error(s), 0 server error(s), 1 unavailable (catalog or shard \
+             out of reach, or busy)"
         );
     }
 }

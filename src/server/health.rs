@@ -62,6 +62,7 @@ async fn readiness(state: &ServerState) -> Result<Option<u64>, String> {
         Backend::Sharded(sharded) => {
             let catalog = sharded
                 .catalog()
+                .master()
                 .ok_or_else(|| "the daemon serves a map without a catalog".to_owned())?;
             match catalog.active_version().await {
                 Ok(Some(version)) => Ok(Some(version)),

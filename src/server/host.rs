@@ -265,7 +265,7 @@ pub(super) fn shard_required() -> Error {
         "shard header",
         format!(
             "this daemon is a data host serving a folder of shard files: name the shard with the {SHARD_HEADER} \
-             header (gRPC metadata '{}')",
+             header (gRPC metadata '{}'; in a connection string, 'Shard Id=ID')",
             crate::wire::SHARD_METADATA
         ),
     )

@@ -29,6 +29,17 @@ use subtle::{Choice, ConditionallySelectable, ConstantTimeEq};
 use crate::error::{Error, PermissionDenial, Result};
 use crate::map::Secret;
 
+/// The message of a request or call refused for a missing or wrong API key: it says where the
+/// key goes (`header`, the daemon's `--api-key-header`), on every transport and in a connection
+/// string, since a caller who sent `Authorization: Bearer …` needs to learn it.
+pub fn refused_key_message(header: &str) -> String {
+    format!(
+        "a valid API key is required: send it in the '{header}' header (gRPC metadata '{}'), or add \
+         'Api Key=KEY' to the connection string",
+        header.to_ascii_lowercase()
+    )
+}
+
 /// What a key may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scope {

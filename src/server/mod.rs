@@ -48,8 +48,10 @@ pub mod operations;
 mod reload;
 mod remote_transactions;
 pub mod rest;
+pub mod sql_access;
 mod state;
 pub mod tls;
+mod unread_body;
 
 use std::future::Future;
 
@@ -58,7 +60,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt as _;
 
-pub use counters::RequestCounts;
+pub use counters::{RequestCounts, Surface};
 pub use host::ShardHost;
 pub use reload::reload_api_keys_on_sighup;
 pub use state::{Backend, KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState, Target};
@@ -171,6 +173,7 @@ pub fn router(state: &ServerState) -> Result<axum::Router> {
     // Any fallback of the gRPC routes is dropped, so this one serves both protocols.
     let grpc = grpc::routes(state.clone()).reset_fallback();
     let fallback_state = state.clone();
+    let drain_budget = unread_body::drain_budget(state.config().body_limit);
     Ok(rest::router(state)?
         // The admin page is served without the API key; the API calls it makes need it. So are
         // the health probes, which load balancers call.
@@ -178,7 +181,11 @@ pub fn router(state: &ServerState) -> Result<axum::Router> {
         .merge(health::routes(state.clone()))
         .merge(grpc)
         .fallback(move |request: Request| fallback(fallback_state.clone(), request))
-        .layer(limits::RequestLimitLayer::new(state.config())))
+        .layer(limits::RequestLimitLayer::new(state.config()))
+        // Outermost, so that a body dropped by any refusal, `busy` included, is still read.
+        .layer(axum::middleware::map_request(move |request: Request| async move {
+            unread_body::keep_unread_body(request, drain_budget)
+        })))
 }
 
 async fn fallback(state: ServerState, request: Request) -> Response {

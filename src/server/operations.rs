@@ -5,9 +5,9 @@
 //! serve has one entry and one scope. The table is also what the metrics count by: an
 //! operation's position is its [`OperationId`], and its name is the `operation` label.
 //!
-//! The scopes follow the contract: `read` for queries, reads, read-only fan-out, merged reads
-//! and status (a data host's shard list too); `write` for everything that changes data and for
-//! transactions; `admin` for the catalog, data migrations, schema migrations, `exec-all` and
+//! The scopes follow the contract: `read` for queries, reads, read-only SQL (`ExecuteSql` too,
+//! run read-only), read-only fan-out, merged reads and status (a data host's shard list too);
+//! `write` for everything that changes data and for transactions; `admin` for the catalog, data migrations, schema migrations, `exec-all` and
 //! creating a data host's shard files.
 
 use std::collections::HashMap;
@@ -22,14 +22,19 @@ pub enum Needs {
     AnyKey,
     /// A key holding this scope, for the daemon's keyspace.
     Scope(Scope),
+    /// SQL: a key holding `write` runs it as sent, one holding `read` alone runs it read-only
+    /// (see [`SqlAccess`](super::sql_access::SqlAccess)).
+    Sql,
 }
 
 impl Needs {
-    /// The scope, when one is needed.
+    /// The scope that allows the operation fully, when one is needed (`write` for SQL, which
+    /// `read` allows read-only).
     pub fn scope(self) -> Option<Scope> {
         match self {
             Self::AnyKey => None,
             Self::Scope(scope) => Some(scope),
+            Self::Sql => Some(Scope::Write),
         }
     }
 }
@@ -68,7 +73,7 @@ pub const OPERATIONS: &[(&str, Needs)] = &[
     ("QueryAllShards", s(Read)),
     ("ListHostShards", s(Read)),
     // Data changes and transactions.
-    ("ExecuteSql", s(Write)),
+    ("ExecuteSql", Needs::Sql),
     ("BeginTransaction", s(Write)),
     ("ExecuteInTransaction", s(Write)),
     ("CommitTransaction", s(Write)),

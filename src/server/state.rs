@@ -10,7 +10,8 @@ use futures_util::future::join_all;
 use super::counters::{Outcome, RequestCounters, RequestCounts, Surface};
 use super::host::{self, ShardHost};
 use super::keys::{Access, KeyRing};
-use super::metrics::{Metrics, ScrapeSource, ScrapeValues};
+use super::metrics::{self, Metrics, ScrapeSource, ScrapeValues};
+use super::operations::OperationId;
 use super::remote_transactions::RemoteTransactions;
 use crate::client::{
     DataClient, DatabaseInfo, LocalClient, Params, ShardedClient, ShardedClientOptions, SqlResult, TransactionInfo,
@@ -282,9 +283,26 @@ impl ServerState {
         self.inner.counters.snapshot()
     }
 
-    /// Counts one request.
-    pub(super) fn count_request(&self, surface: Surface, outcome: Outcome) {
-        self.inner.counters.record(surface, outcome);
+    /// Counts one finished request, whatever the transport and however it ended (a refusal
+    /// before its handler included): in the totals of the log summary and, when they are on, in
+    /// the metrics. Returns how the totals counted it.
+    pub(super) fn record_request(
+        &self,
+        surface: Surface,
+        operation: OperationId,
+        ended: metrics::Outcome,
+        elapsed: Duration,
+    ) -> Outcome {
+        let counted = match ended {
+            metrics::Outcome::Ok => Outcome::Ok,
+            metrics::Outcome::Failed(kind) => Outcome::of_kind(kind),
+            metrics::Outcome::Rejected => Outcome::ClientError,
+        };
+        self.inner.counters.record(surface, counted);
+        if let Some(metrics) = self.metrics() {
+            metrics.record(surface, operation, ended, elapsed);
+        }
+        counted
     }
 
     /// The Prometheus metrics, when [`ServerConfig::metrics`] is on.
@@ -369,7 +387,7 @@ impl ServerState {
                     route: None,
                     shard: None,
                 },
-            ) => sharded.info().await,
+            ) => sharded.shards().info().await,
             _ => self.data_client(target)?.info().await,
         }
     }
@@ -550,21 +568,21 @@ impl InTransaction<'_> {
     async fn execute(&self, sql: &str, params: Params) -> Result<SqlResult> {
         match self {
             Self::Client(client, id) => client.execute_in_transaction(id, sql, params).await,
-            Self::ById(sharded, id) => sharded.execute_in_transaction(id, sql, params).await,
+            Self::ById(sharded, id) => sharded.transactions().execute(id, sql, params).await,
         }
     }
 
     async fn commit(&self) -> Result<()> {
         match self {
             Self::Client(client, id) => client.commit_transaction(id).await,
-            Self::ById(sharded, id) => sharded.commit_transaction(id).await,
+            Self::ById(sharded, id) => sharded.transactions().commit(id).await,
         }
     }
 
     async fn rollback(&self) -> Result<()> {
         match self {
             Self::Client(client, id) => client.rollback_transaction(id).await,
-            Self::ById(sharded, id) => sharded.rollback_transaction(id).await,
+            Self::ById(sharded, id) => sharded.transactions().rollback(id).await,
         }
     }
 }

@@ -12,13 +12,19 @@
 //! and a closed connection at once: an HTTP/1 request a `400` whose body is
 //! [`TLS_REQUIRED_REPLY`], an HTTP/2 prior-knowledge connection (plain-text gRPC) a `GOAWAY`
 //! carrying the same sentence.
+//!
+//! A refused handshake (an untrusted or expired certificate, a client certificate rustls does
+//! not accept, a client that hung up) is logged at `warn` with rustls' reason and, for the
+//! common ones, what to check; at most one line every 10 seconds, the next one
+//! counting those left out, so a scanner cannot flood the log.
 
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use rustls::server::WebPkiClientVerifier;
@@ -34,12 +40,15 @@ use crate::transport::tls::{TLS_REQUIRED_REPLY, load_certificates, load_private_
 
 /// How long a client may take to complete its TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a plain-text client is given to read the answer before its connection is closed.
-const PLAIN_TEXT_LINGER: Duration = Duration::from_secs(2);
+/// How long a refused client (plain text, or a failed handshake) is given to read the answer
+/// before its connection is closed.
+const REFUSAL_LINGER: Duration = Duration::from_secs(2);
 /// Connections whose handshake finished, waiting for the server to take them.
 const READY_BACKLOG: usize = 64;
 /// The first byte of every TLS connection: a handshake record.
 const TLS_HANDSHAKE_RECORD: u8 = 0x16;
+/// At most one `warn` line about refused handshakes per this interval.
+const HANDSHAKE_LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 /// The PEM files of the daemon's TLS settings.
 #[derive(Debug, Clone)]
@@ -213,6 +222,7 @@ async fn accept_connections(
     tls: ServerTls,
     ready: mpsc::Sender<(TlsStream<TcpStream>, SocketAddr)>,
 ) {
+    let failures = Arc::new(HandshakeFailures::new());
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -232,16 +242,85 @@ async fn accept_connections(
         }
         let acceptor = tls.acceptor();
         let ready = ready.clone();
+        let failures = Arc::clone(&failures);
         tokio::spawn(async move {
             match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(stream, acceptor)).await {
                 Ok(Ok(Some(stream))) => {
                     let _ = ready.send((stream, peer)).await;
                 }
                 Ok(Ok(None)) => {}
-                Ok(Err(err)) => tracing::debug!(%peer, error = %err, "TLS handshake failed"),
+                Ok(Err(err)) => failures.report(peer, &err),
                 Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
             }
         });
+    }
+}
+
+/// Logs refused handshakes at `warn`, one line per [`HANDSHAKE_LOG_INTERVAL`] at most; the
+/// others go to `debug` and are counted in the next `warn` line.
+struct HandshakeFailures {
+    started: Instant,
+    /// Milliseconds after `started` before which no `warn` line is written.
+    quiet_until_ms: AtomicU64,
+    /// Refusals logged only at `debug` since the last `warn` line.
+    left_out: AtomicU64,
+}
+
+impl HandshakeFailures {
+    fn new() -> Self {
+        Self {
+            started: Instant::now(),
+            quiet_until_ms: AtomicU64::new(0),
+            left_out: AtomicU64::new(0),
+        }
+    }
+
+    fn report(&self, peer: SocketAddr, err: &io::Error) {
+        let reason = err.to_string();
+        let check = handshake_advice(&reason);
+        let now_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let quiet_until = self.quiet_until_ms.load(Ordering::Relaxed);
+        let interval_ms = u64::try_from(HANDSHAKE_LOG_INTERVAL.as_millis()).unwrap_or(u64::MAX);
+        let turn = now_ms >= quiet_until
+            && self
+                .quiet_until_ms
+                .compare_exchange(
+                    quiet_until,
+                    now_ms.saturating_add(interval_ms),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_ok();
+        if !turn {
+            self.left_out.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(%peer, reason, check, "TLS handshake failed");
+            return;
+        }
+        let left_out = self.left_out.swap(0, Ordering::Relaxed);
+        if left_out > 0 {
+            tracing::warn!(%peer, reason, check, more_since_last_line = left_out, "TLS handshake failed");
+        } else {
+            tracing::warn!(%peer, reason, check, "TLS handshake failed");
+        }
+    }
+}
+
+/// What an operator checks for the refusals rustls names most often (its `reason` says which).
+fn handshake_advice(reason: &str) -> &'static str {
+    if reason.contains("UnsupportedCertVersion") {
+        "the client certificate is not X.509 v3; rustls accepts only v3 certificates (with extensions): reissue it"
+    } else if reason.contains("UnknownIssuer") {
+        "the client certificate does not chain to a CA in --tls-client-ca"
+    } else if reason.contains("Expired") || reason.contains("NotValidYet") {
+        "the client certificate is outside its validity period (or a clock is wrong)"
+    } else if reason.contains("peer sent no certificates") || reason.contains("NoCertificatesPresented") {
+        "the client sent no certificate; with --tls-client-ca every client needs one"
+    } else if reason.contains("BadCertificate") || reason.contains("UnknownCA") || reason.contains("alert") {
+        "the client refused the daemon's certificate: give it the CA that signed --tls-cert"
+    } else if reason.contains("eof") || reason.contains("reset") {
+        "the client closed the connection during the handshake"
+    } else {
+        "see the reason"
     }
 }
 
@@ -255,7 +334,29 @@ async fn handshake(stream: TcpStream, acceptor: TlsAcceptor) -> io::Result<Optio
         answer_plain_text(stream).await?;
         return Ok(None);
     }
-    acceptor.accept(stream).await.map(Some)
+    match acceptor.accept(stream).into_fallible().await {
+        Ok(stream) => Ok(Some(stream)),
+        Err((err, stream)) => {
+            // The alert naming the failure (a missing or unknown client certificate) is written;
+            // with TLS 1.3 the client may already have sent its request, and closing with that
+            // unread resets the connection, which can destroy the alert before the client reads
+            // it. Close gently so the client learns why.
+            close_gently(stream).await;
+            Err(err)
+        }
+    }
+}
+
+/// Closes `stream` for writing, then reads what the client still sends for a moment before
+/// dropping it: closing a socket with unread input resets it, and the reset can overtake what
+/// was written last.
+async fn close_gently(mut stream: TcpStream) {
+    let _ = stream.shutdown().await;
+    let mut sink = [0_u8; 1024];
+    let _ = tokio::time::timeout(REFUSAL_LINGER, async {
+        while matches!(stream.read(&mut sink).await, Ok(1..)) {}
+    })
+    .await;
 }
 
 /// Tells a plain-text client to use TLS, in the protocol it spoke, and closes the connection.
@@ -273,14 +374,7 @@ async fn answer_plain_text(mut stream: TcpStream) -> io::Result<()> {
         .into_bytes()
     };
     stream.write_all(&reply).await?;
-    stream.shutdown().await?;
-    // Closing a socket with unread input resets it, and the reset can overtake the answer: read
-    // what the client still sends, for a moment, before closing.
-    let mut sink = [0_u8; 1024];
-    let _ = tokio::time::timeout(PLAIN_TEXT_LINGER, async {
-        while matches!(stream.read(&mut sink).await, Ok(1..)) {}
-    })
-    .await;
+    close_gently(stream).await;
     Ok(())
 }
 
@@ -306,6 +400,12 @@ fn http2_goaway() -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refused_handshakes_name_what_to_check() {
+        assert!(handshake_advice("invalid peer certificate: UnknownIssuer").contains("--tls-client-ca"));
+        assert!(handshake_advice("invalid peer certificate: Other(OtherError(UnsupportedCertVersion))").contains("v3"));
+    }
 
     #[test]
     fn the_goaway_frame_carries_the_reason() {

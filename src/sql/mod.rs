@@ -10,9 +10,20 @@
 //! This is the early, readable refusal (fan-out uses it so that no shard runs a script another
 //! shard would refuse). The enforcement itself is SQLite's authorizer, set on every connection
 //! by the engine, which sees every statement as SQLite compiles it, whatever its spelling.
+//!
+//! Here too are the one definition of each name the crate reserves in a shard file
+//! ([`INTERNAL_PREFIX`] and the internal tables) and the quoting of the SQL text it writes
+//! ([`quote_ident`], [`sql_literal`]).
 
+mod quote;
 mod reserved;
 mod tokens;
+
+pub(crate) use self::quote::{quote_ident, sql_literal};
+pub(crate) use self::reserved::{
+    CAPTURE_TRIGGER_PREFIX, CHANGES_TABLE, COLLECTIONS_TABLE, COPY_CURSORS_TABLE, FENCE_TRIGGER_PREFIX, FENCES_TABLE,
+    INTERNAL_PREFIX, internal_table,
+};
 
 use self::tokens::{Keyword, State, Token, Tokens, Words, keyword};
 use crate::error::{Error, Result};

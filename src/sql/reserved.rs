@@ -8,7 +8,43 @@
 use super::tokens::{Token, Tokens};
 
 /// The prefix of shardlite's internal tables and triggers.
-const INTERNAL: &[u8] = b"_shardlite_";
+pub(crate) const INTERNAL_PREFIX: &str = "_shardlite_";
+
+const INTERNAL: &[u8] = INTERNAL_PREFIX.as_bytes();
+
+/// The name of an internal table as a literal, for SQL text written once at compile time:
+/// `concat!("SELECT count(*) FROM ", internal_table!(collections))`.
+macro_rules! internal_table {
+    (collections) => {
+        "_shardlite_collections"
+    };
+    (saved_queries) => {
+        "_shardlite_saved_queries"
+    };
+    (procedures) => {
+        "_shardlite_procedures"
+    };
+}
+pub(crate) use internal_table;
+
+/// The JSON documents of every collection, by collection and key.
+pub(crate) const COLLECTIONS_TABLE: &str = internal_table!(collections);
+
+/// The table of captured changes: one row per captured write of a moving row, in the order the
+/// writes committed (`seq`).
+pub(crate) const CHANGES_TABLE: &str = "_shardlite_captured_changes";
+
+/// The name every capture trigger starts with.
+pub(crate) const CAPTURE_TRIGGER_PREFIX: &str = "_shardlite_capture_";
+
+/// The table holding a shard's route fences, one row per data move.
+pub(crate) const FENCES_TABLE: &str = "_shardlite_route_fences";
+
+/// The name every fence trigger starts with.
+pub(crate) const FENCE_TRIGGER_PREFIX: &str = "_shardlite_fence_";
+
+/// The table in which a copy records, in each page's own transaction, where it stands.
+pub(crate) const COPY_CURSORS_TABLE: &str = "_shardlite_copy_cursors";
 
 /// Whether `statement` creates, drops or alters a TEMP object: `CREATE TEMP ...`,
 /// `CREATE TEMPORARY ...`, or a `CREATE`, `DROP` or `ALTER` that names the temp schema

@@ -1,7 +1,7 @@
 //! The gRPC client: [`GrpcClient`] speaks `shardlite.v1.Shardlite` (`proto/shardlite.proto`) to a
 //! `shardlite serve` daemon and implements [`DataClient`](crate::data::DataClient) (all five of
-//! its parts) and [`ShardAdmin`], so code written against those traits works unchanged over the
-//! network.
+//! its parts) and [`ShardAdmin`](crate::data::ShardAdmin) (all four of its parts), so code
+//! written against those traits works unchanged over the network.
 //!
 //! - The route of a route-bound client ([`RemoteOptions::with_route`],
 //!   [`GrpcClient::with_route`]) travels as metadata on **every** call; a keyspace or key that is
@@ -61,22 +61,33 @@ use self::proto as pb;
 use self::proto::shardlite_client::ShardliteClient;
 use self::status::{decode_status, error_chain, transport_error};
 use super::RemoteOptions;
+use super::probe::HandshakeProbe;
 use crate::data::{
-    ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
-    DatabaseInfo, DocumentData, DocumentPage, Params, ProcedureDefinition, Row, RowData, RowPage, SavedQuery,
-    SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport, ShardAdmin, ShardSqlResult, ShardStatus,
-    ShardStatusPage, ShardStatusQuery, SqlData, SqlResult, StoredData, TableSchema, TransactionData, TransactionInfo,
-    TransactionOptions, Value,
+    DatabaseInfo, DocumentData, DocumentPage, Params, ProcedureDefinition, Row, RowData, RowPage, SavedQuery, SqlData,
+    SqlResult, StoredData, TableSchema, TransactionData, TransactionInfo, TransactionOptions, Value,
 };
 use crate::error::{Error, Result};
-use crate::heat::HeatReport;
-use crate::map::ShardMapSnapshot;
-use crate::routing::{ResolvedRoute, RouteContext};
+use crate::routing::RouteContext;
 
 /// A gRPC client of a shardlite daemon, implementing [`DataClient`](crate::data::DataClient) and
-/// [`ShardAdmin`].
+/// [`ShardAdmin`](crate::data::ShardAdmin).
 ///
 /// Cloning is cheap; clones and [`with_route`](Self::with_route) share one HTTP/2 connection.
+///
+/// ```no_run
+/// # async fn demo() -> shardlite::Result<()> {
+/// use shardlite::RouteContext;
+/// use shardlite::client::{FanOut, Params, SqlData, Topology};
+/// use shardlite::transport::RemoteOptions;
+/// use shardlite::transport::grpc::GrpcClient;
+///
+/// let daemon = GrpcClient::connect(RemoteOptions::new("http://127.0.0.1:61818").with_api_key("secret")).await?;
+/// let june = daemon.with_route(RouteContext::new("orders_by_month", "2026-06")?);
+/// june.execute_sql("SELECT count(*) FROM orders", Params::none()).await?;
+/// let unhealthy = daemon.shard_status().await?.iter().filter(|shard| !shard.healthy).count();
+/// daemon.query_all_shards("SELECT count(*) FROM orders", Params::none()).await?;
+/// # let _ = unhealthy; Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct GrpcClient {
     shared: Arc<Shared>,
@@ -92,6 +103,8 @@ struct Shared {
     shard: Option<AsciiMetadataValue>,
     request_timeout: Option<Duration>,
     max_message_size: usize,
+    /// Names a refused handshake that a call lost.
+    probe: HandshakeProbe,
 }
 
 impl fmt::Debug for GrpcClient {
@@ -136,7 +149,13 @@ impl GrpcClient {
                 .map_err(|_| transport_error(&endpoint, format!("could not connect within {limit:?}")))?,
             None => connecting.await,
         };
-        let channel = connected.map_err(|err| transport_error(&endpoint, error_chain(&err)))?;
+        let channel = match connected {
+            Ok(channel) => channel,
+            Err(err) => {
+                let failed = transport_error(&endpoint, error_chain(&err));
+                return Err(HandshakeProbe::new(&options).explain(failed).await);
+            }
+        };
         Self::assemble(options, endpoint, channel)
     }
 
@@ -176,6 +195,7 @@ impl GrpcClient {
                 shard,
                 request_timeout: non_zero(options.request_timeout),
                 max_message_size: options.max_message_size,
+                probe: HandshakeProbe::new(&options),
             }),
             route: options.route.map(RouteMetadata::new),
         })
@@ -241,9 +261,13 @@ impl GrpcClient {
                 .map_err(|_| transport_error(&self.shared.endpoint, format!("no answer within {limit:?}")))?,
             None => call.await,
         };
-        outcome
-            .map(Response::into_inner)
-            .map_err(|status| decode_status(&self.shared.endpoint, &status))
+        match outcome {
+            Ok(response) => Ok(response.into_inner()),
+            Err(status) => {
+                let failed = decode_status(&self.shared.endpoint, &status);
+                Err(self.shared.probe.explain(failed).await)
+            }
+        }
     }
 }
 
@@ -489,84 +513,8 @@ impl TransactionData for GrpcClient {
     }
 }
 
-#[async_trait]
-impl ShardAdmin for GrpcClient {
-    async fn shard_map(&self) -> Result<ShardMapSnapshot> {
-        rpc!(self, get_shard_map, pb::Empty {})?.try_into()
-    }
-
-    async fn resolve_route(&self, route: &RouteContext) -> Result<ResolvedRoute> {
-        let request = pb::ResolveShardRouteRequest {
-            keyspace: route.keyspace().to_owned(),
-            key: route.key().to_owned(),
-        };
-        rpc!(self, resolve_shard_route, request)?.try_into()
-    }
-
-    async fn shard_status(&self) -> Result<Vec<ShardStatus>> {
-        let list = rpc!(self, get_shard_status, pb::Empty {})?;
-        list.items.into_iter().map(TryInto::try_into).collect()
-    }
-
-    async fn shard_status_page(&self, query: &ShardStatusQuery) -> Result<ShardStatusPage> {
-        query.check()?;
-        rpc!(
-            self,
-            get_shard_status_page,
-            pb::ShardStatusPageRequest::from(query.clone())
-        )?
-        .try_into()
-    }
-
-    async fn execute_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
-        let request = pb::FanOutSqlRequest { sql: sql.to_owned() };
-        let list = rpc!(self, execute_sql_on_all_shards, request)?;
-        Ok(list.items.into_iter().map(Into::into).collect())
-    }
-
-    async fn execute_read_only_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
-        let request = pb::FanOutSqlRequest { sql: sql.to_owned() };
-        let list = rpc!(self, execute_read_only_sql_on_all_shards, request)?;
-        Ok(list.items.into_iter().map(Into::into).collect())
-    }
-
-    async fn query_all_shards(&self, sql: &str, params: Params) -> Result<SqlResult> {
-        Ok(rpc!(self, query_all_shards, sql_request(sql, params))?.into())
-    }
-
-    async fn catalog_state(&self) -> Result<CatalogState> {
-        rpc!(self, get_shard_catalog, pb::Empty {})?.try_into()
-    }
-
-    async fn validate_catalog_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogValidation> {
-        let request = pb::ShardCatalogUpdateRequest::from(request);
-        rpc!(self, validate_shard_catalog_update, request)?.try_into()
-    }
-
-    async fn apply_catalog_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogApplyResult> {
-        let request = pb::ShardCatalogUpdateRequest::from(request);
-        rpc!(self, apply_shard_catalog_update, request)?.try_into()
-    }
-
-    async fn activate_pending_map(&self, request: &ActivationRequest) -> Result<ActivationResult> {
-        let request = pb::ActivateShardCatalogRequest::from(request.clone());
-        Ok(rpc!(self, activate_shard_catalog, request)?.into())
-    }
-
-    async fn schema_status(&self) -> Result<SchemaStatusReport> {
-        rpc!(self, get_shard_schema_status, pb::Empty {})?.try_into()
-    }
-
-    async fn migrate_schema(&self, request: &SchemaMigrationRequest) -> Result<SchemaMigrationReport> {
-        let request = pb::MigrateShardSchemaRequest::from(request.clone());
-        rpc!(self, migrate_shard_schema, request)?.try_into()
-    }
-
-    async fn shard_heat(&self) -> Result<HeatReport> {
-        rpc!(self, get_shard_heat, pb::Empty {})?.try_into()
-    }
-}
-
-// Migrations and data-host operations through the daemon (after `rpc!`, which they use).
+// The operator contract, migrations and data-host operations through the daemon (after `rpc!`, which
+// they use).
+mod admin;
 mod host;
 mod reshard;

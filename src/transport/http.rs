@@ -1,5 +1,5 @@
 //! A REST client of a shardlite daemon, implementing [`DataClient`](crate::data::DataClient) (all
-//! five of its parts) and [`ShardAdmin`].
+//! five of its parts) and [`ShardAdmin`](crate::data::ShardAdmin).
 //!
 //! The bound route travels as the `X-CSharpDB-Keyspace` / `X-CSharpDB-Shard-Key` headers on
 //! every request, the API key in its configured header. Path segments (table names, keys,
@@ -25,6 +25,7 @@
 //! # Ok(()) }
 //! ```
 
+mod admin;
 mod body;
 mod failure;
 mod host;
@@ -40,18 +41,14 @@ use serde_json::json;
 
 use self::body::{Count, DocumentBody, RowsAffected, key_segment, sql_body};
 use self::failure::{Failure, transport_error};
+use super::probe::HandshakeProbe;
 use super::{RemoteOptions, tls};
 use crate::data::{
-    ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
-    DatabaseInfo, DocumentData, DocumentPage, Params, ProcedureDefinition, Row, RowData, RowPage, SavedQuery,
-    SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport, ShardAdmin, ShardSqlResult, ShardStatus,
-    ShardStatusPage, ShardStatusQuery, SqlData, SqlResult, StoredData, TableSchema, TransactionData, TransactionInfo,
-    TransactionOptions, Value,
+    DatabaseInfo, DocumentData, DocumentPage, Params, ProcedureDefinition, Row, RowData, RowPage, SavedQuery, SqlData,
+    SqlResult, StoredData, TableSchema, TransactionData, TransactionInfo, TransactionOptions, Value,
 };
 use crate::error::{Error, Result, TransportFailure};
-use crate::heat::HeatReport;
-use crate::map::ShardMapSnapshot;
-use crate::routing::{ResolvedRoute, RouteContext};
+use crate::routing::RouteContext;
 use crate::wire::{KEYSPACE_HEADER, SHARD_KEY_HEADER};
 
 /// A REST client of a shardlite daemon. Cloning is cheap; clones and
@@ -66,6 +63,7 @@ struct Shared {
     http: reqwest::Client,
     base: url::Url,
     endpoint: String,
+    probe: HandshakeProbe,
 }
 
 impl std::fmt::Debug for HttpClient {
@@ -169,7 +167,12 @@ impl HttpClient {
             })
         })?;
         Ok(Self {
-            shared: Arc::new(Shared { http, base, endpoint }),
+            shared: Arc::new(Shared {
+                http,
+                base,
+                endpoint,
+                probe: HandshakeProbe::new(&options),
+            }),
             route: options.route,
         })
     }
@@ -243,10 +246,14 @@ impl HttpClient {
     /// Sends a request; a success status gives the response, an error status its decoded error
     /// and, for `not_found`, the kind of object that is missing.
     async fn call(&self, request: RequestBuilder) -> std::result::Result<reqwest::Response, Failure> {
-        let response = request
-            .send()
-            .await
-            .map_err(|e| Failure::transport(&self.shared.endpoint, &e))?;
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(err) => {
+                let mut failure = Failure::transport(&self.shared.endpoint, &err);
+                failure.error = self.shared.probe.explain(failure.error).await;
+                return Err(failure);
+            }
+        };
         if response.status().is_success() {
             return Ok(response);
         }
@@ -486,84 +493,5 @@ impl TransactionData for HttpClient {
     async fn rollback_transaction(&self, transaction_id: &str) -> Result<()> {
         self.no_content(self.post(&["transactions", transaction_id, "rollback"]))
             .await
-    }
-}
-
-#[async_trait]
-impl ShardAdmin for HttpClient {
-    async fn shard_map(&self) -> Result<ShardMapSnapshot> {
-        self.json(self.get(&["sharding", "map"])).await
-    }
-
-    async fn resolve_route(&self, route: &RouteContext) -> Result<ResolvedRoute> {
-        let body = json!({ "keyspace": route.keyspace(), "key": route.key() });
-        self.json(self.post(&["sharding", "resolve"]).json(&body)).await
-    }
-
-    async fn shard_status(&self) -> Result<Vec<ShardStatus>> {
-        self.json(self.get(&["sharding", "status"])).await
-    }
-
-    async fn shard_status_page(&self, query: &ShardStatusQuery) -> Result<ShardStatusPage> {
-        query.check()?;
-        self.json(self.get(&["sharding", "status", "page"]).query(query)).await
-    }
-
-    async fn execute_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
-        let request = self.post(&["sharding", "sql", "execute-all"]);
-        self.json(request.json(&json!({ "sql": sql }))).await
-    }
-
-    async fn execute_read_only_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>> {
-        let request = self.post(&["sharding", "sql", "read-all"]);
-        self.json(request.json(&json!({ "sql": sql }))).await
-    }
-
-    async fn query_all_shards(&self, sql: &str, params: Params) -> Result<SqlResult> {
-        self.json(self.post(&["sharding", "query"]).json(&sql_body(sql, params)))
-            .await
-    }
-
-    async fn catalog_state(&self) -> Result<CatalogState> {
-        self.json(self.get(&["sharding", "catalog"])).await
-    }
-
-    async fn validate_catalog_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogValidation> {
-        self.json(self.post(&["sharding", "catalog", "validate"]).json(request))
-            .await
-    }
-
-    async fn apply_catalog_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogApplyResult> {
-        // The daemon answers an update that validation refused with 400 and the validation; in-process
-        // that is a result, not an error.
-        match self
-            .call(self.post(&["sharding", "catalog", "apply"]).json(request))
-            .await
-        {
-            Ok(response) => self.read_json(response).await,
-            Err(failure) => Ok(CatalogApplyResult {
-                applied: false,
-                pending_map_version: None,
-                validation: failure.into_refused_validation()?,
-            }),
-        }
-    }
-
-    async fn activate_pending_map(&self, request: &ActivationRequest) -> Result<ActivationResult> {
-        self.json(self.post(&["sharding", "catalog", "activate"]).json(request))
-            .await
-    }
-
-    async fn schema_status(&self) -> Result<SchemaStatusReport> {
-        self.json(self.get(&["sharding", "schema"])).await
-    }
-
-    async fn migrate_schema(&self, request: &SchemaMigrationRequest) -> Result<SchemaMigrationReport> {
-        self.json(self.post(&["sharding", "schema", "migrate"]).json(request))
-            .await
-    }
-
-    async fn shard_heat(&self) -> Result<HeatReport> {
-        self.json(self.get(&["sharding", "stats", "heat"])).await
     }
 }

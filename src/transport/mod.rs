@@ -21,6 +21,8 @@ pub mod grpc;
 #[cfg(feature = "http")]
 pub mod http;
 mod options;
+#[cfg(any(feature = "http", feature = "grpc"))]
+mod probe;
 pub mod tls;
 
 pub use options::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_REQUEST_TIMEOUT, RemoteOptions};

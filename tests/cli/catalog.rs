@@ -194,3 +194,36 @@ fn catalog_commands_explain_bad_input() {
         stdout(&out)
     );
 }
+
+/// `catalog export` and `import` take `-c` like every other catalog command: a connection
+/// string's `Data Source` (a master file or etcd); a daemon's `Endpoint` is refused saying why.
+#[test]
+fn catalog_export_and_import_take_a_connection_string() {
+    let dir = crate::support::temp_dir();
+    let conn = seeded(dir.path());
+    let out_file = dir.path().join("catalog.json");
+    let out = shardlite(&["catalog", "export", "-c", &conn, "--out", out_file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let export: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    assert_eq!(export["activeMap"]["keyspace"], "tenants", "{export}");
+
+    let copy = dir.path().join("copy.db");
+    let copy_conn = format!("Data Source={}", copy.display());
+    let out = shardlite(&[
+        "catalog",
+        "import",
+        "-c",
+        &copy_conn,
+        "--from",
+        out_file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = shardlite(&["catalog", "show", "-c", &copy_conn, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let out = shardlite(&["catalog", "export", "-c", "Endpoint=http://127.0.0.1:9;Transport=Grpc"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("not through a daemon"), "{}", stderr(&out));
+    let out = shardlite(&["catalog", "export", "-c", &conn, "--master", "x.db"]);
+    assert!(!out.status.success(), "-c and --master are one or the other");
+}

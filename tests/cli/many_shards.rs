@@ -118,8 +118,14 @@ fn status_summarises_a_large_map_and_lists_what_is_asked() {
     let conn = large_master(dir.path());
     let summary_line = "120 shard(s): 100 enabled (98 healthy, 2 unavailable), 20 disabled";
 
+    // Two enabled shards failed their probe: the summary says so, and so does the exit code.
     let out = shardlite(&["status", "-c", &conn]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!out.status.success(), "unhealthy shards exit non-zero");
+    assert!(
+        stderr(&out).contains("2 enabled shard(s) failed their probe"),
+        "{}",
+        stderr(&out)
+    );
     let text = stdout(&out);
     assert!(text.contains(summary_line), "{text}");
     assert!(text.contains("--unhealthy"), "{text}");
@@ -129,7 +135,7 @@ fn status_summarises_a_large_map_and_lists_what_is_asked() {
     );
 
     let out = shardlite(&["status", "-c", &conn, "--unhealthy"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!out.status.success());
     assert_eq!(rows(&stdout(&out)), ["s5", "s50"], "{}", stdout(&out));
 
     let out = shardlite(&["status", "-c", &conn, "--shard", "S7"]);
@@ -142,7 +148,7 @@ fn status_summarises_a_large_map_and_lists_what_is_asked() {
     );
 
     let out = shardlite(&["status", "-c", &conn, "--limit", "10", "--offset", "100"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!out.status.success(), "the summary counts the whole map");
     let text = stdout(&out);
     let expected: Vec<String> = (100..110).map(|i| format!("s{i}")).collect();
     assert_eq!(rows(&text), expected, "{text}");
@@ -191,6 +197,12 @@ fn status_refuses_an_unknown_shard_and_a_bad_limit_by_name() {
     // A small map still prints every row by default.
     let out = shardlite(&["status", "-c", &conn]);
     assert_eq!(rows(&stdout(&out)), ["s0", "s1", "s2"], "{}", stdout(&out));
+    assert!(out.status.success(), "every shard is healthy: {}", stderr(&out));
+    // Nothing unhealthy is said in words, not with an empty table.
+    let out = shardlite(&["status", "-c", &conn, "--unhealthy"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("no unhealthy shard"), "{}", stdout(&out));
+    assert!(rows(&stdout(&out)).is_empty(), "{}", stdout(&out));
 }
 
 /// SPEC section 13: a map with a pin per tenant applies and activates in at most 5 s. A debug

@@ -45,6 +45,18 @@ async fn the_operator_walk_through_dry_run_then_migrate_then_status_and_history(
         "{text}"
     );
 
+    // A manifest naming a route column the table lacks is refused naming that column alone.
+    let wrong = dir.path().join("wrong-manifest.json");
+    let text = r#"{"tables": [{"tableName": "items", "routeKeyColumn": "tenant_id", "primaryKeyColumn": "id"}]}"#;
+    std::fs::write(&wrong, text).unwrap();
+    let mut args = base.to_vec();
+    *args.last_mut().unwrap() = wrong.to_str().unwrap();
+    let refused = shardlite(&[&args[..], &["--dry-run"]].concat());
+    assert!(!refused.status.success());
+    let said = format!("{}{}", stdout(&refused), stderr(&refused));
+    assert!(said.contains("no column 'tenant_id' (its routeKeyColumn)"), "{said}");
+    assert!(!said.contains("'id' or"), "{said}");
+
     // The migration, with activation and source deletion; progress lines go to stderr.
     let run = shardlite(
         &[

@@ -61,10 +61,15 @@ fn the_demo_command_prints_what_the_example_prints() {
     let example = crate::support::run_example("order_history", &[from_example.path().as_ref()]);
     let demo = shardlite(&["demo", &crate::support::path_str(from_binary.path())]);
     assert!(demo.status.success(), "{}", stderr(&demo));
+    // The same but for the folder, which the master catalog's line names too.
     let without_last_line = |text: &str, dir: &std::path::Path| {
         let kept = format!("Files kept in {}", dir.display());
         assert!(text.trim_end().ends_with(&kept), "{text}");
-        text.trim_end().trim_end_matches(&kept).to_owned()
+        let master = format!("Master catalog:  {}", dir.join("shards").join("master.db").display());
+        assert!(text.contains(&master), "the master's real path: {text}");
+        text.trim_end()
+            .trim_end_matches(&kept)
+            .replace(&dir.display().to_string(), "DIR")
     };
     assert_eq!(
         without_last_line(&stdout(&demo), from_binary.path()),
@@ -80,4 +85,11 @@ fn the_demo_command_prints_what_the_example_prints() {
     assert!(temporary.status.success(), "{}", stderr(&temporary));
     assert!(stdout(&temporary).contains("2026-06 orders= 6 total=  589.45"));
     assert!(!stdout(&temporary).contains("Files kept in"));
+    // The temporary folder is gone: the output says so, and names no path as if it stayed.
+    assert!(!stdout(&temporary).contains("Master catalog:  shards/master.db"));
+    assert!(
+        stdout(&temporary).contains("removed now; `shardlite demo demo` keeps them"),
+        "{}",
+        stdout(&temporary)
+    );
 }

@@ -1,11 +1,13 @@
-//! The README runs as written: its "First hour" walk-through and its shard-map example are
+//! The README runs as written: its "First hour" walk-through, and the operator's walk-through of
+//! every section after it (from "A shard map" on: every `sh` block, in order, in one shell), are
 //! extracted from README.md and run in a temporary folder against the real binary, so changing
-//! the README without keeping it working fails here.
+//! the README without keeping it working fails here. The flags of `serve` and the `catalog`
+//! commands are checked to be documented.
 //!
 //! The walk-through's `cargo` commands stand for artifacts `cargo test` has already built: in the
 //! test shell `cargo install` is a no-op (the `shardlite` under test is first on `PATH`) and
-//! `cargo run --example NAME -- ARGS` runs the built example. Its fixed port is replaced by a
-//! free one; nothing else is changed.
+//! `cargo run --example NAME -- ARGS` runs the built example. Its fixed ports are replaced by
+//! free ones; nothing else is changed.
 #![cfg(all(feature = "cli", feature = "server", feature = "sqlx", feature = "grpc"))]
 
 use std::fs::File;
@@ -18,8 +20,16 @@ use std::time::{Duration, Instant};
 const README: &str = include_str!("../../README.md");
 const WALKTHROUGH: &str = "## First hour";
 const MAP_SECTION: &str = "## A shard map";
-/// The port the README's daemon listens on.
-const README_PORT: &str = "127.0.0.1:61818";
+/// The ports the README's daemons listen on (the second is the operator walk-through's TLS one).
+const README_PORTS: [&str; 2] = ["127.0.0.1:61818", "127.0.0.1:61819"];
+
+/// The README from the section whose heading starts with `heading` to its end.
+fn from_section(heading: &str) -> &'static str {
+    let start = README
+        .find(&format!("\n{heading}"))
+        .unwrap_or_else(|| panic!("README has no section '{heading}'"));
+    &README[start + 1..]
+}
 
 /// The text of the README section whose heading starts with `heading`, up to the next `## `.
 fn section(heading: &str) -> &'static str {
@@ -100,11 +110,16 @@ fn run_blocks(dir: &Path, blocks: &[String], limit: Duration) -> Run {
         script.push_str(&format!("echo '### README step {}'\n", i + 1));
         script.push_str(block);
     }
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .to_string();
-    let script = script.replace(README_PORT, &port);
+    // Each listener stays bound until every port is chosen, so the two differ.
+    let listeners: Vec<TcpListener> = README_PORTS
+        .iter()
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
+        .collect();
+    for (fixed, listener) in README_PORTS.iter().zip(&listeners) {
+        let port = listener.local_addr().expect("its address").to_string();
+        script = script.replace(fixed, &port);
+    }
+    drop(listeners);
 
     let path = format!(
         "{}:{}",
@@ -254,12 +269,7 @@ fn first_hour_walkthrough_runs_as_written() {
 #[test]
 fn shard_map_example_seeds_as_written() {
     let section = section(MAP_SECTION);
-    let map = fenced(section, "json")
-        .into_iter()
-        .next()
-        .expect("the map's json block");
     let dir = crate::support::temp_dir();
-    std::fs::write(dir.path().join("map.json"), map).expect("write map.json");
     let mut blocks = fenced(section, "sh");
     assert!(!blocks.is_empty(), "the map section lost its seed command");
     blocks.push("shardlite map -c 'Data Source=data/master.db'\n".to_owned());
@@ -273,4 +283,97 @@ fn shard_map_example_seeds_as_written() {
         assert!(dir.path().join("data").join(shard).exists(), "{shard} was not created");
     }
     assert_contains_in_order(&run.stdout, &["seeded", "shard-0", "shard-1", "shard-2"]);
+}
+
+/// Every section after the first hour, as an operator pastes it: every `sh` block from "A shard
+/// map" to the end, in order, in one shell, on the files the blocks before made (a map, a daemon
+/// with a key, TLS with certificates made by openssl, a key file, a map change over the CLI and
+/// REST, schema migrations, data migrations).
+#[test]
+fn operator_walkthrough_runs_as_written() {
+    let blocks = fenced(from_section(MAP_SECTION), "sh");
+    assert!(blocks.len() >= 10, "the walk-through lost its steps: {blocks:?}");
+    if Command::new("openssl").arg("version").output().is_err() {
+        assert!(
+            std::env::var_os("SHARDLITE_REQUIRE_OPENSSL").is_none(),
+            "openssl is required here (apt-get install openssl)"
+        );
+        eprintln!("skipped: openssl is not installed (the TLS steps make certificates with it)");
+        return;
+    }
+    let dir = crate::support::temp_dir();
+    let run = run_blocks(dir.path(), &blocks, Duration::from_secs(300));
+    assert!(
+        run.success,
+        "the operator walk-through failed\n--- stdout\n{}\n--- stderr\n{}",
+        run.stdout, run.stderr
+    );
+    assert_contains_in_order(
+        &run.stdout,
+        &[
+            "seeded data/master.db",
+            // the daemon: a routed count, and a refused key told where the key goes
+            "[[3]]",
+            "a valid API key is required: send it in the 'X-CSharpDB-Api-Key' header",
+            // TLS with a v3 certificate
+            "Version: 3",
+            "shard-2",
+            // the key file: the dashboard reads, and may not write
+            "refused: the dashboard's key has no admin scope",
+            // the map change, with the next command carrying the connection string
+            "`shardlite catalog activate -c \"$SHARDLITE_CONNECTION\" --expected-version 2`",
+            "map version 2 is active",
+            "\"activeMapVersion\":3",
+            // May's orders move to shard-3, then buckets 8..12
+            "move-may",
+            "shard-3",
+        ],
+    );
+    let shards = dir.path().join("data");
+    let count = |file: &str, sql: &str| -> i64 {
+        let conn = rusqlite::Connection::open(shards.join(file)).expect("open shard");
+        conn.query_row(sql, [], |row| row.get(0)).expect("query shard")
+    };
+    assert_eq!(
+        count(
+            "shard-3.db",
+            "SELECT count(*) FROM orders WHERE order_month = '2026-05'"
+        ),
+        3
+    );
+}
+
+/// Every flag of `serve` is in the README, and so is every `catalog` command in its command table.
+#[test]
+fn serve_flags_and_catalog_commands_are_documented() {
+    let binary = env!("CARGO_BIN_EXE_shardlite");
+    let help = Command::new(binary)
+        .args(["serve", "--help"])
+        .output()
+        .expect("serve --help");
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    let flags: Vec<&str> = help
+        .lines()
+        .filter_map(|line| line.trim_start().split_once("--").map(|(_, rest)| rest))
+        .filter_map(|rest| rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')).next())
+        .filter(|flag| !flag.is_empty())
+        .collect();
+    assert!(flags.len() > 20, "{help}");
+    for flag in flags {
+        assert!(
+            README.contains(&format!("--{flag}")),
+            "`serve --{flag}` is not in the README"
+        );
+    }
+    let table = section("## Command line");
+    for command in ["show", "validate", "apply", "activate", "export", "import"] {
+        assert!(
+            table.contains(command),
+            "`catalog {command}` is not in the README's command table"
+        );
+    }
+    assert!(
+        !README.contains("the daemon has one key"),
+        "the README still says the daemon has one key"
+    );
 }

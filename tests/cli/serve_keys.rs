@@ -135,3 +135,73 @@ async fn sighup_reloads_the_key_file_and_admin_actions_log_the_key_name() {
         assert!(!log.contains(secret), "a key reached the log:\n{log}");
     }
 }
+
+/// `shardlite sql` with a key that holds `read` and not `write`: reads run (read-only), and a
+/// statement that would write is refused naming the `write` scope, over both transports.
+#[test]
+fn sql_with_a_read_key_reads_and_is_refused_writing() {
+    let dir = temp_dir();
+    seeded(dir.path());
+    let master = path_str(&dir.path().join("master.db"));
+    let file = dir.path().join("keys.json");
+    std::fs::write(
+        &file,
+        r#"[{"name": "dashboard", "key": "read-only-key", "scopes": ["read"], "keyspaces": ["*"]}]"#,
+    )
+    .unwrap();
+    let daemon = ServeProcess::start(&[
+        "--master",
+        &master,
+        "--listen",
+        "127.0.0.1:0",
+        "--api-keys",
+        &path_str(&file),
+    ]);
+    for transport in ["Http", "Grpc"] {
+        let connection = format!(
+            "Endpoint={};Transport={transport};Shard Keyspace=tenants;Shard Key=tenant-a;Api Key=read-only-key",
+            daemon.base_url
+        );
+        let out = shardlite(&["sql", "-c", &connection, "SELECT 6 * 7 AS answer"]);
+        assert!(out.status.success(), "{transport}: {}", stderr(&out));
+        let out = shardlite(&["sql", "-c", &connection, "CREATE TABLE notes (id INTEGER)"]);
+        assert!(!out.status.success(), "{transport}: a read key wrote");
+        let said = stderr(&out);
+        assert!(
+            said.contains("'write' scope") && said.contains("'dashboard'"),
+            "{transport}: {said}"
+        );
+    }
+}
+
+/// A command refused for a missing or wrong key is told where the key goes, with its own
+/// connection string: `Api Key=` in it, and curl's header.
+#[test]
+fn a_refused_key_gets_hints_that_paste() {
+    let dir = temp_dir();
+    seeded(dir.path());
+    let master = path_str(&dir.path().join("master.db"));
+    let daemon = ServeProcess::start(&["--master", &master, "--listen", "127.0.0.1:0", "--api-key", "the-key"]);
+    let conn = format!("Endpoint={};Transport=Grpc", daemon.base_url);
+    let out = shardlite(&["map", "-c", &conn]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("error: a valid API key is required"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "hint: add 'Api Key=KEY' to the connection string: -c '{conn};Api Key=KEY'"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("curl -H 'X-CSharpDB-Api-Key: KEY'"), "{err}");
+    // A wrong key in the string is not printed back, and is called wrong.
+    let out = shardlite(&["map", "-c", &format!("{conn};Api Key=not-the-key")]);
+    let err = stderr(&out);
+    assert!(!err.contains("not-the-key"), "{err}");
+    assert!(err.contains("'Api Key' is not a key this daemon accepts"), "{err}");
+    // A path where a connection string goes is shown as a Data Source.
+    let out = shardlite(&["map", "-c", &master]);
+    let err = stderr(&out);
+    assert!(err.contains(&format!("-c 'Data Source={master}'")), "{err}");
+    daemon.stop();
+}

@@ -153,7 +153,17 @@ async fn thousands_of_shards_under_a_descriptor_limit_of_1024() {
     )
     .await;
     println!("exec-all CREATE TABLE on {count} shards: {exec_all:?}");
-    assert!(exec_all <= scaled(60.0), "exec-all took {exec_all:?}");
+    // Each shard's first write creates and syncs its file, so this step follows the disk. A
+    // debug build at 2,000 shards took 7 s alone and 11 to 17 s beside the other tests of this
+    // binary and CI's checks, on the same 2-core machine and the same disk, before and after the
+    // change that brought this bound here: the bound is twice SPEC 13's 60 s per 10,000, which
+    // the release run in the module docs is held to.
+    let exec_all_bound = if cfg!(debug_assertions) {
+        scaled(120.0)
+    } else {
+        scaled(60.0)
+    };
+    assert!(exec_all <= exec_all_bound, "exec-all took {exec_all:?}");
 
     // A routed point-query load that touches every shard.
     let started = Instant::now();

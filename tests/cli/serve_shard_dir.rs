@@ -221,6 +221,11 @@ fn host_commands_create_and_list_shard_files_and_connection_strings_reach_one() 
     let out = shardlite(&["sql", "-c", &format!("{http};Shard Id=orders-9"), "SELECT 1"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("'orders-9'"), "{}", stderr(&out));
+    // A data request that names no shard is told how to name one, in a form that pastes.
+    let out = shardlite(&["sql", "-c", &http, "SELECT 1"]);
+    assert!(!out.status.success());
+    let hint = format!("hint: add 'Shard Id=ID' to the connection string: -c '{http};Shard Id=ID'");
+    assert!(stderr(&out).contains(&hint), "{}", stderr(&out));
 
     // `seed --create-host-shards` creates the files a new map names on the host, and a router
     // over the seeded master (here, the in-process one of a `-c Data Source` command) reaches them.
@@ -241,6 +246,16 @@ fn host_commands_create_and_list_shard_files_and_connection_strings_reach_one() 
     std::fs::write(&map_file, map.to_string()).unwrap();
     let master = dir.path().join("master.db");
     let (master, map_file) = (master.to_str().unwrap(), map_file.to_str().unwrap());
+    // Without it, a map naming a file the host does not have is refused, naming the file, and
+    // nothing is stored.
+    let out = shardlite(&["seed", "--master", master, "--map", map_file]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("'orders-3' on") && !err.contains("'orders-2' on") && err.contains("--create-host-shards"),
+        "{err}"
+    );
+    assert!(!Path::new(master).exists());
     let out = shardlite(&["seed", "--master", master, "--map", map_file, "--create-host-shards"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("file 'orders-3' on"), "{}", stdout(&out));

@@ -177,6 +177,36 @@ async fn sighup_reloads_the_certificate_for_new_connections_and_keeps_open_ones(
     );
 }
 
+/// At the default log level a refused handshake is logged at `warn` with rustls' reason and
+/// what to check: here a client certificate from a CA the daemon does not trust.
+#[tokio::test]
+async fn a_refused_client_certificate_is_logged_at_the_default_level_with_its_reason() {
+    let dir = temp_dir();
+    let tls = TlsFixture::new(dir.path());
+    let served = Served::start(
+        &dir.path().join("plain.db"),
+        &[
+            "--tls-cert".as_ref(),
+            tls.server_cert.as_os_str(),
+            "--tls-key".as_ref(),
+            tls.server_key.as_os_str(),
+            "--tls-client-ca".as_ref(),
+            tls.ca.as_os_str(),
+        ],
+    );
+    let first = served
+        .stdout
+        .recv_timeout(LINE_TIMEOUT)
+        .expect("the daemon prints its address");
+    let base = first.strip_prefix("listening on ").expect("its address").to_owned();
+    let rogue = TlsFixture::https_client(&tls.ca, Some((&tls.rogue_client_cert, &tls.rogue_client_key)));
+    let _ = rogue.get(format!("{base}/healthz")).send().await;
+    let line = served.wait_for_log("TLS handshake failed");
+    assert!(line.contains("WARN"), "{line}");
+    assert!(line.contains("UnknownIssuer"), "{line}");
+    assert!(line.contains("--tls-client-ca"), "{line}");
+}
+
 #[test]
 fn serve_refuses_unusable_tls_files_naming_them() {
     let dir = temp_dir();
@@ -278,13 +308,51 @@ fn the_cli_and_an_endpoint_shard_reach_a_tls_daemon() {
             .env("SSL_CERT_FILE", system_roots)
             .output()
             .expect("run shardlite status");
-        assert!(out.status.success(), "{}", stderr(&out));
-        json_of(&out)[0].clone()
+        (out.status.success(), json_of(&out)[0].clone())
     };
-    let trusted = status(&tls.ca);
+    let (succeeded, trusted) = status(&tls.ca);
     assert_eq!(trusted["healthy"], true, "{trusted}");
-    let untrusted = status(&tls.rogue_ca);
+    assert!(succeeded, "every shard is healthy");
+    // An unhealthy shard makes `status` exit non-zero, after the report.
+    let (succeeded, untrusted) = status(&tls.rogue_ca);
     assert_eq!(untrusted["healthy"], false, "{untrusted}");
+    assert!(!succeeded, "an unhealthy shard exits non-zero");
     let error = untrusted["error"].as_str().unwrap_or_default();
     assert!(error.contains("not signed by a trusted CA"), "{untrusted}");
+}
+
+/// The CLI names a refused handshake every time, over both transports: a daemon that requires a
+/// client certificate, reached without one (its TLS 1.3 alert may come after the request).
+#[test]
+fn the_cli_names_a_missing_client_certificate_every_time() {
+    let dir = temp_dir();
+    let tls = TlsFixture::new(dir.path());
+    let served = Served::start(
+        &dir.path().join("plain.db"),
+        &[
+            "--tls-cert".as_ref(),
+            tls.server_cert.as_os_str(),
+            "--tls-key".as_ref(),
+            tls.server_key.as_os_str(),
+            "--tls-client-ca".as_ref(),
+            tls.ca.as_os_str(),
+        ],
+    );
+    let first = served
+        .stdout
+        .recv_timeout(LINE_TIMEOUT)
+        .expect("the daemon prints its address");
+    let base = first.strip_prefix("listening on ").expect("address line").to_owned();
+    for round in 0..20 {
+        for transport in ["Http", "Grpc"] {
+            let connection = format!("Endpoint={base};Transport={transport};Server CA={}", tls.ca.display());
+            let out = shardlite(&["sql", "-c", &connection, "SELECT 1"]);
+            assert!(!out.status.success(), "{transport}: {}", stdout(&out));
+            let said = stderr(&out);
+            assert!(
+                said.contains("the daemon requires a client certificate: set 'Client Certificate' and 'Client Key'"),
+                "{transport}, round {round}: {said}"
+            );
+        }
+    }
 }

@@ -84,19 +84,32 @@ async fn the_suggested_map_validates_activates_and_evens_the_load() {
     std::fs::write(&next_map, stdout(&out)).unwrap();
     let next_map = next_map.to_str().unwrap();
 
-    let out = run(args(&[
-        "catalog",
-        "validate",
-        "-c",
-        &conn,
-        "--map",
-        next_map,
-        "--ack-ownership-change",
-    ]))
-    .await;
-    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
-    assert!(stdout(&out).starts_with("valid"), "{}", stdout(&out));
-    // Without the acknowledgement validation asks for a migration: the map moves ownership.
+    // The next steps run as printed (with the connection string and the map file put in).
+    assert!(explained.contains("a data move is needed"), "{explained}");
+    let printed: Vec<Vec<String>> = explained
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|command| {
+            command
+                .split_whitespace()
+                .map(|word| match word {
+                    "CONN" => conn.clone(),
+                    "next-map.json" => next_map.to_owned(),
+                    word => word.to_owned(),
+                })
+                .collect()
+        })
+        .collect();
+    let steps: Vec<String> = printed.iter().map(|command| command[1..3].join(" ")).collect();
+    assert_eq!(steps.len(), 4, "{explained}");
+    assert_eq!(
+        (steps[0].as_str(), steps[2].as_str(), steps[3].as_str()),
+        ("catalog validate", "catalog apply", "catalog activate"),
+        "{explained}"
+    );
+    assert!(steps[1].starts_with("migrate "), "{explained}");
+    // Without the acknowledgement validation asks for a data move: the map moves ownership.
     let out = run(args(&["catalog", "validate", "-c", &conn, "--map", next_map])).await;
     assert!(!out.status.success());
     assert!(
@@ -104,21 +117,11 @@ async fn the_suggested_map_validates_activates_and_evens_the_load() {
         "{}",
         stdout(&out)
     );
-
-    let out = run(args(&[
-        "catalog",
-        "apply",
-        "-c",
-        &conn,
-        "--map",
-        next_map,
-        "--ack-ownership-change",
-    ]))
-    .await;
-    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
-    let out = run(args(&["catalog", "activate", "-c", &conn, "--expected-version", "2"])).await;
-    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
-
+    for command in printed.iter().filter(|command| command[1] == "catalog") {
+        assert_eq!(command[0], "shardlite");
+        let out = run(command[1..].to_vec()).await;
+        assert!(out.status.success(), "{command:?}: {}{}", stdout(&out), stderr(&out));
+    }
     // The same workload again, routed by the new map.
     workload.run(&daemon).await;
     let after = json_of(&run(args(&["stats", "heat", "-c", &conn, "--json"])).await);

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use reqwest::StatusCode;
 use serde_json::json;
-use shardlite::client::{Params, ShardAdmin, ShardedClient, SqlData, Value};
+use shardlite::client::{FanOut, Params, ShardedClient, SqlData, Value};
 use shardlite::server::ServerConfig;
 use shardlite::transport::RemoteOptions;
 use shardlite::transport::grpc::GrpcClient;
@@ -28,7 +28,8 @@ async fn master(dir: &Path) -> PathBuf {
     let master = crate::support::seed_master(dir, crate::support::tenants_options(dir)).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     sharded
-        .execute_sql_on_all_shards("CREATE TABLE orders (id INTEGER PRIMARY KEY, tenant TEXT, amount INTEGER)")
+        .query()
+        .execute_all("CREATE TABLE orders (id INTEGER PRIMARY KEY, tenant TEXT, amount INTEGER)")
         .await
         .unwrap();
     for id in 1..=30_i64 {

@@ -90,7 +90,8 @@ async fn a_router_over_one_data_host_lands_every_write_in_its_shard_file() {
     );
     let sharded = ShardedClient::from_map(map).await.unwrap();
     let created = sharded
-        .execute_sql_on_all_shards("CREATE TABLE t (id INTEGER PRIMARY KEY, tenant TEXT)")
+        .query()
+        .execute_all("CREATE TABLE t (id INTEGER PRIMARY KEY, tenant TEXT)")
         .await
         .unwrap();
     assert!(created.iter().all(|r| r.error.is_none()), "{created:?}");
@@ -131,15 +132,12 @@ async fn a_router_over_one_data_host_lands_every_write_in_its_shard_file() {
     }
 
     // Status probes every shard through the host.
-    let statuses = sharded.status().await;
+    let statuses = sharded.shards().status().await;
     assert!(statuses.iter().all(|s| s.healthy), "{statuses:?}");
     assert_eq!(statuses.len(), 8);
 
     // Fan-out reaches every shard of the host.
-    let counts = sharded
-        .execute_read_only_sql_on_all_shards("SELECT count(*) FROM t")
-        .await
-        .unwrap();
+    let counts = sharded.query().read_all("SELECT count(*) FROM t").await.unwrap();
     let counts: Vec<Value> = counts
         .iter()
         .map(|r| r.result.as_ref().expect("no error").rows[0][0].clone())

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use shardlite::client::{
-    DocumentData, Params, ProcedureDefinition, ProcedureParameter, RowData, ShardAdmin, SqlData, StoredData,
-    TransactionData, Value,
+    CatalogAdmin, DocumentData, FanOut, Params, ProcedureDefinition, ProcedureParameter, RowData, SqlData, StoredData,
+    Topology, TransactionData, Value,
 };
 use shardlite::map::Secret;
 use shardlite::routing::RouteSource;

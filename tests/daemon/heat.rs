@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::support::daemon::{http_client, start_daemon_on};
 use crate::support::heat::{HOT_BUCKETS, SkewedWorkload, skewed_master, skewed_options};
 use reqwest::StatusCode;
-use shardlite::client::{Params, ShardAdmin, SqlData};
+use shardlite::client::{Params, SqlData, Topology};
 use shardlite::heat::HeatReport;
 use shardlite::map::ShardMap;
 use shardlite::server::ServerConfig;

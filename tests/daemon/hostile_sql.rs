@@ -443,7 +443,8 @@ async fn seed(dir: &Path) -> PathBuf {
     let master = crate::support::seed_master(dir, tenants_options(dir)).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     sharded
-        .execute_sql_on_all_shards("CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL)")
+        .query()
+        .execute_all("CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL)")
         .await
         .unwrap();
     sharded

@@ -10,7 +10,7 @@ use reqwest::StatusCode;
 use reqwest::header::RETRY_AFTER;
 use serde_json::{Value, json};
 use shardlite::ErrorKind;
-use shardlite::client::{Params, ShardAdmin, SqlData, TransactionData};
+use shardlite::client::{FanOut, Params, SqlData, Topology, TransactionData};
 use shardlite::map::Secret;
 use shardlite::server::ServerConfig;
 use shardlite::transport::RemoteOptions;

@@ -19,6 +19,7 @@ mod metrics;
 mod migration_online;
 mod migration_remote;
 mod migration_stall;
+mod refusals;
 mod remote_shards;
 mod rest;
 mod scopes;

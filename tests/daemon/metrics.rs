@@ -182,3 +182,65 @@ async fn metrics_are_off_by_default() {
     assert_eq!(scraped.status(), StatusCode::NOT_FOUND);
     daemon.stop().await.unwrap();
 }
+
+/// Calls refused for a missing or wrong API key are counted on both transports, in the metrics
+/// and in the totals the shutdown line prints, and the refusal says where the key goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_keys_are_counted_on_every_transport_and_say_where_the_key_goes() {
+    let fixture = Fixture::new().await;
+    let config = ServerConfig {
+        metrics: true,
+        api_key: Some(shardlite::map::Secret::new("the-key")),
+        ..ServerConfig::default()
+    };
+    let daemon = fixture.start_with(config).await;
+    let metrics_url = start_metrics(&daemon.state).await;
+
+    let mut grpc = ShardliteClient::connect(daemon.base_url.clone()).await.unwrap();
+    for _ in 0..2 {
+        let refused = grpc.get_info(pb::Empty {}).await.expect_err("no key");
+        assert_eq!(refused.code(), tonic::Code::Unauthenticated);
+        assert!(refused.message().contains("'X-CSharpDB-Api-Key' header"), "{refused:?}");
+        assert!(refused.message().contains("Api Key=KEY"), "{refused:?}");
+    }
+    let mut wrong = tonic::Request::new(pb::Empty {});
+    wrong
+        .metadata_mut()
+        .insert("x-csharpdb-api-key", "not-the-key".parse().unwrap());
+    grpc.get_info(wrong).await.expect_err("a wrong key");
+
+    // curl's habit, `Authorization: Bearer`, is told which header the key goes in.
+    let http = http_client();
+    let refused = http
+        .get(daemon.url("/api/info"))
+        .header("Authorization", "Bearer the-key")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    let body: serde_json::Value = refused.json().await.unwrap();
+    let detail = body["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("'X-CSharpDB-Api-Key' header"), "{body}");
+
+    let text = http.get(&metrics_url).send().await.unwrap().text().await.unwrap();
+    let got = samples(&text);
+    let unauthenticated = |transport: &str, operation: &str| {
+        let series = format!(
+            "shardlite_requests_total{{transport=\"{transport}\",operation=\"{operation}\",code=\"unauthenticated\"}}"
+        );
+        got.get(&series)
+            .copied()
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+    };
+    assert_eq!(unauthenticated("grpc", "GetInfo"), 3.0);
+    assert_eq!(unauthenticated("rest", "GetInfo"), 1.0);
+    let counts = daemon.state.request_counts();
+    assert_eq!((counts.rest, counts.grpc, counts.client_errors), (1, 3, 4), "{counts}");
+    assert!(
+        counts
+            .to_string()
+            .starts_with("4 request(s): 1 REST, 3 gRPC; 4 client error(s)"),
+        "{counts}"
+    );
+    daemon.stop().await.unwrap();
+}

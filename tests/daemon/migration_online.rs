@@ -20,7 +20,7 @@ use crate::support::migrate::{fill, key_request, migration_master, other, owner}
 use crate::support::temp_dir;
 use serde_json::{Value as Json, json};
 use shardlite::client::ShardedClient;
-use shardlite::data::{MigrationAdmin, MigrationStatus};
+use shardlite::data::{ReshardAdmin, ReshardStatus};
 use shardlite::server::ServerConfig;
 use shardlite::transport::RemoteOptions;
 use shardlite::transport::http::HttpClient;
@@ -245,7 +245,7 @@ async fn an_online_move_under_steady_rest_writes_loses_nothing_and_refuses_write
     }
     let reads = reading.await.unwrap();
 
-    assert_eq!(result.status, MigrationStatus::Activated, "{result:#?}");
+    assert_eq!(result.status, ReshardStatus::Activated, "{result:#?}");
     assert!(result.spec.online);
     let online = result.online.clone().expect("online progress");
     assert!(!online.capturing, "the capture is removed: {online:?}");

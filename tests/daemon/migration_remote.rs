@@ -1,5 +1,5 @@
 //! Migrations over the wire: a daemon runs them for REST and gRPC clients (the same
-//! `MigrationAdmin` interface as in-process), answers fenced writes with 409 `route_fenced`, and
+//! `ReshardAdmin` interface as in-process), answers fenced writes with 409 `route_fenced`, and
 //! a migration whose source or destination shard is itself a daemon copies through the same
 //! data interface.
 #![cfg(all(feature = "server", feature = "http", feature = "grpc"))]
@@ -12,9 +12,9 @@ use crate::support::migrate::{
 use crate::support::{path_str, temp_dir};
 use serde_json::{Value as Json, json};
 use shardlite::client::{Params, ShardedClient};
-use shardlite::data::{MigrationAdmin, MigrationStatus, ResumeRequest};
+use shardlite::data::{ReshardAdmin, ReshardStatus, ResumeRequest};
 use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
-use shardlite::reshard::{Migrator, fences_on};
+use shardlite::reshard::{Resharder, fences_on};
 use shardlite::server::ServerConfig;
 use shardlite::transport::RemoteOptions;
 use shardlite::transport::grpc::GrpcClient;
@@ -46,7 +46,7 @@ async fn a_daemon_runs_migrations_for_rest_and_grpc_clients() {
     let mut request = key_request(&first, destination, 50);
     request.dry_run = true;
     let planned = http.start_migration(&request).await.unwrap();
-    assert_eq!(planned.status, MigrationStatus::Planned);
+    assert_eq!(planned.status, ReshardStatus::Planned);
     assert_eq!(planned.plan.unwrap().items[0].estimated_rows, 300);
     assert!(grpc.migrations().await.unwrap().is_empty());
 
@@ -71,7 +71,7 @@ async fn a_daemon_runs_migrations_for_rest_and_grpc_clients() {
     request.delete_source = false;
     request.migration_id = Some("over-grpc".into());
     let pending = grpc.start_migration(&request).await.unwrap();
-    assert_eq!(pending.status, MigrationStatus::PendingActivation, "{pending:#?}");
+    assert_eq!(pending.status, ReshardStatus::PendingActivation, "{pending:#?}");
     // Its map is written, so it cannot be abandoned (over either transport); unknown ids are named.
     let refused = grpc.abandon_migration("over-grpc").await.unwrap_err();
     assert_eq!(refused.kind(), shardlite::ErrorKind::InvalidInput);
@@ -101,7 +101,7 @@ async fn a_daemon_runs_migrations_for_rest_and_grpc_clients() {
 
     // REST progress and resume with activation and deletion; gRPC history.
     let progress = http.migration_progress("over-grpc").await.unwrap();
-    assert_eq!(progress.status, MigrationStatus::PendingActivation);
+    assert_eq!(progress.status, ReshardStatus::PendingActivation);
     let done = http
         .resume_migration(
             "over-grpc",
@@ -112,11 +112,11 @@ async fn a_daemon_runs_migrations_for_rest_and_grpc_clients() {
         )
         .await
         .unwrap();
-    assert_eq!(done.status, MigrationStatus::Activated, "{done:#?}");
+    assert_eq!(done.status, ReshardStatus::Activated, "{done:#?}");
     assert_eq!(done.receipts[0].source_rows_deleted, 300);
     let history = grpc.migration_history().await.unwrap();
     assert_eq!(history.len(), 2);
-    assert_eq!(history[0].status, MigrationStatus::Activated);
+    assert_eq!(history[0].status, ReshardStatus::Activated);
     // Over REST: the history (GET /api/sharding/migrations) and the latest states.
     assert_eq!(http.migration_history().await.unwrap(), history);
     let latest = http.migrations().await.unwrap();
@@ -152,7 +152,8 @@ async fn local_and_far(transport: &str) -> (tempfile::TempDir, Daemon, std::path
     let master = crate::support::seed_master(dir.path(), options).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     for outcome in sharded
-        .execute_sql_on_all_shards(
+        .query()
+        .execute_all(
             "CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER, amount REAL, data BLOB);
              CREATE INDEX items_tenant ON items (tenant);",
         )
@@ -169,17 +170,17 @@ async fn local_and_far(transport: &str) -> (tempfile::TempDir, Daemon, std::path
 async fn a_key_moves_to_a_shard_behind_a_daemon_and_back() {
     let (_dir, daemon, _master, sharded) = local_and_far("grpc").await;
     let before = items_on(&sharded, "local", "wanderer").await;
-    let migrator = Migrator::new(sharded.clone());
+    let migrator = Resharder::new(sharded.clone());
 
     // Local -> remote: the destination's upserts and reads go through gRPC.
     let there = migrator.migrate(key_request("wanderer", "far", 40)).await.unwrap();
-    assert_eq!(there.status, MigrationStatus::Activated, "{there:#?}");
+    assert_eq!(there.status, ReshardStatus::Activated, "{there:#?}");
     assert_eq!(items_on(&sharded, "far", "wanderer").await, before);
     assert_eq!(items_on(&sharded, "local", "wanderer").await.0, 0);
 
     // Remote -> local: the fence is installed in the daemon's file, through the daemon.
     let back = migrator.migrate(key_request("wanderer", "local", 40)).await.unwrap();
-    assert_eq!(back.status, MigrationStatus::Activated, "{back:#?}");
+    assert_eq!(back.status, ReshardStatus::Activated, "{back:#?}");
     assert_eq!(items_on(&sharded, "local", "wanderer").await, before);
     assert_eq!(items_on(&sharded, "far", "wanderer").await.0, 0);
     let far = sharded.for_shard_id("far").unwrap();
@@ -214,11 +215,11 @@ async fn resume_does_not_write_again_the_page_a_daemon_committed_after_the_check
     // The second page (40 rows a page) cannot land: the run stops after the first, which the
     // catalog then forgets, as a crash between the daemon's commit and the checkpoint leaves it.
     refuse_item(&sharded, "far", 41).await;
-    let migrator = Migrator::new(sharded.clone());
+    let migrator = Resharder::new(sharded.clone());
     let mut request = key_request("wanderer", "far", 40);
     request.migration_id = Some("over-the-wire".into());
     let stopped = migrator.migrate(request).await.unwrap();
-    assert_eq!(stopped.status, MigrationStatus::Failed, "{stopped:#?}");
+    assert_eq!(stopped.status, ReshardStatus::Failed, "{stopped:#?}");
     assert_eq!(stopped.receipts[0].pages_copied, 1);
     assert_eq!(item_writes(&sharded, "far").await, (40, 0));
     forget_copied_pages(&master, "over-the-wire").await;
@@ -228,7 +229,7 @@ async fn resume_does_not_write_again_the_page_a_daemon_committed_after_the_check
         .resume("over-the-wire", ResumeRequest::default())
         .await
         .unwrap();
-    assert_eq!(resumed.status, MigrationStatus::Activated, "{resumed:#?}");
+    assert_eq!(resumed.status, ReshardStatus::Activated, "{resumed:#?}");
     assert!(resumed.receipts.iter().all(|r| r.verified));
     assert_eq!(
         (resumed.receipts[0].source_rows, resumed.receipts[0].pages_copied),
@@ -288,10 +289,10 @@ async fn a_rejected_migration_request_is_a_400_with_the_result() {
         http.start_migration(&request).await.unwrap(),
         grpc.start_migration(&request).await.unwrap(),
     ] {
-        assert_eq!(rejected.status, MigrationStatus::Rejected, "{rejected:#?}");
+        assert_eq!(rejected.status, ReshardStatus::Rejected, "{rejected:#?}");
     }
     let history = http.migration_history().await.unwrap();
     assert_eq!(history.len(), 3, "every rejection is recorded: {history:#?}");
-    assert!(history.iter().all(|m| m.status == MigrationStatus::Rejected));
+    assert!(history.iter().all(|m| m.status == ReshardStatus::Rejected));
     daemon.stop().await.unwrap();
 }

@@ -14,9 +14,9 @@ use crate::support::migrate::{fill, items_on, key_request};
 use crate::support::{path_str, temp_dir};
 use shardlite::ErrorKind;
 use shardlite::client::{Params, ShardedClient, SqlData};
-use shardlite::data::{MigrationStatus, ResumeRequest};
+use shardlite::data::{ReshardStatus, ResumeRequest};
 use shardlite::map::{BucketRange, Secret, ShardDefinition, ShardingOptions};
-use shardlite::reshard::Migrator;
+use shardlite::reshard::Resharder;
 
 use super::storage_failures::spawn_daemon_as;
 
@@ -62,7 +62,8 @@ async fn a_remote_shard_stalled_during_a_data_migration_fails_it_in_bounded_time
     let master = crate::support::seed_master(dir.path(), map_with_far(dir.path(), &url)).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     for outcome in sharded
-        .execute_sql_on_all_shards(
+        .query()
+        .execute_all(
             "CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER, amount REAL, data BLOB)",
         )
         .await
@@ -79,7 +80,7 @@ async fn a_remote_shard_stalled_during_a_data_migration_fails_it_in_bounded_time
     let migrator = {
         let far_daemon = Arc::clone(&far_daemon);
         let stopped = Arc::clone(&stopped);
-        Migrator::new(sharded.clone()).with_observer(move |progress| {
+        Resharder::new(sharded.clone()).with_observer(move |progress| {
             let mut stopped = stopped.lock().unwrap();
             if progress.rows > 0 && !*stopped {
                 signal(&far_daemon.lock().unwrap(), "STOP");
@@ -100,7 +101,7 @@ async fn a_remote_shard_stalled_during_a_data_migration_fails_it_in_bounded_time
     );
     let said = match &outcome {
         Ok(result) => {
-            assert_eq!(result.status, MigrationStatus::Failed, "{result:#?}");
+            assert_eq!(result.status, ReshardStatus::Failed, "{result:#?}");
             result.message.clone()
         }
         Err(err) => {
@@ -149,7 +150,7 @@ async fn a_remote_shard_stalled_during_a_data_migration_fails_it_in_bounded_time
         child.wait().unwrap();
     }
     let resumed = resumed.unwrap();
-    assert_eq!(resumed.status, MigrationStatus::Activated, "{resumed:#?}");
+    assert_eq!(resumed.status, ReshardStatus::Activated, "{resumed:#?}");
     assert!(!resumed.receipts.is_empty(), "{resumed:#?}");
     assert_eq!(far_items, before);
     assert_eq!(

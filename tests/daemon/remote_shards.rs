@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crate::support::daemon::{Daemon, remote_shard, start_daemon_on};
 use crate::support::route;
 use shardlite::ErrorKind;
-use shardlite::client::{Params, RowData, ShardAdmin, ShardedClient, SqlData, TransactionData, Value};
+use shardlite::client::{Params, RowData, ShardedClient, SqlData, Topology, TransactionData, Value};
 use shardlite::map::{BucketRange, Secret, ShardMap, ShardingOptions};
 use shardlite::server::ServerConfig;
 use shardlite::transport::RemoteOptions;
@@ -49,7 +49,8 @@ async fn a_sharded_client_over_three_daemons_routes_fans_out_and_reports_status(
     let (daemons, sharded) = three_daemons(dir.path()).await;
 
     let created = sharded
-        .execute_sql_on_all_shards("CREATE TABLE t (id INTEGER PRIMARY KEY, tenant TEXT)")
+        .query()
+        .execute_all("CREATE TABLE t (id INTEGER PRIMARY KEY, tenant TEXT)")
         .await
         .unwrap();
     assert!(created.iter().all(|r| r.error.is_none()), "{created:?}");
@@ -88,20 +89,14 @@ async fn a_sharded_client_over_three_daemons_routes_fans_out_and_reports_status(
             .unwrap();
         assert_eq!(ids, vec![i]);
     }
-    let counts = sharded
-        .execute_read_only_sql_on_all_shards("SELECT count(*) FROM t")
-        .await
-        .unwrap();
+    let counts = sharded.query().read_all("SELECT count(*) FROM t").await.unwrap();
     assert_eq!(counts.len(), 3);
     assert!(
         counts
             .iter()
             .all(|r| r.result.as_ref().unwrap().rows == vec![vec![Value::Integer(1)]])
     );
-    let err = sharded
-        .execute_read_only_sql_on_all_shards("DELETE FROM t")
-        .await
-        .unwrap_err();
+    let err = sharded.query().read_all("DELETE FROM t").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ReadOnly);
 
     // Transactions route by id to the remote shard, and a conflicting route is refused.
@@ -119,7 +114,7 @@ async fn a_sharded_client_over_three_daemons_routes_fans_out_and_reports_status(
     tx.commit().await.unwrap();
     assert_eq!(sharded.for_route(route("tenant-1")).count_rows("t").await.unwrap(), 2);
 
-    let status = sharded.status().await;
+    let status = sharded.shards().status().await;
     assert!(status.iter().all(|s| s.healthy), "{status:?}");
     assert_eq!(status[1].data_source.as_deref(), Some(daemons[1].base_url.as_str()));
     assert!(
@@ -133,7 +128,7 @@ async fn a_sharded_client_over_three_daemons_routes_fans_out_and_reports_status(
     let stopped = daemons.remove(1);
     let stopped_url = stopped.base_url.clone();
     stopped.stop().await.unwrap();
-    let status = sharded.status().await;
+    let status = sharded.shards().status().await;
     assert!(status[0].healthy && status[2].healthy, "{status:?}");
     assert!(!status[1].healthy);
     let error = status[1].error.as_deref().unwrap();
@@ -147,10 +142,7 @@ async fn a_sharded_client_over_three_daemons_routes_fans_out_and_reports_status(
     for key in ["tenant-0", "tenant-2"] {
         assert_eq!(sharded.for_route(route(key)).count_rows("t").await.unwrap(), 1);
     }
-    let fan_out = sharded
-        .execute_read_only_sql_on_all_shards("SELECT count(*) FROM t")
-        .await
-        .unwrap();
+    let fan_out = sharded.query().read_all("SELECT count(*) FROM t").await.unwrap();
     assert!(fan_out[0].error.is_none() && fan_out[2].error.is_none());
     assert!(fan_out[1].error.as_deref().unwrap().contains(&stopped_url));
 }

@@ -1608,8 +1608,8 @@ async fn the_serve_command_logs_each_request_at_debug_level() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_crate_http_client_round_trips_through_the_daemon() {
     use shardlite::client::{
-        DocumentData, Params, ProcedureDefinition, ProcedureParameter, RowData, ShardAdmin, SqlData, StoredData,
-        TransactionData, Value,
+        CatalogAdmin, DocumentData, FanOut, Params, ProcedureDefinition, ProcedureParameter, RowData, SqlData,
+        StoredData, Topology, TransactionData, Value,
     };
     use shardlite::transport::RemoteOptions;
     use shardlite::transport::http::HttpClient;

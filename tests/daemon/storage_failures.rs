@@ -31,7 +31,8 @@ async fn seed(dir: &Path) -> std::path::PathBuf {
     let master = crate::support::seed_master(dir, tenants_options(dir)).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     sharded
-        .execute_sql_on_all_shards("CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL)")
+        .query()
+        .execute_all("CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL)")
         .await
         .unwrap();
     master
@@ -345,9 +346,9 @@ async fn a_shard_file_replaced_while_serving_takes_no_write() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_work_resumes() {
     use crate::support::migrate::{fill, items_on, key_request};
-    use shardlite::data::{MigrationStatus, ResumeRequest, SchemaMigrationRequest, SchemaScript};
+    use shardlite::data::{ReshardStatus, ResumeRequest, SchemaMigrationRequest, SchemaScript};
     use shardlite::map::{BucketRange, Secret, ShardDefinition, ShardingOptions};
-    use shardlite::reshard::Migrator;
+    use shardlite::reshard::Resharder;
 
     let dir = temp_dir();
     let far_file = dir.path().join("far.db");
@@ -373,7 +374,8 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
     let master = crate::support::seed_master(dir.path(), options).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     for outcome in sharded
-        .execute_sql_on_all_shards(
+        .query()
+        .execute_all(
             "CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER, amount REAL, data BLOB)",
         )
         .await
@@ -391,7 +393,7 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
 
     // The daemon behind "far" dies (SIGKILL) once the first page of a data migration landed.
     let killer = Arc::clone(&far_daemon);
-    let migrator = Migrator::new(sharded.clone()).with_observer(move |progress| {
+    let migrator = Resharder::new(sharded.clone()).with_observer(move |progress| {
         if progress.rows > 0
             && let Some(mut child) = killer.lock().unwrap().take()
         {
@@ -413,7 +415,7 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
         started.elapsed()
     );
     match &stopped {
-        Ok(result) => assert_eq!(result.status, MigrationStatus::Failed, "{result:#?}"),
+        Ok(result) => assert_eq!(result.status, ReshardStatus::Failed, "{result:#?}"),
         Err(err) => assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}"),
     }
     assert!(far_daemon.lock().unwrap().is_none(), "the daemon was killed mid-copy");
@@ -433,7 +435,8 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
     // While it is down, a write fan-out and a schema migration fail on it alone, at once.
     let started = std::time::Instant::now();
     let fan_out = sharded
-        .execute_sql_on_all_shards("CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY)")
+        .query()
+        .execute_all("CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY)")
         .await
         .unwrap();
     let codes: Vec<_> = fan_out
@@ -441,7 +444,7 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
         .map(|r| (r.shard_id.as_str(), r.error_code.as_deref()))
         .collect();
     assert_eq!(codes, vec![("local", None), ("far", Some("unavailable"))]);
-    let report = sharded.migrate_schema(&schema).await.unwrap();
+    let report = sharded.schema().migrate(&schema).await.unwrap();
     let states: Vec<_> = report.shards.iter().map(|s| (s.shard_id.as_str(), s.state)).collect();
     assert_eq!(
         states,
@@ -463,7 +466,8 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
     });
     let started = std::time::Instant::now();
     let fan_out = sharded
-        .execute_sql_on_all_shards("CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY)")
+        .query()
+        .execute_all("CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY)")
         .await
         .unwrap();
     let codes: Vec<_> = fan_out
@@ -477,14 +481,14 @@ async fn a_remote_shard_that_is_down_or_stalls_fails_alone_in_bounded_time_and_w
 
     // Back up: the schema migration and the data migration finish where they stopped.
     let (mut far_daemon, _) = spawn_daemon_on(&far_file, &addr, &["--create"]);
-    let report = sharded.migrate_schema(&schema).await.unwrap();
+    let report = sharded.schema().migrate(&schema).await.unwrap();
     let resumed = migrator.resume("to-far", ResumeRequest::default()).await;
     let far_items = items_on(&sharded, "far", "wanderer").await;
     far_daemon.kill().unwrap();
     far_daemon.wait().unwrap();
     assert!(report.all_at_target(), "{report:#?}");
     let resumed = resumed.unwrap();
-    assert_eq!(resumed.status, MigrationStatus::Activated, "{resumed:#?}");
+    assert_eq!(resumed.status, ReshardStatus::Activated, "{resumed:#?}");
     assert_eq!(far_items, before);
 }
 
@@ -591,8 +595,8 @@ async fn a_full_disk_fails_the_write_naming_the_shard_and_keeps_what_was_acknowl
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_destination_disk_stops_a_data_migration_and_leaves_the_source_whole() {
     use crate::support::migrate::{fill, items_on, key_request};
-    use shardlite::data::MigrationStatus;
-    use shardlite::reshard::Migrator;
+    use shardlite::data::ReshardStatus;
+    use shardlite::reshard::Resharder;
 
     let dir = temp_dir();
     let small = dir.path().join("small");
@@ -604,7 +608,8 @@ async fn a_full_destination_disk_stops_a_data_migration_and_leaves_the_source_wh
     let master = crate::support::seed_master(dir.path(), options).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     for outcome in sharded
-        .execute_sql_on_all_shards(
+        .query()
+        .execute_all(
             "CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER, amount REAL, data BLOB)",
         )
         .await
@@ -615,12 +620,12 @@ async fn a_full_destination_disk_stops_a_data_migration_and_leaves_the_source_wh
     // About 3 MiB of rows for a 1 MiB destination.
     fill(&sharded, "wanderer", 1, 40_000).await;
     let before = items_on(&sharded, "s1", "wanderer").await;
-    let outcome = Migrator::new(sharded.clone())
+    let outcome = Resharder::new(sharded.clone())
         .migrate(key_request("wanderer", "s0", 1000))
         .await;
     let message = match outcome {
         Ok(result) => {
-            assert_eq!(result.status, MigrationStatus::Failed, "{result:#?}");
+            assert_eq!(result.status, ReshardStatus::Failed, "{result:#?}");
             result.message
         }
         Err(err) => {

@@ -130,7 +130,8 @@ async fn a_shard_file_made_read_only_refuses_writes_naming_the_shard_apart_from_
     {
         let sharded = ShardedClient::open(&master).await.unwrap();
         sharded
-            .execute_sql_on_all_shards("CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL)")
+            .query()
+            .execute_all("CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL)")
             .await
             .unwrap();
     }

@@ -183,7 +183,7 @@ async fn a_keyspace_without_a_key_reads_across_shards_and_refuses_writes() {
         .iter()
         .map(|row| (row.get(0), row.get(1)))
         .collect();
-    let direct = sharded.query_all_shards(sql, Params::none()).await.unwrap();
+    let direct = sharded.query().merged(sql, Params::none()).await.unwrap();
     let direct: Vec<(String, i64)> = direct
         .rows
         .iter()

@@ -16,7 +16,8 @@ async fn master(dir: &std::path::Path) -> PathBuf {
     let master = seed_master(dir, orders_options()).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     for outcome in sharded
-        .execute_sql_on_all_shards("CREATE TABLE orders (id INTEGER PRIMARY KEY, order_month TEXT NOT NULL, note TEXT)")
+        .query()
+        .execute_all("CREATE TABLE orders (id INTEGER PRIMARY KEY, order_month TEXT NOT NULL, note TEXT)")
         .await
         .unwrap()
     {

@@ -91,7 +91,7 @@ async fn migrator_run_on_a_route_bound_pool_migrates_that_shard_only() {
     // others to the same version.
     let sharded = ShardedClient::open(&fx.master).await.unwrap();
     let request = SchemaMigrationRequest::new(shardlite::schema::read_migration_dir(fx.migrations_dir()).unwrap());
-    let report = sharded.migrate_schema(&request).await.unwrap();
+    let report = sharded.schema().migrate(&request).await.unwrap();
     let states: Vec<SchemaMigrationState> = report.shards.iter().map(|s| s.state).collect();
     assert_eq!(
         states,
@@ -102,7 +102,7 @@ async fn migrator_run_on_a_route_bound_pool_migrates_that_shard_only() {
             SchemaMigrationState::Migrated
         ]
     );
-    let status = sharded.schema_status().await.unwrap();
+    let status = sharded.schema().status().await.unwrap();
     assert_eq!(status.drifted().count(), 0, "{status:?}");
     assert_eq!(status.majority_versions, ALL);
 
@@ -235,7 +235,7 @@ mod through_a_daemon {
         rb.unwrap();
         assert_eq!(fx.shard_state("shard-0"), (ALL.to_vec(), LOGGED.to_vec()));
         let sharded = ShardedClient::open(&fx.master).await.unwrap();
-        let status = sharded.schema_status().await.unwrap();
+        let status = sharded.schema().status().await.unwrap();
         assert_eq!(status.shards[0].applied_versions, ALL);
     }
 }

@@ -173,7 +173,7 @@ async fn a_pooled_connection_refuses_to_run_after_its_route_moved() {
     let dir = temp_dir();
     let master = seed_master(dir.path(), tenants_options(dir.path())).await;
     let operator = ShardedClient::open(&master).await.unwrap();
-    operator.execute_sql_on_all_shards(SCHEMA).await.unwrap();
+    operator.query().execute_all(SCHEMA).await.unwrap();
     let pool = ShardedPool::connect(&format!("Data Source={}", master.display()))
         .await
         .unwrap();
@@ -191,9 +191,10 @@ async fn a_pooled_connection_refuses_to_run_after_its_route_moved() {
     let mut request = CatalogUpdateRequest::new(v2);
     request.expected_current_map_version = Some(1);
     request.allow_ownership_change = true;
-    assert!(operator.apply_catalog_update(&request).await.unwrap().applied);
+    assert!(operator.catalog().apply(&request).await.unwrap().applied);
     operator
-        .activate_pending_map(&ActivationRequest::new(2).audit(Audit::by("test")))
+        .catalog()
+        .activate(&ActivationRequest::new(2).audit(Audit::by("test")))
         .await
         .unwrap();
     // The pool's own client follows the activation within its refresh interval.

@@ -25,7 +25,7 @@ fn fixture() -> (tempfile::TempDir, std::path::PathBuf) {
     let master = runtime.block_on(async {
         let master = crate::support::seed_master(dir.path(), crate::support::tenants_options(dir.path())).await;
         let sharded = ShardedClient::open(&master).await.unwrap();
-        for result in sharded.execute_sql_on_all_shards(ITEMS).await.unwrap() {
+        for result in sharded.query().execute_all(ITEMS).await.unwrap() {
             assert!(result.error.is_none(), "{result:?}");
         }
         master
@@ -86,11 +86,13 @@ fn a_route_runs_on_its_shard_and_the_files_agree_with_the_async_client() {
     assert_eq!(count(&a), 1);
 
     // Fan-out and status from the blocking client.
-    let counts = sharded
-        .execute_read_only_sql_on_all_shards("SELECT count(*) FROM items")
-        .unwrap();
+    let counts = sharded.query().read_all("SELECT count(*) FROM items").unwrap();
     assert_eq!(counts.len(), 2);
-    assert!(sharded.status().iter().all(|s| s.healthy), "{:?}", sharded.status());
+    assert!(
+        sharded.shards().status().iter().all(|s| s.healthy),
+        "{:?}",
+        sharded.shards().status()
+    );
 }
 
 #[test]
@@ -126,11 +128,12 @@ fn transactions_carry_shard_ids_and_roll_back_when_dropped() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
     sharded
-        .execute_in_transaction(&info.transaction_id, "DELETE FROM items", Params::none())
+        .transactions()
+        .execute(&info.transaction_id, "DELETE FROM items", Params::none())
         .unwrap();
-    sharded.rollback_transaction(&info.transaction_id).unwrap();
+    sharded.transactions().rollback(&info.transaction_id).unwrap();
     assert_eq!(count(&a), 2);
-    let err = sharded.commit_transaction(&info.transaction_id).unwrap_err();
+    let err = sharded.transactions().commit(&info.transaction_id).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
 }
 
@@ -256,9 +259,9 @@ fn an_activation_moves_the_route_for_blocking_callers() {
         // A metadata-only move: the test only watches where the route goes.
         let mut request = CatalogUpdateRequest::new(next);
         request.allow_ownership_change = true;
-        let applied = operator.apply_catalog_update(&request).await.unwrap();
+        let applied = operator.catalog().apply(&request).await.unwrap();
         assert!(applied.applied, "{applied:?}");
-        operator.activate_pending_map(&ActivationRequest::new(2)).await.unwrap();
+        operator.catalog().activate(&ActivationRequest::new(2)).await.unwrap();
     });
 
     std::thread::sleep(Duration::from_millis(50));

@@ -31,12 +31,12 @@ async fn seed_then_open_round_trips_the_map() {
         .resolve_route(&RouteContext::new("tenants", "tenant-b").unwrap())
         .unwrap();
     assert_eq!((resolved.shard_id.as_str(), resolved.map_version), ("s1", 1));
-    let history = sharded.catalog().unwrap().history().await.unwrap();
+    let history = sharded.catalog().master().unwrap().history().await.unwrap();
     assert_eq!(history.len(), 1);
     assert_eq!(history[0].map_version, 1);
 
     // Seeding the same map again is a no-op; a different one needs an explicit replace.
-    let catalog = sharded.catalog().unwrap();
+    let catalog = sharded.catalog().master().unwrap();
     catalog.seed(tenants_options(dir.path()), false).await.unwrap();
     let mut other = tenants_options(dir.path());
     other.map_version = 2;

@@ -50,7 +50,8 @@ async fn seed(dir: &Path) -> PathBuf {
     let master = crate::support::seed_master(dir, map_v1(dir)).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     sharded
-        .execute_sql_on_all_shards("CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, after INTEGER)")
+        .query()
+        .execute_all("CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, after INTEGER)")
         .await
         .unwrap();
     master
@@ -61,7 +62,7 @@ async fn apply_v2(sharded: &ShardedClient, dir: &Path) {
     let mut request = CatalogUpdateRequest::new(map_v2(dir));
     request.expected_current_map_version = Some(1);
     request.allow_ownership_change = true;
-    let applied = sharded.apply_catalog_update(&request).await.unwrap();
+    let applied = sharded.catalog().apply(&request).await.unwrap();
     assert!(applied.applied, "{:?}", applied.validation);
 }
 
@@ -198,7 +199,7 @@ async fn activation_under_a_steady_write_load_puts_no_row_on_the_old_owner() {
             .collect(),
     );
     load.run_for(50).await;
-    let result = sharded.activate_pending_map(&activation()).await.unwrap();
+    let result = sharded.catalog().activate(&activation()).await.unwrap();
     load.mark_activated();
     assert_eq!((result.previous_map_version, result.active_map_version), (1, 2));
     assert_eq!(result.affected_shards, ["s0", "s1"]);
@@ -219,7 +220,7 @@ async fn activation_under_a_steady_write_load_puts_no_row_on_the_old_owner() {
         assert!(rows.iter().any(|(_, after)| *after == 1), "{key} on {shard}: {rows:?}");
     }
     assert_eq!(sharded.map().version(), 2);
-    let history = sharded.catalog_state().await.unwrap().history;
+    let history = sharded.catalog().state().await.unwrap().history;
     assert_eq!(history[0].map_version, 2);
     assert_eq!(history[0].audit.operator.as_deref(), Some("test"));
 }
@@ -249,7 +250,7 @@ async fn activation_drains_transactions_on_affected_shards_and_spares_the_others
         .unwrap();
 
     let started = Instant::now();
-    let result = sharded.activate_pending_map(&activation()).await.unwrap();
+    let result = sharded.catalog().activate(&activation()).await.unwrap();
     assert_eq!(result.rolled_back_transactions, 1, "{result:?}");
     assert!(started.elapsed() < Duration::from_secs(5));
 
@@ -290,7 +291,7 @@ async fn another_client_on_the_same_master_follows_the_activation() {
     let stale = writer.begin().await.unwrap();
 
     apply_v2(&operator, dir.path()).await;
-    operator.activate_pending_map(&activation()).await.unwrap();
+    operator.catalog().activate(&activation()).await.unwrap();
 
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut id = 2;
@@ -396,7 +397,7 @@ async fn a_driver_connection_in_another_process_follows_the_activation_without_a
 
     let operator = ShardedClient::open(&master).await.unwrap();
     apply_v2(&operator, dir.path()).await;
-    operator.activate_pending_map(&activation()).await.unwrap();
+    operator.catalog().activate(&activation()).await.unwrap();
 
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut id = 2;
@@ -423,7 +424,7 @@ async fn a_driver_connection_in_another_process_follows_the_activation_without_a
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_daemon_under_write_load_activates_over_rest_and_no_row_lands_on_the_old_owner() {
     use crate::support::daemon::start_daemon_on;
-    use shardlite::client::ShardAdmin;
+    use shardlite::client::{CatalogAdmin, Topology};
     use shardlite::server::ServerConfig;
     use shardlite::transport::RemoteOptions;
     use shardlite::transport::http::HttpClient;

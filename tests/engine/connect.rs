@@ -4,7 +4,7 @@ use std::path::Path;
 
 use crate::support::{orders_options, temp_dir};
 use shardlite::client::{LocalClient, Params, RowData};
-use shardlite::connect::{ConnectionTarget, connect};
+use shardlite::connect::{ConnectedClient, ConnectionTarget, connect};
 use shardlite::map::ShardingOptions;
 use shardlite::options::ConnectionOptions;
 use shardlite::{Error, ErrorKind, RouteSource};
@@ -41,7 +41,8 @@ async fn a_master_with_route_keys_binds_to_the_resolved_shard_file() {
     let shard_file = dir.path().join("shard-1.db");
     assert_eq!(shard_data_source.as_deref().map(Path::new), Some(shard_file.as_path()));
     assert_eq!(connected.route().map(|r| r.key()), Some("2026-05"));
-    assert!(connected.sharded().is_some());
+    assert!(matches!(&connected, ConnectedClient::Shard { client, .. } if client.sharded().map().version() == 1));
+    assert!(connected.admin().is_some());
     assert!(connected.target().to_string().contains("shard-1"));
 
     let client = connected.client().unwrap();
@@ -82,8 +83,10 @@ async fn a_master_without_route_keys_gives_the_sharded_client_and_data_calls_nee
         connected.target()
     );
     assert!(connected.route().is_none());
-    let sharded = connected.sharded().expect("the sharded client");
-    assert_eq!(sharded.status().await.len(), 4);
+    let ConnectedClient::Sharded { client: sharded, .. } = &connected else {
+        panic!("expected the sharded client, got {connected:?}");
+    };
+    assert_eq!(sharded.shards().status().await.len(), 4);
     // A sharded client is not a data client: without a route there is none to call.
     let err = connected.client().map(drop).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::RouteRequired);
@@ -102,7 +105,8 @@ async fn a_plain_database_is_a_local_connection_and_a_missing_one_is_created() {
             data_source: file.display().to_string()
         }
     );
-    assert!(connected.sharded().is_none());
+    assert!(matches!(connected, ConnectedClient::Local { .. }));
+    assert!(connected.admin().is_none());
     connected
         .client()
         .unwrap()
@@ -221,7 +225,8 @@ async fn command_timeout_interrupts_a_runaway_statement_on_a_route_bound_connect
 
     // Without the key the engine's default limit (30 s) would apply; the bound below is far shorter.
     let started = std::time::Instant::now();
-    let runaway = connected.client().unwrap().execute_sql(
+    let client = connected.client().unwrap();
+    let runaway = client.execute_sql(
         "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c",
         Params::none(),
     );

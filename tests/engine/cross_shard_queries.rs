@@ -62,7 +62,7 @@ fn map_of(dir: &Path, shards: usize) -> ShardMap {
 /// Builds `shards` shard files and one reference file holding every row.
 async fn fixture(dir: &Path, shards: usize, rows: &[Vec<Value>]) -> (ShardedClient, rusqlite::Connection) {
     let sharded = ShardedClient::from_map(map_of(dir, shards)).await.unwrap();
-    sharded.execute_sql_on_all_shards(SCHEMA).await.unwrap();
+    sharded.query().execute_all(SCHEMA).await.unwrap();
     let reference = rusqlite::Connection::open(dir.join("all.db")).unwrap();
     reference.execute_batch(SCHEMA).unwrap();
     let insert = "INSERT INTO orders VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
@@ -159,7 +159,8 @@ async fn generated_queries_answer_as_one_file_would() {
             let query = generate(&mut rng);
             let expected = reference_answer(&reference, &query.sql, &query.params);
             let found = sharded
-                .query_all_shards(&query.sql, Params::Positional(query.params.clone()))
+                .query()
+                .merged(&query.sql, Params::Positional(query.params.clone()))
                 .await;
             let context = || {
                 format!(
@@ -265,13 +266,14 @@ async fn constructs_that_cannot_be_answered_exactly_are_refused_before_any_shard
         ("SELECT my_function(n) FROM orders", "function my_function()"),
         ("SELECT DISTINCT * FROM orders", "SELECT DISTINCT with *"),
     ] {
-        let err = sharded.query_all_shards(sql, Params::none()).await.expect_err(sql);
+        let err = sharded.query().merged(sql, Params::none()).await.expect_err(sql);
         assert_eq!(err.kind(), ErrorKind::UnsupportedCrossShardQuery, "{sql}: {err}");
         assert_eq!(err.kind().code(), "unsupported_cross_shard_query");
         assert!(err.to_string().contains(construct), "{sql}: {err}");
     }
     let count = sharded
-        .query_all_shards("SELECT count(*) FROM orders", Params::none())
+        .query()
+        .merged("SELECT count(*) FROM orders", Params::none())
         .await
         .unwrap();
     assert_eq!(count.rows, vec![vec![Value::Integer(40)]], "a refused write ran");
@@ -288,7 +290,7 @@ async fn the_blocking_client_answers_the_same_query() {
     let sql = "SELECT tenant, count(*), avg(r) FROM orders GROUP BY tenant ORDER BY 2 DESC, 1 LIMIT 5";
     let found = tokio::task::spawn_blocking(move || {
         let blocking = shardlite::client::blocking::ShardedClient::from_map(map).unwrap();
-        blocking.query_all_shards(sql, Params::none()).unwrap()
+        blocking.query().merged(sql, Params::none()).unwrap()
     })
     .await
     .unwrap();
@@ -304,11 +306,7 @@ async fn the_result_caps_apply_to_the_whole_query_and_a_limit_keeps_partials_sma
     let rows = generated_rows(&mut rng, 90);
     let (sharded, _reference) = fixture(dir.path(), 3, &rows).await;
     let mut largest = 0;
-    for shard in sharded
-        .execute_read_only_sql_on_all_shards("SELECT count(*) FROM orders")
-        .await
-        .unwrap()
-    {
+    for shard in sharded.query().read_all("SELECT count(*) FROM orders").await.unwrap() {
         largest = largest.max(shard.result.unwrap().rows[0][0].as_i64().unwrap());
     }
     drop(sharded);
@@ -325,12 +323,14 @@ async fn the_result_caps_apply_to_the_whole_query_and_a_limit_keeps_partials_sma
     .unwrap();
     assert!(largest + 1 < 90, "one shard holds nearly every row");
     let err = capped
-        .query_all_shards("SELECT id, name FROM orders", Params::none())
+        .query()
+        .merged("SELECT id, name FROM orders", Params::none())
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ResultTooLarge, "{err}");
     let newest = capped
-        .query_all_shards(
+        .query()
+        .merged(
             "SELECT id FROM orders ORDER BY id DESC LIMIT 5 OFFSET 2",
             Params::none(),
         )
@@ -341,7 +341,8 @@ async fn the_result_caps_apply_to_the_whole_query_and_a_limit_keeps_partials_sma
         (84..=88).rev().map(|id| vec![Value::Integer(id)]).collect::<Vec<_>>()
     );
     let grouped = capped
-        .query_all_shards("SELECT tenant, count(*) FROM orders GROUP BY tenant", Params::none())
+        .query()
+        .merged("SELECT tenant, count(*) FROM orders GROUP BY tenant", Params::none())
         .await
         .unwrap();
     assert_eq!(grouped.rows.len(), 12);

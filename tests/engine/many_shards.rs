@@ -85,10 +85,7 @@ async fn a_shard_opens_on_first_use_and_the_open_set_stays_bounded() {
     }
     assert!(open_shard_files(dir.path()) <= 4);
     // A fan-out over every shard works within the same bound.
-    let all = sharded
-        .execute_read_only_sql_on_all_shards("SELECT count(*) FROM t")
-        .await
-        .unwrap();
+    let all = sharded.query().read_all("SELECT count(*) FROM t").await.unwrap();
     assert_eq!(all.len(), 40);
     assert!(all.iter().all(|shard| shard.error.is_none()), "{all:?}");
     assert!(open_shard_files(dir.path()) <= 4);
@@ -228,7 +225,8 @@ async fn the_shards_of_a_data_move_in_progress_are_not_closed_for_others() {
     };
     let sharded = client(dir.path(), 3, engine).await;
     for outcome in sharded
-        .execute_sql_on_all_shards(
+        .query()
+        .execute_all(
             "CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER, amount REAL, data BLOB);
              CREATE INDEX items_tenant ON items (tenant);",
         )
@@ -243,7 +241,7 @@ async fn the_shards_of_a_data_move_in_progress_are_not_closed_for_others() {
     let (paused_tx, paused) = std::sync::mpsc::channel::<()>();
     let (resume, resumed) = std::sync::mpsc::channel::<()>();
     let resumed = std::sync::Mutex::new(resumed);
-    let migrator = shardlite::reshard::Migrator::new(sharded.clone()).with_observer(move |_| {
+    let migrator = shardlite::reshard::Resharder::new(sharded.clone()).with_observer(move |_| {
         if paused_tx.send(()).is_ok() {
             let _ = resumed.lock().unwrap().recv_timeout(Duration::from_secs(30));
         }
@@ -268,7 +266,7 @@ async fn the_shards_of_a_data_move_in_progress_are_not_closed_for_others() {
 
     drop(resume);
     let result = moving.await.unwrap().unwrap();
-    assert_eq!(result.status, shardlite::data::MigrationStatus::Activated, "{result:?}");
+    assert_eq!(result.status, shardlite::data::ReshardStatus::Activated, "{result:?}");
     assert_eq!(crate::support::migrate::items_on(&sharded, "s1", "t0").await.0, 200);
     // The move over, its shards give their places up.
     sharded

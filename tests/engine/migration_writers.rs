@@ -10,8 +10,8 @@ use crate::support::migrate::{fill, key_request, migration_master, other, owner}
 use crate::support::{route, temp_dir};
 use shardlite::ErrorKind;
 use shardlite::client::{Params, ShardedClient, ShardedClientOptions, SqlData, Value};
-use shardlite::data::MigrationStatus;
-use shardlite::reshard::Migrator;
+use shardlite::data::ReshardStatus;
+use shardlite::reshard::Resharder;
 
 struct Writer {
     key: String,
@@ -110,11 +110,11 @@ async fn every_acknowledged_write_lands_once_on_the_right_shard_while_a_key_move
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
 
-    let result = Migrator::new(admin.clone())
+    let result = Resharder::new(admin.clone())
         .migrate(key_request(&moving, destination, 100))
         .await
         .unwrap();
-    assert_eq!(result.status, MigrationStatus::Activated, "{result:#?}");
+    assert_eq!(result.status, ReshardStatus::Activated, "{result:#?}");
     let moving_writer = writers.last().unwrap();
     let acked_at_activation = moving_writer.acked.lock().unwrap().len();
     // Let the writers go on until the moving key's writer has written on its new shard.

@@ -11,12 +11,12 @@ use crate::support::{path_str, route, temp_dir};
 use shardlite::ErrorKind;
 use shardlite::client::{DataClient, Params, ShardedClient, SqlData};
 use shardlite::data::ResumeRequest;
-use shardlite::data::{Audit, MigrationRequest, MigrationScope, MigrationStatus};
+use shardlite::data::{Audit, ReshardPhase, ReshardRequest, ReshardScope, ReshardStatus};
 use shardlite::map::ShardDefinition;
-use shardlite::reshard::{Migrator, fences_on};
+use shardlite::reshard::{Resharder, fences_on};
 use shardlite::routing::{bucket_for_token, route_token};
 
-fn codes(result: &shardlite::data::MigrationResult) -> Vec<String> {
+fn codes(result: &shardlite::data::ReshardResult) -> Vec<String> {
     result.issues.iter().map(|i| i.code.clone()).collect()
 }
 
@@ -32,12 +32,12 @@ async fn a_key_moves_verified_then_activated_then_deleted_from_its_source() {
     let before = items_on(&sharded, &source, &moving).await;
     let staying_before = items_on(&sharded, &source, &staying).await;
 
-    let result = Migrator::new(sharded.clone())
+    let result = Resharder::new(sharded.clone())
         .migrate(key_request(&moving, destination, 100))
         .await
         .unwrap();
 
-    assert_eq!(result.status, MigrationStatus::Activated, "{result:#?}");
+    assert_eq!(result.status, ReshardStatus::Activated, "{result:#?}");
     assert!(result.succeeded() && !result.requires_operator_recovery && result.recovery_action.is_none());
     let items = &result.receipts[0];
     assert_eq!((items.source_rows, items.destination_rows), (1_234, Some(1_234)));
@@ -58,9 +58,9 @@ async fn a_key_moves_verified_then_activated_then_deleted_from_its_source() {
     assert_eq!(sharded.map().version(), 2);
 
     // Recorded: checkpoint and one history entry.
-    let migrator = Migrator::new(sharded.clone());
+    let migrator = Resharder::new(sharded.clone());
     let stored = migrator.status(&result.migration_id).await.unwrap().unwrap();
-    assert_eq!(stored.status, MigrationStatus::Activated);
+    assert_eq!(stored.status, ReshardStatus::Activated);
     let history = migrator.history().await.unwrap();
     assert_eq!(history.len(), 1);
     assert_eq!(history[0].migration_id, result.migration_id);
@@ -93,10 +93,10 @@ async fn a_key_moves_verified_then_activated_then_deleted_from_its_source() {
     let mut reuse = key_request(&staying, destination, 100);
     reuse.migration_id = Some(result.migration_id.clone());
     let refused = migrator.migrate(reuse).await.unwrap();
-    assert_eq!(refused.status, MigrationStatus::Rejected);
+    assert_eq!(refused.status, ReshardStatus::Rejected);
     assert!(codes(&refused).contains(&"migration-id-exists".to_owned()));
     let kept = migrator.status(&result.migration_id).await.unwrap().unwrap();
-    assert_eq!(kept.status, MigrationStatus::Activated);
+    assert_eq!(kept.status, ReshardStatus::Activated);
 
     // Resuming a finished migration does nothing, twice.
     for _ in 0..2 {
@@ -104,7 +104,7 @@ async fn a_key_moves_verified_then_activated_then_deleted_from_its_source() {
             .resume(&result.migration_id, ResumeRequest::default())
             .await
             .unwrap();
-        assert_eq!(again.status, MigrationStatus::Activated);
+        assert_eq!(again.status, ReshardStatus::Activated);
     }
     assert_eq!(migrator.history().await.unwrap().len(), 1);
     assert_eq!(items_on(&sharded, destination, &moving).await, before);
@@ -120,9 +120,9 @@ async fn a_dry_run_shows_the_plan_and_changes_nothing() {
     let mut request = key_request(&moving, other(&source), 50);
     request.dry_run = true;
 
-    let result = Migrator::new(sharded.clone()).migrate(request).await.unwrap();
+    let result = Resharder::new(sharded.clone()).migrate(request).await.unwrap();
 
-    assert_eq!(result.status, MigrationStatus::Planned);
+    assert_eq!(result.status, ReshardStatus::Planned);
     let plan = result.plan.as_ref().unwrap();
     assert_eq!(plan.items[0].estimated_rows, 321);
     assert!(plan.items[0].route_index, "{}", plan.items[0].query_plan);
@@ -133,9 +133,18 @@ async fn a_dry_run_shows_the_plan_and_changes_nothing() {
     assert_eq!(plan.moved_pins.len(), 1);
     assert_eq!(plan.moved_pins[0].0, moving);
     // Nothing changed: map, catalog, fences, data.
-    let migrator = Migrator::new(sharded.clone());
+    let migrator = Resharder::new(sharded.clone());
     assert!(migrator.migrations().await.unwrap().is_empty());
-    assert!(sharded.catalog().unwrap().pending_options().await.unwrap().is_none());
+    assert!(
+        sharded
+            .catalog()
+            .master()
+            .unwrap()
+            .pending_options()
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(sharded.map().version(), 1);
     assert!(
         fences_on(&sharded.for_shard_id(&source).unwrap())
@@ -158,7 +167,8 @@ async fn rejection_master(dir: &Path) -> ShardedClient {
     let master = crate::support::seed_master(dir, options).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     sharded
-        .execute_sql_on_all_shards("CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER)")
+        .query()
+        .execute_all("CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER)")
         .await
         .unwrap();
     sharded
@@ -168,16 +178,16 @@ async fn rejection_master(dir: &Path) -> ShardedClient {
 async fn rejections_name_the_problem_and_change_nothing() {
     let dir = temp_dir();
     let sharded = rejection_master(dir.path()).await;
-    let migrator = Migrator::new(sharded.clone());
+    let migrator = Resharder::new(sharded.clone());
     let source = owner(&sharded, "tenant-z");
-    let run = |destination: &str, edit: &dyn Fn(&mut MigrationRequest)| {
+    let run = |destination: &str, edit: &dyn Fn(&mut ReshardRequest)| {
         let mut request = key_request("tenant-z", destination, 10);
         request.manifest.collections.clear();
         edit(&mut request);
         let migrator = migrator.clone();
         async move { migrator.migrate(request).await.unwrap() }
     };
-    let cases: Vec<(&str, shardlite::data::MigrationResult)> = vec![
+    let cases: Vec<(&str, shardlite::data::ReshardResult)> = vec![
         ("destination-is-source", run(&source, &|_| {}).await),
         ("destination-shard-not-primary", run("s2", &|_| {}).await),
         ("destination-shard-disabled", run("s3", &|_| {}).await),
@@ -200,7 +210,7 @@ async fn rejections_name_the_problem_and_change_nothing() {
         (
             "keyspace-mismatch",
             run(other(&source), &|r| {
-                r.scope = MigrationScope::RouteKey {
+                r.scope = ReshardScope::RouteKey {
                     keyspace: "orders".into(),
                     route_key: "tenant-z".into(),
                 }
@@ -213,7 +223,7 @@ async fn rejections_name_the_problem_and_change_nothing() {
         ),
     ];
     for (code, result) in &cases {
-        assert_eq!(result.status, MigrationStatus::Rejected, "{code}: {result:#?}");
+        assert_eq!(result.status, ReshardStatus::Rejected, "{code}: {result:#?}");
         assert!(codes(result).contains(&code.to_string()), "{code}: {:?}", result.issues);
         assert!(result.message.contains("rejected"), "{}", result.message);
         assert!(!result.requires_operator_recovery);
@@ -236,7 +246,7 @@ async fn rejections_name_the_problem_and_change_nothing() {
 
     // Bucket ranges: outside the buckets, or not all the source's.
     let bucket = |start, end, from: &str| {
-        MigrationRequest::bucket_range("tenants", from, start..end, "s1", manifest(10)).dry_run()
+        ReshardRequest::bucket_range("tenants", from, start..end, "s1", manifest(10)).dry_run()
     };
     let out_of_range = migrator.migrate(bucket(0, 9, "s0")).await.unwrap();
     assert!(codes(&out_of_range).contains(&"invalid-bucket-range".to_owned()));
@@ -258,7 +268,7 @@ async fn a_destination_changed_during_the_copy_fails_verification_and_keeps_the_
     let destination_file = dir.path().join(format!("{destination}.db"));
     let tampered = std::sync::atomic::AtomicBool::new(false);
     let first_id = format!("{moving}-00000001");
-    let migrator = Migrator::new(sharded.clone()).with_observer(move |progress| {
+    let migrator = Resharder::new(sharded.clone()).with_observer(move |progress| {
         if progress.item == "items" && !tampered.swap(true, std::sync::atomic::Ordering::SeqCst) {
             // Someone edits a copied row on the destination behind the migration's back.
             let conn = rusqlite::Connection::open(&destination_file).unwrap();
@@ -272,7 +282,7 @@ async fn a_destination_changed_during_the_copy_fails_verification_and_keeps_the_
     request.online = false;
     let result = migrator.migrate(request).await.unwrap();
 
-    assert_eq!(result.status, MigrationStatus::VerificationFailed, "{result:#?}");
+    assert_eq!(result.status, ReshardStatus::VerificationFailed, "{result:#?}");
     assert!(result.requires_operator_recovery);
     let recovery = result.recovery_action.as_deref().unwrap();
     assert!(
@@ -290,7 +300,16 @@ async fn a_destination_changed_during_the_copy_fails_verification_and_keeps_the_
     // The map is unchanged, the source kept every row, and the key stays fenced until resume.
     assert_eq!(owner(&sharded, &moving), source);
     assert_eq!(sharded.map().version(), 1);
-    assert!(sharded.catalog().unwrap().pending_options().await.unwrap().is_none());
+    assert!(
+        sharded
+            .catalog()
+            .master()
+            .unwrap()
+            .pending_options()
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(items_on(&sharded, &source, &moving).await, before);
     let write = sharded
         .for_route(route(&moving))
@@ -312,11 +331,11 @@ async fn a_destination_changed_during_the_copy_fails_verification_and_keeps_the_
         .unwrap();
     assert_eq!(read.rows[0][0].as_i64(), Some(500));
     // A second migration of the same key is refused while the fence holds.
-    let second = Migrator::new(sharded.clone())
+    let second = Resharder::new(sharded.clone())
         .migrate(key_request(&moving, destination, 100))
         .await
         .unwrap();
-    assert_eq!(second.status, MigrationStatus::Rejected);
+    assert_eq!(second.status, ReshardStatus::Rejected);
     assert!(
         codes(&second).contains(&"route-key-already-fenced".to_owned()),
         "{:?}",
@@ -333,11 +352,11 @@ async fn a_destination_changed_during_the_copy_fails_verification_and_keeps_the_
         )
         .await
         .unwrap();
-    let resumed = Migrator::new(sharded.clone())
+    let resumed = Resharder::new(sharded.clone())
         .resume(&result.migration_id, ResumeRequest::default())
         .await
         .unwrap();
-    assert_eq!(resumed.status, MigrationStatus::Activated, "{resumed:#?}");
+    assert_eq!(resumed.status, ReshardStatus::Activated, "{resumed:#?}");
     assert_eq!(resumed.attempt, 2);
     assert_eq!(items_on(&sharded, destination, &moving).await, before);
     assert_eq!(items_on(&sharded, &source, &moving).await.0, 0);
@@ -360,7 +379,8 @@ async fn a_bucket_range_moves_and_leaves_pinned_keys_in_place() {
     let master = crate::support::seed_master(dir.path(), options).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     sharded
-        .execute_sql_on_all_shards(
+        .query()
+        .execute_all(
             "CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER, amount REAL, data BLOB)",
         )
         .await
@@ -374,9 +394,9 @@ async fn a_bucket_range_moves_and_leaves_pinned_keys_in_place() {
     let moving_before = items_on(&sharded, "s0", &movers[0]).await;
     let pinned_before = items_on(&sharded, "s0", &pinned).await;
 
-    let result = Migrator::new(sharded.clone())
+    let result = Resharder::new(sharded.clone())
         .migrate(
-            MigrationRequest::bucket_range("TENANTS", "s0", 0..1, "s1", manifest(7))
+            ReshardRequest::bucket_range("TENANTS", "s0", 0..1, "s1", manifest(7))
                 .migration_id("move-bucket-0")
                 .expecting_map_version(1)
                 .activate()
@@ -386,7 +406,7 @@ async fn a_bucket_range_moves_and_leaves_pinned_keys_in_place() {
         .await
         .unwrap();
 
-    assert_eq!(result.status, MigrationStatus::Activated, "{result:#?}");
+    assert_eq!(result.status, ReshardStatus::Activated, "{result:#?}");
     assert_eq!(result.migration_id, "move-bucket-0");
     assert_eq!(result.receipts[0].source_rows, 80);
     assert_eq!(result.receipts[1].source_rows, 2);
@@ -418,7 +438,7 @@ async fn a_bucket_range_moves_and_leaves_pinned_keys_in_place() {
         .await
         .unwrap_err();
     assert_eq!(refused.kind(), ErrorKind::RouteFenced);
-    let history = sharded.catalog().unwrap().history().await.unwrap();
+    let history = sharded.catalog().master().unwrap().history().await.unwrap();
     assert!(
         history[0]
             .audit
@@ -448,7 +468,7 @@ async fn abandoning_releases_the_fence_and_keeps_the_map() {
         )
         .await
         .unwrap();
-    let migrator = Migrator::new(sharded.clone());
+    let migrator = Resharder::new(sharded.clone());
     let source_client = sharded.for_shard_id(&source).unwrap();
     let captured = |client: std::sync::Arc<dyn DataClient>| async move {
         client
@@ -465,7 +485,7 @@ async fn abandoning_releases_the_fence_and_keeps_the_map() {
     // Online, verification against a snapshot fails before any fence: writes go on, the
     // capture stays for a resume, and abandoning removes it.
     let online = migrator.migrate(key_request(&moving, destination, 20)).await.unwrap();
-    assert_eq!(online.status, MigrationStatus::VerificationFailed, "{online:#?}");
+    assert_eq!(online.status, ReshardStatus::VerificationFailed, "{online:#?}");
     assert_eq!(online.receipts[0].destination_rows, Some(51));
     assert!(fences_on(&source_client).await.unwrap().is_empty());
     assert_eq!(
@@ -488,13 +508,13 @@ async fn abandoning_releases_the_fence_and_keeps_the_map() {
     let mut request = key_request(&moving, destination, 20);
     request.online = false;
     let failed = migrator.migrate(request).await.unwrap();
-    assert_eq!(failed.status, MigrationStatus::VerificationFailed);
+    assert_eq!(failed.status, ReshardStatus::VerificationFailed);
     assert_eq!(failed.receipts[0].destination_rows, Some(51));
     assert_eq!(fences_on(&source_client).await.unwrap().len(), 1);
 
     let abandoned = migrator.abandon(&failed.migration_id).await.unwrap();
-    assert_eq!(abandoned.status, MigrationStatus::Failed);
-    assert_eq!(abandoned.phase, "abandoned");
+    assert_eq!(abandoned.status, ReshardStatus::Failed);
+    assert_eq!(abandoned.phase, ReshardPhase::Abandoned);
     assert!(!abandoned.requires_operator_recovery && abandoned.recovery_action.is_none());
     assert!(fences_on(&source_client).await.unwrap().is_empty());
     sharded
@@ -513,7 +533,7 @@ async fn abandoning_releases_the_fence_and_keeps_the_map() {
     request.activate = false;
     request.delete_source = false;
     let pending = migrator.migrate(request).await.unwrap();
-    assert_eq!(pending.status, MigrationStatus::PendingActivation);
+    assert_eq!(pending.status, ReshardStatus::PendingActivation);
     let refused = migrator.abandon(&pending.migration_id).await.unwrap_err();
     assert!(refused.to_string().contains("already wrote map version 2"), "{refused}");
 }
@@ -530,7 +550,7 @@ async fn a_catalog_failure_after_the_copy_leaves_the_source_whole_and_resume_fin
     let master_file = master.clone();
     let raced = std::sync::atomic::AtomicBool::new(false);
     // Another operator writes a pending map (version 2) while the data is being copied.
-    let migrator = Migrator::new(sharded.clone()).with_observer(move |_| {
+    let migrator = Resharder::new(sharded.clone()).with_observer(move |_| {
         if !raced.swap(true, std::sync::atomic::Ordering::SeqCst) {
             let conn = rusqlite::Connection::open(&master_file).unwrap();
             conn.execute(
@@ -544,7 +564,7 @@ async fn a_catalog_failure_after_the_copy_leaves_the_source_whole_and_resume_fin
 
     let result = migrator.migrate(key_request(&moving, destination, 50)).await.unwrap();
 
-    assert_eq!(result.status, MigrationStatus::CatalogApplyFailed, "{result:#?}");
+    assert_eq!(result.status, ReshardStatus::CatalogApplyFailed, "{result:#?}");
     assert!(result.requires_operator_recovery);
     assert!(result.recovery_action.as_deref().unwrap().contains("catalog"));
     assert!(result.receipts.iter().all(|r| r.verified && r.source_rows_deleted == 0));
@@ -556,11 +576,11 @@ async fn a_catalog_failure_after_the_copy_leaves_the_source_whole_and_resume_fin
     // The operator clears the other pending map; resume writes its own, activates, deletes.
     let conn = rusqlite::Connection::open(&master).unwrap();
     conn.execute("DELETE FROM shardlite_pending_map", []).unwrap();
-    let resumed = Migrator::new(sharded.clone())
+    let resumed = Resharder::new(sharded.clone())
         .resume(&result.migration_id, ResumeRequest::default())
         .await
         .unwrap();
-    assert_eq!(resumed.status, MigrationStatus::Activated, "{resumed:#?}");
+    assert_eq!(resumed.status, ReshardStatus::Activated, "{resumed:#?}");
     assert_eq!(owner(&sharded, &moving), destination);
     assert_eq!(items_on(&sharded, &source, &moving).await.0, 0);
     assert_eq!(items_on(&sharded, destination, &moving).await, before);
@@ -634,7 +654,7 @@ async fn checkpoints_written_by_earlier_releases_read_and_are_written_back_in_th
         .unwrap();
     }
 
-    let migrator = Migrator::new(sharded.clone());
+    let migrator = Resharder::new(sharded.clone());
     let old_key = migrator
         .status("old-key")
         .await
@@ -642,7 +662,7 @@ async fn checkpoints_written_by_earlier_releases_read_and_are_written_back_in_th
         .expect("the route-key checkpoint");
     assert_eq!(
         old_key.spec.scope,
-        MigrationScope::RouteKey {
+        ReshardScope::RouteKey {
             keyspace: "tenants".into(),
             route_key: key.clone(),
         }
@@ -657,7 +677,7 @@ async fn checkpoints_written_by_earlier_releases_read_and_are_written_back_in_th
         .expect("the bucket-range checkpoint");
     assert_eq!(
         old_range.spec.scope,
-        MigrationScope::BucketRange {
+        ReshardScope::BucketRange {
             keyspace: "tenants".into(),
             source_shard_id: "s0".into(),
             start_bucket_inclusive: 0,
@@ -670,7 +690,7 @@ async fn checkpoints_written_by_earlier_releases_read_and_are_written_back_in_th
     // Abandoning each writes its checkpoint and a history row again: the spec in the shape it had.
     for id in ["old-key", "old-range"] {
         let abandoned = migrator.abandon(id).await.unwrap();
-        assert_eq!(abandoned.phase, "abandoned", "{abandoned:#?}");
+        assert_eq!(abandoned.phase, ReshardPhase::Abandoned, "{abandoned:#?}");
     }
     let stored_spec = |id: &str| -> serde_json::Value {
         let payload: String = file
@@ -688,5 +708,5 @@ async fn checkpoints_written_by_earlier_releases_read_and_are_written_back_in_th
     assert_eq!(stored_spec("old-range"), range_spec);
     let history = migrator.history().await.unwrap();
     assert_eq!(history.len(), 2);
-    assert!(history.iter().all(|m| m.phase == "abandoned"));
+    assert!(history.iter().all(|m| m.phase == ReshardPhase::Abandoned));
 }

@@ -34,10 +34,10 @@ trait Unrouted: Send + Sync {
 #[async_trait::async_trait]
 impl Unrouted for ShardedClient {
     async fn execute_in_transaction(&self, id: &str, sql: &str, params: Params) -> shardlite::Result<SqlResult> {
-        ShardedClient::execute_in_transaction(self, id, sql, params).await
+        self.transactions().execute(id, sql, params).await
     }
     async fn commit_transaction(&self, id: &str) -> shardlite::Result<()> {
-        ShardedClient::commit_transaction(self, id).await
+        self.transactions().commit(id).await
     }
     async fn execute_sql(&self, _sql: &str, _params: Params) -> shardlite::Result<SqlResult> {
         // In-process the call cannot be written: a sharded client has no `execute_sql`, and a
@@ -458,8 +458,8 @@ mod blocking_surface {
         ShardStatus, SqlResult, TableSchema, TransactionInfo, TransactionOptions,
     };
     use shardlite::data::{
-        ActivationRequest, ActivationResult, CatalogApplyResult, CatalogUpdateRequest, CatalogValidation,
-        SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport,
+        ActivationRequest, ActivationResult, CatalogAdmin, CatalogApplyResult, CatalogUpdateRequest, CatalogValidation,
+        FanOut, SchemaAdmin, SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport, Topology,
     };
     use shardlite::map::ShardMapSnapshot;
     use shardlite::routing::ResolvedRoute;
@@ -535,28 +535,65 @@ mod blocking_surface {
 
     // Without a route the blocking client offers only info and id-routed transaction calls; SQL
     // has no form there, as on the async client.
-    forward! { Unrouted for NoRoute {
-            execute_in_transaction(id: &str, sql: &str, params: Params) -> SqlResult;
-            commit_transaction(id: &str) -> ();
+    #[async_trait::async_trait]
+    impl Unrouted for NoRoute {
+        async fn execute_in_transaction(&self, id: &str, sql: &str, params: Params) -> shardlite::Result<SqlResult> {
+            on_plain_thread(|| self.0.transactions().execute(id, sql, params))
+        }
+        async fn commit_transaction(&self, id: &str) -> shardlite::Result<()> {
+            on_plain_thread(|| self.0.transactions().commit(id))
         }
         async fn execute_sql(&self, _sql: &str, _params: Params) -> shardlite::Result<SqlResult> {
             Err(shardlite::Error::RouteRequired)
         }
     }
 
-    forward! { ShardAdmin for NoRoute {
-            execute_sql_on_all_shards(sql: &str) -> Vec<ShardSqlResult>;
-            execute_read_only_sql_on_all_shards(sql: &str) -> Vec<ShardSqlResult>;
-            query_all_shards(sql: &str, params: Params) -> SqlResult;
-            catalog_state() -> CatalogState;
-            validate_catalog_update(request: &CatalogUpdateRequest) -> CatalogValidation;
-            apply_catalog_update(request: &CatalogUpdateRequest) -> CatalogApplyResult;
-            activate_pending_map(request: &ActivationRequest) -> ActivationResult;
-            schema_status() -> SchemaStatusReport;
-            migrate_schema(request: &SchemaMigrationRequest) -> SchemaMigrationReport;
+    #[async_trait::async_trait]
+    impl FanOut for NoRoute {
+        async fn execute_sql_on_all_shards(&self, sql: &str) -> shardlite::Result<Vec<ShardSqlResult>> {
+            on_plain_thread(|| self.0.query().execute_all(sql))
         }
+        async fn execute_read_only_sql_on_all_shards(&self, sql: &str) -> shardlite::Result<Vec<ShardSqlResult>> {
+            on_plain_thread(|| self.0.query().read_all(sql))
+        }
+        async fn query_all_shards(&self, sql: &str, params: Params) -> shardlite::Result<SqlResult> {
+            on_plain_thread(|| self.0.query().merged(sql, params))
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl CatalogAdmin for NoRoute {
+        async fn catalog_state(&self) -> shardlite::Result<CatalogState> {
+            on_plain_thread(|| self.0.catalog().state())
+        }
+        async fn validate_catalog_update(
+            &self,
+            request: &CatalogUpdateRequest,
+        ) -> shardlite::Result<CatalogValidation> {
+            on_plain_thread(|| self.0.catalog().validate(request))
+        }
+        async fn apply_catalog_update(&self, request: &CatalogUpdateRequest) -> shardlite::Result<CatalogApplyResult> {
+            on_plain_thread(|| self.0.catalog().apply(request))
+        }
+        async fn activate_pending_map(&self, request: &ActivationRequest) -> shardlite::Result<ActivationResult> {
+            on_plain_thread(|| self.0.catalog().activate(request))
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl SchemaAdmin for NoRoute {
+        async fn schema_status(&self) -> shardlite::Result<SchemaStatusReport> {
+            on_plain_thread(|| self.0.schema().status())
+        }
+        async fn migrate_schema(&self, request: &SchemaMigrationRequest) -> shardlite::Result<SchemaMigrationReport> {
+            on_plain_thread(|| self.0.schema().migrate(request))
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl Topology for NoRoute {
         async fn shard_heat(&self) -> shardlite::Result<shardlite::heat::HeatReport> {
-            Ok(on_plain_thread(|| self.0.heat_report()))
+            Ok(on_plain_thread(|| self.0.shards().heat()))
         }
         async fn shard_map(&self) -> shardlite::Result<ShardMapSnapshot> {
             Ok(on_plain_thread(|| self.0.map_snapshot()))
@@ -565,7 +602,7 @@ mod blocking_surface {
             on_plain_thread(|| self.0.resolve_route(route))
         }
         async fn shard_status(&self) -> shardlite::Result<Vec<ShardStatus>> {
-            Ok(on_plain_thread(|| self.0.status()))
+            Ok(on_plain_thread(|| self.0.shards().status()))
         }
     }
 

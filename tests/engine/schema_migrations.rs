@@ -9,7 +9,7 @@ use std::path::Path;
 
 use crate::support::Fixture;
 use shardlite::ErrorKind;
-use shardlite::client::{ShardAdmin, ShardedClient};
+use shardlite::client::{SchemaAdmin, ShardAdmin, ShardedClient};
 use shardlite::data::{
     SchemaChange, SchemaMigrationReport, SchemaMigrationRequest, SchemaMigrationState, ShardSchemaStatus,
 };
@@ -310,11 +310,12 @@ async fn refused_sets_and_unknown_shards_are_errors_before_anything_runs() {
         "attach",
         "ATTACH 'elsewhere.db' AS e",
     ));
-    let err = sharded.migrate_schema(&request).await.unwrap_err();
+    let err = sharded.schema().migrate(&request).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert!(err.to_string().contains("migration 4 (attach)"), "{err}");
     let err = sharded
-        .migrate_schema(&fx.request().on_shards(["shard-9"]))
+        .schema()
+        .migrate(&fx.request().on_shards(["shard-9"]))
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotFound);
@@ -323,7 +324,8 @@ async fn refused_sets_and_unknown_shards_are_errors_before_anything_runs() {
     }
     // One shard only.
     let report = sharded
-        .migrate_schema(&fx.request().on_shards(["SHARD-1"]))
+        .schema()
+        .migrate(&fx.request().on_shards(["SHARD-1"]))
         .await
         .unwrap();
     assert_eq!(states(&report), [("shard-1", SchemaMigrationState::Migrated)]);
@@ -340,7 +342,7 @@ async fn a_no_transaction_migration_is_claimed_then_recorded_and_a_failed_one_le
         "outside a transaction",
         "-- no-transaction\nCREATE TABLE nt (x);",
     ));
-    let report = sharded.migrate_schema(&request).await.unwrap();
+    let report = sharded.schema().migrate(&request).await.unwrap();
     assert!(report.all_at_target(), "{report:?}");
     for shard in SHARDS {
         let rows = fx.recorded(shard).unwrap();
@@ -353,11 +355,11 @@ async fn a_no_transaction_migration_is_claimed_then_recorded_and_a_failed_one_le
         "broken",
         "-- no-transaction\nCREATE TABLE nt (x);",
     ));
-    let report = sharded.migrate_schema(&request).await.unwrap();
+    let report = sharded.schema().migrate(&request).await.unwrap();
     assert!(report.shards.iter().all(|s| s.failed_version == Some(5)), "{report:?}");
     assert_eq!(fx.recorded("shard-0").unwrap().len(), 4);
     request.migrations[4].sql = "-- no-transaction\nCREATE TABLE nt2 (x);".into();
-    let report = sharded.migrate_schema(&request).await.unwrap();
+    let report = sharded.schema().migrate(&request).await.unwrap();
     assert!(report.all_at_target(), "{report:?}");
     assert!(report.shards.iter().all(|s| versions(&s.applied) == [5]));
 }

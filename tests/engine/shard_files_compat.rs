@@ -15,9 +15,9 @@ use crate::support::old_sqlite::{self, read_every_table, shardlite_capture_objec
 use crate::support::route;
 use crate::support::temp_dir;
 use shardlite::client::{Params, ShardedClient, ShardedClientOptions, SqlData};
-use shardlite::data::{MigrationRequest, MigrationStatus};
+use shardlite::data::{ReshardRequest, ReshardStatus};
 use shardlite::engine::{Database, EngineConfig};
-use shardlite::reshard::Migrator;
+use shardlite::reshard::Resharder;
 use shardlite::routing::{bucket_for_token, route_token};
 use shardlite::{Error, ErrorKind};
 
@@ -65,11 +65,11 @@ async fn after_a_key_moves_old_sqlite_reads_both_files_and_the_moved_record_goes
     let destination = other(&source);
     fill(&sharded, &moving, 1, 120).await;
     fill(&sharded, &staying, 1, 5).await;
-    let result = Migrator::new(sharded.clone())
+    let result = Resharder::new(sharded.clone())
         .migrate(key_request(&moving, destination, 50))
         .await
         .unwrap();
-    assert_eq!(result.status, MigrationStatus::Activated, "{result:#?}");
+    assert_eq!(result.status, ReshardStatus::Activated, "{result:#?}");
 
     let (source_file, destination_file) = (shard_file(dir.path(), &source), shard_file(dir.path(), destination));
     for file in [&source_file, &destination_file] {
@@ -109,7 +109,7 @@ async fn after_a_key_moves_old_sqlite_reads_both_files_and_the_moved_record_goes
         .await
         .unwrap();
     // Shard files open on first use; the check runs when the file opens and while it is open.
-    short.execute_read_only_sql_on_all_shards("SELECT 1").await.unwrap();
+    short.query().read_all("SELECT 1").await.unwrap();
     wait_until_no_fence_objects(&source_file);
     old_sqlite::run(&source_file, &insert_item("plain-after-grace", &moving)).expect("no record left");
     drop(short);
@@ -136,15 +136,15 @@ async fn after_a_bucket_range_moves_old_sqlite_reads_both_files_and_writes_after
         .execute_sql("CREATE TABLE notes (note TEXT)", Params::none())
         .await
         .unwrap();
-    let result = Migrator::new(sharded.clone())
+    let result = Resharder::new(sharded.clone())
         .migrate(
-            MigrationRequest::bucket_range("tenants", "s0", 0..1, "s1", manifest(10))
+            ReshardRequest::bucket_range("tenants", "s0", 0..1, "s1", manifest(10))
                 .activate()
                 .delete_source(),
         )
         .await
         .unwrap();
-    assert_eq!(result.status, MigrationStatus::Activated, "{result:#?}");
+    assert_eq!(result.status, ReshardStatus::Activated, "{result:#?}");
 
     let source_file = shard_file(dir.path(), "s0");
     for file in [&source_file, &shard_file(dir.path(), "s1")] {
@@ -174,7 +174,7 @@ async fn after_a_bucket_range_moves_old_sqlite_reads_both_files_and_writes_after
         .await
         .unwrap();
     // Shard files open on first use; the check runs when the file opens and while it is open.
-    short.execute_read_only_sql_on_all_shards("SELECT 1").await.unwrap();
+    short.query().read_all("SELECT 1").await.unwrap();
     wait_until_no_fence_objects(&source_file);
     old_sqlite::run(&source_file, &insert_item("plain-after-grace", &staying)).expect("no record left");
     drop(short);
@@ -191,7 +191,7 @@ async fn a_pending_key_fence_and_an_abandoned_migration_leave_files_old_sqlite_o
     fill(&sharded, &moving, 1, 20).await;
     fill(&sharded, &staying, 1, 2).await;
     let source_file = shard_file(dir.path(), &source);
-    let migrator = Migrator::new(sharded.clone());
+    let migrator = Resharder::new(sharded.clone());
 
     // A migration that fails before its map is written, then is abandoned: nothing is left.
     let other_key = (100..164)
@@ -220,7 +220,7 @@ async fn a_pending_key_fence_and_an_abandoned_migration_leave_files_old_sqlite_o
     pending.activate = false;
     pending.delete_source = false;
     let result = migrator.migrate(pending).await.unwrap();
-    assert_eq!(result.status, MigrationStatus::PendingActivation, "{result:#?}");
+    assert_eq!(result.status, ReshardStatus::PendingActivation, "{result:#?}");
     read_every_table(&source_file);
     old_sqlite::run(&source_file, &insert_item("plain-staying", &staying)).expect("a row that did not move");
     let refused = old_sqlite::run(&source_file, &insert_item("plain-moving", &moving)).unwrap_err();
@@ -307,9 +307,9 @@ async fn old_sqlite_reads_and_writes_through_capture_triggers_and_none_remain() 
 
     // An exact key: the copy stops at its third page, the capture stays.
     refuse_item(&sharded, destination, 41).await;
-    let migrator = Migrator::new(sharded.clone());
+    let migrator = Resharder::new(sharded.clone());
     let stopped = migrator.migrate(key_request(&moving, destination, 20)).await.unwrap();
-    assert_eq!(stopped.status, MigrationStatus::Failed, "{stopped:#?}");
+    assert_eq!(stopped.status, ReshardStatus::Failed, "{stopped:#?}");
     let objects = shardlite_capture_objects(&source_file);
     assert_eq!(objects.len(), 7, "{objects:?}");
     read_every_table(&source_file);
@@ -320,7 +320,7 @@ async fn old_sqlite_reads_and_writes_through_capture_triggers_and_none_remain() 
         .resume(&stopped.migration_id, Default::default())
         .await
         .unwrap();
-    assert_eq!(resumed.status, MigrationStatus::Activated, "{resumed:#?}");
+    assert_eq!(resumed.status, ReshardStatus::Activated, "{resumed:#?}");
     let landed = sharded
         .for_shard_id(destination)
         .unwrap()
@@ -348,12 +348,12 @@ async fn old_sqlite_reads_and_writes_through_capture_triggers_and_none_remain() 
         .unwrap();
     fill(&sharded, &mover, 1, 30).await;
     refuse_item(&sharded, "s1", 21).await;
-    let request = MigrationRequest::bucket_range("tenants", "s0", 0..1, "s1", manifest(10))
+    let request = ReshardRequest::bucket_range("tenants", "s0", 0..1, "s1", manifest(10))
         .activate()
         .delete_source()
         .migration_id("range-move");
     let stopped = migrator.migrate(request).await.unwrap();
-    assert_eq!(stopped.status, MigrationStatus::Failed, "{stopped:#?}");
+    assert_eq!(stopped.status, ReshardStatus::Failed, "{stopped:#?}");
     let s0 = shard_file(dir.path(), "s0");
     assert!(!shardlite_capture_objects(&s0).is_empty());
     read_every_table(&s0);
@@ -361,7 +361,7 @@ async fn old_sqlite_reads_and_writes_through_capture_triggers_and_none_remain() 
     assert!(refused.contains("shardlite_bucket"), "{refused}");
     allow_item(&sharded, "s1").await;
     let resumed = migrator.resume("range-move", Default::default()).await.unwrap();
-    assert_eq!(resumed.status, MigrationStatus::Activated, "{resumed:#?}");
+    assert_eq!(resumed.status, ReshardStatus::Activated, "{resumed:#?}");
     for file in [&s0, &shard_file(dir.path(), "s1")] {
         assert!(
             shardlite_capture_objects(file).is_empty(),

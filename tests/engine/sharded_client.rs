@@ -59,7 +59,8 @@ async fn a_row_written_through_one_route_is_invisible_from_a_route_on_another_sh
     let dir = temp_dir();
     let sharded = client(dir.path()).await;
     let all = sharded
-        .execute_sql_on_all_shards("CREATE TABLE t (id INTEGER PRIMARY KEY, tenant TEXT)")
+        .query()
+        .execute_all("CREATE TABLE t (id INTEGER PRIMARY KEY, tenant TEXT)")
         .await
         .unwrap();
     assert!(all.iter().all(|r| r.error.is_none()), "{all:?}");
@@ -84,7 +85,8 @@ async fn read_only_fan_out_returns_per_shard_results_and_rejects_writes() {
     let dir = temp_dir();
     let sharded = client(dir.path()).await;
     sharded
-        .execute_sql_on_all_shards("CREATE TABLE fanout_items (id INTEGER PRIMARY KEY)")
+        .query()
+        .execute_all("CREATE TABLE fanout_items (id INTEGER PRIMARY KEY)")
         .await
         .unwrap();
     sharded
@@ -98,7 +100,8 @@ async fn read_only_fan_out_returns_per_shard_results_and_rejects_writes() {
         .await
         .unwrap();
     let results = sharded
-        .execute_read_only_sql_on_all_shards("SELECT COUNT(*) FROM fanout_items;")
+        .query()
+        .read_all("SELECT COUNT(*) FROM fanout_items;")
         .await
         .unwrap();
     assert_eq!(results.len(), 2);
@@ -111,7 +114,8 @@ async fn read_only_fan_out_returns_per_shard_results_and_rejects_writes() {
         assert_eq!(result.rows, vec![vec![Value::Integer(1)]]);
     }
     let err = sharded
-        .execute_read_only_sql_on_all_shards("INSERT INTO fanout_items VALUES (3)")
+        .query()
+        .read_all("INSERT INTO fanout_items VALUES (3)")
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ReadOnly);
@@ -122,7 +126,8 @@ async fn read_only_fan_out_refuses_every_kind_of_write_and_changes_nothing() {
     let dir = temp_dir();
     let sharded = client(dir.path()).await;
     sharded
-        .execute_sql_on_all_shards("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'keep');")
+        .query()
+        .execute_all("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'keep');")
         .await
         .unwrap();
     let before_files = crate::support::files_in(dir.path());
@@ -142,7 +147,7 @@ async fn read_only_fan_out_refuses_every_kind_of_write_and_changes_nothing() {
         "SELECT * FROM t; PRAGMA journal_mode = DELETE".to_owned(),
     ];
     for sql in &attempts {
-        let err = sharded.execute_read_only_sql_on_all_shards(sql).await.unwrap_err();
+        let err = sharded.query().read_all(sql).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::ReadOnly, "{sql}: {err}");
     }
     for shard in ["s0", "s1"] {
@@ -189,14 +194,15 @@ async fn transactions_route_by_id_without_a_route_and_reject_a_conflicting_route
     assert!(matches!(err, Error::TransactionRouteConflict(ref conflict) if conflict.route_shard_id == "s1"));
 
     sharded
-        .execute_in_transaction(
+        .transactions()
+        .execute(
             &info.transaction_id,
             "INSERT INTO tx_items VALUES (?1, ?2)",
             Params::from(vec![Value::Integer(1), "committed".into()]),
         )
         .await
         .unwrap();
-    sharded.commit_transaction(&info.transaction_id).await.unwrap();
+    sharded.transactions().commit(&info.transaction_id).await.unwrap();
     let r = a
         .execute_sql("SELECT name FROM tx_items WHERE id = 1", Params::none())
         .await
@@ -205,7 +211,7 @@ async fn transactions_route_by_id_without_a_route_and_reject_a_conflicting_route
     assert_eq!(b.count_rows("tx_items").await.unwrap_err().kind(), ErrorKind::NotFound);
 
     // The id is now closed.
-    let err = sharded.commit_transaction(&info.transaction_id).await.unwrap_err();
+    let err = sharded.transactions().commit(&info.transaction_id).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotFound);
     assert!(err.to_string().contains(&info.transaction_id), "{err}");
 }
@@ -215,16 +221,17 @@ async fn stale_and_malformed_transaction_ids_are_refused_before_reaching_a_shard
     let dir = temp_dir();
     let sharded = client(dir.path()).await;
     let err = sharded
-        .execute_in_transaction("csdbshard:2:s0:abc", "SELECT 1", Params::none())
+        .transactions()
+        .execute("csdbshard:2:s0:abc", "SELECT 1", Params::none())
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::StaleMapVersion);
     assert!(err.to_string().contains("version 2"), "{err}");
     for bad in ["", "nope", "csdbshard:x:s0:abc", "csdbshard:1:s0:", "csdbshard:1::abc"] {
-        let err = sharded.rollback_transaction(bad).await.unwrap_err();
+        let err = sharded.transactions().rollback(bad).await.unwrap_err();
         assert!(matches!(err, Error::MalformedTransactionId { .. }), "{bad}: {err}");
     }
-    let err = sharded.commit_transaction("csdbshard:1:s9:abc").await.unwrap_err();
+    let err = sharded.transactions().commit("csdbshard:1:s9:abc").await.unwrap_err();
     assert!(matches!(err, Error::UnknownShard { .. }), "{err}");
 }
 
@@ -341,7 +348,7 @@ async fn a_route_to_a_disabled_shard_is_rejected() {
         sharded.for_shard_id("disabled"),
         Err(Error::ShardIsDisabled { .. })
     ));
-    let status = sharded.status().await;
+    let status = sharded.shards().status().await;
     assert!(!status[0].enabled && !status[0].healthy && status[0].error.is_some());
     assert!(status[1].healthy);
     // A disabled shard's file is never created.
@@ -382,7 +389,7 @@ async fn status_probes_each_shard_and_reports_replica_metadata() {
     replica.replica.last_replicated_utc = Some("2026-06-01T12:30:00Z".into());
     options.shards.push(replica);
     let sharded = ShardedClient::from_map(ShardMap::new(options).unwrap()).await.unwrap();
-    let status = sharded.status().await;
+    let status = sharded.shards().status().await;
     assert_eq!(
         status.iter().map(|s| s.shard_id.as_str()).collect::<Vec<_>>(),
         ["s0", "s1", "s1-replica"]
@@ -403,7 +410,7 @@ async fn status_probes_each_shard_and_reports_replica_metadata() {
     let mut options = tenants_options(broken.path());
     options.shards[1].data_source = Some(crate::support::path_str(broken.path()));
     let sharded = ShardedClient::from_map(ShardMap::new(options).unwrap()).await.unwrap();
-    let status = sharded.status().await;
+    let status = sharded.shards().status().await;
     assert!(status[0].healthy);
     assert!(!status[1].healthy && status[1].error.is_some(), "{:?}", status[1]);
     let err = sharded
@@ -430,13 +437,14 @@ async fn execute_on_all_shards_reports_each_shard_and_one_failure_does_not_stop_
         .await
         .unwrap();
     let results = sharded
-        .execute_sql_on_all_shards("CREATE TABLE only_on_s1 (id INTEGER)")
+        .query()
+        .execute_all("CREATE TABLE only_on_s1 (id INTEGER)")
         .await
         .unwrap();
     assert!(results[0].error.is_none());
     assert!(results[1].error.as_deref().unwrap().contains("already exists"));
     assert_eq!(results[1].error_code.as_deref(), Some("sql"));
-    assert!(sharded.execute_sql_on_all_shards("  ").await.is_err());
+    assert!(sharded.query().execute_all("  ").await.is_err());
 }
 
 #[tokio::test]
@@ -444,7 +452,8 @@ async fn concurrent_routed_inserts_are_all_present_exactly_once() {
     let dir = temp_dir();
     let sharded = client(dir.path()).await;
     sharded
-        .execute_sql_on_all_shards("CREATE TABLE c (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL)")
+        .query()
+        .execute_all("CREATE TABLE c (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL)")
         .await
         .unwrap();
     let sharded = Arc::new(sharded);
@@ -472,11 +481,7 @@ async fn concurrent_routed_inserts_are_all_present_exactly_once() {
     }
     let mut seen = HashSet::new();
     let mut total = 0;
-    for r in sharded
-        .execute_read_only_sql_on_all_shards("SELECT id, tenant FROM c")
-        .await
-        .unwrap()
-    {
+    for r in sharded.query().read_all("SELECT id, tenant FROM c").await.unwrap() {
         let shard = r.shard_id.clone();
         for row in r.result.unwrap().rows {
             total += 1;
@@ -622,7 +627,7 @@ async fn collections_saved_queries_and_procedures_live_per_shard_and_stay_out_of
         ),
         (1, 1, 1, 1)
     );
-    let total = sharded.info().await.unwrap();
+    let total = sharded.shards().info().await.unwrap();
     assert_eq!(total.data_source, "sharded://tenants?version=1");
     assert_eq!(total.table_count, 1);
 }
@@ -692,7 +697,7 @@ async fn a_connection_string_shard_opens_its_data_source_and_a_bad_one_is_report
 
     options.shards[1].connection_string = Some(shardlite::map::Secret::new("Data Sorce=x.db;Api Key=hunter2"));
     let sharded = ShardedClient::from_map(ShardMap::new(options).unwrap()).await.unwrap();
-    let status = sharded.status().await;
+    let status = sharded.shards().status().await;
     let error = status[1].error.as_deref().unwrap();
     assert!(!status[1].healthy && error.contains("Data Sorce"), "{error}");
     assert!(!error.contains("hunter2"));
@@ -759,13 +764,14 @@ async fn routed_calls_count_in_the_heat_in_process() {
     let master = crate::support::seeded_master(dir.path()).await;
     let sharded = ShardedClient::open(&master).await.unwrap();
     for outcome in sharded
-        .execute_sql_on_all_shards("CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)")
+        .query()
+        .execute_all("CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)")
         .await
         .unwrap()
     {
         assert!(outcome.error.is_none(), "{outcome:?}");
     }
-    assert_eq!(sharded.heat_report().total_requests, 0.0, "fan-out is not routed");
+    assert_eq!(sharded.shards().heat().total_requests, 0.0, "fan-out is not routed");
     let a = sharded.for_route(route("tenant-a"));
     for _ in 0..5 {
         a.execute_sql("INSERT INTO notes(body) VALUES ('x')", Params::default())
@@ -784,7 +790,7 @@ async fn routed_calls_count_in_the_heat_in_process() {
         .await
         .unwrap();
 
-    let heat = sharded.heat_report();
+    let heat = sharded.shards().heat();
     let hot = &heat.keys[0];
     assert_eq!(
         (hot.key.as_str(), hot.shard_id.as_str(), hot.pinned),
@@ -793,9 +799,14 @@ async fn routed_calls_count_in_the_heat_in_process() {
     assert!((hot.requests - 7.0).abs() < 0.01, "{hot:?}");
     assert!((hot.rows - 10.0).abs() < 0.01, "five inserted, five read: {hot:?}");
     assert!((heat.total_requests - 8.0).abs() < 0.01, "{heat:?}");
-    // tenant-a hashes to bucket 3 of s1 but is pinned to s0, which is credited, as is tenant-c's
-    // bucket 0.
-    assert_eq!(heat.buckets[0].shard_id, "s1");
+    // tenant-a hashes to bucket 3 of s1 but is pinned to s0, which serves it and is credited, in
+    // the bucket table as in the shard table, as is tenant-c's bucket 0.
+    assert_eq!(
+        (heat.buckets[0].bucket, heat.buckets[0].shard_id.as_str()),
+        (3, "s0"),
+        "{heat:?}"
+    );
+    assert!(heat.buckets.iter().all(|b| b.shard_id == "s0"), "{heat:?}");
     assert_eq!(heat.shards[0].shard_id, "s0");
     assert!((heat.shards[0].requests - 8.0).abs() < 0.01, "{heat:?}");
     assert_eq!(heat.shards[1].requests, 0.0, "{heat:?}");
@@ -809,7 +820,7 @@ async fn routed_calls_count_in_the_heat_in_process() {
             .query_row("SELECT count(*) FROM notes", Params::default(), |row| row.get(0))
             .unwrap();
         assert_eq!(read, Some(1));
-        sharded.heat_report()
+        sharded.shards().heat()
     })
     .join()
     .unwrap();

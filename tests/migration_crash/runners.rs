@@ -13,8 +13,8 @@ use crate::support::temp_dir;
 use shardlite::ErrorKind;
 use shardlite::catalog::Catalog;
 use shardlite::client::ShardedClient;
-use shardlite::data::{MigrationStatus, ResumeRequest};
-use shardlite::reshard::Migrator;
+use shardlite::data::{ReshardStatus, ResumeRequest};
+use shardlite::reshard::Resharder;
 
 use super::{CHILD_KEY, CHILD_MASTER, MIGRATION_ID};
 
@@ -42,7 +42,7 @@ async fn runner_copying(catalog_location: &str, key: &str) -> Child {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let state = catalog.migration(MIGRATION_ID).await.unwrap();
-        if state.as_ref().is_some_and(|s| s.phase.starts_with("copying")) {
+        if state.as_ref().is_some_and(|s| s.phase.is_copying()) {
             return child;
         }
         assert!(
@@ -67,7 +67,7 @@ async fn a_second_process_is_refused_while_the_runner_lives_and_takes_over_once_
     let location = crate::support::path_str(&master);
     let mut child = runner_copying(&location, key).await;
 
-    let migrator = Migrator::new(ShardedClient::open(&master).await.unwrap());
+    let migrator = Resharder::new(ShardedClient::open(&master).await.unwrap());
     assert_refused(
         &migrator
             .resume(MIGRATION_ID, ResumeRequest::default())
@@ -79,7 +79,7 @@ async fn a_second_process_is_refused_while_the_runner_lives_and_takes_over_once_
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let result = migrator.resume(MIGRATION_ID, ResumeRequest::default()).await.unwrap();
-    assert_eq!(result.status, MigrationStatus::Activated, "{result:#?}");
+    assert_eq!(result.status, ReshardStatus::Activated, "{result:#?}");
     let sharded = ShardedClient::open(&master).await.unwrap();
     assert_eq!(items_on(&sharded, other(&source), key).await, before);
 }
@@ -104,7 +104,7 @@ async fn a_killed_runner_keeps_its_etcd_lease_until_it_expires_then_resume_finis
     child.wait().unwrap();
     let killed = Instant::now();
 
-    let migrator = Migrator::new(ShardedClient::open(&url).await.unwrap());
+    let migrator = Resharder::new(ShardedClient::open(&url).await.unwrap());
     let refused = migrator
         .resume(MIGRATION_ID, ResumeRequest::default())
         .await
@@ -128,7 +128,7 @@ async fn a_killed_runner_keeps_its_etcd_lease_until_it_expires_then_resume_finis
         "the killed runner's claim was released {:?} after the kill",
         killed.elapsed()
     );
-    assert_eq!(result.status, MigrationStatus::Activated, "{result:#?}");
+    assert_eq!(result.status, ReshardStatus::Activated, "{result:#?}");
     assert!(result.receipts.iter().all(|r| r.verified));
     // The run released its claim before it returned: a command ending now leaves none behind.
     let catalog = Catalog::open(&url).await.unwrap();

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::route;
 use shardlite::client::{DocumentData, Params, ShardedClient, SqlData, Value};
-use shardlite::data::{Audit, CollectionManifest, MigrationManifest, MigrationRequest, TableManifest};
+use shardlite::data::{Audit, CollectionManifest, ReshardManifest, ReshardRequest, TableManifest};
 
 /// The `tenants` map of [`super::tenants_options`] seeded into `dir/master.db`, with
 /// `items (id TEXT PRIMARY KEY, tenant, n, amount, data)` indexed on `tenant` on every shard.
@@ -13,7 +13,8 @@ pub async fn migration_master(dir: &Path) -> PathBuf {
     let master = super::seed_master(dir, super::tenants_options(dir)).await;
     let sharded = ShardedClient::open(&master).await.expect("open master");
     for result in sharded
-        .execute_sql_on_all_shards(
+        .query()
+        .execute_all(
             "CREATE TABLE items (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, n INTEGER, amount REAL, data BLOB);
              CREATE INDEX items_tenant ON items (tenant);",
         )
@@ -54,8 +55,8 @@ pub async fn fill(sharded: &ShardedClient, key: &str, first: i64, rows: i64) {
 }
 
 /// The manifest for `items` and `profiles`, `page_size` rows a page.
-pub fn manifest(page_size: u32) -> MigrationManifest {
-    MigrationManifest {
+pub fn manifest(page_size: u32) -> ReshardManifest {
+    ReshardManifest {
         page_size: Some(page_size),
         tables: vec![TableManifest {
             table_name: "items".into(),
@@ -70,8 +71,8 @@ pub fn manifest(page_size: u32) -> MigrationManifest {
 }
 
 /// A request to move `key` to `destination`, activating and deleting the source.
-pub fn key_request(key: &str, destination: &str, page_size: u32) -> MigrationRequest {
-    MigrationRequest::route_key("tenants", key, destination, manifest(page_size))
+pub fn key_request(key: &str, destination: &str, page_size: u32) -> ReshardRequest {
+    ReshardRequest::route_key("tenants", key, destination, manifest(page_size))
         .activate()
         .delete_source()
         .audit(Audit::by("test"))

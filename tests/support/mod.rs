@@ -157,7 +157,8 @@ pub async fn orders_master(dir: &Path, schema: &str) -> (PathBuf, ShardedClient)
     let master = seed_master(dir, orders_options()).await;
     let sharded = ShardedClient::open(&master).await.expect("open the master");
     for outcome in sharded
-        .execute_sql_on_all_shards(schema)
+        .query()
+        .execute_all(schema)
         .await
         .expect("schema on every shard")
     {

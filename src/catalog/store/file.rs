@@ -6,9 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{HistoryRow, MigrationRecord, NewMap, StoredMap, StoredState};
+use async_trait::async_trait;
+
+use super::{CatalogStore, HistoryRow, NewMap, ReshardRecord, RunnerClaim, StoredMap, StoredState};
+use crate::data::now_utc;
 use crate::data::{Audit, CatalogHistoryEntry, Params, SqlResult, Value};
-use crate::engine::store::now_utc;
 use crate::engine::{Database, EngineConfig, Role};
 use crate::error::{Error, Result};
 
@@ -75,7 +77,7 @@ CREATE TABLE IF NOT EXISTS shardlite_migration_history (
 /// A master catalog file.
 #[derive(Debug, Clone)]
 pub(crate) struct FileStore {
-    db: Database,
+    pub(super) db: Database,
     path: PathBuf,
 }
 
@@ -134,12 +136,23 @@ impl FileStore {
         super::super::check_schema_version(first_text(&result).and_then(|v| v.parse::<i64>().ok()))
     }
 
-    pub async fn has_schema(&self) -> Result<bool> {
+    async fn payloads(&self, sql: &str) -> Result<Vec<String>> {
+        if !self.has_schema().await? {
+            return Ok(Vec::new());
+        }
+        let result = self.db.execute_read_only(sql, Params::none()).await?;
+        Ok(result.rows.iter().map(|row| text(row, 0).unwrap_or_default()).collect())
+    }
+}
+
+#[async_trait]
+impl CatalogStore for FileStore {
+    async fn has_schema(&self) -> Result<bool> {
         let result = self.db.execute_read_only(HAS_SCHEMA_SQL, Params::none()).await?;
         Ok(first_i64(&result).unwrap_or(0) > 0)
     }
 
-    pub async fn ensure_schema(&self) -> Result<()> {
+    async fn ensure_schema(&self) -> Result<()> {
         self.db
             .execute(
                 &format!(
@@ -152,7 +165,7 @@ impl FileStore {
         Ok(())
     }
 
-    pub async fn state(&self) -> Result<StoredState> {
+    async fn state(&self) -> Result<StoredState> {
         if !self.has_schema().await? {
             return Ok(StoredState::default());
         }
@@ -183,7 +196,7 @@ impl FileStore {
         Ok(state)
     }
 
-    pub async fn active_version(&self) -> Result<Option<u64>> {
+    async fn active_version(&self) -> Result<Option<u64>> {
         if !self.has_schema().await? {
             return Ok(None);
         }
@@ -192,7 +205,7 @@ impl FileStore {
     }
 
     /// [`active_version`](Self::active_version) on the calling thread, for blocking callers.
-    pub fn active_version_blocking(&self) -> Result<Option<u64>> {
+    fn active_version_blocking(&self) -> Result<Option<u64>> {
         let schema = self.db.execute_read_only_blocking(HAS_SCHEMA_SQL, &Params::none())?;
         if first_i64(&schema).unwrap_or(0) == 0 {
             return Ok(None);
@@ -203,7 +216,7 @@ impl FileStore {
         Ok(first_i64(&result).and_then(|v| u64::try_from(v).ok()))
     }
 
-    pub async fn seed(&self, map: &NewMap, history: &HistoryRow) -> Result<()> {
+    async fn seed(&self, map: &NewMap, history: &HistoryRow) -> Result<()> {
         self.ensure_schema().await?;
         self.db
             .execute_atomic(
@@ -229,7 +242,7 @@ impl FileStore {
         Ok(())
     }
 
-    pub async fn write_pending(&self, expected: &StoredState, map: &NewMap, history: &HistoryRow) -> Result<bool> {
+    async fn write_pending(&self, expected: &StoredState, map: &NewMap, history: &HistoryRow) -> Result<bool> {
         self.ensure_schema().await?;
         let written = self
             .db
@@ -266,7 +279,7 @@ impl FileStore {
         Ok(written.rows_affected > 0)
     }
 
-    pub async fn activate(&self, expected: &StoredState, history: &HistoryRow) -> Result<bool> {
+    async fn activate(&self, expected: &StoredState, history: &HistoryRow) -> Result<bool> {
         let Some(pending) = &expected.pending else {
             return Ok(false);
         };
@@ -294,7 +307,7 @@ impl FileStore {
         Ok(moved.rows_affected > 0)
     }
 
-    pub async fn history(&self) -> Result<Vec<CatalogHistoryEntry>> {
+    async fn history(&self) -> Result<Vec<CatalogHistoryEntry>> {
         if !self.has_schema().await? {
             return Ok(Vec::new());
         }
@@ -323,7 +336,7 @@ impl FileStore {
             .collect())
     }
 
-    pub async fn save_checkpoint(&self, record: &MigrationRecord<'_>) -> Result<()> {
+    async fn save_checkpoint(&self, record: &ReshardRecord<'_>) -> Result<()> {
         self.ensure_schema().await?;
         self.db
             .execute(
@@ -337,7 +350,7 @@ impl FileStore {
         Ok(())
     }
 
-    pub async fn record_end(&self, record: &MigrationRecord<'_>) -> Result<()> {
+    async fn record_end(&self, record: &ReshardRecord<'_>) -> Result<()> {
         self.ensure_schema().await?;
         self.db
             .execute_atomic(
@@ -353,7 +366,7 @@ impl FileStore {
         Ok(())
     }
 
-    pub async fn checkpoint(&self, id: &str) -> Result<Option<String>> {
+    async fn checkpoint(&self, id: &str) -> Result<Option<String>> {
         if !self.has_schema().await? {
             return Ok(None);
         }
@@ -367,29 +380,19 @@ impl FileStore {
         Ok(first_text(&result).map(str::to_owned))
     }
 
-    pub async fn checkpoints(&self) -> Result<Vec<String>> {
+    async fn checkpoints(&self) -> Result<Vec<String>> {
         self.payloads(
             "SELECT payload_json FROM shardlite_migration_checkpoints ORDER BY updated_utc DESC, migration_id",
         )
         .await
     }
 
-    pub async fn migration_history(&self) -> Result<Vec<String>> {
+    async fn migration_history(&self) -> Result<Vec<String>> {
         self.payloads("SELECT payload_json FROM shardlite_migration_history ORDER BY entry_id DESC")
             .await
     }
 
-    async fn payloads(&self, sql: &str) -> Result<Vec<String>> {
-        if !self.has_schema().await? {
-            return Ok(Vec::new());
-        }
-        let result = self.db.execute_read_only(sql, Params::none()).await?;
-        Ok(result.rows.iter().map(|row| text(row, 0).unwrap_or_default()).collect())
-    }
-}
-
-impl FileStore {
-    pub async fn append_history(&self, entries: &[CatalogHistoryEntry]) -> Result<()> {
+    async fn append_history(&self, entries: &[CatalogHistoryEntry]) -> Result<()> {
         let json = serde_json::to_string(entries).unwrap_or_else(|_| "[]".to_owned());
         self.db
             .execute(
@@ -405,7 +408,7 @@ impl FileStore {
         Ok(())
     }
 
-    pub async fn append_migration_history(&self, payloads: &[String]) -> Result<()> {
+    async fn append_migration_history(&self, payloads: &[String]) -> Result<()> {
         let json = serde_json::to_string(payloads).unwrap_or_else(|_| "[]".to_owned());
         self.db
             .execute(
@@ -420,7 +423,7 @@ impl FileStore {
         Ok(())
     }
 
-    pub async fn import_maps(&self, active: &NewMap, pending: Option<&NewMap>, history: &HistoryRow) -> Result<()> {
+    async fn import_maps(&self, active: &NewMap, pending: Option<&NewMap>, history: &HistoryRow) -> Result<()> {
         self.seed(active, history).await?;
         if let Some(pending) = pending {
             self.db
@@ -438,123 +441,13 @@ impl FileStore {
         }
         Ok(())
     }
-}
 
-/// A process that claimed a migration: its id and when it started (so that a reused id is not
-/// taken for the same process).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Runner {
-    pub pid: i64,
-    pub process_start: String,
-}
-
-impl Runner {
-    /// This process.
-    pub fn this_process() -> Self {
-        let pid = i64::from(std::process::id());
-        Self {
-            pid,
-            process_start: process_start(pid).unwrap_or_default(),
-        }
-    }
-
-    /// Whether the process still runs on this host. Where that cannot be known (no `/proc`),
-    /// a claim is taken for dead: the claim is a guard against mistakes, not a lock.
-    pub fn is_alive(&self) -> bool {
-        process_start(self.pid).is_some_and(|start| start == self.process_start)
+    async fn claim_runner(&self, id: &str) -> Result<Box<dyn RunnerClaim>> {
+        super::file_runner::claim(self, id).await
     }
 }
 
-/// When process `pid` started, in clock ticks since boot (`/proc/PID/stat`, field 22).
-fn process_start(pid: i64) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may hold spaces.
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(19).map(str::to_owned)
-}
-
-impl FileStore {
-    /// Claims migration `id` for this process unless a live process holds it. Returns the
-    /// holder when one does.
-    pub async fn claim_runner(&self, id: &str, since: &str) -> Result<Option<(Runner, String)>> {
-        self.ensure_schema().await?;
-        let me = Runner::this_process();
-        let current = self
-            .db
-            .execute_read_only(
-                "SELECT pid, process_start, since_utc FROM shardlite_migration_runners WHERE migration_id = ?1",
-                Params::from(vec![id]),
-            )
-            .await?;
-        let holder = current.rows.first().map(|row| {
-            (
-                Runner {
-                    pid: row.first().and_then(Value::as_i64).unwrap_or(0),
-                    process_start: text(row, 1).unwrap_or_default(),
-                },
-                text(row, 2).unwrap_or_default(),
-            )
-        });
-        if let Some((runner, since)) = &holder
-            && runner != &me
-            && runner.is_alive()
-        {
-            return Ok(Some((runner.clone(), since.clone())));
-        }
-        // Take the row over only if it is still what was read (another process may be claiming).
-        let (old_pid, old_start) = holder
-            .as_ref()
-            .map_or((-1, String::new()), |(r, _)| (r.pid, r.process_start.clone()));
-        let taken = self
-            .db
-            .execute(
-                "INSERT INTO shardlite_migration_runners (migration_id, pid, process_start, since_utc)
-                     VALUES (:id, :pid, :start, :now)
-                 ON CONFLICT (migration_id) DO UPDATE SET pid = excluded.pid, process_start = excluded.process_start,
-                     since_utc = excluded.since_utc
-                     WHERE shardlite_migration_runners.pid = :old_pid AND shardlite_migration_runners.process_start = :old_start",
-                Params::named([
-                    ("id", Value::from(id)),
-                    ("pid", Value::Integer(me.pid)),
-                    ("start", Value::from(me.process_start.as_str())),
-                    ("now", Value::from(since)),
-                    ("old_pid", Value::Integer(old_pid)),
-                    ("old_start", Value::from(old_start.as_str())),
-                ]),
-            )
-            .await?;
-        if taken.rows_affected == 0 {
-            return Ok(Some((
-                Runner {
-                    pid: -1,
-                    process_start: String::new(),
-                },
-                "a moment ago".to_owned(),
-            )));
-        }
-        Ok(None)
-    }
-
-    /// Releases the claim on migration `id` this process made at `since`.
-    pub async fn release_runner(&self, id: &str, since: &str) -> Result<()> {
-        let me = Runner::this_process();
-        self.db
-            .execute(
-                "DELETE FROM shardlite_migration_runners
-                 WHERE migration_id = ?1 AND pid = ?2 AND process_start = ?3 AND since_utc = ?4",
-                Params::from(vec![
-                    Value::from(id),
-                    Value::Integer(me.pid),
-                    Value::from(me.process_start.as_str()),
-                    Value::from(since),
-                ]),
-            )
-            .await?;
-        Ok(())
-    }
-}
-
-fn record_params(record: &MigrationRecord<'_>) -> Params {
+fn record_params(record: &ReshardRecord<'_>) -> Params {
     Params::named([
         ("id", Value::from(record.id)),
         ("updated", Value::from(record.updated_utc)),
@@ -576,6 +469,6 @@ fn first_text(result: &SqlResult) -> Option<&str> {
     result.rows.first()?.first()?.as_str()
 }
 
-fn text(row: &[Value], index: usize) -> Option<String> {
+pub(super) fn text(row: &[Value], index: usize) -> Option<String> {
     row.get(index).and_then(Value::as_str).map(str::to_owned)
 }

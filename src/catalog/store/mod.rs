@@ -1,22 +1,25 @@
 //! Where a catalog's records live: the seam between what the catalog means (maps, versions,
 //! compare-and-set, history, migration state) and how one store keeps it.
 //!
-//! Two stores implement it: [`FileStore`], the SQLite master file (the embedded default), and
-//! `EtcdStore` (feature `etcd`), a key prefix in an etcd cluster. Each write that the catalog
+//! [`CatalogStore`] is that seam. Two stores implement it: [`FileStore`], the SQLite master file
+//! (the embedded default), and `EtcdStore` (feature `etcd`), a key prefix in an etcd cluster. Each write that the catalog
 //! makes conditional on what it read (a pending map written over the versions it validated
 //! against, an activation of the pending map it checked) is one atomic step in the store: one
 //! SQLite transaction, or one etcd transaction comparing revisions. Either it all happens or
 //! none of it does.
 
 pub(super) mod file;
+mod file_runner;
 
 #[cfg(feature = "etcd")]
 pub(crate) mod etcd;
 
 pub(super) use file::FileStore;
 
+use async_trait::async_trait;
+
 use crate::data::{Audit, CatalogHistoryEntry};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// A map as a store holds it.
 #[derive(Debug, Clone)]
@@ -73,7 +76,7 @@ impl HistoryRow {
 
 /// A migration's state to write: its id, keyspace, status text, time and JSON payload.
 #[derive(Debug, Clone)]
-pub(crate) struct MigrationRecord<'a> {
+pub(crate) struct ReshardRecord<'a> {
     pub id: &'a str,
     pub keyspace: &'a str,
     pub status: String,
@@ -81,105 +84,113 @@ pub(crate) struct MigrationRecord<'a> {
     pub payload: String,
 }
 
-/// The store behind a [`Catalog`](super::Catalog).
-#[derive(Debug, Clone)]
-pub(crate) enum Store {
-    File(FileStore),
-    #[cfg(feature = "etcd")]
-    Etcd(etcd::EtcdStore),
-}
-
-/// Calls the same method on whichever store this is.
-macro_rules! each {
-    ($self:expr, $store:ident => $call:expr) => {
-        match $self {
-            Store::File($store) => $call,
-            #[cfg(feature = "etcd")]
-            Store::Etcd($store) => $call,
-        }
-    };
-}
-
-impl Store {
+/// What a catalog store does, one read or one atomic write of the catalog's records each: the
+/// maps, their history, data-move checkpoints and history, runner claims and, where the store
+/// has one, a watch of the map records. [`FileStore`] and `EtcdStore` implement it; a store of
+/// another kind implements these methods and nothing outside this folder changes.
+#[async_trait]
+pub(crate) trait CatalogStore: std::fmt::Debug + Send + Sync {
     /// Whether the catalog's records exist (a seeded catalog).
-    pub async fn has_schema(&self) -> Result<bool> {
-        each!(self, store => store.has_schema().await)
-    }
+    async fn has_schema(&self) -> Result<bool>;
 
     /// Creates the catalog's records if missing.
-    pub async fn ensure_schema(&self) -> Result<()> {
-        each!(self, store => store.ensure_schema().await)
-    }
+    async fn ensure_schema(&self) -> Result<()>;
 
     /// The active and pending maps.
-    pub async fn state(&self) -> Result<StoredState> {
-        each!(self, store => store.state().await)
-    }
+    async fn state(&self) -> Result<StoredState>;
 
     /// The active map's version, read cheaply.
-    pub async fn active_version(&self) -> Result<Option<u64>> {
-        each!(self, store => store.active_version().await)
-    }
+    async fn active_version(&self) -> Result<Option<u64>>;
+
+    /// [`active_version`](Self::active_version) on the calling thread, for blocking callers. A
+    /// store whose changes reach clients through a watch answers `None`.
+    fn active_version_blocking(&self) -> Result<Option<u64>>;
 
     /// Stores `map` as the active map, drops any pending map and appends `history`.
-    pub async fn seed(&self, map: &NewMap, history: &HistoryRow) -> Result<()> {
-        each!(self, store => store.seed(map, history).await)
-    }
+    async fn seed(&self, map: &NewMap, history: &HistoryRow) -> Result<()>;
 
     /// Writes `map` as the pending map and appends `history`, only if the stored maps are still
     /// those of `expected`. `false` when they are not (nothing written).
-    pub async fn write_pending(&self, expected: &StoredState, map: &NewMap, history: &HistoryRow) -> Result<bool> {
-        each!(self, store => store.write_pending(expected, map, history).await)
-    }
+    async fn write_pending(&self, expected: &StoredState, map: &NewMap, history: &HistoryRow) -> Result<bool>;
 
     /// Makes the pending map of `expected` active, drops it as pending and appends `history`,
     /// only if the stored maps are still those of `expected`. `false` when they are not.
-    pub async fn activate(&self, expected: &StoredState, history: &HistoryRow) -> Result<bool> {
-        each!(self, store => store.activate(expected, history).await)
-    }
+    async fn activate(&self, expected: &StoredState, history: &HistoryRow) -> Result<bool>;
 
     /// Catalog history, newest first.
-    pub async fn history(&self) -> Result<Vec<CatalogHistoryEntry>> {
-        each!(self, store => store.history().await)
-    }
+    async fn history(&self) -> Result<Vec<CatalogHistoryEntry>>;
 
     /// Writes a migration's checkpoint (replacing the previous one).
-    pub async fn save_checkpoint(&self, record: &MigrationRecord<'_>) -> Result<()> {
-        each!(self, store => store.save_checkpoint(record).await)
-    }
+    async fn save_checkpoint(&self, record: &ReshardRecord<'_>) -> Result<()>;
 
     /// Writes a migration's final checkpoint and appends it to the migration history, atomically.
-    pub async fn record_end(&self, record: &MigrationRecord<'_>) -> Result<()> {
-        each!(self, store => store.record_end(record).await)
-    }
+    async fn record_end(&self, record: &ReshardRecord<'_>) -> Result<()>;
 
     /// The JSON checkpoint of migration `id`.
-    pub async fn checkpoint(&self, id: &str) -> Result<Option<String>> {
-        each!(self, store => store.checkpoint(id).await)
-    }
+    async fn checkpoint(&self, id: &str) -> Result<Option<String>>;
 
     /// Every migration's JSON checkpoint, most recently updated first.
-    pub async fn checkpoints(&self) -> Result<Vec<String>> {
-        each!(self, store => store.checkpoints().await)
-    }
+    async fn checkpoints(&self) -> Result<Vec<String>>;
 
     /// The migration history as JSON, newest first.
-    pub async fn migration_history(&self) -> Result<Vec<String>> {
-        each!(self, store => store.migration_history().await)
-    }
+    async fn migration_history(&self) -> Result<Vec<String>>;
 
     /// Appends catalog history entries (given newest first) as they are, times included.
-    pub async fn append_history(&self, entries: &[CatalogHistoryEntry]) -> Result<()> {
-        each!(self, store => store.append_history(entries).await)
-    }
+    async fn append_history(&self, entries: &[CatalogHistoryEntry]) -> Result<()>;
 
     /// Appends migration history records (given newest first).
-    pub async fn append_migration_history(&self, payloads: &[String]) -> Result<()> {
-        each!(self, store => store.append_migration_history(payloads).await)
-    }
+    async fn append_migration_history(&self, payloads: &[String]) -> Result<()>;
 
     /// Writes the active map, the pending map if any, and `history`, in one atomic write.
-    pub async fn import_maps(&self, active: &NewMap, pending: Option<&NewMap>, history: &HistoryRow) -> Result<()> {
-        each!(self, store => store.import_maps(active, pending, history).await)
+    async fn import_maps(&self, active: &NewMap, pending: Option<&NewMap>, history: &HistoryRow) -> Result<()>;
+
+    /// Claims migration `id` for this runner, or refuses with [`Error::ReshardRunning`]
+    /// (naming the holder) while another runner holds it.
+    ///
+    /// [`Error::ReshardRunning`]: crate::Error::ReshardRunning
+    async fn claim_runner(&self, id: &str) -> Result<Box<dyn RunnerClaim>>;
+
+    /// Whether other processes' activations reach this store's watchers without polling.
+    fn is_watched(&self) -> bool {
+        false
+    }
+
+    /// A watch of the map records; a store without one refuses.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    async fn watch_maps(&self) -> Result<MapWatch> {
+        Err(Error::Catalog {
+            reason: "a master file has no watch; its version is polled".to_owned(),
+        })
+    }
+}
+
+/// A runner's hold on one migration in a store, released when dropped (in the background, on
+/// the current runtime) or by [`release`](Self::release).
+#[async_trait]
+pub(crate) trait RunnerClaim: std::fmt::Debug + Send + Sync {
+    /// Releases the claim now, waiting for the store to forget it.
+    async fn release(self: Box<Self>);
+}
+
+/// What a store's watch of the map records reports.
+#[async_trait]
+#[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+pub(crate) trait MapChanges: std::fmt::Debug + Send {
+    /// Waits for the next change to the map records. An error means the watch ended (the store
+    /// went away or canceled it); open a new one.
+    async fn changed(&mut self) -> Result<()>;
+}
+
+/// An open watch of a store's map records (see [`CatalogStore::watch_maps`]).
+#[derive(Debug)]
+#[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+pub(crate) struct MapWatch(pub(super) Box<dyn MapChanges>);
+
+#[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+impl MapWatch {
+    /// Waits for the next change to the map records. An error means the watch ended; open a new
+    /// one.
+    pub async fn changed(&mut self) -> Result<()> {
+        self.0.changed().await
     }
 }

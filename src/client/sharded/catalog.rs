@@ -9,40 +9,104 @@
 //! [`ShardedClientOptions::refresh_interval`](super::ShardedClientOptions::refresh_interval):
 //! a cheap version read, not a catalog read per call.
 
-use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use async_trait::async_trait;
 
 use super::ShardedClient;
-use crate::catalog::{Catalog, diff};
-use crate::data::{ActivationRequest, ActivationResult, CatalogApplyResult, CatalogUpdateRequest, CatalogValidation};
+use crate::catalog::Catalog;
+use crate::data::{
+    ActivationRequest, ActivationResult, CatalogAdmin, CatalogApplyResult, CatalogState, CatalogUpdateRequest,
+    CatalogValidation,
+};
 use crate::error::{Error, Result};
 use crate::map::ShardMap;
 
-impl ShardedClient {
-    fn require_catalog(&self) -> Result<&Catalog> {
-        self.catalog().ok_or_else(|| Error::Catalog {
+/// The catalog of a [`ShardedClient`]: the master catalog it was opened from, its state, map
+/// updates and live activation. Handed out by [`ShardedClient::catalog`]; the in-process
+/// [`CatalogAdmin`].
+///
+/// ```no_run
+/// # async fn demo(proposal: shardlite::data::CatalogUpdateRequest) -> shardlite::Result<()> {
+/// use shardlite::client::ShardedClient;
+/// use shardlite::data::ActivationRequest;
+///
+/// let sharded = ShardedClient::open("data/master.db").await?;
+/// let catalog = sharded.catalog();
+/// let applied = catalog.apply(&proposal).await?;
+/// if let Some(version) = applied.pending_map_version {
+///     let activated = catalog.activate(&ActivationRequest::new(version)).await?;
+///     println!("shards whose ownership changed: {:?}", activated.affected_shards);
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct ShardedCatalog<'a> {
+    sharded: &'a ShardedClient,
+}
+
+impl<'a> ShardedCatalog<'a> {
+    pub(super) fn new(sharded: &'a ShardedClient) -> Self {
+        Self { sharded }
+    }
+
+    /// The master catalog, when the client was opened from one (`None` for a map held in
+    /// memory).
+    pub fn master(self) -> Option<&'a Catalog> {
+        self.sharded.inner.catalog.as_ref()
+    }
+
+    fn require_master(self) -> Result<&'a Catalog> {
+        self.master().ok_or_else(|| Error::Catalog {
             reason: "catalog updates need a client opened from a master catalog, not a map held in memory".to_owned(),
         })
     }
 
+    /// The catalog state: live map, pending map (if a different version is stored) and history.
+    pub async fn state(self) -> Result<CatalogState> {
+        let generation = self.sharded.inner.fresh().await;
+        let active_map = generation.map.snapshot();
+        let Some(catalog) = self.master() else {
+            return Ok(CatalogState {
+                source: "in-memory".to_owned(),
+                is_catalog_enabled: false,
+                active_map,
+                pending_map: None,
+                history: Vec::new(),
+            });
+        };
+        let pending_map = match catalog.pending_options().await? {
+            Some(options) if u64::try_from(options.map_version).ok() != Some(generation.map.version()) => {
+                Some(ShardMap::new(options)?.snapshot())
+            }
+            _ => None,
+        };
+        Ok(CatalogState {
+            source: "master-catalog".to_owned(),
+            is_catalog_enabled: true,
+            active_map,
+            pending_map,
+            history: catalog.history().await?,
+        })
+    }
+
     /// Validates a proposed map against the catalog; changes nothing.
-    pub async fn validate_catalog_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogValidation> {
-        self.require_catalog()?.validate_update(request).await
+    pub async fn validate(self, request: &CatalogUpdateRequest) -> Result<CatalogValidation> {
+        self.require_master()?.validate_update(request).await
     }
 
     /// Validates and writes a proposed map as the pending map (compare-and-set on the versions).
-    pub async fn apply_catalog_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogApplyResult> {
-        self.require_catalog()?.apply_update(request.clone()).await
+    pub async fn apply(self, request: &CatalogUpdateRequest) -> Result<CatalogApplyResult> {
+        self.require_master()?.apply_update(request.clone()).await
     }
 
     /// Makes the pending map active in the catalog and in this client, without a restart, and
     /// drains open transactions on the shards whose ownership changed.
-    pub async fn activate_pending_map(&self, request: &ActivationRequest) -> Result<ActivationResult> {
-        let (previous, next) = self.require_catalog()?.activate_pending(request).await?;
+    pub async fn activate(self, request: &ActivationRequest) -> Result<ActivationResult> {
+        let (previous, next) = self.require_master()?.activate_pending(request).await?;
         let previous_version = previous.version();
         let active_map_version = next.version();
-        let affected = self.switch_to(previous, next).await?;
-        let rolled_back = self.drain(&affected).await;
+        let shared = &self.sharded.inner;
+        let affected = shared.switch_to(previous, next).await?;
+        let rolled_back = shared.drain(&affected).await;
         Ok(ActivationResult {
             active_map_version,
             previous_map_version: previous_version,
@@ -50,45 +114,20 @@ impl ShardedClient {
             rolled_back_transactions: rolled_back,
         })
     }
+}
 
-    /// Swaps in `next` (whose predecessor is `previous`) unless this client already serves it.
-    /// Returns the shards whose ownership changed.
-    pub(super) async fn switch_to(&self, previous: ShardMap, next: ShardMap) -> Result<BTreeSet<String>> {
-        let changes = if previous.keyspace().eq_ignore_ascii_case(next.keyspace())
-            && previous.bucket_count() == next.bucket_count()
-        {
-            diff(&previous, &next).affected_shards()
-        } else {
-            // Every shard is affected when routing itself changed.
-            previous
-                .shards()
-                .iter()
-                .chain(next.shards())
-                .map(|shard| shard.id.to_ascii_lowercase())
-                .collect()
-        };
-        self.install(next, &changes).await?;
-        Ok(changes)
+#[async_trait]
+impl CatalogAdmin for ShardedClient {
+    async fn catalog_state(&self) -> Result<CatalogState> {
+        self.catalog().state().await
     }
-
-    /// Waits up to the drain timeout for open transactions on `affected` local shards to end,
-    /// then rolls back the rest. Returns how many were rolled back.
-    pub(super) async fn drain(&self, affected: &BTreeSet<String>) -> u64 {
-        let locals = self.local_shards(affected);
-        if locals.is_empty() {
-            return 0;
-        }
-        let deadline = Instant::now() + self.drain_timeout();
-        while Instant::now() < deadline
-            && locals
-                .iter()
-                .any(|local| local.database().sessions().open_sessions() > 0)
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        locals
-            .iter()
-            .map(|local| u64::try_from(local.database().sessions().abort_sessions()).unwrap_or(u64::MAX))
-            .sum()
+    async fn validate_catalog_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogValidation> {
+        self.catalog().validate(request).await
+    }
+    async fn apply_catalog_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogApplyResult> {
+        self.catalog().apply(request).await
+    }
+    async fn activate_pending_map(&self, request: &ActivationRequest) -> Result<ActivationResult> {
+        self.catalog().activate(request).await
     }
 }

@@ -1,15 +1,18 @@
 //! Dedicated connections on a route's shard, and the map checks they pass before every call.
 
-use super::ShardedClient;
+use super::Shared;
 use super::generation::ShardSlot;
 use crate::engine::DedicatedConnection;
 use crate::error::{Error, Result, StaleMapVersion, TransactionRouteConflict};
 use crate::routing::RouteContext;
 
-impl ShardedClient {
+impl Shared {
     /// Opens a connection of its own on the shard `route` resolves to (an in-process file).
     /// Returns it with the map version and shard id it was opened under.
-    pub(crate) async fn dedicated_for_route(&self, route: &RouteContext) -> Result<(DedicatedConnection, u64, String)> {
+    pub(crate) async fn dedicated_for_route(
+        self: &std::sync::Arc<Self>,
+        route: &RouteContext,
+    ) -> Result<(DedicatedConnection, u64, String)> {
         let generation = self.fresh().await;
         let resolution = generation.map.resolve(route.keyspace(), route.key())?;
         let index = resolution.shard_index;
@@ -34,7 +37,7 @@ impl ShardedClient {
     /// the route resolves to the same shard. `naming` names the connection (or its transaction)
     /// in the error.
     pub(crate) async fn check_dedicated(
-        &self,
+        self: &std::sync::Arc<Self>,
         route: &RouteContext,
         version: u64,
         shard_id: &str,

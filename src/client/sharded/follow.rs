@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::{Inner, ShardedClient};
+use super::Shared;
 use crate::catalog::Catalog;
 
 /// Ends the follower when dropped (with the client's last handle).
@@ -26,7 +26,7 @@ pub(super) struct FollowerStop(#[allow(dead_code)] oneshot::Sender<()>);
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
 /// Starts following `catalog` for the client whose state is `inner`; returns what stops it.
-pub(super) fn start(catalog: &Catalog, inner: Weak<Inner>, interval: Duration) -> Option<FollowerStop> {
+pub(super) fn start(catalog: &Catalog, inner: Weak<Shared>, interval: Duration) -> Option<FollowerStop> {
     // Without a runtime (never the case for an async open) there is nothing to run it on; the
     // version check on calls still notices new maps.
     let runtime = tokio::runtime::Handle::try_current().ok()?;
@@ -42,15 +42,15 @@ pub(super) fn start(catalog: &Catalog, inner: Weak<Inner>, interval: Duration) -
 
 /// Loads the catalog's active map into the client, if it still exists. `false` once it is gone.
 #[cfg(feature = "etcd")]
-async fn reload(inner: &Weak<Inner>) -> bool {
+async fn reload(inner: &Weak<Shared>) -> bool {
     let Some(inner) = inner.upgrade() else {
         return false;
     };
-    ShardedClient { inner }.load_active().await;
+    inner.load_active().await;
     true
 }
 
-async fn poll(inner: Weak<Inner>, mut stopped: oneshot::Receiver<()>, interval: Duration) {
+async fn poll(inner: Weak<Shared>, mut stopped: oneshot::Receiver<()>, interval: Duration) {
     loop {
         tokio::select! {
             _ = &mut stopped => return,
@@ -59,20 +59,19 @@ async fn poll(inner: Weak<Inner>, mut stopped: oneshot::Receiver<()>, interval: 
         let Some(strong) = inner.upgrade() else {
             return;
         };
-        let client = ShardedClient { inner: strong };
-        let served = client.generation().map.version();
-        let changed = match &client.inner.catalog {
+        let served = strong.generation().map.version();
+        let changed = match &strong.catalog {
             Some(catalog) => matches!(catalog.active_version().await, Ok(Some(v)) if v != served),
             None => return,
         };
         if changed {
-            client.load_active().await;
+            strong.load_active().await;
         }
     }
 }
 
 #[cfg(feature = "etcd")]
-async fn watch(catalog: Catalog, inner: Weak<Inner>, mut stopped: oneshot::Receiver<()>) {
+async fn watch(catalog: Catalog, inner: Weak<Shared>, mut stopped: oneshot::Receiver<()>) {
     let mut backoff = Duration::from_millis(100);
     loop {
         let opened = tokio::select! {

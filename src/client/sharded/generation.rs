@@ -5,12 +5,13 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use arc_swap::Guard;
 use futures_util::future::{BoxFuture, join_all};
 
-use super::{ShardedClient, remote};
+use super::{Shared, remote};
+use crate::catalog::diff;
 use crate::client::LocalClient;
 use crate::data::DataClient;
 use crate::engine::EngineConfig;
@@ -85,7 +86,7 @@ impl Generation {
             .all(|(_, affected)| !affected.contains(&shard))
     }
 
-    fn local_of(&self, shard_id: &str) -> Option<LocalClient> {
+    pub(super) fn local_of(&self, shard_id: &str) -> Option<LocalClient> {
         let index = self.map.shard_index(shard_id)?;
         match &self.shards[index] {
             ShardSlot::Ready { local, .. } => local.clone(),
@@ -160,17 +161,17 @@ pub(super) fn data_source_of(map: &ShardMap) -> String {
     format!("sharded://{}?version={}", map.keyspace(), map.version())
 }
 
-impl ShardedClient {
+impl Shared {
     /// The generation calls use now, without checking the catalog.
     pub(super) fn generation(&self) -> Arc<Generation> {
-        self.inner.current.load_full()
+        self.current.load_full()
     }
 
     /// The generation calls use now, after noticing a map another process activated: at most
     /// once per refresh interval, this reads the active version from the catalog (a cheap read)
     /// and, when it changed, loads and installs the new map. A catalog that cannot be read
     /// leaves the current map in place.
-    pub(crate) async fn fresh(&self) -> Arc<Generation> {
+    pub(crate) async fn fresh(self: &Arc<Self>) -> Arc<Generation> {
         let current = self.generation();
         let Some(catalog) = self.polled_catalog() else {
             return current;
@@ -191,11 +192,11 @@ impl ShardedClient {
     /// The generation is lent, not cloned: a blocking call holds it for as long as it runs,
     /// without touching a reference count other threads share.
     pub(crate) fn fresh_blocking(
-        &self,
+        self: &Arc<Self>,
         now: Instant,
         block_on: impl FnOnce(BoxFuture<'_, Arc<Generation>>) -> Arc<Generation>,
     ) -> Guard<Arc<Generation>> {
-        let current = self.inner.current.load();
+        let current = self.current.load();
         let Some(catalog) = self.polled_catalog() else {
             return current;
         };
@@ -206,7 +207,7 @@ impl ShardedClient {
             Ok(Some(version)) if version != current.map.version() => {
                 drop(current);
                 block_on(Box::pin(self.load_active()));
-                self.inner.current.load()
+                self.current.load()
             }
             _ => current,
         }
@@ -216,31 +217,29 @@ impl ShardedClient {
     /// `now`: the fast path of an async call that runs to its end without waiting. `None` when
     /// a check is due; the caller then goes through [`fresh`](Self::fresh), which makes it.
     pub(crate) fn lend_unless_check_due(&self, now: Instant) -> Option<Guard<Arc<Generation>>> {
-        if self.inner.polls_catalog && self.millis_since_epoch(now) >= self.inner.next_check_ms.load(Ordering::Relaxed)
-        {
+        if self.polls_catalog && self.millis_since_epoch(now) >= self.next_check_ms.load(Ordering::Relaxed) {
             return None;
         }
-        Some(self.inner.current.load())
+        Some(self.current.load())
     }
 
     /// The catalog whose version calls check: a master file. A catalog in etcd is watched
     /// instead ([`follow`](super::follow)).
     fn polled_catalog(&self) -> Option<&crate::catalog::Catalog> {
-        self.inner.catalog.as_ref().filter(|_| self.inner.polls_catalog)
+        self.catalog.as_ref().filter(|_| self.polls_catalog)
     }
 
     fn millis_since_epoch(&self, now: Instant) -> u64 {
-        u64::try_from(now.saturating_duration_since(self.inner.epoch).as_millis()).unwrap_or(u64::MAX)
+        u64::try_from(now.saturating_duration_since(self.epoch).as_millis()).unwrap_or(u64::MAX)
     }
 
     /// Whether this caller checks the catalog's version at `now`: at most one caller per
     /// refresh interval does.
     fn claim_version_check(&self, now: Instant) -> bool {
         let now = self.millis_since_epoch(now);
-        let due = self.inner.next_check_ms.load(Ordering::Relaxed);
+        let due = self.next_check_ms.load(Ordering::Relaxed);
         now >= due
             && self
-                .inner
                 .next_check_ms
                 .compare_exchange(
                     due,
@@ -252,11 +251,11 @@ impl ShardedClient {
     }
 
     /// Loads and installs the catalog's active map when it is not the one served.
-    pub(super) async fn load_active(&self) -> Arc<Generation> {
-        let Some(catalog) = &self.inner.catalog else {
+    pub(super) async fn load_active(self: &Arc<Self>) -> Arc<Generation> {
+        let Some(catalog) = &self.catalog else {
             return self.generation();
         };
-        let _switching = self.inner.switching.lock().await;
+        let _switching = self.switching.lock().await;
         let current = self.generation();
         let next = match catalog.active_map().await {
             Ok(next) if next.version() != current.map.version() => next,
@@ -267,10 +266,10 @@ impl ShardedClient {
             // Transactions of this process on the affected shards are drained as on the router
             // that activated the map (SPEC section 6): a bounded time to finish, then rolled
             // back. In the background, so that the call that noticed the map goes on.
-            let client = self.clone();
+            let shared = Arc::clone(self);
             match tokio::runtime::Handle::try_current() {
                 Ok(runtime) => {
-                    runtime.spawn(async move { client.drain(&affected).await });
+                    runtime.spawn(async move { shared.drain(&affected).await });
                 }
                 Err(_) => {
                     for local in self.local_shards(&affected) {
@@ -283,7 +282,7 @@ impl ShardedClient {
     }
 
     fn refresh_ms(&self) -> u64 {
-        u64::try_from(self.inner.options.refresh_interval.as_millis()).unwrap_or(u64::MAX)
+        u64::try_from(self.options.refresh_interval.as_millis()).unwrap_or(u64::MAX)
     }
 
     /// Installs `next` as the current generation, reusing the clients of unchanged shards.
@@ -293,8 +292,8 @@ impl ShardedClient {
         if current.map.version() == next.version() {
             return Ok(());
         }
-        let master = self.inner.catalog.as_ref().map(|c| c.path().to_path_buf());
-        let shards = open_slots(&next, master.as_deref(), &self.inner.options.engine, Some(&current)).await;
+        let master = self.catalog.as_ref().map(|c| c.path().to_path_buf());
+        let shards = open_slots(&next, master.as_deref(), &self.options.engine, Some(&current)).await;
         let mut retired = current.retired.clone();
         retired.push((current.map.version(), affected.clone()));
         let generation = Generation {
@@ -303,9 +302,9 @@ impl ShardedClient {
             shards,
             retired,
         };
-        self.inner.current.store(Arc::new(generation));
-        self.inner.next_check_ms.store(
-            u64::try_from(self.inner.epoch.elapsed().as_millis())
+        self.current.store(Arc::new(generation));
+        self.next_check_ms.store(
+            u64::try_from(self.epoch.elapsed().as_millis())
                 .unwrap_or(u64::MAX)
                 .saturating_add(self.refresh_ms()),
             Ordering::Relaxed,
@@ -319,14 +318,44 @@ impl ShardedClient {
         shard_ids.iter().filter_map(|id| generation.local_of(id)).collect()
     }
 
-    /// The in-process file of shard `shard_id` in the current generation; `None` when the
-    /// shard is remote, disabled, unavailable or unknown. Migrations use it to copy between
-    /// two local files inside SQLite.
-    pub(crate) fn local_shard(&self, shard_id: &str) -> Option<LocalClient> {
-        self.generation().local_of(shard_id)
+    /// Swaps in `next` (whose predecessor is `previous`) unless this client already serves it.
+    /// Returns the shards whose ownership changed.
+    pub(super) async fn switch_to(&self, previous: ShardMap, next: ShardMap) -> Result<BTreeSet<String>> {
+        let changes = if previous.keyspace().eq_ignore_ascii_case(next.keyspace())
+            && previous.bucket_count() == next.bucket_count()
+        {
+            diff(&previous, &next).affected_shards()
+        } else {
+            // Every shard is affected when routing itself changed.
+            previous
+                .shards()
+                .iter()
+                .chain(next.shards())
+                .map(|shard| shard.id.to_ascii_lowercase())
+                .collect()
+        };
+        self.install(next, &changes).await?;
+        Ok(changes)
     }
 
-    pub(super) fn drain_timeout(&self) -> std::time::Duration {
-        self.inner.options.drain_timeout
+    /// Waits up to the drain timeout for open transactions on `affected` local shards to end,
+    /// then rolls back the rest. Returns how many were rolled back.
+    pub(super) async fn drain(&self, affected: &BTreeSet<String>) -> u64 {
+        let locals = self.local_shards(affected);
+        if locals.is_empty() {
+            return 0;
+        }
+        let deadline = Instant::now() + self.options.drain_timeout;
+        while Instant::now() < deadline
+            && locals
+                .iter()
+                .any(|local| local.database().sessions().open_sessions() > 0)
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        locals
+            .iter()
+            .map(|local| u64::try_from(local.database().sessions().abort_sessions()).unwrap_or(u64::MAX))
+            .sum()
     }
 }

@@ -1,14 +1,26 @@
 //! The sharded client: one map, one client per shard, and routing of every call.
 //!
-//! - this file: opening a client, and which client serves a shard or a route;
+//! [`ShardedClient`] (this file) opens a map, routes, and hands out its parts, one type and
+//! file each, as [`Database`](crate::engine::Database) does:
+//! - [`shards`]: [`Shards`], shard health, counts and heat (the in-process [`Topology`]);
+//! - [`query`]: [`ShardedQuery`], SQL on every shard and one `SELECT` merged across them
+//!   ([`FanOut`]);
+//! - [`catalog`]: [`ShardedCatalog`], catalog state, updates and live activation
+//!   ([`CatalogAdmin`]);
+//! - [`schema`]: [`ShardedSchema`], schema migrations and schema status on every shard
+//!   ([`SchemaAdmin`]);
+//! - [`transactions`]: [`ShardedTransactions`], routed transactions and their RAII guard.
+//!
+//! Behind them, crate-private:
 //! - [`generation`]: the map served now and its shards' clients, swapped whole on activation;
-//! - [`catalog`]: catalog updates and live activation;
 //! - [`follow`]: following the catalog, so that a map activated elsewhere is served here;
-//! - [`status`]: shard health, fan-out and catalog state;
-//! - [`query`]: one `SELECT` over every shard, merged into one result;
-//! - [`schema`]: schema migrations and schema status on every shard;
-//! - [`transactions`]: routed transactions and their RAII guard;
+//! - [`dedicated`]: connections of their own on a route's shard, for the sqlx driver;
 //! - [`remote`]: shards reached through another daemon or a connection string.
+//!
+//! [`Topology`]: crate::data::Topology
+//! [`FanOut`]: crate::data::FanOut
+//! [`CatalogAdmin`]: crate::data::CatalogAdmin
+//! [`SchemaAdmin`]: crate::data::SchemaAdmin
 
 mod catalog;
 mod dedicated;
@@ -17,10 +29,14 @@ pub(super) mod generation;
 mod query;
 mod remote;
 mod schema;
-mod status;
+mod shards;
 mod transactions;
 
-pub use transactions::ShardedTransaction;
+pub use catalog::ShardedCatalog;
+pub use query::ShardedQuery;
+pub use schema::ShardedSchema;
+pub use shards::Shards;
+pub use transactions::{ShardedTransaction, ShardedTransactions};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -31,16 +47,18 @@ use arc_swap::ArcSwap;
 
 use self::generation::{Generation, data_source_of, open_slots};
 
-use super::RoutedClient;
+use super::{LocalClient, RoutedClient};
 use crate::catalog::{Catalog, check_shard_files};
 use crate::data::DataClient;
 use crate::engine::EngineConfig;
 use crate::error::{Error, Result};
-use crate::heat::{DEFAULT_HALF_LIFE, HeatRecorder, HeatReport};
+use crate::heat::{DEFAULT_HALF_LIFE, HeatRecorder};
 use crate::map::{ShardMap, ShardMapSnapshot};
 use crate::routing::{ResolvedRoute, RouteContext};
 
-struct Inner {
+/// What every clone of a [`ShardedClient`] shares: the map served now, the catalog, the
+/// settings, and the heat of routed calls.
+pub(crate) struct Shared {
     catalog: Option<Catalog>,
     options: ShardedClientOptions,
     /// The generation calls use now; a call loads it without a lock.
@@ -63,14 +81,13 @@ struct Inner {
 /// A client over every shard of one map.
 ///
 /// Route-bound work goes through [`for_route`](Self::for_route), whose client is a
-/// [`DataClient`]; the sharded client is not one, having no route. Without a route it sums
-/// counts over every shard ([`info`](Self::info)) and runs transaction calls routed by the id
-/// alone ([`execute_in_transaction`](Self::execute_in_transaction),
-/// [`commit_transaction`](Self::commit_transaction),
-/// [`rollback_transaction`](Self::rollback_transaction)); operators use
-/// [`status`](Self::status), [`execute_sql_on_all_shards`](Self::execute_sql_on_all_shards) and
-/// [`execute_read_only_sql_on_all_shards`](Self::execute_read_only_sql_on_all_shards).
-/// Cloning is cheap and shares the shards.
+/// [`DataClient`]; the sharded client is not one, having no route. The rest it hands out as
+/// parts: [`shards`](Self::shards) (health, counts summed over every shard, heat),
+/// [`query`](Self::query) (SQL on every shard, one `SELECT` merged across them),
+/// [`catalog`](Self::catalog) (catalog state, updates, activation), [`schema`](Self::schema)
+/// (schema migrations) and [`transactions`](Self::transactions) (routed transactions, and calls
+/// routed by a transaction's id alone). It implements the operator contract,
+/// [`ShardAdmin`](crate::data::ShardAdmin), in-process. Cloning is cheap and shares the shards.
 ///
 /// ```no_run
 /// # async fn demo() -> shardlite::Result<()> {
@@ -93,13 +110,13 @@ struct Inner {
 /// ```
 #[derive(Clone)]
 pub struct ShardedClient {
-    inner: Arc<Inner>,
+    inner: Arc<Shared>,
 }
 
 impl std::fmt::Debug for ShardedClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ShardedClient")
-            .field("data_source", &self.generation().data_source)
+            .field("data_source", &self.inner.generation().data_source)
             .finish_non_exhaustive()
     }
 }
@@ -146,19 +163,6 @@ impl ShardedClientOptions {
 const MAX_FAN_OUT_WIDTH: usize = 64;
 
 impl ShardedClient {
-    /// In-process shard files open now (see [`EngineConfig::max_open_shards`](crate::engine::EngineConfig::max_open_shards)).
-    pub fn open_shard_count(&self) -> usize {
-        self.inner.options.engine.open_shards.len()
-    }
-
-    /// Runs `work` (one future per shard) a bounded number at a time, answering in order: a
-    /// fan-out over ten thousand shards holds a few open at once, not all of them.
-    pub(super) async fn bounded<F: Future>(&self, work: Vec<F>) -> Vec<F::Output> {
-        use futures_util::StreamExt as _;
-        let width = (self.inner.options.engine.max_open_shards / 2).clamp(1, MAX_FAN_OUT_WIDTH);
-        futures_util::stream::iter(work).buffered(width).collect().await
-    }
-
     /// Opens the master catalog at `master` and every shard of its active map.
     ///
     /// A relative `dataSource` (or connection-string `Data Source`) is a file in the master's
@@ -213,7 +217,7 @@ impl ShardedClient {
         let interval = options.refresh_interval;
         let heat = HeatRecorder::new(generation.map.bucket_count(), options.heat_half_life);
         let client = Self {
-            inner: Arc::new(Inner {
+            inner: Arc::new(Shared {
                 polls_catalog: catalog.as_ref().is_some_and(|c| !c.is_watched()),
                 catalog,
                 options,
@@ -237,43 +241,27 @@ impl ShardedClient {
     /// The map this client serves now (activation replaces it; a call that began before keeps
     /// the map it started with).
     pub fn map(&self) -> ActiveMap {
-        ActiveMap(self.generation())
+        ActiveMap(self.inner.generation())
     }
 
     /// A secret-free snapshot of the active map.
     pub fn map_snapshot(&self) -> ShardMapSnapshot {
-        self.generation().map.snapshot()
+        self.inner.generation().map.snapshot()
     }
 
     /// `sharded://{keyspace}?version={mapVersion}`.
     pub fn data_source(&self) -> String {
-        self.generation().data_source.clone()
-    }
-
-    /// The master catalog, when opened from one.
-    pub fn catalog(&self) -> Option<&Catalog> {
-        self.inner.catalog.as_ref()
+        self.inner.generation().data_source.clone()
     }
 
     /// Resolves a route against the active map.
     pub fn resolve_route(&self, route: &RouteContext) -> Result<ResolvedRoute> {
         Ok(self
+            .inner
             .generation()
             .map
             .resolve(route.keyspace(), route.key())?
             .to_resolved())
-    }
-
-    /// The heat of the calls routed through this client (and its route-bound clients) lately:
-    /// decayed request and row counts by shard, bucket and hottest route key, shards credited
-    /// as the active map routes.
-    pub fn heat_report(&self) -> HeatReport {
-        self.inner.heat.report(&self.generation().map)
-    }
-
-    /// The recorder route-bound clients count their calls in.
-    pub(crate) fn heat(&self) -> &HeatRecorder {
-        &self.inner.heat
     }
 
     /// A client bound to one route: every call runs on the shard the route resolves to.
@@ -287,7 +275,7 @@ impl ShardedClient {
 
     /// The client of one shard, bypassing routing (for operators and diagnostics).
     pub fn for_shard_id(&self, shard_id: &str) -> Result<Arc<dyn DataClient>> {
-        let generation = self.generation();
+        let generation = self.inner.generation();
         let index = generation
             .map
             .shard_index(shard_id)
@@ -295,6 +283,44 @@ impl ShardedClient {
                 shard_id: shard_id.trim().to_owned(),
             })?;
         generation.slot_client(index)
+    }
+
+    /// The in-process file of shard `shard_id` in the current generation; `None` when the
+    /// shard is remote, disabled, unavailable or unknown. Data moves use it to copy between
+    /// two local files inside SQLite.
+    pub(crate) fn local_shard(&self, shard_id: &str) -> Option<LocalClient> {
+        self.inner.generation().local_of(shard_id)
+    }
+
+    /// Its shards: health, counts summed over every shard, heat.
+    pub fn shards(&self) -> Shards<'_> {
+        Shards::new(self)
+    }
+
+    /// SQL on every enabled shard, and one `SELECT` merged across them.
+    pub fn query(&self) -> ShardedQuery<'_> {
+        ShardedQuery::new(self)
+    }
+
+    /// Its catalog: the master catalog it was opened from, the catalog state, map updates and
+    /// live activation.
+    pub fn catalog(&self) -> ShardedCatalog<'_> {
+        ShardedCatalog::new(self)
+    }
+
+    /// Schema migrations and schema status on every enabled shard.
+    pub fn schema(&self) -> ShardedSchema<'_> {
+        ShardedSchema::new(self)
+    }
+
+    /// Routed transactions, and transaction calls routed by the id alone.
+    pub fn transactions(&self) -> ShardedTransactions<'_> {
+        ShardedTransactions::new(self)
+    }
+
+    /// What every clone shares, for the crate's own clients (route-bound, blocking, dedicated).
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.inner
     }
 }
 
@@ -332,5 +358,20 @@ impl ActiveMap {
 impl std::fmt::Debug for ActiveMap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.0.map.fmt(f)
+    }
+}
+
+impl Shared {
+    /// Runs `work` (one future per shard) a bounded number at a time, answering in order: a
+    /// fan-out over ten thousand shards holds a few open at once, not all of them.
+    pub(super) async fn bounded<F: Future>(&self, work: Vec<F>) -> Vec<F::Output> {
+        use futures_util::StreamExt as _;
+        let width = (self.options.engine.max_open_shards / 2).clamp(1, MAX_FAN_OUT_WIDTH);
+        futures_util::stream::iter(work).buffered(width).collect().await
+    }
+
+    /// The recorder route-bound clients count their calls in.
+    pub(crate) fn heat(&self) -> &HeatRecorder {
+        &self.heat
     }
 }

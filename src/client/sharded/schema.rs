@@ -1,26 +1,41 @@
 //! Schema migrations and schema status across every shard (see [`crate::schema`]).
 
+use async_trait::async_trait;
+
 use super::ShardedClient;
-use crate::data::{SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport};
+use crate::data::{SchemaAdmin, SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport};
 use crate::error::{Error, Result};
 use crate::schema::{self, check_migrations};
 
-impl ShardedClient {
+/// The schema of every shard of a [`ShardedClient`]: sqlx-style migrations applied everywhere,
+/// and drift between shards. Handed out by [`ShardedClient::schema`]; the in-process
+/// [`SchemaAdmin`].
+#[derive(Debug, Clone, Copy)]
+pub struct ShardedSchema<'a> {
+    sharded: &'a ShardedClient,
+}
+
+impl<'a> ShardedSchema<'a> {
+    pub(super) fn new(sharded: &'a ShardedClient) -> Self {
+        Self { sharded }
+    }
+
     /// Every enabled shard's schema, in parallel: applied sqlx migration versions, a fingerprint of
     /// its `sqlite_master` (internal tables left out), and how it drifts from the majority.
     ///
     /// ```no_run
     /// # async fn demo() -> shardlite::Result<()> {
     /// let sharded = shardlite::client::ShardedClient::open("data/master.db").await?;
-    /// for shard in sharded.schema_status().await?.drifted() {
+    /// for shard in sharded.schema().status().await?.drifted() {
     ///     println!("{} drifts: {:?}", shard.shard_id, shard.differences);
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn schema_status(&self) -> Result<SchemaStatusReport> {
-        let generation = self.fresh().await;
+    pub async fn status(self) -> Result<SchemaStatusReport> {
+        let shared = &self.sharded.inner;
+        let generation = shared.fresh().await;
         let map = &generation.map;
-        let schemas = self
+        let schemas = shared
             .bounded(
                 generation
                     .enabled_shards()
@@ -53,16 +68,17 @@ impl ShardedClient {
     ///
     /// let sharded = shardlite::client::ShardedClient::open("data/master.db").await?;
     /// let migrations = shardlite::schema::read_migration_dir("migrations")?;
-    /// let report = sharded.migrate_schema(&SchemaMigrationRequest::new(migrations)).await?;
+    /// let report = sharded.schema().migrate(&SchemaMigrationRequest::new(migrations)).await?;
     /// for shard in report.failed() {
     ///     eprintln!("{}: {}", shard.shard_id, shard.error.as_deref().unwrap_or_default());
     /// }
     /// assert!(report.all_at_target());
     /// # Ok(()) }
     /// ```
-    pub async fn migrate_schema(&self, request: &SchemaMigrationRequest) -> Result<SchemaMigrationReport> {
+    pub async fn migrate(self, request: &SchemaMigrationRequest) -> Result<SchemaMigrationReport> {
         let migrations = check_migrations(&request.migrations)?;
-        let generation = self.fresh().await;
+        let shared = &self.sharded.inner;
+        let generation = shared.fresh().await;
         let map = &generation.map;
         let mut chosen = Vec::new();
         for id in &request.shard_ids {
@@ -78,7 +94,7 @@ impl ShardedClient {
             chosen.push(index);
         }
         let migrations = &migrations;
-        let shards = self
+        let shards = shared
             .bounded(
                 generation
                     .enabled_shards()
@@ -100,5 +116,15 @@ impl ShardedClient {
             dry_run: request.dry_run,
             shards,
         })
+    }
+}
+
+#[async_trait]
+impl SchemaAdmin for ShardedClient {
+    async fn schema_status(&self) -> Result<SchemaStatusReport> {
+        self.schema().status().await
+    }
+    async fn migrate_schema(&self, request: &SchemaMigrationRequest) -> Result<SchemaMigrationReport> {
+        self.schema().migrate(request).await
     }
 }

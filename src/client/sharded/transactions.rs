@@ -9,21 +9,46 @@ use crate::error::{Error, Result, StaleMapVersion, TransactionRouteConflict};
 use crate::routing::RouteContext;
 use crate::transaction::TransactionId;
 
-impl ShardedClient {
+/// The transactions of a [`ShardedClient`]: begun on a route's shard, then run, committed or
+/// rolled back by their id alone, which names the map version and shard. Handed out by
+/// [`ShardedClient::transactions`].
+///
+/// ```no_run
+/// # async fn demo(sharded: shardlite::client::ShardedClient, id: &str) -> shardlite::Result<()> {
+/// use shardlite::client::Params;
+///
+/// // An id handed back by a route's client, or by a daemon, needs no route here.
+/// let transactions = sharded.transactions();
+/// transactions.execute(id, "UPDATE orders SET amount = amount + 1", Params::none()).await?;
+/// transactions.commit(id).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct ShardedTransactions<'a> {
+    sharded: &'a ShardedClient,
+}
+
+impl<'a> ShardedTransactions<'a> {
+    pub(super) fn new(sharded: &'a ShardedClient) -> Self {
+        Self { sharded }
+    }
+
     /// Begins a transaction on the shard `route` resolves to. The guard rolls back when
     /// dropped without [`commit`](ShardedTransaction::commit).
-    pub async fn begin(&self, route: &RouteContext) -> Result<ShardedTransaction> {
-        let info = self.begin_on(route, TransactionOptions::default()).await?;
+    pub async fn begin(self, route: &RouteContext) -> Result<ShardedTransaction> {
+        let info = self.begin_with(route, TransactionOptions::default()).await?;
         Ok(ShardedTransaction {
-            sharded: self.clone(),
+            sharded: self.sharded.clone(),
             id: TransactionId::parse(&info.transaction_id)?,
             expires_at_utc: info.expires_at_utc,
             finished: false,
         })
     }
 
-    pub(crate) async fn begin_on(&self, route: &RouteContext, options: TransactionOptions) -> Result<TransactionInfo> {
-        let generation = self.fresh().await;
+    /// Begins a transaction with `options` on the shard `route` resolves to; its id is the
+    /// shard-prefixed one.
+    pub(crate) async fn begin_with(self, route: &RouteContext, options: TransactionOptions) -> Result<TransactionInfo> {
+        let generation = self.sharded.inner.fresh().await;
         let (index, client) = generation.route_client(route)?;
         let inner = client.begin_transaction_with(options).await?;
         let id = TransactionId::new(
@@ -43,12 +68,12 @@ impl ShardedClient {
     /// An id of an earlier map version stays valid when no activation since changed the
     /// ownership of its shard; otherwise it is [`Error::StaleMapVersion`].
     async fn transaction_target(
-        &self,
+        self,
         transaction_id: &str,
         route: Option<&RouteContext>,
     ) -> Result<(TransactionId, usize, Arc<dyn DataClient>)> {
         let id = TransactionId::parse(transaction_id)?;
-        let generation = self.fresh().await;
+        let generation = self.sharded.inner.fresh().await;
         let map = &generation.map;
         if !generation.admits(id.map_version(), id.shard_id()) {
             return Err(Error::from(StaleMapVersion {
@@ -75,22 +100,23 @@ impl ShardedClient {
 
     /// Executes SQL inside a transaction, routed by its id alone (a route's client checks the
     /// route against the id too).
-    pub async fn execute_in_transaction(&self, transaction_id: &str, sql: &str, params: Params) -> Result<SqlResult> {
-        self.tx_execute(transaction_id, None, sql, params).await
+    pub async fn execute(self, transaction_id: &str, sql: &str, params: Params) -> Result<SqlResult> {
+        self.execute_on(transaction_id, None, sql, params).await
     }
 
     /// Commits a transaction, routed by its id alone.
-    pub async fn commit_transaction(&self, transaction_id: &str) -> Result<()> {
-        self.tx_commit(transaction_id, None).await
+    pub async fn commit(self, transaction_id: &str) -> Result<()> {
+        self.commit_on(transaction_id, None).await
     }
 
     /// Rolls back a transaction, routed by its id alone.
-    pub async fn rollback_transaction(&self, transaction_id: &str) -> Result<()> {
-        self.tx_rollback(transaction_id, None).await
+    pub async fn rollback(self, transaction_id: &str) -> Result<()> {
+        self.rollback_on(transaction_id, None).await
     }
 
-    pub(crate) async fn tx_execute(
-        &self,
+    /// [`execute`](Self::execute), checking that `route` (when given) resolves to the id's shard.
+    pub(crate) async fn execute_on(
+        self,
         transaction_id: &str,
         route: Option<&RouteContext>,
         sql: &str,
@@ -103,7 +129,8 @@ impl ShardedClient {
             .map_err(|err| outer_id(err, transaction_id))
     }
 
-    pub(crate) async fn tx_commit(&self, transaction_id: &str, route: Option<&RouteContext>) -> Result<()> {
+    /// [`commit`](Self::commit), checking that `route` (when given) resolves to the id's shard.
+    pub(crate) async fn commit_on(self, transaction_id: &str, route: Option<&RouteContext>) -> Result<()> {
         let (id, _, client) = self.transaction_target(transaction_id, route).await?;
         client
             .commit_transaction(id.inner_id())
@@ -111,7 +138,9 @@ impl ShardedClient {
             .map_err(|err| outer_id(err, transaction_id))
     }
 
-    pub(crate) async fn tx_rollback(&self, transaction_id: &str, route: Option<&RouteContext>) -> Result<()> {
+    /// [`rollback`](Self::rollback), checking that `route` (when given) resolves to the id's
+    /// shard.
+    pub(crate) async fn rollback_on(self, transaction_id: &str, route: Option<&RouteContext>) -> Result<()> {
         let (id, _, client) = self.transaction_target(transaction_id, route).await?;
         client
             .rollback_transaction(id.inner_id())
@@ -119,8 +148,9 @@ impl ShardedClient {
             .map_err(|err| outer_id(err, transaction_id))
     }
 
-    pub(super) fn abandon(&self, id: &TransactionId) {
-        let generation = self.generation();
+    /// Rolls back a transaction whose guard was dropped, without waiting.
+    fn abandon(self, id: &TransactionId) {
+        let generation = self.sharded.inner.generation();
         let Some(index) = generation.map.shard_index(id.shard_id()) else {
             return;
         };
@@ -160,7 +190,7 @@ fn outer_id(err: Error, transaction_id: &str) -> Error {
 /// use shardlite::client::Params;
 /// use shardlite::RouteContext;
 ///
-/// let tx = sharded.begin(&RouteContext::new("orders_by_month", "2026-06")?).await?;
+/// let tx = sharded.transactions().begin(&RouteContext::new("orders_by_month", "2026-06")?).await?;
 /// tx.execute("INSERT INTO orders (order_month) VALUES (?1)", Params::from(vec!["2026-06"])).await?;
 /// tx.commit().await?;
 /// # Ok(()) }
@@ -194,26 +224,32 @@ impl ShardedTransaction {
 
     /// Executes SQL inside the transaction.
     pub async fn execute(&self, sql: &str, params: Params) -> Result<SqlResult> {
-        self.sharded.tx_execute(&self.id.to_string(), None, sql, params).await
+        self.sharded
+            .transactions()
+            .execute_on(&self.id.to_string(), None, sql, params)
+            .await
     }
 
     /// Commits.
     pub async fn commit(mut self) -> Result<()> {
         self.finished = true;
-        self.sharded.tx_commit(&self.id.to_string(), None).await
+        self.sharded.transactions().commit_on(&self.id.to_string(), None).await
     }
 
     /// Rolls back.
     pub async fn rollback(mut self) -> Result<()> {
         self.finished = true;
-        self.sharded.tx_rollback(&self.id.to_string(), None).await
+        self.sharded
+            .transactions()
+            .rollback_on(&self.id.to_string(), None)
+            .await
     }
 }
 
 impl Drop for ShardedTransaction {
     fn drop(&mut self) {
         if !self.finished {
-            self.sharded.abandon(&self.id);
+            self.sharded.transactions().abandon(&self.id);
         }
     }
 }

@@ -2,33 +2,35 @@
 //! request (one type, for an exact route key or a bucket range), and the result, which is also
 //! the checkpoint a resume continues from. Schema migrations' shapes are in `data/schema.rs`.
 //!
-//! The request and the stored spec hold a [`MigrationScope`] and an [`Audit`]; their JSON keeps
+//! The request and the stored spec hold a [`ReshardScope`] and an [`Audit`]; their JSON keeps
 //! the flat shapes the wire and the catalog have always had, through private forms
-//! (`KeyMigrationBody`, `BucketMigrationBody`, `StoredSpec`) that also give the OpenAPI schemas.
+//! (`KeyReshardBody`, `BucketReshardBody`, `StoredSpec`) that also give the OpenAPI schemas.
 
 use serde::{Deserialize, Serialize};
 
 use super::{CatalogIssue, MovedBuckets, MovedPin, Value};
 
+mod phase;
 mod request;
 mod spec;
 #[cfg(test)]
 mod tests;
 
+pub use phase::ReshardPhase;
 #[cfg(any(feature = "http", feature = "grpc", test))]
-pub(crate) use request::MigrationBody;
+pub(crate) use request::ReshardBody;
 #[cfg(any(feature = "server", test))]
-pub(crate) use request::{BucketMigrationBody, KeyMigrationBody};
-pub use request::{MigrationRequest, MigrationScope};
-pub use spec::MigrationSpec;
+pub(crate) use request::{BucketReshardBody, KeyReshardBody};
+pub use request::{ReshardRequest, ReshardScope};
+pub use spec::ReshardSpec;
 
 /// What a migration moves: tables with their route-key and primary-key columns, and JSON
 /// collections with their route-key property.
 ///
 /// ```
-/// use shardlite::data::MigrationManifest;
+/// use shardlite::data::ReshardManifest;
 ///
-/// let manifest: MigrationManifest = serde_json::from_str(r#"{
+/// let manifest: ReshardManifest = serde_json::from_str(r#"{
 ///     "pageSize": 1000,
 ///     "tables": [{ "tableName": "orders", "routeKeyColumn": "tenant", "primaryKeyColumn": "id" }],
 ///     "collections": [{ "collectionName": "profiles", "routeKeyProperty": "tenant" }]
@@ -39,7 +41,28 @@ pub use spec::MigrationSpec;
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct MigrationManifest {
+#[cfg_attr(feature = "server", schema(as = MigrationManifest))]
+// The OpenAPI document keeps the descriptions it has always had.
+#[cfg_attr(
+    feature = "server",
+    schema(description = concat!(
+        "What a migration moves: tables with their route-key and primary-key columns, and JSON\n",
+        "collections with their route-key property.\n",
+        "\n",
+        "```\n",
+        "use shardlite::data::MigrationManifest;\n",
+        "\n",
+        "let manifest: MigrationManifest = serde_json::from_str(r#\"{\n",
+        "    \"pageSize\": 1000,\n",
+        "    \"tables\": [{ \"tableName\": \"orders\", \"routeKeyColumn\": \"tenant\", \"primaryKeyColumn\": \"id\" }],\n",
+        "    \"collections\": [{ \"collectionName\": \"profiles\", \"routeKeyProperty\": \"tenant\" }]\n",
+        "}\"#)?;\n",
+        "assert_eq!(manifest.tables[0].route_key_column, \"tenant\");\n",
+        "# Ok::<(), serde_json::Error>(())\n",
+        "```",
+    ))
+)]
+pub struct ReshardManifest {
     /// Rows copied per page (one destination transaction and one checkpoint per page); 1 to
     /// 5000, default 500.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -52,10 +75,11 @@ pub struct MigrationManifest {
     pub collections: Vec<CollectionManifest>,
 }
 
-/// One table of a [`MigrationManifest`].
+/// One table of a [`ReshardManifest`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(feature = "server", schema(description = "One table of a [`MigrationManifest`]."))]
 pub struct TableManifest {
     /// The table.
     pub table_name: String,
@@ -65,10 +89,14 @@ pub struct TableManifest {
     pub primary_key_column: String,
 }
 
-/// One collection of a [`MigrationManifest`].
+/// One collection of a [`ReshardManifest`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(
+    feature = "server",
+    schema(description = "One collection of a [`MigrationManifest`].")
+)]
 pub struct CollectionManifest {
     /// The collection.
     pub collection_name: String,
@@ -79,7 +107,8 @@ pub struct CollectionManifest {
 /// Where a migration stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
-pub enum MigrationStatus {
+#[cfg_attr(feature = "server", schema(as = MigrationStatus))]
+pub enum ReshardStatus {
     /// A dry run's answer: the plan; nothing was changed and nothing is stored.
     Planned,
     /// In progress, or stopped by a crash (resume it).
@@ -98,7 +127,7 @@ pub enum MigrationStatus {
     Failed,
 }
 
-impl MigrationStatus {
+impl ReshardStatus {
     /// Whether an operator must act before the migration can finish.
     pub fn requires_operator_recovery(self) -> bool {
         matches!(self, Self::VerificationFailed | Self::CatalogApplyFailed | Self::Failed)
@@ -132,7 +161,8 @@ impl MigrationStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
-pub struct MigrationReceipt {
+#[cfg_attr(feature = "server", schema(as = MigrationReceipt))]
+pub struct ReshardReceipt {
     /// The table or collection.
     pub name: String,
     /// Whether it is a collection.
@@ -186,7 +216,8 @@ pub struct PlannedItem {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
-pub struct MigrationPlan {
+#[cfg_attr(feature = "server", schema(as = MigrationPlan))]
+pub struct ReshardPlan {
     /// Per table and collection.
     pub items: Vec<PlannedItem>,
     /// Bucket ranges that change owner in the new map.
@@ -202,22 +233,24 @@ pub struct MigrationPlan {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
-pub struct MigrationResult {
+#[cfg_attr(feature = "server", schema(as = MigrationResult))]
+pub struct ReshardResult {
     /// The migration's id.
     pub migration_id: String,
     /// Where it stands.
-    pub status: MigrationStatus,
+    pub status: ReshardStatus,
     /// The last phase reached: `validated`, `fenced` (offline) or `capturing` (online),
     /// `copying`, `catching-up` and `cutover` (online), `verified`, `pending-map-written`,
     /// `activated`, `source-deleted`, or the terminal status.
-    pub phase: String,
+    #[cfg_attr(feature = "server", schema(value_type = String))]
+    pub phase: ReshardPhase,
     /// A sentence for people.
     pub message: String,
     /// What it was asked to do.
-    pub spec: MigrationSpec,
+    pub spec: ReshardSpec,
     /// The dry-run plan, when asked for one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan: Option<MigrationPlan>,
+    pub plan: Option<ReshardPlan>,
     /// The active map version when it started.
     pub map_version: u64,
     /// The version of the map it wrote, once written.
@@ -229,7 +262,7 @@ pub struct MigrationResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery_action: Option<String>,
     /// Per table and collection, in manifest order.
-    pub receipts: Vec<MigrationReceipt>,
+    pub receipts: Vec<ReshardReceipt>,
     /// Why it was rejected or failed, and warnings.
     pub issues: Vec<CatalogIssue>,
     /// How many times it was started or resumed.
@@ -282,35 +315,32 @@ pub struct OnlineProgress {
     pub cutover_ms: Option<u64>,
 }
 
-impl MigrationResult {
+impl ReshardResult {
     /// Whether it reached a successful end (`PendingActivation` or `Activated`).
     pub fn succeeded(&self) -> bool {
-        matches!(
-            self.status,
-            MigrationStatus::PendingActivation | MigrationStatus::Activated
-        )
+        matches!(self.status, ReshardStatus::PendingActivation | ReshardStatus::Activated)
     }
 }
 
-/// Migrations, in-process ([`Migrator`](crate::reshard::Migrator)) or through a daemon
+/// Migrations, in-process ([`Resharder`](crate::reshard::Resharder)) or through a daemon
 /// (`HttpClient`, `GrpcClient`): the migration half of the shard-admin interface.
 #[async_trait::async_trait]
-pub trait MigrationAdmin: Send + Sync {
+pub trait ReshardAdmin: Send + Sync {
     /// Moves the data of a route key or a bucket range, as `request`'s scope says, and runs the
     /// move to its end (or only plans it, with `dry_run`). A request that cannot run comes back
     /// `Rejected`, with issues naming each problem.
-    async fn start_migration(&self, request: &MigrationRequest) -> crate::Result<MigrationResult>;
+    async fn start_migration(&self, request: &ReshardRequest) -> crate::Result<ReshardResult>;
     /// Continues a stopped migration from its last checkpoint; harmless when it already ended.
-    async fn resume_migration(&self, migration_id: &str, options: &ResumeRequest) -> crate::Result<MigrationResult>;
+    async fn resume_migration(&self, migration_id: &str, options: &ResumeRequest) -> crate::Result<ReshardResult>;
     /// One migration's latest state ([`Error::NotFound`](crate::Error::NotFound) when unknown).
-    async fn migration_progress(&self, migration_id: &str) -> crate::Result<MigrationResult>;
+    async fn migration_progress(&self, migration_id: &str) -> crate::Result<ReshardResult>;
     /// Every migration's latest state, most recently updated first.
-    async fn migrations(&self) -> crate::Result<Vec<MigrationResult>>;
+    async fn migrations(&self) -> crate::Result<Vec<ReshardResult>>;
     /// The migration history (one entry per run that ended), newest first.
-    async fn migration_history(&self) -> crate::Result<Vec<MigrationResult>>;
+    async fn migration_history(&self) -> crate::Result<Vec<ReshardResult>>;
     /// Gives up a migration that has not written its new map: releases its fence (the explicit
     /// recovery for a fence a crash left behind) and records it as abandoned.
-    async fn abandon_migration(&self, migration_id: &str) -> crate::Result<MigrationResult>;
+    async fn abandon_migration(&self, migration_id: &str) -> crate::Result<ReshardResult>;
 }
 
 /// What a resume may add to a stored migration.

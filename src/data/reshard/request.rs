@@ -1,16 +1,16 @@
-//! The request for a data move: which data ([`MigrationScope`]), where it goes and how, and who
+//! The request for a data move: which data ([`ReshardScope`]), where it goes and how, and who
 //! asks; with the flat JSON bodies the REST endpoints take for each scope.
 
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
-use super::MigrationManifest;
+use super::ReshardManifest;
 use crate::data::Audit;
 
 /// Which data a migration moves: the rows of one route key, or of a range of virtual buckets.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum MigrationScope {
+pub enum ReshardScope {
     /// The rows of one route key, which is pinned to the destination.
     RouteKey {
         /// The route keyspace (the map's).
@@ -32,7 +32,7 @@ pub enum MigrationScope {
     },
 }
 
-impl MigrationScope {
+impl ReshardScope {
     /// The route keyspace.
     pub fn keyspace(&self) -> &str {
         match self {
@@ -61,7 +61,7 @@ impl MigrationScope {
     }
 }
 
-/// A data move: the data of a route key or a bucket range ([`MigrationScope`]) to another primary
+/// A data move: the data of a route key or a bucket range ([`ReshardScope`]) to another primary
 /// shard, verified; or, with `dry_run`, only its plan.
 ///
 /// Build one with [`route_key`](Self::route_key) or [`bucket_range`](Self::bucket_range), then
@@ -69,28 +69,28 @@ impl MigrationScope {
 /// id, no map-version check, no audit):
 ///
 /// ```
-/// use shardlite::data::{Audit, MigrationManifest, MigrationRequest, MigrationScope, TableManifest};
+/// use shardlite::data::{Audit, ReshardManifest, ReshardRequest, ReshardScope, TableManifest};
 ///
-/// let manifest = MigrationManifest {
+/// let manifest = ReshardManifest {
 ///     tables: vec![TableManifest {
 ///         table_name: "orders".into(),
 ///         route_key_column: "tenant".into(),
 ///         primary_key_column: "id".into(),
 ///     }],
-///     ..MigrationManifest::default()
+///     ..ReshardManifest::default()
 /// };
-/// let request = MigrationRequest::route_key("tenants", "tenant-42", "s1", manifest.clone())
+/// let request = ReshardRequest::route_key("tenants", "tenant-42", "s1", manifest.clone())
 ///     .activate()
 ///     .delete_source()
 ///     .audit(Audit::by("ada").because("tenant 42 outgrew s0"));
 /// assert!(request.online && request.activate && request.delete_source && !request.dry_run);
 /// assert_eq!(request.scope.route_key(), Some("tenant-42"));
 ///
-/// let buckets = MigrationRequest::bucket_range("tenants", "s0", 0..8, "s1", manifest)
+/// let buckets = ReshardRequest::bucket_range("tenants", "s0", 0..8, "s1", manifest)
 ///     .offline()
 ///     .dry_run();
 /// assert_eq!(buckets.scope.buckets(), Some(0..8));
-/// assert!(matches!(buckets.scope, MigrationScope::BucketRange { ref source_shard_id, .. } if source_shard_id == "s0"));
+/// assert!(matches!(buckets.scope, ReshardScope::BucketRange { ref source_shard_id, .. } if source_shard_id == "s0"));
 /// ```
 ///
 /// On the wire the two scopes are two bodies, as before: REST `POST
@@ -99,13 +99,13 @@ impl MigrationScope {
 /// `sourceShardId`, `startBucketInclusive` and `endBucketExclusive`, `destinationShardId`,
 /// `manifest`, ..., `operator`, `comment`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MigrationRequest {
+pub struct ReshardRequest {
     /// Which data moves.
-    pub scope: MigrationScope,
+    pub scope: ReshardScope,
     /// The primary shard that receives it.
     pub destination_shard_id: String,
     /// What to move.
-    pub manifest: MigrationManifest,
+    pub manifest: ReshardManifest,
     /// An id of the caller's choosing; generated when absent.
     pub migration_id: Option<String>,
     /// The active map version the caller saw; refused when it is not the active one.
@@ -123,10 +123,10 @@ pub struct MigrationRequest {
     pub audit: Audit,
 }
 
-impl MigrationRequest {
+impl ReshardRequest {
     /// Moves `scope`'s data to `destination_shard_id`: online, leaving the new map pending and
     /// the source rows in place, under a generated id.
-    pub fn new(scope: MigrationScope, destination_shard_id: impl Into<String>, manifest: MigrationManifest) -> Self {
+    pub fn new(scope: ReshardScope, destination_shard_id: impl Into<String>, manifest: ReshardManifest) -> Self {
         Self {
             scope,
             destination_shard_id: destination_shard_id.into(),
@@ -146,9 +146,9 @@ impl MigrationRequest {
         keyspace: impl Into<String>,
         route_key: impl Into<String>,
         destination_shard_id: impl Into<String>,
-        manifest: MigrationManifest,
+        manifest: ReshardManifest,
     ) -> Self {
-        let scope = MigrationScope::RouteKey {
+        let scope = ReshardScope::RouteKey {
             keyspace: keyspace.into(),
             route_key: route_key.into(),
         };
@@ -162,9 +162,9 @@ impl MigrationRequest {
         source_shard_id: impl Into<String>,
         buckets: Range<u32>,
         destination_shard_id: impl Into<String>,
-        manifest: MigrationManifest,
+        manifest: ReshardManifest,
     ) -> Self {
-        let scope = MigrationScope::BucketRange {
+        let scope = ReshardScope::BucketRange {
             keyspace: keyspace.into(),
             source_shard_id: source_shard_id.into(),
             start_bucket_inclusive: buckets.start,
@@ -226,7 +226,7 @@ impl MigrationRequest {
 
 /// Moves the data of one route key to another primary shard, pinning the key there.
 ///
-/// (The JSON body of a route-key [`MigrationRequest`]: REST `exact-route-key`, gRPC
+/// (The JSON body of a route-key [`ReshardRequest`]: REST `exact-route-key`, gRPC
 /// `MigrateExactRouteKey`, and its OpenAPI schema.)
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
@@ -242,7 +242,7 @@ impl MigrationRequest {
     rename_all = "camelCase",
     deny_unknown_fields
 )]
-pub(crate) struct KeyMigrationBody {
+pub(crate) struct KeyReshardBody {
     /// The route keyspace.
     keyspace: String,
     /// The route key whose data moves.
@@ -250,7 +250,7 @@ pub(crate) struct KeyMigrationBody {
     /// The primary shard that receives it.
     destination_shard_id: String,
     /// What to move.
-    manifest: MigrationManifest,
+    manifest: ReshardManifest,
     /// An id of the caller's choosing; generated when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     migration_id: Option<String>,
@@ -281,7 +281,7 @@ pub(crate) struct KeyMigrationBody {
 /// Moves the data of a bucket range from one primary shard to another. Pinned keys stay where
 /// their pins put them.
 ///
-/// (The JSON body of a bucket-range [`MigrationRequest`]: REST `bucket-range`, gRPC
+/// (The JSON body of a bucket-range [`ReshardRequest`]: REST `bucket-range`, gRPC
 /// `MigrateBucketRange`, and its OpenAPI schema.)
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
@@ -297,7 +297,7 @@ pub(crate) struct KeyMigrationBody {
     rename_all = "camelCase",
     deny_unknown_fields
 )]
-pub(crate) struct BucketMigrationBody {
+pub(crate) struct BucketReshardBody {
     /// The route keyspace (the map's).
     keyspace: String,
     /// The shard that owns every bucket of the range now.
@@ -309,7 +309,7 @@ pub(crate) struct BucketMigrationBody {
     /// One past the last bucket of the range.
     end_bucket_exclusive: u32,
     /// What to move.
-    manifest: MigrationManifest,
+    manifest: ReshardManifest,
     /// An id of the caller's choosing; generated when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     migration_id: Option<String>,
@@ -342,10 +342,10 @@ fn online_by_default() -> bool {
     true
 }
 
-impl From<KeyMigrationBody> for MigrationRequest {
-    fn from(body: KeyMigrationBody) -> Self {
+impl From<KeyReshardBody> for ReshardRequest {
+    fn from(body: KeyReshardBody) -> Self {
         Self {
-            scope: MigrationScope::RouteKey {
+            scope: ReshardScope::RouteKey {
                 keyspace: body.keyspace,
                 route_key: body.route_key,
             },
@@ -362,10 +362,10 @@ impl From<KeyMigrationBody> for MigrationRequest {
     }
 }
 
-impl From<BucketMigrationBody> for MigrationRequest {
-    fn from(body: BucketMigrationBody) -> Self {
+impl From<BucketReshardBody> for ReshardRequest {
+    fn from(body: BucketReshardBody) -> Self {
         Self {
-            scope: MigrationScope::BucketRange {
+            scope: ReshardScope::BucketRange {
                 keyspace: body.keyspace,
                 source_shard_id: body.source_shard_id,
                 start_bucket_inclusive: body.start_bucket_inclusive,
@@ -384,20 +384,20 @@ impl From<BucketMigrationBody> for MigrationRequest {
     }
 }
 
-/// A [`MigrationRequest`] as the wire carries it: the body of its scope's endpoint or RPC.
+/// A [`ReshardRequest`] as the wire carries it: the body of its scope's endpoint or RPC.
 #[cfg(any(feature = "http", feature = "grpc", test))]
 #[derive(Debug, Clone)]
-pub(crate) enum MigrationBody {
+pub(crate) enum ReshardBody {
     /// REST `exact-route-key`, gRPC `MigrateExactRouteKey`.
-    RouteKey(KeyMigrationBody),
+    RouteKey(KeyReshardBody),
     /// REST `bucket-range`, gRPC `MigrateBucketRange`.
-    BucketRange(BucketMigrationBody),
+    BucketRange(BucketReshardBody),
 }
 
 #[cfg(any(feature = "http", feature = "grpc", test))]
-impl From<MigrationRequest> for MigrationBody {
-    fn from(request: MigrationRequest) -> Self {
-        let MigrationRequest {
+impl From<ReshardRequest> for ReshardBody {
+    fn from(request: ReshardRequest) -> Self {
+        let ReshardRequest {
             scope,
             destination_shard_id,
             manifest,
@@ -410,7 +410,7 @@ impl From<MigrationRequest> for MigrationBody {
             audit: Audit { operator, comment },
         } = request;
         match scope {
-            MigrationScope::RouteKey { keyspace, route_key } => Self::RouteKey(KeyMigrationBody {
+            ReshardScope::RouteKey { keyspace, route_key } => Self::RouteKey(KeyReshardBody {
                 keyspace,
                 route_key,
                 destination_shard_id,
@@ -424,12 +424,12 @@ impl From<MigrationRequest> for MigrationBody {
                 operator,
                 comment,
             }),
-            MigrationScope::BucketRange {
+            ReshardScope::BucketRange {
                 keyspace,
                 source_shard_id,
                 start_bucket_inclusive,
                 end_bucket_exclusive,
-            } => Self::BucketRange(BucketMigrationBody {
+            } => Self::BucketRange(BucketReshardBody {
                 keyspace,
                 source_shard_id,
                 destination_shard_id,

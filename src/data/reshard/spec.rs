@@ -3,14 +3,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{MigrationManifest, MigrationScope};
+use super::{ReshardManifest, ReshardScope};
 use crate::data::Audit;
 
-/// Which kind of migration (the `kind` of a stored [`MigrationSpec`]).
+/// Which kind of migration (the `kind` of a stored [`ReshardSpec`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[cfg_attr(feature = "server", schema(description = "Which kind of migration."))]
-enum MigrationKind {
+#[cfg_attr(feature = "server", schema(as = MigrationKind))]
+enum ReshardKind {
     /// One route key.
     ExactRouteKey,
     /// A range of virtual buckets.
@@ -24,16 +25,16 @@ enum MigrationKind {
 /// so checkpoints and history written by earlier releases read as they are.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "StoredSpec", into = "StoredSpec")]
-pub struct MigrationSpec {
+pub struct ReshardSpec {
     /// Which data moves, in the map's spelling of the keyspace.
-    pub scope: MigrationScope,
+    pub scope: ReshardScope,
     /// The shard the data leaves: where the route key resolved when the migration started, or
     /// the bucket range's source (the scope's `source_shard_id`).
     pub source_shard_id: String,
     /// The shard it moves to.
     pub destination_shard_id: String,
     /// What moves.
-    pub manifest: MigrationManifest,
+    pub manifest: ReshardManifest,
     /// Activate the new map when verified.
     pub activate: bool,
     /// Delete the source rows once the new map is active.
@@ -45,7 +46,7 @@ pub struct MigrationSpec {
     pub audit: Audit,
 }
 
-impl MigrationSpec {
+impl ReshardSpec {
     /// The map's keyspace.
     pub fn keyspace(&self) -> &str {
         self.scope.keyspace()
@@ -54,7 +55,7 @@ impl MigrationSpec {
 
 /// What a migration is asked to do, as stored with it (resume runs it again from here).
 ///
-/// (The JSON form of [`MigrationSpec`], in checkpoints, history and results; its OpenAPI schema.)
+/// (The JSON form of [`ReshardSpec`], in checkpoints, history and results; its OpenAPI schema.)
 #[derive(Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[cfg_attr(
@@ -64,7 +65,7 @@ impl MigrationSpec {
 #[serde(expecting = "struct MigrationSpec", rename_all = "camelCase")]
 struct StoredSpec {
     /// Which kind.
-    kind: MigrationKind,
+    kind: ReshardKind,
     /// The map's keyspace.
     keyspace: String,
     /// The route key (exact-key migrations).
@@ -81,7 +82,7 @@ struct StoredSpec {
     /// The shard it moves to.
     destination_shard_id: String,
     /// What moves.
-    manifest: MigrationManifest,
+    manifest: ReshardManifest,
     /// Activate the new map when verified.
     activate: bool,
     /// Delete the source rows once the new map is active.
@@ -98,20 +99,20 @@ struct StoredSpec {
     comment: Option<String>,
 }
 
-impl TryFrom<StoredSpec> for MigrationSpec {
+impl TryFrom<StoredSpec> for ReshardSpec {
     type Error = String;
 
     /// Fails when the members of the spec's kind are missing (every release wrote them).
     fn try_from(stored: StoredSpec) -> Result<Self, String> {
         let scope = match stored.kind {
-            MigrationKind::ExactRouteKey => MigrationScope::RouteKey {
+            ReshardKind::ExactRouteKey => ReshardScope::RouteKey {
                 keyspace: stored.keyspace,
                 route_key: stored
                     .route_key
                     .ok_or("an ExactRouteKey migration spec has no `routeKey`")?,
             },
-            MigrationKind::BucketRange => match (stored.start_bucket_inclusive, stored.end_bucket_exclusive) {
-                (Some(start_bucket_inclusive), Some(end_bucket_exclusive)) => MigrationScope::BucketRange {
+            ReshardKind::BucketRange => match (stored.start_bucket_inclusive, stored.end_bucket_exclusive) {
+                (Some(start_bucket_inclusive), Some(end_bucket_exclusive)) => ReshardScope::BucketRange {
                     keyspace: stored.keyspace,
                     source_shard_id: stored.source_shard_id.clone(),
                     start_bucket_inclusive,
@@ -137,19 +138,19 @@ impl TryFrom<StoredSpec> for MigrationSpec {
     }
 }
 
-impl From<MigrationSpec> for StoredSpec {
-    fn from(spec: MigrationSpec) -> Self {
+impl From<ReshardSpec> for StoredSpec {
+    fn from(spec: ReshardSpec) -> Self {
         let (kind, keyspace, route_key, buckets) = match spec.scope {
-            MigrationScope::RouteKey { keyspace, route_key } => {
-                (MigrationKind::ExactRouteKey, keyspace, Some(route_key), None)
+            ReshardScope::RouteKey { keyspace, route_key } => {
+                (ReshardKind::ExactRouteKey, keyspace, Some(route_key), None)
             }
-            MigrationScope::BucketRange {
+            ReshardScope::BucketRange {
                 keyspace,
                 start_bucket_inclusive,
                 end_bucket_exclusive,
                 ..
             } => (
-                MigrationKind::BucketRange,
+                ReshardKind::BucketRange,
                 keyspace,
                 None,
                 Some((start_bucket_inclusive, end_bucket_exclusive)),
@@ -173,4 +174,5 @@ impl From<MigrationSpec> for StoredSpec {
     }
 }
 
-schema_from_form!(MigrationSpec, StoredSpec);
+// The OpenAPI schema keeps the name it has always had.
+schema_from_form!(ReshardSpec as MigrationSpec, StoredSpec);

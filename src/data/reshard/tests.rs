@@ -5,8 +5,8 @@ use serde_json::json;
 use super::*;
 use crate::data::Audit;
 
-fn manifest() -> MigrationManifest {
-    MigrationManifest {
+fn manifest() -> ReshardManifest {
+    ReshardManifest {
         page_size: Some(100),
         tables: vec![TableManifest {
             table_name: "orders".into(),
@@ -22,29 +22,29 @@ fn manifest() -> MigrationManifest {
 
 const MANIFEST_JSON: &str = r#"{"pageSize":100,"tables":[{"tableName":"orders","routeKeyColumn":"tenant","primaryKeyColumn":"id"}],"collections":[{"collectionName":"profiles","routeKeyProperty":"tenant"}]}"#;
 
-fn key_body(json: &str) -> Result<MigrationRequest, serde_json::Error> {
-    serde_json::from_str::<KeyMigrationBody>(json).map(MigrationRequest::from)
+fn key_body(json: &str) -> Result<ReshardRequest, serde_json::Error> {
+    serde_json::from_str::<KeyReshardBody>(json).map(ReshardRequest::from)
 }
 
-fn bucket_body(json: &str) -> Result<MigrationRequest, serde_json::Error> {
-    serde_json::from_str::<BucketMigrationBody>(json).map(MigrationRequest::from)
+fn bucket_body(json: &str) -> Result<ReshardRequest, serde_json::Error> {
+    serde_json::from_str::<BucketReshardBody>(json).map(ReshardRequest::from)
 }
 
 /// The request's wire body, as the REST and gRPC clients send it.
-fn body_json(request: &MigrationRequest) -> String {
-    match MigrationBody::from(request.clone()) {
-        MigrationBody::RouteKey(body) => serde_json::to_string(&body).unwrap(),
-        MigrationBody::BucketRange(body) => serde_json::to_string(&body).unwrap(),
+fn body_json(request: &ReshardRequest) -> String {
+    match ReshardBody::from(request.clone()) {
+        ReshardBody::RouteKey(body) => serde_json::to_string(&body).unwrap(),
+        ReshardBody::BucketRange(body) => serde_json::to_string(&body).unwrap(),
     }
 }
 
 #[test]
 fn the_route_key_constructor_spells_out_the_defaults() {
-    let request = MigrationRequest::route_key("tenants", "acme", "s1", manifest());
+    let request = ReshardRequest::route_key("tenants", "acme", "s1", manifest());
     assert_eq!(
         request,
-        MigrationRequest {
-            scope: MigrationScope::RouteKey {
+        ReshardRequest {
+            scope: ReshardScope::RouteKey {
                 keyspace: "tenants".into(),
                 route_key: "acme".into(),
             },
@@ -66,7 +66,7 @@ fn the_route_key_constructor_spells_out_the_defaults() {
 
 #[test]
 fn the_bucket_range_constructor_and_the_setters_change_one_thing_each() {
-    let request = MigrationRequest::bucket_range("tenants", "s0", 2..6, "s1", manifest())
+    let request = ReshardRequest::bucket_range("tenants", "s0", 2..6, "s1", manifest())
         .migration_id("move-2-6")
         .expecting_map_version(7)
         .dry_run()
@@ -76,8 +76,8 @@ fn the_bucket_range_constructor_and_the_setters_change_one_thing_each() {
         .audit(Audit::by("ada").because("rebalance"));
     assert_eq!(
         request,
-        MigrationRequest {
-            scope: MigrationScope::BucketRange {
+        ReshardRequest {
+            scope: ReshardScope::BucketRange {
                 keyspace: "tenants".into(),
                 source_shard_id: "s0".into(),
                 start_bucket_inclusive: 2,
@@ -98,12 +98,12 @@ fn the_bucket_range_constructor_and_the_setters_change_one_thing_each() {
     assert_eq!(request.scope.route_key(), None);
     assert_eq!(request.scope.buckets(), Some(2..6));
     let scope = request.scope.clone();
-    assert_eq!(MigrationRequest::new(scope, "s1", manifest()).scope, request.scope);
+    assert_eq!(ReshardRequest::new(scope, "s1", manifest()).scope, request.scope);
 }
 
 #[test]
 fn a_route_key_request_travels_as_the_exact_route_key_body_of_before() {
-    let minimal = MigrationRequest::route_key("tenants", "acme", "s1", manifest());
+    let minimal = ReshardRequest::route_key("tenants", "acme", "s1", manifest());
     let json = format!(
         r#"{{"keyspace":"tenants","routeKey":"acme","destinationShardId":"s1","manifest":{MANIFEST_JSON},"dryRun":false,"online":true,"activate":false,"deleteSource":false}}"#
     );
@@ -126,7 +126,7 @@ fn a_route_key_request_travels_as_the_exact_route_key_body_of_before() {
 
 #[test]
 fn a_bucket_range_request_travels_as_the_bucket_range_body_of_before() {
-    let request = MigrationRequest::bucket_range("tenants", "s0", 0..8, "s1", manifest())
+    let request = ReshardRequest::bucket_range("tenants", "s0", 0..8, "s1", manifest())
         .dry_run()
         .audit(Audit::default().because("why"));
     let json = format!(
@@ -141,7 +141,7 @@ fn bodies_take_their_defaults_and_run_online_unless_told() {
     let key = key_body(r#"{"keyspace":"t","routeKey":"k","destinationShardId":"s1","manifest":{}}"#).unwrap();
     assert_eq!(
         key,
-        MigrationRequest::route_key("t", "k", "s1", MigrationManifest::default())
+        ReshardRequest::route_key("t", "k", "s1", ReshardManifest::default())
     );
     let offline = bucket_body(
         r#"{"keyspace":"t","sourceShardId":"s0","destinationShardId":"s1","startBucketInclusive":1,
@@ -150,7 +150,7 @@ fn bodies_take_their_defaults_and_run_online_unless_told() {
     .unwrap();
     assert_eq!(
         offline,
-        MigrationRequest::bucket_range("t", "s0", 1..2, "s1", MigrationManifest::default())
+        ReshardRequest::bucket_range("t", "s0", 1..2, "s1", ReshardManifest::default())
             .offline()
             .audit(Audit::by("ada"))
     );
@@ -185,10 +185,10 @@ const BUCKET_SPEC_BEFORE_ONLINE: &str = r#"{"kind":"BucketRange","keyspace":"ten
 
 #[test]
 fn a_stored_route_key_spec_reads_and_writes_back_member_for_member() {
-    let spec: MigrationSpec = serde_json::from_str(KEY_SPEC).unwrap();
+    let spec: ReshardSpec = serde_json::from_str(KEY_SPEC).unwrap();
     assert_eq!(
         spec.scope,
-        MigrationScope::RouteKey {
+        ReshardScope::RouteKey {
             keyspace: "tenants".into(),
             route_key: "acme".into(),
         }
@@ -206,10 +206,10 @@ fn a_stored_route_key_spec_reads_and_writes_back_member_for_member() {
 
 #[test]
 fn a_bucket_range_spec_stored_before_online_moves_reads_as_fenced() {
-    let spec: MigrationSpec = serde_json::from_str(BUCKET_SPEC_BEFORE_ONLINE).unwrap();
+    let spec: ReshardSpec = serde_json::from_str(BUCKET_SPEC_BEFORE_ONLINE).unwrap();
     assert_eq!(
         spec.scope,
-        MigrationScope::BucketRange {
+        ReshardScope::BucketRange {
             keyspace: "tenants".into(),
             source_shard_id: "s0".into(),
             start_bucket_inclusive: 0,
@@ -270,8 +270,8 @@ fn a_checkpoint_stored_before_online_moves_reads_and_writes_back_as_it_was() {
         "updatedUtc": "2025-01-01T00:00:01Z",
         "completedUtc": "2025-01-01T00:00:01Z"
     });
-    let state: MigrationResult = serde_json::from_value(checkpoint.clone()).unwrap();
-    assert_eq!(state.status, MigrationStatus::Failed);
+    let state: ReshardResult = serde_json::from_value(checkpoint.clone()).unwrap();
+    assert_eq!(state.status, ReshardStatus::Failed);
     assert_eq!(state.spec.scope.route_key(), Some("acme"));
     assert!(!state.spec.online);
     assert_eq!(state.spec.audit, Audit::by("ada"));
@@ -285,13 +285,11 @@ fn a_checkpoint_stored_before_online_moves_reads_and_writes_back_as_it_was() {
 #[test]
 fn a_stored_spec_without_the_members_of_its_kind_is_refused_by_name() {
     let keyless = KEY_SPEC.replace(r#""routeKey":"acme","#, "");
-    let err = serde_json::from_str::<MigrationSpec>(&keyless).unwrap_err().to_string();
+    let err = serde_json::from_str::<ReshardSpec>(&keyless).unwrap_err().to_string();
     assert!(err.contains("routeKey"), "{err}");
     let rangeless = BUCKET_SPEC_BEFORE_ONLINE.replace(r#""endBucketExclusive":4,"#, "");
-    let err = serde_json::from_str::<MigrationSpec>(&rangeless)
-        .unwrap_err()
-        .to_string();
+    let err = serde_json::from_str::<ReshardSpec>(&rangeless).unwrap_err().to_string();
     assert!(err.contains("endBucketExclusive"), "{err}");
     let unknown_kind = KEY_SPEC.replace("ExactRouteKey", "Everything");
-    assert!(serde_json::from_str::<MigrationSpec>(&unknown_kind).is_err());
+    assert!(serde_json::from_str::<ReshardSpec>(&unknown_kind).is_err());
 }

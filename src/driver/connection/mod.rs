@@ -81,7 +81,7 @@ use begin::{begin_detached, check_begin_statement};
 /// A connection bound to a keyspace without a key (`Shard Keyspace` alone in the connection
 /// string, or [`ShardedPool::acquire_across_shards`](super::ShardedPool::acquire_across_shards))
 /// answers each query (`SELECT`, `WITH … SELECT`) with
-/// [`query_all_shards`](crate::client::ShardedClient::query_all_shards): one result merged from
+/// [`ShardedQuery::merged`](crate::client::ShardedQuery::merged): one result merged from
 /// every shard, as SQLite would give it over one file holding every shard's rows. Any other
 /// statement, and `begin`, fail with [`RouteRequired`](crate::Error::RouteRequired): a write
 /// needs a route.
@@ -175,14 +175,12 @@ impl ShardliteConnection {
         let client = own_connection(&connected).await?;
         let connection = Self::from_parts(
             connected.target().clone(),
-            connected.client().ok().cloned(),
+            connected.client().ok(),
             client,
             options.log_settings.clone(),
         );
         Ok(match connected.admin() {
-            Some(admin) if options.connection_options().is_keyspace_without_key() => {
-                connection.across_shards(Arc::clone(admin))
-            }
+            Some(admin) if options.connection_options().is_keyspace_without_key() => connection.across_shards(admin),
             _ => connection,
         })
     }
@@ -450,18 +448,13 @@ impl ShardliteConnection {
 /// target (a route's shard or a plain file), so connection-local state lasts as long as the
 /// connection; the shared remote client for a daemon, where each call is a request.
 async fn own_connection(connected: &ConnectedClient) -> Result<Option<Arc<dyn DataClient>>, Error> {
-    let target = connected.target();
-    Ok(
-        match (target, connected.sharded(), connected.route(), connected.local()) {
-            (ConnectionTarget::Shard { .. }, Some(sharded), Some(route), _) => {
-                Some(Arc::new(DedicatedClient::for_route(sharded, route.clone()).await?))
-            }
-            (ConnectionTarget::Local { .. }, _, _, Some(local)) => {
-                Some(Arc::new(DedicatedClient::for_local(local).await?))
-            }
-            _ => connected.client().ok().cloned(),
-        },
-    )
+    Ok(match connected {
+        ConnectedClient::Shard { client, .. } => Some(Arc::new(
+            DedicatedClient::for_route(client.sharded(), client.route().clone()).await?,
+        )),
+        ConnectedClient::Local { client, .. } => Some(Arc::new(DedicatedClient::for_local(client).await?)),
+        other => other.client().ok(),
+    })
 }
 
 type Step = Result<Either<ShardliteQueryResult, ShardliteRow>, Error>;

@@ -8,10 +8,15 @@ use crate::data::{Document, DocumentPage};
 use crate::engine::database::Database;
 use crate::engine::sqlite_error::sql_error;
 use crate::error::{Error, Result};
+use crate::sql::internal_table;
 
 fn get_document(conn: &Connection, collection: &str, key: &str) -> Result<Option<serde_json::Value>> {
     let text: Option<String> = conn
-        .prepare_cached("SELECT document FROM _shardlite_collections WHERE collection = ?1 AND key = ?2")
+        .prepare_cached(concat!(
+            "SELECT document FROM ",
+            internal_table!(collections),
+            " WHERE collection = ?1 AND key = ?2"
+        ))
         .map_err(sql_error)?
         .query_row([collection, key], |r| r.get(0))
         .optional()
@@ -26,7 +31,7 @@ fn get_document(conn: &Connection, collection: &str, key: &str) -> Result<Option
 }
 
 /// The JSON collections of one [`Database`]: documents stored by key, in shardlite's internal
-/// table `_shardlite_collections`. Handed out by [`Database::collections`].
+/// table of collections. Handed out by [`Database::collections`].
 ///
 /// A collection exists while it holds a document; collection names and document keys must not be
 /// blank.
@@ -44,7 +49,11 @@ impl<'db> Collections<'db> {
     pub async fn list_collections(self) -> Result<Vec<String>> {
         read_names(
             self.db,
-            "SELECT DISTINCT collection FROM _shardlite_collections ORDER BY collection",
+            concat!(
+                "SELECT DISTINCT collection FROM ",
+                internal_table!(collections),
+                " ORDER BY collection"
+            ),
         )
         .await
     }
@@ -57,7 +66,11 @@ impl<'db> Collections<'db> {
             .read(move |conn| {
                 count(
                     conn,
-                    "SELECT count(*) FROM _shardlite_collections WHERE collection = ?1",
+                    concat!(
+                        "SELECT count(*) FROM ",
+                        internal_table!(collections),
+                        " WHERE collection = ?1"
+                    ),
                     [&collection],
                 )
             })
@@ -73,14 +86,20 @@ impl<'db> Collections<'db> {
             .read(move |conn| {
                 let total_count = count(
                     conn,
-                    "SELECT count(*) FROM _shardlite_collections WHERE collection = ?1",
+                    concat!(
+                        "SELECT count(*) FROM ",
+                        internal_table!(collections),
+                        " WHERE collection = ?1"
+                    ),
                     [&collection],
                 )?;
                 let mut stmt = conn
-                    .prepare_cached(
-                        "SELECT key, document FROM _shardlite_collections WHERE collection = ?1 \
-                     ORDER BY key LIMIT ?2 OFFSET ?3",
-                    )
+                    .prepare_cached(concat!(
+                        "SELECT key, document FROM ",
+                        internal_table!(collections),
+                        " WHERE collection = ?1 \
+                     ORDER BY key LIMIT ?2 OFFSET ?3"
+                    ))
                     .map_err(sql_error)?;
                 let raw = stmt
                     .query_map(params![collection, page_size, offset], |r| {
@@ -127,10 +146,12 @@ impl<'db> Collections<'db> {
         let (collection, key) = (collection.to_owned(), key.to_owned());
         let text = document.to_string();
         write_internal(self.db, move |conn| {
-            conn.prepare_cached(
-                "INSERT INTO _shardlite_collections (collection, key, document) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT (collection, key) DO UPDATE SET document = excluded.document",
-            )
+            conn.prepare_cached(concat!(
+                "INSERT INTO ",
+                internal_table!(collections),
+                " (collection, key, document) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (collection, key) DO UPDATE SET document = excluded.document"
+            ))
             .map_err(sql_error)?
             .execute([&collection, &key, &text])
             .map_err(sql_error)?;
@@ -145,7 +166,11 @@ impl<'db> Collections<'db> {
         require_name("document key", key)?;
         delete_where(
             self.db,
-            "DELETE FROM _shardlite_collections WHERE collection = ?1 AND key = ?2",
+            concat!(
+                "DELETE FROM ",
+                internal_table!(collections),
+                " WHERE collection = ?1 AND key = ?2"
+            ),
             vec![collection.to_owned(), key.to_owned()],
         )
         .await
@@ -156,7 +181,7 @@ impl<'db> Collections<'db> {
         require_name("collection", collection)?;
         delete_where(
             self.db,
-            "DELETE FROM _shardlite_collections WHERE collection = ?1",
+            concat!("DELETE FROM ", internal_table!(collections), " WHERE collection = ?1"),
             vec![collection.to_owned()],
         )
         .await

@@ -25,52 +25,10 @@ use super::database::Database;
 use super::sqlite_error::sql_error;
 use crate::data::DatabaseInfo;
 use crate::error::{Error, Result};
-
-/// Prefix of the reserved internal tables.
-pub(crate) const INTERNAL_PREFIX: &str = "_shardlite_";
+use crate::sql::internal_table;
 
 /// The largest page size browse operations accept.
 pub(crate) const MAX_PAGE_SIZE: u32 = 1000;
-
-pub(crate) fn create_internal_tables(conn: &Connection) -> Result<()> {
-    conn.execute_batch(
-        "CREATE TABLE IF NOT EXISTS _shardlite_collections (
-             collection TEXT NOT NULL,
-             key TEXT NOT NULL,
-             document TEXT NOT NULL,
-             PRIMARY KEY (collection, key)
-         ) WITHOUT ROWID;
-         CREATE TABLE IF NOT EXISTS _shardlite_saved_queries (
-             name TEXT PRIMARY KEY,
-             sql_text TEXT NOT NULL,
-             created_utc TEXT NOT NULL,
-             updated_utc TEXT NOT NULL
-         );
-         CREATE TABLE IF NOT EXISTS _shardlite_procedures (
-             name TEXT PRIMARY KEY,
-             definition TEXT NOT NULL,
-             created_utc TEXT NOT NULL,
-             updated_utc TEXT NOT NULL
-         );",
-    )
-    .map_err(sql_error)
-}
-
-/// Quotes an SQL identifier.
-pub(crate) fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
-/// Quotes a text as an SQL string literal.
-pub(crate) fn sql_literal(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
-}
-
-pub(crate) fn now_utc() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
 
 pub(super) fn require_name(what: &'static str, name: &str) -> Result<()> {
     if name.trim().is_empty() {
@@ -158,11 +116,15 @@ pub(super) async fn info(db: &Database) -> Result<DatabaseInfo> {
             trigger_count: objects("trigger")?,
             collection_count: count(
                 conn,
-                "SELECT count(DISTINCT collection) FROM _shardlite_collections",
+                concat!("SELECT count(DISTINCT collection) FROM ", internal_table!(collections)),
                 [],
             )?,
-            saved_query_count: count(conn, "SELECT count(*) FROM _shardlite_saved_queries", [])?,
-            procedure_count: count(conn, "SELECT count(*) FROM _shardlite_procedures", [])?,
+            saved_query_count: count(
+                conn,
+                concat!("SELECT count(*) FROM ", internal_table!(saved_queries)),
+                [],
+            )?,
+            procedure_count: count(conn, concat!("SELECT count(*) FROM ", internal_table!(procedures)), [])?,
         })
     })
     .await

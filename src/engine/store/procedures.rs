@@ -5,15 +5,17 @@ use std::collections::BTreeMap;
 
 use rusqlite::{Connection, OptionalExtension};
 
-use super::{delete_where, now_utc, require_name, write_internal};
+use super::{delete_where, require_name, write_internal};
+use crate::data::now_utc;
 use crate::data::{Params, ProcedureDefinition, SqlResult, Value};
 use crate::engine::database::Database;
-use crate::engine::script::{self, Access};
+use crate::engine::script::{self, ScriptMode};
 use crate::engine::sqlite_error::sql_error;
 use crate::error::{Error, Result};
+use crate::sql::internal_table;
 
 /// The procedures of one [`Database`]: definitions (a body of SQL and its declared parameters)
-/// kept in shardlite's internal table `_shardlite_procedures`, each run in one transaction of
+/// kept in shardlite's internal table of procedures, each run in one transaction of
 /// its own. Handed out by [`Database::procedures`].
 #[derive(Debug, Clone, Copy)]
 pub struct Procedures<'db> {
@@ -30,7 +32,11 @@ impl<'db> Procedures<'db> {
         self.db
             .read(|conn| {
                 let mut stmt = conn
-                    .prepare_cached("SELECT definition FROM _shardlite_procedures ORDER BY name")
+                    .prepare_cached(concat!(
+                        "SELECT definition FROM ",
+                        internal_table!(procedures),
+                        " ORDER BY name"
+                    ))
                     .map_err(sql_error)?;
                 let texts = stmt
                     .query_map([], |r| r.get::<_, String>(0))
@@ -74,10 +80,12 @@ impl<'db> Procedures<'db> {
                 source,
             })?;
             let now = now_utc();
-            conn.prepare_cached(
-                "INSERT INTO _shardlite_procedures (name, definition, created_utc, updated_utc) VALUES (?1, ?2, ?3, ?3) \
-                 ON CONFLICT (name) DO UPDATE SET definition = excluded.definition, updated_utc = excluded.updated_utc",
-            )
+            conn.prepare_cached(concat!(
+                "INSERT INTO ",
+                internal_table!(procedures),
+                " (name, definition, created_utc, updated_utc) VALUES (?1, ?2, ?3, ?3) \
+                 ON CONFLICT (name) DO UPDATE SET definition = excluded.definition, updated_utc = excluded.updated_utc"
+            ))
             .map_err(sql_error)?
             .execute([&definition.name, &text, &now])
             .map_err(sql_error)?;
@@ -91,7 +99,7 @@ impl<'db> Procedures<'db> {
         require_name("procedure name", name)?;
         delete_where(
             self.db,
-            "DELETE FROM _shardlite_procedures WHERE name = ?1",
+            concat!("DELETE FROM ", internal_table!(procedures), " WHERE name = ?1"),
             vec![name.to_owned()],
         )
         .await
@@ -111,7 +119,7 @@ impl<'db> Procedures<'db> {
                     });
                 };
                 let bound = bind_procedure_args(&definition, args)?;
-                script::execute(conn, &definition.body_sql, &bound, Access::ReadWrite)
+                script::execute(conn, &definition.body_sql, &bound, ScriptMode::ReadWrite)
             })
             .await
     }
@@ -126,7 +134,11 @@ fn parse_procedure(text: &str) -> Result<ProcedureDefinition> {
 
 fn load_procedure(conn: &Connection, name: &str) -> Result<Option<ProcedureDefinition>> {
     let text: Option<String> = conn
-        .prepare_cached("SELECT definition FROM _shardlite_procedures WHERE name = ?1")
+        .prepare_cached(concat!(
+            "SELECT definition FROM ",
+            internal_table!(procedures),
+            " WHERE name = ?1"
+        ))
         .map_err(sql_error)?
         .query_row([name], |r| r.get(0))
         .optional()

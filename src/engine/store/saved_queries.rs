@@ -3,14 +3,16 @@
 
 use rusqlite::OptionalExtension;
 
-use super::{delete_where, now_utc, require_name, write_internal};
+use super::{delete_where, require_name, write_internal};
 use crate::data::SavedQuery;
+use crate::data::now_utc;
 use crate::engine::database::Database;
 use crate::engine::sqlite_error::sql_error;
 use crate::error::Result;
+use crate::sql::internal_table;
 
 /// The saved queries of one [`Database`]: named SQL texts kept in shardlite's internal table
-/// `_shardlite_saved_queries`, with when each was created and last updated. Storing one runs
+/// of saved queries, with when each was created and last updated. Storing one runs
 /// nothing. Handed out by [`Database::saved_queries`].
 #[derive(Debug, Clone, Copy)]
 pub struct SavedQueries<'db> {
@@ -27,9 +29,11 @@ impl<'db> SavedQueries<'db> {
         self.db
             .read(|conn| {
                 let mut stmt = conn
-                    .prepare_cached(
-                        "SELECT name, sql_text, created_utc, updated_utc FROM _shardlite_saved_queries ORDER BY name",
-                    )
+                    .prepare_cached(concat!(
+                        "SELECT name, sql_text, created_utc, updated_utc FROM ",
+                        internal_table!(saved_queries),
+                        " ORDER BY name"
+                    ))
                     .map_err(sql_error)?;
                 stmt.query_map([], saved_query_from_row)
                     .map_err(sql_error)?
@@ -45,9 +49,11 @@ impl<'db> SavedQueries<'db> {
         let name = name.to_owned();
         self.db
             .read(move |conn| {
-                conn.prepare_cached(
-                    "SELECT name, sql_text, created_utc, updated_utc FROM _shardlite_saved_queries WHERE name = ?1",
-                )
+                conn.prepare_cached(concat!(
+                    "SELECT name, sql_text, created_utc, updated_utc FROM ",
+                    internal_table!(saved_queries),
+                    " WHERE name = ?1"
+                ))
                 .map_err(sql_error)?
                 .query_row([&name], saved_query_from_row)
                 .optional()
@@ -63,16 +69,22 @@ impl<'db> SavedQueries<'db> {
         let (name, sql_text) = (name.trim().to_owned(), sql_text.to_owned());
         write_internal(self.db, move |conn| {
             let now = now_utc();
-            conn.prepare_cached(
-                "INSERT INTO _shardlite_saved_queries (name, sql_text, created_utc, updated_utc) \
+            conn.prepare_cached(concat!(
+                "INSERT INTO ",
+                internal_table!(saved_queries),
+                " (name, sql_text, created_utc, updated_utc) \
                  VALUES (?1, ?2, ?3, ?3) \
-                 ON CONFLICT (name) DO UPDATE SET sql_text = excluded.sql_text, updated_utc = excluded.updated_utc",
-            )
+                 ON CONFLICT (name) DO UPDATE SET sql_text = excluded.sql_text, updated_utc = excluded.updated_utc"
+            ))
             .map_err(sql_error)?
             .execute([&name, &sql_text, &now])
             .map_err(sql_error)?;
             conn.query_row(
-                "SELECT name, sql_text, created_utc, updated_utc FROM _shardlite_saved_queries WHERE name = ?1",
+                concat!(
+                    "SELECT name, sql_text, created_utc, updated_utc FROM ",
+                    internal_table!(saved_queries),
+                    " WHERE name = ?1"
+                ),
                 [&name],
                 saved_query_from_row,
             )
@@ -86,7 +98,7 @@ impl<'db> SavedQueries<'db> {
         require_name("saved query name", name)?;
         delete_where(
             self.db,
-            "DELETE FROM _shardlite_saved_queries WHERE name = ?1",
+            concat!("DELETE FROM ", internal_table!(saved_queries), " WHERE name = ?1"),
             vec![name.to_owned()],
         )
         .await

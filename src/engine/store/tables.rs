@@ -5,13 +5,14 @@ use std::collections::BTreeMap;
 
 use rusqlite::{Connection, OptionalExtension};
 
-use super::{count, page_bounds, quote_ident, read_names, total_pages};
+use super::{count, page_bounds, read_names, total_pages};
 use crate::data::{ColumnInfo, Params, Row, RowPage, TableSchema, Value};
 use crate::engine::database::Database;
-use crate::engine::script::{self, Access};
+use crate::engine::script::{self, ScriptMode};
 use crate::engine::sqlite_error::sql_error;
 use crate::engine::value::value_from_ref;
 use crate::error::{Error, Result};
+use crate::sql::quote_ident;
 
 fn table_schema(conn: &Connection, table: &str) -> Result<TableSchema> {
     let found: Option<(String, String)> = conn
@@ -165,7 +166,7 @@ impl<'db> Tables<'db> {
                     conn,
                     &format!("SELECT * FROM {name} ORDER BY {order} LIMIT ?1 OFFSET ?2"),
                     &Params::Positional(vec![Value::from(page_size), Value::Integer(offset)]),
-                    Access::ReadOnly,
+                    ScriptMode::ReadOnly,
                 )?;
                 Ok(RowPage {
                     column_names: result.column_names,

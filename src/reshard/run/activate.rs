@@ -1,18 +1,19 @@
 //! The end of a data move: the new map written as the pending map (and recognised when a crashed
 //! run already wrote it), and the final checkpoint and history row of every run.
 
-use super::{Migrator, plan};
+use super::plan;
+use super::state::Runner;
+use crate::data::now_utc;
 use crate::data::{
-    Audit, CatalogIssue, CatalogUpdateRequest, IssueSeverity, MigrationResult, MigrationScope, MigrationSpec,
+    Audit, CatalogIssue, CatalogUpdateRequest, IssueSeverity, ReshardPhase, ReshardResult, ReshardScope, ReshardSpec,
 };
-use crate::engine::store::now_utc;
 use crate::error::{ErrorKind, Result};
 use crate::map::ShardMap;
 use crate::reshard::manifest::issue;
 
 /// Writes the new map as the pending map. False (with an issue) when the catalog refuses.
 /// A map this migration already wrote (before a crash) is recognised and kept.
-pub(super) async fn write_pending(migrator: &Migrator, state: &mut MigrationResult) -> Result<bool> {
+pub(super) async fn write_pending(migrator: &Runner, state: &mut ReshardResult) -> Result<bool> {
     let catalog = migrator.catalog()?;
     let active = catalog.active_map().await?;
     let next = state.map_version + 1;
@@ -51,7 +52,7 @@ pub(super) async fn write_pending(migrator: &Migrator, state: &mut MigrationResu
             }),
         },
     };
-    match migrator.sharded.apply_catalog_update(&request).await {
+    match migrator.sharded.catalog().apply(&request).await {
         Ok(applied) if applied.applied => {
             state.pending_map_version = applied.pending_map_version;
             Ok(true)
@@ -76,8 +77,8 @@ pub(super) async fn write_pending(migrator: &Migrator, state: &mut MigrationResu
 
 /// Sets the recovery fields, then writes the final checkpoint and a history row. A failure
 /// to record is reported as a warning: the data is where the status says.
-pub(super) async fn finish(migrator: &Migrator, state: &mut MigrationResult) {
-    let abandoned = state.phase == "abandoned";
+pub(super) async fn finish(migrator: &Runner, state: &mut ReshardResult) {
+    let abandoned = state.phase == ReshardPhase::Abandoned;
     state.requires_operator_recovery = !abandoned && state.status.requires_operator_recovery();
     state.recovery_action = if abandoned {
         None
@@ -115,13 +116,13 @@ pub(super) async fn finish(migrator: &Migrator, state: &mut MigrationResult) {
 }
 
 /// Whether `map` sends the migration's data to its destination.
-pub(super) fn routes_to_destination(map: &ShardMap, spec: &MigrationSpec) -> bool {
+pub(super) fn routes_to_destination(map: &ShardMap, spec: &ReshardSpec) -> bool {
     let Some(destination) = map.shard_index(&spec.destination_shard_id) else {
         return false;
     };
     match &spec.scope {
-        MigrationScope::RouteKey { route_key, .. } => map.owner_of_key(route_key) == destination,
-        MigrationScope::BucketRange {
+        ReshardScope::RouteKey { route_key, .. } => map.owner_of_key(route_key) == destination,
+        ReshardScope::BucketRange {
             start_bucket_inclusive: start,
             end_bucket_exclusive: end,
             ..

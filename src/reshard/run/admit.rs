@@ -2,9 +2,12 @@
 //! destination, catalog, map version, manifest), then the plan and, unless it is a dry run, the
 //! phases.
 
-use super::{Migrator, activate, drive, plan};
-use crate::data::{CatalogIssue, IssueSeverity, MigrationResult, MigrationScope, MigrationSpec, MigrationStatus};
-use crate::engine::store::now_utc;
+use super::state::{Runner, checkpoint, first_error};
+use super::{activate, drive, plan};
+use crate::data::now_utc;
+use crate::data::{
+    CatalogIssue, IssueSeverity, ReshardPhase, ReshardPlan, ReshardResult, ReshardScope, ReshardSpec, ReshardStatus,
+};
 use crate::error::Result;
 use crate::map::{ShardMap, ShardRole};
 use crate::reshard::manifest::{self, issue};
@@ -30,9 +33,9 @@ fn keyspace_of(keyspace: &str, map: &ShardMap, issues: &mut Vec<CatalogIssue>) -
 /// Checks a request's scope against the map: the scope as it is stored (the map's spelling of
 /// the keyspace, the key and shard trimmed) and the source shard (where the key resolves, or the
 /// range's source), with an issue for each problem.
-pub(super) fn scope(scope: MigrationScope, map: &ShardMap, issues: &mut Vec<CatalogIssue>) -> (MigrationScope, String) {
+pub(super) fn scope(scope: ReshardScope, map: &ShardMap, issues: &mut Vec<CatalogIssue>) -> (ReshardScope, String) {
     match scope {
-        MigrationScope::RouteKey { keyspace, route_key } => {
+        ReshardScope::RouteKey { keyspace, route_key } => {
             let keyspace = keyspace_of(&keyspace, map, issues);
             let key = route_key.trim().to_owned();
             if key.is_empty() {
@@ -45,13 +48,13 @@ pub(super) fn scope(scope: MigrationScope, map: &ShardMap, issues: &mut Vec<Cata
                     Err(err) => issues.push(issue("source-shard-unavailable", err.to_string())),
                 }
             }
-            let scope = MigrationScope::RouteKey {
+            let scope = ReshardScope::RouteKey {
                 keyspace,
                 route_key: key,
             };
             (scope, source)
         }
-        MigrationScope::BucketRange {
+        ReshardScope::BucketRange {
             keyspace,
             source_shard_id,
             start_bucket_inclusive: start,
@@ -86,7 +89,7 @@ pub(super) fn scope(scope: MigrationScope, map: &ShardMap, issues: &mut Vec<Cata
                     format!("source shard '{source}' does not own every bucket of [{start}, {end})"),
                 ));
             }
-            let scope = MigrationScope::BucketRange {
+            let scope = ReshardScope::BucketRange {
                 keyspace,
                 source_shard_id: source.clone(),
                 start_bucket_inclusive: start,
@@ -99,19 +102,19 @@ pub(super) fn scope(scope: MigrationScope, map: &ShardMap, issues: &mut Vec<Cata
 
 /// Common checks, then the plan, then (unless a dry run) the phases.
 pub(super) async fn start(
-    migrator: &Migrator,
-    spec: MigrationSpec,
+    migrator: &Runner,
+    spec: ReshardSpec,
     id: Option<String>,
     expected_version: Option<u64>,
     dry_run: bool,
     issues: Vec<CatalogIssue>,
-) -> Result<MigrationResult> {
+) -> Result<ReshardResult> {
     let id = match id.as_deref().map(str::trim) {
         Some(id) if !id.is_empty() => id.to_owned(),
         _ => new_migration_id(),
     };
     // Held until the run ends: two starts with one id cannot both run.
-    let claim = match migrator.sharded.catalog() {
+    let claim = match migrator.sharded.catalog().master() {
         Some(catalog) => Some(catalog.claim_migration(&id).await?),
         None => None,
     };
@@ -124,21 +127,71 @@ pub(super) async fn start(
 
 /// [`start`] once the run holds the migration's claim.
 async fn start_claimed(
-    migrator: &Migrator,
-    spec: MigrationSpec,
+    migrator: &Runner,
+    spec: ReshardSpec,
     id: String,
     expected_version: Option<u64>,
     dry_run: bool,
     mut issues: Vec<CatalogIssue>,
-) -> Result<MigrationResult> {
+) -> Result<ReshardResult> {
     let map = migrator.sharded.map();
-    match migrator.sharded.catalog() {
+    check_run(migrator, &id, expected_version, &spec, &map, &mut issues).await?;
+    let mut state = new_state(id, spec, map.version(), issues);
+    let context = if state.issues.is_empty() {
+        match plan::context(migrator, &state.spec, &map).await {
+            Ok(context) => Some(context),
+            Err(err) => {
+                state.issues.push(issue("manifest-mismatch", err.to_string()));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let Some(context) = context else {
+        reject(migrator, &mut state, dry_run).await;
+        return Ok(state);
+    };
+    let plan = plan::plan(migrator, &state.spec, &map, &context).await?;
+    warn_unindexed(&mut state, &plan);
+    state.plan = Some(plan);
+    if dry_run {
+        state.status = ReshardStatus::Planned;
+        state.phase = ReshardPhase::Planned;
+        state.message = "dry run: this is the plan; nothing was changed".to_owned();
+        return Ok(state);
+    }
+    state.receipts = context
+        .targets
+        .iter()
+        .map(|t| plan::fresh_receipt(&t.name, t.collection))
+        .collect();
+    // A record under this id can only be a leftover (the catalog knew no such migration):
+    // the copy must not resume from it.
+    if let Some(destination) = &context.local_destination {
+        destination.moves().clear_copy_cursors(&state.migration_id).await?;
+    }
+    checkpoint(migrator, &mut state).await?;
+    drive::drive(migrator, state, context).await
+}
+
+/// The checks of a run as a whole, with an issue for each problem: a catalog to record it in,
+/// an unused id, no pending map, the expected map version, and the manifest.
+async fn check_run(
+    migrator: &Runner,
+    id: &str,
+    expected_version: Option<u64>,
+    spec: &ReshardSpec,
+    map: &ShardMap,
+    issues: &mut Vec<CatalogIssue>,
+) -> Result<()> {
+    match migrator.sharded.catalog().master() {
         None => issues.push(issue(
             "catalog-required",
             "migrations need a client opened from a master catalog".to_owned(),
         )),
         Some(catalog) => {
-            if catalog.migration(&id).await?.is_some() {
+            if catalog.migration(id).await?.is_some() {
                 issues.push(issue(
                     "migration-id-exists",
                     format!("migration '{id}' already exists: resume it, or choose another id"),
@@ -176,15 +229,20 @@ async fn start_claimed(
         ));
     }
     issues.extend(manifest::check(&spec.manifest));
+    Ok(())
+}
+
+/// A new run's first state: validated, unless `issues` holds errors (then it is rejected).
+fn new_state(id: String, spec: ReshardSpec, map_version: u64, issues: Vec<CatalogIssue>) -> ReshardResult {
     let now = now_utc();
-    let mut state = MigrationResult {
+    ReshardResult {
         migration_id: id,
-        status: MigrationStatus::Running,
-        phase: "validated".to_owned(),
+        status: ReshardStatus::Running,
+        phase: ReshardPhase::Validated,
         message: String::new(),
         spec,
         plan: None,
-        map_version: map.version(),
+        map_version,
         pending_map_version: None,
         requires_operator_recovery: false,
         recovery_action: None,
@@ -195,67 +253,42 @@ async fn start_claimed(
         updated_utc: now,
         completed_utc: None,
         online: None,
-    };
-    let context = if state.issues.is_empty() {
-        match plan::context(migrator, &state.spec, &map).await {
-            Ok(context) => Some(context),
-            Err(err) => {
-                state.issues.push(issue("manifest-mismatch", err.to_string()));
-                None
-            }
-        }
-    } else {
-        None
-    };
-    let Some(context) = context else {
-        state.status = MigrationStatus::Rejected;
-        state.phase = "rejected".to_owned();
-        state.message = format!("the migration was rejected: {}", first_error(&state.issues));
-        // A rejection is recorded under its id, unless the id belongs to another migration.
-        let id_taken = state.issues.iter().any(|i| i.code == "migration-id-exists");
-        if !dry_run && !id_taken && migrator.sharded.catalog().is_some() {
-            activate::finish(migrator, &mut state).await;
-        }
-        return Ok(state);
-    };
-    let plan = plan::plan(migrator, &state.spec, &map, &context).await?;
+    }
+}
+
+/// Rejects the run for its issues; the rejection is recorded under its id, unless it is a dry
+/// run or the id belongs to another migration.
+async fn reject(migrator: &Runner, state: &mut ReshardResult, dry_run: bool) {
+    state.status = ReshardStatus::Rejected;
+    state.phase = ReshardPhase::Rejected;
+    state.message = format!("the migration was rejected: {}", first_error(&state.issues));
+    let id_taken = state.issues.iter().any(|i| i.code == "migration-id-exists");
+    if !dry_run && !id_taken && migrator.sharded.catalog().master().is_some() {
+        activate::finish(migrator, state).await;
+    }
+}
+
+/// A warning for each table a route-key move would scan whole for want of an index.
+fn warn_unindexed(state: &mut ReshardResult, plan: &ReshardPlan) {
+    if !matches!(state.spec.scope, ReshardScope::RouteKey { .. }) {
+        return;
+    }
     for item in plan
         .items
         .iter()
         .filter(|item| !item.route_index && item.estimated_rows > 0)
     {
-        if matches!(state.spec.scope, MigrationScope::RouteKey { .. }) {
-            state.issues.push(CatalogIssue {
-                severity: IssueSeverity::Warning,
-                code: "no-route-index".to_owned(),
-                message: format!(
-                    "no index covers the route filter of {} '{}': every page scans it; create an index on its \
-                     route column",
-                    if item.collection { "collection" } else { "table" },
-                    item.name
-                ),
-            });
-        }
+        state.issues.push(CatalogIssue {
+            severity: IssueSeverity::Warning,
+            code: "no-route-index".to_owned(),
+            message: format!(
+                "no index covers the route filter of {} '{}': every page scans it; create an index on its route \
+                 column",
+                if item.collection { "collection" } else { "table" },
+                item.name
+            ),
+        });
     }
-    state.plan = Some(plan);
-    if dry_run {
-        state.status = MigrationStatus::Planned;
-        state.phase = "planned".to_owned();
-        state.message = "dry run: this is the plan; nothing was changed".to_owned();
-        return Ok(state);
-    }
-    state.receipts = context
-        .targets
-        .iter()
-        .map(|t| plan::fresh_receipt(&t.name, t.collection))
-        .collect();
-    // A record under this id can only be a leftover (the catalog knew no such migration):
-    // the copy must not resume from it.
-    if let Some(destination) = &context.local_destination {
-        destination.moves().clear_copy_cursors(&state.migration_id).await?;
-    }
-    drive::checkpoint(migrator, &mut state).await?;
-    drive::drive(migrator, state, context).await
 }
 
 /// Checks the destination: defined, enabled, primary, not the source.
@@ -284,14 +317,6 @@ pub(super) fn check_destination(
         }
         Some(_) => {}
     }
-}
-
-/// The message of the first error-level issue, for a run's summary.
-pub(super) fn first_error(issues: &[CatalogIssue]) -> String {
-    issues
-        .iter()
-        .find(|i| i.severity == IssueSeverity::Error)
-        .map_or_else(String::new, |i| i.message.clone())
 }
 
 /// `mig-{yyyymmddhhmmss}-{32 hex}`.

@@ -2,23 +2,18 @@
 //! page by page through the shards' data clients; both checkpoint as they go and resume without
 //! copying a page twice.
 
-use super::{CHECKPOINT_INTERVAL, Context, CopyProgress, JOB_TIME, Migrator, drive};
-use crate::data::{DataClient, MigrationResult, Params, TransactionOptions, Value};
+use super::state::{CHECKPOINT_INTERVAL, Context, CopyProgress, JOB_TIME, Runner, checkpoint};
+use crate::data::{DataClient, Params, ReshardPhase, ReshardReceipt, ReshardResult, TransactionOptions, Value};
 use crate::engine::Database;
-use crate::engine::copy::{PageCursor, PagedCopy};
+use crate::engine::reshard::copy::{PageCursor, PagedCopy};
 use crate::error::{Error, Result, ShardProblem};
-use crate::reshard::target::Checksum;
+use crate::reshard::item_sql::{Checksum, ItemSql};
 use std::sync::Arc;
 
 /// Copies the remaining pages of one target, checkpointing as it goes: inside SQLite when
 /// both shards are files of this process (and the source's path can be attached), else
 /// through the data clients.
-pub(super) async fn copy(
-    migrator: &Migrator,
-    state: &mut MigrationResult,
-    context: &Context,
-    index: usize,
-) -> Result<()> {
+pub(super) async fn copy(migrator: &Runner, state: &mut ReshardResult, context: &Context, index: usize) -> Result<()> {
     if state.receipts[index].copied {
         return Ok(());
     }
@@ -40,8 +35,8 @@ pub(super) async fn copy(
 /// record when it is ahead of the catalog's receipt (pages committed after the last
 /// checkpoint of a run that stopped), so no page is copied twice.
 pub(super) async fn copy_inside(
-    migrator: &Migrator,
-    state: &mut MigrationResult,
+    migrator: &Runner,
+    state: &mut ReshardResult,
     context: &Context,
     index: usize,
     (source, destination): (&Database, &Database),
@@ -105,8 +100,8 @@ pub(super) async fn copy_inside(
 
 /// Records that target `index` is copied up to `cursor`: the receipt, a checkpoint, progress.
 pub(super) async fn copied(
-    migrator: &Migrator,
-    state: &mut MigrationResult,
+    migrator: &Runner,
+    state: &mut ReshardResult,
     context: &Context,
     index: usize,
     cursor: &PageCursor,
@@ -122,14 +117,14 @@ pub(super) async fn copied(
 
 /// The checkpoint and progress report after a page of target `index`.
 pub(super) async fn page_checkpoint(
-    migrator: &Migrator,
-    state: &mut MigrationResult,
+    migrator: &Runner,
+    state: &mut ReshardResult,
     context: &Context,
     index: usize,
 ) -> Result<()> {
     let target = &context.targets[index];
-    state.phase = format!("copying {}", target.label());
-    drive::checkpoint(migrator, state).await?;
+    state.phase = ReshardPhase::copying(target.label());
+    checkpoint(migrator, state).await?;
     if let Some(observer) = &migrator.observer {
         let estimated = state
             .plan
@@ -155,8 +150,8 @@ pub(super) async fn page_checkpoint(
 /// one page can be on the destination beyond the checkpoint: on resume the first page is
 /// read back from the destination first, and not written again when it is already there.
 pub(super) async fn copy_through_clients(
-    migrator: &Migrator,
-    state: &mut MigrationResult,
+    migrator: &Runner,
+    state: &mut ReshardResult,
     context: &Context,
     index: usize,
 ) -> Result<()> {
@@ -187,16 +182,7 @@ pub(super) async fn copy_through_clients(
         let count = rows.len();
         let mut next = Vec::new();
         if count > 0 {
-            let last = rows[count - 1].get(target.key_index).cloned().unwrap_or(Value::Null);
-            if last == Value::Null {
-                return Err(Error::invalid_argument(
-                    "manifest",
-                    format!(
-                        "{} has a row with a NULL primary key; it cannot be paged",
-                        target.label()
-                    ),
-                ));
-            }
+            let last = last_key(target, &rows)?;
             checksum.add_page(&rows);
             // A run that stopped between the destination's commit and the checkpoint left
             // this page there already, exactly as the source has it.
@@ -221,11 +207,7 @@ pub(super) async fn copy_through_clients(
                 written?;
                 next = following?;
             }
-            let receipt = &mut state.receipts[index];
-            receipt.source_rows += u64::try_from(count).unwrap_or(u64::MAX);
-            receipt.pages_copied += 1;
-            receipt.last_key = Some(last.clone());
-            receipt.source_checksum = checksum.to_hex();
+            record_page(&mut state.receipts[index], count, last.clone(), &checksum);
             after = Some(last);
         }
         state.receipts[index].copied = count < target.page_size;
@@ -266,4 +248,31 @@ pub(super) fn on_shard(shard_id: &str, err: Error) -> Error {
         Error::Transport(_) => Error::ShardUnavailable(Box::new(ShardProblem::new(shard_id, err.to_string()))),
         other => other,
     }
+}
+
+/// The primary key of the last row of a page of `target`, by which the next page is read.
+fn last_key(target: &ItemSql, rows: &[Vec<Value>]) -> Result<Value> {
+    let last = rows
+        .last()
+        .and_then(|row| row.get(target.key_index))
+        .cloned()
+        .unwrap_or(Value::Null);
+    if last == Value::Null {
+        return Err(Error::invalid_argument(
+            "manifest",
+            format!(
+                "{} has a row with a NULL primary key; it cannot be paged",
+                target.label()
+            ),
+        ));
+    }
+    Ok(last)
+}
+
+/// Adds a page of `count` rows ending at `last` to `receipt`, with the checksum so far.
+fn record_page(receipt: &mut ReshardReceipt, count: usize, last: Value, checksum: &Checksum) {
+    receipt.source_rows += u64::try_from(count).unwrap_or(u64::MAX);
+    receipt.pages_copied += 1;
+    receipt.last_key = Some(last);
+    receipt.source_checksum = checksum.to_hex();
 }

@@ -1,6 +1,9 @@
-//! A data move's run: [`Migrator`], its requests, resume and abandon. The phases live one file
+//! A data move's run: [`Resharder`], its requests, resume and abandon. The phases live one file
 //! each: `admit` (request checks), `plan`, `drive` (the phase machine), `copy` (the two copy
-//! strategies), `verify` and `activate`.
+//! strategies), `verify`, the online phases (`online`, `replay` of captured changes, `settle`,
+//! their verification) and `activate`. What they share (the runner, the run's context, the
+//! checkpoint and the early endings) is in `state`, which they import; only `drive` and this
+//! file import the phases, so no phase imports the machine that runs it.
 //!
 //! The catalog holds each migration's state: its phase and, per table or collection, a receipt
 //! of the copy (last key, counts, running checksum). Pages are upserted one transaction each,
@@ -9,7 +12,7 @@
 //! - Between two files of this process (`copy_inside`), each page's transaction on the
 //!   destination also records the cursor after the page, so the destination's record is as far
 //!   as its rows whatever stops the run. The catalog is checkpointed every
-//!   [`CHECKPOINT_INTERVAL`] for progress; resume starts from the record when it is further
+//!   [`CHECKPOINT_INTERVAL`](state::CHECKPOINT_INTERVAL) for progress; resume starts from the record when it is further
 //!   along than the receipt (and updates the receipt from it).
 //! - Through the data clients (`copy_through_clients`), each page is checkpointed in the
 //!   catalog once the destination committed it and before the next is written, so a stopped
@@ -22,137 +25,76 @@ mod copy;
 mod drive;
 mod online;
 mod plan;
+mod replay;
 mod settle;
+mod state;
 mod verify;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::fence::{self};
-use super::target::{Selection, Target};
 use crate::catalog::Catalog;
 use crate::client::ShardedClient;
 use crate::data::{
-    DataClient, MigrationAdmin, MigrationRequest, MigrationResult, MigrationScope, MigrationSpec, MigrationStatus,
-    ResumeRequest,
+    ReshardAdmin, ReshardPhase, ReshardRequest, ReshardResult, ReshardScope, ReshardSpec, ReshardStatus, ResumeRequest,
 };
-use crate::engine::{Database, Pin};
 use crate::error::{Error, Result};
-
-/// Progress of a migration, reported after every page copied and when its phase changes.
-#[derive(Debug, Clone)]
-pub struct CopyProgress {
-    /// The migration.
-    pub migration_id: String,
-    /// The table or collection being copied.
-    pub item: String,
-    /// Rows copied so far (including pages copied before a resume).
-    pub rows: u64,
-    /// Rows the plan expected to move.
-    pub estimated_rows: u64,
-    /// The phase the migration is in (`copying table 'orders'`, and for online migrations
-    /// `capturing`, `catching-up`, `cutover`, `activated`). A report of a phase change has a
-    /// blank `item`.
-    pub phase: String,
-    /// Captured changes not yet applied to the destination (online migrations).
-    pub remaining_changes: u64,
-    /// How long the cutover refused writes, in milliseconds, once it is over.
-    pub cutover_ms: Option<u64>,
-}
-
-type Observer = Arc<dyn Fn(&CopyProgress) + Send + Sync>;
+pub use state::CopyProgress;
+use state::{Runner, checkpoint};
 
 /// Runs migrations through a [`ShardedClient`] opened from a master catalog.
 ///
 /// ```no_run
 /// # async fn demo() -> shardlite::Result<()> {
 /// use shardlite::client::ShardedClient;
-/// use shardlite::data::{Audit, MigrationManifest, MigrationRequest, TableManifest};
-/// use shardlite::reshard::Migrator;
+/// use shardlite::data::{Audit, ReshardManifest, ReshardRequest, TableManifest};
+/// use shardlite::reshard::Resharder;
 ///
 /// let sharded = ShardedClient::open("data/master.db").await?;
-/// let manifest = MigrationManifest {
+/// let manifest = ReshardManifest {
 ///     tables: vec![TableManifest {
 ///         table_name: "orders".into(),
 ///         route_key_column: "tenant".into(),
 ///         primary_key_column: "id".into(),
 ///     }],
-///     ..MigrationManifest::default()
+///     ..ReshardManifest::default()
 /// };
-/// let request = MigrationRequest::route_key("tenants", "tenant-42", "s1", manifest)
+/// let request = ReshardRequest::route_key("tenants", "tenant-42", "s1", manifest)
 ///     .activate()
 ///     .delete_source()
 ///     .audit(Audit::by("ada"));
-/// let result = Migrator::new(sharded).migrate(request).await?;
+/// let result = Resharder::new(sharded).migrate(request).await?;
 /// println!("{:?}: {}", result.status, result.message);
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
-pub struct Migrator {
-    sharded: ShardedClient,
-    observer: Option<Observer>,
+pub struct Resharder {
+    runner: Runner,
 }
 
-impl std::fmt::Debug for Migrator {
+impl std::fmt::Debug for Resharder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Migrator")
-            .field("sharded", &self.sharded)
+        f.debug_struct("Resharder")
+            .field("sharded", &self.runner.sharded)
             .finish_non_exhaustive()
     }
 }
 
-/// How long one copy or checksum job may keep a shard's connection before it hands it back to
-/// other callers (at a page boundary); the copy goes on in the next job.
-const JOB_TIME: Duration = Duration::from_millis(100);
-
-/// The least time between two catalog checkpoints of a copy inside SQLite: the catalog write
-/// competes with the copy's own threads for the processor. The catalog's receipt is then the
-/// copy's progress for status and progress reports only; where the copy resumes is the cursor
-/// each page's own transaction records on the destination, which is never behind it.
-const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(25);
-
-/// The clients and SQL one run needs.
-struct Context {
-    source: Arc<dyn DataClient>,
-    destination: Arc<dyn DataClient>,
-    /// The engine of each side, when it is a file of this process: pages are then copied and
-    /// checksummed inside SQLite.
-    local_source: Option<Database>,
-    local_destination: Option<Database>,
-    targets: Vec<Target>,
-    /// Each target's route column or property.
-    routes: Vec<String>,
-    selection: Selection,
-    pins: Vec<String>,
-    /// Keys (per target) of an online migration whose rows differed at the last comparison
-    /// before the cutover (still being written): compared again in the cutover.
-    recheck: std::sync::Mutex<Vec<Vec<crate::data::Value>>>,
-    /// Keeps the local files of both sides open for the whole run: a copy in progress is never
-    /// closed under it to make room for other shards.
-    _kept_open: Vec<Pin>,
-}
-
-impl Migrator {
+impl Resharder {
     /// A migrator over `sharded`, which must be opened from a master catalog.
     pub fn new(sharded: ShardedClient) -> Self {
         Self {
-            sharded,
-            observer: None,
+            runner: Runner {
+                sharded,
+                observer: None,
+            },
         }
     }
 
     /// Calls `observer` after every page copied (for progress bars).
     pub fn with_observer(mut self, observer: impl Fn(&CopyProgress) + Send + Sync + 'static) -> Self {
-        self.observer = Some(Arc::new(observer));
+        self.runner.observer = Some(Arc::new(observer));
         self
-    }
-
-    fn catalog(&self) -> Result<&Catalog> {
-        self.sharded.catalog().ok_or_else(|| Error::Catalog {
-            reason: "migrations need a client opened from a master catalog, where they record the new map, their \
-                     checkpoints and history"
-                .to_owned(),
-        })
     }
 
     /// Moves the data of a route key or a bucket range, as `request`'s scope says, to another
@@ -161,8 +103,8 @@ impl Migrator {
     ///
     /// A request that cannot run comes back `Rejected` with issues naming each problem (not as
     /// an error); so do verification and catalog failures, with a recovery text.
-    pub async fn migrate(&self, request: MigrationRequest) -> Result<MigrationResult> {
-        let MigrationRequest {
+    pub async fn migrate(&self, request: ReshardRequest) -> Result<ReshardResult> {
+        let ReshardRequest {
             scope,
             destination_shard_id,
             manifest,
@@ -174,21 +116,21 @@ impl Migrator {
             delete_source,
             audit,
         } = request;
-        let map = self.sharded.map();
+        let map = self.runner.sharded.map();
         let mut issues = Vec::new();
         let (scope, source) = admit::scope(scope, &map, &mut issues);
         let destination = destination_shard_id.trim().to_owned();
         admit::check_destination(&map, &source, &destination, &mut issues, || match &scope {
-            MigrationScope::RouteKey { route_key, .. } => {
+            ReshardScope::RouteKey { route_key, .. } => {
                 format!("route key '{route_key}' already resolves to shard '{source}'")
             }
-            MigrationScope::BucketRange {
+            ReshardScope::BucketRange {
                 start_bucket_inclusive: start,
                 end_bucket_exclusive: end,
                 ..
             } => format!("bucket range [{start}, {end}) already belongs to shard '{source}'"),
         });
-        let spec = MigrationSpec {
+        let spec = ReshardSpec {
             scope,
             source_shard_id: source,
             destination_shard_id: destination,
@@ -198,14 +140,22 @@ impl Migrator {
             online,
             audit,
         };
-        admit::start(self, spec, migration_id, expected_current_map_version, dry_run, issues).await
+        admit::start(
+            &self.runner,
+            spec,
+            migration_id,
+            expected_current_map_version,
+            dry_run,
+            issues,
+        )
+        .await
     }
 
     /// Continues migration `id` from its last checkpoint: pages already copied are not copied
     /// again, everything is verified again, and the phases after verification run as far as
     /// the migration (and `options`) asks. A migration that already ended successfully is
     /// returned as it is, so resuming twice does no harm. While another runner drives it, resuming
-    /// is refused with [`Error::MigrationRunning`].
+    /// is refused with [`Error::ReshardRunning`].
     ///
     /// A page can be on the destination without a checkpoint in the catalog (the run stopped
     /// between the two writes). Between files of this process each page's transaction also
@@ -213,8 +163,8 @@ impl Migrator {
     /// that record and the catalog is further along; through the data clients, the first page
     /// after the checkpoint is read back from the destination and written only if it is not
     /// already there. After `VerificationFailed` everything is copied again.
-    pub async fn resume(&self, id: &str, options: ResumeRequest) -> Result<MigrationResult> {
-        let catalog = self.catalog()?;
+    pub async fn resume(&self, id: &str, options: ResumeRequest) -> Result<ReshardResult> {
+        let catalog = self.runner.catalog()?;
         let id = id.trim();
         if id.is_empty() {
             return Err(Error::invalid_argument("migration id", "it is blank"));
@@ -227,7 +177,7 @@ impl Migrator {
     }
 
     /// [`resume`](Self::resume) once the run holds the migration's claim.
-    async fn resume_claimed(&self, catalog: &Catalog, id: &str, options: ResumeRequest) -> Result<MigrationResult> {
+    async fn resume_claimed(&self, catalog: &Catalog, id: &str, options: ResumeRequest) -> Result<ReshardResult> {
         let mut state = catalog.migration(id).await?.ok_or_else(|| Error::NotFound {
             what: "migration",
             name: id.into(),
@@ -241,18 +191,18 @@ impl Migrator {
             ));
         }
         let finished = match state.status {
-            MigrationStatus::Rejected | MigrationStatus::Planned => {
+            ReshardStatus::Rejected | ReshardStatus::Planned => {
                 return Err(Error::invalid_argument(
                     "migration id",
                     format!("migration '{id}' was rejected and never started: start a new one"),
                 ));
             }
             // A run stopped right after activation may have left its change capture behind.
-            MigrationStatus::Activated => {
-                (!delete_source || state.phase == "source-deleted")
+            ReshardStatus::Activated => {
+                (!delete_source || state.phase == ReshardPhase::SourceDeleted)
                     && !state.online.as_ref().is_some_and(|online| online.capturing)
             }
-            MigrationStatus::PendingActivation => !activate,
+            ReshardStatus::PendingActivation => !activate,
             _ => false,
         };
         if finished {
@@ -260,18 +210,18 @@ impl Migrator {
         }
         state.spec.activate = activate;
         state.spec.delete_source = delete_source;
-        let copy_again = state.status == MigrationStatus::VerificationFailed;
+        let copy_again = state.status == ReshardStatus::VerificationFailed;
         if copy_again {
             // The destination was repaired (or will be compared afresh): copy everything again.
             for receipt in &mut state.receipts {
                 *receipt = plan::fresh_receipt(&receipt.name, receipt.collection);
             }
         }
-        if state.status != MigrationStatus::Activated {
+        if state.status != ReshardStatus::Activated {
             state.status = if state.pending_map_version.is_some() {
-                MigrationStatus::PendingActivation
+                ReshardStatus::PendingActivation
             } else {
-                MigrationStatus::Running
+                ReshardStatus::Running
             };
         }
         state.attempt += 1;
@@ -279,14 +229,14 @@ impl Migrator {
         state.completed_utc = None;
         state.requires_operator_recovery = false;
         state.recovery_action = None;
-        let map = self.sharded.map();
-        let context = plan::context(self, &state.spec, &map).await?;
+        let map = self.runner.sharded.map();
+        let context = plan::context(&self.runner, &state.spec, &map).await?;
         if copy_again && let Some(destination) = &context.local_destination {
             // The cursors the destination recorded belong to the copy being redone.
             destination.moves().clear_copy_cursors(&state.migration_id).await?;
         }
-        drive::checkpoint(self, &mut state).await?;
-        drive::drive(self, state, context).await
+        checkpoint(&self.runner, &mut state).await?;
+        drive::drive(&self.runner, state, context).await
     }
 
     /// Gives up a migration that has not changed the map (the explicit recovery for a fence a
@@ -294,8 +244,8 @@ impl Migrator {
     /// writes of its keys on the source go on as before, and records it as `Failed` in phase `abandoned`. Rows already copied to the
     /// destination stay there (running the migration again upserts them). Refused once the
     /// migration has written its new map: finish it with [`resume`](Self::resume) instead.
-    pub async fn abandon(&self, id: &str) -> Result<MigrationResult> {
-        let catalog = self.catalog()?;
+    pub async fn abandon(&self, id: &str) -> Result<ReshardResult> {
+        let catalog = self.runner.catalog()?;
         let id = id.trim();
         // A running migration is not abandoned under its runner.
         let claim = catalog.claim_migration(id).await?;
@@ -305,7 +255,7 @@ impl Migrator {
     }
 
     /// [`abandon`](Self::abandon) once this process holds the migration's claim.
-    async fn abandon_claimed(&self, catalog: &Catalog, id: &str) -> Result<MigrationResult> {
+    async fn abandon_claimed(&self, catalog: &Catalog, id: &str) -> Result<ReshardResult> {
         let mut state = catalog.migration(id).await?.ok_or_else(|| Error::NotFound {
             what: "migration",
             name: id.into(),
@@ -319,69 +269,69 @@ impl Migrator {
                 ),
             ));
         }
-        if matches!(state.status, MigrationStatus::Rejected | MigrationStatus::Planned) {
+        if matches!(state.status, ReshardStatus::Rejected | ReshardStatus::Planned) {
             return Err(Error::invalid_argument(
                 "migration id",
                 format!("migration '{id}' was rejected and holds no fence"),
             ));
         }
-        let source = self.sharded.for_shard_id(&state.spec.source_shard_id)?;
+        let source = self.runner.sharded.for_shard_id(&state.spec.source_shard_id)?;
         fence::release(&source, &state.migration_id).await?;
         let items = state.spec.manifest.tables.len() + state.spec.manifest.collections.len();
         super::capture::remove(&source, &state.migration_id, items).await?;
         if let Some(online) = state.online.as_mut() {
             online.capturing = false;
         }
-        state.status = MigrationStatus::Failed;
-        state.phase = "abandoned".to_owned();
+        state.status = ReshardStatus::Failed;
+        state.phase = ReshardPhase::Abandoned;
         state.message = "abandoned by the operator: the fence was released and the shard map left unchanged; rows \
                          already copied to the destination stay there"
             .to_owned();
-        activate::finish(self, &mut state).await;
+        activate::finish(&self.runner, &mut state).await;
         Ok(state)
     }
 
     /// The state of migration `id`, as last checkpointed.
-    pub async fn status(&self, id: &str) -> Result<Option<MigrationResult>> {
-        self.catalog()?.migration(id.trim()).await
+    pub async fn status(&self, id: &str) -> Result<Option<ReshardResult>> {
+        self.runner.catalog()?.migration(id.trim()).await
     }
 
     /// Every migration's latest state, most recently updated first.
-    pub async fn migrations(&self) -> Result<Vec<MigrationResult>> {
-        self.catalog()?.migrations().await
+    pub async fn migrations(&self) -> Result<Vec<ReshardResult>> {
+        self.runner.catalog()?.migrations().await
     }
 
     /// The migration history: one entry per run that ended, newest first.
-    pub async fn history(&self) -> Result<Vec<MigrationResult>> {
-        self.catalog()?.migration_history().await
+    pub async fn history(&self) -> Result<Vec<ReshardResult>> {
+        self.runner.catalog()?.migration_history().await
     }
 }
 #[async_trait::async_trait]
-impl MigrationAdmin for Migrator {
-    async fn start_migration(&self, request: &MigrationRequest) -> Result<MigrationResult> {
+impl ReshardAdmin for Resharder {
+    async fn start_migration(&self, request: &ReshardRequest) -> Result<ReshardResult> {
         self.migrate(request.clone()).await
     }
 
-    async fn resume_migration(&self, migration_id: &str, options: &ResumeRequest) -> Result<MigrationResult> {
+    async fn resume_migration(&self, migration_id: &str, options: &ResumeRequest) -> Result<ReshardResult> {
         self.resume(migration_id, *options).await
     }
 
-    async fn migration_progress(&self, migration_id: &str) -> Result<MigrationResult> {
+    async fn migration_progress(&self, migration_id: &str) -> Result<ReshardResult> {
         self.status(migration_id).await?.ok_or_else(|| Error::NotFound {
             what: "migration",
             name: migration_id.trim().into(),
         })
     }
 
-    async fn migrations(&self) -> Result<Vec<MigrationResult>> {
-        Migrator::migrations(self).await
+    async fn migrations(&self) -> Result<Vec<ReshardResult>> {
+        Resharder::migrations(self).await
     }
 
-    async fn migration_history(&self) -> Result<Vec<MigrationResult>> {
+    async fn migration_history(&self) -> Result<Vec<ReshardResult>> {
         self.history().await
     }
 
-    async fn abandon_migration(&self, migration_id: &str) -> Result<MigrationResult> {
+    async fn abandon_migration(&self, migration_id: &str) -> Result<ReshardResult> {
         self.abandon(migration_id).await
     }
 }

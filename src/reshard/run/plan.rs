@@ -1,19 +1,23 @@
 //! Planning a data move: the clients and targets of a run, each target's row estimate and query
 //! plan, the map the move proposes, and fresh copy receipts.
 
-use super::{Context, Migrator};
+use super::state::{Context, Runner};
 use crate::catalog::diff;
 use std::ops::Range;
+use std::sync::Arc;
 
-use crate::data::{MigrationPlan, MigrationReceipt, MigrationScope, MigrationSpec, PlannedItem, Value};
+use crate::data::{
+    DataClient, PlannedItem, ReshardPlan, ReshardReceipt, ReshardScope, ReshardSpec, TableManifest, Value,
+};
+use crate::engine::reshard::moving::MovingRows;
 use crate::error::{Error, Result};
 use crate::map::{BucketRange, ShardMap, ShardingOptions};
+use crate::reshard::item_sql::{Checksum, ItemSql};
 use crate::reshard::manifest;
-use crate::reshard::target::{Checksum, Selection, Target};
 
-/// The clients, targets and selection of a run, with each manifest entry checked against both
-/// shards' schemas.
-pub(super) async fn context(migrator: &Migrator, spec: &MigrationSpec, map: &ShardMap) -> Result<Context> {
+/// The clients, item queries and moving rows of a run, with each manifest entry checked against
+/// both shards' schemas.
+pub(super) async fn context(migrator: &Runner, spec: &ReshardSpec, map: &ShardMap) -> Result<Context> {
     let source = migrator.sharded.for_shard_id(&spec.source_shard_id)?;
     let destination = migrator.sharded.for_shard_id(&spec.destination_shard_id)?;
     let pins: Vec<String> = map
@@ -22,64 +26,21 @@ pub(super) async fn context(migrator: &Migrator, spec: &MigrationSpec, map: &Sha
         .keys()
         .map(|k| k.trim().to_owned())
         .collect();
-    let selection = Selection::of(spec, map.bucket_count(), pins.clone());
+    let moving = MovingRows::of(&spec.scope, map.bucket_count(), pins);
     let page_size = manifest::page_size(&spec.manifest);
     let mut targets = Vec::new();
     let mut routes = Vec::new();
     for table in &spec.manifest.tables {
-        let name = table.table_name.trim();
-        let schema = source.table_schema(name).await.map_err(|err| {
-            Error::invalid_argument(
-                "manifest",
-                format!(
-                    "table '{name}' cannot be read on source shard '{}': {err}",
-                    spec.source_shard_id
-                ),
-            )
-        })?;
-        destination.table_schema(name).await.map_err(|err| {
-            Error::invalid_argument(
-                "manifest",
-                format!(
-                    "table '{name}' cannot be read on destination shard '{}' (create the schema there first): {err}",
-                    spec.destination_shard_id
-                ),
-            )
-        })?;
-        let columns: Vec<String> = schema.columns.iter().map(|c| c.name.clone()).collect();
-        let target = Target::table(
-            &schema.name,
-            &columns,
-            table.primary_key_column.trim(),
-            table.route_key_column.trim(),
-            selection.clone(),
-            page_size,
-        )
-        .ok_or_else(|| {
-            Error::invalid_argument(
-                "manifest",
-                format!(
-                    "table '{name}' has no column '{}' or '{}' (its columns: {})",
-                    table.primary_key_column.trim(),
-                    table.route_key_column.trim(),
-                    columns.join(", ")
-                ),
-            )
-        })?;
-        let route = columns
-            .iter()
-            .find(|c| c.eq_ignore_ascii_case(table.route_key_column.trim()))
-            .cloned()
-            .unwrap_or_default();
+        let (target, route) = table_item(spec, &source, &destination, table, moving.clone(), page_size).await?;
         targets.push(target);
         routes.push(route);
     }
     for collection in &spec.manifest.collections {
         let property = collection.route_key_property.trim();
-        targets.push(Target::collection(
+        targets.push(ItemSql::collection(
             collection.collection_name.trim(),
             property,
-            selection.clone(),
+            moving.clone(),
             page_size,
         ));
         routes.push(property.to_owned());
@@ -105,18 +66,86 @@ pub(super) async fn context(migrator: &Migrator, spec: &MigrationSpec, map: &Sha
         recheck: std::sync::Mutex::new(vec![Vec::new(); targets.len()]),
         targets,
         routes,
-        selection,
-        pins,
+        moving,
     })
+}
+
+/// The SQL of manifest table `table`, checked against both shards' schemas, and its route
+/// column as the source spells it.
+async fn table_item(
+    spec: &ReshardSpec,
+    source: &Arc<dyn DataClient>,
+    destination: &Arc<dyn DataClient>,
+    table: &TableManifest,
+    moving: MovingRows,
+    page_size: usize,
+) -> Result<(ItemSql, String)> {
+    let name = table.table_name.trim();
+    let schema = source.table_schema(name).await.map_err(|err| {
+        Error::invalid_argument(
+            "manifest",
+            format!(
+                "table '{name}' cannot be read on source shard '{}': {err}",
+                spec.source_shard_id
+            ),
+        )
+    })?;
+    destination.table_schema(name).await.map_err(|err| {
+        Error::invalid_argument(
+            "manifest",
+            format!(
+                "table '{name}' cannot be read on destination shard '{}' (create the schema there first): {err}",
+                spec.destination_shard_id
+            ),
+        )
+    })?;
+    let columns: Vec<String> = schema.columns.iter().map(|c| c.name.clone()).collect();
+    let target = ItemSql::table(
+        &schema.name,
+        &columns,
+        table.primary_key_column.trim(),
+        table.route_key_column.trim(),
+        moving,
+        page_size,
+    )
+    .ok_or_else(|| {
+        // Name only the columns that are missing, and which role each has in the manifest.
+        let missing: Vec<String> = [
+            (table.primary_key_column.trim(), "primaryKeyColumn"),
+            (table.route_key_column.trim(), "routeKeyColumn"),
+        ]
+        .into_iter()
+        .filter(|(column, _)| !columns.iter().any(|c| c.eq_ignore_ascii_case(column)))
+        .map(|(column, role)| format!("'{column}' (its {role})"))
+        .collect();
+        let missing = if missing.is_empty() {
+            "the columns the manifest names".to_owned()
+        } else {
+            missing.join(" or ")
+        };
+        Error::invalid_argument(
+            "manifest",
+            format!(
+                "table '{name}' has no column {missing} (its columns: {})",
+                columns.join(", ")
+            ),
+        )
+    })?;
+    let route = columns
+        .iter()
+        .find(|c| c.eq_ignore_ascii_case(table.route_key_column.trim()))
+        .cloned()
+        .unwrap_or_default();
+    Ok((target, route))
 }
 
 /// Row estimates and query plans of every target, and the map diff the move proposes.
 pub(super) async fn plan(
-    _migrator: &Migrator,
-    spec: &MigrationSpec,
+    _migrator: &Runner,
+    spec: &ReshardSpec,
     map: &ShardMap,
     context: &Context,
-) -> Result<MigrationPlan> {
+) -> Result<ReshardPlan> {
     let mut items = Vec::new();
     for target in &context.targets {
         let (sql, params) = target.count_query();
@@ -142,7 +171,7 @@ pub(super) async fn plan(
     }
     let proposed = ShardMap::new(proposed_options(map, spec))?;
     let changes = diff(map, &proposed);
-    Ok(MigrationPlan {
+    Ok(ReshardPlan {
         items,
         moved_buckets: changes.moved_buckets,
         moved_pins: changes.moved_pins,
@@ -152,17 +181,17 @@ pub(super) async fn plan(
 
 /// The active map with the moving key pinned (or the range owned) by the destination, one
 /// version up.
-pub(super) fn proposed_options(map: &ShardMap, spec: &MigrationSpec) -> ShardingOptions {
+pub(super) fn proposed_options(map: &ShardMap, spec: &ReshardSpec) -> ShardingOptions {
     let mut options = map.options().clone();
     options.map_version = i64::try_from(map.version() + 1).unwrap_or(i64::MAX);
     let destination = map
         .shard(&spec.destination_shard_id)
         .map_or_else(|| spec.destination_shard_id.clone(), |s| s.id.clone());
     match &spec.scope {
-        MigrationScope::RouteKey { route_key, .. } => {
+        ReshardScope::RouteKey { route_key, .. } => {
             options.exact_key_pins.insert(route_key.clone(), destination);
         }
-        MigrationScope::BucketRange {
+        ReshardScope::BucketRange {
             start_bucket_inclusive,
             end_bucket_exclusive,
             ..
@@ -192,8 +221,8 @@ fn owners_with(map: &ShardMap, buckets: Range<u32>, destination: &str) -> Vec<Bu
 }
 
 /// A receipt of a copy not yet begun.
-pub(super) fn fresh_receipt(name: &str, collection: bool) -> MigrationReceipt {
-    MigrationReceipt {
+pub(super) fn fresh_receipt(name: &str, collection: bool) -> ReshardReceipt {
+    ReshardReceipt {
         name: name.to_owned(),
         collection,
         source_rows: 0,

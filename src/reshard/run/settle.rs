@@ -17,27 +17,23 @@
 
 use std::sync::Arc;
 
-use super::online::{progress, replay};
+use super::replay::replay;
+use super::state::{Context, JOB_TIME, Runner, checkpoint, progress};
 use super::verify::count_and_checksum;
-use super::{Context, JOB_TIME, Migrator, drive};
-use crate::data::{DataClient, MigrationResult, Params, Value};
-use crate::engine::copy::PageCursor;
+use crate::data::{DataClient, Params, ReshardPhase, ReshardResult, Value};
+use crate::engine::reshard::copy::PageCursor;
 use crate::error::Result;
 use crate::reshard::capture;
-use crate::reshard::target::{Checksum, Target};
+use crate::reshard::item_sql::{Checksum, ItemSql};
 
 /// Changes read per query when collecting the keys changed after the snapshot.
 const CHANGES_PER_READ: usize = 5000;
 
 /// Step 1: the destination compared with a consistent snapshot of the source (see the module
 /// docs). Fills the receipts; true when every one matches.
-pub(super) async fn verify_snapshot(
-    migrator: &Migrator,
-    state: &mut MigrationResult,
-    context: &Context,
-) -> Result<bool> {
-    state.phase = "verifying".to_owned();
-    drive::checkpoint(migrator, state).await?;
+pub(super) async fn verify_snapshot(migrator: &Runner, state: &mut ReshardResult, context: &Context) -> Result<bool> {
+    state.phase = ReshardPhase::Verifying;
+    checkpoint(migrator, state).await?;
     let destination_id = state.spec.destination_shard_id.clone();
     let tx = context.source.begin_transaction().await?;
     let snapshot = tx.transaction_id.as_str();
@@ -104,14 +100,14 @@ pub(super) async fn verify_snapshot(
         });
         all &= receipt.verified;
     }
-    drive::checkpoint(migrator, state).await?;
+    checkpoint(migrator, state).await?;
     Ok(all)
 }
 
 /// Counts and checksums the moving rows of `target` as the source's transaction `tx` sees them:
 /// inside SQLite, on the transaction's own connection, when the source is a file of this process
 /// (the transaction is then one of its sessions), else read as values through its client.
-async fn checksum_in(context: &Context, tx: &str, target: &Target) -> Result<(u64, Checksum)> {
+async fn checksum_in(context: &Context, tx: &str, target: &ItemSql) -> Result<(u64, Checksum)> {
     if let Some(database) = &context.local_source {
         let query = Arc::new(target.paged_query());
         let mut cursor = PageCursor::start();
@@ -140,7 +136,7 @@ async fn checksum_in(context: &Context, tx: &str, target: &Target) -> Result<(u6
 async fn checksum_through_transaction(
     shard: &Arc<dyn DataClient>,
     tx: &str,
-    target: &Target,
+    target: &ItemSql,
 ) -> Result<(u64, Checksum)> {
     let mut checksum = Checksum::empty();
     let mut rows_seen = 0u64;
@@ -166,7 +162,7 @@ async fn checksum_through_transaction(
 /// keys that differed last time are compared on both sides, and `verified_through` moves up.
 /// A key still written meanwhile may differ; it is kept in `context`'s recheck list and
 /// compared again in the cutover, when nothing writes it.
-pub(super) async fn verify_caught_up(state: &mut MigrationResult, context: &Context) -> Result<()> {
+pub(super) async fn verify_caught_up(state: &mut ReshardResult, context: &Context) -> Result<()> {
     let (from, through) = {
         let online = progress(state);
         (online.verified_through, online.replayed_through)
@@ -182,7 +178,7 @@ pub(super) async fn verify_caught_up(state: &mut MigrationResult, context: &Cont
 }
 
 /// The keys changed in `(from, through]`, per item, with those left to recheck.
-async fn changed_keys(state: &MigrationResult, context: &Context, from: i64, through: i64) -> Result<Vec<Vec<Value>>> {
+async fn changed_keys(state: &ReshardResult, context: &Context, from: i64, through: i64) -> Result<Vec<Vec<Value>>> {
     let mut changes = Vec::new();
     let mut after = from;
     loop {
@@ -243,7 +239,7 @@ async fn compare_keys(context: &Context, keys: &[Vec<Value>]) -> Result<Vec<Vec<
 /// Step 2, in the cutover: the rows of every key changed after the last comparison (and of
 /// those that differed then) compared on both sides, and both sides' moving rows counted. True
 /// when everything matches.
-pub(super) async fn verify_delta(state: &mut MigrationResult, context: &Context) -> Result<bool> {
+pub(super) async fn verify_delta(state: &mut ReshardResult, context: &Context) -> Result<bool> {
     let from = progress(state).verified_through;
     let keys = changed_keys(state, context, from, i64::MAX).await?;
     let differing = compare_keys(context, &keys).await?;
@@ -271,7 +267,7 @@ pub(super) async fn verify_delta(state: &mut MigrationResult, context: &Context)
 }
 
 /// How many moving rows of `target` `shard` holds now.
-async fn count(shard: &Arc<dyn DataClient>, target: &Target) -> Result<u64> {
+async fn count(shard: &Arc<dyn DataClient>, target: &ItemSql) -> Result<u64> {
     let (sql, params): (String, Params) = target.count_query();
     let result = shard.execute_read_only_sql(&sql, params).await?;
     let rows = result

@@ -1,17 +1,18 @@
 //! Verifying a data move: every target's rows counted and checksummed on the destination and
 //! compared with what the copy read from the source.
 
-use super::{Context, JOB_TIME, Migrator};
-use crate::data::{DataClient, MigrationResult, Value};
+use super::copy::on_shard;
+use super::state::{Context, JOB_TIME, Runner};
+use crate::data::{DataClient, ReshardResult, Value};
 use crate::engine::Database;
-use crate::engine::copy::PageCursor;
+use crate::engine::reshard::copy::PageCursor;
 use crate::error::Result;
-use crate::reshard::target::{Checksum, Target};
+use crate::reshard::item_sql::{Checksum, ItemSql};
 use std::sync::Arc;
 
 /// Counts and checksums the moving rows on the destination; true when every receipt matches.
 /// (Online migrations verify in two steps instead: see `settle`.)
-pub(super) async fn verify(_migrator: &Migrator, state: &mut MigrationResult, context: &Context) -> Result<bool> {
+pub(super) async fn verify(_migrator: &Runner, state: &mut ReshardResult, context: &Context) -> Result<bool> {
     let mut all = true;
     for (index, target) in context.targets.iter().enumerate() {
         let (rows_seen, checksum) = count_and_checksum(
@@ -43,7 +44,7 @@ pub(super) async fn verify(_migrator: &Migrator, state: &mut MigrationResult, co
 pub(super) async fn count_and_checksum(
     local: Option<&Database>,
     shard: &Arc<dyn DataClient>,
-    target: &Target,
+    target: &ItemSql,
     shard_id: &str,
 ) -> Result<(u64, Checksum)> {
     match local {
@@ -60,12 +61,12 @@ pub(super) async fn count_and_checksum(
         }
         None => checksum_through_client(shard, target)
             .await
-            .map_err(|err| super::copy::on_shard(shard_id, err)),
+            .map_err(|err| on_shard(shard_id, err)),
     }
 }
 
 /// Counts and checksums the moving rows of `target` on `shard` read as values, page by page.
-pub(super) async fn checksum_through_client(shard: &Arc<dyn DataClient>, target: &Target) -> Result<(u64, Checksum)> {
+pub(super) async fn checksum_through_client(shard: &Arc<dyn DataClient>, target: &ItemSql) -> Result<(u64, Checksum)> {
     let mut checksum = Checksum::empty();
     let mut rows_seen = 0u64;
     let mut after: Option<Value> = None;

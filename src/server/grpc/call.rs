@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use tonic::{Request, Response, Status};
 
-use super::gate::{CallAccess, CallRoute};
+use super::gate::{CallAccess, CallRefused, CallRoute};
 use super::status::status_from_error;
 use crate::client::{DataClient, ShardedClient};
 use crate::error::{Error, Result};
@@ -15,7 +15,8 @@ use crate::routing::RouteContext;
 use crate::server::counters::{Outcome, Surface};
 use crate::server::keys::{Access, Scope};
 use crate::server::metrics;
-use crate::server::operations::OperationId;
+use crate::server::operations::{Needs, OperationId};
+use crate::server::sql_access::SqlAccess;
 use crate::server::{ServerState, Target};
 
 /// The service implementation; the [`CallGate`](super::gate::CallGate) interceptor runs first.
@@ -43,28 +44,36 @@ impl ShardliteService {
     {
         let started = Instant::now();
         let operation = OperationId::of(rpc).unwrap_or(OperationId::OTHER);
+        if let Some(refused) = request.extensions().get::<CallRefused>() {
+            let ended = metrics::Outcome::Failed(refused.kind);
+            self.state
+                .record_request(Surface::Grpc, operation, ended, started.elapsed());
+            return Err(Status::clone(&refused.status));
+        }
         let access = request.extensions().get::<CallAccess>().map(|access| access.0.clone());
         // An operation without a scope decision needs `admin`, the narrowest scope.
-        let scope = match operation.needs() {
-            _ if operation == OperationId::OTHER => Some(Scope::Admin),
-            needs => needs.scope(),
+        let needs = match operation.needs() {
+            _ if operation == OperationId::OTHER => Needs::Scope(Scope::Admin),
+            needs => needs,
         };
+        let scope = needs.scope();
         let permitted = match &access {
-            Some(access) => access.permit(scope, || self.state.served_keyspace()),
+            Some(access) => SqlAccess::permit(access, needs, || self.state.served_keyspace()),
             None => Err(Error::invalid_argument(
                 "API key",
                 "the call did not pass the key check",
             )),
         };
-        if let Err(denied) = permitted {
-            tracing::info!(rpc, error = %denied, "gRPC call refused");
-            self.state.count_request(Surface::Grpc, Outcome::ClientError);
-            if let Some(metrics) = self.state.metrics() {
-                let outcome = metrics::Outcome::Failed(denied.kind());
-                metrics.record(metrics::Transport::Grpc, operation, outcome, started.elapsed());
+        let sql_access = match permitted {
+            Ok(sql_access) => sql_access,
+            Err(denied) => {
+                tracing::info!(rpc, error = %denied, "gRPC call refused");
+                let ended = metrics::Outcome::Failed(denied.kind());
+                self.state
+                    .record_request(Surface::Grpc, operation, ended, started.elapsed());
+                return Err(status_from_error(&denied));
             }
-            return Err(status_from_error(&denied));
-        }
+        };
         let target = request
             .extensions()
             .get::<CallRoute>()
@@ -74,24 +83,19 @@ impl ShardliteService {
         let call = Call {
             state: self.state.clone(),
             target,
+            sql_access,
         };
         if let (Some(metrics), Some(route)) = (self.state.metrics(), route.as_ref()) {
             self.state.count_shard_request(metrics, route);
         }
         let outcome = handler(call, request.into_inner()).await;
-        if let Some(metrics) = self.state.metrics() {
-            let counted = match &outcome {
-                Ok(_) => metrics::Outcome::Ok,
-                Err(err) => metrics::Outcome::Failed(err.kind()),
-            };
-            metrics.record(metrics::Transport::Grpc, operation, counted, started.elapsed());
-        }
-        let counted = match &outcome {
-            Ok(_) => Outcome::Ok,
-            Err(err) if err.kind() == crate::ErrorKind::Internal => Outcome::ServerError,
-            Err(_) => Outcome::ClientError,
+        let ended = match &outcome {
+            Ok(_) => metrics::Outcome::Ok,
+            Err(err) => metrics::Outcome::Failed(err.kind()),
         };
-        self.state.count_request(Surface::Grpc, counted);
+        let counted = self
+            .state
+            .record_request(Surface::Grpc, operation, ended, started.elapsed());
         if tracing::enabled!(tracing::Level::DEBUG) || counted == Outcome::ServerError {
             let shard = match (&route, self.state.sharded()) {
                 (Some(route), Some(sharded)) => sharded.resolve_route(route).ok().map(|r| r.shard_id),
@@ -125,6 +129,8 @@ impl ShardliteService {
 pub(super) struct Call {
     pub(super) state: ServerState,
     pub(super) target: Target,
+    /// How the call's SQL may run (read-only for a key with `read` and not `write`).
+    pub(super) sql_access: SqlAccess,
 }
 
 impl Call {
@@ -132,6 +138,15 @@ impl Call {
     /// daemon sent no route answers "route required".
     pub(super) fn data(&self) -> Result<Arc<dyn DataClient>> {
         self.state.data_client(&self.target)
+    }
+
+    /// Runs `sql` on [`data`](Self::data) as the caller's key allows (see [`SqlAccess`]).
+    pub(super) async fn execute_sql(
+        &self,
+        sql: &str,
+        params: crate::client::Params,
+    ) -> Result<crate::client::SqlResult> {
+        self.sql_access.execute_sql(self.data()?.as_ref(), sql, params).await
     }
 
     /// The data host; its RPCs on another daemon fail with `not_found`.

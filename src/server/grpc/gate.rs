@@ -6,7 +6,7 @@ use tonic::service::Interceptor;
 use tonic::{Request, Status};
 
 use super::status::{status_from_error, unauthenticated};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::routing::RouteContext;
 use crate::server::keys::Access;
 use crate::server::{ServerState, Target};
@@ -71,23 +71,53 @@ impl CallGate {
     }
 }
 
+/// A call the gate refused (a missing or wrong API key, bad route or shard metadata), stored in
+/// the request extensions: the handler does not run, and the call is counted as it ends, as
+/// every other call is (the interceptor does not know which RPC it gates).
+#[derive(Debug, Clone)]
+pub(super) struct CallRefused {
+    /// The refusal's kind, for the counts and the metrics.
+    pub(super) kind: ErrorKind,
+    /// The status the caller gets (boxed: a `Status` is large, and this travels in a `Result`).
+    pub(super) status: Box<Status>,
+}
+
 impl Interceptor for CallGate {
     fn call(&mut self, mut request: Request<()>) -> std::result::Result<Request<()>, Status> {
-        let Some(access) = self.authenticated(request.metadata()) else {
-            tracing::info!(code = "unauthenticated", "gRPC call refused: missing or wrong API key");
-            return Err(unauthenticated());
-        };
-        let route = route_from_metadata(request.metadata()).map_err(|err| {
-            tracing::info!(code = err.kind().code(), error = %err, "gRPC call refused: bad route metadata");
-            status_from_error(&err)
-        })?;
-        let shard = shard_from_metadata(request.metadata()).map_err(|err| {
-            tracing::info!(code = err.kind().code(), error = %err, "gRPC call refused: bad shard metadata");
-            status_from_error(&err)
-        })?;
-        request.extensions_mut().insert(CallRoute(Target { route, shard }));
-        request.extensions_mut().insert(CallAccess(access));
+        match self.admit(request.metadata()) {
+            Ok((access, target)) => {
+                request.extensions_mut().insert(CallRoute(target));
+                request.extensions_mut().insert(CallAccess(access));
+            }
+            Err(refused) => {
+                request.extensions_mut().insert(refused);
+            }
+        }
         Ok(request)
+    }
+}
+
+impl CallGate {
+    /// Who calls and what the call addresses, or why it is refused.
+    fn admit(&self, metadata: &MetadataMap) -> std::result::Result<(Access, Target), CallRefused> {
+        let Some(access) = self.authenticated(metadata) else {
+            tracing::info!(code = "unauthenticated", "gRPC call refused: missing or wrong API key");
+            let header = &self.state.config().api_key_header;
+            return Err(CallRefused {
+                kind: ErrorKind::Unauthenticated,
+                status: Box::new(unauthenticated(header)),
+            });
+        };
+        let refused = |err: Error, what: &str| {
+            tracing::info!(code = err.kind().code(), error = %err, "gRPC call refused: bad {what} metadata");
+            CallRefused {
+                kind: err.kind(),
+                status: Box::new(status_from_error(&err)),
+            }
+        };
+        let route = route_from_metadata(metadata).map_err(|err| refused(err, "route"))?;
+        let shard = shard_from_metadata(metadata).map_err(|err| refused(err, "shard"))?;
+        Ok((access, Target { route, shard }))
     }
 }
 

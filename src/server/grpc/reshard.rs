@@ -2,9 +2,9 @@
 //! a caller that goes away does not stop it half-way.
 
 use crate::client::ShardedClient;
-use crate::data::{BucketMigrationBody, KeyMigrationBody, MigrationResult, ResumeRequest};
+use crate::data::{BucketReshardBody, KeyReshardBody, ReshardResult, ResumeRequest};
 use crate::error::{Error, Result};
-use crate::reshard::Migrator;
+use crate::reshard::Resharder;
 use crate::wire::proto as pb;
 
 fn decode<T: serde::de::DeserializeOwned>(json: &str) -> Result<T> {
@@ -14,7 +14,7 @@ fn decode<T: serde::de::DeserializeOwned>(json: &str) -> Result<T> {
     })
 }
 
-fn encode(result: &MigrationResult) -> Result<String> {
+fn encode(result: &ReshardResult) -> Result<String> {
     serde_json::to_string(result).map_err(|err| Error::Catalog {
         reason: format!("migration '{}' could not be encoded: {err}", result.migration_id),
     })
@@ -22,7 +22,7 @@ fn encode(result: &MigrationResult) -> Result<String> {
 
 async fn detached<F>(work: F) -> Result<pb::ShardMigrationResult>
 where
-    F: std::future::Future<Output = Result<MigrationResult>> + Send + 'static,
+    F: std::future::Future<Output = Result<ReshardResult>> + Send + 'static,
 {
     let result = tokio::spawn(work).await.map_err(|err| Error::Catalog {
         reason: format!("the migration task stopped: {err}"),
@@ -36,8 +36,8 @@ pub(super) async fn migrate_key(
     sharded: ShardedClient,
     request: pb::ShardMigrationRequest,
 ) -> Result<pb::ShardMigrationResult> {
-    let request: KeyMigrationBody = decode(&request.request_json)?;
-    let migrator = Migrator::new(sharded);
+    let request: KeyReshardBody = decode(&request.request_json)?;
+    let migrator = Resharder::new(sharded);
     detached(async move { migrator.migrate(request.into()).await }).await
 }
 
@@ -45,8 +45,8 @@ pub(super) async fn migrate_buckets(
     sharded: ShardedClient,
     request: pb::ShardMigrationRequest,
 ) -> Result<pb::ShardMigrationResult> {
-    let request: BucketMigrationBody = decode(&request.request_json)?;
-    let migrator = Migrator::new(sharded);
+    let request: BucketReshardBody = decode(&request.request_json)?;
+    let migrator = Resharder::new(sharded);
     detached(async move { migrator.migrate(request.into()).await }).await
 }
 
@@ -58,7 +58,7 @@ pub(super) async fn resume(
         activate: request.activate,
         delete_source: request.delete_source,
     };
-    let migrator = Migrator::new(sharded);
+    let migrator = Resharder::new(sharded);
     detached(async move { migrator.resume(&request.migration_id, options).await }).await
 }
 
@@ -66,7 +66,7 @@ pub(super) async fn progress(
     sharded: ShardedClient,
     request: pb::ShardMigrationProgressRequest,
 ) -> Result<pb::ShardMigrationList> {
-    let migrator = Migrator::new(sharded);
+    let migrator = Resharder::new(sharded);
     let results = if request.migration_id.trim().is_empty() {
         migrator.migrations().await?
     } else {
@@ -84,10 +84,10 @@ pub(super) async fn progress(
 }
 
 pub(super) async fn history(sharded: ShardedClient) -> Result<pb::ShardMigrationList> {
-    list(&Migrator::new(sharded).history().await?)
+    list(&Resharder::new(sharded).history().await?)
 }
 
-fn list(results: &[MigrationResult]) -> Result<pb::ShardMigrationList> {
+fn list(results: &[ReshardResult]) -> Result<pb::ShardMigrationList> {
     Ok(pb::ShardMigrationList {
         result_json: results.iter().map(encode).collect::<Result<_>>()?,
     })
@@ -97,6 +97,6 @@ pub(super) async fn abandon(
     sharded: ShardedClient,
     request: pb::ShardMigrationProgressRequest,
 ) -> Result<pb::ShardMigrationResult> {
-    let migrator = Migrator::new(sharded);
+    let migrator = Resharder::new(sharded);
     detached(async move { migrator.abandon(&request.migration_id).await }).await
 }

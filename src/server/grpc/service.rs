@@ -36,7 +36,7 @@ impl Shardlite for ShardliteService {
 
     async fn get_shard_status(&self, request: Request<pb::Empty>) -> RpcResult<pb::ShardStatusList> {
         self.run("GetShardStatus", request, |call, _| async move {
-            let statuses = call.admin()?.status().await;
+            let statuses = call.admin()?.shards().status().await;
             Ok(pb::ShardStatusList {
                 items: statuses.into_iter().map(Into::into).collect(),
             })
@@ -49,14 +49,14 @@ impl Shardlite for ShardliteService {
         request: Request<pb::ShardStatusPageRequest>,
     ) -> RpcResult<pb::ShardStatusPage> {
         self.run("GetShardStatusPage", request, |call, req| async move {
-            Ok(call.admin()?.status_page(&req.into()).await?.into())
+            Ok(call.admin()?.shards().status_page(&req.into()).await?.into())
         })
         .await
     }
 
     async fn get_shard_heat(&self, request: Request<pb::Empty>) -> RpcResult<pb::ShardHeat> {
         self.run("GetShardHeat", request, |call, _| async move {
-            Ok(call.admin()?.heat_report().into())
+            Ok(call.admin()?.shards().heat().into())
         })
         .await
     }
@@ -66,7 +66,7 @@ impl Shardlite for ShardliteService {
         request: Request<pb::FanOutSqlRequest>,
     ) -> RpcResult<pb::ShardSqlResultList> {
         self.run("ExecuteSqlOnAllShards", request, |call, req| async move {
-            let results = call.admin()?.execute_sql_on_all_shards(&req.sql).await?;
+            let results = call.admin()?.query().execute_all(&req.sql).await?;
             Ok(pb::ShardSqlResultList {
                 items: results.into_iter().map(Into::into).collect(),
             })
@@ -79,7 +79,7 @@ impl Shardlite for ShardliteService {
         request: Request<pb::FanOutSqlRequest>,
     ) -> RpcResult<pb::ShardSqlResultList> {
         self.run("ExecuteReadOnlySqlOnAllShards", request, |call, req| async move {
-            let results = call.admin()?.execute_read_only_sql_on_all_shards(&req.sql).await?;
+            let results = call.admin()?.query().read_all(&req.sql).await?;
             Ok(pb::ShardSqlResultList {
                 items: results.into_iter().map(Into::into).collect(),
             })
@@ -90,7 +90,7 @@ impl Shardlite for ShardliteService {
     async fn query_all_shards(&self, request: Request<pb::SqlRequest>) -> RpcResult<pb::SqlResult> {
         self.run("QueryAllShards", request, |call, req| async move {
             let params = params_from_pb(req.params)?;
-            Ok(call.admin()?.query_all_shards(&req.sql, params).await?.into())
+            Ok(call.admin()?.query().merged(&req.sql, params).await?.into())
         })
         .await
     }
@@ -111,7 +111,7 @@ impl Shardlite for ShardliteService {
 
     async fn get_shard_catalog(&self, request: Request<pb::Empty>) -> RpcResult<pb::ShardCatalogState> {
         self.run("GetShardCatalog", request, |call, _| async move {
-            Ok(call.admin()?.catalog_state().await?.into())
+            Ok(call.admin()?.catalog().state().await?.into())
         })
         .await
     }
@@ -123,7 +123,7 @@ impl Shardlite for ShardliteService {
         self.run("ValidateShardCatalogUpdate", request, |call, req| async move {
             let sharded = call.admin()?;
             let update = CatalogUpdateRequest::try_from(req)?;
-            Ok(sharded.validate_catalog_update(&update).await?.into())
+            Ok(sharded.catalog().validate(&update).await?.into())
         })
         .await
     }
@@ -136,7 +136,7 @@ impl Shardlite for ShardliteService {
         self.run("ApplyShardCatalogUpdate", request, |call, req| async move {
             let sharded = call.admin()?;
             let update = CatalogUpdateRequest::try_from(req)?;
-            Ok(sharded.apply_catalog_update(&update).await?.into())
+            Ok(sharded.catalog().apply(&update).await?.into())
         })
         .await
     }
@@ -147,15 +147,15 @@ impl Shardlite for ShardliteService {
     ) -> RpcResult<pb::ShardCatalogActivation> {
         self.run("ActivateShardCatalog", request, |call, req| async move {
             let sharded = call.admin()?;
-            Ok(sharded.activate_pending_map(&req.into()).await?.into())
+            Ok(sharded.catalog().activate(&req.into()).await?.into())
         })
         .await
     }
 
     async fn get_shard_schema_status(&self, request: Request<pb::Empty>) -> RpcResult<pb::ShardSchemaStatusReport> {
         self.run("GetShardSchemaStatus", request, |call, _| async move {
-            let report = call.admin()?.schema_status().await?;
-            Ok(crate::server::rest::shard_schema::redact_status_errors(report).into())
+            let report = call.admin()?.schema().status().await?;
+            Ok(crate::server::rest::schema::redact_status_errors(report).into())
         })
         .await
     }
@@ -165,8 +165,8 @@ impl Shardlite for ShardliteService {
         request: Request<pb::MigrateShardSchemaRequest>,
     ) -> RpcResult<pb::ShardSchemaMigrationReport> {
         self.run("MigrateShardSchema", request, |call, req| async move {
-            let report = call.admin()?.migrate_schema(&req.into()).await?;
-            Ok(crate::server::rest::shard_schema::redact_migration_errors(report).into())
+            let report = call.admin()?.schema().migrate(&req.into()).await?;
+            Ok(crate::server::rest::schema::redact_migration_errors(report).into())
         })
         .await
     }
@@ -233,7 +233,7 @@ impl Shardlite for ShardliteService {
     async fn execute_sql(&self, request: Request<pb::SqlRequest>) -> RpcResult<pb::SqlResult> {
         self.run("ExecuteSql", request, |call, req| async move {
             let params = params_from_pb(req.params)?;
-            Ok(call.data()?.execute_sql(&req.sql, params).await?.into())
+            Ok(call.execute_sql(&req.sql, params).await?.into())
         })
         .await
     }

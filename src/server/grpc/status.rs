@@ -29,9 +29,6 @@ use crate::wire::{ERROR_CODE_METADATA, SQLITE_CODE_METADATA};
 /// The message of every `internal` error; the real error is logged, never sent.
 const INTERNAL_MESSAGE: &str = "the daemon could not complete the request; the daemon log has the details";
 
-/// The message of a refused API key.
-const UNAUTHENTICATED_MESSAGE: &str = "a valid API key is required";
-
 /// The gRPC code of an error kind.
 fn code_for(kind: ErrorKind) -> Code {
     match kind {
@@ -92,9 +89,10 @@ pub fn status_from_error(err: &Error) -> Status {
     status(kind, message, err.sqlite_code())
 }
 
-/// The status of a call without the configured API key.
-pub fn unauthenticated() -> Status {
-    status(ErrorKind::Unauthenticated, UNAUTHENTICATED_MESSAGE.to_owned(), None)
+/// The status of a call without the configured API key (`header`, the daemon's key header).
+pub fn unauthenticated(header: &str) -> Status {
+    let message = crate::server::keys::refused_key_message(header);
+    status(ErrorKind::Unauthenticated, message, None)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
-use super::{BUCKETS, CODES, Metrics, Outcome, ScrapeValues, Transport};
+use super::{BUCKETS, CODES, Metrics, Outcome, ScrapeValues, Surface};
 use crate::server::operations::OperationId;
 
 /// One transport's latency histogram: its label, the sum in seconds, the count, and the
@@ -29,7 +29,7 @@ struct Snapshot {
 
 pub(super) fn render(metrics: &Metrics, values: ScrapeValues) -> String {
     let mut requests = Vec::new();
-    for transport in Transport::ALL {
+    for transport in Surface::ALL {
         for operation in 0..OperationId::COUNT {
             for code in 0..CODES {
                 let slot = (transport.index() * OperationId::COUNT + operation) * CODES + code;
@@ -43,7 +43,7 @@ pub(super) fn render(metrics: &Metrics, values: ScrapeValues) -> String {
             }
         }
     }
-    let durations = Transport::ALL
+    let durations = Surface::ALL
         .iter()
         .map(|transport| {
             let histogram = &metrics.durations[transport.index()];

@@ -25,36 +25,10 @@ use axum::response::IntoResponse as _;
 pub use source::{ScrapeSource, ScrapeValues, ShardGauges};
 
 use super::ServerState;
+use super::counters::Surface;
 use super::operations::OperationId;
 use crate::error::{Error, ErrorKind, Result};
 use crate::map::ShardMap;
-
-/// The surface a request came in on (the `transport` label).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    /// REST.
-    Rest,
-    /// gRPC.
-    Grpc,
-}
-
-impl Transport {
-    const ALL: [Transport; 2] = [Transport::Rest, Transport::Grpc];
-
-    fn index(self) -> usize {
-        match self {
-            Self::Rest => 0,
-            Self::Grpc => 1,
-        }
-    }
-
-    fn label(self) -> &'static str {
-        match self {
-            Self::Rest => "rest",
-            Self::Grpc => "grpc",
-        }
-    }
-}
 
 /// How a request ended (the `code` label): `ok`, an error kind's code, or `rejected` for a
 /// refusal without one (a body too large, a wrong media type or method).
@@ -189,7 +163,7 @@ pub struct Metrics {
 
 impl Default for Metrics {
     fn default() -> Self {
-        let len = Transport::ALL.len() * OperationId::COUNT * CODES;
+        let len = Surface::ALL.len() * OperationId::COUNT * CODES;
         Self {
             requests: (0..len).map(|_| AtomicU64::new(0)).collect(),
             durations: Default::default(),
@@ -201,7 +175,7 @@ impl Default for Metrics {
 
 impl Metrics {
     /// Counts one finished request.
-    pub fn record(&self, transport: Transport, operation: OperationId, outcome: Outcome, elapsed: Duration) {
+    pub fn record(&self, transport: Surface, operation: OperationId, outcome: Outcome, elapsed: Duration) {
         let slot = (transport.index() * OperationId::COUNT + operation.index()) * CODES + outcome.index();
         if let Some(counter) = self.requests.get(slot) {
             counter.fetch_add(1, Ordering::Relaxed);
@@ -218,7 +192,7 @@ impl Metrics {
     }
 
     /// The requests counted so far for one transport, operation and outcome.
-    pub fn requests(&self, transport: Transport, operation: OperationId, outcome: Outcome) -> u64 {
+    pub fn requests(&self, transport: Surface, operation: OperationId, outcome: Outcome) -> u64 {
         let slot = (transport.index() * OperationId::COUNT + operation.index()) * CODES + outcome.index();
         self.requests
             .get(slot)
@@ -287,15 +261,15 @@ mod tests {
     fn records_land_in_their_slot() {
         let metrics = Metrics::default();
         let op = OperationId::of("GetRow").unwrap();
-        metrics.record(Transport::Grpc, op, Outcome::Ok, Duration::from_micros(70));
+        metrics.record(Surface::Grpc, op, Outcome::Ok, Duration::from_micros(70));
         metrics.record(
-            Transport::Grpc,
+            Surface::Grpc,
             op,
             Outcome::Failed(ErrorKind::RouteFenced),
             Duration::from_secs(90),
         );
-        assert_eq!(metrics.requests(Transport::Grpc, op, Outcome::Ok), 1);
-        assert_eq!(metrics.requests(Transport::Rest, op, Outcome::Ok), 0);
+        assert_eq!(metrics.requests(Surface::Grpc, op, Outcome::Ok), 1);
+        assert_eq!(metrics.requests(Surface::Rest, op, Outcome::Ok), 0);
         assert_eq!(metrics.route_fenced.load(Ordering::Relaxed), 1);
         assert_eq!(metrics.durations[1].buckets[1].load(Ordering::Relaxed), 1);
         assert_eq!(metrics.durations[1].buckets[BUCKETS.len()].load(Ordering::Relaxed), 1);

@@ -54,7 +54,7 @@ impl ScrapeSource for ServerState {
                     by_shard.insert(shard.id.clone(), 0);
                 }
                 queued.extend(map.queued_jobs());
-                let copied = match crate::reshard::Migrator::new(sharded.clone()).migrations().await {
+                let copied = match crate::reshard::Resharder::new(sharded.clone()).migrations().await {
                     Ok(migrations) => Some(
                         migrations
                             .iter()
@@ -68,7 +68,7 @@ impl ScrapeSource for ServerState {
                     }
                 };
                 (
-                    u64::try_from(sharded.open_shard_count()).ok(),
+                    u64::try_from(sharded.shards().open_count()).ok(),
                     Some(map.version()),
                     copied,
                 )

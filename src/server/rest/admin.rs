@@ -66,7 +66,7 @@ pub async fn resolve(
     responses((status = 200, description = "Per-shard status", body = Vec<ShardStatus>))
 )]
 pub async fn status(State(state): State<ServerState>) -> Result<axum::Json<Vec<ShardStatus>>, ApiError> {
-    let statuses = sharded(&state)?.status().await;
+    let statuses = sharded(&state)?.shards().status().await;
     Ok(axum::Json(statuses))
 }
 
@@ -81,7 +81,7 @@ pub async fn status(State(state): State<ServerState>) -> Result<axum::Json<Vec<S
     responses((status = 200, description = "The heat", body = HeatReport))
 )]
 pub async fn heat(State(state): State<ServerState>) -> Result<axum::Json<HeatReport>, ApiError> {
-    Ok(axum::Json(sharded(&state)?.heat_report()))
+    Ok(axum::Json(sharded(&state)?.shards().heat()))
 }
 
 /// One page of shard health, with counts by state over every shard probed: for maps too large
@@ -106,7 +106,7 @@ pub async fn status_page(
     State(state): State<ServerState>,
     Query(query): Query<ShardStatusQuery>,
 ) -> Result<axum::Json<ShardStatusPage>, ApiError> {
-    Ok(axum::Json(sharded(&state)?.status_page(&query).await?))
+    Ok(axum::Json(sharded(&state)?.shards().status_page(&query).await?))
 }
 
 /// Runs SQL (typically schema setup) on every enabled shard in parallel. One failing shard
@@ -123,7 +123,7 @@ pub async fn execute_all(
     State(state): State<ServerState>,
     Json(request): Json<AllShardsSqlRequest>,
 ) -> Result<axum::Json<Vec<ShardSqlResult>>, ApiError> {
-    let outcomes = sharded(&state)?.execute_sql_on_all_shards(&request.sql).await?;
+    let outcomes = sharded(&state)?.query().execute_all(&request.sql).await?;
     Ok(axum::Json(redact_internal_errors(outcomes)))
 }
 
@@ -145,9 +145,7 @@ pub async fn read_all(
     State(state): State<ServerState>,
     Json(request): Json<AllShardsSqlRequest>,
 ) -> Result<axum::Json<Vec<ShardSqlResult>>, ApiError> {
-    let outcomes = sharded(&state)?
-        .execute_read_only_sql_on_all_shards(&request.sql)
-        .await?;
+    let outcomes = sharded(&state)?.query().read_all(&request.sql).await?;
     Ok(axum::Json(redact_internal_errors(outcomes)))
 }
 
@@ -160,7 +158,7 @@ pub async fn read_all(
     responses((status = 200, description = "The catalog state", body = CatalogState))
 )]
 pub async fn catalog(State(state): State<ServerState>) -> Result<axum::Json<CatalogState>, ApiError> {
-    Ok(axum::Json(sharded(&state)?.catalog_state().await?))
+    Ok(axum::Json(sharded(&state)?.catalog().state().await?))
 }
 
 /// Validates a proposed map against the catalog and changes nothing. Answers 200 even when the
@@ -179,7 +177,7 @@ pub async fn validate_catalog_update(
     Json(request): Json<CatalogUpdateRequest>,
 ) -> Result<axum::Json<CatalogValidation>, ApiError> {
     map_version_in_range("expectedCurrentMapVersion", request.expected_current_map_version)?;
-    Ok(axum::Json(sharded(&state)?.validate_catalog_update(&request).await?))
+    Ok(axum::Json(sharded(&state)?.catalog().validate(&request).await?))
 }
 
 /// Map versions are SQLite integers: one above `i64::MAX` (which the document's `int64`
@@ -218,7 +216,7 @@ pub async fn apply_catalog_update(
     Json(request): Json<CatalogUpdateRequest>,
 ) -> Result<Response, ApiError> {
     map_version_in_range("expectedCurrentMapVersion", request.expected_current_map_version)?;
-    let result = sharded(&state)?.apply_catalog_update(&request).await?;
+    let result = sharded(&state)?.catalog().apply(&request).await?;
     if result.applied {
         Ok(axum::Json(result).into_response())
     } else {
@@ -246,7 +244,7 @@ pub async fn activate_catalog(
     Json(request): Json<ActivationRequest>,
 ) -> Result<axum::Json<ActivationResult>, ApiError> {
     map_version_in_range("expectedPendingMapVersion", Some(request.expected_pending_map_version))?;
-    Ok(axum::Json(sharded(&state)?.activate_pending_map(&request).await?))
+    Ok(axum::Json(sharded(&state)?.catalog().activate(&request).await?))
 }
 
 /// Per-shard outcomes for the wire: internal failures are logged and reported generically, like

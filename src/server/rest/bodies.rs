@@ -1,5 +1,5 @@
 //! The request bodies the REST API accepts and the small responses that have no data type (the
-//! OpenAPI side; SQL schema across shards is `shard_schema.rs`).
+//! OpenAPI side; SQL schema across shards is `schema.rs`).
 //!
 //! Every other response is a data type itself ([`SqlResult`](crate::data::SqlResult),
 //! [`ShardStatus`](crate::data::ShardStatus), [`ResolvedRoute`](crate::routing::ResolvedRoute),

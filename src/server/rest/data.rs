@@ -1,11 +1,13 @@
 //! `GET /api/info`, `POST /api/sql/execute` and `POST /api/sql/read-only`.
 
+use axum::Extension;
 use axum::extract::State;
 
 use super::bodies::SqlRequest;
 use super::error::ApiError;
 use super::extract::Json;
 use crate::client::{DatabaseInfo, SqlResult};
+use crate::server::sql_access::SqlAccess;
 use crate::server::{Backend, ServerState, Target};
 
 /// Counts of tables, indexes, views, triggers, collections, saved queries and procedures: of the
@@ -36,7 +38,10 @@ pub async fn info(State(state): State<ServerState>, target: Target) -> Result<ax
     Ok(axum::Json(info))
 }
 
-/// Executes SQL (one statement or a script) with bound parameters on the route's shard.
+/// Executes SQL (one statement or a script) with bound parameters on the route's shard. A key
+/// with the `write` scope runs any SQL; a key with `read` and not `write` runs it read-only, as
+/// `POST /api/sql/read-only` does, and a statement that would write is refused (403
+/// `permission_denied` naming the `write` scope) with nothing written.
 #[utoipa::path(
     post,
     path = "/api/sql/execute",
@@ -45,25 +50,29 @@ pub async fn info(State(state): State<ServerState>, target: Target) -> Result<ax
     request_body = SqlRequest,
     responses(
         (status = 200, description = "The result of the last statement that returned rows", body = SqlResult),
+        (status = 403, description = "The API key lacks the `write` scope for SQL that writes (with `read` alone, SQL runs read-only), \
+            or lacks both `read` and `write`, or this keyspace (`permission_denied`)", body = super::error::Problem,
+            content_type = "application/problem+json"),
         (status = 409, description = "A constraint was violated (`constraint`)", body = super::error::Problem,
             content_type = "application/problem+json"),
     )
 )]
 pub async fn execute_sql(
     State(state): State<ServerState>,
+    Extension(access): Extension<SqlAccess>,
     target: Target,
     Json(request): Json<SqlRequest>,
 ) -> Result<axum::Json<SqlResult>, ApiError> {
-    let result = state
-        .data_client(&target)?
-        .execute_sql(&request.sql, request.parameters.unwrap_or_default())
+    let client = state.data_client(&target)?;
+    let result = access
+        .execute_sql(client.as_ref(), &request.sql, request.parameters.unwrap_or_default())
         .await?;
     Ok(axum::Json(result))
 }
 
 /// Executes SQL that must not write, on the route's shard: every statement must be a query that
 /// SQLite reports as read-only, run on a connection that cannot write; otherwise nothing runs
-/// (400 `read_only`).
+/// (400 `read_only`). Needs the `read` scope.
 #[utoipa::path(
     post,
     path = "/api/sql/read-only",

@@ -22,7 +22,7 @@
 //! A catalog update that validation refused is a 400 `invalid_input` body with the validation as
 //! the extension member `validation` ([`CatalogUpdateRefused`]); a migration request that was
 //! rejected before anything moved is a 400 `invalid_input` body with the whole result as the
-//! extension member `migration` ([`MigrationRejected`]).
+//! extension member `migration` ([`ReshardRejected`]).
 //! Request problems that are not crate errors: `payload_too_large` (413),
 //! `unsupported_media_type` (415), `method_not_allowed` (405) and `not_found` for a path no
 //! endpoint serves (404).
@@ -33,7 +33,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::data::{CatalogValidation, MigrationResult};
+use crate::data::{CatalogValidation, ReshardResult};
 use crate::error::{Error, ErrorKind, ShardProblem};
 
 /// The media type of every error body.
@@ -107,18 +107,19 @@ impl CatalogUpdateRefused {
 /// without `migration`.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct MigrationRejected {
+#[schema(as = MigrationRejected)]
+pub struct ReshardRejected {
     /// The problem members.
     #[serde(flatten)]
     pub problem: Problem,
     /// The rejected migration's result.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub migration: Option<MigrationResult>,
+    pub migration: Option<ReshardResult>,
 }
 
-impl MigrationRejected {
+impl ReshardRejected {
     /// The answer for `migration`, which was rejected.
-    pub fn new(migration: MigrationResult) -> Self {
+    pub fn new(migration: ReshardResult) -> Self {
         let rejected = Error::invalid_argument("migration request", migration.message.clone());
         let (_, problem) = problem(&ApiError::Data(rejected));
         Self {
@@ -128,7 +129,7 @@ impl MigrationRejected {
     }
 }
 
-impl IntoResponse for MigrationRejected {
+impl IntoResponse for ReshardRejected {
     fn into_response(self) -> Response {
         let status = self.problem.status;
         problem_with_members(status, self)
@@ -162,8 +163,12 @@ impl IntoResponse for CatalogUpdateRefused {
 pub enum ApiError {
     /// A crate error from the data or admin operation (or a request argument it refused).
     Data(Error),
-    /// An API key is configured and the request did not present it.
-    Unauthenticated,
+    /// An API key is configured and the request did not present it (or an unknown one) in
+    /// `header`, the daemon's key header.
+    Unauthenticated {
+        /// The header the key goes in.
+        header: Box<str>,
+    },
     /// The request body is larger than the configured limit.
     PayloadTooLarge,
     /// The request body is not `application/json`.
@@ -247,10 +252,10 @@ pub fn problem(err: &ApiError) -> (StatusCode, Problem) {
             };
             (status, kind.code(), detail, err.sqlite_code())
         }
-        ApiError::Unauthenticated => (
+        ApiError::Unauthenticated { header } => (
             StatusCode::UNAUTHORIZED,
             ErrorKind::Unauthenticated.code(),
-            "a valid API key is required".to_owned(),
+            crate::server::keys::refused_key_message(header),
             None,
         ),
         ApiError::PayloadTooLarge => (
@@ -308,7 +313,7 @@ impl IntoResponse for ApiError {
             Self::Data(err) => {
                 response.extensions_mut().insert(err.kind());
             }
-            Self::Unauthenticated => {
+            Self::Unauthenticated { .. } => {
                 response.extensions_mut().insert(ErrorKind::Unauthenticated);
             }
             _ => {}

@@ -13,7 +13,7 @@
 //! - `/api/info` and `/api/sql/...` live in [`data`], `/api/transactions/...` in
 //!   [`transactions`], rows in [`tables`], documents in [`collections`], saved queries and
 //!   procedures in [`procedures`], `/api/sharding/...` in [`admin`] (schema migrations and
-//!   schema status in [`shard_schema`]), `/api/host/...` (a data host's shard files) in [`host`],
+//!   schema status in [`schema`]), `/api/host/...` (a data host's shard files) in [`host`],
 //!   and `/openapi.json`
 //!   (generated from the handlers) in [`openapi`].
 //! - The problem body and the one error-to-status function are in [`error`], extractors whose
@@ -35,7 +35,7 @@ pub mod openapi;
 pub mod procedures;
 pub mod query;
 pub mod reshard;
-pub mod shard_schema;
+pub mod schema;
 pub mod tables;
 pub mod transactions;
 
@@ -60,6 +60,7 @@ use crate::server::ServerState;
 use crate::server::counters::{Outcome, Surface};
 use crate::server::keys::{Access, Scope};
 use crate::server::metrics;
+use crate::server::sql_access::SqlAccess;
 use gate::RestOperations;
 
 /// The REST router for `state`, with its middleware and `/openapi.json`, and without a fallback
@@ -170,8 +171,8 @@ fn api_routes() -> OpenApiRouter<ServerState> {
         .routes(routes!(admin::validate_catalog_update))
         .routes(routes!(admin::apply_catalog_update))
         .routes(routes!(admin::activate_catalog))
-        .routes(routes!(shard_schema::schema_status))
-        .routes(routes!(shard_schema::migrate_schema))
+        .routes(routes!(schema::schema_status))
+        .routes(routes!(schema::migrate_schema))
         .routes(routes!(reshard::migrate_exact_route_key))
         .routes(routes!(reshard::migrate_bucket_range))
         .routes(routes!(reshard::migrations))
@@ -215,8 +216,9 @@ struct RequestGate {
 }
 
 fn unauthenticated(state: &ServerState) -> Response {
-    let mut response = ApiError::Unauthenticated.into_response();
-    let challenge = format!("ApiKey header=\"{}\"", state.config().api_key_header);
+    let header = state.config().api_key_header.as_str();
+    let mut response = ApiError::Unauthenticated { header: header.into() }.into_response();
+    let challenge = format!("ApiKey header=\"{header}\"");
     if let Ok(value) = HeaderValue::try_from(challenge) {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
     }
@@ -279,8 +281,12 @@ async fn trace_request(State(gate): State<RequestGate>, request: Request, next: 
     let scope = operation.needs().scope();
     let response = match &access {
         None => unauthenticated(state),
-        Some(access) => match access.permit(scope, || state.served_keyspace()) {
-            Ok(()) => next.run(request).instrument(span.clone()).await,
+        Some(access) => match SqlAccess::permit(access, operation.needs(), || state.served_keyspace()) {
+            Ok(sql_access) => {
+                let mut request = request;
+                request.extensions_mut().insert(sql_access);
+                next.run(request).instrument(span.clone()).await
+            }
             Err(denied) => {
                 tracing::info!(operation = operation.name(), error = %denied, "request refused");
                 ApiError::Data(denied).into_response()
@@ -298,22 +304,14 @@ async fn trace_request(State(gate): State<RequestGate>, request: Request, next: 
         );
     }
     let status = response.status();
-    let outcome = if status.is_server_error() {
-        Outcome::ServerError
-    } else if status.is_client_error() {
-        Outcome::ClientError
-    } else {
-        Outcome::Ok
+    let ended = match response.extensions().get::<ErrorKind>() {
+        Some(kind) => metrics::Outcome::Failed(*kind),
+        None if status.is_success() || status.is_redirection() => metrics::Outcome::Ok,
+        // A failure of the daemon's own that carries no kind (a panic caught by a layer).
+        None if status.is_server_error() => metrics::Outcome::Failed(ErrorKind::Internal),
+        None => metrics::Outcome::Rejected,
     };
-    state.count_request(Surface::Rest, outcome);
-    if let Some(metrics) = state.metrics() {
-        let outcome = match response.extensions().get::<ErrorKind>() {
-            Some(kind) => metrics::Outcome::Failed(*kind),
-            None if status.is_success() || status.is_redirection() => metrics::Outcome::Ok,
-            None => metrics::Outcome::Rejected,
-        };
-        metrics.record(metrics::Transport::Rest, operation, outcome, started.elapsed());
-    }
+    let outcome = state.record_request(Surface::Rest, operation, ended, started.elapsed());
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
     let status = status.as_u16();
     span.in_scope(|| {

@@ -34,12 +34,15 @@ use crate::wire::SHARD_HEADER;
         description = "Application-level sharding for SQLite. Data endpoints run on the shard that the \
             route headers X-CSharpDB-Keyspace and X-CSharpDB-Shard-Key resolve to (send both or neither); \
             shard-admin endpoints are under /api/sharding. Errors are application/problem+json bodies with \
-            title, status, detail and a stable errorCode."
+            title, status, detail and a stable errorCode. With scoped API keys, SQL is allowed as follows: \
+            `read` runs POST /api/sql/read-only, and POST /api/sql/execute on a connection that cannot write \
+            (a statement that would write is refused with 403 naming the `write` scope); `write` runs any SQL on \
+            POST /api/sql/execute and in transactions; `admin` runs POST /api/sharding/sql/execute-all."
     ),
     paths(openapi_json),
     components(schemas(Problem, ValueSchema, ParamsSchema, PkType)),
     tags(
-        (name = "data", description = "SQL and database information"),
+        (name = "data", description = "SQL and database information; read-only SQL is POST /api/sql/read-only"),
         (name = "transactions", description = "Remote transactions with an idle timeout"),
         (name = "tables", description = "Tables and rows by primary key"),
         (name = "collections", description = "JSON documents by key"),

@@ -33,7 +33,8 @@ pub async fn query_all(
 ) -> Result<axum::Json<SqlResult>, ApiError> {
     let sharded = state.sharded().ok_or(ApiError::Data(Error::NotSharded))?;
     let result = sharded
-        .query_all_shards(&request.sql, request.parameters.unwrap_or_default())
+        .query()
+        .merged(&request.sql, request.parameters.unwrap_or_default())
         .await?;
     Ok(axum::Json(result))
 }

@@ -3,28 +3,28 @@
 //! A migration runs on a task of its own: a caller that goes away (or times out) does not stop
 //! it half-way; it runs to its end and records its result, which `GET .../{id}` then shows.
 //! A request rejected before anything moved is a 400 whose body carries the result
-//! ([`MigrationRejected`]); a migration that was admitted answers 200 whatever its end
+//! ([`ReshardRejected`]); a migration that was admitted answers 200 whatever its end
 //! (verification or catalog failures too), with a `status` that says so.
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 
-use super::error::{ApiError, MigrationRejected, Problem};
+use super::error::{ApiError, Problem, ReshardRejected};
 use super::extract::{Json, Path};
-use crate::data::{BucketMigrationBody, KeyMigrationBody, MigrationResult, MigrationStatus, ResumeRequest};
+use crate::data::{BucketReshardBody, KeyReshardBody, ReshardResult, ReshardStatus, ResumeRequest};
 use crate::error::{Error, Result};
-use crate::reshard::Migrator;
+use crate::reshard::Resharder;
 use crate::server::ServerState;
 
-fn migrator(state: &ServerState) -> Result<Migrator, ApiError> {
+fn migrator(state: &ServerState) -> Result<Resharder, ApiError> {
     let sharded = state.sharded().ok_or(ApiError::Data(Error::NotSharded))?;
-    Ok(Migrator::new(sharded.clone()))
+    Ok(Resharder::new(sharded.clone()))
 }
 
 /// Runs `work` to its end even if the request is dropped.
-async fn detached<F>(work: F) -> Result<MigrationResult, ApiError>
+async fn detached<F>(work: F) -> Result<ReshardResult, ApiError>
 where
-    F: std::future::Future<Output = Result<MigrationResult>> + Send + 'static,
+    F: std::future::Future<Output = Result<ReshardResult>> + Send + 'static,
 {
     match tokio::spawn(work).await {
         Ok(outcome) => Ok(outcome?),
@@ -35,9 +35,9 @@ where
 }
 
 /// The answer for a migration that was started: a rejection is a 400 with the result in its body.
-fn started(result: MigrationResult) -> Response {
-    if result.status == MigrationStatus::Rejected {
-        MigrationRejected::new(result).into_response()
+fn started(result: ReshardResult) -> Response {
+    if result.status == ReshardStatus::Rejected {
+        ReshardRejected::new(result).into_response()
     } else {
         axum::Json(result).into_response()
     }
@@ -50,19 +50,19 @@ fn started(result: MigrationResult) -> Response {
     path = "/api/sharding/migrations/exact-route-key",
     tag = "sharding",
     operation_id = "migrateExactRouteKey",
-    request_body = KeyMigrationBody,
+    request_body = KeyReshardBody,
     responses(
-        (status = 200, description = "The migration was admitted; `status` says how it ended", body = MigrationResult),
+        (status = 200, description = "The migration was admitted; `status` says how it ended", body = ReshardResult),
         (status = 400, description = "The request was rejected before anything moved (`invalid_input`, the \
             result as the member `migration`, its `issues` naming each problem: unknown keyspace or shard, a \
             manifest that does not match the shards, a key already fenced, a stale map version, ...), or a \
-            malformed body (a plain problem without `migration`)", body = MigrationRejected,
+            malformed body (a plain problem without `migration`)", body = ReshardRejected,
             content_type = "application/problem+json"),
     )
 )]
 pub(crate) async fn migrate_exact_route_key(
     State(state): State<ServerState>,
-    Json(request): Json<KeyMigrationBody>,
+    Json(request): Json<KeyReshardBody>,
 ) -> Result<Response, ApiError> {
     let migrator = migrator(&state)?;
     Ok(started(
@@ -77,19 +77,19 @@ pub(crate) async fn migrate_exact_route_key(
     path = "/api/sharding/migrations/bucket-range",
     tag = "sharding",
     operation_id = "migrateBucketRange",
-    request_body = BucketMigrationBody,
+    request_body = BucketReshardBody,
     responses(
-        (status = 200, description = "The migration was admitted; `status` says how it ended", body = MigrationResult),
+        (status = 200, description = "The migration was admitted; `status` says how it ended", body = ReshardResult),
         (status = 400, description = "The request was rejected before anything moved (`invalid_input`, the \
             result as the member `migration`, its `issues` naming each problem: a bucket range outside the \
             map or not owned by the source shard, a manifest that does not match the shards, a range already \
             fenced, a stale map version, ...), or a malformed body (a plain problem without `migration`)",
-            body = MigrationRejected, content_type = "application/problem+json"),
+            body = ReshardRejected, content_type = "application/problem+json"),
     )
 )]
 pub(crate) async fn migrate_bucket_range(
     State(state): State<ServerState>,
-    Json(request): Json<BucketMigrationBody>,
+    Json(request): Json<BucketReshardBody>,
 ) -> Result<Response, ApiError> {
     let migrator = migrator(&state)?;
     Ok(started(
@@ -103,9 +103,9 @@ pub(crate) async fn migrate_bucket_range(
     path = "/api/sharding/migrations/checkpoints",
     tag = "sharding",
     operation_id = "getShardMigrations",
-    responses((status = 200, description = "Every migration", body = Vec<MigrationResult>))
+    responses((status = 200, description = "Every migration", body = Vec<ReshardResult>))
 )]
-pub async fn migrations(State(state): State<ServerState>) -> Result<axum::Json<Vec<MigrationResult>>, ApiError> {
+pub async fn migrations(State(state): State<ServerState>) -> Result<axum::Json<Vec<ReshardResult>>, ApiError> {
     Ok(axum::Json(migrator(&state)?.migrations().await?))
 }
 
@@ -115,9 +115,9 @@ pub async fn migrations(State(state): State<ServerState>) -> Result<axum::Json<V
     path = "/api/sharding/migrations",
     tag = "sharding",
     operation_id = "getShardMigrationHistory",
-    responses((status = 200, description = "The history", body = Vec<MigrationResult>))
+    responses((status = 200, description = "The history", body = Vec<ReshardResult>))
 )]
-pub async fn history(State(state): State<ServerState>) -> Result<axum::Json<Vec<MigrationResult>>, ApiError> {
+pub async fn history(State(state): State<ServerState>) -> Result<axum::Json<Vec<ReshardResult>>, ApiError> {
     Ok(axum::Json(migrator(&state)?.history().await?))
 }
 
@@ -129,14 +129,14 @@ pub async fn history(State(state): State<ServerState>) -> Result<axum::Json<Vec<
     operation_id = "getShardMigrationProgress",
     params(("id" = String, Path, description = "The migration id")),
     responses(
-        (status = 200, description = "The migration", body = MigrationResult),
+        (status = 200, description = "The migration", body = ReshardResult),
         (status = 404, description = "No such migration", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn progress(
     State(state): State<ServerState>,
     Path(id): Path<String>,
-) -> Result<axum::Json<MigrationResult>, ApiError> {
+) -> Result<axum::Json<ReshardResult>, ApiError> {
     let found = migrator(&state)?.status(&id).await?;
     Ok(axum::Json(found.ok_or(ApiError::Data(Error::NotFound {
         what: "migration",
@@ -154,7 +154,7 @@ pub async fn progress(
     params(("id" = String, Path, description = "The migration id")),
     request_body = ResumeRequest,
     responses(
-        (status = 200, description = "The migration's result", body = MigrationResult),
+        (status = 200, description = "The migration's result", body = ReshardResult),
         (status = 404, description = "No such migration", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -162,7 +162,7 @@ pub async fn resume(
     State(state): State<ServerState>,
     Path(id): Path<String>,
     Json(request): Json<ResumeRequest>,
-) -> Result<axum::Json<MigrationResult>, ApiError> {
+) -> Result<axum::Json<ReshardResult>, ApiError> {
     let migrator = migrator(&state)?;
     Ok(axum::Json(
         detached(async move { migrator.resume(&id, request).await }).await?,
@@ -178,7 +178,7 @@ pub async fn resume(
     operation_id = "abandonShardMigration",
     params(("id" = String, Path, description = "The migration id")),
     responses(
-        (status = 200, description = "The abandoned migration", body = MigrationResult),
+        (status = 200, description = "The abandoned migration", body = ReshardResult),
         (status = 400, description = "Its new map is already written: resume it instead", body = Problem,
             content_type = "application/problem+json"),
         (status = 404, description = "No such migration", body = Problem, content_type = "application/problem+json"),
@@ -187,7 +187,7 @@ pub async fn resume(
 pub async fn abandon(
     State(state): State<ServerState>,
     Path(id): Path<String>,
-) -> Result<axum::Json<MigrationResult>, ApiError> {
+) -> Result<axum::Json<ReshardResult>, ApiError> {
     let migrator = migrator(&state)?;
     Ok(axum::Json(detached(async move { migrator.abandon(&id).await }).await?))
 }

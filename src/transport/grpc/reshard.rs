@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 
 use super::{GrpcClient, pb};
-use crate::data::{MigrationAdmin, MigrationBody, MigrationRequest, MigrationResult, ResumeRequest};
+use crate::data::{ReshardAdmin, ReshardBody, ReshardRequest, ReshardResult, ResumeRequest};
 use crate::error::{Error, Result};
 
 fn request_json<T: serde::Serialize>(request: &T) -> Result<pb::ShardMigrationRequest> {
@@ -15,7 +15,7 @@ fn request_json<T: serde::Serialize>(request: &T) -> Result<pb::ShardMigrationRe
     })
 }
 
-fn result_of(json: &str) -> Result<MigrationResult> {
+fn result_of(json: &str) -> Result<ReshardResult> {
     serde_json::from_str(json).map_err(|source| Error::Json {
         what: "the daemon's migration result",
         source,
@@ -23,14 +23,14 @@ fn result_of(json: &str) -> Result<MigrationResult> {
 }
 
 #[async_trait]
-impl MigrationAdmin for GrpcClient {
-    async fn start_migration(&self, request: &MigrationRequest) -> Result<MigrationResult> {
-        let reply = match MigrationBody::from(request.clone()) {
-            MigrationBody::RouteKey(body) => {
+impl ReshardAdmin for GrpcClient {
+    async fn start_migration(&self, request: &ReshardRequest) -> Result<ReshardResult> {
+        let reply = match ReshardBody::from(request.clone()) {
+            ReshardBody::RouteKey(body) => {
                 let request = request_json(&body)?;
                 rpc!(self, migrate_exact_route_key, request)?
             }
-            MigrationBody::BucketRange(body) => {
+            ReshardBody::BucketRange(body) => {
                 let request = request_json(&body)?;
                 rpc!(self, migrate_bucket_range, request)?
             }
@@ -38,7 +38,7 @@ impl MigrationAdmin for GrpcClient {
         result_of(&reply.result_json)
     }
 
-    async fn resume_migration(&self, migration_id: &str, options: &ResumeRequest) -> Result<MigrationResult> {
+    async fn resume_migration(&self, migration_id: &str, options: &ResumeRequest) -> Result<ReshardResult> {
         let request = pb::ResumeShardMigrationRequest {
             migration_id: migration_id.to_owned(),
             activate: options.activate,
@@ -47,7 +47,7 @@ impl MigrationAdmin for GrpcClient {
         result_of(&rpc!(self, resume_shard_migration, request)?.result_json)
     }
 
-    async fn migration_progress(&self, migration_id: &str) -> Result<MigrationResult> {
+    async fn migration_progress(&self, migration_id: &str) -> Result<ReshardResult> {
         if migration_id.trim().is_empty() {
             return Err(Error::invalid_argument("migration id", "it is blank"));
         }
@@ -62,20 +62,20 @@ impl MigrationAdmin for GrpcClient {
         result_of(first)
     }
 
-    async fn migrations(&self) -> Result<Vec<MigrationResult>> {
+    async fn migrations(&self) -> Result<Vec<ReshardResult>> {
         let request = pb::ShardMigrationProgressRequest::default();
         let list = rpc!(self, get_shard_migration_progress, request)?;
         list.result_json.iter().map(|json| result_of(json)).collect()
     }
 
-    async fn abandon_migration(&self, migration_id: &str) -> Result<MigrationResult> {
+    async fn abandon_migration(&self, migration_id: &str) -> Result<ReshardResult> {
         let request = pb::ShardMigrationProgressRequest {
             migration_id: migration_id.to_owned(),
         };
         result_of(&rpc!(self, abandon_shard_migration, request)?.result_json)
     }
 
-    async fn migration_history(&self) -> Result<Vec<MigrationResult>> {
+    async fn migration_history(&self) -> Result<Vec<ReshardResult>> {
         let list = rpc!(self, get_shard_migration_history, pb::Empty {})?;
         list.result_json.iter().map(|json| result_of(json)).collect()
     }

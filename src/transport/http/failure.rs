@@ -6,7 +6,7 @@
 use reqwest::StatusCode;
 use serde::Deserialize;
 
-use crate::data::{CatalogValidation, MigrationResult};
+use crate::data::{CatalogValidation, ReshardResult};
 use crate::error::{Error, ErrorKind, RemoteFailure, TransportFailure};
 use crate::transport::tls::explain_failure as explain_tls_failure;
 
@@ -38,7 +38,7 @@ pub(super) struct Failure {
     pub(super) error: Error,
     missing: Option<String>,
     validation: Option<Box<CatalogValidation>>,
-    migration: Option<Box<MigrationResult>>,
+    migration: Option<Box<ReshardResult>>,
 }
 
 impl Failure {
@@ -100,7 +100,7 @@ impl Failure {
 
     /// The result of a migration the daemon rejected (400 `invalid_input` with a `migration`
     /// member), or the error when the answer is anything else.
-    pub(super) fn into_rejected_migration(self) -> Result<MigrationResult, Error> {
+    pub(super) fn into_rejected_migration(self) -> Result<ReshardResult, Error> {
         match self.migration {
             Some(migration) if self.error.kind() == ErrorKind::InvalidInput => Ok(*migration),
             _ => Err(self.error),

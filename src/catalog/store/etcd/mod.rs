@@ -15,18 +15,20 @@
 //! revisions read, in one etcd transaction with the history entry they append.
 
 pub(crate) mod client;
+mod lease;
 mod watch;
 
-pub(crate) use watch::MapWatch;
-
+use async_trait::async_trait;
 use serde_json::{Value as Json, json};
 
 use self::client::{EtcdClient, delete, modified_at, prefix_end, put};
-use super::{HistoryRow, MigrationRecord, NewMap, StoredMap, StoredState};
+use self::lease::EtcdLease;
+use self::watch::EtcdWatch;
+use super::{CatalogStore, HistoryRow, MapWatch, NewMap, ReshardRecord, RunnerClaim, StoredMap, StoredState};
 use crate::catalog::EtcdAddress;
 use crate::catalog::store::file::CATALOG_SCHEMA_VERSION;
 use crate::data::CatalogHistoryEntry;
-use crate::engine::store::now_utc;
+use crate::data::now_utc;
 use crate::error::{Error, Result};
 
 /// A catalog in etcd.
@@ -78,90 +80,6 @@ impl EtcdStore {
         self.key(&format!("{folder}/{nanos:024}-{}", &unique[..12]))
     }
 
-    pub async fn has_schema(&self) -> Result<bool> {
-        Ok(self.get("meta").await?.is_some())
-    }
-
-    pub async fn ensure_schema(&self) -> Result<()> {
-        let meta = self.key("meta");
-        let value = json!({ "schemaVersion": CATALOG_SCHEMA_VERSION }).to_string();
-        self.client
-            .txn(vec![modified_at(&meta, 0)], vec![put(&meta, value.as_bytes(), None)])
-            .await?;
-        Ok(())
-    }
-
-    pub async fn state(&self) -> Result<StoredState> {
-        let mut state = StoredState::default();
-        let active = self.key("map/active");
-        for kv in self.list("map").await? {
-            let map = stored_map(&kv).ok_or_else(|| Error::Catalog {
-                reason: format!(
-                    "the map stored at '{}' in {} does not parse",
-                    String::from_utf8_lossy(&kv.key),
-                    self.address
-                ),
-            })?;
-            if kv.key == active {
-                state.active = Some(map);
-            } else if kv.key == self.key("map/pending") {
-                state.pending = Some(map);
-            }
-        }
-        Ok(state)
-    }
-
-    pub async fn active_version(&self) -> Result<Option<u64>> {
-        Ok(self
-            .get("map/active")
-            .await?
-            .as_ref()
-            .and_then(stored_map)
-            .map(|m| m.version))
-    }
-
-    pub async fn seed(&self, map: &NewMap, history: &HistoryRow) -> Result<()> {
-        self.ensure_schema().await?;
-        let operations = vec![
-            put(&self.key("map/active"), &map_value(map), None),
-            delete(&self.key("map/pending")),
-            self.history_put(history),
-        ];
-        self.client.txn(Vec::new(), operations).await?;
-        Ok(())
-    }
-
-    pub async fn write_pending(&self, expected: &StoredState, map: &NewMap, history: &HistoryRow) -> Result<bool> {
-        let operations = vec![
-            put(&self.key("map/pending"), &map_value(map), None),
-            self.history_put(history),
-        ];
-        self.client.txn(self.unchanged(expected), operations).await
-    }
-
-    pub async fn activate(&self, expected: &StoredState, history: &HistoryRow) -> Result<bool> {
-        let Some(pending) = &expected.pending else {
-            return Ok(false);
-        };
-        let Some(keyspace) = serde_json::from_str::<Json>(&pending.json)
-            .ok()
-            .and_then(|m| m["keyspace"].as_str().map(str::to_owned))
-        else {
-            return Ok(false);
-        };
-        let next = NewMap {
-            keyspace,
-            version: pending.version,
-            json: pending.json.clone(),
-        };
-        let operations = vec![
-            put(&self.key("map/active"), &map_value(&next), None),
-            delete(&self.key("map/pending")),
-            self.history_put(history),
-        ];
-        self.client.txn(self.unchanged(expected), operations).await
-    }
-
     /// Comparisons that hold only while both map records are as `expected` read them.
     fn unchanged(&self, expected: &StoredState) -> Vec<Json> {
         let revision = |map: &Option<StoredMap>| map.as_ref().map_or(0, |m| m.revision);
@@ -176,95 +94,6 @@ impl EtcdStore {
         put(&self.appended("history/catalog"), &entry, None)
     }
 
-    pub async fn history(&self) -> Result<Vec<CatalogHistoryEntry>> {
-        let mut entries: Vec<CatalogHistoryEntry> = self
-            .list("history/catalog")
-            .await?
-            .iter()
-            .filter_map(|kv| serde_json::from_slice(&kv.value).ok())
-            .collect();
-        entries.reverse();
-        Ok(entries)
-    }
-
-    pub async fn save_checkpoint(&self, record: &MigrationRecord<'_>) -> Result<()> {
-        let key = self.key(&format!("migrations/checkpoints/{}", record.id));
-        self.client
-            .txn(Vec::new(), vec![put(&key, &record_value(record), None)])
-            .await?;
-        Ok(())
-    }
-
-    pub async fn record_end(&self, record: &MigrationRecord<'_>) -> Result<()> {
-        let key = self.key(&format!("migrations/checkpoints/{}", record.id));
-        let value = record_value(record);
-        let operations = vec![
-            put(&key, &value, None),
-            put(&self.appended("migrations/history"), &value, None),
-        ];
-        self.client.txn(Vec::new(), operations).await?;
-        Ok(())
-    }
-
-    pub async fn checkpoint(&self, id: &str) -> Result<Option<String>> {
-        Ok(self
-            .get(&format!("migrations/checkpoints/{id}"))
-            .await?
-            .and_then(|kv| payload(&kv.value).map(|(_, payload)| payload)))
-    }
-
-    pub async fn checkpoints(&self) -> Result<Vec<String>> {
-        let mut records: Vec<(String, String)> = self
-            .list("migrations/checkpoints")
-            .await?
-            .iter()
-            .filter_map(|kv| payload(&kv.value))
-            .collect();
-        // Most recently updated first; the key order (by id) breaks ties.
-        records.sort_by(|a, b| b.0.cmp(&a.0));
-        Ok(records.into_iter().map(|(_, payload)| payload).collect())
-    }
-
-    pub async fn migration_history(&self) -> Result<Vec<String>> {
-        let mut records: Vec<String> = self
-            .list("migrations/history")
-            .await?
-            .iter()
-            .filter_map(|kv| payload(&kv.value).map(|(_, payload)| payload))
-            .collect();
-        records.reverse();
-        Ok(records)
-    }
-
-    pub async fn append_history(&self, entries: &[CatalogHistoryEntry]) -> Result<()> {
-        let values: Vec<Vec<u8>> = entries
-            .iter()
-            .rev()
-            .map(|e| serde_json::to_vec(e).unwrap_or_default())
-            .collect();
-        self.append_all("history/catalog", values).await
-    }
-
-    pub async fn append_migration_history(&self, payloads: &[String]) -> Result<()> {
-        let values = payloads
-            .iter()
-            .rev()
-            .map(|payload| {
-                let value: Json = serde_json::from_str(payload).unwrap_or(Json::Null);
-                json!({
-                    "migrationId": value["migrationId"],
-                    "keyspace": value["spec"]["keyspace"],
-                    "status": value["status"],
-                    "updatedUtc": value["updatedUtc"],
-                    "payload": payload,
-                })
-                .to_string()
-                .into_bytes()
-            })
-            .collect();
-        self.append_all("migrations/history", values).await
-    }
-
     /// Appends `values` (oldest first) to `folder`, in transactions of at most 100 operations
     /// (etcd's default limit is 128).
     async fn append_all(&self, folder: &str, values: Vec<Vec<u8>>) -> Result<()> {
@@ -276,33 +105,6 @@ impl EtcdStore {
             self.client.txn(Vec::new(), operations).await?;
         }
         Ok(())
-    }
-
-    pub async fn import_maps(&self, active: &NewMap, pending: Option<&NewMap>, history: &HistoryRow) -> Result<()> {
-        let mut operations = vec![
-            put(&self.key("map/active"), &map_value(active), None),
-            self.history_put(history),
-        ];
-        if let Some(pending) = pending {
-            operations.push(put(&self.key("map/pending"), &map_value(pending), None));
-        }
-        let absent = vec![modified_at(&self.key("map/active"), 0)];
-        if !self.client.txn(absent, operations).await? {
-            return Err(Error::Catalog {
-                reason: format!(
-                    "{} was given a map while the import ran: nothing of the maps was written",
-                    self.address
-                ),
-            });
-        }
-        Ok(())
-    }
-
-    /// Watches the map records: every activation or pending write is an event.
-    pub async fn watch_maps(&self) -> Result<MapWatch> {
-        let start = self.key("map/");
-        let response = self.client.watch(&start, &prefix_end(&start)).await?;
-        MapWatch::open(response, self.address.clone()).await
     }
 
     /// The client, for leases.
@@ -327,6 +129,223 @@ impl EtcdStore {
     /// The catalog's URL, for messages.
     pub(crate) fn address(&self) -> &str {
         &self.address
+    }
+}
+
+#[async_trait]
+impl CatalogStore for EtcdStore {
+    async fn has_schema(&self) -> Result<bool> {
+        Ok(self.get("meta").await?.is_some())
+    }
+
+    async fn ensure_schema(&self) -> Result<()> {
+        let meta = self.key("meta");
+        let value = json!({ "schemaVersion": CATALOG_SCHEMA_VERSION }).to_string();
+        self.client
+            .txn(vec![modified_at(&meta, 0)], vec![put(&meta, value.as_bytes(), None)])
+            .await?;
+        Ok(())
+    }
+
+    async fn state(&self) -> Result<StoredState> {
+        let mut state = StoredState::default();
+        let active = self.key("map/active");
+        for kv in self.list("map").await? {
+            let map = stored_map(&kv).ok_or_else(|| Error::Catalog {
+                reason: format!(
+                    "the map stored at '{}' in {} does not parse",
+                    String::from_utf8_lossy(&kv.key),
+                    self.address
+                ),
+            })?;
+            if kv.key == active {
+                state.active = Some(map);
+            } else if kv.key == self.key("map/pending") {
+                state.pending = Some(map);
+            }
+        }
+        Ok(state)
+    }
+
+    async fn active_version(&self) -> Result<Option<u64>> {
+        Ok(self
+            .get("map/active")
+            .await?
+            .as_ref()
+            .and_then(stored_map)
+            .map(|m| m.version))
+    }
+
+    async fn seed(&self, map: &NewMap, history: &HistoryRow) -> Result<()> {
+        self.ensure_schema().await?;
+        let operations = vec![
+            put(&self.key("map/active"), &map_value(map), None),
+            delete(&self.key("map/pending")),
+            self.history_put(history),
+        ];
+        self.client.txn(Vec::new(), operations).await?;
+        Ok(())
+    }
+
+    async fn write_pending(&self, expected: &StoredState, map: &NewMap, history: &HistoryRow) -> Result<bool> {
+        let operations = vec![
+            put(&self.key("map/pending"), &map_value(map), None),
+            self.history_put(history),
+        ];
+        self.client.txn(self.unchanged(expected), operations).await
+    }
+
+    async fn activate(&self, expected: &StoredState, history: &HistoryRow) -> Result<bool> {
+        let Some(pending) = &expected.pending else {
+            return Ok(false);
+        };
+        let Some(keyspace) = serde_json::from_str::<Json>(&pending.json)
+            .ok()
+            .and_then(|m| m["keyspace"].as_str().map(str::to_owned))
+        else {
+            return Ok(false);
+        };
+        let next = NewMap {
+            keyspace,
+            version: pending.version,
+            json: pending.json.clone(),
+        };
+        let operations = vec![
+            put(&self.key("map/active"), &map_value(&next), None),
+            delete(&self.key("map/pending")),
+            self.history_put(history),
+        ];
+        self.client.txn(self.unchanged(expected), operations).await
+    }
+
+    async fn history(&self) -> Result<Vec<CatalogHistoryEntry>> {
+        let mut entries: Vec<CatalogHistoryEntry> = self
+            .list("history/catalog")
+            .await?
+            .iter()
+            .filter_map(|kv| serde_json::from_slice(&kv.value).ok())
+            .collect();
+        entries.reverse();
+        Ok(entries)
+    }
+
+    async fn save_checkpoint(&self, record: &ReshardRecord<'_>) -> Result<()> {
+        let key = self.key(&format!("migrations/checkpoints/{}", record.id));
+        self.client
+            .txn(Vec::new(), vec![put(&key, &record_value(record), None)])
+            .await?;
+        Ok(())
+    }
+
+    async fn record_end(&self, record: &ReshardRecord<'_>) -> Result<()> {
+        let key = self.key(&format!("migrations/checkpoints/{}", record.id));
+        let value = record_value(record);
+        let operations = vec![
+            put(&key, &value, None),
+            put(&self.appended("migrations/history"), &value, None),
+        ];
+        self.client.txn(Vec::new(), operations).await?;
+        Ok(())
+    }
+
+    async fn checkpoint(&self, id: &str) -> Result<Option<String>> {
+        Ok(self
+            .get(&format!("migrations/checkpoints/{id}"))
+            .await?
+            .and_then(|kv| payload(&kv.value).map(|(_, payload)| payload)))
+    }
+
+    async fn checkpoints(&self) -> Result<Vec<String>> {
+        let mut records: Vec<(String, String)> = self
+            .list("migrations/checkpoints")
+            .await?
+            .iter()
+            .filter_map(|kv| payload(&kv.value))
+            .collect();
+        // Most recently updated first; the key order (by id) breaks ties.
+        records.sort_by(|a, b| b.0.cmp(&a.0));
+        Ok(records.into_iter().map(|(_, payload)| payload).collect())
+    }
+
+    async fn migration_history(&self) -> Result<Vec<String>> {
+        let mut records: Vec<String> = self
+            .list("migrations/history")
+            .await?
+            .iter()
+            .filter_map(|kv| payload(&kv.value).map(|(_, payload)| payload))
+            .collect();
+        records.reverse();
+        Ok(records)
+    }
+
+    async fn append_history(&self, entries: &[CatalogHistoryEntry]) -> Result<()> {
+        let values: Vec<Vec<u8>> = entries
+            .iter()
+            .rev()
+            .map(|e| serde_json::to_vec(e).unwrap_or_default())
+            .collect();
+        self.append_all("history/catalog", values).await
+    }
+
+    async fn append_migration_history(&self, payloads: &[String]) -> Result<()> {
+        let values = payloads
+            .iter()
+            .rev()
+            .map(|payload| {
+                let value: Json = serde_json::from_str(payload).unwrap_or(Json::Null);
+                json!({
+                    "migrationId": value["migrationId"],
+                    "keyspace": value["spec"]["keyspace"],
+                    "status": value["status"],
+                    "updatedUtc": value["updatedUtc"],
+                    "payload": payload,
+                })
+                .to_string()
+                .into_bytes()
+            })
+            .collect();
+        self.append_all("migrations/history", values).await
+    }
+
+    async fn import_maps(&self, active: &NewMap, pending: Option<&NewMap>, history: &HistoryRow) -> Result<()> {
+        let mut operations = vec![
+            put(&self.key("map/active"), &map_value(active), None),
+            self.history_put(history),
+        ];
+        if let Some(pending) = pending {
+            operations.push(put(&self.key("map/pending"), &map_value(pending), None));
+        }
+        let absent = vec![modified_at(&self.key("map/active"), 0)];
+        if !self.client.txn(absent, operations).await? {
+            return Err(Error::Catalog {
+                reason: format!(
+                    "{} was given a map while the import ran: nothing of the maps was written",
+                    self.address
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Watches the map records: every activation or pending write is an event.
+    async fn watch_maps(&self) -> Result<MapWatch> {
+        let start = self.key("map/");
+        let response = self.client.watch(&start, &prefix_end(&start)).await?;
+        Ok(MapWatch(Box::new(
+            EtcdWatch::open(response, self.address.clone()).await?,
+        )))
+    }
+
+    fn active_version_blocking(&self) -> Result<Option<u64>> {
+        Ok(None)
+    }
+
+    async fn claim_runner(&self, id: &str) -> Result<Box<dyn RunnerClaim>> {
+        Ok(Box::new(EtcdLease::claim(self, id).await?))
+    }
+
+    fn is_watched(&self) -> bool {
+        true
     }
 }
 
@@ -360,7 +379,7 @@ fn stored_map(kv: &client::Kv) -> Option<StoredMap> {
     })
 }
 
-fn record_value(record: &MigrationRecord<'_>) -> Vec<u8> {
+fn record_value(record: &ReshardRecord<'_>) -> Vec<u8> {
     json!({
         "migrationId": record.id,
         "keyspace": record.keyspace,

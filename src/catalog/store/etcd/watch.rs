@@ -5,17 +5,20 @@
 //! its owner then opens a new watch (on any endpoint) and reads the catalog again, so a change
 //! made while it was disconnected is not missed.
 
+use async_trait::async_trait;
+
+use crate::catalog::store::MapChanges;
 use crate::error::{Error, Result};
 
 /// An open watch.
 #[derive(Debug)]
-pub(crate) struct MapWatch {
+pub(crate) struct EtcdWatch {
     response: reqwest::Response,
     buffer: Vec<u8>,
     address: String,
 }
 
-impl MapWatch {
+impl EtcdWatch {
     /// Waits for etcd to confirm the watch. Changes made after this returns are reported.
     pub(super) async fn open(response: reqwest::Response, address: String) -> Result<Self> {
         let mut watch = Self {
@@ -26,18 +29,6 @@ impl MapWatch {
         // The first line confirms the watch; it carries no events.
         watch.next_line().await?;
         Ok(watch)
-    }
-
-    /// Waits for the next change to the map records. An error means the watch ended (the
-    /// member went away or canceled it); open a new one.
-    pub async fn changed(&mut self) -> Result<()> {
-        loop {
-            let line = self.next_line().await?;
-            let events = super::client::watch_line(&line).map_err(|reason| self.ended(&reason))?;
-            if !events.is_empty() {
-                return Ok(());
-            }
-        }
     }
 
     async fn next_line(&mut self) -> Result<Vec<u8>> {
@@ -64,6 +55,21 @@ impl MapWatch {
     fn ended(&self, reason: &str) -> Error {
         Error::CatalogUnavailable {
             reason: format!("the watch of {} ended: {reason}", self.address),
+        }
+    }
+}
+
+#[async_trait]
+impl MapChanges for EtcdWatch {
+    /// Waits for the next change to the map records. An error means the watch ended (the
+    /// member went away or canceled it); open a new one.
+    async fn changed(&mut self) -> Result<()> {
+        loop {
+            let line = self.next_line().await?;
+            let events = super::client::watch_line(&line).map_err(|reason| self.ended(&reason))?;
+            if !events.is_empty() {
+                return Ok(());
+            }
         }
     }
 }

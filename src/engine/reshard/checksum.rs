@@ -6,7 +6,7 @@
 //! A page link is `SHA-256(previous link ‖ rows)`, each row its value count (`u64`, big-endian)
 //! then each value: a type tag, then `i64` or `f64` bits big-endian for numbers, or a `u64`
 //! length and the bytes for text and blobs. Text is hashed as values show it: invalid UTF-8 is
-//! replaced, as [`value_from_ref`](super::value::value_from_ref) does.
+//! replaced, as [`value_from_ref`](crate::engine::value::value_from_ref) does.
 
 use rusqlite::types::ValueRef;
 use sha2::{Digest, Sha256};

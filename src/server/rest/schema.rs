@@ -54,7 +54,7 @@ fn redact(shard_id: &str, code: Option<&str>, error: &mut Option<String>) {
 )]
 pub async fn schema_status(State(state): State<ServerState>) -> Result<axum::Json<SchemaStatusReport>, ApiError> {
     let sharded = state.sharded().ok_or(ApiError::Data(Error::NotSharded))?;
-    Ok(axum::Json(redact_status_errors(sharded.schema_status().await?)))
+    Ok(axum::Json(redact_status_errors(sharded.schema().status().await?)))
 }
 
 /// Applies sqlx-style migrations to every enabled shard (or the shards named), each recording
@@ -79,6 +79,6 @@ pub async fn migrate_schema(
     Json(request): Json<SchemaMigrationRequest>,
 ) -> Result<axum::Json<SchemaMigrationReport>, ApiError> {
     let sharded = state.sharded().ok_or(ApiError::Data(Error::NotSharded))?;
-    let report = sharded.migrate_schema(&request).await?;
+    let report = sharded.schema().migrate(&request).await?;
     Ok(axum::Json(redact_migration_errors(report)))
 }

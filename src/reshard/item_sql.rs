@@ -3,58 +3,22 @@
 //!
 //! Identifiers from the manifest are always quoted; values are always bound.
 
-use crate::data::{MigrationScope, MigrationSpec, Params, Value};
-use crate::engine::capture::{CapturedItem, CapturedRoute};
-use crate::engine::checksum::PageDigest;
-use crate::engine::copy::{COPY_SOURCE_SCHEMA, CopyRecord, PagedCopy, PagedQuery};
-use crate::engine::fence::BUCKET_FUNCTION;
+use crate::data::{Params, Value};
+use crate::engine::reshard::capture::CapturedItem;
+use crate::engine::reshard::checksum::PageDigest;
+use crate::engine::reshard::copy::{COPY_SOURCE_SCHEMA, CopyRecord, PagedCopy, PagedQuery};
+use crate::engine::reshard::fence::BUCKET_FUNCTION;
+use crate::engine::reshard::moving::MovingRows;
 use crate::error::Result;
 
 /// SQLite's limit on bound values in one statement (`SQLITE_MAX_VARIABLE_NUMBER`).
 const MAX_BOUND_VALUES: usize = 32_766;
 
-/// The internal table that holds collection documents.
-pub(super) const COLLECTIONS_TABLE: &str = "_shardlite_collections";
-
-/// Which rows move.
-#[derive(Debug, Clone)]
-pub(super) enum Selection {
-    /// Rows whose route value equals the key.
-    Key(String),
-    /// Rows whose route value's bucket is in `[start, end)` and is not a pinned key.
-    Buckets {
-        keyspace: String,
-        bucket_count: u32,
-        start: u32,
-        end: u32,
-        /// Every pinned key of the map, as a JSON array: pins override buckets.
-        pins_json: String,
-    },
-}
-
-impl Selection {
-    pub(super) fn of(spec: &MigrationSpec, bucket_count: u32, pins: Vec<String>) -> Self {
-        match &spec.scope {
-            MigrationScope::RouteKey { route_key, .. } => Self::Key(route_key.clone()),
-            MigrationScope::BucketRange {
-                keyspace,
-                start_bucket_inclusive,
-                end_bucket_exclusive,
-                ..
-            } => Self::Buckets {
-                keyspace: keyspace.clone(),
-                bucket_count,
-                start: *start_bucket_inclusive,
-                end: *end_bucket_exclusive,
-                pins_json: serde_json::Value::from(pins).to_string(),
-            },
-        }
-    }
-}
+pub(super) use crate::sql::COLLECTIONS_TABLE;
 
 /// The SQL of one manifest item.
 #[derive(Debug, Clone)]
-pub(super) struct Target {
+pub(super) struct ItemSql {
     /// The table or collection name, for receipts and messages.
     pub(super) name: String,
     pub(super) collection: bool,
@@ -74,24 +38,32 @@ pub(super) struct Target {
     route_incoming: String,
     /// The collection name, bound as `:collection`.
     collection_name: Option<String>,
-    selection: Selection,
+    /// Which rows move.
+    moving: MovingRows,
+    /// The pins of a bucket range as a JSON array, bound as `:pins`.
+    pins_json: String,
     /// Rows per page.
     pub(super) page_size: usize,
     /// The table, key and route as change capture names them (unquoted).
     pub(super) captured: CapturedItem,
 }
 
-pub(super) use crate::engine::fence::property_path;
-pub(super) use crate::engine::store::{quote_ident, sql_literal};
+/// The pins of a bucket range as the JSON array the page queries bind.
+fn pins_json(moving: &MovingRows) -> String {
+    serde_json::Value::from(moving.pins().to_vec()).to_string()
+}
 
-impl Target {
+pub(super) use crate::engine::reshard::fence::property_path;
+pub(super) use crate::sql::{quote_ident, sql_literal};
+
+impl ItemSql {
     /// A table whose columns are `column_names` (in schema order).
     pub(super) fn table(
         name: &str,
         column_names: &[String],
         key_column: &str,
         route_column: &str,
-        selection: Selection,
+        moving: MovingRows,
         page_size: usize,
     ) -> Option<Self> {
         let key_index = column_names.iter().position(|c| c.eq_ignore_ascii_case(key_column))?;
@@ -119,12 +91,13 @@ impl Target {
             columns,
             route: quote_ident(route),
             collection_name: None,
-            selection,
+            pins_json: pins_json(&moving),
+            moving,
         })
     }
 
     /// A collection whose documents carry their route key in `property`.
-    pub(super) fn collection(name: &str, property: &str, selection: Selection, page_size: usize) -> Self {
+    pub(super) fn collection(name: &str, property: &str, moving: MovingRows, page_size: usize) -> Self {
         let path = sql_literal(&property_path(property));
         Self {
             captured: CapturedItem {
@@ -144,7 +117,8 @@ impl Target {
             conflict: "collection, key".into(),
             route: format!("json_extract(document, {path})"),
             collection_name: Some(name.to_owned()),
-            selection,
+            pins_json: pins_json(&moving),
+            moving,
             page_size: page_size.min(MAX_BOUND_VALUES / 3),
         }
     }
@@ -166,17 +140,17 @@ impl Target {
             clauses.push("collection = :collection".to_owned());
             params.push(("collection", Value::from(collection.as_str())));
         }
-        match &self.selection {
-            Selection::Key(key) => {
+        match &self.moving {
+            MovingRows::Key(key) => {
                 clauses.push(format!("{} = :route_key", self.route));
                 params.push(("route_key", Value::from(key.as_str())));
             }
-            Selection::Buckets {
+            MovingRows::Buckets {
                 keyspace,
                 bucket_count,
                 start,
                 end,
-                pins_json,
+                ..
             } => {
                 let bucket = format!("{BUCKET_FUNCTION}(:keyspace, {}, :bucket_count)", self.route);
                 clauses.push(format!("{bucket} >= :start_bucket AND {bucket} < :end_bucket"));
@@ -189,7 +163,7 @@ impl Target {
                     ("bucket_count", Value::Integer(i64::from(*bucket_count))),
                     ("start_bucket", Value::Integer(i64::from(*start))),
                     ("end_bucket", Value::Integer(i64::from(*end))),
-                    ("pins", Value::from(pins_json.as_str())),
+                    ("pins", Value::from(self.pins_json.as_str())),
                 ]);
             }
         }
@@ -356,25 +330,6 @@ impl Target {
         (list, names.into_iter().zip(keys.iter().cloned()).collect())
     }
 
-    /// How change capture recognises this item's moving rows.
-    pub(super) fn captured_route(&self) -> CapturedRoute {
-        match &self.selection {
-            Selection::Key(key) => CapturedRoute::Key(key.clone()),
-            Selection::Buckets {
-                keyspace,
-                bucket_count,
-                start,
-                end,
-                ..
-            } => CapturedRoute::Buckets {
-                keyspace: keyspace.clone(),
-                bucket_count: *bucket_count,
-                start: *start,
-                end: *end,
-            },
-        }
-    }
-
     /// Deletes up to one page of moving rows.
     pub(super) fn delete_page(&self) -> (String, Params) {
         let (filter, mut params) = self.filter();
@@ -398,7 +353,7 @@ impl Target {
 
 /// The checksum of a row set read page by page in key order: a SHA-256 chain, each link the
 /// hash of the previous link and the page's rows in a canonical encoding (type tag, length,
-/// bytes; see [`engine::checksum`](crate::engine::checksum)). Both sides read pages of the same
+/// bytes; see [`engine::reshard::checksum`](crate::engine::reshard::checksum)). Both sides read pages of the same
 /// size in the same order, so equal row sets give equal chains, and a chain can be resumed
 /// from its last link. Pages hashed inside the engine (local shards) and pages read as values
 /// through a client (remote shards) give the same links.
@@ -473,12 +428,12 @@ mod tests {
 
     #[test]
     fn identifiers_are_quoted_and_values_bound() {
-        let target = Target::table(
+        let target = ItemSql::table(
             "my \"orders\"",
             &["id".into(), "tenant".into(), "note".into()],
             "ID",
             "tenant",
-            Selection::Key("x'); DROP TABLE t; --".into()),
+            MovingRows::Key("x'); DROP TABLE t; --".into()),
             500,
         )
         .expect("columns exist");
@@ -517,6 +472,6 @@ mod tests {
                 item: "table 'my \"orders\"'".into()
             }
         );
-        assert!(Target::table("t", &["id".into()], "id", "missing", Selection::Key("k".into()), 10).is_none());
+        assert!(ItemSql::table("t", &["id".into()], "id", "missing", MovingRows::Key("k".into()), 10).is_none());
     }
 }

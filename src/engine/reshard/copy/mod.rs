@@ -27,7 +27,7 @@
 //! rather than every thousand (each checkpoint waits for the disk twice), and once more after
 //! the last page; the setting is put back when the job ends.
 //!
-//! [`Moves`], handed out by [`Database::moves`](super::Database::moves), runs these jobs on a
+//! [`Moves`], handed out by [`Database::moves`](crate::engine::Database::moves), runs these jobs on a
 //! file (`moves.rs`); this file holds what they copy and read, and the loops that do it.
 //!
 //! The pages are read twice, by the reader and by the writer's `INSERT ... SELECT`, on two
@@ -40,17 +40,16 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, Statement};
 
 use super::checksum::PageDigest;
-use super::guard;
-use super::sqlite_error::sql_error;
-use super::value::value_from_ref;
 use crate::data::Value;
+use crate::engine::guard;
+use crate::engine::sqlite_error::sql_error;
+use crate::engine::value::value_from_ref;
 use crate::error::{Error, Result};
 
 /// The schema name the source file of a copy is attached under, for the copy's SQL to name.
 pub(crate) const COPY_SOURCE_SCHEMA: &str = "shardlite_copy_source";
 
-/// The internal table in which a copy records, in each page's own transaction, where it stands.
-pub(crate) const COPY_CURSORS_TABLE: &str = "_shardlite_copy_cursors";
+pub(crate) use crate::sql::COPY_CURSORS_TABLE;
 
 /// Created by the engine when a copy job starts. `after_key` has no declared type, so a key
 /// keeps its storage class (an integer key stays an integer, a text key text).

@@ -3,7 +3,9 @@
 //! [`ShardedClient`] here serves the same map, the same shard files and the same routing as the
 //! async [`client::ShardedClient`](super::ShardedClient) (it wraps one), with blocking methods:
 //! `for_route`, SQL, rows, collections, saved queries, procedures, transactions with the same
-//! `csdbshard:` ids, fan-out, status and catalog updates.
+//! `csdbshard:` ids, and the same parts: [`shards`](ShardedClient::shards) (status),
+//! [`query`](ShardedClient::query) (fan-out), [`catalog`](ShardedClient::catalog) (catalog
+//! updates), [`schema`](ShardedClient::schema) and [`transactions`](ShardedClient::transactions).
 //!
 //! **Where the work runs.** On a local shard, SQL runs on the calling thread: a query on a
 //! read-only connection borrowed for the call, a write on the shard's writer connection,
@@ -43,16 +45,26 @@ use arc_swap::Guard;
 
 use tokio::runtime::Runtime;
 
+mod catalog;
+mod query;
+mod schema;
+mod shards;
+mod transactions;
+
+pub use catalog::ShardedCatalog;
+pub use query::ShardedQuery;
+pub use schema::ShardedSchema;
+pub use shards::Shards;
+pub use transactions::ShardedTransactions;
+
 use super::routed::{result_rows, row_count};
 use super::sharded::generation::{Generation, ShardSlot};
 use super::{ShardedClientOptions, ShardedTransaction};
 use crate::data::{
-    ActivationRequest, ActivationResult, CatalogApplyResult, CatalogState, CatalogUpdateRequest, CatalogValidation,
     DatabaseInfo, DocumentData, DocumentPage, Params, ProcedureDefinition, Row, RowData, RowPage, RowRef, SavedQuery,
-    ShardAdmin, ShardSqlResult, ShardStatus, SqlData, SqlResult, StoredData, TableSchema, TransactionData,
-    TransactionInfo, TransactionOptions, Value,
+    SqlData, SqlResult, StoredData, TableSchema, TransactionData, TransactionInfo, TransactionOptions, Value,
 };
-use crate::data::{SchemaMigrationReport, SchemaMigrationRequest, SchemaStatusReport, every_row, first_row};
+use crate::data::{every_row, first_row};
 use crate::error::{Error, Result};
 use crate::map::{ShardMap, ShardMapSnapshot};
 use crate::routing::{ResolvedRoute, RouteContext};
@@ -185,36 +197,43 @@ impl ShardedClient {
         self.sharded.data_source()
     }
 
-    /// The heat of the calls routed through this client lately (see
-    /// [`ShardedClient::heat_report`](super::ShardedClient::heat_report)).
-    pub fn heat_report(&self) -> crate::heat::HeatReport {
-        self.sharded.heat_report()
+    /// Its shards: health, counts summed over every shard, heat (as
+    /// [`client::ShardedClient::shards`](super::ShardedClient::shards)).
+    pub fn shards(&self) -> Shards<'_> {
+        Shards::new(self)
     }
 
-    /// Every shard's health, in definition order.
-    pub fn status(&self) -> Vec<ShardStatus> {
-        self.waiter.block_on(self.sharded.status())
+    /// SQL on every enabled shard, and one `SELECT` merged across them (as
+    /// [`client::ShardedClient::query`](super::ShardedClient::query)).
+    pub fn query(&self) -> ShardedQuery<'_> {
+        ShardedQuery::new(self)
     }
 
-    /// Counts summed over every enabled shard.
-    pub fn info(&self) -> Result<DatabaseInfo> {
-        self.waiter.block_on(self.sharded.info())
+    /// Catalog state, map updates and live activation (as
+    /// [`client::ShardedClient::catalog`](super::ShardedClient::catalog)).
+    pub fn catalog(&self) -> ShardedCatalog<'_> {
+        ShardedCatalog::new(self)
     }
 
-    /// Executes SQL inside a transaction, routed by its id alone.
-    pub fn execute_in_transaction(&self, transaction_id: &str, sql: &str, params: Params) -> Result<SqlResult> {
-        self.waiter
-            .block_on(self.sharded.execute_in_transaction(transaction_id, sql, params))
+    /// Schema migrations and schema status on every enabled shard (as
+    /// [`client::ShardedClient::schema`](super::ShardedClient::schema)).
+    pub fn schema(&self) -> ShardedSchema<'_> {
+        ShardedSchema::new(self)
     }
 
-    /// Commits a transaction, routed by its id alone.
-    pub fn commit_transaction(&self, transaction_id: &str) -> Result<()> {
-        self.waiter.block_on(self.sharded.commit_transaction(transaction_id))
+    /// Transaction calls routed by the id alone (as
+    /// [`client::ShardedClient::transactions`](super::ShardedClient::transactions)); a route's
+    /// transactions begin on its client ([`RoutedClient::begin`]).
+    pub fn transactions(&self) -> ShardedTransactions<'_> {
+        ShardedTransactions::new(self)
     }
 
-    /// Rolls back a transaction, routed by its id alone.
-    pub fn rollback_transaction(&self, transaction_id: &str) -> Result<()> {
-        self.waiter.block_on(self.sharded.rollback_transaction(transaction_id))
+    /// Runs `future` to its end on the client's runtime.
+    fn wait<F: Future + Send>(&self, future: F) -> F::Output
+    where
+        F::Output: Send,
+    {
+        self.waiter.block_on(future)
     }
 }
 
@@ -228,33 +247,6 @@ macro_rules! blocking_methods {
             }
         )*
     };
-}
-
-impl ShardedClient {
-    blocking_methods! { sharded via ShardAdmin:
-        /// SQL on every enabled shard (schema setup); per-shard results.
-        fn execute_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>>;
-        /// Read-only SQL on every enabled shard, enforced by the engine.
-        fn execute_read_only_sql_on_all_shards(&self, sql: &str) -> Result<Vec<ShardSqlResult>>;
-        /// Active and pending maps and catalog history.
-        fn catalog_state(&self) -> Result<CatalogState>;
-        /// Validates a proposed map against the catalog; changes nothing.
-        fn validate_catalog_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogValidation>;
-        /// Validates and writes a proposed map as the pending map.
-        fn apply_catalog_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogApplyResult>;
-        /// Makes the pending map active without a restart.
-        fn activate_pending_map(&self, request: &ActivationRequest) -> Result<ActivationResult>;
-        /// Every enabled shard's schema and its drift from the majority.
-        fn schema_status(&self) -> Result<SchemaStatusReport>;
-        /// Applies sqlx-style migrations to every enabled shard (or the shards named).
-        fn migrate_schema(&self, request: &SchemaMigrationRequest) -> Result<SchemaMigrationReport>;
-    }
-
-    /// One read-only `SELECT` over every enabled shard, answered as SQLite would answer it over
-    /// one file holding every shard's rows (see the async client's `query_all_shards`).
-    pub fn query_all_shards(&self, sql: &str, params: Params) -> Result<SqlResult> {
-        self.waiter.block_on(self.sharded.query_all_shards(sql, params))
-    }
 }
 
 /// A blocking client bound to one route. Every call runs on the shard the route resolves to;
@@ -402,6 +394,7 @@ impl RoutedClient {
     fn generation_at(&self, now: Instant) -> Guard<Arc<Generation>> {
         self.routed
             .sharded
+            .shared()
             .fresh_blocking(now, |load| self.waiter.block_on(load))
     }
 

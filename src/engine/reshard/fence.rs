@@ -1,6 +1,6 @@
 //! What the engine knows of migration fences: the tables and triggers a fence is made of, the SQL
 //! function bucket fences use to find a row's bucket, and the message those triggers raise,
-//! turned back into [`Error::RouteFenced`].
+//! turned back into [`Error::RouteFenced`](crate::Error::RouteFenced).
 //!
 //! A migration writes its fence into the source shard's own file (see the `migrate` module), so
 //! every process that writes to the file honours it, and SQLite re-reads the triggers only when
@@ -15,31 +15,21 @@
 //! function of shardlite's, so a plain tool can write every row that did not move; a bucket-range
 //! fence's triggers call [`BUCKET_FUNCTION`], which only shardlite registers, so while one is on
 //! a table a plain tool can read that table but not write to it. Moved records are removed after
-//! [`EngineConfig::moved_record_grace`](super::EngineConfig::moved_record_grace) (see
+//! [`EngineConfig::moved_record_grace`](crate::engine::EngineConfig::moved_record_grace) (see
 //! `fence_upkeep`).
 
 use rusqlite::Connection;
 use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::types::ValueRef;
 
-use super::sqlite_error::sql_error;
-use super::store::{quote_ident, sql_literal};
+use super::moving::MovingRows;
 use crate::data::Value;
-use crate::error::{Error, Result};
+use crate::engine::sqlite_error::{FENCE_FIELD_SEPARATOR, FENCE_MESSAGE_PREFIX, sql_error};
+use crate::error::Result;
 use crate::routing::{bucket_for_token, route_token};
+use crate::sql::{FENCE_TRIGGER_PREFIX, quote_ident, sql_literal};
 
-/// The start of the message a fence trigger raises; the fields that follow are separated by
-/// [`FENCE_FIELD_SEPARATOR`]: moved (`0`/`1`), migration id, destination, table, route value.
-pub const FENCE_MESSAGE_PREFIX: &str = "shardlite route_fenced";
-
-/// The separator between the fields of a fence message (ASCII unit separator, `char(31)`).
-pub const FENCE_FIELD_SEPARATOR: char = '\u{1f}';
-
-/// The table holding a shard's fences, one row per migration.
-pub(crate) const FENCES_TABLE: &str = "_shardlite_route_fences";
-
-/// The name every fence trigger starts with.
-pub(crate) const TRIGGER_PREFIX: &str = "_shardlite_fence_";
+pub(crate) use crate::sql::FENCES_TABLE;
 
 /// The fence tables: one row per migration (`moved_unix_ms` is when its fence became a moved
 /// record), the pins a bucket-range fence leaves out, and the tables and collections it covers.
@@ -83,24 +73,16 @@ pub(crate) const FENCE_TRIGGERS_QUERY: &str =
 
 /// Every table or collection a fence covers, one row each, read by [`FencedTarget::from_row`].
 pub(crate) const FENCED_TARGETS_QUERY: &str = "SELECT f.migration_id, f.kind, f.route_key, f.start_bucket, \
-     f.end_bucket, f.destination, f.state, g.table_name, g.route_column, g.collection \
+     f.end_bucket, f.destination, f.state, g.table_name, g.route_column, g.collection, f.keyspace, f.bucket_count \
      FROM _shardlite_route_fences f JOIN _shardlite_route_fence_targets g ON g.migration_id = f.migration_id \
      ORDER BY f.migration_id, g.table_name, g.route_column, g.collection";
-
-/// What a fence holds back.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum FencedRoute {
-    /// One route key.
-    Key(String),
-    /// The bucket range `[start, end)`, less the fence's pins.
-    Buckets { start: i64, end: i64 },
-}
 
 /// One table or collection one fence covers: a row of [`FENCED_TARGETS_QUERY`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct FencedTarget {
     pub migration_id: String,
-    pub route: FencedRoute,
+    /// What the fence holds back.
+    pub route: MovingRows,
     pub destination: String,
     /// Whether the fence is a moved record (its data now lives on `destination`).
     pub moved: bool,
@@ -115,11 +97,15 @@ impl FencedTarget {
     /// Reads a row of [`FENCED_TARGETS_QUERY`]; `None` for a row that is not one.
     pub(crate) fn from_row(row: &[Value]) -> Option<Self> {
         let text = |i: usize| row.get(i).and_then(Value::as_str).map(str::to_owned);
+        let bucket = |i: usize| row.get(i)?.as_i64().and_then(|n| u32::try_from(n).ok());
         let route = match text(1)?.as_str() {
-            "key" => FencedRoute::Key(text(2)?),
-            "buckets" => FencedRoute::Buckets {
-                start: row.get(3)?.as_i64()?,
-                end: row.get(4)?.as_i64()?,
+            "key" => MovingRows::Key(text(2)?),
+            "buckets" => MovingRows::Buckets {
+                keyspace: text(10)?,
+                bucket_count: bucket(11)?,
+                start: bucket(3)?,
+                end: bucket(4)?,
+                pins: Vec::new(),
             },
             _ => return None,
         };
@@ -142,10 +128,7 @@ impl FencedTarget {
         } else {
             format!("collection '{}'", self.collection)
         };
-        let route = match &self.route {
-            FencedRoute::Key(key) => key.clone(),
-            FencedRoute::Buckets { start, end } => format!("buckets [{start}, {end})"),
-        };
+        let route = self.route.describe();
         let sep = FENCE_FIELD_SEPARATOR;
         sql_literal(&format!(
             "{FENCE_MESSAGE_PREFIX}{sep}{}{sep}{}{sep}{}{sep}{label}{sep}{route}",
@@ -161,8 +144,8 @@ impl FencedTarget {
     fn check_statement(&self, alias: &str) -> String {
         let (value, scope) = row_route(alias, &self.route_column, &self.collection);
         let matches = match self.route {
-            FencedRoute::Key(_) => format!("f.route_key = {value}"),
-            FencedRoute::Buckets { .. } => format!(
+            MovingRows::Key(_) => format!("f.route_key = {value}"),
+            MovingRows::Buckets { .. } => format!(
                 "{BUCKET_FUNCTION}(f.keyspace, {value}, f.bucket_count) >= f.start_bucket \
                  AND {BUCKET_FUNCTION}(f.keyspace, {value}, f.bucket_count) < f.end_bucket \
                  AND NOT EXISTS (SELECT 1 FROM _shardlite_route_fence_pins p WHERE p.migration_id = f.migration_id \
@@ -217,7 +200,7 @@ pub(crate) fn trigger_statements(targets: &[FencedTarget]) -> Vec<String> {
                 .collect();
             statements.push(format!(
                 "CREATE TRIGGER {} BEFORE {event} ON {} BEGIN {body}END",
-                quote_ident(&format!("{TRIGGER_PREFIX}{index}_{}", event.to_ascii_lowercase())),
+                quote_ident(&format!("{FENCE_TRIGGER_PREFIX}{index}_{}", event.to_ascii_lowercase())),
                 quote_ident(&group[0].table),
             ));
         }
@@ -274,29 +257,10 @@ fn bucket_of(ctx: &Context<'_>) -> rusqlite::Result<Option<i64>> {
         .map(|token| i64::from(bucket_for_token(token.0, count))))
 }
 
-/// The fence error a trigger's message describes, if it is one.
-pub(crate) fn fenced_error(message: &str) -> Option<Error> {
-    let rest = message
-        .strip_prefix(FENCE_MESSAGE_PREFIX)?
-        .strip_prefix(FENCE_FIELD_SEPARATOR)?;
-    let mut fields = rest.splitn(5, FENCE_FIELD_SEPARATOR);
-    let moved = fields.next()? == "1";
-    let migration_id = fields.next()?.to_owned();
-    let destination = fields.next()?.to_owned();
-    let table = fields.next()?.to_owned();
-    let route_value = fields.next()?.to_owned();
-    Some(Error::from(crate::error::RouteFenced {
-        table,
-        route_value,
-        migration_id,
-        destination,
-        moved,
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     #[test]
     fn bucket_function_matches_routing() {
@@ -314,7 +278,7 @@ mod tests {
         assert_eq!(none, None);
     }
 
-    fn target(route: FencedRoute, moved: bool) -> FencedTarget {
+    fn target(route: MovingRows, moved: bool) -> FencedTarget {
         FencedTarget {
             migration_id: "m1".into(),
             route,
@@ -337,7 +301,7 @@ mod tests {
              VALUES ('m1', 'key', '', 'it''s', 's1', 'moved', '');",
         )
         .expect("a fence");
-        let key = target(FencedRoute::Key("it's".into()), true);
+        let key = target(MovingRows::Key("it's".into()), true);
         let statements = trigger_statements(std::slice::from_ref(&key));
         assert_eq!(statements.len(), 3);
         for statement in &statements {
@@ -363,7 +327,16 @@ mod tests {
             ),
             other => panic!("expected a fence error, got {other:?}"),
         }
-        let buckets = trigger_statements(&[target(FencedRoute::Buckets { start: 0, end: 8 }, false)]);
+        let buckets = trigger_statements(&[target(
+            MovingRows::Buckets {
+                keyspace: "k".into(),
+                bucket_count: 16,
+                start: 0,
+                end: 8,
+                pins: Vec::new(),
+            },
+            false,
+        )]);
         assert!(
             buckets
                 .iter()

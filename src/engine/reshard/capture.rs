@@ -20,15 +20,15 @@
 //! Client SQL may not write internal tables, not even through its own triggers; the authorizer
 //! lets only shardlite's own (internal) triggers insert into [`CHANGES_TABLE`].
 
+use super::fence::BUCKET_FUNCTION;
 use super::fence::row_route;
-use super::store::{quote_ident, sql_literal};
-use crate::engine::fence::BUCKET_FUNCTION;
+use super::moving::MovingRows;
+use crate::sql::{CAPTURE_TRIGGER_PREFIX, quote_ident, sql_literal};
 
-/// The table of captured changes: one row per captured write of a moving row, in the order the
-/// writes committed (`seq`). `row_key` has no declared type, so a key keeps its storage class.
-pub(crate) const CHANGES_TABLE: &str = "_shardlite_captured_changes";
+pub(crate) use crate::sql::CHANGES_TABLE;
 
-/// Creates [`CHANGES_TABLE`]. Without `AUTOINCREMENT` (which would leave `sqlite_sequence`
+/// Creates [`CHANGES_TABLE`]. `row_key` has no declared type, so a key keeps its storage class.
+/// Without `AUTOINCREMENT` (which would leave `sqlite_sequence`
 /// behind in the file): a new change takes the largest `seq` plus one, and a running migration's
 /// own changes are never deleted, so its changes always number after its replay position.
 pub(crate) const CHANGES_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS _shardlite_captured_changes (
@@ -37,23 +37,6 @@ pub(crate) const CHANGES_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS _shardlite_c
     item INTEGER NOT NULL,
     row_key
 )";
-
-/// The name every capture trigger starts with.
-pub(crate) const CAPTURE_TRIGGER_PREFIX: &str = "_shardlite_capture_";
-
-/// Which rows a capture records.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum CapturedRoute {
-    /// Rows of one route key.
-    Key(String),
-    /// Rows whose route value's bucket is in `[start, end)`.
-    Buckets {
-        keyspace: String,
-        bucket_count: u32,
-        start: u32,
-        end: u32,
-    },
-}
 
 /// One table or collection a capture covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,15 +57,16 @@ pub(crate) fn capture_trigger_names(migration_id: &str, index: usize) -> [String
 }
 
 /// Whether the row `alias` of `item` is one `route` captures, as an SQL condition.
-fn captured(alias: &str, item: &CapturedItem, route: &CapturedRoute) -> String {
+fn captured(alias: &str, item: &CapturedItem, route: &MovingRows) -> String {
     let (value, scope) = row_route(alias, &item.route_column, &item.collection);
     let matches = match route {
-        CapturedRoute::Key(key) => format!("{value} = {}", sql_literal(key)),
-        CapturedRoute::Buckets {
+        MovingRows::Key(key) => format!("{value} = {}", sql_literal(key)),
+        MovingRows::Buckets {
             keyspace,
             bucket_count,
             start,
             end,
+            ..
         } => {
             let bucket = format!("{BUCKET_FUNCTION}({}, {value}, {bucket_count})", sql_literal(keyspace));
             format!("{bucket} >= {start} AND {bucket} < {end}")
@@ -97,7 +81,7 @@ pub(crate) fn capture_trigger_statements(
     migration_id: &str,
     index: usize,
     item: &CapturedItem,
-    route: &CapturedRoute,
+    route: &MovingRows,
 ) -> [String; 3] {
     let key = quote_ident(&item.key_column);
     let record = |alias: &str| {
@@ -133,6 +117,7 @@ pub(crate) fn capture_trigger_statements(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sql::COLLECTIONS_TABLE;
     use rusqlite::Connection;
 
     fn changes(conn: &Connection) -> Vec<(i64, String)> {
@@ -159,7 +144,7 @@ mod tests {
             route_column: "k".into(),
             collection: String::new(),
         };
-        for statement in capture_trigger_statements("m'1", 2, &item, &CapturedRoute::Key("it's".into())) {
+        for statement in capture_trigger_statements("m'1", 2, &item, &MovingRows::Key("it's".into())) {
             assert!(!statement.contains(BUCKET_FUNCTION) && !statement.contains("RETURNING"));
             conn.execute_batch(&statement).expect("trigger");
         }
@@ -180,16 +165,17 @@ mod tests {
     #[test]
     fn bucket_triggers_scope_collections_and_use_the_bucket_function() {
         let item = CapturedItem {
-            table: "_shardlite_collections".into(),
+            table: COLLECTIONS_TABLE.into(),
             key_column: "key".into(),
             route_column: "tenant".into(),
             collection: "profiles".into(),
         };
-        let route = CapturedRoute::Buckets {
+        let route = MovingRows::Buckets {
             keyspace: "ks".into(),
             bucket_count: 16,
             start: 0,
             end: 8,
+            pins: Vec::new(),
         };
         let [insert, ..] = capture_trigger_statements("m", 0, &item, &route);
         assert!(insert.contains("shardlite_bucket('ks', json_extract(NEW.document, '$.\"tenant\"'), 16) >= 0"));

@@ -2,7 +2,7 @@
 //! it opens the file and then from time to time while it serves it:
 //! - a moved record (the fence a migration leaves on its source once the new map is active, so
 //!   that a writer still on the old map is refused) is removed once it is older than
-//!   [`EngineConfig::moved_record_grace`](super::EngineConfig::moved_record_grace), with its
+//!   [`EngineConfig::moved_record_grace`](crate::engine::EngineConfig::moved_record_grace), with its
 //!   triggers, and the fence tables are dropped once they hold no fence: a finished migration
 //!   leaves nothing behind;
 //! - fence triggers written by earlier releases, which raised an expression that SQLite before
@@ -20,18 +20,18 @@ use rusqlite::{Connection, OptionalExtension};
 use super::fence::{
     FENCE_TABLES, FENCE_TRIGGERS_QUERY, FENCED_TARGETS_QUERY, FENCES_TABLE, FencedTarget, trigger_statements,
 };
-use super::guard;
-use super::sqlite_error::sql_error;
-use super::store::quote_ident;
-use super::value::value_from_ref;
+use crate::engine::guard;
+use crate::engine::sqlite_error::sql_error;
+use crate::engine::value::value_from_ref;
 use crate::error::Result;
+use crate::sql::quote_ident;
 
 /// The longest pause between two upkeep checks of an open file.
 const MAX_CHECK_PERIOD: Duration = Duration::from_secs(60);
 
 /// When a serving writer next looks at its file's fences.
 #[derive(Debug)]
-pub(super) struct Upkeep {
+pub(in crate::engine) struct Upkeep {
     grace: Duration,
     busy_timeout: Duration,
     period: Duration,
@@ -41,7 +41,7 @@ pub(super) struct Upkeep {
 impl Upkeep {
     /// Upkeep with moved records kept for `grace`; `busy_timeout` is the connection's own, put
     /// back after each run.
-    pub(super) fn new(grace: Duration, busy_timeout: Duration) -> Self {
+    pub(in crate::engine) fn new(grace: Duration, busy_timeout: Duration) -> Self {
         let period = (grace / 4).clamp(Duration::from_millis(10), MAX_CHECK_PERIOD);
         Self {
             grace,
@@ -52,13 +52,13 @@ impl Upkeep {
     }
 
     /// When the next check is due.
-    pub(super) fn next(&self) -> Instant {
+    pub(in crate::engine) fn next(&self) -> Instant {
         self.next
     }
 
     /// Runs the check when it is due. A failure is logged and tried again at the next check:
     /// upkeep never fails a caller's job.
-    pub(super) fn run_if_due(&mut self, conn: &Connection, label: &str) {
+    pub(in crate::engine) fn run_if_due(&mut self, conn: &Connection, label: &str) {
         let now = Instant::now();
         if now < self.next {
             return;
