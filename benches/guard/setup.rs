@@ -88,7 +88,7 @@ impl Env {
             let sharded = state.sharded().expect("sharded");
             let eight = ShardedClient::from_map(eight).await.expect("eight shards");
             for client in [sharded, &eight] {
-                for result in client.execute_sql_on_all_shards(SCHEMA).await.expect("schema") {
+                for result in client.query().execute_all(SCHEMA).await.expect("schema") {
                     assert!(result.error.is_none(), "{result:?}");
                 }
             }
