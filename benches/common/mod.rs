@@ -78,7 +78,17 @@ fn median(mut values: Vec<f64>) -> (f64, f64, f64) {
     }
 }
 
-/// How many processes measure, one after another (`SHARDLITE_BENCH_PROCESSES`, default 5).
+/// How many processes measure when `SHARDLITE_BENCH_PROCESSES` does not say (5 unless
+/// [`default_processes`] changed it).
+static DEFAULT_PROCESSES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(5);
+
+/// Sets how many processes measure when `SHARDLITE_BENCH_PROCESSES` does not say.
+pub fn default_processes(n: usize) {
+    DEFAULT_PROCESSES.store(n.max(1), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// How many processes measure, one after another (`SHARDLITE_BENCH_PROCESSES`, default 5 or
+/// what [`default_processes`] set).
 ///
 /// A process of its own is a fresh draw of everything that stays fixed while one runs: where its
 /// heap, files' pages and threads land. On a VM that alone moved the same ratio by a fifth from
@@ -92,7 +102,12 @@ pub fn processes() -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .filter(|&n| n > 0)
-        .unwrap_or(5)
+        .unwrap_or_else(|| DEFAULT_PROCESSES.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// Whether this process is a measuring child (its parent reports and judges the figures).
+pub fn is_child() -> bool {
+    std::env::var_os(CHILD).is_some()
 }
 
 /// Set in a measuring child process.
