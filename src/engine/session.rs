@@ -481,10 +481,8 @@ fn run_session(
                     continue;
                 }
                 let mark = recorder.as_ref().map(|r| r.mark(&conn));
-                let mut result = guard::arm(&limits, Some(cancel), || {
-                    script::execute(&conn, &sql, &params, mode)
-                })
-                .map_err(|err| read_only_file(&conn, &file.label, err));
+                let mut result = guard::arm(&limits, Some(cancel), || script::execute(&conn, &sql, &params, mode))
+                    .map_err(|err| read_only_file(&conn, &file.label, err));
                 if let (Some(recorder), Some(mark)) = (recorder.as_mut(), mark)
                     && let Err(err) = recorder.check(&conn, &mark)
                     && result.is_ok()
