@@ -301,9 +301,8 @@ impl Database {
         .await
     }
 
-    /// Executes SQL with bound parameters. Queries run on a reader, anything that writes on the
-    /// writer; a short query, and a short single write while the writer is free, run on the
-    /// caller's task instead (see [`EngineConfig::inline_read_budget`]).
+    /// Executes SQL with bound parameters. Queries run on a reader (a short one on the caller's
+    /// task, see [`EngineConfig::inline_read_budget`]); anything that writes on the writer.
     pub async fn execute(&self, sql: &str, params: Params) -> Result<SqlResult> {
         match inline::execute_inline(self, sql, &params) {
             Here::Done(done) => done,

@@ -11,12 +11,6 @@
 //! file's shared locks taken, so that the workers running them do not meet on SQLite's lock
 //! bookkeeping.
 //!
-//! A single statement that writes runs on the caller's task too, on the writer's connection,
-//! when that connection is free and no job waits for it, under the same budget: past it SQLite
-//! interrupts the statement, which rolls its implicit transaction back, and it starts over on the
-//! writer's lane with nothing written. It never waits for a lock there either: a write lock held
-//! elsewhere (an open transaction) sends it to the lane, which waits up to the busy timeout.
-//!
 //! Blocking callers (the [`blocking`](crate::client::blocking) client) run reads on a borrowed
 //! connection of their own pool, and writes on the writer's connection, which they lock for the
 //! call; the writer thread takes the same lock, so writes stay serialised.
@@ -137,46 +131,9 @@ pub(super) fn read_inline(db: &Database, sql: &str, params: &Params) -> Option<R
 /// then awaits [`execute_elsewhere`](Database::execute_elsewhere), which starts it over.
 pub(super) fn execute_inline(db: &Database, sql: &str, params: &Params) -> Here<SqlResult> {
     if !script::starts_like_query(sql) {
-        return write_inline(db, sql, params).map_or(Here::Elsewhere, Here::Done);
+        return Here::Elsewhere;
     }
     Here::from(read_inline(db, sql, params))
-}
-
-/// Runs one statement that writes on the caller's task, on the writer's connection, when it is
-/// free now and no job waits for it, within the inline budget and without waiting for a lock.
-///
-/// `None` means it did not run to its end here and wrote nothing (no budget configured, a
-/// script rather than one statement, the file closed, the writer busy, a lock to wait for, or
-/// over budget, which interrupts the statement and so rolls it back): the writer's lane runs it.
-fn write_inline(db: &Database, sql: &str, params: &Params) -> Option<Result<SqlResult>> {
-    let shared = &db.shared;
-    let budget = shared.config.inline_read_budget?;
-    // A script's earlier statements would stay committed if a later one were interrupted.
-    if !sql::is_single_statement(sql) {
-        return None;
-    }
-    // A closed file opens on a worker, not on the caller's task.
-    let open = shared.opened_if_open()?;
-    if open.writer.queued() > 0 {
-        return None;
-    }
-    let conn = open.writer_conn.try_lock().ok()?;
-    let started = Instant::now();
-    if let Err(err) = open.check_file(shared) {
-        return Some(Err(err));
-    }
-    conn.busy_timeout(Duration::ZERO).ok()?;
-    let outcome = on_writer(db, &conn, started.checked_add(budget), |conn| {
-        script::execute_from(started, conn, sql, params, ScriptMode::ReadWrite)
-    });
-    // Setting a busy timeout cannot fail (SQLite only records it); were it to, the writer's
-    // queued jobs would answer "busy" rather than wait, and nothing would be lost.
-    let _ = conn.busy_timeout(shared.config.busy_timeout);
-    match outcome {
-        Inline::Done(Err(err)) if is_busy_or_locked(&err) => None,
-        Inline::Done(result) => Some(result.map_err(|err| db.storage_failure(err))),
-        Inline::OverBudget => None,
-    }
 }
 
 /// Runs one query on the caller's task, lending each row to `each` in place, when it
@@ -224,28 +181,12 @@ fn write_here<T>(db: &Database, f: impl FnOnce(&Connection) -> Result<T>) -> Res
     let open = shared.opened().map_err(|err| db.storage_failure(err))?;
     open.check_file(shared)?;
     let conn = open.writer_conn.lock().unwrap_or_else(PoisonError::into_inner);
-    match on_writer(db, &conn, None, f) {
-        Inline::Done(result) => result.map_err(|err| db.storage_failure(err)),
-        // Only a budget stops a job with `OverBudget`, and these writes run without one.
-        Inline::OverBudget => Err(Error::Cancelled),
-    }
-}
-
-/// Runs `f` on the writer's connection `conn` (locked by the caller), on this thread, under the
-/// rules of a job of the writer's lane, and within `budget` when one is given.
-fn on_writer<T>(
-    db: &Database,
-    conn: &Connection,
-    budget: Option<Instant>,
-    f: impl FnOnce(&Connection) -> Result<T>,
-) -> Inline<Result<T>> {
-    let shared = &db.shared;
-    guard::run_inline(
+    let outcome = guard::run_inline(
         &shared.config.limits(),
         guard::allowances(ConnectionKind::Shared, shared.config.allow_attach),
-        budget,
+        None,
         || {
-            let mut result = f(conn).map_err(|err| read_only_file(conn, &shared.label, err));
+            let mut result = f(&conn).map_err(|err| read_only_file(&conn, &shared.label, err));
             if !conn.is_autocommit() {
                 let _ = guard::trusted(|| conn.execute_batch("ROLLBACK"));
                 if result.is_ok() {
@@ -254,14 +195,19 @@ fn on_writer<T>(
                     });
                 }
             }
-            if let Err(err) = guard::temp_left(conn)
+            if let Err(err) = guard::temp_left(&conn)
                 && result.is_ok()
             {
                 result = Err(err);
             }
             result
         },
-    )
+    );
+    match outcome {
+        Inline::Done(result) => result.map_err(|err| db.storage_failure(err)),
+        // Only a budget stops a job with `OverBudget`, and writes run without one.
+        Inline::OverBudget => Err(Error::Cancelled),
+    }
 }
 
 /// [`execute`](Database::execute) on the calling thread, for callers that do not run on an

@@ -300,57 +300,6 @@ async fn a_read_past_the_inline_budget_moves_to_a_reader_and_answers() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_write_past_the_inline_budget_or_behind_a_transaction_runs_once_on_the_writer() {
-    let (_dir, master) = tokio::task::spawn_blocking(fixture).await.unwrap();
-    let rows = "SELECT count(*) FROM items";
-    for budget in [Some(Duration::from_micros(1)), Some(Duration::from_millis(1)), None] {
-        let options = ShardedClientOptions::with_engine(EngineConfig {
-            inline_read_budget: budget,
-            ..EngineConfig::default()
-        });
-        let sharded = ShardedClient::open_with(&master, options).await.unwrap();
-        let a = sharded.for_route(route("tenant-a"));
-        let before = a.execute_sql(rows, Params::none()).await.unwrap().rows[0][0].clone();
-        let Value::Integer(before) = before else {
-            panic!("count is {before:?}");
-        };
-        // Far past 1 ms: interrupted on the caller's task, it starts over on the writer with
-        // nothing written, and its rows count once.
-        let written = a
-            .execute_sql(
-                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000) \
-                 INSERT INTO items (tenant, n) SELECT 'tenant-a', i FROM n",
-                Params::none(),
-            )
-            .await
-            .unwrap();
-        assert_eq!(written.rows_affected, 200_000, "budget {budget:?}");
-        let after = a.execute_sql(rows, Params::none()).await.unwrap();
-        assert_eq!(after.rows[0][0], Value::Integer(before + 200_000), "budget {budget:?}");
-        // A short write while a transaction holds the write lock waits for its commit on the
-        // writer, instead of failing or holding a runtime worker.
-        let transaction = a.begin().await.unwrap();
-        transaction
-            .execute("INSERT INTO items (tenant, n) VALUES ('tenant-a', -1)", Params::none())
-            .await
-            .unwrap();
-        let waiting = {
-            let a = a.clone();
-            tokio::spawn(async move {
-                a.execute_sql("INSERT INTO items (tenant, n) VALUES ('tenant-a', -2)", Params::none())
-                    .await
-            })
-        };
-        transaction.commit().await.unwrap();
-        let inserted = waiting.await.unwrap().unwrap();
-        assert_eq!(inserted.rows_affected, 1, "budget {budget:?}");
-        assert!(inserted.last_insert_rowid.is_some(), "budget {budget:?}");
-        let after = a.execute_sql(rows, Params::none()).await.unwrap();
-        assert_eq!(after.rows[0][0], Value::Integer(before + 200_002), "budget {budget:?}");
-    }
-}
-
 #[test]
 fn an_inline_budget_longer_than_the_limit_is_refused_by_name() {
     let config = EngineConfig {
