@@ -38,24 +38,22 @@ pub mod support;
 
 #[path = "daemon/bare.rs"]
 mod bare;
+#[path = "daemon/load.rs"]
+mod load;
 
 use crate::support::daemon;
+use load::{Send, grpc_client, grpc_request, grpc_sender, rest_sender, run_load};
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use serde::Deserialize;
 use serde_json::json;
 use shardlite::RouteContext;
 use shardlite::catalog::Catalog;
 use shardlite::map::{BucketRange, ShardDefinition, ShardingOptions};
 use shardlite::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState};
-use shardlite::transport::grpc::proto::{self as pb, shardlite_client::ShardliteClient};
-use shardlite::wire::{KEYSPACE_METADATA, SHARD_KEY_METADATA};
+use shardlite::transport::grpc::proto::shardlite_client::ShardliteClient;
 use tokio::runtime::Runtime;
-use tonic::metadata::AsciiMetadataValue;
 use tonic::transport::Channel;
 
 const ROWS: i64 = 1_000;
@@ -67,100 +65,8 @@ const IN_FLIGHT: u64 = 16;
 /// What each ratio must reach (SPEC section 12).
 const TARGET: f64 = 0.7;
 
-/// Sends the request for one row id and checks its answer.
-type Send = Arc<dyn Fn(i64) -> Pin<Box<dyn Future<Output = ()> + std::marker::Send>> + std::marker::Send + Sync>;
-
 fn row_id(i: u64) -> i64 {
     i64::try_from(i % ROWS.unsigned_abs()).unwrap_or(0) + 1
-}
-
-/// Wall time of `ops` requests with [`IN_FLIGHT`] of them in flight.
-fn run_load(runtime: &Runtime, ops: u64, send: &Send) -> Duration {
-    runtime.block_on(async {
-        let started = Instant::now();
-        let tasks: Vec<_> = (0..IN_FLIGHT)
-            .map(|first| {
-                let send = Arc::clone(send);
-                tokio::spawn(async move {
-                    let mut i = first;
-                    while i < ops {
-                        send(row_id(i)).await;
-                        i += IN_FLIGHT;
-                    }
-                })
-            })
-            .collect();
-        for task in tasks {
-            task.await.expect("load task");
-        }
-        started.elapsed()
-    })
-}
-
-/// What the REST clients decode: the rows, typed.
-#[derive(Deserialize)]
-struct RestAnswer {
-    rows: Vec<(i64, String, f64)>,
-}
-
-fn rest_sender(base_url: &str) -> Send {
-    let http = daemon::http_client();
-    let url = format!("{base_url}/api/sql/execute");
-    Arc::new(move |id| {
-        let request = http
-            .post(&url)
-            .header(KEYSPACE_HEADER, KEYSPACE)
-            .header(SHARD_KEY_HEADER, KEY)
-            .json(&json!({ "sql": SQL, "parameters": [id] }));
-        Box::pin(async move {
-            let response = request.send().await.expect("send");
-            assert!(response.status().is_success(), "{}", response.status());
-            let body = response.bytes().await.expect("body");
-            let answer: RestAnswer = serde_json::from_slice(&body).expect("json");
-            assert_eq!(answer.rows.first().map(|row| row.0), Some(id));
-        })
-    })
-}
-
-fn grpc_request(id: i64) -> tonic::Request<pb::SqlRequest> {
-    let mut request = tonic::Request::new(pb::SqlRequest {
-        sql: SQL.to_owned(),
-        params: Some(pb::Params {
-            kind: Some(pb::params::Kind::Positional(pb::ValueList {
-                values: vec![pb::Value {
-                    kind: Some(pb::value::Kind::Integer(id)),
-                }],
-            })),
-        }),
-    });
-    let metadata = request.metadata_mut();
-    metadata.insert(KEYSPACE_METADATA, AsciiMetadataValue::from_static(KEYSPACE));
-    metadata.insert(SHARD_KEY_METADATA, AsciiMetadataValue::from_static(KEY));
-    request
-}
-
-async fn grpc_client(base_url: &str) -> ShardliteClient<Channel> {
-    let channel = tonic::transport::Endpoint::from_shared(base_url.to_owned())
-        .expect("endpoint")
-        .tcp_nodelay(true)
-        .connect()
-        .await
-        .expect("gRPC channel");
-    ShardliteClient::new(channel)
-}
-
-fn grpc_sender(client: ShardliteClient<Channel>) -> Send {
-    Arc::new(move |id| {
-        let mut client = client.clone();
-        Box::pin(async move {
-            let answer = client.execute_sql(grpc_request(id)).await.expect("rpc").into_inner();
-            let first = answer.rows.first().and_then(|row| row.values.first());
-            assert_eq!(
-                first.and_then(|value| value.kind.clone()),
-                Some(pb::value::Kind::Integer(id))
-            );
-        })
-    })
 }
 
 /// Checks that a baseline answers what the daemon answers (apart from the time it took).
@@ -308,11 +214,11 @@ fn main() {
     let rows = [
         Row {
             name: "daemon REST x16",
-            send: rest_sender(&daemon.base_url),
+            send: rest_sender(&daemon::http_client(), &daemon.base_url),
         },
         Row {
             name: "bare axum x16",
-            send: rest_sender(&axum_url),
+            send: rest_sender(&daemon::http_client(), &axum_url),
         },
         Row {
             name: "daemon gRPC x16",

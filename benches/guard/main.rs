@@ -25,25 +25,19 @@
 mod bare;
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../daemon/load.rs"]
+mod load;
 mod setup;
 
-use std::future::Future;
+use load::{grpc_client, grpc_sender, rest_sender, run_load};
 use std::hint::black_box;
-use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use common::{Results, Subject, Target, header, measure, ratio_line, time};
-use serde::Deserialize;
-use serde_json::json;
 use shardlite::client::{Params, SqlData as _, Value};
-use shardlite::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER};
-use shardlite::transport::grpc::proto::{self as pb, shardlite_client::ShardliteClient};
-use shardlite::wire::{KEYSPACE_METADATA, SHARD_KEY_METADATA};
 use tokio::runtime::Runtime;
-use tonic::metadata::AsciiMetadataValue;
-use tonic::transport::Channel;
 
 use setup::{KEY, KEYSPACE, ROWS};
 
@@ -232,98 +226,6 @@ fn in_process(runtime: &Runtime, env: &setup::Env, rounds: usize) -> Results {
     ];
     results.extend(measure(rounds, 1_000, &mut subjects));
     results
-}
-
-/// Sends the request for one row id and checks its answer.
-type Send = Arc<dyn Fn(i64) -> Pin<Box<dyn Future<Output = ()> + std::marker::Send>> + std::marker::Send + Sync>;
-
-/// Wall time of `ops` requests with [`IN_FLIGHT`] of them in flight.
-fn run_load(runtime: &Runtime, ops: u64, send: &Send) -> Duration {
-    runtime.block_on(async {
-        let started = Instant::now();
-        let tasks: Vec<_> = (0..IN_FLIGHT)
-            .map(|first| {
-                let send = Arc::clone(send);
-                tokio::spawn(async move {
-                    let mut i = first;
-                    while i < ops {
-                        send(row_id(i)).await;
-                        i += IN_FLIGHT;
-                    }
-                })
-            })
-            .collect();
-        for task in tasks {
-            task.await.expect("load task");
-        }
-        started.elapsed()
-    })
-}
-
-/// What the REST clients decode: the rows, typed.
-#[derive(Deserialize)]
-struct RestAnswer {
-    rows: Vec<(i64, String, f64)>,
-}
-
-fn rest_sender(http: &reqwest::Client, base_url: &str) -> Send {
-    let http = http.clone();
-    let url = format!("{base_url}/api/sql/execute");
-    Arc::new(move |id| {
-        let request = http
-            .post(&url)
-            .header(KEYSPACE_HEADER, KEYSPACE)
-            .header(SHARD_KEY_HEADER, KEY)
-            .json(&json!({ "sql": SQL, "parameters": [id] }));
-        Box::pin(async move {
-            let response = request.send().await.expect("send");
-            assert!(response.status().is_success(), "{}", response.status());
-            let body = response.bytes().await.expect("body");
-            let answer: RestAnswer = serde_json::from_slice(&body).expect("json");
-            assert_eq!(answer.rows.first().map(|row| row.0), Some(id));
-        })
-    })
-}
-
-fn grpc_request(id: i64) -> tonic::Request<pb::SqlRequest> {
-    let mut request = tonic::Request::new(pb::SqlRequest {
-        sql: SQL.to_owned(),
-        params: Some(pb::Params {
-            kind: Some(pb::params::Kind::Positional(pb::ValueList {
-                values: vec![pb::Value {
-                    kind: Some(pb::value::Kind::Integer(id)),
-                }],
-            })),
-        }),
-    });
-    let metadata = request.metadata_mut();
-    metadata.insert(KEYSPACE_METADATA, AsciiMetadataValue::from_static(KEYSPACE));
-    metadata.insert(SHARD_KEY_METADATA, AsciiMetadataValue::from_static(KEY));
-    request
-}
-
-async fn grpc_client(base_url: &str) -> ShardliteClient<Channel> {
-    let channel = tonic::transport::Endpoint::from_shared(base_url.to_owned())
-        .expect("endpoint")
-        .tcp_nodelay(true)
-        .connect()
-        .await
-        .expect("gRPC channel");
-    ShardliteClient::new(channel)
-}
-
-fn grpc_sender(client: ShardliteClient<Channel>) -> Send {
-    Arc::new(move |id| {
-        let mut client = client.clone();
-        Box::pin(async move {
-            let answer = client.execute_sql(grpc_request(id)).await.expect("rpc").into_inner();
-            let first = answer.rows.first().and_then(|row| row.values.first());
-            assert_eq!(
-                first.and_then(|value| value.kind.clone()),
-                Some(pb::value::Kind::Integer(id))
-            );
-        })
-    })
 }
 
 /// The REST and gRPC rows: the daemon against the bare servers on the file it routes to.
