@@ -18,6 +18,7 @@ mod connection_strings;
 mod cross_shard_queries;
 mod many_shards;
 mod map_validation;
+mod migration_repair;
 mod migration_writers;
 mod migrations;
 mod paging;

@@ -25,6 +25,7 @@ mod copy;
 mod drive;
 mod online;
 mod plan;
+mod repair;
 mod replay;
 mod settle;
 mod state;

@@ -6,7 +6,9 @@
 //!    as the snapshot holds them; the destination then holds exactly the snapshot's moving rows.
 //!    Both sides are counted and checksummed, at the same time (the snapshot's rows read in its
 //!    transaction; inside SQLite, on the transaction's connection, when the source is a file of
-//!    this process), and must match: the receipts' counts and checksums.
+//!    this process), and must match: the receipts' counts and checksums. When they do not, the
+//!    keys that differ are written again from the snapshot once and both sides compared again
+//!    ([`repair`](super::repair)); only a match lets the move go on.
 //! 2. After each catch-up round that follows, the rows of the keys changed since the last
 //!    comparison are compared on both sides; a key written again meanwhile may differ, and is
 //!    compared again later.
@@ -17,6 +19,7 @@
 
 use std::sync::Arc;
 
+use super::repair;
 use super::replay::replay;
 use super::state::{Context, JOB_TIME, Runner, checkpoint, progress};
 use super::verify::count_and_checksum;
@@ -34,7 +37,6 @@ const CHANGES_PER_READ: usize = 5000;
 pub(super) async fn verify_snapshot(migrator: &Runner, state: &mut ReshardResult, context: &Context) -> Result<bool> {
     state.phase = ReshardPhase::Verifying;
     checkpoint(migrator, state).await?;
-    let destination_id = state.spec.destination_shard_id.clone();
     let tx = context.source.begin_transaction().await?;
     let snapshot = tx.transaction_id.as_str();
     let outcome = async {
@@ -42,35 +44,43 @@ pub(super) async fn verify_snapshot(migrator: &Runner, state: &mut ReshardResult
         replay(migrator, state, context, Some(snapshot), through).await?;
         // The destination now holds the snapshot's moving rows, and nothing else writes them
         // before the cutover: both sides are read at once (on their own connections).
-        let sources = async {
-            let mut sources = Vec::new();
-            for target in &context.targets {
-                sources.push(checksum_in(context, snapshot, target).await?);
+        let mut compared = Vec::new();
+        for target in &context.targets {
+            compared.push(compare(state, context, snapshot, target).await?);
+        }
+        // A destination that does not match has the keys that differ written again from the
+        // snapshot, once, and is compared again: only a match lets the move go on.
+        for (index, (target, sides)) in context.targets.iter().zip(compared.iter_mut()).enumerate() {
+            if sides.0 == sides.1 {
+                continue;
             }
-            Ok::<_, crate::Error>(sources)
-        };
-        let destinations = async {
-            let mut destinations = Vec::new();
-            for target in &context.targets {
-                destinations.push(
-                    count_and_checksum(
-                        context.local_destination.as_ref(),
-                        &context.destination,
-                        target,
-                        &destination_id,
-                    )
-                    .await?,
-                );
+            let keys = repair::differing_keys(
+                (&context.source, snapshot),
+                &context.destination,
+                &state.migration_id,
+                (index, target),
+            )
+            .await?;
+            if keys.is_empty() {
+                continue;
             }
-            Ok::<_, crate::Error>(destinations)
-        };
-        let (sources, destinations) = tokio::try_join!(sources, destinations)?;
-        Ok::<_, crate::Error>((through, sources, destinations))
+            repair::rewrite(
+                &context.source,
+                snapshot,
+                &context.destination,
+                (&state.migration_id, target),
+                &keys,
+            )
+            .await?;
+            let again = compare(state, context, snapshot, target).await?;
+            *sides = again;
+        }
+        Ok::<_, crate::Error>((through, compared))
     }
     .await;
     // Only read: nothing to keep.
     let _ = context.source.rollback_transaction(snapshot).await;
-    let (through, sources, destinations) = outcome?;
+    let (through, compared) = outcome?;
     let online = progress(state);
     online.replayed_through = online.replayed_through.max(through);
     online.verified_through = through;
@@ -83,7 +93,7 @@ pub(super) async fn verify_snapshot(migrator: &Runner, state: &mut ReshardResult
         keys.clear();
     }
     let mut all = true;
-    for (index, ((rows, checksum), (rows_seen, seen))) in sources.into_iter().zip(destinations).enumerate() {
+    for (index, ((rows, checksum), (rows_seen, seen))) in compared.into_iter().enumerate() {
         let receipt = &mut state.receipts[index];
         receipt.source_rows = rows;
         receipt.source_checksum = checksum.to_hex();
@@ -102,6 +112,25 @@ pub(super) async fn verify_snapshot(migrator: &Runner, state: &mut ReshardResult
     }
     checkpoint(migrator, state).await?;
     Ok(all)
+}
+
+/// The count and checksum of `target`'s moving rows in the source's transaction `snapshot` and
+/// on the destination now, read at the same time.
+async fn compare(
+    state: &ReshardResult,
+    context: &Context,
+    snapshot: &str,
+    target: &ItemSql,
+) -> Result<((u64, Checksum), (u64, Checksum))> {
+    tokio::try_join!(
+        checksum_in(context, snapshot, target),
+        count_and_checksum(
+            context.local_destination.as_ref(),
+            &context.destination,
+            target,
+            &state.spec.destination_shard_id,
+        )
+    )
 }
 
 /// Counts and checksums the moving rows of `target` as the source's transaction `tx` sees them:
