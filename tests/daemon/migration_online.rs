@@ -36,24 +36,45 @@ const WRITE_EVERY: Duration = Duration::from_millis(16);
 /// What the writers were told happened: each row's value of `n`, or `None` once deleted.
 type Model = Arc<Mutex<BTreeMap<String, Option<i64>>>>;
 
-/// One REST statement on the moving key. `Ok(rows affected)` when acknowledged, `Err(true)`
-/// when refused by the fence (retry), `Err(false)` on any other failure.
-async fn write(daemon: &Daemon, client: &reqwest::Client, key: &str, sql: &str, params: Json) -> Result<i64, bool> {
+/// Why a write was not acknowledged.
+enum Unacknowledged {
+    /// Refused by the fence: retry.
+    Fenced,
+    /// No answer (the connection failed): retry; the write may have landed.
+    NoAnswer,
+    /// The row is already there: an insert retried after [`Unacknowledged::NoAnswer`] landed the
+    /// first time.
+    AlreadyThere,
+}
+
+/// One REST statement on the moving key: `Ok(rows affected)` when acknowledged. Any answer but
+/// success, the fence's refusal and (for an insert that is a retry) a duplicate key fails the
+/// test.
+async fn write(
+    daemon: &Daemon,
+    client: &reqwest::Client,
+    key: &str,
+    (sql, params): (&str, Json),
+    retry: bool,
+) -> Result<i64, Unacknowledged> {
     let response = routed(client.post(daemon.url("/api/sql/execute")), key)
         .json(&json!({ "sql": sql, "parameters": params }))
         .send()
         .await
-        .map_err(|_| false)?;
+        .map_err(|_| Unacknowledged::NoAnswer)?;
     let status = response.status();
-    let body: Json = response.json().await.map_err(|_| false)?;
+    let body: Json = response.json().await.map_err(|_| Unacknowledged::NoAnswer)?;
     if status.is_success() {
         return Ok(body["rowsAffected"].as_i64().unwrap_or(0));
+    }
+    if retry && sql.starts_with("INSERT") && body["errorCode"] == "constraint" {
+        return Err(Unacknowledged::AlreadyThere);
     }
     assert!(
         status == 409 && body["errorCode"] == "route_fenced",
         "a write failed for another reason than the fence: {status} {body}"
     );
-    Err(true)
+    Err(Unacknowledged::Fenced)
 }
 
 /// A writer: inserts rows of its own, updates and deletes them and rows filled before the move,
@@ -107,14 +128,18 @@ async fn writer(
             },
         };
         let mut first_refusal: Option<Instant> = None;
+        let mut unanswered = false;
         loop {
-            match write(&daemon, &client, &key, sql, params.clone()).await {
-                Ok(_) => break,
-                Err(true) => {
+            match write(&daemon, &client, &key, (sql, params.clone()), unanswered).await {
+                Ok(_) | Err(Unacknowledged::AlreadyThere) => break,
+                Err(Unacknowledged::Fenced) => {
                     first_refusal.get_or_insert_with(Instant::now);
                     tokio::time::sleep(Duration::from_millis(2)).await;
                 }
-                Err(false) => tokio::time::sleep(Duration::from_millis(2)).await,
+                Err(Unacknowledged::NoAnswer) => {
+                    unanswered = true;
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
             }
         }
         if let Some(refused) = first_refusal {
