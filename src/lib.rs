@@ -90,6 +90,9 @@
 //!   shard (the wire and the `shardlite migrate` command call them migrations): fences persisted
 //!   in the source shard's file, paged copy with checkpoints, verification, resume. The run is
 //!   one file per phase (`reshard/run/`: admit, plan, drive, copy, verify, activate).
+//! - [`backup`]: backup sets of a whole keyspace, consistent across shards (a short fence keeps
+//!   map activations and atomic-commit decisions out while each shard's read snapshot begins),
+//!   stored by content so that an unchanged shard is not copied again; verify and restore.
 //! - `server` (feature `server`): the daemon: REST and gRPC on one port (plain or TLS,
 //!   `server::tls`), one error-to-status function per protocol, `/openapi.json`, and the admin
 //!   workspace at `/admin`.
@@ -106,6 +109,7 @@
 
 #![warn(clippy::unwrap_used)]
 
+pub mod backup;
 pub mod catalog;
 pub mod client;
 pub mod connect;

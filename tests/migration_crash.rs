@@ -31,6 +31,8 @@ use shardlite::data::ReshardStatus;
 use shardlite::data::ResumeRequest;
 use shardlite::reshard::{Resharder, fences_on};
 
+#[path = "migration_crash/backup.rs"]
+mod backup;
 #[path = "migration_crash/runners.rs"]
 mod runners;
 

@@ -400,7 +400,11 @@ impl Catalog {
                 .or_because(|| format!("activated (was version {})", previous.version())),
             metadata_only: false,
         };
-        if !self.store().activate(&state, &history).await? {
+        // No activation inside a backup's cut (see `engine::cut`).
+        let pass = crate::engine::cut::pass().await;
+        let activated = self.store().activate(&state, &history).await?;
+        drop(pass);
+        if !activated {
             return Err(no_pending(
                 self.newest_version().await?.filter(|v| *v != previous.version()),
             ));

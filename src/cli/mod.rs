@@ -1,5 +1,6 @@
 //! The `shardlite` command line: argument parsing and one module per command.
 
+mod backup;
 mod catalog;
 mod connection;
 mod data;
@@ -113,6 +114,12 @@ enum Command {
         #[command(subcommand)]
         command: tx::TxCommand,
     },
+    /// Backup sets of the keyspace: take one, list them, verify one, restore one.
+    #[command(after_help = "Example: shardlite backup create -c \"Data Source=data/master.db\" --to backups")]
+    Backup {
+        #[command(subcommand)]
+        command: backup::BackupCommand,
+    },
     /// A data host's shard files: count and list them, or create new ones.
     #[cfg(any(feature = "grpc", feature = "http"))]
     #[command(
@@ -148,6 +155,7 @@ impl Cli {
             Command::Schema { command } => block_on(schema::run(&command)),
             Command::Migrate { command } => block_on(reshard::run(&command)),
             Command::Tx { command } => block_on(tx::run(&command)),
+            Command::Backup { command } => block_on(backup::run(&command)),
             #[cfg(any(feature = "grpc", feature = "http"))]
             Command::Host { command } => block_on(host::run(&command)),
             #[cfg(feature = "server")]

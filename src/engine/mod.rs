@@ -42,7 +42,9 @@
 //! Everything but [`Database`], its parts and its settings is crate-private.
 
 pub(crate) mod atomic;
+pub mod backup;
 mod config;
+pub mod cut;
 mod database;
 mod dedicated;
 mod guard;

@@ -213,6 +213,7 @@ impl Error {
             Self::RowLocked { .. } => ErrorKind::RowLocked,
             Self::AtomicUnsupported { .. } => ErrorKind::InvalidInput,
             Self::AtomicDecided { .. } => ErrorKind::Conflict,
+            Self::BackupDamaged { .. } => ErrorKind::InvalidInput,
         }
     }
 

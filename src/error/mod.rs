@@ -417,6 +417,15 @@ pub enum Error {
         /// The migration's version.
         version: i64,
     },
+
+    /// A backup set has files missing or damaged, or a catalog that does not validate.
+    #[error("backup set '{set}' cannot be used: {}", .problems.join("; "))]
+    BackupDamaged {
+        /// The set's manifest.
+        set: Box<str>,
+        /// Each file missing or damaged, named.
+        problems: Box<[String]>,
+    },
 }
 
 // `Result<T, Error>` travels through every layer of the hot path: large payloads are boxed so

@@ -63,6 +63,24 @@ impl DatabaseSchema {
     }
 }
 
+impl DatabaseSchema {
+    /// The schema objects of `sqlite_master` rows (type, name, table name, SQL), without applied
+    /// migrations: enough for [`fingerprint`](Self::fingerprint).
+    pub fn from_master_rows(rows: impl IntoIterator<Item = [String; 4]>) -> Self {
+        Self {
+            applied: Vec::new(),
+            objects: objects_of(rows),
+        }
+    }
+}
+
+fn objects_of(rows: impl IntoIterator<Item = [String; 4]>) -> BTreeMap<(String, String), String> {
+    rows.into_iter()
+        .filter(|[_, name, table, _]| !is_internal(name, table))
+        .map(|[kind, name, _, sql]| ((kind, name), normalise_sql(&sql)))
+        .collect()
+}
+
 /// Whether a table (or an index or trigger on `table`) is internal.
 fn is_internal(name: &str, table: &str) -> bool {
     [name, table].iter().any(|n| {
@@ -132,12 +150,12 @@ pub async fn inspect_database(client: &dyn DataClient) -> Result<DatabaseSchema>
     } else {
         Vec::new()
     };
-    let objects = master
-        .rows
-        .iter()
-        .filter(|row| !is_internal(&text(row, 1), &text(row, 2)))
-        .map(|row| ((text(row, 0), text(row, 1)), normalise_sql(&text(row, 3))))
-        .collect();
+    let objects = objects_of(
+        master
+            .rows
+            .iter()
+            .map(|row| [text(row, 0), text(row, 1), text(row, 2), text(row, 3)]),
+    );
     Ok(DatabaseSchema { applied, objects })
 }
 

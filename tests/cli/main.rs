@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 pub mod support;
 
+mod backup;
 mod blocking_orders_example;
 mod catalog;
 mod data;

@@ -200,6 +200,8 @@ impl<'db> Atomic<'db> {
     /// holds afterwards (an earlier decision wins), or `None` when there is no record.
     pub async fn decide(self, id: &str, want: DecisionState) -> Result<Option<DecisionState>> {
         let id = id.to_owned();
+        // No decision inside a backup's cut (see `engine::cut`).
+        let _pass = crate::engine::cut::pass().await;
         self.db
             .write_atomic(move |conn| decision::decide(conn, &id, want))
             .await
@@ -208,6 +210,7 @@ impl<'db> Atomic<'db> {
     /// Aborts every pending record older than `age` (presumed abort); returns their ids.
     pub async fn abort_abandoned(self, age: Duration) -> Result<Vec<String>> {
         let cutoff = super::unix_ms_now().saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX));
+        let _pass = crate::engine::cut::pass().await;
         self.db
             .write_atomic(move |conn| decision::abort_abandoned(conn, cutoff))
             .await
