@@ -111,6 +111,7 @@ pub mod client;
 pub mod connect;
 pub mod data;
 pub mod demo;
+pub mod directory;
 #[cfg(feature = "sqlx")]
 pub mod driver;
 pub mod engine;
