@@ -634,3 +634,21 @@ async fn a_lookup_bound_client_runs_on_the_entry_shard() {
     let missing = sharded.for_lookup("orders_by_id", "SO-9").await.unwrap_err();
     assert_eq!(missing.kind(), ErrorKind::NotFound);
 }
+
+#[tokio::test]
+async fn export_and_import_carry_directories() {
+    let dir = temp_dir();
+    let options = with_directory(
+        dir.path(),
+        true,
+        vec![entry("SO-1", "tenant-a", "s0", 1, EntryState::Active)],
+    );
+    let (catalog, _sharded) = opened(dir.path(), options).await;
+    let export = catalog.export().await.unwrap();
+    let other = temp_dir();
+    let copy = Catalog::open(other.path().join("master.db")).await.unwrap();
+    copy.import(&export).await.unwrap();
+    let imported = copy.active_options().await.unwrap().unwrap();
+    assert_eq!(imported.directories[0].directory_name, "orders_by_id");
+    assert_eq!(imported.directory_entries[0].lookup_key, "SO-1");
+}
