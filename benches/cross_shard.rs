@@ -53,6 +53,8 @@ fn map(dir: &Path) -> ShardMap {
             .map(|i| BucketRange::new(i * per, (i + 1) * per, format!("shard-{i}")))
             .collect(),
         exact_key_pins: Default::default(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     })
     .expect("map")
 }

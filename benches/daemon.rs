@@ -167,6 +167,8 @@ fn main() {
         shards: vec![shard("s0"), shard("s1")],
         bucket_ranges: vec![BucketRange::new(0, 2, "s0"), BucketRange::new(2, 4, "s1")],
         exact_key_pins: Default::default(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     };
     let route = RouteContext::new(KEYSPACE, KEY).expect("route");
 

@@ -45,6 +45,8 @@ fn map(dir: &Path, shards: i64) -> ShardMap {
             .map(|i| BucketRange::new(i * per, (i + 1) * per, format!("shard-{i}")))
             .collect(),
         exact_key_pins: Default::default(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     })
     .expect("map")
 }

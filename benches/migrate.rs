@@ -136,6 +136,8 @@ fn prepare(dir: &Path, rows: i64) -> std::path::PathBuf {
         ],
         bucket_ranges: vec![BucketRange::new(0, 1, "source"), BucketRange::new(1, 2, "dest")],
         exact_key_pins: [(KEY.to_owned(), "source".to_owned())].into(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     };
     runtime.block_on(async {
         Catalog::open(&master)

@@ -84,6 +84,8 @@ fn main() {
                     shards: vec![ShardDefinition::local("shard-0", "shard-0.db")],
                     bucket_ranges: Vec::new(),
                     exact_key_pins: Default::default(),
+                    directories: Vec::new(),
+                    directory_entries: Vec::new(),
                 },
                 false,
             )

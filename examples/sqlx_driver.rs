@@ -49,6 +49,8 @@ async fn main() -> Result<(), Box<dyn Error>> {
         ],
         bucket_ranges: vec![BucketRange::new(0, 8, "shard-a"), BucketRange::new(8, 16, "shard-b")],
         exact_key_pins: [("2026-06".to_owned(), "shard-a".to_owned())].into(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     };
     let master = file("master.db");
     Catalog::open(&master).await?.seed(map, false).await?;

@@ -78,6 +78,8 @@ pub fn orders_map() -> ShardingOptions {
         .into_iter()
         .map(|(key, shard)| (key.to_owned(), shard.to_owned()))
         .collect(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     }
 }
 

@@ -54,6 +54,8 @@
 //!   [`ShardAdmin`](data::ShardAdmin) contract, made the same way of four parts:
 //!   [`Topology`](data::Topology), [`FanOut`](data::FanOut), [`CatalogAdmin`](data::CatalogAdmin)
 //!   and [`SchemaAdmin`](data::SchemaAdmin).
+//! - [`directory`]: shard directories: checking that every entry's route resolves to its shard,
+//!   resolving a lookup key on a map, and planning an entry change (the catalog writes it).
 //! - [`query`]: queries across shards: one `SELECT` read with `sqlparser`, run on every shard
 //!   as partial results and merged by SQLite in memory. The merge's model (the partial table and
 //!   its columns' collations) is planned here; the engine only executes it.
@@ -115,6 +117,7 @@ pub mod client;
 pub mod connect;
 pub mod data;
 pub mod demo;
+pub mod directory;
 #[cfg(feature = "sqlx")]
 pub mod driver;
 pub mod engine;

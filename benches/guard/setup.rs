@@ -61,6 +61,8 @@ impl Env {
             shards: vec![shard(&dir.0, "s0"), shard(&dir.0, "s1")],
             bucket_ranges: vec![BucketRange::new(0, 2, "s0"), BucketRange::new(2, 4, "s1")],
             exact_key_pins: Default::default(),
+            directories: Vec::new(),
+            directory_entries: Vec::new(),
         };
         let eight_dir = dir.0.join("eight");
         let eight = ShardMap::new(ShardingOptions {
@@ -72,6 +74,8 @@ impl Env {
                 .map(|i| BucketRange::new(i * 2, (i + 1) * 2, format!("shard-{i}")))
                 .collect(),
             exact_key_pins: Default::default(),
+            directories: Vec::new(),
+            directory_entries: Vec::new(),
         })
         .expect("map");
         let route = RouteContext::new(KEYSPACE, KEY).expect("route");

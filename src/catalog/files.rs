@@ -30,6 +30,8 @@ use crate::options::ConnectionOptions;
 ///     shards: vec![ShardDefinition::local("s0", "s0.db")],
 ///     bucket_ranges: vec![],
 ///     exact_key_pins: Default::default(),
+///     directories: vec![],
+///     directory_entries: vec![],
 /// })?;
 /// let file = shard_file(Path::new("/srv/tenants/master.db"), &map.shards()[0]);
 /// assert_eq!(file.as_deref(), Some(Path::new("/srv/tenants/s0.db")));

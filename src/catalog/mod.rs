@@ -7,6 +7,7 @@
 //! and never part of fan-out. Reading never creates anything: a store without records simply
 //! has "no map".
 
+mod directory;
 mod update;
 
 pub use update::{MapDiff, diff, validate};
@@ -30,6 +31,7 @@ use std::sync::Arc;
 
 use crate::data::{Audit, CatalogHistoryEntry};
 use crate::error::{Error, Result};
+use crate::map::records::MapRecords;
 use crate::map::{ShardMap, ShardingOptions};
 use store::{CatalogStore, FileStore, HistoryRow, NewMap, StoredState};
 
@@ -150,9 +152,10 @@ impl Catalog {
     /// `replace`, because it reroutes keys away from their data.
     pub async fn seed(&self, options: ShardingOptions, replace: bool) -> Result<ShardMap> {
         let map = ShardMap::new(options.clone())?;
+        crate::directory::check_routes(&map)?;
         check_shard_files(self.path(), &map).await?;
         if let Some(existing) = self.active_options().await?
-            && existing != options
+            && MapRecords::of(&existing) != MapRecords::of(&options)
             && !replace
         {
             return Err(Error::Catalog {

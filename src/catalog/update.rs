@@ -147,10 +147,11 @@ pub fn validate(active: &ShardMap, newest_version: u64, request: &CatalogUpdateR
             format!("expected map version {expected}, but the newest map version in the catalog is {newest_version}"),
         ));
     }
-    let proposed = request
-        .map
-        .resolve(active.options())
-        .and_then(|options| Ok(ShardMap::new(options)?));
+    let proposed = request.map.resolve(active.options()).and_then(|options| {
+        let map = ShardMap::new(options)?;
+        crate::directory::check_routes(&map)?;
+        Ok(map)
+    });
     let proposed = match proposed {
         Ok(map) => map,
         Err(err) => {

@@ -33,8 +33,8 @@ pub(crate) use local::engine_config_for;
 pub use routed::RoutedClient;
 pub use sharded::{
     AtomicRecovery, AtomicResolution, AtomicStep, AtomicTransaction, ShardedCatalog, ShardedClient,
-    ShardedClientOptions, ShardedQuery, ShardedSchema, ShardedTransaction, ShardedTransactions, Shards,
-    UnresolvedAtomic, UnresolvedState,
+    ShardedClientOptions, ShardedDirectories, ShardedQuery, ShardedSchema, ShardedTransaction, ShardedTransactions,
+    Shards, UnresolvedAtomic, UnresolvedState,
 };
 
 // The data model, re-exported so that code using a client needs one import path.

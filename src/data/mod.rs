@@ -40,6 +40,7 @@ macro_rules! schema_from_form {
 mod admin;
 mod audit;
 mod catalog;
+mod directory;
 mod host;
 mod interface;
 #[cfg(feature = "server")]
@@ -58,6 +59,10 @@ pub(crate) use audit::now_utc;
 pub use catalog::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogIssue, CatalogUpdateRequest, CatalogValidation,
     IssueSeverity, MapProposal, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
+};
+pub use directory::{
+    DirectoryAdmin, DirectoryEntryPage, DirectoryEntryQuery, DirectoryLookup, DirectoryMutation,
+    DirectoryMutationResult, DirectoryOperation, DirectoryResolution, MAX_DIRECTORY_PAGE, MutationStatus,
 };
 pub use host::{HostAdmin, HostShardCreated, HostShardPage, HostShardQuery, MAX_HOST_SHARD_PAGE};
 pub use interface::{

@@ -168,6 +168,7 @@ impl Error {
             | Self::TransactionNotFound { .. }
             | Self::NotDataHost => ErrorKind::NotFound,
             Self::InvalidMap(_) => ErrorKind::InvalidMap,
+            Self::Directory(problem) => problem.kind(),
             Self::NoMap => ErrorKind::NoMap,
             Self::NotSharded => ErrorKind::NotSharded,
             Self::MalformedTransactionId { .. }

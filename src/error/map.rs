@@ -248,4 +248,84 @@ pub enum MapError {
         /// The replica.
         shard_id: String,
     },
+    /// A directory or directory entry with a blank required field.
+    #[error("shard directory {field} is required (in '{entry}')")]
+    BlankDirectoryField {
+        /// The blank field.
+        field: &'static str,
+        /// The directory or entry (`directory:lookupKey`) it belongs to, when known.
+        entry: String,
+    },
+    /// Two directories with the same name (ignoring case).
+    #[error("shard directory '{name}' is defined more than once (names are compared ignoring case)")]
+    DuplicateDirectory {
+        /// The repeated name.
+        name: String,
+    },
+    /// An entry naming a directory the map does not define.
+    #[error("shard directory entry '{entry}' names unknown directory '{directory}'")]
+    EntryUnknownDirectory {
+        /// The entry, `directory:lookupKey`.
+        entry: String,
+        /// The directory named.
+        directory: String,
+    },
+    /// An entry whose keyspace is not its directory's.
+    #[error(
+        "shard directory entry '{entry}' targets keyspace '{keyspace}', which does not match its directory's keyspace '{expected}'"
+    )]
+    EntryKeyspaceMismatch {
+        /// The entry, `directory:lookupKey`.
+        entry: String,
+        /// The entry's keyspace.
+        keyspace: String,
+        /// The directory's keyspace.
+        expected: String,
+    },
+    /// An entry with a map version of zero or less.
+    #[error("shard directory entry '{entry}' has mapVersion {value}; it must be greater than 0")]
+    EntryMapVersionNotPositive {
+        /// The entry, `directory:lookupKey`.
+        entry: String,
+        /// The version given.
+        value: i64,
+    },
+    /// An entry written by a map version above the map's own.
+    #[error("shard directory entry '{entry}' names future map version {value} (the map is version {map_version})")]
+    EntryFutureMapVersion {
+        /// The entry, `directory:lookupKey`.
+        entry: String,
+        /// The entry's version.
+        value: i64,
+        /// The map's version.
+        map_version: u64,
+    },
+    /// Two entries of one directory with the same lookup key (ignoring case).
+    #[error("shard directory entry '{entry}' is listed more than once (lookup keys are compared ignoring case)")]
+    DuplicateDirectoryEntry {
+        /// The entry, `directory:lookupKey`.
+        entry: String,
+    },
+    /// An entry whose route resolves to another shard than the one it names.
+    #[error(
+        "shard directory entry '{entry}' points to shard '{shard_id}', but route key '{route_key}' resolves to shard '{resolved}'"
+    )]
+    EntryShardMismatch {
+        /// The entry, `directory:lookupKey`.
+        entry: String,
+        /// The shard the entry names.
+        shard_id: Box<str>,
+        /// The entry's route key.
+        route_key: Box<str>,
+        /// The shard the route resolves to.
+        resolved: Box<str>,
+    },
+    /// An entry whose route does not resolve on the map (another keyspace, a disabled shard).
+    #[error("shard directory entry '{entry}' has a route that does not resolve: {reason}")]
+    EntryRouteUnresolved {
+        /// The entry, `directory:lookupKey`.
+        entry: String,
+        /// Why.
+        reason: String,
+    },
 }

@@ -6,6 +6,7 @@
 //! the offending input, and never contain secrets.
 
 mod details;
+mod directory;
 mod kind;
 mod map;
 
@@ -14,6 +15,7 @@ pub use details::{
     PermissionDenial, RemoteFailure, RouteFenced, ShardDisabled, ShardProblem, SqlFailure, StaleMapVersion,
     TransactionRouteConflict, TransportFailure, UnknownKeyspace,
 };
+pub use directory::DirectoryProblem;
 pub use kind::ErrorKind;
 pub use map::MapError;
 
@@ -78,6 +80,10 @@ pub enum Error {
     /// The shard map failed validation.
     #[error(transparent)]
     InvalidMap(Box<MapError>),
+
+    /// A shard directory lookup found no usable entry.
+    #[error(transparent)]
+    Directory(Box<DirectoryProblem>),
 
     /// The master catalog holds no active shard map.
     #[error("the master catalog has no active shard map")]
@@ -453,6 +459,7 @@ boxed_variants! {
     RouteFenced => RouteFenced,
     TransportFailure => Transport,
     MapError => InvalidMap,
+    DirectoryProblem => Directory,
     PermissionDenial => PermissionDenied,
 }
 

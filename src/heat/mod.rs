@@ -251,6 +251,8 @@ mod tests {
             ],
             bucket_ranges: vec![BucketRange::new(0, 8, "s0"), BucketRange::new(8, 16, "s1")],
             exact_key_pins: pins.iter().map(|(k, s)| ((*k).to_owned(), (*s).to_owned())).collect(),
+            directories: Vec::new(),
+            directory_entries: Vec::new(),
         })
         .unwrap()
     }

@@ -340,6 +340,8 @@ fn options_from_snapshot(active: &ShardMapSnapshot) -> Result<ShardingOptions> {
         shards,
         bucket_ranges: active.bucket_ranges.clone(),
         exact_key_pins: active.exact_key_pins.clone().into_iter().collect::<BTreeMap<_, _>>(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     })
 }
 
@@ -369,6 +371,8 @@ mod tests {
                 })
                 .collect(),
             exact_key_pins: BTreeMap::new(),
+            directories: Vec::new(),
+            directory_entries: Vec::new(),
         })
         .unwrap()
     }

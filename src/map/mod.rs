@@ -21,6 +21,7 @@
 //! spellings that meet once resolved (an absolute path and a relative one) and a shard whose file is
 //! the master catalog itself.
 
+mod directory;
 mod files;
 mod options;
 mod patch;
@@ -29,10 +30,12 @@ mod snapshot;
 mod validate;
 
 pub use crate::error::MapError;
+pub(crate) use directory::text_eq as directory_name_eq;
+pub use directory::{DirectoryDefinition, DirectoryEntry, EntryState};
 pub use files::{normalize_path, resolve_data_source};
 pub use options::{BucketRange, ReplicaInfo, Secret, ShardDefinition, ShardingOptions};
 pub use patch::MapPatch;
-pub use snapshot::{ShardMapSnapshot, ShardSnapshot};
+pub use snapshot::{DirectorySnapshot, ShardMapSnapshot, ShardSnapshot};
 pub use validate::{MAX_DATA_HOST_SHARD_ID_LEN, data_host_shard_id};
 
 use validate::{
@@ -146,6 +149,8 @@ pub struct Shard {
 ///     shards: vec![ShardDefinition::local("s0", "s0.db"), ShardDefinition::local("s1", "s1.db")],
 ///     bucket_ranges: vec![BucketRange::new(0, 2, "s0"), BucketRange::new(2, 4, "s1")],
 ///     exact_key_pins: [("tenant-a".to_owned(), "s0".to_owned())].into(),
+///     directories: vec![],
+///     directory_entries: vec![],
 /// })?;
 /// assert_eq!(map.resolve("tenants", "tenant-a")?.shard_id, "s0");
 /// # Ok::<(), shardlite::Error>(())
@@ -172,6 +177,8 @@ pub struct ShardMap {
     /// its own hash), which stays flat with 100,000 pins where a binary search did not. Filled by
     /// the routing module on first use.
     pin_tokens: std::sync::OnceLock<PinTokens>,
+    /// The shard directories and their entries, indexed for lookups.
+    directories: directory::DirectoryIndex,
 }
 
 impl ShardMap {
@@ -224,6 +231,8 @@ impl ShardMap {
 
         let owners = assign_buckets(&options, lookup, bucket_count)?;
         let pins = validate_pins(&options, lookup)?;
+        let directories =
+            directory::validate_directories(&options.directories, &options.directory_entries, map_version)?;
 
         Ok(Self {
             options,
@@ -236,6 +245,7 @@ impl ShardMap {
             by_id,
             owners,
             pins,
+            directories,
         })
     }
 
@@ -332,6 +342,31 @@ impl ShardMap {
     /// Whether a (trimmed) route key is pinned.
     pub fn is_pinned(&self, key: &str) -> bool {
         self.pinned_shard(key).is_some()
+    }
+
+    /// The shard directory named `name` (ignoring case and surrounding white space).
+    pub fn directory(&self, name: &str) -> Option<&DirectoryDefinition> {
+        let at = *self.directories.directories.get(&directory::folded(name))?;
+        self.options.directories.get(at)
+    }
+
+    /// The entry of directory `name` (ignoring case) for `lookup_key` (trimmed, exact).
+    pub fn directory_entry(&self, name: &str, lookup_key: &str) -> Option<&DirectoryEntry> {
+        let at = *self
+            .directories
+            .entries
+            .get(&(directory::folded(name), lookup_key.trim().to_owned()))?;
+        self.options.directory_entries.get(at)
+    }
+
+    /// How many entries directory `name` holds (0 for an unknown directory).
+    pub fn directory_entry_count(&self, name: &str) -> usize {
+        self.directories
+            .directories
+            .get(&directory::folded(name))
+            .and_then(|at| self.directories.counts.get(*at))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// The bucket ranges in canonical form: ordered by start, adjacent buckets with the

@@ -5,6 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::directory::{DirectoryDefinition, DirectoryEntry};
 use crate::error::{Error, Result};
 
 /// A shard map as written in JSON (camelCase). Unknown fields are refused so that a typo
@@ -50,6 +51,12 @@ pub struct ShardingOptions {
     /// Route keys placed on a named shard regardless of their bucket (case-sensitive keys).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub exact_key_pins: BTreeMap<String, String>,
+    /// Shard directories: named lookup indexes into the keyspace.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub directories: Vec<DirectoryDefinition>,
+    /// The entries of the shard directories.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub directory_entries: Vec<DirectoryEntry>,
 }
 
 fn default_keyspace() -> String {

@@ -2,8 +2,9 @@
 //!
 //! A map splits into one small record per part: a header (keyspace, version, bucket count), one
 //! record per shard (keyed by its lowercased id), one per bucket range (keyed by its first
-//! bucket) and one per exact-key pin (keyed by the key). The shard directories' entries will be
-//! records of their own kind ([`RecordKind::Directory`]). Each record's value is a small JSON
+//! bucket), one per exact-key pin (keyed by the key) and one per shard directory entry (keyed by
+//! its directory and lookup key, [`RecordKind::Directory`]); the few directory definitions travel
+//! in the header. A directory of a million entries thus changes one record per changed entry. Each record's value is a small JSON
 //! text; a shard or range record also carries its position, so a map reads back in the order it
 //! was written.
 //!
@@ -17,6 +18,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::directory::{DirectoryDefinition, DirectoryEntry, folded};
 use super::options::{BucketRange, ShardDefinition, ShardingOptions};
 use crate::error::{Error, Result};
 
@@ -32,7 +34,8 @@ pub enum RecordKind {
     Range,
     /// One exact-key pin, keyed by the route key.
     Pin,
-    /// One shard directory entry (kept for the shard directories; no map writes them yet).
+    /// One shard directory entry, keyed by its directory (folded) and lookup key
+    /// ([`directory_entry_key`]).
     Directory,
 }
 
@@ -80,6 +83,8 @@ struct Header {
     keyspace: String,
     map_version: i64,
     virtual_bucket_count: i64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    directories: Vec<DirectoryDefinition>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -97,6 +102,7 @@ impl MapRecords {
             keyspace: options.keyspace.clone(),
             map_version: options.map_version,
             virtual_bucket_count: options.virtual_bucket_count,
+            directories: options.directories.clone(),
         };
         records.insert((RecordKind::Header, "map".to_owned()), to_text(&header));
         for (position, shard) in options.shards.iter().enumerate() {
@@ -115,6 +121,11 @@ impl MapRecords {
         }
         for (key, shard) in &options.exact_key_pins {
             records.insert((RecordKind::Pin, key.clone()), json!(shard).to_string());
+        }
+        // No position: removing one entry must not rewrite the others. Entries read back in
+        // key order.
+        for entry in &options.directory_entries {
+            records.insert((RecordKind::Directory, directory_entry_key(entry)), to_text(entry));
         }
         Self(records)
     }
@@ -180,6 +191,7 @@ impl MapRecords {
         let mut shards: Vec<Placed<ShardDefinition>> = Vec::new();
         let mut ranges: Vec<Placed<BucketRange>> = Vec::new();
         let mut pins = BTreeMap::new();
+        let mut entries: Vec<DirectoryEntry> = Vec::new();
         for ((kind, key), value) in &self.0 {
             match kind {
                 RecordKind::Shard => shards.push(parse(*kind, key, value)?),
@@ -187,7 +199,8 @@ impl MapRecords {
                 RecordKind::Pin => {
                     pins.insert(key.clone(), parse::<String>(*kind, key, value)?);
                 }
-                RecordKind::Header | RecordKind::Directory => {}
+                RecordKind::Directory => entries.push(parse(*kind, key, value)?),
+                RecordKind::Header => {}
             }
         }
         shards.sort_by_key(|placed| placed.position);
@@ -199,6 +212,8 @@ impl MapRecords {
             shards: shards.into_iter().map(|placed| placed.item).collect(),
             bucket_ranges: ranges.into_iter().map(|placed| placed.item).collect(),
             exact_key_pins: pins,
+            directories: header.directories,
+            directory_entries: entries,
         })
     }
 }
@@ -206,6 +221,13 @@ impl MapRecords {
 /// The key of a shard's record.
 pub fn shard_key(shard_id: &str) -> String {
     shard_id.trim().to_ascii_lowercase()
+}
+
+/// The key of a directory entry's record: `{len}:{directory}|{lookupKey}`, the directory name
+/// trimmed and folded to lower case (its length in bytes), the lookup key trimmed and exact.
+pub fn directory_entry_key(entry: &DirectoryEntry) -> String {
+    let directory = folded(&entry.directory_name);
+    format!("{}:{directory}|{}", directory.len(), entry.lookup_key.trim())
 }
 
 fn range_key(range: &BucketRange) -> String {
@@ -350,5 +372,46 @@ mod tests {
         assert_eq!(maps[1].to_options().unwrap(), v1);
         assert_eq!(maps[2].to_options().unwrap(), v5);
         assert_eq!(maps[3].to_options().unwrap(), v2);
+    }
+
+    #[test]
+    fn a_directory_change_writes_only_the_entries_it_changes() {
+        use crate::map::{DirectoryDefinition, DirectoryEntry, EntryState};
+        let entry = |key: &str, state: EntryState| DirectoryEntry {
+            directory_name: "Orders".to_owned(),
+            lookup_key: key.to_owned(),
+            target_keyspace: "k".to_owned(),
+            route_key: "t1".to_owned(),
+            shard_id: "a".to_owned(),
+            map_version: 1,
+            state,
+        };
+        let mut before = options(&[], 1);
+        before.directories = vec![DirectoryDefinition::writable("Orders", "k")];
+        before.directory_entries = (0..100)
+            .map(|n| entry(&format!("SO-{n}"), EntryState::Active))
+            .collect();
+        let mut after = before.clone();
+        after.map_version = 2;
+        after.directory_entries[7].state = EntryState::Stale;
+        after.directory_entries.remove(3);
+        let records = MapRecords::of(&before);
+        let changes = records.changes_to(&MapRecords::of(&after));
+        let ids: Vec<(RecordKind, &str, bool)> = changes
+            .iter()
+            .map(|c| (c.kind, c.key.as_str(), c.value.is_some()))
+            .collect();
+        assert_eq!(
+            ids,
+            vec![
+                (RecordKind::Header, "map", true),
+                (RecordKind::Directory, "6:orders|SO-7", true),
+                (RecordKind::Directory, "6:orders|SO-3", false)
+            ]
+        );
+        let back = MapRecords::of(&after).to_options().unwrap();
+        assert_eq!(back.directories, after.directories);
+        assert_eq!(back.directory_entries.len(), 99);
+        assert_eq!(MapRecords::of(&back), MapRecords::of(&after));
     }
 }

@@ -24,6 +24,27 @@ pub struct ShardMapSnapshot {
     pub bucket_ranges: Vec<BucketRange>,
     /// Exact pins, route key to shard id.
     pub exact_key_pins: BTreeMap<String, String>,
+    /// The shard directories, each with its entry count (entries are listed separately, paged).
+    #[serde(default)]
+    pub directories: Vec<DirectorySnapshot>,
+}
+
+/// One shard directory in a [`ShardMapSnapshot`]: its definition and how many entries it holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct DirectorySnapshot {
+    /// The directory's name.
+    pub directory_name: String,
+    /// The keyspace its entries route into.
+    pub target_keyspace: String,
+    /// What the directory is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Whether the directory mutations are refused.
+    pub read_only: bool,
+    /// How many entries it holds.
+    pub entry_count: u64,
 }
 
 /// One shard in a [`ShardMapSnapshot`].
@@ -110,6 +131,24 @@ impl ShardMap {
             shards,
             bucket_ranges: self.canonical_ranges(),
             exact_key_pins,
+            directories: self
+                .options()
+                .directories
+                .iter()
+                .map(|directory| DirectorySnapshot {
+                    directory_name: directory.directory_name.trim().to_owned(),
+                    target_keyspace: directory.target_keyspace.trim().to_owned(),
+                    description: directory
+                        .description
+                        .as_deref()
+                        .map(str::trim)
+                        .filter(|d| !d.is_empty())
+                        .map(str::to_owned),
+                    read_only: directory.read_only,
+                    entry_count: u64::try_from(self.directory_entry_count(&directory.directory_name))
+                        .unwrap_or(u64::MAX),
+                })
+                .collect(),
         }
     }
 }

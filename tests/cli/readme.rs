@@ -51,6 +51,10 @@ const GUIDE: [Page; 7] = [
         text: include_str!("../../docs/moves.md"),
     },
     Page {
+        path: "docs/directories.md",
+        text: include_str!("../../docs/directories.md"),
+    },
+    Page {
         path: "docs/scale.md",
         text: include_str!("../../docs/scale.md"),
     },

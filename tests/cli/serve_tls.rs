@@ -298,6 +298,8 @@ fn the_cli_and_an_endpoint_shard_reach_a_tls_daemon() {
         shards: vec![shard],
         bucket_ranges: vec![BucketRange::new(0, 1, "s0")],
         exact_key_pins: Default::default(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     };
     let master = seeded_with(dir.path(), &map);
     let status = |system_roots: &Path| {

@@ -47,6 +47,8 @@ fn map_on(host: &Daemon) -> ShardingOptions {
             .map(|i| BucketRange::new(i, i + 1, format!("s{i}")))
             .collect(),
         exact_key_pins: (0..SHARDS).map(|i| (format!("tenant-{i}"), format!("s{i}"))).collect(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     }
 }
 

@@ -148,6 +148,8 @@ async fn local_and_far(transport: &str) -> (tempfile::TempDir, Daemon, std::path
         ],
         bucket_ranges: vec![BucketRange::new(0, 2, "local"), BucketRange::new(2, 4, "far")],
         exact_key_pins: [("wanderer".to_owned(), "local".to_owned())].into(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     };
     let master = crate::support::seed_master(dir.path(), options).await;
     let sharded = ShardedClient::open(&master).await.unwrap();

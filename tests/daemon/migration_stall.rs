@@ -45,6 +45,8 @@ fn map_with_far(dir: &Path, url: &str) -> ShardingOptions {
         shards: vec![ShardDefinition::local("local", path_str(&dir.join("local.db"))), far],
         bucket_ranges: vec![BucketRange::new(0, 2, "local"), BucketRange::new(2, 4, "far")],
         exact_key_pins: [("wanderer".to_owned(), "local".to_owned())].into(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     }
 }
 

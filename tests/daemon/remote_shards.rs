@@ -37,6 +37,8 @@ async fn three_daemons(dir: &std::path::Path) -> (Vec<Daemon>, ShardedClient) {
             BucketRange::new(2, 3, "s2"),
         ],
         exact_key_pins: (0..3).map(|i| (format!("tenant-{i}"), format!("s{i}"))).collect(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     })
     .unwrap();
     let sharded = ShardedClient::from_map(map).await.unwrap();

@@ -251,6 +251,8 @@ async fn a_remote_shard_behind_mutual_tls_is_reached_through_its_connection_stri
         exact_key_pins: [("tenant-0", "s0"), ("tenant-1", "s1")]
             .map(|(key, shard)| (key.to_owned(), shard.to_owned()))
             .into(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     })
     .expect("valid map");
     let sharded = ShardedClient::from_map(map).await.expect("open the map");
@@ -293,6 +295,8 @@ async fn a_remote_shard_behind_mutual_tls_is_reached_through_its_connection_stri
         shards: vec![broken],
         bucket_ranges: vec![BucketRange::new(0, 1, "s0")],
         exact_key_pins: Default::default(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     })
     .unwrap();
     let sharded = ShardedClient::from_map(map).await.unwrap();

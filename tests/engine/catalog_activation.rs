@@ -35,6 +35,8 @@ fn map_v1(dir: &Path) -> ShardingOptions {
             BucketRange::new(6, 8, "s2"),
         ],
         exact_key_pins: [("tenant-a".to_owned(), "s0".to_owned())].into(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     }
 }
 

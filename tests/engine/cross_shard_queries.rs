@@ -55,6 +55,8 @@ fn map_of(dir: &Path, shards: usize) -> ShardMap {
             })
             .collect(),
         exact_key_pins: Default::default(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     })
     .unwrap()
 }

@@ -17,6 +17,7 @@ mod catalog_updates;
 mod connect;
 mod connection_strings;
 mod cross_shard_queries;
+mod directories;
 mod many_shards;
 mod map_validation;
 mod migration_repair;

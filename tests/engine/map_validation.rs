@@ -22,6 +22,8 @@ fn two_shards() -> ShardingOptions {
         ],
         bucket_ranges: vec![BucketRange::new(0, 4, "s0"), BucketRange::new(4, 8, "s1")],
         exact_key_pins: BTreeMap::new(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     }
 }
 

@@ -69,6 +69,8 @@ impl Model {
                 .iter()
                 .map(|(key, owner)| (key.clone(), self.shard_ids[*owner].clone()))
                 .collect(),
+            directories: Vec::new(),
+            directory_entries: Vec::new(),
         }
     }
 

@@ -73,6 +73,8 @@ fn single_shard_map(keyspace: &str, bucket_count: u32) -> ShardMap {
         shards: vec![ShardDefinition::local("only", "only.db")],
         bucket_ranges: Vec::new(),
         exact_key_pins: BTreeMap::new(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     })
     .unwrap_or_else(|e| panic!("single-shard map for {keyspace:?}/{bucket_count} is invalid: {e}"))
 }

@@ -332,6 +332,8 @@ async fn a_route_to_a_disabled_shard_is_rejected() {
         ],
         bucket_ranges: vec![BucketRange::new(0, 1, "disabled")],
         exact_key_pins: Default::default(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     })
     .unwrap();
     let sharded = ShardedClient::from_map(map).await.unwrap();

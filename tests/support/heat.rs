@@ -29,6 +29,8 @@ pub fn skewed_options(dir: &Path) -> ShardingOptions {
             BucketRange::new(43, 64, "s2"),
         ],
         exact_key_pins: Default::default(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     }
 }
 

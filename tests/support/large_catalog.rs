@@ -29,6 +29,8 @@ pub fn large_options(shards: usize, pins: usize) -> ShardingOptions {
         exact_key_pins: (0..pins)
             .map(|i| (format!("tenant-{i}"), format!("s{}", i * 7 % shards)))
             .collect(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     }
 }
 

@@ -20,6 +20,8 @@ pub fn many_shards(count: usize, disabled: impl Fn(usize) -> bool) -> ShardingOp
             .map(|i| BucketRange::new(bucket(i), bucket(i + 1), format!("s{i}")))
             .collect(),
         exact_key_pins: Default::default(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     }
 }
 
@@ -48,5 +50,7 @@ pub fn pinned_tenants(count: usize, path: impl Fn(usize) -> String) -> ShardingO
             .map(|i| BucketRange::new(i, i + 1, format!("s{i}")))
             .collect(),
         exact_key_pins: (0..count).map(|i| (format!("t{i}"), format!("s{i}"))).collect(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     }
 }

@@ -68,6 +68,8 @@ pub fn tenants_options(dir: &Path) -> ShardingOptions {
             ("tenant-b".to_owned(), "s1".to_owned()),
         ]
         .into(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     }
 }
 

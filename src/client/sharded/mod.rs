@@ -7,6 +7,8 @@
 //!   ([`FanOut`]);
 //! - [`catalog`]: [`ShardedCatalog`], catalog state, updates and live activation
 //!   ([`CatalogAdmin`]);
+//! - [`directories`]: [`ShardedDirectories`], shard directories: lookups, entry changes, and
+//!   clients bound by a lookup key ([`DirectoryAdmin`]);
 //! - [`schema`]: [`ShardedSchema`], schema migrations and schema status on every shard
 //!   ([`SchemaAdmin`]);
 //! - [`transactions`]: [`ShardedTransactions`], routed transactions and their RAII guard;
@@ -23,11 +25,13 @@
 //! [`FanOut`]: crate::data::FanOut
 //! [`CatalogAdmin`]: crate::data::CatalogAdmin
 //! [`SchemaAdmin`]: crate::data::SchemaAdmin
+//! [`DirectoryAdmin`]: crate::data::DirectoryAdmin
 
 mod atomic;
 mod atomic_recovery;
 mod catalog;
 mod dedicated;
+mod directories;
 mod follow;
 pub(super) mod generation;
 mod query;
@@ -39,6 +43,7 @@ mod transactions;
 pub use atomic::{AtomicStep, AtomicTransaction};
 pub use atomic_recovery::{AtomicRecovery, AtomicResolution, UnresolvedAtomic, UnresolvedState};
 pub use catalog::ShardedCatalog;
+pub use directories::ShardedDirectories;
 pub use query::ShardedQuery;
 pub use schema::ShardedSchema;
 pub use shards::Shards;
@@ -213,6 +218,7 @@ impl ShardedClient {
     }
 
     async fn build(map: ShardMap, catalog: Option<Catalog>, options: ShardedClientOptions) -> Result<Self> {
+        crate::directory::check_routes(&map)?;
         let master = catalog.as_ref().map(Catalog::path);
         let shards = open_slots(&map, master, &options.engine, None).await;
         let generation = Generation {
@@ -321,6 +327,17 @@ impl ShardedClient {
     /// live activation.
     pub fn catalog(&self) -> ShardedCatalog<'_> {
         ShardedCatalog::new(self)
+    }
+
+    /// Its shard directories: lookups on the live map, entry changes, entry pages.
+    pub fn directories(&self) -> ShardedDirectories<'_> {
+        ShardedDirectories::new(self)
+    }
+
+    /// The client bound to the route a directory entry names (see
+    /// [`ShardedDirectories::for_lookup`]).
+    pub async fn for_lookup(&self, directory: &str, lookup_key: &str) -> Result<RoutedClient> {
+        self.directories().for_lookup(directory, lookup_key).await
     }
 
     /// Schema migrations and schema status on every enabled shard.

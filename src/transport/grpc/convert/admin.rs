@@ -160,6 +160,7 @@ impl TryFrom<pb::ShardMapSnapshot> for ShardMapSnapshot {
             shards: map.shards.into_iter().map(TryInto::try_into).collect::<Result<_>>()?,
             bucket_ranges: map.bucket_ranges.into_iter().map(Into::into).collect(),
             exact_key_pins: map.exact_key_pins.into_iter().collect(),
+            directories: Vec::new(),
         })
     }
 }

@@ -258,6 +258,8 @@ mod tests {
             shards: vec![ShardDefinition::local("s0", "s0.db")],
             bucket_ranges: vec![BucketRange::new(0, 4, "s0")],
             exact_key_pins: [("k".to_owned(), "s0".to_owned())].into(),
+            directories: Vec::new(),
+            directory_entries: Vec::new(),
         };
         map.shards[0].api_key = Some(crate::map::Secret::new("kept as given"));
         let request = CatalogUpdateRequest {

@@ -1,0 +1,289 @@
+//! Shard directories in the map: named lookup indexes from a lookup key (an order number) to a
+//! route (`targetKeyspace`, `routeKey`) and the shard it resolves to.
+//!
+//! This file holds the JSON model and the checks that need no routing: names, states, versions,
+//! unknown directories, keyspaces and duplicates. Whether each entry's route still resolves to its
+//! `shardId` is checked by the `directory` module, which can resolve routes.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::MapError;
+use super::validate::{ShardIdProblem, normalize_shard_id};
+
+/// A shard directory: a named lookup index into one keyspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DirectoryDefinition {
+    /// The directory's name, unique ignoring case.
+    pub directory_name: String,
+    /// The keyspace its entries route into.
+    pub target_keyspace: String,
+    /// What the directory is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// A read-only directory refuses the directory mutations (catalog updates and data moves
+    /// still change its entries). Default true.
+    #[serde(default = "read_only_default")]
+    pub read_only: bool,
+}
+
+fn read_only_default() -> bool {
+    true
+}
+
+impl DirectoryDefinition {
+    /// A writable directory named `name` into `keyspace`.
+    pub fn writable(name: impl Into<String>, keyspace: impl Into<String>) -> Self {
+        Self {
+            directory_name: name.into(),
+            target_keyspace: keyspace.into(),
+            description: None,
+            read_only: false,
+        }
+    }
+}
+
+/// The state of a directory entry. Only `Active` entries resolve unless inactive ones are asked
+/// for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub enum EntryState {
+    /// Set aside, not yet resolvable.
+    Reserved,
+    /// Resolvable.
+    Active,
+    /// Its route is being moved.
+    Moving,
+    /// Switched off by an operator.
+    Disabled,
+    /// Kept as a record of a deleted lookup key.
+    Deleted,
+    /// Known to be out of date.
+    Stale,
+}
+
+impl EntryState {
+    /// Every state, in declaration order.
+    pub const ALL: [Self; 6] = [
+        Self::Reserved,
+        Self::Active,
+        Self::Moving,
+        Self::Disabled,
+        Self::Deleted,
+        Self::Stale,
+    ];
+
+    /// The state's exact name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Reserved => "Reserved",
+            Self::Active => "Active",
+            Self::Moving => "Moving",
+            Self::Disabled => "Disabled",
+            Self::Deleted => "Deleted",
+            Self::Stale => "Stale",
+        }
+    }
+
+    /// The state of an exact name (case-sensitive, as stored).
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|state| state.as_str() == name)
+    }
+}
+
+impl fmt::Display for EntryState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One entry of a shard directory: a lookup key and where its route lives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DirectoryEntry {
+    /// The directory it belongs to (ignoring case).
+    pub directory_name: String,
+    /// The lookup key (an order number, say); looked up exactly, unique ignoring case.
+    pub lookup_key: String,
+    /// The keyspace of the route (the directory's).
+    pub target_keyspace: String,
+    /// The route key the lookup key stands for.
+    pub route_key: String,
+    /// The shard the route resolves to.
+    pub shard_id: String,
+    /// The map version that last wrote the entry.
+    pub map_version: i64,
+    /// Its state.
+    pub state: EntryState,
+}
+
+impl DirectoryEntry {
+    /// `directory:lookupKey`, as messages name an entry.
+    pub fn label(&self) -> String {
+        format!("{}:{}", self.directory_name.trim(), self.lookup_key.trim())
+    }
+
+    /// Whether two entries say the same thing apart from state and version: same directory and
+    /// keyspace (ignoring case), route key, and shard (ignoring case).
+    pub fn same_route(&self, other: &DirectoryEntry) -> bool {
+        text_eq(&self.directory_name, &other.directory_name)
+            && self.lookup_key.trim() == other.lookup_key.trim()
+            && text_eq(&self.target_keyspace, &other.target_keyspace)
+            && self.route_key.trim() == other.route_key.trim()
+            && self.shard_id.trim().eq_ignore_ascii_case(other.shard_id.trim())
+    }
+}
+
+/// Compares names ignoring case (directory names, keyspaces).
+pub(crate) fn text_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.trim(), b.trim());
+    a.eq_ignore_ascii_case(b) || a.to_lowercase() == b.to_lowercase()
+}
+
+/// The key of a directory name or lookup key in an index: trimmed, lower case.
+pub(crate) fn folded(text: &str) -> String {
+    text.trim().to_lowercase()
+}
+
+/// The directories of a validated map, indexed: each directory by its folded name, and each entry
+/// by its folded directory name and exact lookup key.
+#[derive(Debug, Clone, Default)]
+pub(super) struct DirectoryIndex {
+    pub(super) directories: HashMap<String, usize>,
+    pub(super) entries: HashMap<(String, String), usize>,
+    pub(super) counts: Vec<usize>,
+}
+
+/// The checks of the directories and their entries that need no routing, in the reference's
+/// order; the index of the result serves lookups.
+pub(super) fn validate_directories(
+    directories: &[DirectoryDefinition],
+    entries: &[DirectoryEntry],
+    map_version: u64,
+) -> Result<DirectoryIndex, MapError> {
+    let mut index = DirectoryIndex::default();
+    for directory in directories {
+        let name = required("directoryName", &directory.directory_name, "")?;
+        required("targetKeyspace", &directory.target_keyspace, name)?;
+        let at = index.counts.len();
+        if index.directories.insert(folded(name), at).is_some() {
+            return Err(MapError::DuplicateDirectory { name: name.to_owned() });
+        }
+        index.counts.push(0);
+    }
+    let mut folded_keys: HashMap<(String, String), ()> = HashMap::with_capacity(entries.len());
+    for (at, entry) in entries.iter().enumerate() {
+        let entry_label = entry.label();
+        let label = entry_label.as_str();
+        let directory_name = required("directoryName", &entry.directory_name, label)?;
+        let lookup_key = required("lookupKey", &entry.lookup_key, label)?;
+        required("targetKeyspace", &entry.target_keyspace, label)?;
+        required("routeKey", &entry.route_key, label)?;
+        normalize_shard_id(&entry.shard_id).map_err(|problem| match problem {
+            ShardIdProblem::Blank => MapError::BlankDirectoryField {
+                field: "shardId",
+                entry: label.to_owned(),
+            },
+            other => other.into_error(&entry.shard_id),
+        })?;
+        let Some(&position) = index.directories.get(&folded(directory_name)) else {
+            return Err(MapError::EntryUnknownDirectory {
+                entry: label.to_owned(),
+                directory: directory_name.to_owned(),
+            });
+        };
+        let directory = &directories[position];
+        if !text_eq(&entry.target_keyspace, &directory.target_keyspace) {
+            return Err(MapError::EntryKeyspaceMismatch {
+                entry: label.to_owned(),
+                keyspace: entry.target_keyspace.trim().to_owned(),
+                expected: directory.target_keyspace.trim().to_owned(),
+            });
+        }
+        if entry.map_version <= 0 {
+            return Err(MapError::EntryMapVersionNotPositive {
+                entry: label.to_owned(),
+                value: entry.map_version,
+            });
+        }
+        if u64::try_from(entry.map_version).unwrap_or(u64::MAX) > map_version {
+            return Err(MapError::EntryFutureMapVersion {
+                entry: label.to_owned(),
+                value: entry.map_version,
+                map_version,
+            });
+        }
+        let folded_dir = folded(directory_name);
+        if folded_keys
+            .insert((folded_dir.clone(), folded(lookup_key)), ())
+            .is_some()
+        {
+            return Err(MapError::DuplicateDirectoryEntry {
+                entry: label.to_owned(),
+            });
+        }
+        index.entries.insert((folded_dir, lookup_key.to_owned()), at);
+        index.counts[position] += 1;
+    }
+    Ok(index)
+}
+
+fn required<'a>(field: &'static str, value: &'a str, entry: &str) -> Result<&'a str, MapError> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Err(MapError::BlankDirectoryField {
+            field,
+            entry: entry.to_owned(),
+        });
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(directory: &str, key: &str, version: i64) -> DirectoryEntry {
+        DirectoryEntry {
+            directory_name: directory.to_owned(),
+            lookup_key: key.to_owned(),
+            target_keyspace: "tenants".to_owned(),
+            route_key: "tenant-a".to_owned(),
+            shard_id: "s0".to_owned(),
+            map_version: version,
+            state: EntryState::Active,
+        }
+    }
+
+    #[test]
+    fn each_rule_names_its_problem() {
+        let dirs = vec![DirectoryDefinition::writable("orders", "tenants")];
+        let check = |entries: Vec<DirectoryEntry>| validate_directories(&dirs, &entries, 2).unwrap_err().to_string();
+        assert!(check(vec![entry("other", "SO-1", 1)]).contains("unknown directory 'other'"));
+        let mut wrong_keyspace = entry("orders", "SO-1", 1);
+        wrong_keyspace.target_keyspace = "users".to_owned();
+        assert!(check(vec![wrong_keyspace]).contains("does not match"));
+        assert!(check(vec![entry("orders", "SO-1", 0)]).contains("greater than 0"));
+        assert!(check(vec![entry("orders", "SO-1", 3)]).contains("future map version 3"));
+        assert!(check(vec![entry("orders", "SO-1", 1), entry("ORDERS", "so-1", 1)]).contains("more than once"));
+        assert!(check(vec![entry("orders", " ", 1)]).contains("lookupKey"));
+        let twice = vec![
+            DirectoryDefinition::writable("orders", "tenants"),
+            DirectoryDefinition::writable("Orders", "tenants"),
+        ];
+        assert!(validate_directories(&twice, &[], 1).is_err());
+    }
+
+    #[test]
+    fn states_are_exact_names() {
+        assert_eq!(EntryState::parse("Stale"), Some(EntryState::Stale));
+        assert_eq!(EntryState::parse("stale"), None);
+        let json = r#"{"directoryName":"d","lookupKey":"k","targetKeyspace":"t","routeKey":"r","shardId":"s","mapVersion":1,"state":"Bogus"}"#;
+        assert!(serde_json::from_str::<DirectoryEntry>(json).is_err());
+    }
+}
