@@ -31,6 +31,8 @@ async fn main() -> shardlite::Result<()> {
             .map(|i| BucketRange::new(bucket(i), bucket(i + 1), format!("s{i}")))
             .collect(),
         exact_key_pins: Default::default(),
+        directories: Vec::new(),
+        directory_entries: Vec::new(),
     };
     let master = dir.path().join("master.db");
     Catalog::open(&master).await?.seed(map, false).await?;

@@ -33,7 +33,7 @@ const README: Page = Page {
 /// The guide's pages in reading order, which is the order the operator's walk-through runs
 /// their `sh` blocks in: a later page's blocks use the files and the daemon an earlier page's
 /// made.
-const GUIDE: [Page; 7] = [
+const GUIDE: [Page; 8] = [
     Page {
         path: "docs/routing.md",
         text: include_str!("../../docs/routing.md"),
