@@ -1,5 +1,7 @@
 //! The `shardlite` command line: argument parsing and one module per command.
 
+#[cfg(feature = "server")]
+mod atomic_stop;
 mod catalog;
 mod connection;
 mod data;
