@@ -484,8 +484,9 @@ impl ServerState {
     // `data_client` directly) so the daemon knows which transactions are open and can roll them
     // back on shutdown.
 
-    /// Begins an atomic transaction across the shards of a sharded daemon (see
-    /// [`AtomicTransactions`]); its calls run on the shard each call's route resolves to.
+    /// Begins an atomic transaction across the shards of a sharded daemon (an
+    /// [`AtomicTransaction`](crate::client::AtomicTransaction) the daemon holds by its id); its
+    /// calls run on the shard each call's route resolves to.
     pub async fn begin_atomic_transaction(&self) -> Result<TransactionInfo> {
         let sharded = self.sharded().ok_or_else(|| {
             Error::invalid_argument(
