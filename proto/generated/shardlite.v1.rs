@@ -96,10 +96,16 @@ pub struct BeginTransactionRequest {
     /// capability; the scoped API keys of SPEC section 17 reserve it for `admin` keys.
     #[prost(bool, tag = "1")]
     pub maintenance: bool,
+    /// An atomic transaction across shards (sharded daemon, `write` scope): begun without a route,
+    /// its id is `csdbatomic:{32 hex digits}`, each ExecuteInTransaction carries the route metadata
+    /// of the shard it writes, and commit applies its writes on every shard or on none.
+    #[prost(bool, tag = "2")]
+    pub atomic: bool,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct TransactionInfo {
-    /// `csdbshard:{mapVersion}:{shardId}:{innerId}` on a sharded daemon; pass it back unchanged.
+    /// `csdbshard:{mapVersion}:{shardId}:{innerId}` on a sharded daemon (`csdbatomic:{hex}` for an
+    /// atomic transaction); pass it back unchanged.
     #[prost(string, tag = "1")]
     pub transaction_id: ::prost::alloc::string::String,
     /// When the transaction is rolled back if left idle (RFC 3339); extended on use.

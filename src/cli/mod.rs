@@ -1,5 +1,7 @@
 //! The `shardlite` command line: argument parsing and one module per command.
 
+#[cfg(feature = "server")]
+mod atomic_stop;
 mod backup;
 mod catalog;
 mod connection;
@@ -133,7 +135,7 @@ enum Command {
     /// on one port until SIGINT or SIGTERM.
     #[cfg(feature = "server")]
     #[command(after_help = "Example: shardlite serve --master data/master.db --listen 127.0.0.1:61818")]
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
 }
 
 impl Cli {

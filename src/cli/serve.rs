@@ -139,6 +139,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS", default_value_t = crate::heat::DEFAULT_HALF_LIFE.as_secs(),
         value_parser = clap::value_parser!(u64).range(1..))]
     heat_half_life: u64,
+    /// Seconds an undecided atomic transaction may stay before recovery aborts it.
+    #[arg(long, value_name = "SECS", default_value_t = ServerConfig::default().atomic_abandon_age.as_secs(),
+        value_parser = clap::value_parser!(u64).range(1..))]
+    atomic_abandon_age: u64,
     /// Serve REST and gRPC over TLS with this PEM certificate chain (leaf first); needs
     /// `--tls-key`. SIGHUP reloads it (and the key and client CA) for new connections.
     #[arg(long, value_name = "PEM", requires = "tls_key")]
@@ -207,6 +211,7 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
     // Unusable TLS files are refused before anything opens or binds.
     let tls = tls_files(args).map(ServerTls::load).transpose()?;
     let mut config = server_config(args);
+    config.atomic_step_hook = super::atomic_stop::from_env()?;
     if let Some(path) = &args.api_keys {
         config.api_keys = Some(KeyRing::load(path)?);
         config.api_keys_file = Some(path.clone());
@@ -375,6 +380,8 @@ fn server_config(args: &ServeArgs) -> ServerConfig {
         shard_idle_timeout: limit_from_seconds(args.shard_idle_timeout),
         metrics: args.metrics_listen.is_some(),
         heat_half_life: Duration::from_secs(args.heat_half_life),
+        atomic_abandon_age: Duration::from_secs(args.atomic_abandon_age),
+        atomic_step_hook: None,
     }
 }
 

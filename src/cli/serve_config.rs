@@ -156,6 +156,7 @@ merged_fields!(
     max_open_shards,
     shard_idle_timeout,
     heat_half_life,
+    atomic_abandon_age,
     tls_cert,
     tls_key,
     tls_client_ca,

@@ -32,7 +32,7 @@ pub use local::LocalClient;
 pub(crate) use local::engine_config_for;
 pub use routed::RoutedClient;
 pub use sharded::{
-    AtomicRecovery, AtomicResolution, AtomicStep, AtomicTransaction, ShardedCatalog, ShardedClient,
+    AtomicRecovery, AtomicResolution, AtomicStep, AtomicStepHook, AtomicTransaction, ShardedCatalog, ShardedClient,
     ShardedClientOptions, ShardedDirectories, ShardedQuery, ShardedSchema, ShardedTransaction, ShardedTransactions,
     Shards, UnresolvedAtomic, UnresolvedState,
 };

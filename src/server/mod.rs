@@ -37,10 +37,12 @@
 //! ```
 
 pub mod admin;
+mod atomic_transactions;
 mod counters;
 pub mod grpc;
 pub mod health;
 pub mod host;
+mod in_transaction;
 pub mod keys;
 mod limits;
 pub mod metrics;

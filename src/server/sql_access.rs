@@ -76,6 +76,21 @@ impl SqlAccess {
         }
     }
 
+    /// Allows beginning an atomic transaction with `options`: it writes, so a key that holds
+    /// `read` and not `write` is refused, and it is never a maintenance transaction.
+    pub fn permit_atomic(&self, options: TransactionOptions) -> Result<()> {
+        if let Self::ReadOnly(caller) = self {
+            return Err(write_denied(caller));
+        }
+        if options.maintenance {
+            return Err(Error::invalid_argument(
+                "maintenance",
+                "an atomic transaction cannot be a maintenance transaction",
+            ));
+        }
+        Ok(())
+    }
+
     /// Allows a call in transaction `transaction_id` on `state`: read-only, only in a
     /// transaction the daemon began read-only.
     pub fn permit_transaction(&self, state: &ServerState, transaction_id: &str) -> Result<()> {

@@ -7,15 +7,17 @@ use std::time::Duration;
 use arc_swap::ArcSwapOption;
 use futures_util::future::join_all;
 
+use super::atomic_transactions::{AtomicTransactions, is_atomic_id};
 use super::counters::{Outcome, RequestCounters, RequestCounts, Surface};
 use super::host::{self, ShardHost};
+use super::in_transaction::InTransaction;
 use super::keys::{Access, KeyRing};
 use super::metrics::{self, Metrics, ScrapeSource, ScrapeValues};
 use super::operations::OperationId;
 use super::remote_transactions::RemoteTransactions;
 use crate::client::{
-    DataClient, DatabaseInfo, LocalClient, Params, ShardedClient, ShardedClientOptions, SqlResult, TransactionInfo,
-    TransactionOptions,
+    AtomicStepHook, DataClient, DatabaseInfo, LocalClient, Params, ShardedClient, ShardedClientOptions, SqlResult,
+    TransactionInfo, TransactionOptions,
 };
 use crate::engine::EngineConfig;
 use crate::error::{Error, ErrorKind, Result};
@@ -88,6 +90,11 @@ pub struct ServerConfig {
     /// How long an unused shard file stays open (default 60 s); `None` keeps it open until
     /// its place is needed.
     pub shard_idle_timeout: Option<Duration>,
+    /// How long an undecided atomic transaction may stay before recovery aborts it (see
+    /// [`EngineConfig::atomic_abandon_age`]; default 30 s).
+    pub atomic_abandon_age: Duration,
+    /// Called after each step of an atomic commit (a test hook, see [`AtomicStepHook`]).
+    pub atomic_step_hook: Option<AtomicStepHook>,
 }
 
 impl Default for ServerConfig {
@@ -112,6 +119,8 @@ impl Default for ServerConfig {
             moved_record_grace: engine.moved_record_grace,
             max_open_shards: None,
             shard_idle_timeout: engine.shard_idle_timeout,
+            atomic_abandon_age: engine.atomic_abandon_age,
+            atomic_step_hook: None,
             metrics: false,
             heat_half_life: crate::heat::DEFAULT_HALF_LIFE,
         }
@@ -133,6 +142,7 @@ impl ServerConfig {
             max_queued_jobs: self.max_queued_jobs,
             moved_record_grace: self.moved_record_grace,
             shard_idle_timeout: self.shard_idle_timeout,
+            atomic_abandon_age: self.atomic_abandon_age,
             ..EngineConfig::default()
         };
         if let Some(max) = self.max_open_shards {
@@ -220,6 +230,8 @@ struct StateInner {
     /// Remote transactions begun through this daemon and not yet ended: what the per-key limit
     /// counts, and what shutdown rolls back.
     transactions: RemoteTransactions,
+    /// Atomic transactions across shards begun through this daemon.
+    atomic: AtomicTransactions,
     /// Requests served, by surface and outcome.
     counters: RequestCounters,
     /// The accepted keys (`None`: the daemon requires none); replaced by a reload.
@@ -237,6 +249,7 @@ impl ServerState {
         let engine = config.engine_config();
         let options = ShardedClientOptions {
             heat_half_life: config.heat_half_life,
+            atomic_step_hook: config.atomic_step_hook.clone(),
             ..ShardedClientOptions::with_engine(engine.clone())
         };
         let backend = match ShardedClient::open_with(master, options).await {
@@ -269,6 +282,10 @@ impl ServerState {
                 metrics: config.metrics.then(Metrics::default),
                 backend,
                 transactions: RemoteTransactions::new(
+                    config.transaction_idle_timeout,
+                    config.max_open_transactions_per_key.max(1),
+                ),
+                atomic: AtomicTransactions::new(
                     config.transaction_idle_timeout,
                     config.max_open_transactions_per_key.max(1),
                 ),
@@ -395,8 +412,13 @@ impl ServerState {
     /// What a call in transaction `transaction_id` runs on, and the id it knows the
     /// transaction by: on a data host the shard is the id's prefix (`{shardId}:{innerId}`),
     /// and a shard header naming another shard is a conflict; on a sharded daemon sent no
-    /// route, the shard is the one the id names.
-    fn transaction_client<'a>(&'a self, target: &Target, transaction_id: &'a str) -> Result<InTransaction<'a>> {
+    /// route, the shard is the one the id names. An atomic transaction's call runs on the shard
+    /// its route resolves to.
+    fn transaction_client<'a>(&'a self, target: &'a Target, transaction_id: &'a str) -> Result<InTransaction<'a>> {
+        if is_atomic_id(transaction_id) {
+            let route = target.route.as_ref();
+            return Ok(InTransaction::Atomic(&self.inner.atomic, route, transaction_id));
+        }
         let host = match &self.inner.backend {
             Backend::Host(host) => host,
             Backend::Sharded(sharded) if target.route.is_none() && target.shard.is_none() => {
@@ -462,6 +484,19 @@ impl ServerState {
     // `data_client` directly) so the daemon knows which transactions are open and can roll them
     // back on shutdown.
 
+    /// Begins an atomic transaction across the shards of a sharded daemon (an
+    /// [`AtomicTransaction`](crate::client::AtomicTransaction) the daemon holds by its id); its
+    /// calls run on the shard each call's route resolves to.
+    pub async fn begin_atomic_transaction(&self) -> Result<TransactionInfo> {
+        let sharded = self.sharded().ok_or_else(|| {
+            Error::invalid_argument(
+                "atomic",
+                "only a daemon that serves a shard map begins atomic transactions",
+            )
+        })?;
+        self.inner.atomic.begin(sharded)
+    }
+
     /// Begins a transaction on the route's shard and remembers it until it ends. Answers
     /// [`Error::TooManyTransactions`] at once when the API key's limit is reached.
     pub async fn begin_transaction(&self, target: &Target, options: TransactionOptions) -> Result<TransactionInfo> {
@@ -524,6 +559,7 @@ impl ServerState {
     /// Rolls back every remote transaction still open and waits for the rollbacks. Called by
     /// [`run`](super::run) after the last request finished.
     pub async fn close(&self) {
+        self.inner.atomic.close().await;
         let ids = self.inner.transactions.drain();
         if ids.is_empty() {
             return;
@@ -557,37 +593,6 @@ impl ServerState {
         );
         if !refused_up_front {
             self.inner.transactions.forget(transaction_id);
-        }
-    }
-}
-
-/// What a call in a transaction runs on.
-enum InTransaction<'a> {
-    /// A client that knows the transaction by the id given.
-    Client(Arc<dyn DataClient>, &'a str),
-    /// The sharded client, routing the call by the (sharded) id alone.
-    ById(&'a ShardedClient, &'a str),
-}
-
-impl InTransaction<'_> {
-    async fn execute(&self, sql: &str, params: Params) -> Result<SqlResult> {
-        match self {
-            Self::Client(client, id) => client.execute_in_transaction(id, sql, params).await,
-            Self::ById(sharded, id) => sharded.transactions().execute(id, sql, params).await,
-        }
-    }
-
-    async fn commit(&self) -> Result<()> {
-        match self {
-            Self::Client(client, id) => client.commit_transaction(id).await,
-            Self::ById(sharded, id) => sharded.transactions().commit(id).await,
-        }
-    }
-
-    async fn rollback(&self) -> Result<()> {
-        match self {
-            Self::Client(client, id) => client.rollback_transaction(id).await,
-            Self::ById(sharded, id) => sharded.transactions().rollback(id).await,
         }
     }
 }

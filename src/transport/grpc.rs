@@ -490,6 +490,7 @@ impl TransactionData for GrpcClient {
         super::check_transaction_options(options)?;
         let request = pb::BeginTransactionRequest {
             maintenance: options.maintenance,
+            atomic: false,
         };
         Ok(rpc!(self, begin_transaction, request)?.into())
     }
@@ -519,3 +520,25 @@ impl TransactionData for GrpcClient {
 mod admin;
 mod host;
 mod reshard;
+
+impl GrpcClient {
+    /// Begins an atomic transaction across the daemon's shards (it must serve a shard map; the
+    /// API key needs `write`): each execute on the handle carries its own route.
+    pub async fn begin_atomic(&self) -> Result<super::atomic::RemoteAtomicTransaction<Self>> {
+        let request = pb::BeginTransactionRequest {
+            maintenance: false,
+            atomic: true,
+        };
+        let info: TransactionInfo = rpc!(self.without_route(), begin_transaction, request)?.into();
+        Ok(super::atomic::RemoteAtomicTransaction::new(
+            self.without_route(),
+            info.transaction_id,
+        ))
+    }
+}
+
+impl super::atomic::RoutedCalls for GrpcClient {
+    fn routed(&self, route: &RouteContext) -> Self {
+        self.with_route(route.clone())
+    }
+}

@@ -195,6 +195,17 @@ impl HttpClient {
         }
     }
 
+    /// Begins an atomic transaction across the daemon's shards (it must serve a shard map; the
+    /// API key needs `write`): each execute on the handle carries its own route.
+    pub async fn begin_atomic(&self) -> Result<super::atomic::RemoteAtomicTransaction<Self>> {
+        let request = self.without_route().post(&["transactions"]);
+        let info: TransactionInfo = self.json(request.json(&serde_json::json!({ "atomic": true }))).await?;
+        Ok(super::atomic::RemoteAtomicTransaction::new(
+            self.without_route(),
+            info.transaction_id,
+        ))
+    }
+
     /// A client without a route, sharing this client's connections.
     pub fn without_route(&self) -> Self {
         Self {
@@ -494,5 +505,11 @@ impl TransactionData for HttpClient {
     async fn rollback_transaction(&self, transaction_id: &str) -> Result<()> {
         self.no_content(self.post(&["transactions", transaction_id, "rollback"]))
             .await
+    }
+}
+
+impl super::atomic::RoutedCalls for HttpClient {
+    fn routed(&self, route: &RouteContext) -> Self {
+        self.with_route(route.clone())
     }
 }

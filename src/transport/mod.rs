@@ -6,6 +6,8 @@
 //!   `shardlite.v1.Shardlite` service in `proto/shardlite.proto`.
 //! - [`http`] (feature `http`): [`HttpClient`](http::HttpClient), a REST client of the same daemon.
 //!
+//! Both begin atomic transactions across a daemon's shards ([`atomic`]).
+//!
 //! Both take the same [`RemoteOptions`]: endpoint, route, API key and header, timeouts, and for
 //! `https://` endpoints the CA to trust and a client certificate ([`tls`] reads and checks the
 //! PEM files and names the cause of a failed handshake).
@@ -16,6 +18,8 @@
 //! and a daemon that cannot be reached in time is [`Error::Transport`](crate::Error::Transport).
 //! The wire names are in [`crate::wire`], shared with the daemon.
 
+#[cfg(any(feature = "http", feature = "grpc"))]
+pub mod atomic;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 #[cfg(feature = "http")]
@@ -25,6 +29,8 @@ mod options;
 mod probe;
 pub mod tls;
 
+#[cfg(any(feature = "http", feature = "grpc"))]
+pub use atomic::{RemoteAtomicTransaction, RoutedCalls};
 pub use options::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_REQUEST_TIMEOUT, RemoteOptions};
 
 /// Refuses a read-only transaction on another daemon: the wire has no way to ask for one (a

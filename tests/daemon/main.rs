@@ -7,6 +7,8 @@ pub mod support;
 
 // First by name, so that libtest starts its schemathesis runs (about a minute) before the rest.
 mod api_contract;
+mod atomic;
+mod atomic_crash;
 mod backup;
 mod catalog_patch;
 mod catalog_remote;

@@ -19,9 +19,15 @@ impl ServeProcess {
     /// Starts `shardlite serve ARGS` (add `--listen 127.0.0.1:0`) and waits for its address.
     /// Panics with the daemon's log when it exits instead.
     pub fn start(args: &[&str]) -> Self {
+        Self::start_with_env(args, &[])
+    }
+
+    /// [`start`](Self::start) with `env` set for the daemon.
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(super::cli::binary())
             .arg("serve")
             .args(args)
+            .envs(env.iter().copied())
             .env_remove("SHARDLITE_API_KEY")
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())

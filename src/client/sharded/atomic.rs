@@ -17,6 +17,9 @@
 //! pending after [`atomic_abandon_age`](crate::engine::EngineConfig::atomic_abandon_age) is
 //! aborted. Participants must be shards this process serves from their files.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use futures_util::future::join_all;
 
 use super::ShardedClient;
@@ -38,6 +41,28 @@ pub enum AtomicStep {
     Decided,
     /// The decision was taken and this many participants applied their values.
     Applied(usize),
+}
+
+/// A test hook the coordinator calls after each step of the commit protocol of a transaction
+/// with several participants: after the first participant's prepare
+/// ([`AtomicStep::DecisionCreated`]), after each other prepare ([`AtomicStep::Prepared`], counting
+/// the others prepared so far), after the decision ([`AtomicStep::Decided`]) and after each
+/// participant's commit step ([`AtomicStep::Applied`], counting). The daemon binary installs one
+/// only when `SHARDLITE_ATOMIC_STOP_AT` is set, to stop the process at a named step for crash
+/// tests; unset, nothing is called.
+#[derive(Clone)]
+pub struct AtomicStepHook(pub Arc<dyn Fn(AtomicStep) + Send + Sync>);
+
+impl std::fmt::Debug for AtomicStepHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AtomicStepHook")
+    }
+}
+
+fn reached(hook: Option<&AtomicStepHook>, step: AtomicStep) {
+    if let Some(hook) = hook {
+        (hook.0)(step);
+    }
 }
 
 struct Participant {
@@ -106,19 +131,32 @@ impl AtomicTransaction {
     }
 
     /// Executes SQL on the shard `route` resolves to, inside this transaction. The shard joins
-    /// the transaction at its first statement; a shard that is disabled, unavailable or reached
-    /// through another daemon is refused and nothing runs.
+    /// the transaction at its first statement; a shard that is disabled (`invalid_input`),
+    /// unavailable or reached through another daemon is refused and nothing runs.
     pub async fn execute(&mut self, route: &RouteContext, sql: &str, params: Params) -> Result<SqlResult> {
         if self.finished {
             return Err(self.gone());
         }
         let generation = self.sharded.inner.fresh().await;
-        let resolution = generation.map.resolve(route.keyspace(), route.key())?;
+        // A disabled shard cannot take part: the caller's input, not an outage.
+        let disabled = |err: Error| match err {
+            Error::ShardDisabled(refused) => Error::AtomicUnsupported {
+                what: format!("shard '{}', which the map disables", refused.shard_id).into(),
+            },
+            Error::ShardIsDisabled { shard_id } => Error::AtomicUnsupported {
+                what: format!("shard '{shard_id}', which the map disables").into(),
+            },
+            other => other,
+        };
+        let resolution = generation
+            .map
+            .resolve(route.keyspace(), route.key())
+            .map_err(disabled)?;
         let shard_id = resolution.shard_id.to_owned();
         let position = match self.participants.iter().position(|p| p.shard_id == shard_id) {
             Some(position) => position,
             None => {
-                generation.slot_client(resolution.shard_index)?;
+                generation.slot_client(resolution.shard_index).map_err(disabled)?;
                 let local = generation.local_of(&shard_id).ok_or_else(|| Error::AtomicUnsupported {
                     what: format!("shard '{shard_id}', which this process reaches through another daemon").into(),
                 })?;
@@ -155,7 +193,10 @@ impl AtomicTransaction {
         match participants.as_slice() {
             [] => Ok(()),
             [only] => only.db.sessions().session_commit(&only.session).await,
-            [first, others @ ..] => commit_protocol(&self.id.to_string(), first, others, stop).await,
+            [first, others @ ..] => {
+                let hook = self.sharded.inner.options.atomic_step_hook.as_ref();
+                commit_protocol(&self.id.to_string(), first, others, stop, hook).await
+            }
         }
     }
 
@@ -182,6 +223,7 @@ async fn commit_protocol(
     first: &Participant,
     others: &[Participant],
     stop: Option<AtomicStep>,
+    hook: Option<&AtomicStepHook>,
 ) -> Result<()> {
     let ids: Vec<String> = std::iter::once(first)
         .chain(others)
@@ -201,6 +243,7 @@ async fn commit_protocol(
         rollback_others().await;
         return Err(err);
     }
+    reached(hook, AtomicStep::DecisionCreated);
     if stop == Some(AtomicStep::DecisionCreated) {
         rollback_others().await;
         return Ok(());
@@ -222,30 +265,34 @@ async fn commit_protocol(
             return Ok(());
         }
         _ => {
-            join_all(
-                others
-                    .iter()
-                    .map(|p| p.db.sessions().session_prepare(&p.session, id, ids.clone())),
-            )
+            let count = AtomicUsize::new(0);
+            join_all(others.iter().map(|p| async {
+                let prepared = p.db.sessions().session_prepare(&p.session, id, ids.clone()).await;
+                if prepared.is_ok() {
+                    reached(hook, AtomicStep::Prepared(count.fetch_add(1, Ordering::SeqCst) + 1));
+                }
+                prepared
+            }))
             .await
         }
     };
     if let Some(err) = prepared.into_iter().find_map(Result::err) {
         // Nothing was decided: abort; a participant whose prepare failed prepared nothing.
         let _ = first.db.atomic().decide(id, DecisionState::Abort).await;
-        finish_everywhere(id, first, others, false).await;
+        finish_everywhere(id, first, others, false, None).await;
         return Err(err);
     }
     match first.db.atomic().decide(id, DecisionState::Commit).await? {
         Some(DecisionState::Commit) => {}
         _ => {
-            finish_everywhere(id, first, others, false).await;
+            finish_everywhere(id, first, others, false, None).await;
             return Err(Error::AtomicDecided {
                 transaction_id: id.into(),
                 state: "aborted (it was undecided past its abandon age)",
             });
         }
     }
+    reached(hook, AtomicStep::Decided);
     if stop == Some(AtomicStep::Decided) {
         return Ok(());
     }
@@ -255,17 +302,28 @@ async fn commit_protocol(
         }
         return Ok(());
     }
-    finish_everywhere(id, first, others, true).await;
+    finish_everywhere(id, first, others, true, hook).await;
     Ok(())
 }
 
 /// Applies (`commit`) or drops the transaction on every participant, then forgets the decision
 /// once all finished. A participant that fails here is finished by recovery.
-async fn finish_everywhere(id: &str, first: &Participant, others: &[Participant], commit: bool) {
+async fn finish_everywhere(
+    id: &str,
+    first: &Participant,
+    others: &[Participant],
+    commit: bool,
+    hook: Option<&AtomicStepHook>,
+) {
     let all: Vec<&Participant> = std::iter::once(first).chain(others).collect();
-    let results = join_all(all.iter().map(|p| async move {
+    let count = AtomicUsize::new(0);
+    let results = join_all(all.iter().map(|p| async {
         if commit {
-            p.db.atomic().commit_prepared(id).await
+            let applied = p.db.atomic().commit_prepared(id).await;
+            if applied.is_ok() {
+                reached(hook, AtomicStep::Applied(count.fetch_add(1, Ordering::SeqCst) + 1));
+            }
+            applied
         } else {
             p.db.atomic().abort_prepared(id).await
         }

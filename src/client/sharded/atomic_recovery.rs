@@ -85,9 +85,20 @@ impl<'a> AtomicRecovery<'a> {
 
     /// Every unresolved intent and decision record on the shards served from files here.
     pub async fn unresolved(self) -> Result<Vec<UnresolvedAtomic>> {
+        self.unresolved_in(false).await
+    }
+
+    /// [`unresolved`](Self::unresolved) in the shard files open now that may hold atomic
+    /// state only, as the background resolver sees them: it never opens a file (a metrics
+    /// scrape reads this).
+    pub async fn unresolved_in_open_files(self) -> Result<Vec<UnresolvedAtomic>> {
+        self.unresolved_in(true).await
+    }
+
+    async fn unresolved_in(self, open_only: bool) -> Result<Vec<UnresolvedAtomic>> {
         let generation = self.sharded.inner.fresh().await;
         let mut found = Vec::new();
-        for (shard_id, db) in local_shards(&generation, false) {
+        for (shard_id, db) in local_shards(&generation, open_only) {
             for d in db.atomic().decisions().await? {
                 found.push(UnresolvedAtomic {
                     transaction_id: d.transaction_id,

@@ -40,7 +40,7 @@ mod schema;
 mod shards;
 mod transactions;
 
-pub use atomic::{AtomicStep, AtomicTransaction};
+pub use atomic::{AtomicStep, AtomicStepHook, AtomicTransaction};
 pub use atomic_recovery::{AtomicRecovery, AtomicResolution, UnresolvedAtomic, UnresolvedState};
 pub use catalog::ShardedCatalog;
 pub use directories::ShardedDirectories;
@@ -148,6 +148,9 @@ pub struct ShardedClientOptions {
     /// How long the heat of routed calls takes to halve (see [`heat`](crate::heat)). Default
     /// 60 s.
     pub heat_half_life: Duration,
+    /// Called after each step of an atomic commit with several participants (a test hook; see
+    /// [`AtomicStepHook`]). Default none.
+    pub atomic_step_hook: Option<AtomicStepHook>,
 }
 
 impl Default for ShardedClientOptions {
@@ -157,6 +160,7 @@ impl Default for ShardedClientOptions {
             refresh_interval: Duration::from_millis(250),
             drain_timeout: Duration::from_secs(5),
             heat_half_life: DEFAULT_HALF_LIFE,
+            atomic_step_hook: None,
         }
     }
 }

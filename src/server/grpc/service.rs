@@ -251,6 +251,14 @@ impl Shardlite for ShardliteService {
 
     async fn begin_transaction(&self, request: Request<pb::BeginTransactionRequest>) -> RpcResult<pb::TransactionInfo> {
         self.run("BeginTransaction", request, |call, req| async move {
+            if req.atomic {
+                let options = TransactionOptions {
+                    maintenance: req.maintenance,
+                    ..TransactionOptions::default()
+                };
+                call.sql_access.permit_atomic(options)?;
+                return Ok(call.state.begin_atomic_transaction().await?.into());
+            }
             let options = TransactionOptions {
                 maintenance: req.maintenance,
                 ..TransactionOptions::default()

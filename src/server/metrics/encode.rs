@@ -175,6 +175,15 @@ impl Collector for Snapshot {
                 metric.metric_type(),
             )?)?;
         }
+        if let Some(unresolved) = self.values.atomic_unresolved {
+            let metric = ConstGauge::new(gauge(unresolved));
+            metric.encode(encoder.encode_descriptor(
+                "shardlite_atomic_unresolved",
+                "Atomic transactions not yet finished on every participant, in the open shard files",
+                None,
+                metric.metric_type(),
+            )?)?;
+        }
         Ok(())
     }
 }

@@ -28,6 +28,9 @@ pub struct ScrapeValues {
     pub map_version: Option<u64>,
     /// Rows copied by the data migrations recorded in the catalog.
     pub migration_rows_copied: Option<u64>,
+    /// Atomic transactions not finished everywhere, as the background resolver sees them (the
+    /// open shard files that hold atomic state; absent unless sharded).
+    pub atomic_unresolved: Option<u64>,
 }
 
 /// Where a scrape reads the engine-dependent values from. [`ServerState`] implements it with
@@ -47,6 +50,19 @@ impl ScrapeSource for ServerState {
     async fn scrape(&self) -> ScrapeValues {
         let mut by_shard: BTreeMap<String, u64> = BTreeMap::new();
         let mut queued: BTreeMap<String, usize> = BTreeMap::new();
+        let atomic_unresolved = match self.sharded() {
+            Some(sharded) => match sharded.atomic_recovery().unresolved_in_open_files().await {
+                Ok(found) => {
+                    let ids: std::collections::BTreeSet<_> = found.into_iter().map(|u| u.transaction_id).collect();
+                    u64::try_from(ids.len()).ok()
+                }
+                Err(err) => {
+                    tracing::debug!(error = %err, "metrics: cannot read the unresolved atomic transactions");
+                    None
+                }
+            },
+            None => None,
+        };
         let (open_shards, map_version, migration_rows_copied) = match self.sharded() {
             Some(sharded) => {
                 let map = sharded.map();
@@ -108,6 +124,7 @@ impl ScrapeSource for ServerState {
                 .collect(),
             map_version,
             migration_rows_copied,
+            atomic_unresolved,
         }
     }
 }

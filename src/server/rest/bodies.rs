@@ -29,6 +29,17 @@ pub struct SqlRequest {
     pub parameters: Option<Params>,
 }
 
+/// How a transaction begins (`POST /api/transactions`); the body is optional.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BeginTransactionRequest {
+    /// An atomic transaction across shards (a daemon serving a shard map, `write` scope): begun
+    /// without a route, its id is `csdbatomic:{32 hex digits}`, each execute carries the route
+    /// headers of the shard it runs on, and commit applies its writes on every shard or on none.
+    #[serde(default)]
+    pub atomic: bool,
+}
+
 /// SQL to run on every shard (no parameters).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -25,6 +25,30 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
     }
 }
 
+/// A JSON request body that may be left out: an empty body without a `Content-Type` is
+/// `T::default()`; a body with content is read as [`Json`] reads it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OptionalJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        if req.headers().contains_key(axum::http::header::CONTENT_TYPE) {
+            let Json(value) = Json::<T>::from_request(req, state).await?;
+            return Ok(Self(value));
+        }
+        let body = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|_| ApiError::PayloadTooLarge)?;
+        if body.is_empty() {
+            Ok(Self(T::default()))
+        } else {
+            Err(ApiError::UnsupportedMediaType)
+        }
+    }
+}
+
 /// A deserialised query string.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Query<T>(pub T);

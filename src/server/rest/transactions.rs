@@ -1,6 +1,7 @@
 //! Remote transactions: `POST /api/transactions` and `/api/transactions/{id}/execute|commit|rollback`.
 //!
-//! Begin needs a route; the returned id (`csdbshard:{mapVersion}:{shardId}:{innerId}` on a sharded
+//! Begin needs a route (an atomic transaction's does not: each of its executes carries one); the
+//! returned id (`csdbshard:{mapVersion}:{shardId}:{innerId}` on a sharded
 //! daemon) routes the later calls by itself. A route sent with an id must resolve to the id's
 //! shard (409 otherwise), and an id from another map version is refused (409). A transaction left
 //! idle past the daemon's timeout is rolled back and then answers `expired` (409). Open
@@ -13,9 +14,9 @@ use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 
-use super::bodies::SqlRequest;
+use super::bodies::{BeginTransactionRequest, SqlRequest};
 use super::error::{ApiError, Problem};
-use super::extract::{Json, Path, Query};
+use super::extract::{Json, OptionalJson, Path, Query};
 use crate::client::{SqlResult, TransactionInfo, TransactionOptions};
 use crate::server::sql_access::SqlAccess;
 use crate::server::{ServerState, Target};
@@ -30,12 +31,20 @@ use crate::server::{ServerState, Target};
 /// transaction is read-only: it runs on a connection that cannot write, a statement in it that
 /// would write is refused (403 `permission_denied` naming the `write` scope) with nothing written,
 /// and only such a key's read-only transactions accept its execute, commit and rollback.
+///
+/// With the body `{"atomic": true}` (a daemon serving a shard map, `write` scope) it begins an
+/// atomic transaction across shards instead, with no route: its id is `csdbatomic:{hex}`, each
+/// execute carries the route headers of the shard it runs on (400 `route_required` without
+/// them), and commit applies its writes on every shard it wrote or on none. Left idle past the
+/// idle expiry, it is rolled back everywhere and answers `expired`.
 #[utoipa::path(
     post,
     path = "/api/transactions",
     tag = "transactions",
     operation_id = "beginTransaction",
     params(TransactionOptions),
+    request_body(content = Option<BeginTransactionRequest>, description = "Optional: `{\"atomic\": true}` \
+        begins an atomic transaction across shards"),
     responses(
         (status = 200, description = "The transaction id and its idle expiry", body = TransactionInfo),
     )
@@ -45,7 +54,12 @@ pub async fn begin(
     Extension(access): Extension<SqlAccess>,
     target: Target,
     Query(options): Query<TransactionOptions>,
+    OptionalJson(request): OptionalJson<BeginTransactionRequest>,
 ) -> Result<axum::Json<TransactionInfo>, ApiError> {
+    if request.atomic {
+        access.permit_atomic(options)?;
+        return Ok(axum::Json(state.begin_atomic_transaction().await?));
+    }
     let info = state
         .begin_transaction(&target, access.transaction_options(options))
         .await?;
@@ -60,7 +74,7 @@ pub async fn begin(
     path = "/api/transactions/{id}/execute",
     tag = "transactions",
     operation_id = "executeInTransaction",
-    params(("id" = String, Path, description = "The transaction id, URL-encoded", pattern = r"^csdbshard:[0-9]+:[A-Za-z0-9_.-]+:.*\S.*$")),
+    params(("id" = String, Path, description = "The transaction id, URL-encoded", pattern = r"^(csdbshard:[0-9]+:[A-Za-z0-9_.-]+:.*\S.*|csdbatomic:[0-9a-f]{32})$")),
     request_body = SqlRequest,
     responses(
         (status = 200, description = "The result", body = SqlResult),
@@ -99,7 +113,7 @@ pub async fn execute(
     path = "/api/transactions/{id}/commit",
     tag = "transactions",
     operation_id = "commitTransaction",
-    params(("id" = String, Path, description = "The transaction id, URL-encoded", pattern = r"^csdbshard:[0-9]+:[A-Za-z0-9_.-]+:.*\S.*$")),
+    params(("id" = String, Path, description = "The transaction id, URL-encoded", pattern = r"^(csdbshard:[0-9]+:[A-Za-z0-9_.-]+:.*\S.*|csdbatomic:[0-9a-f]{32})$")),
     responses(
         (status = 204, description = "Committed"),
         (status = 404, description = "No such open transaction", body = Problem,
@@ -125,7 +139,7 @@ pub async fn commit(
     path = "/api/transactions/{id}/rollback",
     tag = "transactions",
     operation_id = "rollbackTransaction",
-    params(("id" = String, Path, description = "The transaction id, URL-encoded", pattern = r"^csdbshard:[0-9]+:[A-Za-z0-9_.-]+:.*\S.*$")),
+    params(("id" = String, Path, description = "The transaction id, URL-encoded", pattern = r"^(csdbshard:[0-9]+:[A-Za-z0-9_.-]+:.*\S.*|csdbatomic:[0-9a-f]{32})$")),
     responses(
         (status = 204, description = "Rolled back"),
         (status = 404, description = "No such open transaction", body = Problem,
