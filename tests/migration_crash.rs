@@ -7,7 +7,8 @@
 //!
 //! An online migration is killed with SIGKILL in each of its phases (copy, catch-up, cutover
 //! before and after activation), with writes of the moving key made while its runner is dead,
-//! then resumed: the destination is an exact copy and no fence or capture is left behind.
+//! then resumed: the destination is an exact copy, no fence or capture is left behind, and the
+//! key's directory entries point at the destination.
 //!
 //! Resume from the destination's own record of the pages it committed is also tested without
 //! a kill, with the catalog as far behind as a crash can leave it.
@@ -22,8 +23,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::support::migrate::{
-    allow_item, audit_item_writes, fill, forget_copied_pages, item_writes, items_on, key_request, migration_master,
-    other, owner, refuse_item,
+    add_directory, allow_item, audit_item_writes, directory_entry, fill, forget_copied_pages, item_writes, items_on,
+    key_request, migration_master, other, owner, refuse_item,
 };
 use crate::support::{old_sqlite, temp_dir};
 use shardlite::client::{Params, ShardedClient, SqlData, Value};
@@ -292,6 +293,7 @@ async fn an_online_migration_killed_in_each_phase_resumes_to_an_exact_copy() {
         let (source, destination) = {
             let sharded = ShardedClient::open(&master).await.unwrap();
             fill(&sharded, key, 1, 4000).await;
+            add_directory(&sharded, &[key]).await;
             let source = owner(&sharded, key);
             (source.clone(), other(&source).to_owned())
         };
@@ -363,6 +365,18 @@ async fn an_online_migration_killed_in_each_phase_resumes_to_an_exact_copy() {
         assert_eq!(
             fences_on(&sharded.for_shard_id(&source).unwrap()).await.unwrap(),
             vec![(MIGRATION_ID.to_owned(), "moved".to_owned())]
+        );
+        // The key's directory entries went with it, once, at the move's map version.
+        let reopened = ShardedClient::open(&master).await.unwrap();
+        assert_eq!(
+            directory_entry(&reopened, "SO-online-crash"),
+            (destination.clone(), 3, "Active".to_owned()),
+            "{phase}"
+        );
+        assert_eq!(
+            directory_entry(&reopened, "gone-online-crash").0,
+            destination,
+            "{phase}"
         );
     }
 }

@@ -18,6 +18,7 @@ mod connect;
 mod connection_strings;
 mod cross_shard_queries;
 mod directories;
+mod directory_moves;
 mod many_shards;
 mod map_validation;
 mod migration_repair;

@@ -200,3 +200,54 @@ pub fn two_keys_on_one_shard(sharded: &ShardedClient) -> (String, String, String
     }
     unreachable!("64 keys over two shards always share one")
 }
+
+/// Adds directory `orders_by_id` (read-only, as the reference's default) to the live map, one
+/// version up, with an `Active` entry `SO-<key>` and a `Deleted` entry `gone-<key>` for each
+/// of `keys`, each naming the shard its key resolves to.
+pub async fn add_directory(sharded: &ShardedClient, keys: &[&str]) {
+    use shardlite::data::{ActivationRequest, CatalogUpdateRequest};
+    use shardlite::map::{DirectoryDefinition, DirectoryEntry, EntryState};
+    let live = sharded.map();
+    let mut proposed = live.options().clone();
+    let next = i64::try_from(live.version()).expect("version") + 1;
+    proposed.map_version = next;
+    proposed.directories = vec![DirectoryDefinition::writable("orders_by_id", "tenants")];
+    proposed.directories[0].read_only = true;
+    for key in keys {
+        for (lookup, state) in [
+            (format!("SO-{key}"), EntryState::Active),
+            (format!("gone-{key}"), EntryState::Deleted),
+        ] {
+            proposed.directory_entries.push(DirectoryEntry {
+                directory_name: "orders_by_id".into(),
+                lookup_key: lookup,
+                target_keyspace: "tenants".into(),
+                route_key: (*key).to_owned(),
+                shard_id: owner(sharded, key),
+                map_version: next,
+                state,
+            });
+        }
+    }
+    let request = CatalogUpdateRequest::new(proposed).expecting_version(live.version());
+    let applied = sharded.catalog().apply(&request).await.expect("apply");
+    assert!(applied.applied, "{applied:?}");
+    sharded
+        .catalog()
+        .activate(&ActivationRequest::new(live.version() + 1))
+        .await
+        .expect("activate");
+}
+
+/// `(shardId, mapVersion, state)` of directory entry `lookup` in `orders_by_id` on the live map.
+pub fn directory_entry(sharded: &ShardedClient, lookup: &str) -> (String, i64, String) {
+    let map = sharded.map();
+    let entry = map
+        .directory_entry("orders_by_id", lookup)
+        .unwrap_or_else(|| panic!("no entry {lookup}"));
+    (
+        entry.shard_id.clone(),
+        entry.map_version,
+        entry.state.as_str().to_owned(),
+    )
+}

@@ -11,7 +11,7 @@ use crate::data::{
 };
 use crate::engine::reshard::moving::MovingRows;
 use crate::error::{Error, Result};
-use crate::map::{BucketRange, ShardMap, ShardingOptions};
+use crate::map::{BucketRange, EntryState, ShardMap, ShardingOptions};
 use crate::reshard::item_sql::{Checksum, ItemSql};
 use crate::reshard::manifest;
 
@@ -180,7 +180,7 @@ pub(super) async fn plan(
 }
 
 /// The active map with the moving key pinned (or the range owned) by the destination, one
-/// version up.
+/// version up, and the directory entries of the moving routes pointing there.
 pub(super) fn proposed_options(map: &ShardMap, spec: &ReshardSpec) -> ShardingOptions {
     let mut options = map.options().clone();
     options.map_version = i64::try_from(map.version() + 1).unwrap_or(i64::MAX);
@@ -189,7 +189,7 @@ pub(super) fn proposed_options(map: &ShardMap, spec: &ReshardSpec) -> ShardingOp
         .map_or_else(|| spec.destination_shard_id.clone(), |s| s.id.clone());
     match &spec.scope {
         ReshardScope::RouteKey { route_key, .. } => {
-            options.exact_key_pins.insert(route_key.clone(), destination);
+            options.exact_key_pins.insert(route_key.clone(), destination.clone());
         }
         ReshardScope::BucketRange {
             start_bucket_inclusive,
@@ -199,7 +199,35 @@ pub(super) fn proposed_options(map: &ShardMap, spec: &ReshardSpec) -> ShardingOp
             options.bucket_ranges = owners_with(map, *start_bucket_inclusive..*end_bucket_exclusive, &destination);
         }
     }
+    follow_entries(&mut options, &destination);
     options
+}
+
+/// Points the directory entries whose route now resolves to `destination` at it: an entry goes
+/// where its route's data goes. A non-`Deleted` entry also takes the new map version; a `Deleted`
+/// one keeps its version and state, and only names the new shard, so that the map stays valid
+/// (every entry's route must resolve to the shard it names). Entries of routes that do not move
+/// keep their version.
+fn follow_entries(options: &mut ShardingOptions, destination: &str) {
+    if options.directory_entries.is_empty() {
+        return;
+    }
+    let mut entries = std::mem::take(&mut options.directory_entries);
+    // The proposed map without its entries, only to resolve routes on it.
+    if let Ok(next) = ShardMap::new(options.clone()) {
+        for entry in &mut entries {
+            let moves = next
+                .resolve(&entry.target_keyspace, &entry.route_key)
+                .is_ok_and(|to| to.shard_id.eq_ignore_ascii_case(destination));
+            if moves && !entry.shard_id.trim().eq_ignore_ascii_case(destination) {
+                entry.shard_id = destination.to_owned();
+                if entry.state != EntryState::Deleted {
+                    entry.map_version = options.map_version;
+                }
+            }
+        }
+    }
+    options.directory_entries = entries;
 }
 
 /// The map's bucket ranges with `buckets` owned by `destination`, coalesced.
