@@ -23,6 +23,22 @@ pub const SHARD_HEADER: &str = "X-Shardlite-Shard";
 /// gRPC metadata key naming the shard a call addresses on a data host (the `X-Shardlite-Shard`
 /// header, lower-cased).
 pub const SHARD_METADATA: &str = "x-shardlite-shard";
+/// HTTP header naming the shard directory a request is bound by, with [`LOOKUP_KEY_HEADER`],
+/// instead of the route headers (gRPC: [`DIRECTORY_METADATA`]).
+pub const DIRECTORY_HEADER: &str = "X-Shardlite-Directory";
+/// HTTP header carrying the lookup key of a request bound by a shard directory (gRPC:
+/// [`LOOKUP_KEY_METADATA`]).
+pub const LOOKUP_KEY_HEADER: &str = "X-Shardlite-Lookup-Key";
+/// gRPC metadata key naming the shard directory a call is bound by (the `X-Shardlite-Directory`
+/// header, lower-cased).
+pub const DIRECTORY_METADATA: &str = "x-shardlite-directory";
+/// gRPC metadata key carrying the lookup key of a call bound by a shard directory (the
+/// `X-Shardlite-Lookup-Key` header, lower-cased).
+pub const LOOKUP_KEY_METADATA: &str = "x-shardlite-lookup-key";
+/// Binary gRPC metadata key carrying a directory name that is not printable ASCII, as UTF-8 bytes.
+pub const DIRECTORY_METADATA_BIN: &str = "x-shardlite-directory-bin";
+/// Binary gRPC metadata key carrying a lookup key that is not printable ASCII, as UTF-8 bytes.
+pub const LOOKUP_KEY_METADATA_BIN: &str = "x-shardlite-lookup-key-bin";
 /// gRPC trailer carrying the [`ErrorKind::code`](crate::ErrorKind::code) of a failed call.
 pub const ERROR_CODE_METADATA: &str = "shardlite-error-code";
 /// gRPC trailer carrying the SQLite extended result code of a failed SQL call, in decimal.
@@ -51,6 +67,10 @@ mod tests {
     #[test]
     fn metadata_keys_are_the_lower_cased_headers() {
         assert_eq!(KEYSPACE_METADATA, KEYSPACE_HEADER.to_ascii_lowercase());
+        assert_eq!(DIRECTORY_METADATA, DIRECTORY_HEADER.to_ascii_lowercase());
+        assert_eq!(LOOKUP_KEY_METADATA, LOOKUP_KEY_HEADER.to_ascii_lowercase());
+        assert_eq!(LOOKUP_KEY_METADATA_BIN, format!("{LOOKUP_KEY_METADATA}-bin"));
+        assert_eq!(DIRECTORY_METADATA_BIN, format!("{DIRECTORY_METADATA}-bin"));
         assert_eq!(SHARD_KEY_METADATA, SHARD_KEY_HEADER.to_ascii_lowercase());
         assert_eq!(KEYSPACE_METADATA_BIN, format!("{KEYSPACE_METADATA}-bin"));
         assert_eq!(SHARD_KEY_METADATA_BIN, format!("{SHARD_KEY_METADATA}-bin"));

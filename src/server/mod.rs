@@ -45,6 +45,7 @@ pub mod host;
 mod in_transaction;
 pub mod keys;
 mod limits;
+pub mod lookup;
 pub mod metrics;
 pub mod operations;
 mod reload;

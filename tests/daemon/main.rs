@@ -20,6 +20,7 @@ mod grpc;
 mod heat;
 mod hostile_sql;
 mod limits;
+mod lookup_binding;
 mod metrics;
 mod migration_online;
 mod migration_remote;

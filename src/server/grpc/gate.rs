@@ -9,9 +9,11 @@ use super::status::{status_from_error, unauthenticated};
 use crate::error::{Error, ErrorKind, Result};
 use crate::routing::RouteContext;
 use crate::server::keys::Access;
+use crate::server::lookup::{self, LookupBinding};
 use crate::server::{ServerState, Target};
 use crate::wire::{
-    KEYSPACE_METADATA, KEYSPACE_METADATA_BIN, SHARD_KEY_METADATA, SHARD_KEY_METADATA_BIN, SHARD_METADATA,
+    DIRECTORY_METADATA, DIRECTORY_METADATA_BIN, KEYSPACE_METADATA, KEYSPACE_METADATA_BIN, LOOKUP_KEY_METADATA,
+    LOOKUP_KEY_METADATA_BIN, SHARD_KEY_METADATA, SHARD_KEY_METADATA_BIN, SHARD_METADATA,
 };
 
 /// What a call addressed (its route metadata and data-host shard), stored in the request
@@ -115,7 +117,10 @@ impl CallGate {
                 status: Box::new(status_from_error(&err)),
             }
         };
-        let route = route_from_metadata(metadata).map_err(|err| refused(err, "route"))?;
+        let mut route = route_from_metadata(metadata).map_err(|err| refused(err, "route"))?;
+        if let Some(lookup) = lookup_from_metadata(metadata).map_err(|err| refused(err, "directory"))? {
+            route = lookup::bind(&self.state, route, Some(lookup)).map_err(|err| refused(err, "directory"))?;
+        }
         let shard = shard_from_metadata(metadata).map_err(|err| refused(err, "shard"))?;
         Ok((access, Target { route, shard }))
     }
@@ -133,6 +138,19 @@ pub(super) fn route_from_metadata(metadata: &MetadataMap) -> Result<Option<Route
         (Some(_), None) => Err(half_route(SHARD_KEY_METADATA, KEYSPACE_METADATA)),
         (None, Some(_)) => Err(half_route(KEYSPACE_METADATA, SHARD_KEY_METADATA)),
     }
+}
+
+/// Reads the directory metadata that binds a call by a lookup key instead of a route (see
+/// [`lookup`]), with the route metadata's rules.
+pub(super) fn lookup_from_metadata(metadata: &MetadataMap) -> Result<Option<LookupBinding>> {
+    let directory = metadata_text(metadata, DIRECTORY_METADATA, DIRECTORY_METADATA_BIN)?;
+    let key = metadata_text(metadata, LOOKUP_KEY_METADATA, LOOKUP_KEY_METADATA_BIN)?;
+    LookupBinding::from_pair(
+        directory.as_deref(),
+        key.as_deref(),
+        (DIRECTORY_METADATA, LOOKUP_KEY_METADATA),
+        "directory metadata",
+    )
 }
 
 /// Reads the data-host shard metadata (`x-shardlite-shard`); as over REST, a blank value is

@@ -9,8 +9,9 @@ use serde::de::DeserializeOwned;
 use super::error::ApiError;
 use crate::error::Error;
 use crate::routing::RouteContext;
+use crate::server::lookup::LookupBinding;
 use crate::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER, Target};
-use crate::wire::SHARD_HEADER;
+use crate::wire::{DIRECTORY_HEADER, LOOKUP_KEY_HEADER, SHARD_HEADER};
 
 /// A JSON request body (`Content-Type: application/json`).
 #[derive(Debug, Clone, Copy, Default)]
@@ -127,6 +128,19 @@ pub fn route_from_headers(headers: &HeaderMap) -> Result<Option<RouteContext>, A
         (Some(_), None) => Err(half_route(SHARD_KEY_HEADER, KEYSPACE_HEADER)),
         (None, Some(_)) => Err(half_route(KEYSPACE_HEADER, SHARD_KEY_HEADER)),
     }
+}
+
+/// Reads the directory headers that bind a request by a lookup key instead of a route (see
+/// [`lookup`](crate::server::lookup)).
+pub fn lookup_from_headers(headers: &HeaderMap) -> Result<Option<LookupBinding>, ApiError> {
+    let directory = header_text(headers, DIRECTORY_HEADER, "directory headers")?;
+    let key = header_text(headers, LOOKUP_KEY_HEADER, "directory headers")?;
+    Ok(LookupBinding::from_pair(
+        directory,
+        key,
+        (DIRECTORY_HEADER, LOOKUP_KEY_HEADER),
+        "directory headers",
+    )?)
 }
 
 fn half_route(missing: &str, present: &str) -> ApiError {

@@ -233,7 +233,10 @@ async fn route_context(
     mut request: Request,
     next: Next,
 ) -> std::result::Result<Response, ApiError> {
-    let target = extract::target_from_headers(request.headers())?;
+    let mut target = extract::target_from_headers(request.headers())?;
+    if let Some(lookup) = extract::lookup_from_headers(request.headers())? {
+        target.route = crate::server::lookup::bind(&state, target.route.take(), Some(lookup))?;
+    }
     let route = target.route.as_ref();
     if let (Some(metrics), Some(route)) = (state.metrics(), route) {
         state.count_shard_request(metrics, route);
