@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::catalog::CatalogLocation;
 use crate::client::{LocalClient, RoutedClient, ShardedClient, ShardedClientOptions};
-use crate::data::{DataClient, ReshardAdmin, ShardAdmin};
+use crate::data::{DataClient, DirectoryLookup, ReshardAdmin, ShardAdmin};
 use crate::engine::EngineConfig;
 use crate::error::{Error, ErrorKind, Result};
 use crate::map::{ShardTarget, Transport, resolve_data_source};
@@ -317,13 +317,32 @@ async fn open(options: &ConnectionOptions, engine: EngineConfig) -> Result<Conne
     let Some(path) = options.data_source() else {
         return open_remote(options).await;
     };
-    match options.route() {
-        Some(route) => open_routed(path, route, engine).await,
-        None => open_unrouted(path, options.keyspace(), engine).await,
+    match (options.route(), options.lookup()) {
+        (Some(route), _) => open_routed(path, Binding::Route(route), engine).await,
+        (None, Some(lookup)) => open_routed(path, Binding::Lookup(lookup), engine).await,
+        (None, None) => open_unrouted(path, options.keyspace(), engine).await,
     }
 }
 
-async fn open_routed(path: &str, route: &RouteContext, engine: EngineConfig) -> Result<ConnectedClient> {
+/// What binds a connection to one route: the route itself, or a directory entry whose route is
+/// resolved on the live map when the connection opens.
+#[derive(Clone, Copy)]
+enum Binding<'a> {
+    Route(&'a RouteContext),
+    Lookup(&'a DirectoryLookup),
+}
+
+impl Binding<'_> {
+    /// The connection-string keys that gave the binding, for messages.
+    fn keys(self) -> &'static str {
+        match self {
+            Self::Route(_) => "a route ('Shard Keyspace', 'Shard Key')",
+            Self::Lookup(_) => "a directory entry ('Shard Directory', 'Lookup Key')",
+        }
+    }
+}
+
+async fn open_routed(path: &str, binding: Binding<'_>, engine: EngineConfig) -> Result<ConnectedClient> {
     // Checked first so that a typo in the path fails without leaving an empty file behind (a
     // catalog URL names no file: opening it says what is wrong).
     let exists = CatalogLocation::is_url(path)
@@ -334,8 +353,9 @@ async fn open_routed(path: &str, route: &RouteContext, engine: EngineConfig) -> 
     if !exists {
         return Err(Error::ConnectionString {
             reason: format!(
-                "'Data Source' '{path}' does not exist: a connection bound to a route ('Shard Keyspace', \
-                 'Shard Key') needs a master catalog with a shard map"
+                "'Data Source' '{path}' does not exist: a connection bound to {} needs a master catalog with a \
+                 shard map",
+                binding.keys()
             ),
         });
     }
@@ -344,15 +364,22 @@ async fn open_routed(path: &str, route: &RouteContext, engine: EngineConfig) -> 
         Err(err) if err.kind() == ErrorKind::NoMap => {
             return Err(Error::ConnectionString {
                 reason: format!(
-                    "'Shard Keyspace' and 'Shard Key' bind a connection to a route, but 'Data Source' '{path}' \
-                     holds no shard map: remove them to use it as a plain database, or point 'Data Source' at a \
-                     master catalog"
+                    "the connection is bound to {}, but 'Data Source' '{path}' holds no shard map: remove \
+                     those keys to use it as a plain database, or point 'Data Source' at a master catalog",
+                    binding.keys()
                 ),
             });
         }
         Err(err) => return Err(err),
     };
-    let routed = sharded.for_route(route.clone());
+    let route = match binding {
+        Binding::Route(route) => route.clone(),
+        Binding::Lookup(lookup) => {
+            let found = sharded.directories().resolve(lookup).await?;
+            RouteContext::new(&found.entry.target_keyspace, &found.entry.route_key)?
+        }
+    };
+    let routed = sharded.for_route(route);
     let resolution = routed.resolve()?;
     // A disabled or unopenable shard fails now, not on the first query.
     sharded.for_shard_id(&resolution.shard_id)?;
@@ -434,6 +461,15 @@ pub(crate) fn check_keyspace(keyspace: &str, expected: &str) -> Result<()> {
 }
 
 async fn open_remote(options: &ConnectionOptions) -> Result<ConnectedClient> {
+    if options.lookup().is_some() {
+        return Err(Error::ConnectionString {
+            reason: "'Shard Directory' and 'Lookup Key' bind a connection through a master catalog ('Data Source'); \
+                     over an 'Endpoint', resolve the entry first (`shardlite directory resolve`) and bind its route \
+                     with 'Shard Keyspace' and 'Shard Key', or send the X-Shardlite-Directory and \
+                     X-Shardlite-Lookup-Key headers yourself"
+                .to_owned(),
+        });
+    }
     match options.transport() {
         #[cfg(feature = "grpc")]
         Some(Transport::Grpc) => open_grpc(options).await,

@@ -179,6 +179,28 @@ impl ShardedPool {
             .collect()
     }
 
+    /// A connection bound to the route of directory `directory`'s entry for `lookup_key` (an
+    /// order number, say), resolved on the live map now; it goes back to the pool when dropped.
+    /// Like [`acquire`](Self::acquire)'s, the connection follows its route across moves.
+    ///
+    /// On a pool over a daemon this is not available yet: it answers a configuration error
+    /// naming the alternatives.
+    pub async fn acquire_by_lookup(&self, directory: &str, lookup_key: &str) -> Result<ShardedPoolConnection, Error> {
+        let Backend::Local { sharded, .. } = &self.inner.backend else {
+            return Err(Error::Configuration(
+                "acquire_by_lookup needs a pool opened on a master catalog ('Data Source'); over an endpoint, \
+                 resolve the entry first and acquire its route"
+                    .into(),
+            ));
+        };
+        let found = sharded
+            .directories()
+            .resolve(&crate::data::DirectoryLookup::new(directory, lookup_key))
+            .await?;
+        let route = RouteContext::new(&found.entry.target_keyspace, &found.entry.route_key)?;
+        self.acquire(route).await
+    }
+
     /// A connection bound to `route`; it goes back to the pool when dropped.
     pub async fn acquire(&self, route: RouteContext) -> Result<ShardedPoolConnection, Error> {
         if self.inner.closed.load(Ordering::Acquire) {

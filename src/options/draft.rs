@@ -4,6 +4,7 @@
 use super::keys::KeySpec;
 use super::validate::normalize_endpoint;
 use super::{ConnectionOptions, Destination, invalid, transport_name};
+use crate::data::DirectoryLookup;
 use crate::error::Result;
 use crate::map::Transport;
 use crate::routing::RouteContext;
@@ -18,6 +19,8 @@ pub(super) struct Draft {
     pub(super) transport: Option<Transport>,
     pub(super) shard_keyspace: Option<String>,
     pub(super) shard_key: Option<String>,
+    pub(super) shard_directory: Option<String>,
+    pub(super) lookup_key: Option<String>,
     /// The settings that need no cross-key rule, stored as they are read.
     pub(super) options: ConnectionOptions,
 }
@@ -92,7 +95,38 @@ impl Draft {
                 Some(RouteContext::new(keyspace, key)?)
             }
         };
+        options.lookup = lookup(self.shard_directory, self.lookup_key)?;
+        if options.lookup.is_some() && (options.route.is_some() || options.keyspace.is_some()) {
+            return Err(invalid(
+                "'Shard Directory' and 'Lookup Key' bind a connection to a directory entry's route, so 'Shard \
+                 Keyspace' and 'Shard Key' cannot be given with them: use one binding or the other",
+            ));
+        }
         options.validate()?;
         Ok(options)
+    }
+}
+
+/// The directory entry a connection is bound by: both keys or neither, neither blank.
+fn lookup(directory: Option<String>, key: Option<String>) -> Result<Option<DirectoryLookup>> {
+    match (directory, key) {
+        (None, None) => Ok(None),
+        (Some(_), None) => Err(invalid(
+            "'Lookup Key' is missing: 'Shard Directory' binds a connection to a directory entry together with \
+             'Lookup Key'",
+        )),
+        (None, Some(_)) => Err(invalid(
+            "'Shard Directory' is missing: 'Lookup Key' binds a connection to a directory entry together with \
+             'Shard Directory'",
+        )),
+        (Some(directory), Some(key)) => {
+            if directory.trim().is_empty() {
+                return Err(invalid("'Shard Directory' is empty"));
+            }
+            if key.trim().is_empty() {
+                return Err(invalid("'Lookup Key' is empty"));
+            }
+            Ok(Some(DirectoryLookup::new(directory.trim(), key.trim())))
+        }
     }
 }

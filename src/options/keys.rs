@@ -101,6 +101,30 @@ pub(super) static KEYS: &[KeySpec] = &[
         print: |options| options.route.as_ref().map(|route| route.key().to_owned()),
     },
     KeySpec {
+        name: "Shard Directory",
+        aliases: &[],
+        url_name: "shard_directory",
+        in_url_query: true,
+        secret: false,
+        read: |draft, _, value| {
+            draft.shard_directory = Some(value);
+            Ok(())
+        },
+        print: |options| options.lookup.as_ref().map(|lookup| lookup.directory_name.clone()),
+    },
+    KeySpec {
+        name: "Lookup Key",
+        aliases: &[],
+        url_name: "lookup_key",
+        in_url_query: true,
+        secret: false,
+        read: |draft, _, value| {
+            draft.lookup_key = Some(value);
+            Ok(())
+        },
+        print: |options| options.lookup.as_ref().map(|lookup| lookup.lookup_key.clone()),
+    },
+    KeySpec {
         name: "Shard Id",
         aliases: &[],
         url_name: "shard_id",

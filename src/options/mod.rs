@@ -99,6 +99,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use self::validate::normalize_endpoint;
+use crate::data::DirectoryLookup;
 use crate::error::{Error, Result};
 use crate::map::{Secret, Transport};
 use crate::routing::RouteContext;
@@ -148,6 +149,8 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 pub struct ConnectionOptions {
     target: Destination,
     route: Option<RouteContext>,
+    /// `Shard Directory` and `Lookup Key`: bound by a directory entry's route instead.
+    lookup: Option<DirectoryLookup>,
     /// `Shard Keyspace` given without `Shard Key` (trimmed); `None` when `route` is set.
     keyspace: Option<String>,
     shard_id: Option<String>,
@@ -204,9 +207,29 @@ impl ConnectionOptions {
         self
     }
 
-    /// Binds the connection to one route, replacing a keyspace bound without a key.
+    /// Binds the connection to one route, replacing a keyspace bound without a key and a
+    /// directory entry.
     pub fn with_route(mut self, route: RouteContext) -> Self {
         self.route = Some(route);
+        self.keyspace = None;
+        self.lookup = None;
+        self
+    }
+
+    /// Binds the connection to the route of directory `directory`'s entry for `lookup_key`
+    /// (`Shard Directory`, `Lookup Key`), replacing a route or keyspace: the entry is resolved
+    /// on the live map when the connection opens.
+    ///
+    /// ```
+    /// use shardlite::options::ConnectionOptions;
+    ///
+    /// let options = ConnectionOptions::new().with_data_source("master.db").with_lookup("orders_by_id", "SO-1");
+    /// assert_eq!(options.lookup().map(|l| l.lookup_key.as_str()), Some("SO-1"));
+    /// assert_eq!(options.to_string(), "Data Source=master.db;Shard Directory=orders_by_id;Lookup Key=SO-1");
+    /// ```
+    pub fn with_lookup(mut self, directory: impl Into<String>, lookup_key: impl Into<String>) -> Self {
+        self.lookup = Some(DirectoryLookup::new(directory.into().trim(), lookup_key.into().trim()));
+        self.route = None;
         self.keyspace = None;
         self
     }
@@ -332,6 +355,11 @@ impl ConnectionOptions {
     /// The route the connection is bound to, if any.
     pub fn route(&self) -> Option<&RouteContext> {
         self.route.as_ref()
+    }
+
+    /// The directory entry the connection is bound by (`Shard Directory`, `Lookup Key`), if any.
+    pub fn lookup(&self) -> Option<&DirectoryLookup> {
+        self.lookup.as_ref()
     }
 
     /// The keyspace the connection is bound to: its route's, or the one given without a key.

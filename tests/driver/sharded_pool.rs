@@ -269,3 +269,37 @@ async fn a_pool_over_a_daemon_binds_each_connection_to_its_route() {
         assert_eq!(sharded.resolve_route(&route(&key)).unwrap().shard_id, shard, "{key}");
     }
 }
+
+#[tokio::test]
+async fn acquire_by_lookup_binds_a_pooled_connection_to_the_entrys_route() {
+    let dir = temp_dir();
+    let master = crate::support::migrate::migration_master(dir.path()).await;
+    let sharded = ShardedClient::open(&master).await.unwrap();
+    // tenant-b is pinned to s1.
+    crate::support::migrate::add_directory(&sharded, &["tenant-b"]).await;
+    let pool = ShardedPool::connect(&format!("Data Source={}", master.display()))
+        .await
+        .unwrap();
+    let mut conn = pool.acquire_by_lookup("orders_by_id", "SO-tenant-b").await.unwrap();
+    sqlx::query("INSERT INTO items (id, tenant) VALUES ('by-lookup', 'tenant-b')")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    drop(conn);
+    assert_eq!(pool.open_connections().keys().collect::<Vec<_>>(), ["s1"]);
+    let on_s1 = rusqlite::Connection::open(dir.path().join("s1.db"))
+        .unwrap()
+        .query_row("SELECT count(*) FROM items WHERE id = 'by-lookup'", [], |row| {
+            row.get::<_, i64>(0)
+        })
+        .unwrap();
+    assert_eq!(on_s1, 1);
+
+    let err = pool
+        .acquire_by_lookup("orders_by_id", "gone-tenant-b")
+        .await
+        .unwrap_err();
+    assert_eq!(shardlite_kind(&err), Some(ErrorKind::Conflict), "{err}");
+    let err = pool.acquire_by_lookup("nowhere", "SO-1").await.unwrap_err();
+    assert_eq!(shardlite_kind(&err), Some(ErrorKind::NotFound), "{err}");
+}

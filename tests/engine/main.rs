@@ -19,6 +19,7 @@ mod connection_strings;
 mod cross_shard_queries;
 mod directories;
 mod directory_moves;
+mod lookup_connections;
 mod many_shards;
 mod map_validation;
 mod migration_repair;
