@@ -11,33 +11,25 @@ use crate::routing::RouteContext;
 use crate::server::ServerState;
 use crate::wire::{DIRECTORY_HEADER, KEYSPACE_HEADER, LOOKUP_KEY_HEADER, SHARD_KEY_HEADER};
 
-/// A directory and a lookup key a request is bound by.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LookupBinding {
-    /// The directory's name.
-    pub directory: String,
-    /// The lookup key.
-    pub lookup_key: String,
+/// The directory entry a request that sent `directory` and `lookup_key` is bound by (blank
+/// counts as absent), under the header or metadata names `names` (directory, lookup key): none
+/// when neither was sent, and an error naming the missing one when only one was.
+pub fn from_pair(
+    directory: Option<&str>,
+    lookup_key: Option<&str>,
+    names: (&str, &str),
+    what: &'static str,
+) -> Result<Option<DirectoryLookup>> {
+    match (present(directory), present(lookup_key)) {
+        (None, None) => Ok(None),
+        (Some(directory), Some(lookup_key)) => Ok(Some(DirectoryLookup::new(directory, lookup_key))),
+        (Some(_), None) => Err(half(names.1, names, what)),
+        (None, Some(_)) => Err(half(names.0, names, what)),
+    }
 }
 
-impl LookupBinding {
-    /// The binding of a request that sent `directory` and `lookup_key` (blank counts as absent),
-    /// under the header or metadata names `names` (directory, lookup key): none when neither
-    /// was sent, and an error naming the missing one when only one was.
-    pub fn from_pair(
-        directory: Option<&str>,
-        lookup_key: Option<&str>,
-        names: (&str, &str),
-        what: &'static str,
-    ) -> Result<Option<Self>> {
-        let present = |text: Option<&str>| text.map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned);
-        match (present(directory), present(lookup_key)) {
-            (None, None) => Ok(None),
-            (Some(directory), Some(lookup_key)) => Ok(Some(Self { directory, lookup_key })),
-            (Some(_), None) => Err(half(names.1, names, what)),
-            (None, Some(_)) => Err(half(names.0, names, what)),
-        }
-    }
+fn present(text: Option<&str>) -> Option<&str> {
+    text.map(str::trim).filter(|t| !t.is_empty())
 }
 
 fn half(missing: &str, (directory, key): (&str, &str), what: &'static str) -> Error {
@@ -55,7 +47,7 @@ fn half(missing: &str, (directory, key): (&str, &str), what: &'static str) -> Er
 pub fn bind(
     state: &ServerState,
     route: Option<RouteContext>,
-    lookup: Option<LookupBinding>,
+    lookup: Option<DirectoryLookup>,
 ) -> Result<Option<RouteContext>> {
     let Some(lookup) = lookup else {
         return Ok(route);
@@ -76,10 +68,7 @@ pub fn bind(
             reason: "this daemon serves no shard map, so it has no shard directories to look a key up in".into(),
         });
     };
-    let found = crate::directory::resolve(
-        &sharded.map(),
-        &DirectoryLookup::new(lookup.directory, lookup.lookup_key),
-    )?;
+    let found = crate::directory::resolve(&sharded.map(), &lookup)?;
     Ok(Some(RouteContext::new(
         &found.entry.target_keyspace,
         &found.entry.route_key,
@@ -94,14 +83,15 @@ mod tests {
 
     #[test]
     fn a_pair_needs_both_halves_and_blank_counts_as_absent() {
-        assert_eq!(LookupBinding::from_pair(None, Some(" "), NAMES, "x").unwrap(), None);
-        let both = LookupBinding::from_pair(Some(" orders "), Some("SO-1"), NAMES, "x")
-            .unwrap()
-            .unwrap();
-        assert_eq!((both.directory.as_str(), both.lookup_key.as_str()), ("orders", "SO-1"));
-        let half = LookupBinding::from_pair(Some("orders"), None, NAMES, "x").unwrap_err();
+        assert_eq!(from_pair(None, Some(" "), NAMES, "x").unwrap(), None);
+        let both = from_pair(Some(" orders "), Some("SO-1"), NAMES, "x").unwrap().unwrap();
+        assert_eq!(
+            (both.directory_name.as_str(), both.lookup_key.as_str()),
+            ("orders", "SO-1")
+        );
+        let half = from_pair(Some("orders"), None, NAMES, "x").unwrap_err();
         assert!(half.to_string().contains("K is missing"), "{half}");
-        let half = LookupBinding::from_pair(None, Some("SO-1"), NAMES, "x").unwrap_err();
+        let half = from_pair(None, Some("SO-1"), NAMES, "x").unwrap_err();
         assert!(half.to_string().contains("D is missing"), "{half}");
     }
 }

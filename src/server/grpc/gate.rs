@@ -6,10 +6,11 @@ use tonic::service::Interceptor;
 use tonic::{Request, Status};
 
 use super::status::{status_from_error, unauthenticated};
+use crate::data::DirectoryLookup;
 use crate::error::{Error, ErrorKind, Result};
 use crate::routing::RouteContext;
 use crate::server::keys::Access;
-use crate::server::lookup::{self, LookupBinding};
+use crate::server::lookup;
 use crate::server::{ServerState, Target};
 use crate::wire::{
     DIRECTORY_METADATA, DIRECTORY_METADATA_BIN, KEYSPACE_METADATA, KEYSPACE_METADATA_BIN, LOOKUP_KEY_METADATA,
@@ -142,10 +143,10 @@ pub(super) fn route_from_metadata(metadata: &MetadataMap) -> Result<Option<Route
 
 /// Reads the directory metadata that binds a call by a lookup key instead of a route (see
 /// [`lookup`]), with the route metadata's rules.
-pub(super) fn lookup_from_metadata(metadata: &MetadataMap) -> Result<Option<LookupBinding>> {
+pub(super) fn lookup_from_metadata(metadata: &MetadataMap) -> Result<Option<DirectoryLookup>> {
     let directory = metadata_text(metadata, DIRECTORY_METADATA, DIRECTORY_METADATA_BIN)?;
     let key = metadata_text(metadata, LOOKUP_KEY_METADATA, LOOKUP_KEY_METADATA_BIN)?;
-    LookupBinding::from_pair(
+    lookup::from_pair(
         directory.as_deref(),
         key.as_deref(),
         (DIRECTORY_METADATA, LOOKUP_KEY_METADATA),

@@ -7,9 +7,10 @@ use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
+use crate::data::DirectoryLookup;
 use crate::error::Error;
 use crate::routing::RouteContext;
-use crate::server::lookup::LookupBinding;
+use crate::server::lookup;
 use crate::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER, Target};
 use crate::wire::{DIRECTORY_HEADER, LOOKUP_KEY_HEADER, SHARD_HEADER};
 
@@ -132,10 +133,10 @@ pub fn route_from_headers(headers: &HeaderMap) -> Result<Option<RouteContext>, A
 
 /// Reads the directory headers that bind a request by a lookup key instead of a route (see
 /// [`lookup`](crate::server::lookup)).
-pub fn lookup_from_headers(headers: &HeaderMap) -> Result<Option<LookupBinding>, ApiError> {
+pub fn lookup_from_headers(headers: &HeaderMap) -> Result<Option<DirectoryLookup>, ApiError> {
     let directory = header_text(headers, DIRECTORY_HEADER, "directory headers")?;
     let key = header_text(headers, LOOKUP_KEY_HEADER, "directory headers")?;
-    Ok(LookupBinding::from_pair(
+    Ok(lookup::from_pair(
         directory,
         key,
         (DIRECTORY_HEADER, LOOKUP_KEY_HEADER),
