@@ -4,13 +4,13 @@
 //! that stay keep theirs.
 
 use crate::support::migrate::{
-    add_directory, directory_entry, fill, key_request, manifest, migration_master, other, owner, two_keys_on_one_shard,
+    add_directory, directory_entry, fill, key_in_bucket, key_request, manifest, migration_master, other, owner,
+    two_keys_on_one_shard,
 };
 use crate::support::temp_dir;
 use shardlite::client::ShardedClient;
 use shardlite::data::{DirectoryLookup, ReshardRequest, ReshardStatus};
 use shardlite::reshard::Resharder;
-use shardlite::routing::{bucket_for_token, route_token};
 
 async fn key_move_rewrites_the_moving_entries(online: bool) {
     let dir = temp_dir();
@@ -59,13 +59,6 @@ async fn an_online_key_move_points_the_moving_entries_at_the_destination() {
 #[tokio::test]
 async fn an_offline_key_move_points_the_moving_entries_at_the_destination() {
     key_move_rewrites_the_moving_entries(false).await;
-}
-
-fn key_in_bucket(bucket: u32, prefix: &str) -> String {
-    (0..)
-        .map(|i| format!("{prefix}-{i}"))
-        .find(|key| bucket_for_token(route_token("tenants", key).unwrap().0, 4) == bucket)
-        .unwrap()
 }
 
 #[tokio::test]

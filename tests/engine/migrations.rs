@@ -5,7 +5,8 @@
 use std::path::Path;
 
 use crate::support::migrate::{
-    fill, has_profile, items_on, key_request, manifest, migration_master, other, owner, two_keys_on_one_shard,
+    fill, has_profile, items_on, key_in_bucket, key_request, manifest, migration_master, other, owner,
+    two_keys_on_one_shard,
 };
 use crate::support::{path_str, route, temp_dir};
 use shardlite::ErrorKind;
@@ -14,7 +15,6 @@ use shardlite::data::ResumeRequest;
 use shardlite::data::{Audit, ReshardPhase, ReshardRequest, ReshardScope, ReshardStatus};
 use shardlite::map::ShardDefinition;
 use shardlite::reshard::{Resharder, fences_on};
-use shardlite::routing::{bucket_for_token, route_token};
 
 fn codes(result: &shardlite::data::ReshardResult) -> Vec<String> {
     result.issues.iter().map(|i| i.code.clone()).collect()
@@ -363,13 +363,6 @@ async fn a_destination_changed_during_the_copy_fails_verification_and_keeps_the_
 }
 
 /// A key whose bucket (of 4) is `bucket`.
-fn key_in_bucket(bucket: u32, prefix: &str) -> String {
-    (0..)
-        .map(|i| format!("{prefix}-{i}"))
-        .find(|key| bucket_for_token(route_token("tenants", key).unwrap().0, 4) == bucket)
-        .unwrap()
-}
-
 #[tokio::test]
 async fn a_bucket_range_moves_and_leaves_pinned_keys_in_place() {
     let dir = temp_dir();

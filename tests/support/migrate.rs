@@ -251,3 +251,12 @@ pub fn directory_entry(sharded: &ShardedClient, lookup: &str) -> (String, i64, S
         entry.state.as_str().to_owned(),
     )
 }
+
+/// The first key `{prefix}-{i}` of keyspace `tenants` whose bucket of 4 is `bucket`.
+pub fn key_in_bucket(bucket: u32, prefix: &str) -> String {
+    use shardlite::routing::{bucket_for_token, route_token};
+    (0..)
+        .map(|i| format!("{prefix}-{i}"))
+        .find(|key| bucket_for_token(route_token("tenants", key).expect("token").0, 4) == bucket)
+        .expect("a key in every bucket")
+}
