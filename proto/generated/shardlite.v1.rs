@@ -434,6 +434,23 @@ pub struct ShardMapSnapshot {
         ::prost::alloc::string::String,
         ::prost::alloc::string::String,
     >,
+    /// The shard directories, each with its entry count (never the entries).
+    #[prost(message, repeated, tag = "7")]
+    pub directories: ::prost::alloc::vec::Vec<ShardDirectorySnapshot>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ShardDirectorySnapshot {
+    #[prost(string, tag = "1")]
+    pub directory_name: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub target_keyspace: ::prost::alloc::string::String,
+    #[prost(string, optional, tag = "3")]
+    pub description: ::core::option::Option<::prost::alloc::string::String>,
+    /// Whether the directory changes are refused.
+    #[prost(bool, tag = "4")]
+    pub read_only: bool,
+    #[prost(uint64, tag = "5")]
+    pub entry_count: u64,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ResolveShardRouteRequest {

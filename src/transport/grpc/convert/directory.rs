@@ -7,7 +7,18 @@ use crate::data::{
     DirectoryResolution, MutationStatus,
 };
 use crate::error::{Error, Result};
-use crate::map::{DirectoryEntry, EntryState};
+use crate::map::{DirectoryEntry, DirectorySnapshot, EntryState};
+
+convert_both_ways!(
+    DirectorySnapshot,
+    pb::ShardDirectorySnapshot {
+        directory_name,
+        target_keyspace,
+        description,
+        read_only,
+        entry_count,
+    }
+);
 
 convert_both_ways!(
     DirectoryLookup,
