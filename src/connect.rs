@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::catalog::CatalogLocation;
 use crate::client::{LocalClient, RoutedClient, ShardedClient, ShardedClientOptions};
-use crate::data::{DataClient, DirectoryLookup, ReshardAdmin, ShardAdmin};
+use crate::data::{DataClient, DirectoryAdmin, DirectoryLookup, ReshardAdmin, ShardAdmin};
 use crate::engine::EngineConfig;
 use crate::error::{Error, ErrorKind, Result};
 use crate::map::{ShardTarget, Transport, resolve_data_source};
@@ -184,6 +184,17 @@ impl ConnectedClient {
         }
     }
 
+    /// Shard directories: in-process for a master catalog with a map, over the network for a
+    /// daemon; `None` for a plain database.
+    pub fn directories(&self) -> Option<Arc<dyn DirectoryAdmin>> {
+        match self {
+            Self::Local { .. } => None,
+            Self::Shard { client, .. } => Some(Arc::new(client.sharded().clone())),
+            Self::Sharded { client, .. } => Some(Arc::new(client.clone())),
+            Self::Remote { client, .. } => Some(Arc::clone(&client.directories)),
+        }
+    }
+
     /// The route the client is bound to, if any.
     pub fn route(&self) -> Option<&RouteContext> {
         match self {
@@ -201,6 +212,7 @@ pub struct RemoteClient {
     data: Arc<dyn DataClient>,
     admin: Arc<dyn ShardAdmin>,
     moves: Arc<dyn ReshardAdmin>,
+    directories: Arc<dyn DirectoryAdmin>,
     route: Option<RouteContext>,
 }
 
@@ -218,6 +230,11 @@ impl RemoteClient {
     /// Data moves run by the daemon.
     pub fn migrations(&self) -> &Arc<dyn ReshardAdmin> {
         &self.moves
+    }
+
+    /// The daemon's shard directories.
+    pub fn directories(&self) -> &Arc<dyn DirectoryAdmin> {
+        &self.directories
     }
 
     /// The route sent on every call, if the connection names one.
@@ -492,7 +509,7 @@ async fn open_remote(options: &ConnectionOptions) -> Result<ConnectedClient> {
 
 /// A remote client as a connected client: data calls on its route, shard admin on the daemon.
 #[cfg(any(feature = "grpc", feature = "http"))]
-fn remote<C: DataClient + ShardAdmin + ReshardAdmin + Clone + 'static>(
+fn remote<C: DataClient + ShardAdmin + ReshardAdmin + DirectoryAdmin + Clone + 'static>(
     client: C,
     endpoint: &str,
     transport: Transport,
@@ -506,6 +523,7 @@ fn remote<C: DataClient + ShardAdmin + ReshardAdmin + Clone + 'static>(
         client: RemoteClient {
             admin: Arc::new(client.clone()),
             moves: Arc::new(client.clone()),
+            directories: Arc::new(client.clone()),
             data: Arc::new(client),
             route: options.route().cloned(),
         },

@@ -938,3 +938,168 @@ async fn a_map_of_ten_thousand_shards_stays_usable() {
     browser.close().await;
     daemon.stop().await.unwrap();
 }
+
+/// The order-history map with a writable directory `orders_by_id` (two entries, one of them
+/// with a hostile lookup key) and a read-only `archive_by_id` (one entry).
+fn orders_with_directories() -> ShardingOptions {
+    use shardlite::map::{DirectoryDefinition, DirectoryEntry, EntryState, ShardMap};
+
+    let mut map = crate::support::orders_options();
+    map.directories = vec![
+        DirectoryDefinition::writable("orders_by_id", KEYSPACE),
+        DirectoryDefinition {
+            read_only: true,
+            ..DirectoryDefinition::writable("archive_by_id", KEYSPACE)
+        },
+    ];
+    let resolved = ShardMap::new(map.clone()).expect("a valid map");
+    let entry = |directory: &str, lookup_key: &str, month: &str| DirectoryEntry {
+        directory_name: directory.to_owned(),
+        lookup_key: lookup_key.to_owned(),
+        target_keyspace: KEYSPACE.to_owned(),
+        route_key: month.to_owned(),
+        shard_id: resolved
+            .resolve(KEYSPACE, month)
+            .expect("the month resolves")
+            .shard_id
+            .to_string(),
+        map_version: 1,
+        state: EntryState::Active,
+    };
+    map.directory_entries = vec![
+        entry("orders_by_id", "SO-1", "2026-05"),
+        entry("orders_by_id", XSS, "2026-06"),
+        entry("archive_by_id", "AR-1", "2026-05"),
+    ];
+    map
+}
+
+/// The state and shard of `key`'s entry in `orders_by_id`, read through the REST API.
+async fn entry_of(daemon: &Daemon, key: &str) -> (Value, Value) {
+    let body = json!({ "directoryName": "orders_by_id", "lookupKey": key, "includeInactive": true });
+    let found = post(daemon, "/api/sharding/directory/resolve", None, body).await;
+    (
+        found["entry"]["state"].clone(),
+        found["routeResolution"]["shardId"].clone(),
+    )
+}
+
+/// Picks `operation` and fills the change form for `key`.
+async fn fill_change(browser: &Browser, operation: &str, key: &str) {
+    browser
+        .run(
+            "document.getElementById('directory-operation').value = arguments[0];
+             document.getElementById('directory-key').value = '';",
+            vec![json!(operation)],
+        )
+        .await;
+    browser.type_into("#directory-key", key).await;
+}
+
+/// The Directories tab: entries a page at a time (markup in a lookup key shown as text),
+/// resolving, a change confirmed and written, a cancelled one not written, and a refusal shown
+/// with its issue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_directories_tab_lists_resolves_and_changes_entries() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let dir = crate::support::temp_dir();
+    let master = crate::support::seed_master(dir.path(), orders_with_directories()).await;
+    let daemon = start_daemon_on(&master, ServerConfig::default()).await;
+    let shots = screenshots();
+    browser.goto(&daemon.url("/admin")).await;
+    browser.click("button[data-view=directories]").await;
+    browser.wait_for("#directory-entries[data-count='2']").await;
+    let rows = cells(&browser, "#directory-entries").await;
+    let keys: Vec<&str> = rows.iter().map(|row| row[0].as_str()).collect();
+    assert_eq!(keys, [XSS, "SO-1"], "{rows:?}");
+    assert!(browser.all("img").await.is_empty(), "a lookup key was parsed as HTML");
+
+    // A page of one: next shows the second entry, previous the first again.
+    browser
+        .run("document.getElementById('directory-limit').value = '1';", vec![])
+        .await;
+    browser
+        .run(
+            "document.getElementById('directory-select').dispatchEvent(new Event('change'));",
+            vec![],
+        )
+        .await;
+    browser.wait_for("#directory-range").await;
+    browser
+        .wait_until(
+            "the first page of one",
+            "return document.getElementById('directory-range').textContent === 'entries 1 to 1 of 2';",
+        )
+        .await;
+    browser.click("#directory-next").await;
+    browser
+        .wait_until(
+            "the second page",
+            "return document.getElementById('directory-range').textContent === 'entries 2 to 2 of 2';",
+        )
+        .await;
+    assert_eq!(cells(&browser, "#directory-entries").await[0][0], "SO-1");
+    assert!(
+        browser
+            .run("return document.getElementById('directory-next').disabled;", vec![])
+            .await
+            == json!(true)
+    );
+
+    browser.type_into("#directory-lookup", "SO-1").await;
+    browser.click("#directory-resolve").await;
+    let (_, shard) = entry_of(&daemon, "SO-1").await;
+    browser
+        .wait_for(&format!(
+            "#directory-resolution[data-shard='{}']",
+            shard.as_str().unwrap()
+        ))
+        .await;
+
+    // Reserve SO-2 for June, confirmed with what it writes, and activated at once.
+    fill_change(&browser, "reserve", "SO-2").await;
+    browser.type_into("#directory-route-key", "2026-06").await;
+    browser.type_into("#directory-operator", "browser-test").await;
+    browser.click("#directory-submit").await;
+    let changes = browser.text("#confirm-dialog #confirm-changes").await;
+    assert!(changes.contains("reserve entry SO-2 in orders_by_id"), "{changes}");
+    assert!(changes.contains(&format!("route {KEYSPACE} / 2026-06")), "{changes}");
+    assert!(changes.contains("activated at once"), "{changes}");
+    browser.screenshot(&shots, "21-directories-confirm").await;
+    browser.click("#confirm-ok").await;
+    browser.wait_for("#directory-result[data-status=Reserved]").await;
+    assert_eq!(entry_of(&daemon, "SO-2").await.0, "Reserved");
+    browser.wait_for("#daemon-summary[data-map-version='2']").await;
+
+    // A cancelled change writes nothing.
+    fill_change(&browser, "disable", "SO-1").await;
+    browser.click("#directory-submit").await;
+    browser.click("#confirm-cancel").await;
+    browser.wait_for("#directory-cancelled").await;
+    assert_eq!(entry_of(&daemon, "SO-1").await.0, "Active");
+
+    fill_change(&browser, "activate", "SO-2").await;
+    browser.click("#directory-submit").await;
+    browser.click("#confirm-ok").await;
+    browser.wait_for("#directory-result[data-status=Activated]").await;
+    assert_eq!(entry_of(&daemon, "SO-2").await.0, "Active");
+
+    // A read-only directory refuses, and the page shows why.
+    browser
+        .run(
+            "document.getElementById('directory-select').value = 'archive_by_id';",
+            vec![],
+        )
+        .await;
+    fill_change(&browser, "disable", "AR-1").await;
+    browser.click("#directory-submit").await;
+    browser.click("#confirm-ok").await;
+    browser.wait_for("#directory-result[data-status=Rejected]").await;
+    let refused = browser.text("#directory-result").await;
+    assert!(refused.contains("directory-read-only"), "{refused}");
+    browser.screenshot(&shots, "22-directories").await;
+    browser.close().await;
+    daemon.stop().await.unwrap();
+}

@@ -285,6 +285,14 @@ bare_service! {
     get_shard_migration_history(Empty) -> ShardMigrationList;
     resume_shard_migration(ResumeShardMigrationRequest) -> ShardMigrationResult;
     abandon_shard_migration(ShardMigrationProgressRequest) -> ShardMigrationResult;
+    resolve_shard_directory_entry(ShardDirectoryLookup) -> ShardDirectoryResolution;
+    reserve_shard_directory_entry(ShardDirectoryMutation) -> ShardDirectoryMutationResult;
+    activate_shard_directory_entry(ShardDirectoryMutation) -> ShardDirectoryMutationResult;
+    upsert_shard_directory_entry(ShardDirectoryMutation) -> ShardDirectoryMutationResult;
+    disable_shard_directory_entry(ShardDirectoryMutation) -> ShardDirectoryMutationResult;
+    delete_shard_directory_entry(ShardDirectoryMutation) -> ShardDirectoryMutationResult;
+    mark_shard_directory_entry_stale(ShardDirectoryMutation) -> ShardDirectoryMutationResult;
+    list_shard_directory_entries(ShardDirectoryEntriesRequest) -> ShardDirectoryEntryPage;
     list_host_shards(HostShardQuery) -> HostShardPage;
     create_host_shard(CreateHostShardRequest) -> HostShardCreated;
     execute_read_only_sql(SqlRequest) -> SqlResult;

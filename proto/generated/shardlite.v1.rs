@@ -434,6 +434,23 @@ pub struct ShardMapSnapshot {
         ::prost::alloc::string::String,
         ::prost::alloc::string::String,
     >,
+    /// The shard directories, each with its entry count (never the entries).
+    #[prost(message, repeated, tag = "7")]
+    pub directories: ::prost::alloc::vec::Vec<ShardDirectorySnapshot>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ShardDirectorySnapshot {
+    #[prost(string, tag = "1")]
+    pub directory_name: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub target_keyspace: ::prost::alloc::string::String,
+    #[prost(string, optional, tag = "3")]
+    pub description: ::core::option::Option<::prost::alloc::string::String>,
+    /// Whether the directory changes are refused.
+    #[prost(bool, tag = "4")]
+    pub read_only: bool,
+    #[prost(uint64, tag = "5")]
+    pub entry_count: u64,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ResolveShardRouteRequest {
@@ -952,6 +969,124 @@ pub struct HostShardCreated {
     /// False when the file existed already.
     #[prost(bool, tag = "2")]
     pub created: bool,
+}
+/// A lookup key to resolve through a directory.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ShardDirectoryLookup {
+    /// The directory (ignoring case).
+    #[prost(string, tag = "1")]
+    pub directory_name: ::prost::alloc::string::String,
+    /// The lookup key (trimmed, exact).
+    #[prost(string, tag = "2")]
+    pub lookup_key: ::prost::alloc::string::String,
+    /// Resolve an entry that is not Active too.
+    #[prost(bool, tag = "3")]
+    pub include_inactive: bool,
+}
+/// One entry of a shard directory.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ShardDirectoryEntry {
+    #[prost(string, tag = "1")]
+    pub directory_name: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub lookup_key: ::prost::alloc::string::String,
+    #[prost(string, tag = "3")]
+    pub target_keyspace: ::prost::alloc::string::String,
+    #[prost(string, tag = "4")]
+    pub route_key: ::prost::alloc::string::String,
+    /// The shard the route resolves to.
+    #[prost(string, tag = "5")]
+    pub shard_id: ::prost::alloc::string::String,
+    /// The map version that last wrote the entry.
+    #[prost(int64, tag = "6")]
+    pub map_version: i64,
+    /// Reserved, Active, Moving, Disabled, Deleted or Stale (exact strings).
+    #[prost(string, tag = "7")]
+    pub state: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ShardDirectoryResolution {
+    #[prost(message, optional, tag = "1")]
+    pub entry: ::core::option::Option<ShardDirectoryEntry>,
+    /// The entry's route, resolved on the live map.
+    #[prost(message, optional, tag = "2")]
+    pub route_resolution: ::core::option::Option<ShardResolution>,
+}
+/// The request of every directory change: reserve and upsert need target_keyspace and route_key,
+/// upsert takes state (default Active), delete takes remove_entry.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ShardDirectoryMutation {
+    #[prost(string, tag = "1")]
+    pub directory_name: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub lookup_key: ::prost::alloc::string::String,
+    #[prost(string, optional, tag = "3")]
+    pub target_keyspace: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "4")]
+    pub route_key: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "5")]
+    pub state: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(bool, tag = "6")]
+    pub remove_entry: bool,
+    /// The newest map version the catalog holds; a different one refuses the change.
+    #[prost(uint64, optional, tag = "7")]
+    pub expected_current_map_version: ::core::option::Option<u64>,
+    /// Activates the pending map the change writes, in the same call.
+    #[prost(bool, tag = "8")]
+    pub activate: bool,
+    /// Who makes the change, and why, for the history.
+    #[prost(string, optional, tag = "9")]
+    pub operator: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "10")]
+    pub comment: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ShardDirectoryMutationResult {
+    /// Whether the change was made or was not needed.
+    #[prost(bool, tag = "1")]
+    pub succeeded: bool,
+    /// Reserved, AlreadyReserved, Activated, AlreadyActive, Upserted, Repaired, AlreadyUpToDate,
+    /// Disabled, AlreadyDisabled, MarkedStale, AlreadyStale, Deleted, Removed, AlreadyDeleted or
+    /// Rejected (exact strings).
+    #[prost(string, tag = "2")]
+    pub status: ::prost::alloc::string::String,
+    #[prost(string, tag = "3")]
+    pub message: ::prost::alloc::string::String,
+    /// The entry as it is now written (absent when removed or refused before it was built).
+    #[prost(message, optional, tag = "4")]
+    pub entry: ::core::option::Option<ShardDirectoryEntry>,
+    /// The pending map version the change wrote, if it wrote one.
+    #[prost(uint64, optional, tag = "5")]
+    pub pending_map_version: ::core::option::Option<u64>,
+    #[prost(bool, tag = "6")]
+    pub requires_activation: bool,
+    /// Why a change was refused (codes such as directory-read-only, map-version-mismatch).
+    #[prost(message, repeated, tag = "7")]
+    pub issues: ::prost::alloc::vec::Vec<CatalogIssue>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ShardDirectoryEntriesRequest {
+    #[prost(string, tag = "1")]
+    pub directory_name: ::prost::alloc::string::String,
+    /// Start after this lookup key (the next_after of the previous page).
+    #[prost(string, optional, tag = "2")]
+    pub after: ::core::option::Option<::prost::alloc::string::String>,
+    /// At most this many entries, 1 to 1000 (the default).
+    #[prost(uint32, optional, tag = "3")]
+    pub limit: ::core::option::Option<u32>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ShardDirectoryEntryPage {
+    #[prost(string, tag = "1")]
+    pub directory_name: ::prost::alloc::string::String,
+    /// How many entries the directory holds.
+    #[prost(uint64, tag = "2")]
+    pub entry_count: u64,
+    #[prost(message, repeated, tag = "3")]
+    pub entries: ::prost::alloc::vec::Vec<ShardDirectoryEntry>,
+    /// The `after` of the next page; absent on the last page.
+    #[prost(string, optional, tag = "4")]
+    pub next_after: ::core::option::Option<::prost::alloc::string::String>,
 }
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
@@ -1807,6 +1942,245 @@ pub mod shardlite_client {
             req.extensions_mut()
                 .insert(
                     GrpcMethod::new("shardlite.v1.Shardlite", "AbandonShardMigration"),
+                );
+            self.inner.unary(req, path, codec).await
+        }
+        /// Resolves a lookup key on the live map (scope read): NOT_FOUND for an unknown directory or
+        /// entry; ABORTED / conflict for an entry not Active (unless include_inactive), one naming a
+        /// future map version, or one whose route resolves to another shard.
+        pub async fn resolve_shard_directory_entry(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ShardDirectoryLookup>,
+        ) -> std::result::Result<
+            tonic::Response<super::ShardDirectoryResolution>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/shardlite.v1.Shardlite/ResolveShardDirectoryEntry",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new(
+                        "shardlite.v1.Shardlite",
+                        "ResolveShardDirectoryEntry",
+                    ),
+                );
+            self.inner.unary(req, path, codec).await
+        }
+        /// The six entry changes (scope admin), each written as a pending map by compare-and-set on
+        /// `expected_current_map_version` and activated in the same call when `activate` is set. A
+        /// refused change is OK with `succeeded` false and status Rejected, its issues naming why.
+        pub async fn reserve_shard_directory_entry(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ShardDirectoryMutation>,
+        ) -> std::result::Result<
+            tonic::Response<super::ShardDirectoryMutationResult>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/shardlite.v1.Shardlite/ReserveShardDirectoryEntry",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new(
+                        "shardlite.v1.Shardlite",
+                        "ReserveShardDirectoryEntry",
+                    ),
+                );
+            self.inner.unary(req, path, codec).await
+        }
+        pub async fn activate_shard_directory_entry(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ShardDirectoryMutation>,
+        ) -> std::result::Result<
+            tonic::Response<super::ShardDirectoryMutationResult>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/shardlite.v1.Shardlite/ActivateShardDirectoryEntry",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new(
+                        "shardlite.v1.Shardlite",
+                        "ActivateShardDirectoryEntry",
+                    ),
+                );
+            self.inner.unary(req, path, codec).await
+        }
+        pub async fn upsert_shard_directory_entry(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ShardDirectoryMutation>,
+        ) -> std::result::Result<
+            tonic::Response<super::ShardDirectoryMutationResult>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/shardlite.v1.Shardlite/UpsertShardDirectoryEntry",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new(
+                        "shardlite.v1.Shardlite",
+                        "UpsertShardDirectoryEntry",
+                    ),
+                );
+            self.inner.unary(req, path, codec).await
+        }
+        pub async fn disable_shard_directory_entry(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ShardDirectoryMutation>,
+        ) -> std::result::Result<
+            tonic::Response<super::ShardDirectoryMutationResult>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/shardlite.v1.Shardlite/DisableShardDirectoryEntry",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new(
+                        "shardlite.v1.Shardlite",
+                        "DisableShardDirectoryEntry",
+                    ),
+                );
+            self.inner.unary(req, path, codec).await
+        }
+        pub async fn delete_shard_directory_entry(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ShardDirectoryMutation>,
+        ) -> std::result::Result<
+            tonic::Response<super::ShardDirectoryMutationResult>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/shardlite.v1.Shardlite/DeleteShardDirectoryEntry",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new(
+                        "shardlite.v1.Shardlite",
+                        "DeleteShardDirectoryEntry",
+                    ),
+                );
+            self.inner.unary(req, path, codec).await
+        }
+        pub async fn mark_shard_directory_entry_stale(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ShardDirectoryMutation>,
+        ) -> std::result::Result<
+            tonic::Response<super::ShardDirectoryMutationResult>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/shardlite.v1.Shardlite/MarkShardDirectoryEntryStale",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new(
+                        "shardlite.v1.Shardlite",
+                        "MarkShardDirectoryEntryStale",
+                    ),
+                );
+            self.inner.unary(req, path, codec).await
+        }
+        /// One page of a directory's entries on the live map, by lookup key (scope read).
+        pub async fn list_shard_directory_entries(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ShardDirectoryEntriesRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ShardDirectoryEntryPage>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/shardlite.v1.Shardlite/ListShardDirectoryEntries",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new(
+                        "shardlite.v1.Shardlite",
+                        "ListShardDirectoryEntries",
+                    ),
                 );
             self.inner.unary(req, path, codec).await
         }
@@ -2701,6 +3075,69 @@ pub mod shardlite_server {
             request: tonic::Request<super::ShardMigrationProgressRequest>,
         ) -> std::result::Result<
             tonic::Response<super::ShardMigrationResult>,
+            tonic::Status,
+        >;
+        /// Resolves a lookup key on the live map (scope read): NOT_FOUND for an unknown directory or
+        /// entry; ABORTED / conflict for an entry not Active (unless include_inactive), one naming a
+        /// future map version, or one whose route resolves to another shard.
+        async fn resolve_shard_directory_entry(
+            &self,
+            request: tonic::Request<super::ShardDirectoryLookup>,
+        ) -> std::result::Result<
+            tonic::Response<super::ShardDirectoryResolution>,
+            tonic::Status,
+        >;
+        /// The six entry changes (scope admin), each written as a pending map by compare-and-set on
+        /// `expected_current_map_version` and activated in the same call when `activate` is set. A
+        /// refused change is OK with `succeeded` false and status Rejected, its issues naming why.
+        async fn reserve_shard_directory_entry(
+            &self,
+            request: tonic::Request<super::ShardDirectoryMutation>,
+        ) -> std::result::Result<
+            tonic::Response<super::ShardDirectoryMutationResult>,
+            tonic::Status,
+        >;
+        async fn activate_shard_directory_entry(
+            &self,
+            request: tonic::Request<super::ShardDirectoryMutation>,
+        ) -> std::result::Result<
+            tonic::Response<super::ShardDirectoryMutationResult>,
+            tonic::Status,
+        >;
+        async fn upsert_shard_directory_entry(
+            &self,
+            request: tonic::Request<super::ShardDirectoryMutation>,
+        ) -> std::result::Result<
+            tonic::Response<super::ShardDirectoryMutationResult>,
+            tonic::Status,
+        >;
+        async fn disable_shard_directory_entry(
+            &self,
+            request: tonic::Request<super::ShardDirectoryMutation>,
+        ) -> std::result::Result<
+            tonic::Response<super::ShardDirectoryMutationResult>,
+            tonic::Status,
+        >;
+        async fn delete_shard_directory_entry(
+            &self,
+            request: tonic::Request<super::ShardDirectoryMutation>,
+        ) -> std::result::Result<
+            tonic::Response<super::ShardDirectoryMutationResult>,
+            tonic::Status,
+        >;
+        async fn mark_shard_directory_entry_stale(
+            &self,
+            request: tonic::Request<super::ShardDirectoryMutation>,
+        ) -> std::result::Result<
+            tonic::Response<super::ShardDirectoryMutationResult>,
+            tonic::Status,
+        >;
+        /// One page of a directory's entries on the live map, by lookup key (scope read).
+        async fn list_shard_directory_entries(
+            &self,
+            request: tonic::Request<super::ShardDirectoryEntriesRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ShardDirectoryEntryPage>,
             tonic::Status,
         >;
         /// One page of the host's shard ids, with its shard and open-file counts.
@@ -3835,6 +4272,398 @@ pub mod shardlite_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = AbandonShardMigrationSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/shardlite.v1.Shardlite/ResolveShardDirectoryEntry" => {
+                    #[allow(non_camel_case_types)]
+                    struct ResolveShardDirectoryEntrySvc<T: Shardlite>(pub Arc<T>);
+                    impl<
+                        T: Shardlite,
+                    > tonic::server::UnaryService<super::ShardDirectoryLookup>
+                    for ResolveShardDirectoryEntrySvc<T> {
+                        type Response = super::ShardDirectoryResolution;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ShardDirectoryLookup>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Shardlite>::resolve_shard_directory_entry(
+                                        &inner,
+                                        request,
+                                    )
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ResolveShardDirectoryEntrySvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/shardlite.v1.Shardlite/ReserveShardDirectoryEntry" => {
+                    #[allow(non_camel_case_types)]
+                    struct ReserveShardDirectoryEntrySvc<T: Shardlite>(pub Arc<T>);
+                    impl<
+                        T: Shardlite,
+                    > tonic::server::UnaryService<super::ShardDirectoryMutation>
+                    for ReserveShardDirectoryEntrySvc<T> {
+                        type Response = super::ShardDirectoryMutationResult;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ShardDirectoryMutation>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Shardlite>::reserve_shard_directory_entry(
+                                        &inner,
+                                        request,
+                                    )
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ReserveShardDirectoryEntrySvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/shardlite.v1.Shardlite/ActivateShardDirectoryEntry" => {
+                    #[allow(non_camel_case_types)]
+                    struct ActivateShardDirectoryEntrySvc<T: Shardlite>(pub Arc<T>);
+                    impl<
+                        T: Shardlite,
+                    > tonic::server::UnaryService<super::ShardDirectoryMutation>
+                    for ActivateShardDirectoryEntrySvc<T> {
+                        type Response = super::ShardDirectoryMutationResult;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ShardDirectoryMutation>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Shardlite>::activate_shard_directory_entry(
+                                        &inner,
+                                        request,
+                                    )
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ActivateShardDirectoryEntrySvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/shardlite.v1.Shardlite/UpsertShardDirectoryEntry" => {
+                    #[allow(non_camel_case_types)]
+                    struct UpsertShardDirectoryEntrySvc<T: Shardlite>(pub Arc<T>);
+                    impl<
+                        T: Shardlite,
+                    > tonic::server::UnaryService<super::ShardDirectoryMutation>
+                    for UpsertShardDirectoryEntrySvc<T> {
+                        type Response = super::ShardDirectoryMutationResult;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ShardDirectoryMutation>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Shardlite>::upsert_shard_directory_entry(
+                                        &inner,
+                                        request,
+                                    )
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = UpsertShardDirectoryEntrySvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/shardlite.v1.Shardlite/DisableShardDirectoryEntry" => {
+                    #[allow(non_camel_case_types)]
+                    struct DisableShardDirectoryEntrySvc<T: Shardlite>(pub Arc<T>);
+                    impl<
+                        T: Shardlite,
+                    > tonic::server::UnaryService<super::ShardDirectoryMutation>
+                    for DisableShardDirectoryEntrySvc<T> {
+                        type Response = super::ShardDirectoryMutationResult;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ShardDirectoryMutation>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Shardlite>::disable_shard_directory_entry(
+                                        &inner,
+                                        request,
+                                    )
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = DisableShardDirectoryEntrySvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/shardlite.v1.Shardlite/DeleteShardDirectoryEntry" => {
+                    #[allow(non_camel_case_types)]
+                    struct DeleteShardDirectoryEntrySvc<T: Shardlite>(pub Arc<T>);
+                    impl<
+                        T: Shardlite,
+                    > tonic::server::UnaryService<super::ShardDirectoryMutation>
+                    for DeleteShardDirectoryEntrySvc<T> {
+                        type Response = super::ShardDirectoryMutationResult;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ShardDirectoryMutation>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Shardlite>::delete_shard_directory_entry(
+                                        &inner,
+                                        request,
+                                    )
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = DeleteShardDirectoryEntrySvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/shardlite.v1.Shardlite/MarkShardDirectoryEntryStale" => {
+                    #[allow(non_camel_case_types)]
+                    struct MarkShardDirectoryEntryStaleSvc<T: Shardlite>(pub Arc<T>);
+                    impl<
+                        T: Shardlite,
+                    > tonic::server::UnaryService<super::ShardDirectoryMutation>
+                    for MarkShardDirectoryEntryStaleSvc<T> {
+                        type Response = super::ShardDirectoryMutationResult;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ShardDirectoryMutation>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Shardlite>::mark_shard_directory_entry_stale(
+                                        &inner,
+                                        request,
+                                    )
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = MarkShardDirectoryEntryStaleSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/shardlite.v1.Shardlite/ListShardDirectoryEntries" => {
+                    #[allow(non_camel_case_types)]
+                    struct ListShardDirectoryEntriesSvc<T: Shardlite>(pub Arc<T>);
+                    impl<
+                        T: Shardlite,
+                    > tonic::server::UnaryService<super::ShardDirectoryEntriesRequest>
+                    for ListShardDirectoryEntriesSvc<T> {
+                        type Response = super::ShardDirectoryEntryPage;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ShardDirectoryEntriesRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Shardlite>::list_shard_directory_entries(
+                                        &inner,
+                                        request,
+                                    )
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ListShardDirectoryEntriesSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

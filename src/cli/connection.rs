@@ -5,7 +5,7 @@ use std::sync::Arc;
 use clap::Args;
 
 use crate::connect::connect;
-use crate::data::{DataClient, ShardAdmin};
+use crate::data::{DataClient, DirectoryAdmin, ShardAdmin};
 use crate::error::{Error, Result};
 use crate::options::ConnectionOptions;
 use crate::routing::RouteContext;
@@ -46,6 +46,8 @@ pub struct Opened {
     data_source: Option<String>,
     /// Shard-admin operations, when the target is sharded.
     admin: Option<Arc<dyn ShardAdmin>>,
+    /// Shard directories, when the target is sharded.
+    directories: Option<Arc<dyn DirectoryAdmin>>,
     /// Data operations on the route, on a plain file, or on a daemon; `None` for a master file
     /// opened without a route (see [`data`](Self::data)).
     data: Option<Arc<dyn DataClient>>,
@@ -64,6 +66,11 @@ impl Opened {
     /// Whether the connection opened a master file in this process (rather than a daemon).
     pub fn is_local(&self) -> bool {
         self.data_source.is_some()
+    }
+
+    /// The shard directories, when the target is sharded.
+    pub fn directories(&self) -> Option<Arc<dyn DirectoryAdmin>> {
+        self.directories.clone()
     }
 
     /// The shard-admin client, or an error saying the target is one plain database.
@@ -107,6 +114,7 @@ pub async fn open(args: &ConnectionArgs, route: Option<RouteContext>) -> Result<
     Ok(Opened {
         data_source: options.data_source().map(str::to_owned),
         admin: connected.admin(),
+        directories: connected.directories(),
         route: connected.route().cloned(),
         data: connected.into_client().ok(),
     })

@@ -7,6 +7,8 @@ mod catalog;
 mod connection;
 mod data;
 mod demo;
+mod directory;
+mod directory_import;
 mod hint;
 #[cfg(any(feature = "grpc", feature = "http"))]
 mod host;
@@ -110,6 +112,14 @@ enum Command {
         #[command(subcommand)]
         command: reshard::ReshardCommand,
     },
+    /// Shard directories: resolve a lookup key, change its entry, list or import entries.
+    #[command(
+        after_help = "Example: shardlite directory resolve -c \"Data Source=data/master.db\" --directory orders_by_id SO-1"
+    )]
+    Directory {
+        #[command(subcommand)]
+        command: directory::DirectoryCommand,
+    },
     /// Atomic transactions across shards: list the unresolved ones, or resolve them.
     #[command(after_help = "Example: shardlite tx list -c \"Data Source=data/master.db\"")]
     Tx {
@@ -156,6 +166,7 @@ impl Cli {
             Command::Catalog { command } => block_on(catalog::run(&command)),
             Command::Schema { command } => block_on(schema::run(&command)),
             Command::Migrate { command } => block_on(reshard::run(&command)),
+            Command::Directory { command } => block_on(directory::run(&command)),
             Command::Tx { command } => block_on(tx::run(&command)),
             Command::Backup { command } => block_on(backup::run(&command)),
             #[cfg(any(feature = "grpc", feature = "http"))]

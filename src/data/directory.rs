@@ -260,14 +260,36 @@ pub struct DirectoryMutationResult {
 /// Which page of a directory's entries to list: entries are ordered by lookup key.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema, utoipa::IntoParams))]
+#[cfg_attr(feature = "server", into_params(parameter_in = Query))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DirectoryEntryQuery {
     /// Start after this lookup key (the `nextAfter` of the previous page).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<String>,
-    /// At most this many entries (default and maximum [`MAX_DIRECTORY_PAGE`]).
+    /// At most this many entries, 1 to [`MAX_DIRECTORY_PAGE`] (the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "server", param(minimum = 1, maximum = 1000))]
     pub limit: Option<u32>,
+}
+
+impl DirectoryEntryQuery {
+    /// Refuses a limit of 0 or above [`MAX_DIRECTORY_PAGE`].
+    ///
+    /// ```
+    /// use shardlite::data::DirectoryEntryQuery;
+    ///
+    /// assert!(DirectoryEntryQuery { limit: Some(1000), ..Default::default() }.check().is_ok());
+    /// assert!(DirectoryEntryQuery { limit: Some(0), ..Default::default() }.check().is_err());
+    /// ```
+    pub fn check(&self) -> Result<()> {
+        match self.limit {
+            Some(limit) if !(1..=MAX_DIRECTORY_PAGE).contains(&limit) => Err(crate::error::Error::invalid_argument(
+                "limit",
+                format!("must be between 1 and {MAX_DIRECTORY_PAGE} (got {limit})"),
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// The most entries one page lists.
@@ -291,7 +313,9 @@ pub struct DirectoryEntryPage {
 
 /// Shard directories: resolving a lookup key, changing entries, listing them.
 ///
-/// Implemented in-process by [`ShardedClient`](crate::client::ShardedClient).
+/// Implemented in-process by [`ShardedClient`](crate::client::ShardedClient), and through a daemon
+/// by the REST client (`transport::http::HttpClient`) and the gRPC client
+/// (`transport::grpc::GrpcClient`); a change the daemon refuses is the same `Rejected` result.
 ///
 /// ```no_run
 /// # async fn demo(admin: &dyn shardlite::data::DirectoryAdmin) -> shardlite::Result<()> {

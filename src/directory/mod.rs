@@ -105,8 +105,8 @@ pub fn entries(map: &ShardMap, directory: &str, query: &DirectoryEntryQuery) -> 
         }
         .into());
     };
-    let limit =
-        usize::try_from(query.limit.unwrap_or(MAX_DIRECTORY_PAGE).clamp(1, MAX_DIRECTORY_PAGE)).unwrap_or(usize::MAX);
+    query.check()?;
+    let limit = usize::try_from(query.limit.unwrap_or(MAX_DIRECTORY_PAGE)).unwrap_or(usize::MAX);
     let after = query.after.as_deref().map(str::trim);
     let mut page: Vec<&DirectoryEntry> = map
         .options()

@@ -7,9 +7,10 @@
 //!
 //! The scopes follow the contract: `read` for queries, reads, read-only SQL (`ExecuteSql`,
 //! transactions and running a procedure too, run read-only), read-only fan-out, merged reads and
-//! status (a data host's shard list too); `write` for everything that changes data and for
-//! transactions; `admin` for the catalog, data migrations, schema migrations, `exec-all` and
-//! creating a data host's shard files.
+//! status (a data host's shard list too), resolving a shard directory's lookup key and listing its
+//! entries; `write` for everything that changes data and for
+//! transactions; `admin` for the catalog, shard directory changes, data migrations, schema migrations,
+//! `exec-all` and creating a data host's shard files.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -74,6 +75,8 @@ pub const OPERATIONS: &[(&str, Needs)] = &[
     ("ExecuteReadOnlySqlOnAllShards", s(Read)),
     ("QueryAllShards", s(Read)),
     ("ListHostShards", s(Read)),
+    ("ResolveShardDirectoryEntry", s(Read)),
+    ("ListShardDirectoryEntries", s(Read)),
     // Data changes and transactions.
     ("ExecuteSql", Needs::Sql),
     ("BeginTransaction", Needs::Sql),
@@ -107,6 +110,12 @@ pub const OPERATIONS: &[(&str, Needs)] = &[
     ("GetShardMigrationProgress", s(Admin)),
     ("ResumeShardMigration", s(Admin)),
     ("AbandonShardMigration", s(Admin)),
+    ("ReserveShardDirectoryEntry", s(Admin)),
+    ("ActivateShardDirectoryEntry", s(Admin)),
+    ("UpsertShardDirectoryEntry", s(Admin)),
+    ("DisableShardDirectoryEntry", s(Admin)),
+    ("DeleteShardDirectoryEntry", s(Admin)),
+    ("MarkShardDirectoryEntryStale", s(Admin)),
     // A data host's shard files.
     ("CreateHostShard", s(Admin)),
     // Meta.

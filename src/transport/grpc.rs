@@ -1,7 +1,8 @@
 //! The gRPC client: [`GrpcClient`] speaks `shardlite.v1.Shardlite` (`proto/shardlite.proto`) to a
 //! `shardlite serve` daemon and implements [`DataClient`](crate::data::DataClient) (all five of
-//! its parts) and [`ShardAdmin`](crate::data::ShardAdmin) (all four of its parts), so code
-//! written against those traits works unchanged over the network.
+//! its parts), [`ShardAdmin`](crate::data::ShardAdmin) (all four of its parts) and
+//! [`DirectoryAdmin`](crate::data::DirectoryAdmin), so code written against those traits works
+//! unchanged over the network.
 //!
 //! - The route of a route-bound client ([`RemoteOptions::with_route`],
 //!   [`GrpcClient::with_route`]) travels as metadata on **every** call; a keyspace or key that is
@@ -518,6 +519,7 @@ impl TransactionData for GrpcClient {
 // The operator contract, migrations and data-host operations through the daemon (after `rpc!`, which
 // they use).
 mod admin;
+mod directory;
 mod host;
 mod reshard;
 

@@ -1,5 +1,6 @@
 //! A REST client of a shardlite daemon, implementing [`DataClient`](crate::data::DataClient) (all
-//! five of its parts) and [`ShardAdmin`](crate::data::ShardAdmin).
+//! five of its parts), [`ShardAdmin`](crate::data::ShardAdmin) and
+//! [`DirectoryAdmin`](crate::data::DirectoryAdmin).
 //!
 //! The bound route travels as the `X-CSharpDB-Keyspace` / `X-CSharpDB-Shard-Key` headers on
 //! every request, the API key in its configured header. Path segments (table names, keys,
@@ -27,6 +28,7 @@
 
 mod admin;
 mod body;
+mod directory;
 mod failure;
 mod host;
 mod reshard;

@@ -8,6 +8,7 @@ mod backup;
 mod blocking_orders_example;
 mod catalog;
 mod data;
+mod directory;
 mod first_steps;
 mod many_shards;
 mod migrate;

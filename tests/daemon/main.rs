@@ -14,6 +14,7 @@ mod catalog_patch;
 mod catalog_remote;
 mod cross_shard_query_surfaces;
 mod data_host;
+mod directories;
 mod etcd_catalog;
 mod etcd_records;
 mod grpc;

@@ -20,8 +20,8 @@ use shardlite::wire::{ERROR_CODE_METADATA, KEYSPACE_METADATA, SHARD_KEY_METADATA
 const KEY_HEADER: &str = "X-CSharpDB-Api-Key";
 
 /// SPEC section 17: `read` for queries, reads, read-only SQL, read-only fan-out, merged reads and
-/// status (a data host's shard list too); `write` for data changes and transactions; `admin` for the
-/// catalog, migrations, schema migrations, exec-all and creating a data host's shard files.
+/// status (a data host's shard list too), shard directory lookups and entry lists; `write` for data
+/// changes and transactions; `admin` for the catalog, shard directory changes, migrations, schema migrations, exec-all and creating a data host's shard files.
 /// `None`: any valid key. SQL that `read` runs read-only (see [`allows`]) is listed under `write`,
 /// the scope its refusal names.
 fn expected_scope(operation: &str) -> Option<Option<&'static str>> {
@@ -55,7 +55,9 @@ fn expected_scope(operation: &str) -> Option<Option<&'static str>> {
         | "GetShardHeat"
         | "ExecuteReadOnlySqlOnAllShards"
         | "QueryAllShards"
-        | "ListHostShards" => Some("read"),
+        | "ListHostShards"
+        | "ResolveShardDirectoryEntry"
+        | "ListShardDirectoryEntries" => Some("read"),
         "ExecuteSql"
         | "BeginTransaction"
         | "ExecuteInTransaction"
@@ -87,6 +89,12 @@ fn expected_scope(operation: &str) -> Option<Option<&'static str>> {
         | "GetShardMigrationProgress"
         | "ResumeShardMigration"
         | "AbandonShardMigration"
+        | "ReserveShardDirectoryEntry"
+        | "ActivateShardDirectoryEntry"
+        | "UpsertShardDirectoryEntry"
+        | "DisableShardDirectoryEntry"
+        | "DeleteShardDirectoryEntry"
+        | "MarkShardDirectoryEntryStale"
         | "CreateHostShard" => Some("admin"),
         "GetOpenApiDocument" => None,
         _ => return None,

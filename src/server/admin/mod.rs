@@ -61,6 +61,7 @@ static ASSETS: &[Asset] = assets! {
     "shards.js" => "text/javascript; charset=utf-8",
     "catalog.js" => "text/javascript; charset=utf-8",
     "migrations.js" => "text/javascript; charset=utf-8",
+    "directories.js" => "text/javascript; charset=utf-8",
     "route.js" => "text/javascript; charset=utf-8",
     "diagnostics.js" => "text/javascript; charset=utf-8",
     "favicon.svg" => "image/svg+xml",

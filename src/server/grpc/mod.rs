@@ -19,6 +19,7 @@
 //! parameters, documents or keys) at `INFO`.
 
 mod call;
+mod directory;
 mod gate;
 mod reshard;
 mod service;

@@ -10,6 +10,16 @@ use crate::transport::grpc::convert::{document_from_json, params_from_pb, requir
 use crate::wire::proto::{self as pb, shardlite_server::Shardlite};
 
 use super::call::{RpcResult, ShardliteService};
+use super::directory;
+
+/// Short names for the shard directory messages, so each of their handlers fits a line.
+mod d {
+    pub(super) use crate::wire::proto::{
+        ShardDirectoryEntriesRequest as EntriesRequest, ShardDirectoryEntryPage as Page,
+        ShardDirectoryLookup as Lookup, ShardDirectoryMutation as Mutation, ShardDirectoryMutationResult as Result,
+        ShardDirectoryResolution as Resolution,
+    };
+}
 
 #[tonic::async_trait]
 impl Shardlite for ShardliteService {
@@ -543,5 +553,44 @@ impl Shardlite for ShardliteService {
                 .into())
         })
         .await
+    }
+
+    // ---------------------------------------------------------------- shard directories
+
+    async fn resolve_shard_directory_entry(&self, request: Request<d::Lookup>) -> RpcResult<d::Resolution> {
+        self.run("ResolveShardDirectoryEntry", request, directory::resolve)
+            .await
+    }
+
+    async fn list_shard_directory_entries(&self, request: Request<d::EntriesRequest>) -> RpcResult<d::Page> {
+        self.run("ListShardDirectoryEntries", request, directory::entries).await
+    }
+
+    async fn reserve_shard_directory_entry(&self, request: Request<d::Mutation>) -> RpcResult<d::Result> {
+        self.run("ReserveShardDirectoryEntry", request, directory::reserve)
+            .await
+    }
+
+    async fn activate_shard_directory_entry(&self, request: Request<d::Mutation>) -> RpcResult<d::Result> {
+        self.run("ActivateShardDirectoryEntry", request, directory::activate)
+            .await
+    }
+
+    async fn upsert_shard_directory_entry(&self, request: Request<d::Mutation>) -> RpcResult<d::Result> {
+        self.run("UpsertShardDirectoryEntry", request, directory::upsert).await
+    }
+
+    async fn disable_shard_directory_entry(&self, request: Request<d::Mutation>) -> RpcResult<d::Result> {
+        self.run("DisableShardDirectoryEntry", request, directory::disable)
+            .await
+    }
+
+    async fn delete_shard_directory_entry(&self, request: Request<d::Mutation>) -> RpcResult<d::Result> {
+        self.run("DeleteShardDirectoryEntry", request, directory::delete).await
+    }
+
+    async fn mark_shard_directory_entry_stale(&self, request: Request<d::Mutation>) -> RpcResult<d::Result> {
+        self.run("MarkShardDirectoryEntryStale", request, directory::mark_stale)
+            .await
     }
 }

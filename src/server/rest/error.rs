@@ -22,7 +22,9 @@
 //! A catalog update that validation refused is a 400 `invalid_input` body with the validation as
 //! the extension member `validation` ([`CatalogUpdateRefused`]); a migration request that was
 //! rejected before anything moved is a 400 `invalid_input` body with the whole result as the
-//! extension member `migration` ([`ReshardRejected`]).
+//! extension member `migration` ([`ReshardRejected`]); a shard directory change that was refused
+//! is a 400 `invalid_input` body with the whole result as the extension member `mutation`
+//! ([`DirectoryRefused`]).
 //! Request problems that are not crate errors: `payload_too_large` (413),
 //! `unsupported_media_type` (415), `method_not_allowed` (405) and `not_found` for a path no
 //! endpoint serves (404).
@@ -33,7 +35,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::data::{CatalogValidation, ReshardResult};
+use crate::data::{CatalogValidation, DirectoryMutationResult, ReshardResult};
 use crate::error::{Error, ErrorKind, ShardProblem};
 
 /// The media type of every error body.
@@ -126,6 +128,41 @@ impl ReshardRejected {
             problem,
             migration: Some(migration),
         }
+    }
+}
+
+/// The answer to a shard directory change that was refused (its `status` is `Rejected`; nothing
+/// was written): a problem body (400, `invalid_input`, the result's message as its detail) whose
+/// extension member `mutation` is the whole result, with the `issues` that name the problem. A
+/// body that could not be read at all is a plain problem, without `mutation`.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = DirectoryMutationRefused)]
+pub struct DirectoryRefused {
+    /// The problem members.
+    #[serde(flatten)]
+    pub problem: Problem,
+    /// The refused change's result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mutation: Option<DirectoryMutationResult>,
+}
+
+impl DirectoryRefused {
+    /// The answer for `mutation`, which was refused.
+    pub fn new(mutation: DirectoryMutationResult) -> Self {
+        let refused = Error::invalid_argument("shard directory change", mutation.message.clone());
+        let (_, problem) = problem(&ApiError::Data(refused));
+        Self {
+            problem,
+            mutation: Some(mutation),
+        }
+    }
+}
+
+impl IntoResponse for DirectoryRefused {
+    fn into_response(self) -> Response {
+        let status = self.problem.status;
+        problem_with_members(status, self)
     }
 }
 

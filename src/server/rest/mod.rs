@@ -13,7 +13,7 @@
 //! - `/api/info` and `/api/sql/...` live in [`data`], `/api/transactions/...` in
 //!   [`transactions`], rows in [`tables`], documents in [`collections`], saved queries and
 //!   procedures in [`procedures`], `/api/sharding/...` in [`admin`] (schema migrations and
-//!   schema status in [`schema`]), `/api/host/...` (a data host's shard files) in [`host`],
+//!   schema status in [`schema`], shard directories in [`directory`]), `/api/host/...` (a data host's shard files) in [`host`],
 //!   and `/openapi.json`
 //!   (generated from the handlers) in [`openapi`].
 //! - The problem body and the one error-to-status function are in [`error`], extractors whose
@@ -27,6 +27,7 @@ pub mod admin;
 pub mod bodies;
 pub mod collections;
 pub mod data;
+pub mod directory;
 pub mod error;
 pub mod extract;
 mod gate;
@@ -171,6 +172,14 @@ fn api_routes() -> OpenApiRouter<ServerState> {
         .routes(routes!(admin::validate_catalog_update))
         .routes(routes!(admin::apply_catalog_update))
         .routes(routes!(admin::activate_catalog))
+        .routes(routes!(directory::resolve))
+        .routes(routes!(directory::entries))
+        .routes(routes!(directory::reserve))
+        .routes(routes!(directory::activate))
+        .routes(routes!(directory::upsert))
+        .routes(routes!(directory::disable))
+        .routes(routes!(directory::delete))
+        .routes(routes!(directory::mark_stale))
         .routes(routes!(schema::schema_status))
         .routes(routes!(schema::migrate_schema))
         .routes(routes!(reshard::migrate_exact_route_key))

@@ -1,12 +1,13 @@
 //! Failed calls: a transport failure, or an error status whose problem body
 //! (`application/problem+json`) decodes into the crate's [`Error`] with the daemon's
 //! [`ErrorKind`] and SQLite code, keeping the extension members a caller may need (`missing`,
-//! the `validation` of a refused catalog update, the `migration` of a rejected migration).
+//! the `validation` of a refused catalog update, the `migration` of a rejected migration, the
+//! `mutation` of a refused shard directory change).
 
 use reqwest::StatusCode;
 use serde::Deserialize;
 
-use crate::data::{CatalogValidation, ReshardResult};
+use crate::data::{CatalogValidation, DirectoryMutationResult, ReshardResult};
 use crate::error::{Error, ErrorKind, RemoteFailure, TransportFailure};
 use crate::transport::tls::explain_failure as explain_tls_failure;
 
@@ -30,15 +31,20 @@ struct Problem {
     /// For a rejected migration request: its result, read apart like `validation`.
     #[serde(default)]
     migration: Option<serde_json::Value>,
+    /// For a refused shard directory change: its result, read apart like `validation`.
+    #[serde(default)]
+    mutation: Option<serde_json::Value>,
 }
 
 /// A failed call: the error, for `not_found` the kind of object that is missing, for a refused
-/// catalog update its validation, and for a rejected migration its result.
+/// catalog update its validation, for a rejected migration its result, and for a refused shard
+/// directory change its result.
 pub(super) struct Failure {
     pub(super) error: Error,
     missing: Option<String>,
     validation: Option<Box<CatalogValidation>>,
     migration: Option<Box<ReshardResult>>,
+    mutation: Option<Box<DirectoryMutationResult>>,
 }
 
 impl Failure {
@@ -49,6 +55,7 @@ impl Failure {
             missing: None,
             validation: None,
             migration: None,
+            mutation: None,
         }
     }
 
@@ -71,6 +78,10 @@ impl Failure {
                     .migration
                     .and_then(|migration| serde_json::from_value(migration).ok())
                     .map(Box::new),
+                mutation: problem
+                    .mutation
+                    .and_then(|mutation| serde_json::from_value(mutation).ok())
+                    .map(Box::new),
             },
             _ => Self {
                 error: Error::from(TransportFailure {
@@ -85,6 +96,7 @@ impl Failure {
                 missing: None,
                 validation: None,
                 migration: None,
+                mutation: None,
             },
         }
     }
@@ -103,6 +115,15 @@ impl Failure {
     pub(super) fn into_rejected_migration(self) -> Result<ReshardResult, Error> {
         match self.migration {
             Some(migration) if self.error.kind() == ErrorKind::InvalidInput => Ok(*migration),
+            _ => Err(self.error),
+        }
+    }
+
+    /// The result of a shard directory change the daemon refused (400 `invalid_input` with a
+    /// `mutation` member), or the error when the answer is anything else.
+    pub(super) fn into_refused_mutation(self) -> Result<DirectoryMutationResult, Error> {
+        match self.mutation {
+            Some(mutation) if self.error.kind() == ErrorKind::InvalidInput => Ok(*mutation),
             _ => Err(self.error),
         }
     }

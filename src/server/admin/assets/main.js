@@ -5,6 +5,7 @@ import { message, replace } from './dom.js';
 import * as shards from './shards.js';
 import * as catalog from './catalog.js';
 import * as migrations from './migrations.js';
+import * as directories from './directories.js';
 import * as route from './route.js';
 import * as diagnostics from './diagnostics.js';
 
@@ -13,6 +14,7 @@ const views = {
   buckets: shards.bucketsView,
   catalog: catalog.view,
   migrations: migrations.view,
+  directories: directories.view,
   route: route.previewView,
   query: route.tabsView,
   diagnostics: diagnostics.view,

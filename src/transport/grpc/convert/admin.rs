@@ -146,6 +146,7 @@ impl From<ShardMapSnapshot> for pb::ShardMapSnapshot {
             shards: map.shards.into_iter().map(Into::into).collect(),
             bucket_ranges: map.bucket_ranges.into_iter().map(Into::into).collect(),
             exact_key_pins: map.exact_key_pins.into_iter().collect(),
+            directories: map.directories.into_iter().map(Into::into).collect(),
         }
     }
 }
@@ -160,7 +161,7 @@ impl TryFrom<pb::ShardMapSnapshot> for ShardMapSnapshot {
             shards: map.shards.into_iter().map(TryInto::try_into).collect::<Result<_>>()?,
             bucket_ranges: map.bucket_ranges.into_iter().map(Into::into).collect(),
             exact_key_pins: map.exact_key_pins.into_iter().collect(),
-            directories: Vec::new(),
+            directories: map.directories.into_iter().map(Into::into).collect(),
         })
     }
 }
