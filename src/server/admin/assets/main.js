@@ -7,6 +7,7 @@ import * as catalog from './catalog.js';
 import * as migrations from './migrations.js';
 import * as route from './route.js';
 import * as diagnostics from './diagnostics.js';
+import * as atomic from './atomic.js';
 
 const views = {
   shards: shards.shardsView,
@@ -16,6 +17,7 @@ const views = {
   route: route.previewView,
   query: route.tabsView,
   diagnostics: diagnostics.view,
+  atomic: atomic.view,
 };
 
 const $ = (id) => document.getElementById(id);
