@@ -248,10 +248,15 @@ async fn atomic_transactions(browser: &Browser, daemon: &Daemon, shots: &Path) {
 
     browser.click("button[data-view=atomic]").await;
     browser
-        .wait_until("nothing unresolved", "return document.getElementById('atomic-none') !== null;")
+        .wait_until(
+            "nothing unresolved",
+            "return document.getElementById('atomic-none') !== null;",
+        )
         .await;
     let sharded = daemon.state.sharded().expect("sharded").clone();
-    let months = ["2025-12", "2026-01", "2026-02", "2026-03", "2026-04", "2026-05", "2026-06"];
+    let months = [
+        "2025-12", "2026-01", "2026-02", "2026-03", "2026-04", "2026-05", "2026-06",
+    ];
     let shard_of = |month: &str| {
         sharded
             .resolve_route(&crate::support::orders_route(month))

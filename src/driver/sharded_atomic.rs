@@ -96,7 +96,11 @@ impl ShardedAtomic {
         Ok(ShardliteRow::from_result(self.run(route, query).await?))
     }
 
-    async fn run<'q, E: Execute<'q, Shardlite>>(&mut self, route: &RouteContext, mut query: E) -> Result<SqlResult, Error> {
+    async fn run<'q, E: Execute<'q, Shardlite>>(
+        &mut self,
+        route: &RouteContext,
+        mut query: E,
+    ) -> Result<SqlResult, Error> {
         // `sql()` consumes the query: take the arguments first.
         let arguments = query.take_arguments().map_err(Error::Encode)?;
         let sql = query.sql();

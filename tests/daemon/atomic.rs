@@ -363,7 +363,9 @@ async fn a_participant_the_map_disables_before_commit_is_refused_with_nothing_ap
     assert_eq!(execute(&daemon, &id, 1, &credit(1, 10)).await.0, StatusCode::OK);
 
     // An operator disables s1, a participant, before the commit.
-    let mut v2 = pinned_tenants(ACCOUNTS + 1, |i| dir.path().join(format!("s{i}.db")).display().to_string());
+    let mut v2 = pinned_tenants(ACCOUNTS + 1, |i| {
+        dir.path().join(format!("s{i}.db")).display().to_string()
+    });
     v2.shards[ACCOUNTS].enabled = false;
     v2.shards[1].enabled = false;
     v2.map_version = 2;
@@ -386,7 +388,11 @@ async fn a_participant_the_map_disables_before_commit_is_refused_with_nothing_ap
     assert_eq!(balances_enabled(&sharded).await, [100], "nothing applied on s0");
     let unresolved = sharded.atomic_recovery().unresolved().await.unwrap();
     assert!(unresolved.is_empty(), "{unresolved:?}");
-    assert_eq!(execute_plain(&daemon, 0, &debit(0, 1)).await, StatusCode::OK, "s0's row is free");
+    assert_eq!(
+        execute_plain(&daemon, 0, &debit(0, 1)).await,
+        StatusCode::OK,
+        "s0's row is free"
+    );
 }
 
 /// Account 0's balance (shard `s0` stays enabled).

@@ -92,7 +92,10 @@ async fn accounts(sharded: &ShardedClient) {
 
 async fn balances(sharded: &ShardedClient) -> [i64; 3] {
     let mut out = [0; 3];
-    for (slot, (tenant, id)) in [("tenant-a", 1), ("tenant-b", 2), ("tenant-a", 3)].into_iter().enumerate() {
+    for (slot, (tenant, id)) in [("tenant-a", 1), ("tenant-b", 2), ("tenant-a", 3)]
+        .into_iter()
+        .enumerate()
+    {
         let result = sharded
             .for_route(route(tenant))
             .execute_sql(&format!("SELECT balance FROM accounts WHERE id = {id}"), Params::none())
@@ -159,8 +162,16 @@ async fn check_while_stalled(daemon: &Daemon, sharded: &ShardedClient) {
         json!({ "sql": "UPDATE accounts SET balance = balance + 1 WHERE id = 3" }),
     )
     .await;
-    assert_eq!(status, StatusCode::OK, "a row no transaction holds, on the same shard: {body}");
-    assert_eq!(balances(sharded).await, [100, 100, 51], "readers see the last committed values");
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "a row no transaction holds, on the same shard: {body}"
+    );
+    assert_eq!(
+        balances(sharded).await,
+        [100, 100, 51],
+        "readers see the last committed values"
+    );
 }
 
 async fn finish_and_check(daemon: &Daemon, sharded: &ShardedClient, commit: tokio::task::JoinHandle<StatusCode>) {

@@ -287,14 +287,18 @@ async fn transfer_master(dir: &Path) -> (std::path::PathBuf, ShardedClient) {
     let sharded = ShardedClient::open(&master).await.unwrap();
     for outcome in sharded
         .query()
-        .execute_all("CREATE TABLE accounts (id INTEGER PRIMARY KEY, owner TEXT NOT NULL UNIQUE, balance INTEGER NOT NULL)")
+        .execute_all(
+            "CREATE TABLE accounts (id INTEGER PRIMARY KEY, owner TEXT NOT NULL UNIQUE, balance INTEGER NOT NULL)",
+        )
         .await
         .unwrap()
     {
         assert!(outcome.error.is_none(), "{outcome:?}");
     }
     for owner in ["tenant-a", "tenant-b"] {
-        let pool = ShardedPool::connect(&format!("Data Source={}", master.display())).await.unwrap();
+        let pool = ShardedPool::connect(&format!("Data Source={}", master.display()))
+            .await
+            .unwrap();
         let mut conn = pool.acquire(route_in("tenants", owner)).await.unwrap();
         sqlx::query("INSERT INTO accounts (owner, balance) VALUES (?, 100)")
             .bind(owner)
@@ -317,10 +321,17 @@ async fn atomic_transfer(pool: &ShardedPool, amount: i64) -> shardlite::driver::
         .bind("tenant-a");
     assert_eq!(tx.execute(&a, debit).await.unwrap().rows_affected(), 1);
     let seen = tx
-        .fetch_all(&a, sqlx::query("SELECT balance FROM accounts WHERE owner = ?").bind("tenant-a"))
+        .fetch_all(
+            &a,
+            sqlx::query("SELECT balance FROM accounts WHERE owner = ?").bind("tenant-a"),
+        )
         .await
         .unwrap();
-    assert_eq!(seen[0].get::<i64, _>(0), before.0 - amount, "the transaction reads its own write");
+    assert_eq!(
+        seen[0].get::<i64, _>(0),
+        before.0 - amount,
+        "the transaction reads its own write"
+    );
     let credit = sqlx::query("UPDATE accounts SET balance = balance + ? WHERE owner = ?")
         .bind(amount)
         .bind("tenant-b");
@@ -337,10 +348,15 @@ async fn atomic_transfer(pool: &ShardedPool, amount: i64) -> shardlite::driver::
 async fn a_pool_runs_an_atomic_transfer_across_shards_and_a_dropped_one_leaves_nothing() {
     let dir = temp_dir();
     let (master, sharded) = transfer_master(dir.path()).await;
-    let pool = ShardedPool::connect(&format!("Data Source={}", master.display())).await.unwrap();
+    let pool = ShardedPool::connect(&format!("Data Source={}", master.display()))
+        .await
+        .unwrap();
 
     atomic_transfer(&pool, 30).await.commit().await.unwrap();
-    assert_eq!((balance(&pool, "tenant-a").await, balance(&pool, "tenant-b").await), (70, 130));
+    assert_eq!(
+        (balance(&pool, "tenant-a").await, balance(&pool, "tenant-b").await),
+        (70, 130)
+    );
 
     atomic_transfer(&pool, 5).await.rollback().await.unwrap();
     drop(atomic_transfer(&pool, 7).await);
@@ -351,7 +367,10 @@ async fn a_pool_runs_an_atomic_transfer_across_shards_and_a_dropped_one_leaves_n
         .await
         .unwrap();
     drop(conn);
-    assert_eq!((balance(&pool, "tenant-a").await, balance(&pool, "tenant-b").await), (70, 130));
+    assert_eq!(
+        (balance(&pool, "tenant-a").await, balance(&pool, "tenant-b").await),
+        (70, 130)
+    );
     assert!(sharded.atomic_recovery().unresolved().await.unwrap().is_empty());
 
     // A route of another keyspace is refused as the caller's input, and nothing of the

@@ -100,7 +100,11 @@ pub async fn atomic_transactions(
     State(state): State<ServerState>,
 ) -> Result<axum::Json<Vec<UnresolvedAtomicEntry>>, ApiError> {
     let mut found = sharded(&state)?.atomic_recovery().unresolved().await?;
-    found.sort_by(|a, b| b.age_ms.cmp(&a.age_ms).then_with(|| a.transaction_id.cmp(&b.transaction_id)));
+    found.sort_by(|a, b| {
+        b.age_ms
+            .cmp(&a.age_ms)
+            .then_with(|| a.transaction_id.cmp(&b.transaction_id))
+    });
     Ok(axum::Json(found.into_iter().map(UnresolvedAtomicEntry::from).collect()))
 }
 
