@@ -117,23 +117,25 @@ impl ShardedAtomic {
 
     /// Commits on every shard it wrote, or on none.
     pub async fn commit(self) -> Result<(), Error> {
-        Ok(match self.coordinator {
+        match self.coordinator {
             Coordinator::Local(tx) => tx.commit().await?,
             #[cfg(feature = "grpc")]
             Coordinator::Grpc(tx) => tx.commit().await?,
             #[cfg(feature = "http")]
             Coordinator::Http(tx) => tx.commit().await?,
-        })
+        }
+        Ok(())
     }
 
     /// Rolls back on every shard it touched.
     pub async fn rollback(self) -> Result<(), Error> {
-        Ok(match self.coordinator {
+        match self.coordinator {
             Coordinator::Local(tx) => tx.rollback().await?,
             #[cfg(feature = "grpc")]
             Coordinator::Grpc(tx) => tx.rollback().await?,
             #[cfg(feature = "http")]
             Coordinator::Http(tx) => tx.rollback().await?,
-        })
+        }
+        Ok(())
     }
 }
