@@ -233,9 +233,81 @@ async fn the_workspace_works_in_a_real_browser() {
     diagnostics(&browser, &shots).await;
     catalog_actions(&browser, &daemon, &shots).await;
     migrations(&browser, &daemon, &shots).await;
+    atomic_transactions(&browser, &daemon, &shots).await;
 
     browser.close().await;
     daemon.stop().await.unwrap();
+}
+
+/// The atomic transactions view says when nothing is unresolved, and lists a transaction whose
+/// coordinator stopped after its prepares on each shard that holds it: the decision record
+/// (`pending`) on its first participant and the intent (`prepared`) on both, with age and
+/// participants.
+async fn atomic_transactions(browser: &Browser, daemon: &Daemon, shots: &Path) {
+    use shardlite::client::{AtomicStep, Params, Value as SqlValue};
+
+    browser.click("button[data-view=atomic]").await;
+    browser
+        .wait_until(
+            "nothing unresolved",
+            "return document.getElementById('atomic-none') !== null;",
+        )
+        .await;
+    let sharded = daemon.state.sharded().expect("sharded").clone();
+    let months = [
+        "2025-12", "2026-01", "2026-02", "2026-03", "2026-04", "2026-05", "2026-06",
+    ];
+    let shard_of = |month: &str| {
+        sharded
+            .resolve_route(&crate::support::orders_route(month))
+            .expect("resolve")
+            .shard_id
+    };
+    let first = months[0];
+    let second = *months
+        .iter()
+        .find(|m| shard_of(m) != shard_of(first))
+        .expect("two months on different shards");
+    let mut tx = sharded.begin_atomic();
+    for month in [first, second] {
+        tx.execute(
+            &crate::support::orders_route(month),
+            "UPDATE orders SET customer = 'moved' WHERE order_number = ?1",
+            Params::Positional(vec![SqlValue::Text(format!("SO-{month}-1"))]),
+        )
+        .await
+        .expect("atomic update");
+    }
+    tx.commit_until(Some(AtomicStep::Prepared(1))).await.expect("prepared");
+    let participants = format!("{}, {}", shard_of(first), shard_of(second));
+
+    browser.click("#atomic-refresh").await;
+    browser
+        .wait_until(
+            "three entries",
+            "return document.querySelectorAll('#atomic-table tbody tr').length === 3;",
+        )
+        .await;
+    let rows = cells(browser, "#atomic-table").await;
+    let mut seen: Vec<(String, String)> = rows
+        .iter()
+        .map(|row| {
+            assert_eq!(row[0], tx.id(), "{rows:?}");
+            assert!(row[3].ends_with(" ms") || row[3].ends_with(" s"), "an age: {rows:?}");
+            assert_eq!(row[4], participants, "{rows:?}");
+            (row[1].clone(), row[2].clone())
+        })
+        .collect();
+    seen.sort();
+    let mut expected = vec![
+        (shard_of(first), "pending".to_owned()),
+        (shard_of(first), "prepared".to_owned()),
+        (shard_of(second), "prepared".to_owned()),
+    ];
+    expected.sort();
+    assert_eq!(seen, expected);
+    assert!(browser.text("#atomic-count").await.starts_with("3 unresolved"));
+    browser.screenshot(shots, "12-atomic-transactions").await;
 }
 
 /// With `--api-key` the page asks for the key, refuses a wrong one clearly, keeps the right one

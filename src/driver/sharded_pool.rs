@@ -11,6 +11,7 @@ use sqlx_core::connection::LogSettings;
 use sqlx_core::error::Error;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::sharded_atomic::{Coordinator, ShardedAtomic};
 use super::{ShardliteConnectOptions, ShardliteConnection};
 use crate::client::{DedicatedClient, ShardedClient};
 use crate::connect::{ConnectedClient, ConnectionTarget, connect_with};
@@ -272,6 +273,23 @@ impl ShardedPool {
                 _permit: permit,
             }),
         })
+    }
+
+    /// Begins an atomic transaction across shards: its queries run on any route, and it commits
+    /// on every shard they wrote or on none (see [`ShardedAtomic`]). It takes none of the pool's
+    /// connections. Over a daemon, the daemon runs it.
+    pub async fn begin_atomic(&self) -> Result<ShardedAtomic, Error> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(Error::PoolClosed);
+        }
+        let coordinator = match &self.inner.backend {
+            Backend::Local { sharded, .. } => Coordinator::Local(sharded.begin_atomic()),
+            #[cfg(feature = "grpc")]
+            Backend::Grpc(client) => Coordinator::Grpc(client.begin_atomic().await?),
+            #[cfg(feature = "http")]
+            Backend::Http(client) => Coordinator::Http(client.begin_atomic().await?),
+        };
+        Ok(ShardedAtomic::new(coordinator))
     }
 
     /// A connection bound to the keyspace without a route: each query (`SELECT`) is answered across

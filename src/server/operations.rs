@@ -72,6 +72,7 @@ pub const OPERATIONS: &[(&str, Needs)] = &[
     ("GetShardStatus", s(Read)),
     ("GetShardStatusPage", s(Read)),
     ("GetShardHeat", s(Read)),
+    ("ListAtomicTransactions", s(Read)),
     ("ExecuteReadOnlySqlOnAllShards", s(Read)),
     ("QueryAllShards", s(Read)),
     ("ListHostShards", s(Read)),

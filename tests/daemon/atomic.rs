@@ -1,7 +1,8 @@
 //! Atomic transactions across shards through the daemon, over REST and gRPC (and the crate's
 //! HTTP and gRPC clients): a transfer between accounts on different shards commits on both;
 //! bad input (execute after commit, commit twice, an unknown or malformed id, no route, a
-//! disabled shard) is a clear 4xx with nothing half-applied; an idle one expires and is rolled
+//! disabled shard, a participant the map disables before the commit) is a clear 4xx with nothing
+//! half-applied; an idle one expires and is rolled
 //! back; the `shardlite_atomic_unresolved` gauge counts what recovery has left to do.
 
 use std::path::Path;
@@ -348,4 +349,72 @@ async fn the_unresolved_gauge_counts_what_recovery_has_left() {
     sharded.atomic_recovery().resolve().await.unwrap();
     assert_eq!(gauge().await, Some(0.0));
     assert_eq!(balances(&sharded).await, moved(6, 7, 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_participant_the_map_disables_before_commit_is_refused_with_nothing_applied() {
+    use shardlite::data::{ActivationRequest, Audit, CatalogUpdateRequest};
+
+    let dir = temp_dir();
+    let daemon = accounts_daemon(dir.path(), ServerConfig::default()).await;
+    let sharded = daemon.state.sharded().unwrap().clone();
+    let id = begin(&daemon).await;
+    assert_eq!(execute(&daemon, &id, 0, &debit(0, 10)).await.0, StatusCode::OK);
+    assert_eq!(execute(&daemon, &id, 1, &credit(1, 10)).await.0, StatusCode::OK);
+
+    // An operator disables s1, a participant, before the commit.
+    let mut v2 = pinned_tenants(ACCOUNTS + 1, |i| {
+        dir.path().join(format!("s{i}.db")).display().to_string()
+    });
+    v2.shards[ACCOUNTS].enabled = false;
+    v2.shards[1].enabled = false;
+    v2.map_version = 2;
+    let mut request = CatalogUpdateRequest::new(v2);
+    request.expected_current_map_version = Some(1);
+    request.allow_ownership_change = true;
+    assert!(sharded.catalog().apply(&request).await.unwrap().applied);
+    sharded
+        .catalog()
+        .activate(&ActivationRequest::new(2).audit(Audit::by("test")))
+        .await
+        .unwrap();
+
+    assert_problem(
+        &end(&daemon, &id, "commit").await,
+        StatusCode::BAD_REQUEST,
+        "invalid_input",
+        "shard 's1', which the map disables",
+    );
+    assert_eq!(balances_enabled(&sharded).await, [100], "nothing applied on s0");
+    let unresolved = sharded.atomic_recovery().unresolved().await.unwrap();
+    assert!(unresolved.is_empty(), "{unresolved:?}");
+    assert_eq!(
+        execute_plain(&daemon, 0, &debit(0, 1)).await,
+        StatusCode::OK,
+        "s0's row is free"
+    );
+}
+
+/// Account 0's balance (shard `s0` stays enabled).
+async fn balances_enabled(sharded: &ShardedClient) -> [i64; 1] {
+    let result = sharded
+        .for_route(route("t0"))
+        .execute_sql("SELECT balance FROM accounts WHERE id = 0", Params::none())
+        .await
+        .unwrap();
+    match result.rows[0][0] {
+        Value::Integer(n) => [n],
+        ref other => panic!("balance {other:?}"),
+    }
+}
+
+/// Executes `sql` outside any transaction on tenant `t{account}`'s route: the status.
+async fn execute_plain(daemon: &Daemon, account: usize, sql: &str) -> StatusCode {
+    let request = http_client().post(daemon.url("/api/sql/execute"));
+    routed(request, &format!("t{account}"))
+        .json(&json!({ "sql": sql }))
+        .send()
+        .await
+        .unwrap()
+        .status()
 }

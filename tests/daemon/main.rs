@@ -9,6 +9,7 @@ pub mod support;
 mod api_contract;
 mod atomic;
 mod atomic_crash;
+mod atomic_stall;
 mod backup;
 mod catalog_patch;
 mod catalog_remote;

@@ -1131,6 +1131,7 @@ async fn an_unsharded_daemon_serves_data_and_refuses_shard_admin() {
         (Method::GET, "/api/sharding/status", None),
         (Method::GET, "/api/sharding/status/page", None),
         (Method::GET, "/api/sharding/stats/heat", None),
+        (Method::GET, "/api/sharding/atomic-transactions", None),
         (
             Method::POST,
             "/api/sharding/sql/execute-all",
@@ -1404,6 +1405,7 @@ async fn the_openapi_document_covers_every_endpoint() {
         ("get", "/api/sharding/status"),
         ("get", "/api/sharding/status/page"),
         ("get", "/api/sharding/stats/heat"),
+        ("get", "/api/sharding/atomic-transactions"),
         ("post", "/api/sharding/sql/execute-all"),
         ("post", "/api/sharding/sql/read-all"),
         ("get", "/api/sharding/catalog"),

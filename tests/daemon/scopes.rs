@@ -53,6 +53,7 @@ fn expected_scope(operation: &str) -> Option<Option<&'static str>> {
         | "GetShardStatus"
         | "GetShardStatusPage"
         | "GetShardHeat"
+        | "ListAtomicTransactions"
         | "ExecuteReadOnlySqlOnAllShards"
         | "QueryAllShards"
         | "ListHostShards"

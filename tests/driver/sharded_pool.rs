@@ -1,18 +1,19 @@
 //! `ShardedPool` through the `sqlx` facade: one pool serving many route keys, connections kept per
-//! shard under a cap, every row on its route's shard, the map checks of a bound connection, and
-//! the same pool over a daemon.
+//! shard under a cap, every row on its route's shard, the map checks of a bound connection, the
+//! same pool over a daemon, and atomic transactions across shards from the pool (in-process and
+//! over a daemon).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::support::{orders_master, orders_route as route, seed_master, temp_dir, tenants_options};
+use crate::support::{orders_master, orders_route as route, route_in, seed_master, temp_dir, tenants_options};
 use shardlite::client::ShardedClient;
 use shardlite::data::{ActivationRequest, Audit, CatalogUpdateRequest};
 use shardlite::driver::{ShardedPool, ShardliteDatabaseError};
 use shardlite::{ErrorKind, RouteContext};
-use sqlx::Connection;
+use sqlx::{Connection, Row};
 
 const SCHEMA: &str = "CREATE TABLE events (id INTEGER PRIMARY KEY, route_key TEXT NOT NULL, n INTEGER NOT NULL)";
 
@@ -268,6 +269,157 @@ async fn a_pool_over_a_daemon_binds_each_connection_to_its_route() {
     for (shard, key) in rows {
         assert_eq!(sharded.resolve_route(&route(&key)).unwrap().shard_id, shard, "{key}");
     }
+}
+
+/// The balance of `owner` in the accounts table of [`transfer_master`], read through `pool`.
+async fn balance(pool: &ShardedPool, owner: &str) -> i64 {
+    let mut conn = pool.acquire(route_in("tenants", owner)).await.unwrap();
+    sqlx::query_scalar("SELECT balance FROM accounts WHERE owner = ?")
+        .bind(owner)
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap()
+}
+
+/// A master on shards `s0` (`tenant-a`) and `s1` (`tenant-b`), each account holding 100.
+async fn transfer_master(dir: &Path) -> (std::path::PathBuf, ShardedClient) {
+    let master = seed_master(dir, tenants_options(dir)).await;
+    let sharded = ShardedClient::open(&master).await.unwrap();
+    for outcome in sharded
+        .query()
+        .execute_all(
+            "CREATE TABLE accounts (id INTEGER PRIMARY KEY, owner TEXT NOT NULL UNIQUE, balance INTEGER NOT NULL)",
+        )
+        .await
+        .unwrap()
+    {
+        assert!(outcome.error.is_none(), "{outcome:?}");
+    }
+    for owner in ["tenant-a", "tenant-b"] {
+        let pool = ShardedPool::connect(&format!("Data Source={}", master.display()))
+            .await
+            .unwrap();
+        let mut conn = pool.acquire(route_in("tenants", owner)).await.unwrap();
+        sqlx::query("INSERT INTO accounts (owner, balance) VALUES (?, 100)")
+            .bind(owner)
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+    }
+    (master, sharded)
+}
+
+/// Moves `amount` from `tenant-a` (shard `s0`) to `tenant-b` (shard `s1`) in an atomic
+/// transaction of `pool`, left open: the caller commits, rolls back or drops it.
+async fn atomic_transfer(pool: &ShardedPool, amount: i64) -> shardlite::driver::ShardedAtomic {
+    let before = (balance(pool, "tenant-a").await, balance(pool, "tenant-b").await);
+    let mut tx = pool.begin_atomic().await.unwrap();
+    assert!(tx.id().starts_with("csdbatomic:"), "{}", tx.id());
+    let (a, b) = (route_in("tenants", "tenant-a"), route_in("tenants", "tenant-b"));
+    let debit = sqlx::query("UPDATE accounts SET balance = balance - ? WHERE owner = ?")
+        .bind(amount)
+        .bind("tenant-a");
+    assert_eq!(tx.execute(&a, debit).await.unwrap().rows_affected(), 1);
+    let seen = tx
+        .fetch_all(
+            &a,
+            sqlx::query("SELECT balance FROM accounts WHERE owner = ?").bind("tenant-a"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        seen[0].get::<i64, _>(0),
+        before.0 - amount,
+        "the transaction reads its own write"
+    );
+    let credit = sqlx::query("UPDATE accounts SET balance = balance + ? WHERE owner = ?")
+        .bind(amount)
+        .bind("tenant-b");
+    assert_eq!(tx.execute(&b, credit).await.unwrap().rows_affected(), 1);
+    assert_eq!(
+        (balance(pool, "tenant-a").await, balance(pool, "tenant-b").await),
+        before,
+        "nothing shows before commit"
+    );
+    tx
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_runs_an_atomic_transfer_across_shards_and_a_dropped_one_leaves_nothing() {
+    let dir = temp_dir();
+    let (master, sharded) = transfer_master(dir.path()).await;
+    let pool = ShardedPool::connect(&format!("Data Source={}", master.display()))
+        .await
+        .unwrap();
+
+    atomic_transfer(&pool, 30).await.commit().await.unwrap();
+    assert_eq!(
+        (balance(&pool, "tenant-a").await, balance(&pool, "tenant-b").await),
+        (70, 130)
+    );
+
+    atomic_transfer(&pool, 5).await.rollback().await.unwrap();
+    drop(atomic_transfer(&pool, 7).await);
+    // A dropped transaction rolls back in the background; its rows are writable again once it has.
+    let mut conn = pool.acquire(route_in("tenants", "tenant-a")).await.unwrap();
+    sqlx::query("UPDATE accounts SET balance = balance WHERE owner = 'tenant-a'")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    drop(conn);
+    assert_eq!(
+        (balance(&pool, "tenant-a").await, balance(&pool, "tenant-b").await),
+        (70, 130)
+    );
+    assert!(sharded.atomic_recovery().unresolved().await.unwrap().is_empty());
+
+    // A route of another keyspace is refused as the caller's input, and nothing of the
+    // transaction is applied.
+    let mut tx = pool.begin_atomic().await.unwrap();
+    tx.execute(
+        &route_in("tenants", "tenant-a"),
+        sqlx::query("UPDATE accounts SET balance = 0 WHERE owner = 'tenant-a'"),
+    )
+    .await
+    .unwrap();
+    let err = tx
+        .execute(&route_in("nope", "x"), sqlx::query("UPDATE accounts SET balance = 0"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("nope"), "{err}");
+    drop(tx);
+    assert_eq!(balance(&pool, "tenant-a").await, 70);
+}
+
+#[cfg(all(feature = "server", feature = "http", feature = "grpc"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_over_a_daemon_runs_atomic_transfers_over_grpc_and_http() {
+    use crate::support::daemon::start_daemon_on;
+    use shardlite::server::ServerConfig;
+
+    let dir = temp_dir();
+    let (master, sharded) = transfer_master(dir.path()).await;
+    let daemon = start_daemon_on(&master, ServerConfig::default()).await;
+    let mut expected = (100, 100);
+    for transport in ["Grpc", "Http"] {
+        let pool = ShardedPool::connect(&format!("Endpoint={};Transport={transport}", daemon.base_url))
+            .await
+            .unwrap();
+        atomic_transfer(&pool, 10).await.commit().await.unwrap();
+        expected = (expected.0 - 10, expected.1 + 10);
+        assert_eq!(
+            (balance(&pool, "tenant-a").await, balance(&pool, "tenant-b").await),
+            expected,
+            "{transport}"
+        );
+        atomic_transfer(&pool, 3).await.rollback().await.unwrap();
+        assert_eq!(
+            (balance(&pool, "tenant-a").await, balance(&pool, "tenant-b").await),
+            expected,
+            "{transport}: rolled back"
+        );
+    }
+    assert!(sharded.atomic_recovery().unresolved().await.unwrap().is_empty());
 }
 
 #[tokio::test]

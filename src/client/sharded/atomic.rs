@@ -190,6 +190,12 @@ impl AtomicTransaction {
         }
         self.finished = true;
         let participants = std::mem::take(&mut self.participants);
+        if let Err(err) = self.still_enabled(&participants).await {
+            for p in &participants {
+                let _ = p.db.sessions().session_rollback(&p.session).await;
+            }
+            return Err(err);
+        }
         match participants.as_slice() {
             [] => Ok(()),
             [only] => only.db.sessions().session_commit(&only.session).await,
@@ -198,6 +204,23 @@ impl AtomicTransaction {
                 commit_protocol(&self.id.to_string(), first, others, stop, hook).await
             }
         }
+    }
+
+    /// Refuses the commit when the live map disables a participant, or no longer has it: an
+    /// operator took the shard out of service while the transaction was open.
+    async fn still_enabled(&self, participants: &[Participant]) -> Result<()> {
+        let generation = self.sharded.inner.fresh().await;
+        for p in participants {
+            let what = match generation.map.shards().iter().find(|shard| shard.id == p.shard_id) {
+                Some(shard) if shard.enabled => continue,
+                Some(_) => "which the map disables",
+                None => "which the map no longer has",
+            };
+            return Err(Error::AtomicUnsupported {
+                what: format!("shard '{}', {what}", p.shard_id).into(),
+            });
+        }
+        Ok(())
     }
 
     /// Rolls back on every shard it touched.

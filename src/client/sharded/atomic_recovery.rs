@@ -3,6 +3,9 @@
 //! [`ShardedClient::atomic_recovery`]), on demand (`shardlite tx resolve`) and by a background
 //! resolver every client runs over the shard files it has open.
 //!
+//! The background resolver paces itself (a tenth of its time working, see [`PACE_WORK`]), so a
+//! backlog costs the writes the process serves little; on-demand resolves run unpaced.
+//!
 //! For each decision record a shard holds: a pending one older than the abandon age is aborted
 //! by compare-and-set (presumed abort); a decided one is finished on every participant, then
 //! forgotten. For each intent a shard holds: the decision is read on the transaction's first
@@ -12,7 +15,7 @@
 //! compare-and-set.
 
 use std::sync::Weak;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
@@ -136,8 +139,10 @@ impl<'a> AtomicRecovery<'a> {
     pub(super) async fn resolve_shards(self, open_only: bool) -> Result<AtomicResolution> {
         let generation = self.sharded.inner.fresh().await;
         let mut resolution = AtomicResolution::default();
+        let mut pace = Pace::new(open_only);
         for (_, db) in local_shards(&generation, open_only) {
             for d in db.atomic().decisions().await? {
+                pace.tick().await;
                 let state = match d.state {
                     DecisionState::Pending if age_of(d.created_unix_ms) >= millis(self.abandon_age()) => db
                         .atomic()
@@ -164,6 +169,7 @@ impl<'a> AtomicRecovery<'a> {
                 }
             }
             for intent in db.atomic().intents().await? {
+                pace.tick().await;
                 let Some(holder) = intent.participants.first().and_then(|h| generation.local_of(h)) else {
                     resolution.waiting += 1;
                     continue;
@@ -188,6 +194,36 @@ impl<'a> AtomicRecovery<'a> {
             }
         }
         Ok(resolution)
+    }
+}
+
+/// How long the background resolver works before it rests, and how long it rests: a tenth of
+/// its time, so that a backlog (a thousand transactions a crashed coordinator left behind)
+/// is worked off without denting the throughput of the writes the process serves. On-demand
+/// resolves (`shardlite tx resolve`, a shard opening) run unpaced.
+const PACE_WORK: Duration = Duration::from_millis(4);
+const PACE_REST: Duration = Duration::from_millis(36);
+
+/// The background resolver's pacing (see [`PACE_WORK`]); does nothing when not `paced`.
+struct Pace {
+    paced: bool,
+    since: Instant,
+}
+
+impl Pace {
+    fn new(paced: bool) -> Self {
+        Self {
+            paced,
+            since: Instant::now(),
+        }
+    }
+
+    /// Rests when the resolver has worked [`PACE_WORK`] since it last rested.
+    async fn tick(&mut self) {
+        if self.paced && self.since.elapsed() >= PACE_WORK {
+            tokio::time::sleep(PACE_REST).await;
+            self.since = Instant::now();
+        }
     }
 }
 

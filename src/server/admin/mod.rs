@@ -64,6 +64,7 @@ static ASSETS: &[Asset] = assets! {
     "directories.js" => "text/javascript; charset=utf-8",
     "route.js" => "text/javascript; charset=utf-8",
     "diagnostics.js" => "text/javascript; charset=utf-8",
+    "atomic.js" => "text/javascript; charset=utf-8",
     "favicon.svg" => "image/svg+xml",
 };
 
@@ -79,7 +80,7 @@ pub fn document(doc: &mut OpenApi) {
         .summary(Some("The admin workspace"))
         .description(Some(
             "The operators' page: shards, the bucket space, the catalog, migrations, route previews, \
-             route-aware tabs and diagnostics. Served without the API key; every API call the page makes \
+             route-aware tabs, diagnostics and unresolved atomic transactions. Served without the API key; every API call the page makes \
              sends it. Assets are under /admin/assets/.",
         ))
         // An empty requirement: no API key, whatever the document's default.

@@ -6,7 +6,7 @@
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 
-use super::bodies::{AllShardsSqlRequest, ResolveRequest};
+use super::bodies::{AllShardsSqlRequest, ResolveRequest, UnresolvedAtomicEntry};
 use super::error::{ApiError, CatalogUpdateRefused, Problem};
 use super::extract::{Json, Query};
 use crate::client::{ShardSqlResult, ShardStatus, ShardedClient};
@@ -82,6 +82,30 @@ pub async fn status(State(state): State<ServerState>) -> Result<axum::Json<Vec<S
 )]
 pub async fn heat(State(state): State<ServerState>) -> Result<axum::Json<HeatReport>, ApiError> {
     Ok(axum::Json(sharded(&state)?.shards().heat()))
+}
+
+/// Atomic transactions across shards not yet finished on every participant, oldest first: one
+/// entry per shard that holds one (its decision record, or its prepared intent), with the
+/// transaction's participants, its state there and its age. The daemon's resolver finishes them
+/// (a pending one once older than the abandon age); `shardlite tx resolve` does it at once.
+#[utoipa::path(
+    get,
+    path = "/api/sharding/atomic-transactions",
+    tag = "sharding",
+    operation_id = "listAtomicTransactions",
+    responses((status = 200, description = "The unresolved atomic transactions, oldest first",
+        body = Vec<UnresolvedAtomicEntry>))
+)]
+pub async fn atomic_transactions(
+    State(state): State<ServerState>,
+) -> Result<axum::Json<Vec<UnresolvedAtomicEntry>>, ApiError> {
+    let mut found = sharded(&state)?.atomic_recovery().unresolved().await?;
+    found.sort_by(|a, b| {
+        b.age_ms
+            .cmp(&a.age_ms)
+            .then_with(|| a.transaction_id.cmp(&b.transaction_id))
+    });
+    Ok(axum::Json(found.into_iter().map(UnresolvedAtomicEntry::from).collect()))
 }
 
 /// One page of shard health, with counts by state over every shard probed: for maps too large

@@ -336,3 +336,40 @@ mod tests {
         assert_eq!(ok.parameters, Some(Params::Positional(vec![Value::Integer(1)])));
     }
 }
+
+/// An atomic transaction not finished on every participant, as one shard holds it (see
+/// [`UnresolvedAtomic`](crate::client::UnresolvedAtomic)).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UnresolvedAtomicEntry {
+    /// The transaction's id (`csdbatomic:{32 hex digits}`).
+    #[schema(example = "csdbatomic:0123456789abcdef0123456789abcdef")]
+    pub transaction_id: String,
+    /// The shard that holds this record or intent.
+    pub shard_id: String,
+    /// Where it stands there: `prepared` (an intent, its rows locked, awaiting the decision),
+    /// `pending` (the undecided decision record), `commit` or `abort` (decided, some participant
+    /// not finished yet).
+    #[schema(example = "prepared")]
+    pub state: String,
+    /// Its participant shards; the first holds the decision.
+    pub participants: Vec<String>,
+    /// How long ago it was prepared there (or its record created), in milliseconds.
+    pub age_ms: u64,
+}
+
+impl From<crate::client::UnresolvedAtomic> for UnresolvedAtomicEntry {
+    fn from(u: crate::client::UnresolvedAtomic) -> Self {
+        let state = serde_json::to_value(u.state)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        Self {
+            transaction_id: u.transaction_id,
+            shard_id: u.shard_id,
+            state,
+            participants: u.participants,
+            age_ms: u.age_ms,
+        }
+    }
+}

@@ -165,6 +165,7 @@ fn api_routes() -> OpenApiRouter<ServerState> {
         .routes(routes!(admin::status))
         .routes(routes!(admin::status_page))
         .routes(routes!(admin::heat))
+        .routes(routes!(admin::atomic_transactions))
         .routes(routes!(admin::execute_all))
         .routes(routes!(admin::read_all))
         .routes(routes!(query::query_all))

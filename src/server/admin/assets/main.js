@@ -8,6 +8,7 @@ import * as migrations from './migrations.js';
 import * as directories from './directories.js';
 import * as route from './route.js';
 import * as diagnostics from './diagnostics.js';
+import * as atomic from './atomic.js';
 
 const views = {
   shards: shards.shardsView,
@@ -18,6 +19,7 @@ const views = {
   route: route.previewView,
   query: route.tabsView,
   diagnostics: diagnostics.view,
+  atomic: atomic.view,
 };
 
 const $ = (id) => document.getElementById(id);
