@@ -30,9 +30,13 @@ pub struct BackupManifest {
     pub map_version: u64,
     /// When the cut was taken (RFC 3339, UTC).
     pub taken_at: String,
-    /// How long the cut's fence held activations and atomic-commit decisions back, in
-    /// microseconds.
+    /// How long the cut's fences held activations and atomic-commit decisions back, summed over
+    /// its batches, in microseconds.
     pub fence_micros: u64,
+    /// The longest single fence of the cut, in microseconds (0 in sets written before it was
+    /// recorded).
+    #[serde(default)]
+    pub longest_fence_micros: u64,
     /// The catalog export (see [`CatalogExport`](crate::catalog::CatalogExport)) at the cut.
     pub catalog: StoredFile,
     /// Each shard whose file existed at the cut, in map order.

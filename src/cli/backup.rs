@@ -97,16 +97,23 @@ async fn create(args: &CreateArgs) -> Result<()> {
     let sharded = ShardedClient::open(master).await?;
     let report = |step: &BackupStep| match step {
         BackupStep::Cut {
+            batch,
             to_copy,
             unchanged,
+            through,
+            total,
             fence_micros,
-        } => eprintln!("cut: {to_copy} shard(s) to copy, {unchanged} unchanged (fence held {fence_micros} µs)"),
+        } => eprintln!(
+            "cut {batch}: {to_copy} shard(s) to copy, {unchanged} unchanged, {through}/{total} through (fence held {fence_micros} µs)"
+        ),
         BackupStep::Copied {
             shard_id,
             bytes,
-            done,
-            total,
-        } => eprintln!("copied {done}/{total}: {shard_id} ({bytes} bytes)"),
+            copies,
+        } => eprintln!("copied {copies}: {shard_id} ({bytes} bytes)"),
+        BackupStep::Restarted { attempt } => eprintln!(
+            "an activation or atomic-commit decision came between two batches: the cut starts over (attempt {attempt})"
+        ),
     };
     let (path, manifest) = create_backup(&sharded, &args.to, &report).await?;
     if args.output.json {
