@@ -31,6 +31,6 @@ mod stamp;
 
 pub use batches::SNAPSHOTS_PER_FENCE;
 pub use create::{BackupStep, create_backup};
-pub use manifest::{BackupManifest, MANIFEST_FORMAT, ShardCopy, StoredFile, list_sets};
+pub use manifest::{BackupManifest, MANIFEST_FORMAT, ShardCopy, StoredFile, last_published, list_sets};
 pub use restore::{RestoredSet, VerifiedSet, locate_set, restore_backup, verify_backup};
 pub use stamp::FileStamp;

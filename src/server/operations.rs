@@ -8,8 +8,8 @@
 //! The scopes follow the contract: `read` for queries, reads, read-only SQL (`ExecuteSql`,
 //! transactions and running a procedure too, run read-only), read-only fan-out, merged reads and
 //! status (a data host's shard list too); `write` for everything that changes data and for
-//! transactions; `admin` for the catalog, data migrations, schema migrations, `exec-all` and
-//! creating a data host's shard files.
+//! transactions; `admin` for the catalog, data migrations, schema migrations, `exec-all`,
+//! backup sets and creating a data host's shard files.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -107,6 +107,8 @@ pub const OPERATIONS: &[(&str, Needs)] = &[
     ("GetShardMigrationProgress", s(Admin)),
     ("ResumeShardMigration", s(Admin)),
     ("AbandonShardMigration", s(Admin)),
+    ("CreateBackup", s(Admin)),
+    ("ListBackups", s(Admin)),
     // A data host's shard files.
     ("CreateHostShard", s(Admin)),
     // Meta.

@@ -10,6 +10,7 @@ mod api_contract;
 mod atomic;
 mod atomic_crash;
 mod backup;
+mod backup_rest;
 mod catalog_patch;
 mod catalog_remote;
 mod cross_shard_query_surfaces;

@@ -87,7 +87,9 @@ fn expected_scope(operation: &str) -> Option<Option<&'static str>> {
         | "GetShardMigrationProgress"
         | "ResumeShardMigration"
         | "AbandonShardMigration"
-        | "CreateHostShard" => Some("admin"),
+        | "CreateHostShard"
+        | "CreateBackup"
+        | "ListBackups" => Some("admin"),
         "GetOpenApiDocument" => None,
         _ => return None,
     };
