@@ -23,7 +23,7 @@ pub enum BackupCommand {
     /// Take a backup set into a backup place: shards unchanged since its newest set are
     /// referenced, the others copied while they serve; progress on stderr.
     #[command(
-        after_help = "Examples:\n  shardlite backup create -c \"Data Source=data/master.db\" --to backups\n  shardlite backup create -c http://127.0.0.1:61818"
+        after_help = "Example: shardlite backup create -c \"Data Source=data/master.db\" --to backups\nExample: shardlite backup create -c http://127.0.0.1:61818 (a daemon started with --backup-dir)"
     )]
     Create(CreateArgs),
     /// List the complete sets of a backup place, oldest first.
