@@ -285,6 +285,8 @@ bare_service! {
     get_shard_migration_history(Empty) -> ShardMigrationList;
     resume_shard_migration(ResumeShardMigrationRequest) -> ShardMigrationResult;
     abandon_shard_migration(ShardMigrationProgressRequest) -> ShardMigrationResult;
+    create_backup(Empty) -> BackupSet;
+    list_backups(Empty) -> BackupSetList;
     list_host_shards(HostShardQuery) -> HostShardPage;
     create_host_shard(CreateHostShardRequest) -> HostShardCreated;
     execute_read_only_sql(SqlRequest) -> SqlResult;

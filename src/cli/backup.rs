@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::map::Transport;
 use crate::options::ConnectionOptions;
 use crate::transport::RemoteOptions;
+use crate::transport::grpc::GrpcClient;
 use crate::transport::http::HttpClient;
 
 /// The `backup` subcommands.
@@ -170,16 +171,24 @@ async fn create_on_daemon(options: &ConnectionOptions, to: Option<&Path>) -> Res
             "a daemon writes its sets into its own backup place (`serve --backup-dir`): leave out --to",
         ));
     }
-    if options.transport() != Some(Transport::Http) {
-        return Err(Error::invalid_argument(
+    let remote = RemoteOptions::from_connection_options(options)?;
+    match options.transport() {
+        Some(Transport::Http) => {
+            let daemon = HttpClient::new(remote)?;
+            eprintln!("asking {} for a backup set", daemon.endpoint());
+            daemon.create_backup().await
+        }
+        Some(Transport::Grpc) => {
+            let daemon = GrpcClient::connect(remote).await?;
+            eprintln!("asking {} for a backup set", daemon.endpoint());
+            daemon.create_backup().await
+        }
+        _ => Err(Error::invalid_argument(
             "--connection",
-            "a backup is taken from a master file (`Data Source=MASTER`) or a daemon's HTTP endpoint \
-             (`http://HOST:PORT`)",
-        ));
+            "a backup is taken from a master file (`Data Source=MASTER`) or a daemon's endpoint \
+             (`http://HOST:PORT`, or `Endpoint=http://HOST:PORT;Transport=Grpc`)",
+        )),
     }
-    let daemon = HttpClient::new(RemoteOptions::from_connection_options(options)?)?;
-    eprintln!("asking {} for a backup set", daemon.endpoint());
-    daemon.create_backup().await
 }
 
 fn list(args: &ListArgs) -> Result<()> {

@@ -38,6 +38,7 @@
 
 pub mod admin;
 mod atomic_transactions;
+mod backups;
 mod config;
 mod counters;
 pub mod grpc;

@@ -1,6 +1,7 @@
 //! Backup sets through the daemon: `POST /api/sharding/backups` into the daemon's own backup
 //! place (`--backup-dir`), `GET` lists the sets, `shardlite backup create -c http://…` asks the
-//! daemon for one through the HTTP client, `shardlite_backup_last_success_timestamp_seconds`
+//! daemon for one through the HTTP client (and over gRPC, as the gRPC client does),
+//! `shardlite_backup_last_success_timestamp_seconds`
 //! follows them (checked by promtool), and a daemon without a backup place refuses with a 400
 //! naming the flag.
 
@@ -15,7 +16,10 @@ use crate::support::daemon::{http_client, routed, start_metrics};
 use crate::support::{Fixture, temp_dir};
 use shardlite::backup::restore_backup;
 use shardlite::client::{ShardedClient, Value as SqlValue};
+use shardlite::error::ErrorKind;
 use shardlite::server::ServerConfig;
+use shardlite::transport::RemoteOptions;
+use shardlite::transport::grpc::GrpcClient;
 
 const GAUGE: &str = "shardlite_backup_last_success_timestamp_seconds";
 
@@ -133,6 +137,12 @@ async fn the_daemon_takes_and_lists_backup_sets_into_its_own_place() {
         assert_eq!(problem["errorCode"], "invalid_input", "{problem:#}");
         assert!(problem.to_string().contains("--backup-dir"), "{problem:#}");
     }
+    let grpc = GrpcClient::connect(RemoteOptions::new(plain.base_url.clone()))
+        .await
+        .unwrap();
+    let refused = grpc.create_backup().await.unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::InvalidInput, "{refused}");
+    assert!(refused.to_string().contains("--backup-dir"), "{refused}");
     let info = http.get(plain.url("/api/info")).send().await.unwrap();
     assert!(info.status().is_success());
     plain.stop().await.unwrap();
