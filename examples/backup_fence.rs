@@ -48,15 +48,16 @@ async fn main() -> shardlite::Result<()> {
         }
         let started = Instant::now();
         let (_, manifest) = create_backup(&sharded, &place, &|step: &BackupStep| {
-            if let BackupStep::Cut { .. } = step {
+            if let BackupStep::Restarted { .. } = step {
                 eprintln!("{step:?}");
             }
         })
         .await?;
         println!(
-            "{written:>5} written of {shards}: copied {:>5}, fence {:>8} µs, set {:>6} ms",
+            "{written:>5} written of {shards}: copied {:>5}, fences {:>8} µs in all, longest {:>8} µs, set {:>6} ms",
             manifest.shards.iter().filter(|s| s.copied).count(),
             manifest.fence_micros,
+            manifest.longest_fence_micros,
             started.elapsed().as_millis()
         );
     }

@@ -293,6 +293,8 @@ bare_service! {
     delete_shard_directory_entry(ShardDirectoryMutation) -> ShardDirectoryMutationResult;
     mark_shard_directory_entry_stale(ShardDirectoryMutation) -> ShardDirectoryMutationResult;
     list_shard_directory_entries(ShardDirectoryEntriesRequest) -> ShardDirectoryEntryPage;
+    create_backup(Empty) -> BackupSet;
+    list_backups(Empty) -> BackupSetList;
     list_host_shards(HostShardQuery) -> HostShardPage;
     create_host_shard(CreateHostShardRequest) -> HostShardCreated;
     execute_read_only_sql(SqlRequest) -> SqlResult;

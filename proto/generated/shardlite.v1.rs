@@ -920,6 +920,18 @@ pub struct ShardMigrationList {
     #[prost(string, repeated, tag = "1")]
     pub result_json: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
+/// A backup set's manifest as JSON text: the REST `BackupManifest`.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct BackupSet {
+    #[prost(string, tag = "1")]
+    pub manifest_json: ::prost::alloc::string::String,
+}
+/// Backup sets' manifests as JSON text, oldest first.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct BackupSetList {
+    #[prost(string, repeated, tag = "1")]
+    pub manifest_json: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+}
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ShardMigrationProgressRequest {
     /// Blank: every migration.
@@ -1943,6 +1955,51 @@ pub mod shardlite_client {
                 .insert(
                     GrpcMethod::new("shardlite.v1.Shardlite", "AbandonShardMigration"),
                 );
+            self.inner.unary(req, path, codec).await
+        }
+        /// Takes a backup set of the keyspace into the daemon's backup place (`serve --backup-dir`);
+        /// INVALID_ARGUMENT without one.
+        pub async fn create_backup(
+            &mut self,
+            request: impl tonic::IntoRequest<super::Empty>,
+        ) -> std::result::Result<tonic::Response<super::BackupSet>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/shardlite.v1.Shardlite/CreateBackup",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("shardlite.v1.Shardlite", "CreateBackup"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// The complete backup sets in the daemon's backup place, oldest first.
+        pub async fn list_backups(
+            &mut self,
+            request: impl tonic::IntoRequest<super::Empty>,
+        ) -> std::result::Result<tonic::Response<super::BackupSetList>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/shardlite.v1.Shardlite/ListBackups",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("shardlite.v1.Shardlite", "ListBackups"));
             self.inner.unary(req, path, codec).await
         }
         /// Resolves a lookup key on the live map (scope read): NOT_FOUND for an unknown directory or
@@ -3077,6 +3134,17 @@ pub mod shardlite_server {
             tonic::Response<super::ShardMigrationResult>,
             tonic::Status,
         >;
+        /// Takes a backup set of the keyspace into the daemon's backup place (`serve --backup-dir`);
+        /// INVALID_ARGUMENT without one.
+        async fn create_backup(
+            &self,
+            request: tonic::Request<super::Empty>,
+        ) -> std::result::Result<tonic::Response<super::BackupSet>, tonic::Status>;
+        /// The complete backup sets in the daemon's backup place, oldest first.
+        async fn list_backups(
+            &self,
+            request: tonic::Request<super::Empty>,
+        ) -> std::result::Result<tonic::Response<super::BackupSetList>, tonic::Status>;
         /// Resolves a lookup key on the live map (scope read): NOT_FOUND for an unknown directory or
         /// entry; ABORTED / conflict for an entry not Active (unless include_inactive), one naming a
         /// future map version, or one whose route resolves to another shard.
@@ -4272,6 +4340,92 @@ pub mod shardlite_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = AbandonShardMigrationSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/shardlite.v1.Shardlite/CreateBackup" => {
+                    #[allow(non_camel_case_types)]
+                    struct CreateBackupSvc<T: Shardlite>(pub Arc<T>);
+                    impl<T: Shardlite> tonic::server::UnaryService<super::Empty>
+                    for CreateBackupSvc<T> {
+                        type Response = super::BackupSet;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::Empty>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Shardlite>::create_backup(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = CreateBackupSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/shardlite.v1.Shardlite/ListBackups" => {
+                    #[allow(non_camel_case_types)]
+                    struct ListBackupsSvc<T: Shardlite>(pub Arc<T>);
+                    impl<T: Shardlite> tonic::server::UnaryService<super::Empty>
+                    for ListBackupsSvc<T> {
+                        type Response = super::BackupSetList;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::Empty>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Shardlite>::list_backups(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ListBackupsSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

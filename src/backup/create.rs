@@ -1,54 +1,51 @@
-//! Taking a backup set: the cut (a short fence in which each shard to copy gets a read
-//! snapshot and each other shard's stamp is checked), then the copies from the snapshots, then
-//! the manifest.
+//! Taking a backup set: the cut and the copies, in bounded batches (see
+//! [`batches`](super::batches)), then the catalog and the manifest.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
+use super::batches;
 use super::manifest::{BackupManifest, MANIFEST_FORMAT, ShardCopy, list_sets};
 use super::objects;
-use super::stamp::FileStamp;
-use crate::catalog::Catalog;
 use crate::client::ShardedClient;
-use crate::engine::backup::ShardSnapshot;
-use crate::engine::cut;
 use crate::error::{Error, Result};
-use crate::map::{ShardMap, ShardTarget};
-use crate::schema::DatabaseSchema;
 
 /// One step of a backup, as it is reported while the set is taken.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BackupStep {
-    /// The cut was taken: `to_copy` shards will be copied, `unchanged` are referenced from the
-    /// previous set, after a fence of `fence_micros`.
+    /// One batch of the cut was planned inside a fence: `to_copy` shards got a read snapshot and
+    /// will be copied, `unchanged` are referenced from an earlier copy; `through` of the map's
+    /// `total` shards have been through the cut.
     Cut {
-        /// Shards to copy.
+        /// The batch, from 1.
+        batch: usize,
+        /// Shards of this batch to copy.
         to_copy: usize,
-        /// Shards referenced from the previous set.
+        /// Shards of this batch referenced from an earlier copy.
         unchanged: usize,
-        /// How long the fence held.
+        /// Shards of the map through the cut so far.
+        through: usize,
+        /// Shards in the map.
+        total: usize,
+        /// How long this batch's fence had held when its snapshots were taken, in microseconds.
         fence_micros: u64,
     },
-    /// A shard's copy was stored (`done` of `total`).
+    /// A shard's copy was stored, the `copies`-th of this set.
     Copied {
         /// The shard.
         shard_id: String,
         /// Its size.
         bytes: u64,
         /// Copies stored so far.
-        done: usize,
-        /// Copies to store.
-        total: usize,
+        copies: usize,
     },
-}
-
-/// What the cut decided for one shard.
-enum Plan {
-    /// Copy from this snapshot; the stamp when it began, if it can tell a later set.
-    Copy(ShardSnapshot, Option<FileStamp>),
-    /// Unchanged since the previous set: reference its copy.
-    Reuse(ShardCopy),
+    /// An activation or an atomic-commit decision came between two batches: the cut starts
+    /// over (its `attempt`, from 2), referencing the copies already stored of unchanged shards.
+    Restarted {
+        /// The attempt starting.
+        attempt: u32,
+    },
 }
 
 /// Takes a backup set of the keyspace `sharded` serves into the backup place `place` (a folder,
@@ -56,7 +53,8 @@ enum Plan {
 /// manifest.
 ///
 /// Shards unchanged since the newest set in `place` are referenced rather than copied. Every
-/// shard must be a local file: a data host's shards are copied by their host.
+/// shard must be a local file: a data host's shards are copied by their host. At most
+/// [`SNAPSHOTS_PER_FENCE`](super::SNAPSHOTS_PER_FENCE) shard snapshots are open at once, whatever the number of shards.
 pub async fn create_backup(
     sharded: &ShardedClient,
     place: &Path,
@@ -84,127 +82,30 @@ pub async fn create_backup(
         })
         .unwrap_or_default();
     let taken = time::OffsetDateTime::now_utc();
-    let (export, map, plans, fence_micros) = cut(catalog, previous).await?;
-    progress(&BackupStep::Cut {
-        to_copy: plans.iter().filter(|(_, p)| matches!(p, Plan::Copy(..))).count(),
-        unchanged: plans.iter().filter(|(_, p)| matches!(p, Plan::Reuse(_))).count(),
-        fence_micros,
-    });
     let id = set_id(place, taken);
+    let cut = batches::take(catalog, place, &id, previous, progress).await?;
     let catalog_file = objects::incoming(place, &format!("{id}.catalog.json"))?;
-    let text = serde_json::to_vec_pretty(&export).map_err(|source| Error::Json {
+    let text = serde_json::to_vec_pretty(&cut.export).map_err(|source| Error::Json {
         what: "the catalog export",
         source,
     })?;
     write_flushed(&catalog_file, &text)?;
     let catalog_object = objects::store(place, &catalog_file)?;
-    let total = plans.iter().filter(|(_, p)| matches!(p, Plan::Copy(..))).count();
-    let mut shards = Vec::with_capacity(plans.len());
-    let mut done = 0;
-    for (shard_id, plan) in plans {
-        match plan {
-            Plan::Reuse(mut copy) => {
-                copy.copied = false;
-                shards.push(copy);
-            }
-            Plan::Copy(snapshot, stamp) => {
-                let incoming = objects::incoming(place, &format!("{id}.{shard_id}.db"))?;
-                let place = place.to_owned();
-                let (stored, fingerprint) = tokio::task::spawn_blocking(move || -> Result<_> {
-                    let rows = snapshot.schema_rows()?;
-                    snapshot.copy_to(&incoming)?;
-                    let fingerprint = DatabaseSchema::from_master_rows(rows).fingerprint();
-                    Ok((objects::store(&place, &incoming)?, fingerprint))
-                })
-                .await
-                .map_err(|_| Error::Cancelled)??;
-                done += 1;
-                progress(&BackupStep::Copied {
-                    shard_id: shard_id.clone(),
-                    bytes: stored.bytes,
-                    done,
-                    total,
-                });
-                shards.push(ShardCopy {
-                    shard_id,
-                    file: stored.file,
-                    bytes: stored.bytes,
-                    sha256: stored.sha256,
-                    schema_fingerprint: fingerprint,
-                    copied: true,
-                    source: stamp,
-                });
-            }
-        }
-    }
     let manifest = BackupManifest {
         format: MANIFEST_FORMAT.to_owned(),
         id,
-        keyspace: map.keyspace().to_owned(),
-        map_version: map.version(),
+        keyspace: cut.map.keyspace().to_owned(),
+        map_version: cut.map.version(),
         taken_at: taken
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default(),
-        fence_micros,
+        fence_micros: cut.fence_micros,
+        longest_fence_micros: cut.longest_fence_micros,
         catalog: catalog_object,
-        shards,
+        shards: cut.shards,
     };
     let path = manifest.publish(place)?;
     Ok((path, manifest))
-}
-
-/// The cut: inside the fence, the catalog export (one map version) and, for each shard file,
-/// either a read snapshot or the previous set's copy when its stamp is unchanged.
-async fn cut(
-    catalog: &Catalog,
-    previous: HashMap<String, ShardCopy>,
-) -> Result<(crate::catalog::CatalogExport, ShardMap, Vec<(String, Plan)>, u64)> {
-    let started = Instant::now();
-    let fence = cut::fence().await;
-    let export = catalog.export().await?;
-    let options = export.active_map.clone().ok_or(Error::NoMap)?;
-    let map = ShardMap::new(options)?;
-    let mut files = Vec::with_capacity(map.shards().len());
-    for shard in map.shards() {
-        match &shard.target {
-            // The export names every file by its absolute path.
-            ShardTarget::DataSource(path) => files.push((shard.id.clone(), PathBuf::from(path))),
-            _ => {
-                return Err(Error::invalid_argument(
-                    "backup",
-                    format!(
-                        "shard '{}' is not a file of this host: back up a data host's shards on that host",
-                        shard.id
-                    ),
-                ));
-            }
-        }
-    }
-    let plans = tokio::task::spawn_blocking(move || -> Result<Vec<(String, Plan)>> {
-        let mut plans = Vec::with_capacity(files.len());
-        for (shard_id, path) in files {
-            let io = |source| Error::Io {
-                what: format!("the shard file {}", path.display()),
-                source,
-            };
-            // The stamp is read before the snapshot begins: a write in between makes it older
-            // than the copy, so a later set copies again rather than miss the write.
-            let Some((stamp, tells)) = FileStamp::of(&path).map_err(io)? else {
-                continue;
-            };
-            let plan = match previous.get(&shard_id) {
-                Some(copy) if copy.source.as_ref() == Some(&stamp) && tells => Plan::Reuse(copy.clone()),
-                _ => Plan::Copy(ShardSnapshot::take(&path)?, tells.then_some(stamp)),
-            };
-            plans.push((shard_id, plan));
-        }
-        Ok(plans)
-    })
-    .await
-    .map_err(|_| Error::Cancelled)??;
-    drop(fence);
-    let fence_micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-    Ok((export, map, plans, fence_micros))
 }
 
 /// A set name unique in `place`: the time of the cut, to the millisecond.

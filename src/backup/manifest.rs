@@ -4,75 +4,11 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
-use super::stamp::FileStamp;
+pub use crate::data::{BackupManifest, MANIFEST_FORMAT, ShardCopy, StoredFile};
 use crate::error::{Error, Result};
-
-/// What a manifest says it is.
-pub const MANIFEST_FORMAT: &str = "shardlite-backup";
 
 /// The folder of a backup place that holds the manifests, one file per set.
 pub(super) const SETS_DIR: &str = "sets";
-
-/// One backup set: the catalog at one map version and a copy of each shard file, all as of one
-/// cut.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct BackupManifest {
-    /// Always [`MANIFEST_FORMAT`].
-    pub format: String,
-    /// The set's name, unique in its place (its manifest is `sets/ID.json`).
-    pub id: String,
-    /// The keyspace of the map.
-    pub keyspace: String,
-    /// The active map version at the cut.
-    pub map_version: u64,
-    /// When the cut was taken (RFC 3339, UTC).
-    pub taken_at: String,
-    /// How long the cut's fence held activations and atomic-commit decisions back, in
-    /// microseconds.
-    pub fence_micros: u64,
-    /// The catalog export (see [`CatalogExport`](crate::catalog::CatalogExport)) at the cut.
-    pub catalog: StoredFile,
-    /// Each shard whose file existed at the cut, in map order.
-    pub shards: Vec<ShardCopy>,
-}
-
-/// A file stored in a backup place, named by its content.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct StoredFile {
-    /// Its path under the backup place (`objects/ab/abcd…`).
-    pub file: String,
-    /// Its size.
-    pub bytes: u64,
-    /// SHA-256 of its content (hex).
-    pub sha256: String,
-}
-
-/// One shard's copy in a set.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ShardCopy {
-    /// The shard.
-    pub shard_id: String,
-    /// The copy's path under the backup place (`objects/ab/abcd…`).
-    pub file: String,
-    /// The copy's size.
-    pub bytes: u64,
-    /// SHA-256 of the copy (hex).
-    pub sha256: String,
-    /// The schema fingerprint of the copy (see [`DatabaseSchema::fingerprint`](crate::schema::DatabaseSchema::fingerprint)).
-    pub schema_fingerprint: String,
-    /// Whether this set copied the file (`false`: the copy of an earlier set is referenced,
-    /// the shard being unchanged since).
-    pub copied: bool,
-    /// The source file's stamp when its snapshot began, when it can tell a later set that the
-    /// file is unchanged.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<FileStamp>,
-}
 
 impl BackupManifest {
     /// Bytes this set copied (the copies it references from earlier sets left out).
@@ -160,4 +96,29 @@ pub fn list_sets(place: &Path) -> Result<Vec<(PathBuf, BackupManifest)>> {
     }
     found.sort_by(|a, b| (&a.1.taken_at, &a.1.id).cmp(&(&b.1.taken_at, &b.1.id)));
     Ok(found)
+}
+
+/// When the newest complete set in `place` was published (its manifest's modification time);
+/// `None` when the place holds no set.
+pub fn last_published(place: &Path) -> Result<Option<std::time::SystemTime>> {
+    let sets = place.join(SETS_DIR);
+    let entries = match std::fs::read_dir(&sets) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(Error::Io {
+                what: format!("the folder {}", sets.display()),
+                source,
+            });
+        }
+    };
+    Ok(entries
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            !name.starts_with('.') && name.ends_with(".json")
+        })
+        .filter_map(|entry| entry.metadata().and_then(|meta| meta.modified()).ok())
+        .max())
 }

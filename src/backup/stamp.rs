@@ -15,7 +15,7 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
+pub use crate::data::FileStamp;
 
 /// Longer than the coarse clock tick that file times are taken from (a few milliseconds).
 const SETTLED_AFTER: Duration = Duration::from_millis(50);
@@ -23,23 +23,6 @@ const SETTLED_AFTER: Duration = Duration::from_millis(50);
 /// The WAL index header is 48 bytes, kept twice in a row; the copies differ while a writer is
 /// changing it.
 const WAL_INDEX_HEADER: usize = 48;
-
-/// What a shard file looked like when its snapshot began.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct FileStamp {
-    /// The absolute path of the file.
-    pub path: String,
-    /// Device and inode: a file replaced under the same name has another.
-    pub identity: (u64, u64),
-    /// The file's size and modification time (ns since the Unix epoch).
-    pub file: (u64, i128),
-    /// The WAL's size and modification time; `(0, 0)` when it has no frames or does not exist.
-    pub wal: (u64, i128),
-    /// The WAL index header (hex), read while the WAL has frames.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wal_index: Option<String>,
-}
 
 fn nanos(meta: &Metadata) -> i128 {
     i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec())

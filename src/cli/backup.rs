@@ -1,24 +1,31 @@
 //! `shardlite backup create|list|verify|restore`: backup sets of a keyspace (see
 //! [`backup`](crate::backup)). `create` opens the master named by the connection string's
-//! `Data Source` and reads the shard files itself; the others read a backup place.
+//! `Data Source` and reads the shard files itself, or asks the daemon an HTTP endpoint names to
+//! take the set into its own backup place; the others read a backup place.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
 use super::connection::ConnectionArgs;
 use super::data::{OutputArgs, print_json, table};
-use crate::backup::{BackupStep, create_backup, list_sets, restore_backup, verify_backup};
+use crate::backup::{BackupManifest, BackupStep, create_backup, list_sets, restore_backup, verify_backup};
 use crate::client::ShardedClient;
 use crate::error::{Error, Result};
+use crate::map::Transport;
 use crate::options::ConnectionOptions;
+use crate::transport::RemoteOptions;
+use crate::transport::grpc::GrpcClient;
+use crate::transport::http::HttpClient;
 
 /// The `backup` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum BackupCommand {
     /// Take a backup set into a backup place: shards unchanged since its newest set are
     /// referenced, the others copied while they serve; progress on stderr.
-    #[command(after_help = "Example: shardlite backup create -c \"Data Source=data/master.db\" --to backups")]
+    #[command(
+        after_help = "Example: shardlite backup create -c \"Data Source=data/master.db\" --to backups\nExample: shardlite backup create -c http://127.0.0.1:61818 (a daemon started with --backup-dir)"
+    )]
     Create(CreateArgs),
     /// List the complete sets of a backup place, oldest first.
     #[command(after_help = "Example: shardlite backup list backups")]
@@ -38,9 +45,10 @@ pub enum BackupCommand {
 pub struct CreateArgs {
     #[command(flatten)]
     connection: ConnectionArgs,
-    /// The backup place (a folder; created if missing).
+    /// The backup place (a folder; created if missing). Not with a daemon's endpoint: the daemon
+    /// writes into its own (`serve --backup-dir`).
     #[arg(long)]
-    to: PathBuf,
+    to: Option<PathBuf>,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -86,29 +94,31 @@ pub async fn run(command: &BackupCommand) -> Result<()> {
     }
 }
 
+/// The connection string of `create`; a bare `http://` or `https://` URL names a daemon's
+/// HTTP endpoint.
+fn create_connection(text: &str) -> Result<ConnectionOptions> {
+    let lower = text.trim().to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") {
+        return ConnectionOptions::parse(&format!("Endpoint={};Transport=Http", text.trim()));
+    }
+    text.parse()
+}
+
 async fn create(args: &CreateArgs) -> Result<()> {
-    let options = ConnectionOptions::parse(&args.connection.connection)?;
-    let master = options.data_source().ok_or_else(|| {
-        Error::invalid_argument(
-            "--connection",
-            "a backup reads the master's shard files: give `Data Source=MASTER` on the host that holds them",
-        )
-    })?;
-    let sharded = ShardedClient::open(master).await?;
-    let report = |step: &BackupStep| match step {
-        BackupStep::Cut {
-            to_copy,
-            unchanged,
-            fence_micros,
-        } => eprintln!("cut: {to_copy} shard(s) to copy, {unchanged} unchanged (fence held {fence_micros} µs)"),
-        BackupStep::Copied {
-            shard_id,
-            bytes,
-            done,
-            total,
-        } => eprintln!("copied {done}/{total}: {shard_id} ({bytes} bytes)"),
+    let options = create_connection(&args.connection.connection)?;
+    let (path, manifest) = match options.data_source() {
+        Some(master) => {
+            let (path, manifest) = create_here(master, args.to.as_deref()).await?;
+            (path.display().to_string(), manifest)
+        }
+        None => {
+            let manifest = create_on_daemon(&options, args.to.as_deref()).await?;
+            (
+                format!("sets/{}.json in the daemon's backup place", manifest.id),
+                manifest,
+            )
+        }
     };
-    let (path, manifest) = create_backup(&sharded, &args.to, &report).await?;
     if args.output.json {
         return print_json(&manifest);
     }
@@ -120,9 +130,65 @@ async fn create(args: &CreateArgs) -> Result<()> {
         manifest.shards.len(),
         manifest.copied_bytes(),
         manifest.shards.len() - copied,
-        path.display()
+        path
     );
     Ok(())
+}
+
+/// Takes a set in this process, reading the shard files of the master at `master`.
+async fn create_here(master: &str, to: Option<&Path>) -> Result<(PathBuf, BackupManifest)> {
+    let to =
+        to.ok_or_else(|| Error::invalid_argument("--to", "give the backup place (a folder) to write the set into"))?;
+    let sharded = ShardedClient::open(master).await?;
+    let report = |step: &BackupStep| match step {
+        BackupStep::Cut {
+            batch,
+            to_copy,
+            unchanged,
+            through,
+            total,
+            fence_micros,
+        } => eprintln!(
+            "cut {batch}: {to_copy} shard(s) to copy, {unchanged} unchanged, {through}/{total} through (fence held {fence_micros} µs)"
+        ),
+        BackupStep::Copied {
+            shard_id,
+            bytes,
+            copies,
+        } => eprintln!("copied {copies}: {shard_id} ({bytes} bytes)"),
+        BackupStep::Restarted { attempt } => eprintln!(
+            "an activation or atomic-commit decision came between two batches: the cut starts over (attempt {attempt})"
+        ),
+    };
+    create_backup(&sharded, to, &report).await
+}
+
+/// Asks the daemon the connection names to take a set into its own backup place.
+async fn create_on_daemon(options: &ConnectionOptions, to: Option<&Path>) -> Result<BackupManifest> {
+    if to.is_some() {
+        return Err(Error::invalid_argument(
+            "--to",
+            "a daemon writes its sets into its own backup place (`serve --backup-dir`): leave out --to",
+        ));
+    }
+    let remote = RemoteOptions::from_connection_options(options)?;
+    match options.transport() {
+        Some(Transport::Http) => {
+            let daemon = HttpClient::new(remote)?;
+            eprintln!("asking {} for a backup set", daemon.endpoint());
+            daemon.create_backup().await
+        }
+        Some(Transport::Grpc) => {
+            let daemon = GrpcClient::connect(remote).await?;
+            eprintln!("asking {} for a backup set", daemon.endpoint());
+            daemon.create_backup().await
+        }
+        _ => Err(Error::invalid_argument(
+            "--connection",
+            "a backup is taken from a master file (`Data Source=MASTER`) or a daemon's endpoint \
+             (`http://HOST:PORT`, or `Endpoint=http://HOST:PORT;Transport=Grpc`)",
+        )),
+    }
 }
 
 fn list(args: &ListArgs) -> Result<()> {

@@ -154,6 +154,9 @@ pub struct ServeArgs {
     /// `--tls-cert`.
     #[arg(long, value_name = "PEM", requires = "tls_cert")]
     tls_client_ca: Option<PathBuf>,
+    /// The backup place `POST /api/sharding/backups` writes sets into; without it, refused.
+    #[arg(long, value_name = "DIR")]
+    backup_dir: Option<PathBuf>,
     /// The flags given on the command line or by environment variable (argument ids), which
     /// win over `--config`.
     #[arg(skip)]
@@ -382,6 +385,7 @@ fn server_config(args: &ServeArgs) -> ServerConfig {
         heat_half_life: Duration::from_secs(args.heat_half_life),
         atomic_abandon_age: Duration::from_secs(args.atomic_abandon_age),
         atomic_step_hook: None,
+        backup_dir: args.backup_dir.clone(),
     }
 }
 

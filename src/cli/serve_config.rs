@@ -160,6 +160,7 @@ merged_fields!(
     tls_cert,
     tls_key,
     tls_client_ca,
+    backup_dir,
 );
 
 #[cfg(test)]

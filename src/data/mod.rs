@@ -39,6 +39,7 @@ macro_rules! schema_from_form {
 
 mod admin;
 mod audit;
+mod backup;
 mod catalog;
 mod directory;
 mod host;
@@ -56,6 +57,7 @@ mod value;
 pub use admin::{CatalogHistoryEntry, CatalogState, ShardSqlResult, ShardStatus};
 pub use audit::Audit;
 pub(crate) use audit::now_utc;
+pub use backup::{BackupManifest, FileStamp, MANIFEST_FORMAT, ShardCopy, StoredFile};
 pub use catalog::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogIssue, CatalogUpdateRequest, CatalogValidation,
     IssueSeverity, MapProposal, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,

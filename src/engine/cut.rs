@@ -9,10 +9,18 @@
 //! catalog) and decisions (a shard file's engine) share no owner below the daemon, and the cut
 //! must cover every client of the process. Outside a fence, a read costs one uncontended
 //! semaphore acquire, and only activations and decisions take it, never a routed query.
+//!
+//! The gate also counts the passes it has let through ([`passes`]), so a backup that fences in
+//! several short batches can tell whether any activation or decision came between two of them.
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 static GATE: RwLock<()> = RwLock::const_new(());
+
+/// Passes granted since the process started.
+static PASSES: AtomicU64 = AtomicU64::new(0);
 
 /// Held by an activation or an atomic-commit decision for the time of its write.
 pub struct CutPass {
@@ -27,9 +35,16 @@ pub struct CutFence {
 
 /// Waits for any backup fence to lift, then holds the gate open for one activation or decision.
 pub async fn pass() -> CutPass {
-    CutPass {
-        _held: GATE.read().await,
-    }
+    let held = GATE.read().await;
+    PASSES.fetch_add(1, Ordering::SeqCst);
+    CutPass { _held: held }
+}
+
+/// How many passes (activations and decisions) the gate has let through in this process. Read
+/// under a [`CutFence`], it cannot move until the fence is dropped: two fences that read the
+/// same count had no activation and no decision between them.
+pub fn passes() -> u64 {
+    PASSES.load(Ordering::SeqCst)
 }
 
 /// Waits for activations and decisions in progress to finish, then keeps new ones out until
@@ -42,7 +57,7 @@ pub async fn fence() -> CutFence {
 
 #[cfg(test)]
 mod tests {
-    use super::{GATE, fence, pass};
+    use super::{GATE, fence, pass, passes};
 
     #[tokio::test]
     async fn a_fence_keeps_passes_out_and_a_pass_keeps_a_fence_out() {
@@ -52,5 +67,14 @@ mod tests {
         let passing = pass().await;
         assert!(GATE.try_write().is_err(), "a fence would start during a pass");
         drop(passing);
+    }
+
+    #[tokio::test]
+    async fn each_pass_moves_the_count_two_fences_compare() {
+        let before = passes();
+        drop(pass().await);
+        let fenced = fence().await;
+        assert!(passes() > before, "a pass between two fences goes unseen");
+        drop(fenced);
     }
 }

@@ -38,6 +38,8 @@
 
 pub mod admin;
 mod atomic_transactions;
+mod backups;
+mod config;
 mod counters;
 pub mod grpc;
 pub mod health;
@@ -63,10 +65,11 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt as _;
 
+pub use config::ServerConfig;
 pub use counters::{RequestCounts, Surface};
 pub use host::ShardHost;
 pub use reload::reload_api_keys_on_sighup;
-pub use state::{Backend, KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerConfig, ServerState, Target};
+pub use state::{Backend, KEYSPACE_HEADER, SHARD_KEY_HEADER, ServerState, Target};
 pub use tls::{ServerTls, TlsFiles};
 
 use crate::error::{Error, Result};

@@ -8,9 +8,9 @@
 //! The scopes follow the contract: `read` for queries, reads, read-only SQL (`ExecuteSql`,
 //! transactions and running a procedure too, run read-only), read-only fan-out, merged reads and
 //! status (a data host's shard list too), resolving a shard directory's lookup key and listing its
-//! entries; `write` for everything that changes data and for
-//! transactions; `admin` for the catalog, shard directory changes, data migrations, schema migrations,
-//! `exec-all` and creating a data host's shard files.
+//! entries; `write` for everything that changes data and for transactions; `admin` for the
+//! catalog, shard directory changes, data migrations, schema migrations, `exec-all`, backup sets
+//! and creating a data host's shard files.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -117,6 +117,8 @@ pub const OPERATIONS: &[(&str, Needs)] = &[
     ("DisableShardDirectoryEntry", s(Admin)),
     ("DeleteShardDirectoryEntry", s(Admin)),
     ("MarkShardDirectoryEntryStale", s(Admin)),
+    ("CreateBackup", s(Admin)),
+    ("ListBackups", s(Admin)),
     // A data host's shard files.
     ("CreateHostShard", s(Admin)),
     // Meta.

@@ -537,6 +537,26 @@ impl GrpcClient {
             info.transaction_id,
         ))
     }
+
+    /// Takes a backup set of the daemon's keyspace into its backup place (`serve --backup-dir`;
+    /// the API key needs `admin`) and returns the set's manifest.
+    pub async fn create_backup(&self) -> Result<crate::data::BackupManifest> {
+        let set = rpc!(self.without_route(), create_backup, pb::Empty {})?;
+        manifest_from_json(&set.manifest_json)
+    }
+
+    /// The complete backup sets in the daemon's backup place, oldest first (`admin`).
+    pub async fn backup_sets(&self) -> Result<Vec<crate::data::BackupManifest>> {
+        let sets = rpc!(self.without_route(), list_backups, pb::Empty {})?;
+        sets.manifest_json.iter().map(|json| manifest_from_json(json)).collect()
+    }
+}
+
+fn manifest_from_json(json: &str) -> Result<crate::data::BackupManifest> {
+    serde_json::from_str(json).map_err(|source| Error::Json {
+        what: "a backup manifest from the daemon",
+        source,
+    })
 }
 
 impl super::atomic::RoutedCalls for GrpcClient {

@@ -208,6 +208,17 @@ impl HttpClient {
         ))
     }
 
+    /// Takes a backup set of the daemon's keyspace into its backup place (`serve --backup-dir`;
+    /// the API key needs `admin`) and returns the set's manifest.
+    pub async fn create_backup(&self) -> Result<crate::data::BackupManifest> {
+        self.json(self.without_route().post(&["sharding", "backups"])).await
+    }
+
+    /// The complete backup sets in the daemon's backup place, oldest first (`admin`).
+    pub async fn backup_sets(&self) -> Result<Vec<crate::data::BackupManifest>> {
+        self.json(self.without_route().get(&["sharding", "backups"])).await
+    }
+
     /// A client without a route, sharing this client's connections.
     pub fn without_route(&self) -> Self {
         Self {

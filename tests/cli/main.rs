@@ -5,6 +5,7 @@
 pub mod support;
 
 mod backup;
+mod backup_many;
 mod blocking_orders_example;
 mod catalog;
 mod data;

@@ -11,6 +11,7 @@ mod atomic;
 mod atomic_crash;
 mod atomic_stall;
 mod backup;
+mod backup_rest;
 mod catalog_patch;
 mod catalog_remote;
 mod cross_shard_query_surfaces;

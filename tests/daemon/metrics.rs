@@ -15,7 +15,7 @@ use shardlite::transport::grpc::proto::{self as pb, shardlite_client::ShardliteC
 
 /// `promtool check metrics` on `text`; `None` when promtool is missing (a failure where
 /// `SHARDLITE_REQUIRE_PROMTOOL` is set).
-fn promtool_check(text: &str) -> Option<String> {
+pub(crate) fn promtool_check(text: &str) -> Option<String> {
     let child = Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())

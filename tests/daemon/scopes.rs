@@ -96,7 +96,9 @@ fn expected_scope(operation: &str) -> Option<Option<&'static str>> {
         | "DisableShardDirectoryEntry"
         | "DeleteShardDirectoryEntry"
         | "MarkShardDirectoryEntryStale"
-        | "CreateHostShard" => Some("admin"),
+        | "CreateHostShard"
+        | "CreateBackup"
+        | "ListBackups" => Some("admin"),
         "GetOpenApiDocument" => None,
         _ => return None,
     };

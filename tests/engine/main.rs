@@ -8,6 +8,7 @@ pub mod support;
 
 mod atomic_participant;
 mod atomic_transactions;
+mod backup_batches;
 mod backup_cut;
 mod blocking_client;
 mod catalog;

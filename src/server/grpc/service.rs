@@ -238,6 +238,26 @@ impl Shardlite for ShardliteService {
         .await
     }
 
+    async fn create_backup(&self, request: Request<pb::Empty>) -> RpcResult<pb::BackupSet> {
+        self.run("CreateBackup", request, |call, _| async move {
+            let manifest = crate::server::backups::take_backup(&call.state).await?;
+            Ok(pb::BackupSet {
+                manifest_json: manifest_json(&manifest)?,
+            })
+        })
+        .await
+    }
+
+    async fn list_backups(&self, request: Request<pb::Empty>) -> RpcResult<pb::BackupSetList> {
+        self.run("ListBackups", request, |call, _| async move {
+            let sets = crate::server::backups::backup_sets(&call.state).await?;
+            Ok(pb::BackupSetList {
+                manifest_json: sets.iter().map(manifest_json).collect::<crate::error::Result<_>>()?,
+            })
+        })
+        .await
+    }
+
     // ---------------------------------------------------------------- SQL
 
     async fn execute_sql(&self, request: Request<pb::SqlRequest>) -> RpcResult<pb::SqlResult> {
@@ -593,4 +613,12 @@ impl Shardlite for ShardliteService {
         self.run("MarkShardDirectoryEntryStale", request, directory::mark_stale)
             .await
     }
+}
+
+/// A backup manifest as the JSON text the REST surface answers.
+fn manifest_json(manifest: &crate::data::BackupManifest) -> crate::error::Result<String> {
+    serde_json::to_string(manifest).map_err(|source| crate::error::Error::Json {
+        what: "a backup manifest",
+        source,
+    })
 }

@@ -184,6 +184,15 @@ impl Collector for Snapshot {
                 metric.metric_type(),
             )?)?;
         }
+        if let Some(seconds) = self.values.backup_last_success {
+            let metric = ConstGauge::new(gauge(seconds));
+            metric.encode(encoder.encode_descriptor(
+                "shardlite_backup_last_success_timestamp_seconds",
+                "When the newest backup set in the daemon's backup place was published (Unix seconds; 0 before the first)",
+                None,
+                metric.metric_type(),
+            )?)?;
+        }
         Ok(())
     }
 }

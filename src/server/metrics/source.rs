@@ -31,6 +31,9 @@ pub struct ScrapeValues {
     /// Atomic transactions not finished everywhere, as the background resolver sees them (the
     /// open shard files that hold atomic state; absent unless sharded).
     pub atomic_unresolved: Option<u64>,
+    /// When the newest backup set in the daemon's backup place was published, in seconds since
+    /// the Unix epoch (0 before the first; absent without `--backup-dir`).
+    pub backup_last_success: Option<u64>,
 }
 
 /// Where a scrape reads the engine-dependent values from. [`ServerState`] implements it with
@@ -112,6 +115,13 @@ impl ScrapeSource for ServerState {
             };
             *by_shard.entry(shard).or_default() += 1;
         }
+        let backup_last_success = self.config().backup_dir.as_deref().map(|place| {
+            crate::backup::last_published(place)
+                .ok()
+                .flatten()
+                .and_then(|at| at.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |since| since.as_secs())
+        });
         ScrapeValues {
             open_shards,
             shards: by_shard
@@ -125,6 +135,7 @@ impl ScrapeSource for ServerState {
             map_version,
             migration_rows_copied,
             atomic_unresolved,
+            backup_last_success,
         }
     }
 }

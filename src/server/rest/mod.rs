@@ -24,6 +24,7 @@
 //! [`ServerConfig::body_limit`]: crate::server::ServerConfig::body_limit
 
 pub mod admin;
+mod backup;
 pub mod bodies;
 pub mod collections;
 pub mod data;
@@ -190,6 +191,7 @@ fn api_routes() -> OpenApiRouter<ServerState> {
         .routes(routes!(reshard::progress))
         .routes(routes!(reshard::resume))
         .routes(routes!(reshard::abandon))
+        .routes(routes!(backup::create, backup::list))
         .routes(routes!(host::list_host_shards))
         .routes(routes!(host::create_host_shard))
 }
