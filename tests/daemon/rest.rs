@@ -1406,6 +1406,16 @@ async fn the_openapi_document_covers_every_endpoint() {
         ("get", "/api/sharding/status/page"),
         ("get", "/api/sharding/stats/heat"),
         ("get", "/api/sharding/atomic-transactions"),
+        ("post", "/api/sharding/directory/resolve"),
+        ("post", "/api/sharding/directory/reserve"),
+        ("post", "/api/sharding/directory/activate"),
+        ("post", "/api/sharding/directory/upsert"),
+        ("post", "/api/sharding/directory/disable"),
+        ("post", "/api/sharding/directory/delete"),
+        ("post", "/api/sharding/directory/mark-stale"),
+        ("get", "/api/sharding/directory/{name}/entries"),
+        ("post", "/api/sharding/backups"),
+        ("get", "/api/sharding/backups"),
         ("post", "/api/sharding/sql/execute-all"),
         ("post", "/api/sharding/sql/read-all"),
         ("get", "/api/sharding/catalog"),
@@ -1441,6 +1451,12 @@ async fn the_openapi_document_covers_every_endpoint() {
             "/api/sharding/migrations/exact-route-key" | "/api/sharding/migrations/bucket-range" => {
                 "#/components/schemas/MigrationRejected"
             }
+            "/api/sharding/directory/reserve"
+            | "/api/sharding/directory/activate"
+            | "/api/sharding/directory/upsert"
+            | "/api/sharding/directory/disable"
+            | "/api/sharding/directory/delete"
+            | "/api/sharding/directory/mark-stale" => "#/components/schemas/DirectoryMutationRefused",
             _ => "#/components/schemas/Problem",
         };
         assert_eq!(bad_request, problem, "{method} {path}");
