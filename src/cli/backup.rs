@@ -12,10 +12,14 @@ use super::data::{OutputArgs, print_json, table};
 use crate::backup::{BackupManifest, BackupStep, create_backup, list_sets, restore_backup, verify_backup};
 use crate::client::ShardedClient;
 use crate::error::{Error, Result};
+#[cfg(any(feature = "grpc", feature = "http"))]
 use crate::map::Transport;
 use crate::options::ConnectionOptions;
+#[cfg(any(feature = "grpc", feature = "http"))]
 use crate::transport::RemoteOptions;
+#[cfg(feature = "grpc")]
 use crate::transport::grpc::GrpcClient;
+#[cfg(feature = "http")]
 use crate::transport::http::HttpClient;
 
 /// The `backup` subcommands.
@@ -171,13 +175,16 @@ async fn create_on_daemon(options: &ConnectionOptions, to: Option<&Path>) -> Res
             "a daemon writes its sets into its own backup place (`serve --backup-dir`): leave out --to",
         ));
     }
+    #[cfg(any(feature = "grpc", feature = "http"))]
     let remote = RemoteOptions::from_connection_options(options)?;
     match options.transport() {
+        #[cfg(feature = "http")]
         Some(Transport::Http) => {
             let daemon = HttpClient::new(remote)?;
             eprintln!("asking {} for a backup set", daemon.endpoint());
             daemon.create_backup().await
         }
+        #[cfg(feature = "grpc")]
         Some(Transport::Grpc) => {
             let daemon = GrpcClient::connect(remote).await?;
             eprintln!("asking {} for a backup set", daemon.endpoint());

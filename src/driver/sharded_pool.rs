@@ -187,12 +187,17 @@ impl ShardedPool {
     /// On a pool over a daemon this is not available yet: it answers a configuration error
     /// naming the alternatives.
     pub async fn acquire_by_lookup(&self, directory: &str, lookup_key: &str) -> Result<ShardedPoolConnection, Error> {
-        let Backend::Local { sharded, .. } = &self.inner.backend else {
-            return Err(Error::Configuration(
-                "acquire_by_lookup needs a pool opened on a master catalog ('Data Source'); over an endpoint, \
+        let sharded = match &self.inner.backend {
+            Backend::Local { sharded, .. } => sharded,
+            // Only the remote backends, when a transport feature is on.
+            #[allow(unreachable_patterns)]
+            _ => {
+                return Err(Error::Configuration(
+                    "acquire_by_lookup needs a pool opened on a master catalog ('Data Source'); over an endpoint, \
                  resolve the entry first and acquire its route"
-                    .into(),
-            ));
+                        .into(),
+                ));
+            }
         };
         let found = sharded
             .directories()
