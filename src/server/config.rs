@@ -23,7 +23,7 @@ pub struct ServerConfig {
     /// [`api_key`](Self::api_key).
     pub api_keys: Option<KeyRing>,
     /// The file [`api_keys`](Self::api_keys) came from, read again by
-    /// [`ServerState::reload_api_keys`] (on SIGHUP).
+    /// [`ServerState::reload_api_keys`](crate::server::ServerState::reload_api_keys) (on SIGHUP).
     pub api_keys_file: Option<PathBuf>,
     /// The header carrying the API key (default `X-CSharpDB-Api-Key`).
     pub api_key_header: String,

@@ -132,7 +132,7 @@ pub fn route_from_headers(headers: &HeaderMap) -> Result<Option<RouteContext>, A
 }
 
 /// Reads the directory headers that bind a request by a lookup key instead of a route (see
-/// [`lookup`](crate::server::lookup)).
+/// [`lookup`]).
 pub fn lookup_from_headers(headers: &HeaderMap) -> Result<Option<DirectoryLookup>, ApiError> {
     let directory = header_text(headers, DIRECTORY_HEADER, "directory headers")?;
     let key = header_text(headers, LOOKUP_KEY_HEADER, "directory headers")?;
