@@ -341,8 +341,7 @@ async fn open(options: &ConnectionOptions, engine: EngineConfig) -> Result<Conne
     }
 }
 
-/// What binds a connection to one route: the route itself, or a directory entry whose route is
-/// resolved on the live map when the connection opens.
+/// What binds a connection to one route: the route, or a directory entry resolved when it opens.
 #[derive(Clone, Copy)]
 enum Binding<'a> {
     Route(&'a RouteContext),
