@@ -18,6 +18,7 @@
 //! is in [`status`]. Each call is logged (RPC, keyspace, key, shard, error code, latency; never
 //! parameters, documents or keys) at `INFO`.
 
+mod backup;
 mod call;
 mod directory;
 mod gate;

@@ -10,7 +10,7 @@ use crate::transport::grpc::convert::{document_from_json, params_from_pb, requir
 use crate::wire::proto::{self as pb, shardlite_server::Shardlite};
 
 use super::call::{RpcResult, ShardliteService};
-use super::directory;
+use super::{backup, directory as dir};
 
 /// Short names for the shard directory messages, so each of their handlers fits a line.
 mod d {
@@ -239,23 +239,11 @@ impl Shardlite for ShardliteService {
     }
 
     async fn create_backup(&self, request: Request<pb::Empty>) -> RpcResult<pb::BackupSet> {
-        self.run("CreateBackup", request, |call, _| async move {
-            let manifest = crate::server::backups::take_backup(&call.state).await?;
-            Ok(pb::BackupSet {
-                manifest_json: manifest_json(&manifest)?,
-            })
-        })
-        .await
+        self.run("CreateBackup", request, backup::create).await
     }
 
     async fn list_backups(&self, request: Request<pb::Empty>) -> RpcResult<pb::BackupSetList> {
-        self.run("ListBackups", request, |call, _| async move {
-            let sets = crate::server::backups::backup_sets(&call.state).await?;
-            Ok(pb::BackupSetList {
-                manifest_json: sets.iter().map(manifest_json).collect::<crate::error::Result<_>>()?,
-            })
-        })
-        .await
+        self.run("ListBackups", request, backup::list).await
     }
 
     // ---------------------------------------------------------------- SQL
@@ -578,47 +566,34 @@ impl Shardlite for ShardliteService {
     // ---------------------------------------------------------------- shard directories
 
     async fn resolve_shard_directory_entry(&self, request: Request<d::Lookup>) -> RpcResult<d::Resolution> {
-        self.run("ResolveShardDirectoryEntry", request, directory::resolve)
-            .await
+        self.run("ResolveShardDirectoryEntry", request, dir::resolve).await
     }
 
     async fn list_shard_directory_entries(&self, request: Request<d::EntriesRequest>) -> RpcResult<d::Page> {
-        self.run("ListShardDirectoryEntries", request, directory::entries).await
+        self.run("ListShardDirectoryEntries", request, dir::entries).await
     }
 
     async fn reserve_shard_directory_entry(&self, request: Request<d::Mutation>) -> RpcResult<d::Result> {
-        self.run("ReserveShardDirectoryEntry", request, directory::reserve)
-            .await
+        self.run("ReserveShardDirectoryEntry", request, dir::reserve).await
     }
 
     async fn activate_shard_directory_entry(&self, request: Request<d::Mutation>) -> RpcResult<d::Result> {
-        self.run("ActivateShardDirectoryEntry", request, directory::activate)
-            .await
+        self.run("ActivateShardDirectoryEntry", request, dir::activate).await
     }
 
     async fn upsert_shard_directory_entry(&self, request: Request<d::Mutation>) -> RpcResult<d::Result> {
-        self.run("UpsertShardDirectoryEntry", request, directory::upsert).await
+        self.run("UpsertShardDirectoryEntry", request, dir::upsert).await
     }
 
     async fn disable_shard_directory_entry(&self, request: Request<d::Mutation>) -> RpcResult<d::Result> {
-        self.run("DisableShardDirectoryEntry", request, directory::disable)
-            .await
+        self.run("DisableShardDirectoryEntry", request, dir::disable).await
     }
 
     async fn delete_shard_directory_entry(&self, request: Request<d::Mutation>) -> RpcResult<d::Result> {
-        self.run("DeleteShardDirectoryEntry", request, directory::delete).await
+        self.run("DeleteShardDirectoryEntry", request, dir::delete).await
     }
 
     async fn mark_shard_directory_entry_stale(&self, request: Request<d::Mutation>) -> RpcResult<d::Result> {
-        self.run("MarkShardDirectoryEntryStale", request, directory::mark_stale)
-            .await
+        self.run("MarkShardDirectoryEntryStale", request, dir::mark_stale).await
     }
-}
-
-/// A backup manifest as the JSON text the REST surface answers.
-fn manifest_json(manifest: &crate::data::BackupManifest) -> crate::error::Result<String> {
-    serde_json::to_string(manifest).map_err(|source| crate::error::Error::Json {
-        what: "a backup manifest",
-        source,
-    })
 }
