@@ -286,8 +286,7 @@ pub fn engine_config_for(options: &ConnectionOptions, base: EngineConfig) -> Eng
 /// | `Data Source` = a master catalog with an active map, `Shard Keyspace` alone | the same, once the keyspace is checked against the map's ([`Error::UnknownKeyspace`] otherwise) | as without route keys; the sqlx driver answers reads across every shard |
 /// | `Data Source` = a plain database (no map), no route keys | a [`LocalClient`], creating the file if it is missing, as SQLite does | run on that file |
 /// | `Data Source` = a plain database or a missing file, plus route keys | nothing: [`Error::ConnectionString`] | |
-/// | `Endpoint` + `Transport=Grpc` (feature `grpc`) | the gRPC client, connected now, carrying the route (if any) as metadata on every call ([`ConnectionTarget::Remote`]) | run where the daemon routes them |
-/// | `Endpoint` + `Transport=Http` (feature `http`) | the REST client, carrying the route (if any) as headers on every call ([`ConnectionTarget::Remote`]) | run where the daemon routes them |
+/// | `Endpoint` + `Transport=Grpc` or `Http` (features `grpc`, `http`) | the gRPC or REST client, checked against the daemon now, carrying the route (if any; `Shard Directory` + `Lookup Key` are resolved to their entry's route by the daemon now) as metadata or headers on every call ([`ConnectionTarget::Remote`]) | run where the daemon routes them |
 /// | `Endpoint` with a transport whose feature this build lacks, or without a transport | nothing: [`Error::ConnectionString`] naming the missing feature or key | |
 ///
 /// Route keys on a file without a map are refused rather than ignored (the original ignores them):
@@ -477,15 +476,6 @@ pub(crate) fn check_keyspace(keyspace: &str, expected: &str) -> Result<()> {
 }
 
 async fn open_remote(options: &ConnectionOptions) -> Result<ConnectedClient> {
-    if options.lookup().is_some() {
-        return Err(Error::ConnectionString {
-            reason: "'Shard Directory' and 'Lookup Key' bind a connection through a master catalog ('Data Source'); \
-                     over an 'Endpoint', resolve the entry first (`shardlite directory resolve`) and bind its route \
-                     with 'Shard Keyspace' and 'Shard Key', or send the X-Shardlite-Directory and \
-                     X-Shardlite-Lookup-Key headers yourself"
-                .to_owned(),
-        });
-    }
     match options.transport() {
         #[cfg(feature = "grpc")]
         Some(Transport::Grpc) => open_grpc(options).await,
@@ -508,13 +498,21 @@ async fn open_remote(options: &ConnectionOptions) -> Result<ConnectedClient> {
 
 /// A remote client as a connected client: data calls on its route, shard admin on the daemon.
 #[cfg(any(feature = "grpc", feature = "http"))]
-fn remote<C: DataClient + ShardAdmin + ReshardAdmin + DirectoryAdmin + Clone + 'static>(
-    client: C,
+async fn remote<C: DataClient + ShardAdmin + ReshardAdmin + DirectoryAdmin + crate::transport::atomic::RoutedCalls>(
+    mut client: C,
     endpoint: &str,
     transport: Transport,
     options: &ConnectionOptions,
-) -> ConnectedClient {
-    ConnectedClient::Remote {
+) -> Result<ConnectedClient> {
+    let route = match options.lookup() {
+        Some(lookup) => {
+            let route = lookup_route(&client, lookup).await?;
+            client = client.routed(&route);
+            Some(route)
+        }
+        None => options.route().cloned(),
+    };
+    Ok(ConnectedClient::Remote {
         target: ConnectionTarget::Remote {
             endpoint: endpoint.to_owned(),
             transport,
@@ -524,9 +522,18 @@ fn remote<C: DataClient + ShardAdmin + ReshardAdmin + DirectoryAdmin + Clone + '
             moves: Arc::new(client.clone()),
             directories: Arc::new(client.clone()),
             data: Arc::new(client),
-            route: options.route().cloned(),
+            route,
         },
-    }
+    })
+}
+
+/// The route of a directory entry, resolved by the daemon on its live map. The connection is
+/// bound to that route, which the daemon resolves to a shard on every call, so it follows the
+/// entry across data moves as a route-bound connection does.
+#[cfg(any(feature = "grpc", feature = "http"))]
+async fn lookup_route(directories: &dyn DirectoryAdmin, lookup: &DirectoryLookup) -> Result<RouteContext> {
+    let found = directories.resolve_directory_entry(lookup).await?;
+    RouteContext::new(&found.entry.target_keyspace, &found.entry.route_key)
 }
 
 #[cfg(feature = "grpc")]
@@ -536,7 +543,7 @@ async fn open_grpc(options: &ConnectionOptions) -> Result<ConnectedClient> {
 
     let grpc = GrpcClient::connect(RemoteOptions::from_connection_options(options)?).await?;
     let endpoint = grpc.endpoint().to_owned();
-    Ok(remote(grpc, &endpoint, Transport::Grpc, options))
+    remote(grpc, &endpoint, Transport::Grpc, options).await
 }
 
 #[cfg(feature = "http")]
@@ -548,53 +555,8 @@ async fn open_http(options: &ConnectionOptions) -> Result<ConnectedClient> {
     // Like the gRPC client, check the daemon answers (and accepts the route) before use.
     crate::data::SqlData::info(&http).await?;
     let endpoint = http.endpoint().to_owned();
-    Ok(remote(http, &endpoint, Transport::Http, options))
+    remote(http, &endpoint, Transport::Http, options).await
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-
-    #[test]
-    fn engine_config_takes_only_the_keys_given() {
-        let base = EngineConfig {
-            busy_timeout: Duration::from_secs(9),
-            transaction_idle_timeout: Some(Duration::from_secs(9)),
-            statement_timeout: Some(Duration::from_secs(9)),
-            ..EngineConfig::default()
-        };
-        let plain = ConnectionOptions::parse("Data Source=a.db").unwrap();
-        let config = engine_config_for(&plain, base.clone());
-        assert_eq!(config.busy_timeout, Duration::from_secs(9));
-        assert_eq!(config.transaction_idle_timeout, Some(Duration::from_secs(9)));
-
-        assert_eq!(config.statement_timeout, Some(Duration::from_secs(9)));
-
-        let tuned =
-            ConnectionOptions::parse("Data Source=a.db;Busy Timeout=0;Command Timeout=2;Transaction Timeout=30")
-                .unwrap();
-        let config = engine_config_for(&tuned, base.clone());
-        assert_eq!(config.busy_timeout, Duration::ZERO);
-        assert_eq!(config.statement_timeout, Some(Duration::from_secs(2)));
-        assert_eq!(config.transaction_idle_timeout, Some(Duration::from_secs(30)));
-
-        let unlimited = ConnectionOptions::parse("Data Source=a.db;Command Timeout=0").unwrap();
-        assert_eq!(engine_config_for(&unlimited, base).statement_timeout, None);
-    }
-
-    #[test]
-    fn targets_describe_themselves() {
-        let local = ConnectionTarget::Local {
-            data_source: "app.db".into(),
-        };
-        assert_eq!(local.to_string(), "plain database 'app.db'");
-        let sharded = ConnectionTarget::Sharded {
-            master: "m.db".into(),
-            keyspace: "k".into(),
-            map_version: 3,
-        };
-        assert!(sharded.to_string().contains("no route"), "{sharded}");
-    }
-}
+mod tests;

@@ -181,28 +181,18 @@ impl ShardedPool {
     }
 
     /// A connection bound to the route of directory `directory`'s entry for `lookup_key` (an
-    /// order number, say), resolved on the live map now; it goes back to the pool when dropped.
-    /// Like [`acquire`](Self::acquire)'s, the connection follows its route across moves.
-    ///
-    /// On a pool over a daemon this is not available yet: it answers a configuration error
-    /// naming the alternatives.
+    /// order number, say), resolved on the live map now (by the daemon, on a pool over one); it
+    /// goes back to the pool when dropped. Like [`acquire`](Self::acquire)'s, the connection
+    /// follows its route across moves.
     pub async fn acquire_by_lookup(&self, directory: &str, lookup_key: &str) -> Result<ShardedPoolConnection, Error> {
-        let sharded = match &self.inner.backend {
-            Backend::Local { sharded, .. } => sharded,
-            // Only the remote backends, when a transport feature is on.
-            #[allow(unreachable_patterns)]
-            _ => {
-                return Err(Error::Configuration(
-                    "acquire_by_lookup needs a pool opened on a master catalog ('Data Source'); over an endpoint, \
-                 resolve the entry first and acquire its route"
-                        .into(),
-                ));
-            }
+        let lookup = crate::data::DirectoryLookup::new(directory, lookup_key);
+        let found = match &self.inner.backend {
+            Backend::Local { sharded, .. } => sharded.directories().resolve(&lookup).await?,
+            #[cfg(feature = "grpc")]
+            Backend::Grpc(client) => crate::data::DirectoryAdmin::resolve_directory_entry(client, &lookup).await?,
+            #[cfg(feature = "http")]
+            Backend::Http(client) => crate::data::DirectoryAdmin::resolve_directory_entry(client, &lookup).await?,
         };
-        let found = sharded
-            .directories()
-            .resolve(&crate::data::DirectoryLookup::new(directory, lookup_key))
-            .await?;
         let route = RouteContext::new(&found.entry.target_keyspace, &found.entry.route_key)?;
         self.acquire(route).await
     }

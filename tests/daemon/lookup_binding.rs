@@ -153,3 +153,49 @@ async fn a_lookup_key_binds_rest_and_grpc_requests_to_its_entrys_route() {
     assert_eq!(ids_on(&sharded, "s1").await, vec![json!(1)]);
     daemon.stop().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_string_over_an_endpoint_binds_to_a_lookup_keys_route() {
+    let fixture = Fixture::new().await;
+    let sharded = ShardedClient::open(&fixture.master).await.unwrap();
+    sharded
+        .query()
+        .execute_all("CREATE TABLE items (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL)")
+        .await
+        .unwrap();
+    // tenant-b is pinned to s1.
+    add_directory(&sharded, &["tenant-b"]).await;
+    let daemon = fixture.start().await;
+    for (id, transport) in [(10, "Http"), (11, "Grpc")] {
+        let text = format!(
+            "Endpoint={};Transport={transport};Shard Directory=orders_by_id;Lookup Key=SO-tenant-b",
+            daemon.base_url
+        );
+        let connected = shardlite::connect::connect(&text.parse().unwrap()).await.unwrap();
+        assert_eq!(connected.route().map(|r| r.key()), Some("tenant-b"), "{transport}");
+        connected
+            .client()
+            .unwrap()
+            .execute_sql(
+                &format!("INSERT INTO items (id, tenant) VALUES ({id}, 'tenant-b')"),
+                shardlite::client::Params::none(),
+            )
+            .await
+            .unwrap();
+
+        for (key, kind) in [
+            ("SO-nobody", shardlite::ErrorKind::NotFound),
+            ("gone-tenant-b", shardlite::ErrorKind::Conflict),
+        ] {
+            let text = format!(
+                "Endpoint={};Transport={transport};Shard Directory=orders_by_id;Lookup Key={key}",
+                daemon.base_url
+            );
+            let err = shardlite::connect::connect(&text.parse().unwrap()).await.unwrap_err();
+            assert_eq!(err.kind(), kind, "{transport} {key}: {err}");
+        }
+    }
+    assert_eq!(ids_on(&sharded, "s1").await, vec![json!(10), json!(11)]);
+    assert!(ids_on(&sharded, "s0").await.is_empty());
+    daemon.stop().await.unwrap();
+}

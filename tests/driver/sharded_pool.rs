@@ -422,6 +422,33 @@ async fn a_pool_over_a_daemon_runs_atomic_transfers_over_grpc_and_http() {
     assert!(sharded.atomic_recovery().unresolved().await.unwrap().is_empty());
 }
 
+/// One lookup through `pool`: the row lands on the entry's shard (s1); a deleted entry and an
+/// unknown directory are refused with their kinds.
+async fn insert_by_lookup(pool: &ShardedPool, dir: &Path, id: &str) {
+    let mut conn = pool.acquire_by_lookup("orders_by_id", "SO-tenant-b").await.unwrap();
+    sqlx::query("INSERT INTO items (id, tenant) VALUES (?1, 'tenant-b')")
+        .bind(id)
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    drop(conn);
+    let on_s1 = rusqlite::Connection::open(dir.join("s1.db"))
+        .unwrap()
+        .query_row("SELECT count(*) FROM items WHERE id = ?1", [id], |row| {
+            row.get::<_, i64>(0)
+        })
+        .unwrap();
+    assert_eq!(on_s1, 1, "{id}");
+
+    let err = pool
+        .acquire_by_lookup("orders_by_id", "gone-tenant-b")
+        .await
+        .unwrap_err();
+    assert_eq!(shardlite_kind(&err), Some(ErrorKind::Conflict), "{err}");
+    let err = pool.acquire_by_lookup("nowhere", "SO-1").await.unwrap_err();
+    assert_eq!(shardlite_kind(&err), Some(ErrorKind::NotFound), "{err}");
+}
+
 #[tokio::test]
 async fn acquire_by_lookup_binds_a_pooled_connection_to_the_entrys_route() {
     let dir = temp_dir();
@@ -432,26 +459,15 @@ async fn acquire_by_lookup_binds_a_pooled_connection_to_the_entrys_route() {
     let pool = ShardedPool::connect(&format!("Data Source={}", master.display()))
         .await
         .unwrap();
-    let mut conn = pool.acquire_by_lookup("orders_by_id", "SO-tenant-b").await.unwrap();
-    sqlx::query("INSERT INTO items (id, tenant) VALUES ('by-lookup', 'tenant-b')")
-        .execute(&mut *conn)
-        .await
-        .unwrap();
-    drop(conn);
+    insert_by_lookup(&pool, dir.path(), "in-process").await;
     assert_eq!(pool.open_connections().keys().collect::<Vec<_>>(), ["s1"]);
-    let on_s1 = rusqlite::Connection::open(dir.path().join("s1.db"))
-        .unwrap()
-        .query_row("SELECT count(*) FROM items WHERE id = 'by-lookup'", [], |row| {
-            row.get::<_, i64>(0)
-        })
-        .unwrap();
-    assert_eq!(on_s1, 1);
 
-    let err = pool
-        .acquire_by_lookup("orders_by_id", "gone-tenant-b")
-        .await
-        .unwrap_err();
-    assert_eq!(shardlite_kind(&err), Some(ErrorKind::Conflict), "{err}");
-    let err = pool.acquire_by_lookup("nowhere", "SO-1").await.unwrap_err();
-    assert_eq!(shardlite_kind(&err), Some(ErrorKind::NotFound), "{err}");
+    // Over a daemon, the daemon resolves the entry.
+    let daemon = crate::support::daemon::start_daemon_on(&master, Default::default()).await;
+    for transport in ["Grpc", "Http"] {
+        let pool = ShardedPool::connect(&format!("Endpoint={};Transport={transport}", daemon.base_url))
+            .await
+            .unwrap();
+        insert_by_lookup(&pool, dir.path(), transport).await;
+    }
 }
