@@ -8,6 +8,7 @@
 //! has "no map".
 
 mod directory;
+mod directory_import;
 mod update;
 
 pub use update::{MapDiff, diff, validate};
@@ -20,6 +21,7 @@ mod reshard;
 mod runner;
 mod store;
 
+pub use directory_import::DirectoryImportOutcome;
 pub use export::{CatalogExport, EXPORT_FORMAT};
 pub use files::{check_shard_files, shard_file};
 pub use location::{CatalogLocation, EtcdAddress};

@@ -53,6 +53,8 @@ pub struct Opened {
     data: Option<Arc<dyn DataClient>>,
     /// The route the data client is bound to, if any.
     pub route: Option<RouteContext>,
+    /// The sharded client, when a master catalog was opened in this process.
+    pub sharded: Option<crate::client::ShardedClient>,
 }
 
 impl Opened {
@@ -111,7 +113,13 @@ pub async fn open(args: &ConnectionArgs, route: Option<RouteContext>) -> Result<
         ));
     }
     let connected = connect(&options).await?;
+    let sharded = match &connected {
+        crate::connect::ConnectedClient::Sharded { client, .. } => Some(client.clone()),
+        crate::connect::ConnectedClient::Shard { client, .. } => Some(client.sharded().clone()),
+        _ => None,
+    };
     Ok(Opened {
+        sharded,
         data_source: options.data_source().map(str::to_owned),
         admin: connected.admin(),
         directories: connected.directories(),

@@ -211,6 +211,8 @@ pub async fn run(command: &DirectoryCommand) -> Result<()> {
 /// What the directory commands work with: the directories of the connection's target, its
 /// shard admin, and the map's keyspace.
 pub(super) struct Target {
+    /// The sharded client, when the connection opened a master catalog in this process.
+    pub(super) local: Option<crate::client::ShardedClient>,
     pub(super) directories: Arc<dyn DirectoryAdmin>,
     pub(super) admin: Arc<dyn ShardAdmin>,
     pub(super) keyspace: String,
@@ -228,6 +230,7 @@ pub(super) async fn open(args: &ConnectionArgs) -> Result<Target> {
         )
     })?;
     Ok(Target {
+        local: opened.sharded.clone(),
         directories,
         admin,
         keyspace,

@@ -1,11 +1,14 @@
-//! `shardlite directory import`: upserts the entries of a JSON lines file, one line at a time,
-//! so memory stays bounded whatever the file's size.
+//! `shardlite directory import`: upserts the entries of a JSON lines file.
 //!
 //! Each line is `{"lookupKey": "SO-1", "routeKey": "tenant-a", "state": "Active"}` (`state`
-//! optional, default `Active`). Each entry that changes is written as a pending map, each
-//! compare-and-set on the version the previous one wrote, so a concurrent catalog change stops
-//! the import; with `--activate` the last pending map is activated at the end. The first refused
-//! line stops the import, named with its number; the lines before it stay written.
+//! optional, default `Active`). On a master catalog (`Data Source`) the whole file is one
+//! change: every entry is checked, and those that change are written as one pending map,
+//! compare-and-set on the version read, with one history entry; a refused line (named with its
+//! number) writes nothing. Through a daemon the file is read a line at a time and each entry
+//! that changes is written as a pending map of its own, each compare-and-set on the version the
+//! previous one wrote, so a concurrent catalog change stops the import; the first refused line
+//! stops it, and the lines before it stay written. With `--activate` the last pending map is
+//! activated at the end.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -50,6 +53,9 @@ pub async fn run(args: &ImportArgs) -> Result<()> {
     })?;
     let target = open(&args.connection).await?;
     let keyspace = args.keyspace.clone().unwrap_or_else(|| target.keyspace.clone());
+    if let Some(sharded) = &target.local {
+        return import_at_once(sharded, args, &keyspace, file).await;
+    }
     let mut report = ImportReport::default();
     let mut expected = args.write.expected_version;
     for (index, line) in BufReader::new(file).lines().enumerate() {
@@ -61,10 +67,7 @@ pub async fn run(args: &ImportArgs) -> Result<()> {
         if line.trim().is_empty() {
             continue;
         }
-        let entry: ImportLine = serde_json::from_str(&line)
-            .map_err(|err| Error::invalid_argument("import file", format!("line {number} is not an entry: {err}")))?;
-        let mut mutation = DirectoryMutation::new(&args.directory, entry.lookup_key).route(&keyspace, entry.route_key);
-        mutation.state = entry.state;
+        let mut mutation = parse_line(&line, number, args, &keyspace)?;
         mutation.expected_current_map_version = expected;
         let mutation = mutation.audit(Audit::new(args.write.operator.clone(), args.write.comment.clone()));
         let result = target
@@ -84,6 +87,56 @@ pub async fn run(args: &ImportArgs) -> Result<()> {
     if args.write.activate {
         activate(&target, args, &mut report).await?;
     }
+    print(&report, args.write.json())
+}
+
+/// One line of the file as an upsert of `args.directory`.
+fn parse_line(line: &str, number: usize, args: &ImportArgs, keyspace: &str) -> Result<DirectoryMutation> {
+    let entry: ImportLine = serde_json::from_str(line)
+        .map_err(|err| Error::invalid_argument("import file", format!("line {number} is not an entry: {err}")))?;
+    let mut mutation = DirectoryMutation::new(&args.directory, entry.lookup_key).route(keyspace, entry.route_key);
+    mutation.state = entry.state;
+    Ok(mutation)
+}
+
+/// The import on a master catalog opened here: the whole file as one pending map.
+async fn import_at_once(
+    sharded: &crate::client::ShardedClient,
+    args: &ImportArgs,
+    keyspace: &str,
+    file: std::fs::File,
+) -> Result<()> {
+    let mut entries = Vec::new();
+    let mut numbers = Vec::new();
+    for (index, line) in BufReader::new(file).lines().enumerate() {
+        let number = index + 1;
+        let line = line.map_err(|source| Error::Io {
+            what: format!("line {number} of {}", args.file.display()),
+            source,
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        entries.push(parse_line(&line, number, args, keyspace)?);
+        numbers.push(number);
+    }
+    let audit = Audit::new(args.write.operator.clone(), args.write.comment.clone());
+    let outcome = sharded
+        .directories()
+        .import(&entries, args.write.expected_version, audit, args.write.activate)
+        .await?;
+    if let Some((index, result)) = &outcome.refused {
+        let number = numbers.get(*index).copied().unwrap_or(0);
+        refused(result).map_err(|err| {
+            Error::invalid_argument("import file", format!("line {number}: {err}; nothing was written"))
+        })?;
+    }
+    let report = ImportReport {
+        lines: entries.len() as u64,
+        statuses: outcome.statuses,
+        activated: args.write.activate && outcome.pending_map_version.is_some(),
+        pending_map_version: outcome.pending_map_version,
+    };
     print(&report, args.write.json())
 }
 

@@ -201,7 +201,27 @@ fn directory_commands_work_on_a_local_master() {
     let dir = crate::support::temp_dir();
     let conn = seeded_with(dir.path(), &directory_map(dir.path()));
     directory_commands(&conn);
+    let version =
+        |conn: &str| ok(conn, &["resolve", "-d", "orders_by_id", "SO-1"])["routeResolution"]["mapVersion"].clone();
+    let before = version(&conn).as_u64().unwrap();
     import_commands(&conn, dir.path());
+    // On a master file the import is one change: three entries written, one map version.
+    assert_eq!(version(&conn), json!(before + 1));
+
+    // A refused line refuses the whole file: the good line before it is not written either.
+    let file = dir.path().join("partly.jsonl");
+    std::fs::write(
+        &file,
+        "{\"lookupKey\": \"SO-20\", \"routeKey\": \"tenant-a\"}\n{\"lookupKey\": \"SO-20\", \"routeKey\": \"tenant-b\"}\n",
+    )
+    .unwrap();
+    let refused = fails(&conn, &["import", "-d", "orders_by_id", file.to_str().unwrap()]);
+    assert!(
+        refused.contains("line 2") && refused.contains("given twice") && refused.contains("nothing was written"),
+        "{refused}"
+    );
+    assert_eq!(ok(&conn, &["entries", "-d", "orders_by_id"])["entryCount"], 4);
+    assert_eq!(version(&conn), json!(before + 1));
 }
 
 #[cfg(feature = "server")]

@@ -5,6 +5,7 @@
 use async_trait::async_trait;
 
 use super::ShardedClient;
+use crate::catalog::DirectoryImportOutcome;
 use crate::client::RoutedClient;
 use crate::data::{
     ActivationRequest, Audit, DirectoryAdmin, DirectoryEntryPage, DirectoryEntryQuery, DirectoryLookup,
@@ -76,6 +77,30 @@ impl<'a> ShardedDirectories<'a> {
             result.requires_activation = false;
         }
         Ok(result)
+    }
+
+    /// Upserts `entries` in bulk as one pending map (see
+    /// [`Catalog::import_directory`](crate::catalog::Catalog::import_directory)), activated here
+    /// at once with `activate` when any entry changed.
+    pub async fn import(
+        self,
+        entries: &[DirectoryMutation],
+        expected: Option<u64>,
+        audit: Audit,
+        activate: bool,
+    ) -> Result<DirectoryImportOutcome> {
+        let catalog = self.sharded.catalog().master().ok_or_else(|| Error::Catalog {
+            reason: "directory changes need a client opened from a master catalog, not a map held in memory".to_owned(),
+        })?;
+        let outcome = catalog.import_directory(entries, expected, audit.clone()).await?;
+        if activate && let Some(version) = outcome.pending_map_version {
+            let audit = audit.or_because(|| "activated with shard directory import".to_owned());
+            self.sharded
+                .catalog()
+                .activate(&ActivationRequest::new(version).audit(audit))
+                .await?;
+        }
+        Ok(outcome)
     }
 
     /// One page of a directory's entries on the live map.
