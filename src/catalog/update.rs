@@ -16,6 +16,7 @@ use crate::data::{
 };
 use crate::error::{Error, Result};
 use crate::map::ShardMap;
+use crate::map::records::{RecordChange, RecordKind};
 use crate::routing::keyspace_eq;
 
 /// What changes between two maps of the same keyspace and bucket count.
@@ -54,6 +55,32 @@ impl MapDiff {
         }
         shards
     }
+}
+
+/// What changes between two maps given the records written between them, when the records
+/// are pins alone (besides the header and directory entries, which move no data) and the
+/// keyspace, bucket count and shards stay: the changed pins are all that can move. `None`
+/// otherwise ([`diff`] compares the whole maps).
+pub(crate) fn diff_of_changes(current: &ShardMap, proposed: &ShardMap, records: &[RecordChange]) -> Option<MapDiff> {
+    let same_routing = keyspace_eq(current.keyspace(), proposed.keyspace())
+        && current.bucket_count() == proposed.bucket_count()
+        && current.shards() == proposed.shards();
+    let pins_only = records
+        .iter()
+        .all(|record| matches!(record.kind, RecordKind::Header | RecordKind::Pin | RecordKind::Directory));
+    if !same_routing || !pins_only {
+        return None;
+    }
+    let id = |map: &ShardMap, key: &str| map.shards()[map.owner_of_key(key)].id.clone();
+    let mut diff = MapDiff::default();
+    for record in records.iter().filter(|record| record.kind == RecordKind::Pin) {
+        let key = record.key.trim();
+        let (from, to) = (id(current, key), id(proposed, key));
+        if !from.eq_ignore_ascii_case(&to) {
+            diff.moved_pins.push(MovedPin(key.to_owned(), from, to));
+        }
+    }
+    Some(diff)
 }
 
 /// Compares two maps of the same keyspace and bucket count (callers check both first).

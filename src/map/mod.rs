@@ -21,6 +21,7 @@
 //! spellings that meet once resolved (an absolute path and a relative one) and a shard whose file is
 //! the master catalog itself.
 
+pub(crate) mod delta;
 mod directory;
 mod files;
 mod options;

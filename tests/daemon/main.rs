@@ -12,6 +12,7 @@ mod atomic_crash;
 mod atomic_stall;
 mod backup;
 mod backup_rest;
+mod catalog_follow;
 mod catalog_patch;
 mod catalog_remote;
 mod cross_shard_query_surfaces;
