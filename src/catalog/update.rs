@@ -190,7 +190,7 @@ pub fn validate(active: &ShardMap, newest_version: u64, request: &CatalogUpdateR
             return result;
         }
     };
-    result.preview = Some(proposed.snapshot());
+    result.preview = Some(proposed.snapshot_within(crate::map::SNAPSHOT_ECHO_LIMIT));
     if proposed.version() <= newest_version {
         result.issues.push(issue(
             IssueSeverity::Error,

@@ -15,6 +15,7 @@ mod backup_rest;
 mod catalog_follow;
 mod catalog_patch;
 mod catalog_remote;
+mod catalog_summary;
 mod cross_shard_query_surfaces;
 mod data_host;
 mod directories;
