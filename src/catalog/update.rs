@@ -65,9 +65,12 @@ pub(crate) fn diff_of_changes(current: &ShardMap, proposed: &ShardMap, records: 
     let same_routing = keyspace_eq(current.keyspace(), proposed.keyspace())
         && current.bucket_count() == proposed.bucket_count()
         && current.shards() == proposed.shards();
-    let pins_only = records
-        .iter()
-        .all(|record| matches!(record.kind, RecordKind::Header | RecordKind::Pin | RecordKind::Directory));
+    let pins_only = records.iter().all(|record| {
+        matches!(
+            record.kind,
+            RecordKind::Header | RecordKind::Pin | RecordKind::Directory
+        )
+    });
     if !same_routing || !pins_only {
         return None;
     }
@@ -167,7 +170,9 @@ pub fn validate(active: &ShardMap, newest_version: u64, request: &CatalogUpdateR
         crate::directory::check_routes(&map)?;
         Ok(map)
     });
-    judge(active, newest_version, request, proposed, |proposed| diff(active, proposed))
+    judge(active, newest_version, request, proposed, |proposed| {
+        diff(active, proposed)
+    })
 }
 
 /// Validates a change of pins alone (a patch of `mapVersion` and `exactKeyPins`, made against

@@ -50,15 +50,43 @@ fn request(patch: &str, acknowledged: bool) -> CatalogUpdateRequest {
 fn a_change_of_pins_checked_by_what_it_touches_reports_what_the_whole_check_reports() {
     let active = active();
     let cases = [
-        (r#"{"mapVersion": 2, "exactKeyPins": {"t9": "nowhere"}}"#, false, "invalid-map"),
-        (r#"{"mapVersion": 2, "exactKeyPins": {"t9": "r"}}"#, false, "invalid-map"),
+        (
+            r#"{"mapVersion": 2, "exactKeyPins": {"t9": "nowhere"}}"#,
+            false,
+            "invalid-map",
+        ),
+        (
+            r#"{"mapVersion": 2, "exactKeyPins": {"t9": "r"}}"#,
+            false,
+            "invalid-map",
+        ),
         (r#"{"mapVersion": 2, "exactKeyPins": {"": "s0"}}"#, false, "invalid-map"),
-        (r#"{"mapVersion": 1, "exactKeyPins": {"t9": "s0"}}"#, false, "map-version-not-incremented"),
+        (
+            r#"{"mapVersion": 1, "exactKeyPins": {"t9": "s0"}}"#,
+            false,
+            "map-version-not-incremented",
+        ),
         // The directory entry SO-1 is routed by t1: moving t1 breaks it.
-        (r#"{"mapVersion": 2, "exactKeyPins": {"t1": "s1"}}"#, true, "invalid-map"),
-        (r#"{"mapVersion": 2, "exactKeyPins": {"t2": "s0"}}"#, false, "ownership-change-requires-migration"),
-        (r#"{"mapVersion": 2, "exactKeyPins": {"t2": "s0"}}"#, true, "ownership-change-acknowledged"),
-        (r#"{"mapVersion": 2, "exactKeyPins": {"t2": null, "t3": "s1", " t4 ": "s0"}}"#, true, ""),
+        (
+            r#"{"mapVersion": 2, "exactKeyPins": {"t1": "s1"}}"#,
+            true,
+            "invalid-map",
+        ),
+        (
+            r#"{"mapVersion": 2, "exactKeyPins": {"t2": "s0"}}"#,
+            false,
+            "ownership-change-requires-migration",
+        ),
+        (
+            r#"{"mapVersion": 2, "exactKeyPins": {"t2": "s0"}}"#,
+            true,
+            "ownership-change-acknowledged",
+        ),
+        (
+            r#"{"mapVersion": 2, "exactKeyPins": {"t2": null, "t3": "s1", " t4 ": "s0"}}"#,
+            true,
+            "",
+        ),
         (r#"{"mapVersion": 2}"#, false, "metadata-compatible"),
     ];
     for (patch, acknowledged, code) in cases {

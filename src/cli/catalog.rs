@@ -260,7 +260,9 @@ async fn show(args: &ShowArgs) -> Result<()> {
 fn shard_count(map: &crate::map::ShardMapSnapshot) -> u64 {
     map.summary
         .as_ref()
-        .map_or(u64::try_from(map.shards.len()).unwrap_or(u64::MAX), |summary| summary.shard_count)
+        .map_or(u64::try_from(map.shards.len()).unwrap_or(u64::MAX), |summary| {
+            summary.shard_count
+        })
 }
 
 fn print_state(state: &CatalogState) {

@@ -230,7 +230,8 @@ mod tests {
     }
 
     fn token(key: &str) -> u64 {
-        key.bytes().fold(7, |hash, byte| hash.wrapping_mul(31).wrapping_add(u64::from(byte)))
+        key.bytes()
+            .fold(7, |hash, byte| hash.wrapping_mul(31).wrapping_add(u64::from(byte)))
     }
 
     /// The next map, built from the changes, and the same map built whole, agree.
@@ -245,7 +246,12 @@ mod tests {
         assert_eq!(next.version(), whole.version());
         assert_eq!(next.pins, whole.pins);
         assert_eq!(next.owners, whole.owners);
-        for key in next.pins.iter().map(|(key, _)| key.as_str()).chain(["t1", "t2", "t3", "zz"]) {
+        for key in next
+            .pins
+            .iter()
+            .map(|(key, _)| key.as_str())
+            .chain(["t1", "t2", "t3", "zz"])
+        {
             assert_eq!(
                 next.pinned_shard_by_token(key, token(key), token),
                 whole.pinned_shard(key),
@@ -294,10 +300,7 @@ mod tests {
     #[test]
     fn a_patched_pin_is_checked_as_a_whole_map_would_be() {
         let before = ShardMap::new(options(&[("t1", "a")], 1)).unwrap();
-        for (owner, expected) in [
-            ("nowhere", "PinUnknownShard"),
-            ("r", "PinOwnedByReplica"),
-        ] {
+        for (owner, expected) in [("nowhere", "PinUnknownShard"), ("r", "PinOwnedByReplica")] {
             let after = options(&[("t1", "a"), ("t9", owner)], 2);
             let changes = MapRecords::of(before.options()).changes_to(&MapRecords::of(&after));
             let patched = before.with_changes(&changes, token).unwrap_err().to_string();

@@ -93,7 +93,10 @@ impl MapPatch {
     /// for any other patch, which is applied whole ([`apply`](Self::apply)).
     pub(crate) fn pin_changes(&self, base: &ShardingOptions) -> Option<Vec<RecordChange>> {
         let object = self.0.as_object()?;
-        if object.keys().any(|member| member != "mapVersion" && member != "exactKeyPins") {
+        if object
+            .keys()
+            .any(|member| member != "mapVersion" && member != "exactKeyPins")
+        {
             return None;
         }
         let map_version = match object.get("mapVersion") {

@@ -151,7 +151,11 @@ impl ShardMap {
             directory_entry_count: count(self.options().directory_entries.len()),
             omitted,
         });
-        let shards = if self.shards().len() > limit { &[][..] } else { self.shards() };
+        let shards = if self.shards().len() > limit {
+            &[][..]
+        } else {
+            self.shards()
+        };
         let shards = shards
             .iter()
             .map(|s| {

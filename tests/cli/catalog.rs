@@ -239,7 +239,16 @@ fn validate_full_checks_the_whole_map_with_the_same_verdict() {
     for (pins, valid) in [(r#"{"tenant-9": "nowhere"}"#, false), (r#"{"tenant-9": "s1"}"#, true)] {
         std::fs::write(&patch, format!(r#"{{"mapVersion": 2, "exactKeyPins": {pins}}}"#)).unwrap();
         let patch = patch.to_str().unwrap();
-        let base = ["catalog", "validate", "-c", &conn, "--patch", patch, "--ack-ownership-change", "--json"];
+        let base = [
+            "catalog",
+            "validate",
+            "-c",
+            &conn,
+            "--patch",
+            patch,
+            "--ack-ownership-change",
+            "--json",
+        ];
         let touched = shardlite(&base);
         let full = shardlite(&[&base[..], &["--full"]].concat());
         assert_eq!(touched.status.success(), valid, "{}", stderr(&touched));

@@ -31,7 +31,12 @@ async fn a_large_map_is_summarised_and_a_small_one_echoed_whole() {
     let pins = SNAPSHOT_ECHO_LIMIT + 500;
     let mut large = tenants_options(dir.path());
     large.exact_key_pins = (0..pins)
-        .map(|n| (format!("tenant-{n:05}"), if n % 2 == 0 { "s0" } else { "s1" }.to_owned()))
+        .map(|n| {
+            (
+                format!("tenant-{n:05}"),
+                if n % 2 == 0 { "s0" } else { "s1" }.to_owned(),
+            )
+        })
         .collect();
     let master = seed_master(dir.path(), large).await;
     let daemon = start_daemon_on(&master, ServerConfig::default()).await;
@@ -49,7 +54,11 @@ async fn a_large_map_is_summarised_and_a_small_one_echoed_whole() {
     assert_eq!(preview["summary"]["pinCount"], pins + 1);
     assert_eq!(preview["summary"]["shardCount"], 2);
     assert_eq!(preview["summary"]["omitted"], json!(["exactKeyPins"]));
-    assert_eq!(preview["shards"].as_array().unwrap().len(), 2, "short lists stay listed");
+    assert_eq!(
+        preview["shards"].as_array().unwrap().len(),
+        2,
+        "short lists stay listed"
+    );
     assert_eq!(
         validated["movedPins"],
         json!([["tenant-00000", "s0", "s1"], ["tenant-new", "s0", "s1"]]),
@@ -89,11 +98,12 @@ async fn a_large_map_is_summarised_and_a_small_one_echoed_whole() {
     let summary = state.pending_map.unwrap().summary.expect("a summary over gRPC");
     assert_eq!(summary.pin_count, u64::try_from(pins + 1).unwrap());
     assert_eq!(summary.omitted, ["exactKeyPins"]);
-    let small = CatalogUpdateRequest::new(MapProposal::Patch(
-        MapPatch::from_json(r#"{"mapVersion": 3}"#).unwrap(),
-    ));
+    let small = CatalogUpdateRequest::new(MapProposal::Patch(MapPatch::from_json(r#"{"mapVersion": 3}"#).unwrap()));
     let validation = grpc.validate_catalog_update(&small).await.unwrap();
-    assert_eq!(validation.preview.unwrap().summary.unwrap().pin_count, u64::try_from(pins + 1).unwrap());
+    assert_eq!(
+        validation.preview.unwrap().summary.unwrap().pin_count,
+        u64::try_from(pins + 1).unwrap()
+    );
 
     // A small map is echoed whole, with no summary.
     let small_dir = temp_dir();

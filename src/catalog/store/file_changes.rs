@@ -53,7 +53,6 @@ pub(super) async fn changes_between(store: &FileStore, from: u64, to: u64) -> Re
     ))
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,7 +66,10 @@ mod tests {
             keyspace: "k".into(),
             map_version: 1,
             virtual_bucket_count: 4,
-            shards: vec![ShardDefinition::local("s0", "s0.db"), ShardDefinition::local("s1", "s1.db")],
+            shards: vec![
+                ShardDefinition::local("s0", "s0.db"),
+                ShardDefinition::local("s1", "s1.db"),
+            ],
             bucket_ranges: vec![BucketRange::new(0, 2, "s0"), BucketRange::new(2, 4, "s1")],
             exact_key_pins: (0..pins).map(|n| (format!("t{n}"), "s0".to_owned())).collect(),
             directories: vec![],
@@ -80,7 +82,10 @@ mod tests {
         update.allow_ownership_change = true;
         assert!(catalog.apply_update(update).await.unwrap().applied);
         let version = u64::try_from(next.map_version).unwrap();
-        catalog.activate_pending(&ActivationRequest::new(version)).await.unwrap();
+        catalog
+            .activate_pending(&ActivationRequest::new(version))
+            .await
+            .unwrap();
     }
 
     #[tokio::test]

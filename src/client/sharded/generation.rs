@@ -296,7 +296,9 @@ impl Shared {
         }
         match ShardMap::new(active) {
             Ok(next) => self.advance(current.map.clone(), next, None).await,
-            Err(err) => tracing::warn!(error = %err, "the catalog's active map does not validate; serving the last one"),
+            Err(err) => {
+                tracing::warn!(error = %err, "the catalog's active map does not validate; serving the last one")
+            }
         }
     }
 

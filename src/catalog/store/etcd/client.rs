@@ -264,7 +264,9 @@ pub(crate) fn watch_line(line: &[u8]) -> std::result::Result<WatchAnswer, String
     let result = &value["result"];
     if result["canceled"].as_bool() == Some(true) {
         if let Some(compacted) = int(&result["compact_revision"]).filter(|r| *r > 0) {
-            return Err(format!("the history it started from was compacted (up to revision {compacted})"));
+            return Err(format!(
+                "the history it started from was compacted (up to revision {compacted})"
+            ));
         }
         return Err(result["cancel_reason"]
             .as_str()
@@ -330,7 +332,10 @@ mod tests {
             .iter()
             .map(|e| (e.kv.key.as_slice(), e.kv.value.as_slice(), e.kv.mod_revision, e.deleted))
             .collect();
-        assert_eq!(events, vec![(&b"a"[..], &b"b"[..], 3, false), (&b"c"[..], &b""[..], 4, true)]);
+        assert_eq!(
+            events,
+            vec![(&b"a"[..], &b"b"[..], 3, false), (&b"c"[..], &b""[..], 4, true)]
+        );
         assert!(watch_line(br#"{"result":{"created":true}}"#).unwrap().events.is_empty());
         let compacted = br#"{"result":{"canceled":true,"compact_revision":"9"}}"#;
         assert!(watch_line(compacted).unwrap_err().contains("compacted"));

@@ -272,7 +272,10 @@ mod tests {
             keyspace: "k".into(),
             map_version: version,
             virtual_bucket_count: 4,
-            shards: vec![ShardDefinition::local("s0", "s0.db"), ShardDefinition::local("s1", "s1.db")],
+            shards: vec![
+                ShardDefinition::local("s0", "s0.db"),
+                ShardDefinition::local("s1", "s1.db"),
+            ],
             bucket_ranges: vec![BucketRange::new(0, 4, "s0")],
             exact_key_pins: pins.iter().map(|(k, s)| ((*k).to_owned(), (*s).to_owned())).collect(),
             directories: vec![],
