@@ -1186,7 +1186,9 @@ async fn a_summarised_map_is_counted_and_changed_by_a_patch() {
     };
     let dir = crate::support::temp_dir();
     let mut map = crate::support::tenants_options(dir.path());
-    map.exact_key_pins = (0..1_500).map(|n| (format!("tenant-{n:05}"), "s0".to_owned())).collect();
+    map.exact_key_pins = (0..1_500)
+        .map(|n| (format!("tenant-{n:05}"), "s0".to_owned()))
+        .collect();
     let master = crate::support::seed_master(dir.path(), map).await;
     let daemon = start_daemon_on(&master, ServerConfig::default()).await;
     browser.goto(&daemon.url("/admin")).await;
@@ -1204,13 +1206,20 @@ async fn a_summarised_map_is_counted_and_changed_by_a_patch() {
             vec![],
         )
         .await;
-    assert_eq!(proposed, json!({ "mapVersion": 2, "exactKeyPins": { "tenant-new": "s0" } }));
+    assert_eq!(
+        proposed,
+        json!({ "mapVersion": 2, "exactKeyPins": { "tenant-new": "s0" } })
+    );
     browser.click("#catalog-ack").await;
     browser.click("#catalog-apply").await;
     browser.wait_for("#confirm-dialog #confirm-changes").await;
     browser.click("#confirm-ok").await;
     browser.wait_for("#catalog-applied").await;
-    let state = http_client().get(daemon.url("/api/sharding/catalog")).send().await.unwrap();
+    let state = http_client()
+        .get(daemon.url("/api/sharding/catalog"))
+        .send()
+        .await
+        .unwrap();
     let state: Value = state.json().await.unwrap();
     assert_eq!(state["pendingMap"]["summary"]["pinCount"], 1_501, "{state}");
     browser.close().await;
