@@ -1175,3 +1175,53 @@ async fn the_directories_tab_lists_resolves_and_changes_entries() {
     browser.close().await;
     daemon.stop().await.unwrap();
 }
+
+/// A map past the echo limit (1,500 pins): the catalog view counts it instead of listing it,
+/// and its editor holds a patch, so applying from the page adds a pin without dropping the
+/// others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_summarised_map_is_counted_and_changed_by_a_patch() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let dir = crate::support::temp_dir();
+    let mut map = crate::support::tenants_options(dir.path());
+    map.exact_key_pins = (0..1_500)
+        .map(|n| (format!("tenant-{n:05}"), "s0".to_owned()))
+        .collect();
+    let master = crate::support::seed_master(dir.path(), map).await;
+    let daemon = start_daemon_on(&master, ServerConfig::default()).await;
+    browser.goto(&daemon.url("/admin")).await;
+    browser.click("button[data-view=catalog]").await;
+    browser.wait_for("#catalog-active[data-summarised=true]").await;
+    let counts = cells(&browser, "#catalog-active").await;
+    assert_eq!(counts[0][5], "1500", "{counts:?}");
+    let proposed = browser
+        .run(
+            "const editor = document.getElementById('catalog-map');
+             const patch = JSON.parse(editor.value);
+             patch.exactKeyPins['tenant-new'] = 's0';
+             editor.value = JSON.stringify(patch);
+             return patch;",
+            vec![],
+        )
+        .await;
+    assert_eq!(
+        proposed,
+        json!({ "mapVersion": 2, "exactKeyPins": { "tenant-new": "s0" } })
+    );
+    browser.click("#catalog-ack").await;
+    browser.click("#catalog-apply").await;
+    browser.wait_for("#confirm-dialog #confirm-changes").await;
+    browser.click("#confirm-ok").await;
+    browser.wait_for("#catalog-applied").await;
+    let state = http_client()
+        .get(daemon.url("/api/sharding/catalog"))
+        .send()
+        .await
+        .unwrap();
+    let state: Value = state.json().await.unwrap();
+    assert_eq!(state["pendingMap"]["summary"]["pinCount"], 1_501, "{state}");
+    browser.close().await;
+    daemon.stop().await.unwrap();
+}

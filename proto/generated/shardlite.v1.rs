@@ -437,6 +437,25 @@ pub struct ShardMapSnapshot {
     /// The shard directories, each with its entry count (never the entries).
     #[prost(message, repeated, tag = "7")]
     pub directories: ::prost::alloc::vec::Vec<ShardDirectorySnapshot>,
+    /// Set when the snapshot summarises a large map: the lists longer than the echo limit
+    /// (1,000) are left empty and counted here.
+    #[prost(message, optional, tag = "8")]
+    pub summary: ::core::option::Option<MapSummary>,
+}
+/// How large a map is, when a snapshot summarises it instead of listing every part.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct MapSummary {
+    #[prost(uint64, tag = "1")]
+    pub shard_count: u64,
+    #[prost(uint64, tag = "2")]
+    pub bucket_range_count: u64,
+    #[prost(uint64, tag = "3")]
+    pub pin_count: u64,
+    #[prost(uint64, tag = "4")]
+    pub directory_entry_count: u64,
+    /// The lists left empty: "shards", "bucketRanges", "exactKeyPins".
+    #[prost(string, repeated, tag = "5")]
+    pub omitted: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ShardDirectorySnapshot {

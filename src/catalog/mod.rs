@@ -11,6 +11,7 @@ mod directory;
 mod directory_import;
 mod update;
 
+pub(crate) use update::diff_of_changes;
 pub use update::{MapDiff, diff, validate};
 
 mod export;
@@ -33,8 +34,10 @@ use std::sync::Arc;
 
 use crate::data::{Audit, CatalogHistoryEntry};
 use crate::error::{Error, Result};
-use crate::map::records::MapRecords;
+use crate::map::records::{MapRecords, RecordChange};
 use crate::map::{ShardMap, ShardingOptions};
+#[cfg(feature = "etcd")]
+pub(crate) use store::MapStep;
 use store::{CatalogStore, FileStore, HistoryRow, NewMap, StoredState};
 
 /// A handle to a catalog: a master file or a prefix in etcd.
@@ -195,10 +198,18 @@ impl Catalog {
         self.store.history().await
     }
 
-    /// A watch of the map records, on a catalog in etcd.
+    /// The active map as stored, and a watch of the map records reporting each change after
+    /// it, on a catalog in etcd.
     #[cfg(feature = "etcd")]
-    pub(crate) async fn watch_maps(&self) -> Result<store::MapWatch> {
-        self.store.watch_maps().await
+    pub(crate) async fn watch_maps(&self) -> Result<(Option<ShardingOptions>, store::MapWatch)> {
+        let (state, watch) = self.store.watch_maps().await?;
+        Ok((state.active.map(|map| map.options), watch))
+    }
+
+    /// The records that turn map version `from` into the active version `to`, when the store
+    /// can say without the whole map (see `CatalogStore::changes_between`).
+    pub(crate) async fn changes_between(&self, from: u64, to: u64) -> Result<Option<Vec<RecordChange>>> {
+        self.store.changes_between(from, to).await
     }
 
     /// The active and pending maps as stored, for a conditional write.

@@ -16,6 +16,7 @@ use crate::data::{
 };
 use crate::error::{Error, Result};
 use crate::map::ShardMap;
+use crate::map::records::{RecordChange, RecordKind};
 use crate::routing::keyspace_eq;
 
 /// What changes between two maps of the same keyspace and bucket count.
@@ -54,6 +55,41 @@ impl MapDiff {
         }
         shards
     }
+}
+
+/// What changes between two maps given the records written between them, when the records
+/// are pins alone (besides the header and directory entries, which move no data) and the
+/// keyspace, bucket count and shards stay: the changed pins are all that can move. `None`
+/// otherwise ([`diff`] compares the whole maps).
+pub(crate) fn diff_of_changes(current: &ShardMap, proposed: &ShardMap, records: &[RecordChange]) -> Option<MapDiff> {
+    let same_routing = keyspace_eq(current.keyspace(), proposed.keyspace())
+        && current.bucket_count() == proposed.bucket_count()
+        && current.shards() == proposed.shards();
+    let pins_only = records.iter().all(|record| {
+        matches!(
+            record.kind,
+            RecordKind::Header | RecordKind::Pin | RecordKind::Directory
+        )
+    });
+    if !same_routing || !pins_only {
+        return None;
+    }
+    let id = |map: &ShardMap, key: &str| map.shards()[map.owner_of_key(key)].id.clone();
+    let mut diff = MapDiff::default();
+    // In key order, as `diff` lists them.
+    let pins: BTreeSet<&str> = records
+        .iter()
+        .filter(|record| record.kind == RecordKind::Pin)
+        .map(|record| record.key.as_str())
+        .collect();
+    for key in pins {
+        let key = key.trim();
+        let (from, to) = (id(current, key), id(proposed, key));
+        if !from.eq_ignore_ascii_case(&to) {
+            diff.moved_pins.push(MovedPin(key.to_owned(), from, to));
+        }
+    }
+    Some(diff)
 }
 
 /// Compares two maps of the same keyspace and bucket count (callers check both first).
@@ -126,8 +162,60 @@ fn issue(severity: IssueSeverity, code: &str, message: String) -> CatalogIssue {
     }
 }
 
-/// Validates `request` against the active map and the newest version the catalog holds.
+/// Validates `request` against the active map and the newest version the catalog holds: the
+/// whole proposed map is built and checked, and compared with the active one.
 pub fn validate(active: &ShardMap, newest_version: u64, request: &CatalogUpdateRequest) -> CatalogValidation {
+    let proposed = request.map.resolve(active.options()).and_then(|options| {
+        let map = ShardMap::new(options)?;
+        crate::directory::check_routes(&map)?;
+        Ok(map)
+    });
+    judge(active, newest_version, request, proposed, |proposed| {
+        diff(active, proposed)
+    })
+}
+
+/// Validates a change of pins alone (a patch of `mapVersion` and `exactKeyPins`, made against
+/// the active map) by what it touches: the changed pins are checked against the active map as
+/// [`ShardMap::new`] would check them, only the directory entries routed by a changed key are
+/// checked, and only the changed pins are compared. It reports the same issues as [`validate`]
+/// for those records. `None` for any other change, which [`validate`] checks whole; also
+/// returns the proposed map when it is valid.
+pub(crate) fn validate_pins(
+    active: &ShardMap,
+    newest_version: u64,
+    request: &CatalogUpdateRequest,
+) -> Option<(CatalogValidation, Option<ShardMap>)> {
+    let MapProposal::Patch(patch) = &request.map else {
+        return None;
+    };
+    let changes = patch.pin_changes(active.options())?;
+    let keys: BTreeSet<&str> = changes
+        .iter()
+        .filter(|change| change.kind == RecordKind::Pin)
+        .map(|change| change.key.trim())
+        .collect();
+    let proposed = active.follow_changes(&changes).and_then(|map| {
+        crate::directory::check_routes_of(&map, |route_key| keys.contains(route_key))?;
+        Ok(map)
+    });
+    let map = proposed.as_ref().ok().cloned();
+    let validation = judge(active, newest_version, request, proposed, |proposed| {
+        diff_of_changes(active, proposed, &changes).unwrap_or_else(|| diff(active, proposed))
+    });
+    let map = map.filter(|_| validation.valid);
+    Some((validation, map))
+}
+
+/// The issues of `proposed` (built from `request`) against the active map; `moves` says what
+/// changes owner.
+fn judge(
+    active: &ShardMap,
+    newest_version: u64,
+    request: &CatalogUpdateRequest,
+    proposed: Result<ShardMap>,
+    moves: impl FnOnce(&ShardMap) -> MapDiff,
+) -> CatalogValidation {
     let mut result = CatalogValidation {
         valid: false,
         requires_data_migration: false,
@@ -147,11 +235,6 @@ pub fn validate(active: &ShardMap, newest_version: u64, request: &CatalogUpdateR
             format!("expected map version {expected}, but the newest map version in the catalog is {newest_version}"),
         ));
     }
-    let proposed = request.map.resolve(active.options()).and_then(|options| {
-        let map = ShardMap::new(options)?;
-        crate::directory::check_routes(&map)?;
-        Ok(map)
-    });
     let proposed = match proposed {
         Ok(map) => map,
         Err(err) => {
@@ -163,7 +246,7 @@ pub fn validate(active: &ShardMap, newest_version: u64, request: &CatalogUpdateR
             return result;
         }
     };
-    result.preview = Some(proposed.snapshot());
+    result.preview = Some(proposed.snapshot_within(crate::map::SNAPSHOT_ECHO_LIMIT));
     if proposed.version() <= newest_version {
         result.issues.push(issue(
             IssueSeverity::Error,
@@ -197,7 +280,7 @@ pub fn validate(active: &ShardMap, newest_version: u64, request: &CatalogUpdateR
             ),
         ));
     } else {
-        let changes = diff(active, &proposed);
+        let changes = moves(&proposed);
         result.requires_data_migration = changes.moves_data();
         if changes.moves_data() {
             let listed = describe_moves(&changes);
@@ -262,9 +345,29 @@ fn describe_moves(diff: &MapDiff) -> String {
 impl Catalog {
     /// Validates `request` against the stored active map and the newest stored version.
     /// Changes nothing.
+    ///
+    /// A change of pins alone made against the active map (a patch of `mapVersion` and
+    /// `exactKeyPins`, no pending map) is checked by what it touches; any other change, or
+    /// `full`, checks the whole proposed map.
     pub async fn validate_update(&self, request: &CatalogUpdateRequest) -> Result<CatalogValidation> {
+        self.validate_update_with(request, false).await
+    }
+
+    /// [`validate_update`](Self::validate_update) checking the whole proposed map, whatever
+    /// the change touches (`catalog validate --full`).
+    pub async fn validate_update_full(&self, request: &CatalogUpdateRequest) -> Result<CatalogValidation> {
+        self.validate_update_with(request, true).await
+    }
+
+    async fn validate_update_with(&self, request: &CatalogUpdateRequest, full: bool) -> Result<CatalogValidation> {
         let (active, state) = self.stored_state().await?;
         let newest = newest(&state).unwrap_or(active.version());
+        if !full
+            && state.pending.is_none()
+            && let Some((validation, _)) = validate_pins(&active, newest, request)
+        {
+            return Ok(validation);
+        }
         let request = resolved(request, &state);
         let mut validation = validate(&active, newest, &request);
         self.check_files(&request, &mut validation).await;
@@ -336,17 +439,25 @@ impl Catalog {
                 current: newest,
             });
         }
-        let request = resolved(&request, &state);
-        let mut validation = validate(&active, newest, &request);
-        self.check_files(&request, &mut validation).await;
-        let Some(proposed) = request.map.as_map().filter(|_| validation.valid) else {
+        let incremental = validate_pins(&active, newest, &request).filter(|_| state.pending.is_none());
+        let (validation, proposed) = match incremental {
+            Some((validation, proposed)) => (validation, proposed.map(|map| map.options().clone())),
+            None => {
+                let request = resolved(&request, &state);
+                let mut validation = validate(&active, newest, &request);
+                self.check_files(&request, &mut validation).await;
+                let proposed = request.map.as_map().filter(|_| validation.valid).cloned();
+                (validation, proposed)
+            }
+        };
+        let Some(proposed) = proposed.filter(|_| validation.valid) else {
             return Ok(CatalogApplyResult {
                 applied: false,
                 pending_map_version: None,
                 validation,
             });
         };
-        let map = NewMap::of(proposed);
+        let map = NewMap::of(&proposed);
         let (version, keyspace) = (map.version, map.keyspace.clone());
         let history = HistoryRow {
             keyspace,
@@ -431,3 +542,7 @@ fn resolved(request: &CatalogUpdateRequest, state: &StoredState) -> CatalogUpdat
 fn newest(state: &StoredState) -> Option<u64> {
     state.pending.as_ref().or(state.active.as_ref()).map(|m| m.version)
 }
+
+#[cfg(test)]
+#[path = "update_pins_tests.rs"]
+mod pins_tests;

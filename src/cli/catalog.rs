@@ -27,7 +27,7 @@ pub enum CatalogCommand {
     ///
     /// Exits non-zero when the map would be refused.
     #[command(after_help = "Example: shardlite catalog validate -c \"Data Source=master.db\" --map map-v2.json")]
-    Validate(UpdateArgs),
+    Validate(ValidateArgs),
     /// Validate a proposed map and store it as the pending map; routing changes on activation.
     ///
     /// The write is compare-and-set on --expected-version. Exits non-zero when the map is refused
@@ -144,6 +144,18 @@ pub struct UpdateArgs {
     output: OutputArgs,
 }
 
+/// Arguments of `shardlite catalog validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    #[command(flatten)]
+    update: UpdateArgs,
+    /// Check the whole proposed map, not only what the change touches (a change of pins alone
+    /// is otherwise checked by the pins it changes). Runs on the catalog itself: needs
+    /// `-c "Data Source=MASTER"` (a master file or `etcd://…`), not a daemon.
+    #[arg(long)]
+    full: bool,
+}
+
 /// Arguments of `shardlite catalog activate`.
 #[derive(Debug, Args)]
 pub struct ActivateArgs {
@@ -244,20 +256,29 @@ async fn show(args: &ShowArgs) -> Result<()> {
     Ok(())
 }
 
+/// How many shards a snapshot's map has, listed or (for a large map) counted.
+fn shard_count(map: &crate::map::ShardMapSnapshot) -> u64 {
+    map.summary
+        .as_ref()
+        .map_or(u64::try_from(map.shards.len()).unwrap_or(u64::MAX), |summary| {
+            summary.shard_count
+        })
+}
+
 fn print_state(state: &CatalogState) {
     let active = &state.active_map;
     println!(
         "active map: keyspace '{}', version {}, {} shard(s), {} virtual buckets",
         active.keyspace,
         active.map_version,
-        active.shards.len(),
+        shard_count(active),
         active.virtual_bucket_count
     );
     match &state.pending_map {
         Some(pending) => println!(
             "pending map: version {}, {} shard(s) (activate with --expected-version {})",
             pending.map_version,
-            pending.shards.len(),
+            shard_count(pending),
             pending.map_version
         ),
         None => println!("pending map: none"),
@@ -312,9 +333,23 @@ async fn update_request(args: &UpdateArgs) -> Result<CatalogUpdateRequest> {
     })
 }
 
-async fn validate(args: &UpdateArgs) -> Result<()> {
+async fn validate(args: &ValidateArgs) -> Result<()> {
+    let (full, args) = (args.full, &args.update);
     let request = update_request(args).await?;
-    let validation = admin(&args.connection).await?.validate_catalog_update(&request).await?;
+    let validation = if full {
+        let options = crate::options::ConnectionOptions::parse(&args.connection.connection)?;
+        let Some(master) = options.data_source() else {
+            return Err(Error::invalid_argument(
+                "--full",
+                "a daemon checks what a change touches; run the full check on the catalog itself \
+                 (-c \"Data Source=MASTER\")",
+            ));
+        };
+        connection::open(&args.connection, None).await?.admin()?;
+        Catalog::open(master).await?.validate_update_full(&request).await?
+    } else {
+        admin(&args.connection).await?.validate_catalog_update(&request).await?
+    };
     if args.output.json {
         print_json(&validation)?;
     } else {

@@ -28,6 +28,17 @@ pub fn check_routes(map: &ShardMap) -> Result<(), MapError> {
     Ok(())
 }
 
+/// [`check_routes`] for the entries whose (trimmed) route key `touched` names: what a change of
+/// those keys' pins can break.
+pub(crate) fn check_routes_of(map: &ShardMap, touched: impl Fn(&str) -> bool) -> Result<(), MapError> {
+    for entry in &map.options().directory_entries {
+        if touched(entry.route_key.trim()) {
+            check_route(map, entry)?;
+        }
+    }
+    Ok(())
+}
+
 fn check_route(map: &ShardMap, entry: &DirectoryEntry) -> Result<(), MapError> {
     let resolved =
         map.resolve(&entry.target_keyspace, &entry.route_key)

@@ -21,6 +21,7 @@
 //! spellings that meet once resolved (an absolute path and a relative one) and a shard whose file is
 //! the master catalog itself.
 
+pub(crate) mod delta;
 mod directory;
 mod files;
 mod options;
@@ -35,7 +36,7 @@ pub use directory::{DirectoryDefinition, DirectoryEntry, EntryState};
 pub use files::{normalize_path, resolve_data_source};
 pub use options::{BucketRange, ReplicaInfo, Secret, ShardDefinition, ShardingOptions};
 pub use patch::MapPatch;
-pub use snapshot::{DirectorySnapshot, ShardMapSnapshot, ShardSnapshot};
+pub use snapshot::{DirectorySnapshot, MapSummary, SNAPSHOT_ECHO_LIMIT, ShardMapSnapshot, ShardSnapshot};
 pub use validate::{MAX_DATA_HOST_SHARD_ID_LEN, data_host_shard_id};
 
 use validate::{

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
 use super::options::ShardingOptions;
+use super::records::{Header, RecordChange, RecordKind};
 use crate::error::{Error, Result};
 
 /// An RFC 7386 JSON Merge Patch of a map document.
@@ -83,6 +84,55 @@ impl MapPatch {
             what: "patched shard map",
             source,
         })
+    }
+}
+
+impl MapPatch {
+    /// The records this patch changes in `base` when it changes pins alone: members `mapVersion`
+    /// (an integer) and `exactKeyPins` (shard ids, or `null` to unpin) and nothing else. `None`
+    /// for any other patch, which is applied whole ([`apply`](Self::apply)).
+    pub(crate) fn pin_changes(&self, base: &ShardingOptions) -> Option<Vec<RecordChange>> {
+        let object = self.0.as_object()?;
+        if object
+            .keys()
+            .any(|member| member != "mapVersion" && member != "exactKeyPins")
+        {
+            return None;
+        }
+        let map_version = match object.get("mapVersion") {
+            Some(version) => version.as_i64()?,
+            None => base.map_version,
+        };
+        let header = Header {
+            keyspace: base.keyspace.clone(),
+            map_version,
+            virtual_bucket_count: base.virtual_bucket_count,
+            directories: base.directories.clone(),
+        };
+        let mut changes = vec![RecordChange {
+            kind: RecordKind::Header,
+            key: "map".to_owned(),
+            value: Some(serde_json::to_string(&header).ok()?),
+        }];
+        let empty = Map::new();
+        let pins = match object.get("exactKeyPins") {
+            Some(Json::Object(pins)) => pins,
+            None => &empty,
+            Some(_) => return None,
+        };
+        for (key, shard) in pins {
+            let value = match shard {
+                Json::String(_) => Some(shard.to_string()),
+                Json::Null => None,
+                _ => return None,
+            };
+            changes.push(RecordChange {
+                kind: RecordKind::Pin,
+                key: key.clone(),
+                value,
+            });
+        }
+        Some(changes)
     }
 }
 

@@ -77,21 +77,23 @@ pub struct RecordChange {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MapRecords(BTreeMap<RecordId, String>);
 
+/// The header record's value.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Header {
-    keyspace: String,
-    map_version: i64,
-    virtual_bucket_count: i64,
+pub(super) struct Header {
+    pub(super) keyspace: String,
+    pub(super) map_version: i64,
+    pub(super) virtual_bucket_count: i64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    directories: Vec<DirectoryDefinition>,
+    pub(super) directories: Vec<DirectoryDefinition>,
 }
 
+/// A shard or range record's value: the item and its position in the map.
 #[derive(Serialize, Deserialize)]
-struct Placed<T> {
-    position: usize,
+pub(super) struct Placed<T> {
+    pub(super) position: usize,
     #[serde(flatten)]
-    item: T,
+    pub(super) item: T,
 }
 
 impl MapRecords {
@@ -230,7 +232,7 @@ pub fn directory_entry_key(entry: &DirectoryEntry) -> String {
     format!("{}:{directory}|{}", directory.len(), entry.lookup_key.trim())
 }
 
-fn range_key(range: &BucketRange) -> String {
+pub(super) fn range_key(range: &BucketRange) -> String {
     format!("{:010}", range.start_bucket_inclusive)
 }
 
@@ -238,7 +240,7 @@ fn to_text<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
-fn parse<T: for<'de> Deserialize<'de>>(kind: RecordKind, key: &str, value: &str) -> Result<T> {
+pub(super) fn parse<T: for<'de> Deserialize<'de>>(kind: RecordKind, key: &str, value: &str) -> Result<T> {
     serde_json::from_str(value).map_err(|err| unreadable(kind.as_str(), key, &err.to_string()))
 }
 

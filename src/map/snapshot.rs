@@ -27,6 +27,32 @@ pub struct ShardMapSnapshot {
     /// The shard directories, each with its entry count (entries are listed separately, paged).
     #[serde(default)]
     pub directories: Vec<DirectorySnapshot>,
+    /// Set when the snapshot summarises a large map: the lists longer than
+    /// [`SNAPSHOT_ECHO_LIMIT`] are left empty and counted here. Absent for a whole map.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<MapSummary>,
+}
+
+/// The most shards, bucket ranges or pins a summarising snapshot lists
+/// ([`ShardMap::snapshot_within`]); a longer list is counted, not listed.
+pub const SNAPSHOT_ECHO_LIMIT: usize = 1_000;
+
+/// How large a map is, when a snapshot summarises it instead of listing every part.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct MapSummary {
+    /// How many shards the map defines.
+    pub shard_count: u64,
+    /// How many canonical bucket ranges it has.
+    pub bucket_range_count: u64,
+    /// How many exact-key pins it has.
+    pub pin_count: u64,
+    /// How many directory entries it holds, over all directories.
+    pub directory_entry_count: u64,
+    /// The lists left empty because they are longer than the limit (`shards`, `bucketRanges`,
+    /// `exactKeyPins`), in that order.
+    pub omitted: Vec<String>,
 }
 
 /// One shard directory in a [`ShardMapSnapshot`]: its definition and how many entries it holds.
@@ -82,10 +108,55 @@ pub struct ShardSnapshot {
 }
 
 impl ShardMap {
-    /// A secret-free snapshot of this map.
+    /// A secret-free snapshot of this map, listing every shard, range and pin.
     pub fn snapshot(&self) -> ShardMapSnapshot {
-        let shards = self
-            .shards()
+        self.snapshot_within(usize::MAX)
+    }
+
+    /// A secret-free snapshot that lists the shards, canonical bucket ranges and pins only where
+    /// each list holds at most `limit` items; longer lists are left empty and counted in
+    /// [`ShardMapSnapshot::summary`]. A map within the limit gives the same snapshot as
+    /// [`snapshot`](Self::snapshot).
+    ///
+    /// ```
+    /// use shardlite::map::{ShardMap, ShardingOptions};
+    ///
+    /// let mut options = ShardingOptions::from_json(r#"{"keyspace":"k","shards":[{"shardId":"s0","dataSource":"s0.db"}]}"#)?;
+    /// options.exact_key_pins = (0..5).map(|n| (format!("t{n}"), "s0".to_owned())).collect();
+    /// let map = ShardMap::new(options)?;
+    /// assert_eq!(map.snapshot_within(10), map.snapshot());
+    /// let summary = map.snapshot_within(3);
+    /// assert!(summary.exact_key_pins.is_empty());
+    /// assert_eq!(summary.summary.unwrap().pin_count, 5);
+    /// # Ok::<(), shardlite::Error>(())
+    /// ```
+    pub fn snapshot_within(&self, limit: usize) -> ShardMapSnapshot {
+        let ranges = self.canonical_ranges();
+        let pin_count = self.options().exact_key_pins.len();
+        let mut omitted = Vec::new();
+        if self.shards().len() > limit {
+            omitted.push("shards".to_owned());
+        }
+        if ranges.len() > limit {
+            omitted.push("bucketRanges".to_owned());
+        }
+        if pin_count > limit {
+            omitted.push("exactKeyPins".to_owned());
+        }
+        let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        let summary = (!omitted.is_empty()).then(|| MapSummary {
+            shard_count: count(self.shards().len()),
+            bucket_range_count: count(ranges.len()),
+            pin_count: count(pin_count),
+            directory_entry_count: count(self.options().directory_entries.len()),
+            omitted,
+        });
+        let shards = if self.shards().len() > limit {
+            &[][..]
+        } else {
+            self.shards()
+        };
+        let shards = shards
             .iter()
             .map(|s| {
                 let (transport, endpoint, data_source) = match &s.target {
@@ -114,10 +185,14 @@ impl ShardMap {
                 }
             })
             .collect();
-        let exact_key_pins = self
-            .options()
-            .exact_key_pins
-            .keys()
+        let pins = if pin_count > limit {
+            None
+        } else {
+            Some(&self.options().exact_key_pins)
+        };
+        let exact_key_pins = pins
+            .into_iter()
+            .flat_map(|pins| pins.keys())
             .filter_map(|key| {
                 let key = key.trim();
                 let shard = self.pinned_shard(key)?;
@@ -129,7 +204,7 @@ impl ShardMap {
             map_version: self.version(),
             virtual_bucket_count: self.bucket_count(),
             shards,
-            bucket_ranges: self.canonical_ranges(),
+            bucket_ranges: if ranges.len() > limit { Vec::new() } else { ranges },
             exact_key_pins,
             directories: self
                 .options()
@@ -149,6 +224,7 @@ impl ShardMap {
                         .unwrap_or(u64::MAX),
                 })
                 .collect(),
+            summary,
         }
     }
 }

@@ -78,9 +78,13 @@ pub struct ResolvedRoute {
 }
 
 impl ShardMap {
-    /// Resolves a route to exactly one enabled shard.
-    ///
-    /// The keyspace must equal the map's ignoring case; the token hashes the map's spelling.
+    /// The map of the version that wrote record `changes` on top of this one (see
+    /// [`ShardMap::with_changes`]): how a router follows a change without reading the whole map.
+    pub(crate) fn follow_changes(&self, changes: &[crate::map::records::RecordChange]) -> Result<ShardMap> {
+        let prefix = self.route_prefix().as_bytes();
+        self.with_changes(changes, |pinned| token_with_prefix(prefix, pinned).0)
+    }
+
     /// The shard index that owns a (trimmed) route key, disabled or not: its pin, else its
     /// bucket's owner. For comparing two maps.
     pub(crate) fn owner_of_key(&self, key: &str) -> usize {
@@ -93,6 +97,9 @@ impl ShardMap {
         }
     }
 
+    /// Resolves a route to exactly one enabled shard.
+    ///
+    /// The keyspace must equal the map's ignoring case; the token hashes the map's spelling.
     /// An exact pin for the (trimmed, case-sensitive) key wins over the bucket owner.
     pub fn resolve<'a>(&'a self, keyspace: &'a str, key: &'a str) -> Result<ShardResolution<'a>> {
         let (keyspace, key) = normalize_route(keyspace, key)?;

@@ -227,3 +227,46 @@ fn catalog_export_and_import_take_a_connection_string() {
     let out = shardlite(&["catalog", "export", "-c", &conn, "--master", "x.db"]);
     assert!(!out.status.success(), "-c and --master are one or the other");
 }
+
+/// `catalog validate --full` checks the whole proposed map on the catalog itself; a change of
+/// pins alone is otherwise checked by the pins it changes, with the same verdict. A daemon's
+/// endpoint is refused for `--full`, saying why.
+#[test]
+fn validate_full_checks_the_whole_map_with_the_same_verdict() {
+    let dir = crate::support::temp_dir();
+    let conn = seeded(dir.path());
+    let patch = dir.path().join("patch.json");
+    for (pins, valid) in [(r#"{"tenant-9": "nowhere"}"#, false), (r#"{"tenant-9": "s1"}"#, true)] {
+        std::fs::write(&patch, format!(r#"{{"mapVersion": 2, "exactKeyPins": {pins}}}"#)).unwrap();
+        let patch = patch.to_str().unwrap();
+        let base = [
+            "catalog",
+            "validate",
+            "-c",
+            &conn,
+            "--patch",
+            patch,
+            "--ack-ownership-change",
+            "--json",
+        ];
+        let touched = shardlite(&base);
+        let full = shardlite(&[&base[..], &["--full"]].concat());
+        assert_eq!(touched.status.success(), valid, "{}", stderr(&touched));
+        assert_eq!(full.status.success(), valid, "{}", stderr(&full));
+        assert_eq!(json_of(&touched), json_of(&full));
+        if !valid {
+            assert!(stdout(&full).contains("nowhere"), "{}", stdout(&full));
+        }
+    }
+    let out = shardlite(&[
+        "catalog",
+        "validate",
+        "-c",
+        "Endpoint=http://127.0.0.1:9;Transport=Http",
+        "--patch",
+        patch.to_str().unwrap(),
+        "--full",
+    ]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--full"), "{}", stderr(&out));
+}

@@ -4,7 +4,8 @@
 //! keeps each record under the map version that wrote it (a deletion as a `NULL` value), and
 //! `shardlite_map_versions` names the active and pending versions. A change inserts the records
 //! it changes and updates the version row, in one SQLite transaction; activation only updates
-//! the version row. The file also holds catalog history, migration checkpoints and migration
+//! the version row. Routers follow a change by reading the rows written since the version they
+//! serve (`shardlite_map_records_by_version`). The file also holds catalog history, migration checkpoints and migration
 //! history, with a schema-version row: a file of schema version 1 (the map as one JSON text per
 //! slot) is migrated to records when opened. Reading never creates tables: a file without them
 //! simply has "no map".
@@ -62,6 +63,7 @@ CREATE TABLE IF NOT EXISTS shardlite_map_records (
     value TEXT,
     PRIMARY KEY (kind, key, map_version)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS shardlite_map_records_by_version ON shardlite_map_records (map_version);
 CREATE TABLE IF NOT EXISTS shardlite_catalog_history (
     entry_id INTEGER PRIMARY KEY AUTOINCREMENT,
     applied_utc TEXT NOT NULL,
@@ -161,7 +163,11 @@ impl FileStore {
     }
 
     /// Reads the version row and the record rows; `None` without a version row.
-    async fn read_versions(&self, sql: &str, params: Params) -> Result<Option<(u64, Option<u64>, Vec<StoredRow>)>> {
+    pub(super) async fn read_versions(
+        &self,
+        sql: &str,
+        params: Params,
+    ) -> Result<Option<(u64, Option<u64>, Vec<StoredRow>)>> {
         let result = self.db.execute_read_only(sql, params).await?;
         let mut rows = result.rows.into_iter();
         let Some(first) = rows.next() else {
@@ -264,6 +270,10 @@ impl CatalogStore for FileStore {
             assembler.add(kind, key, at, value);
         }
         Ok(assembler.finish().pop())
+    }
+
+    async fn changes_between(&self, from: u64, to: u64) -> Result<Option<Vec<RecordChange>>> {
+        super::file_changes::changes_between(self, from, to).await
     }
 
     async fn active_version(&self) -> Result<Option<u64>> {
@@ -536,7 +546,7 @@ fn record_params(record: &ReshardRecord<'_>) -> Params {
 }
 
 /// A stored record row: kind, key, map version, value (`None`: deleted at that version).
-type StoredRow = (RecordKind, String, u64, Option<String>);
+pub(super) type StoredRow = (RecordKind, String, u64, Option<String>);
 
 /// `changes` as the JSON array [`INSERT_RECORDS`] reads: `[[kind, key, value], ...]`.
 pub(super) fn records_json(changes: &[RecordChange]) -> String {

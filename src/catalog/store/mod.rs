@@ -9,6 +9,7 @@
 //! none of it does.
 
 pub(super) mod file;
+mod file_changes;
 mod file_runner;
 mod file_upgrade;
 
@@ -153,6 +154,14 @@ pub(crate) trait CatalogStore: std::fmt::Debug + Send + Sync {
     /// stored.
     async fn map_at(&self, version: u64) -> Result<Option<MapRecords>>;
 
+    /// What turns map version `from` into version `to`: for each record written by a version
+    /// after `from` up to `to`, its newest value. `None` when the store cannot say (version
+    /// `from` is no longer stored, as after a seed, or the store follows through its watch);
+    /// the caller then reads the whole map.
+    async fn changes_between(&self, _from: u64, _to: u64) -> Result<Option<Vec<RecordChange>>> {
+        Ok(None)
+    }
+
     /// Catalog history, newest first.
     async fn history(&self) -> Result<Vec<CatalogHistoryEntry>>;
 
@@ -191,9 +200,10 @@ pub(crate) trait CatalogStore: std::fmt::Debug + Send + Sync {
         false
     }
 
-    /// A watch of the map records; a store without one refuses.
+    /// The active and pending maps, and a watch of the map records that reports every change
+    /// after them; a store without a watch refuses.
     #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
-    async fn watch_maps(&self) -> Result<MapWatch> {
+    async fn watch_maps(&self) -> Result<(StoredState, MapWatch)> {
         Err(Error::Catalog {
             reason: "a master file has no watch; its version is polled".to_owned(),
         })
@@ -208,13 +218,25 @@ pub(crate) trait RunnerClaim: std::fmt::Debug + Send + Sync {
     async fn release(self: Box<Self>);
 }
 
-/// What a store's watch of the map records reports.
+/// What a watch of the map records reports.
+#[derive(Debug)]
+#[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+pub(crate) enum MapStep {
+    /// The active map is now version `version`; `changes` are the records that turn the map
+    /// the watch last reported (or began with) into it.
+    Activated { version: u64, changes: Vec<RecordChange> },
+    /// The records moved where the watch does not follow them (a seed, a large change, a
+    /// history compacted away): read the whole map again.
+    Reload,
+}
+
+/// What a store's watch of the map records does.
 #[async_trait]
 #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
 pub(crate) trait MapChanges: std::fmt::Debug + Send {
-    /// Waits for the next change to the map records. An error means the watch ended (the store
+    /// Waits for the next change of the active map. An error means the watch ended (the store
     /// went away or canceled it); open a new one.
-    async fn changed(&mut self) -> Result<()>;
+    async fn changed(&mut self) -> Result<MapStep>;
 }
 
 /// An open watch of a store's map records (see [`CatalogStore::watch_maps`]).
@@ -224,9 +246,9 @@ pub(crate) struct MapWatch(pub(super) Box<dyn MapChanges>);
 
 #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
 impl MapWatch {
-    /// Waits for the next change to the map records. An error means the watch ended; open a new
+    /// Waits for the next change of the active map. An error means the watch ended; open a new
     /// one.
-    pub async fn changed(&mut self) -> Result<()> {
+    pub async fn changed(&mut self) -> Result<MapStep> {
         self.0.changed().await
     }
 }

@@ -18,7 +18,7 @@ use crate::data::{
     CatalogValidation,
 };
 use crate::error::{Error, Result};
-use crate::map::ShardMap;
+use crate::map::{SNAPSHOT_ECHO_LIMIT, ShardMap};
 
 /// The catalog of a [`ShardedClient`]: the master catalog it was opened from, its state, map
 /// updates and live activation. Handed out by [`ShardedClient::catalog`]; the in-process
@@ -63,7 +63,7 @@ impl<'a> ShardedCatalog<'a> {
     /// The catalog state: live map, pending map (if a different version is stored) and history.
     pub async fn state(self) -> Result<CatalogState> {
         let generation = self.sharded.inner.fresh().await;
-        let active_map = generation.map.snapshot();
+        let active_map = generation.map.snapshot_within(SNAPSHOT_ECHO_LIMIT);
         let Some(catalog) = self.master() else {
             return Ok(CatalogState {
                 source: "in-memory".to_owned(),
@@ -75,7 +75,7 @@ impl<'a> ShardedCatalog<'a> {
         };
         let pending_map = match catalog.pending_options().await? {
             Some(options) if u64::try_from(options.map_version).ok() != Some(generation.map.version()) => {
-                Some(ShardMap::new(options)?.snapshot())
+                Some(ShardMap::new(options)?.snapshot_within(SNAPSHOT_ECHO_LIMIT))
             }
             _ => None,
         };

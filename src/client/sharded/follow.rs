@@ -3,12 +3,14 @@
 //!
 //! A client opened from a catalog starts one background task that ends when the client does:
 //!
-//! - on a catalog in etcd, the task holds a watch of the map records and loads the active map on
-//!   every change: no polling. When the watch ends (etcd restarting, a member lost), it opens a
-//!   new one with backoff and reads the catalog once more, so a map activated meanwhile is
-//!   picked up. Until then the client keeps serving the last map it knows.
+//! - on a catalog in etcd, the task holds a watch of the map records (no polling) and, on each
+//!   activation, applies the records the change wrote to the map it serves: the rest of the map
+//!   is neither read nor parsed again. A watch that ends (etcd restarting, a member lost) is
+//!   resumed from the revision after the last one seen; when that fails, or after a seed or a
+//!   large change moved the records, the task reads the whole map once more with backoff. Until
+//!   then the client keeps serving the last map it knows.
 //! - on a master file, the task reads the active version (a cheap read) once per refresh
-//!   interval and loads the map when it changed.
+//!   interval and, when it changed, the records written since the version it serves.
 
 use std::sync::Weak;
 use std::time::Duration;
@@ -17,6 +19,8 @@ use tokio::sync::oneshot;
 
 use super::Shared;
 use crate::catalog::Catalog;
+#[cfg(feature = "etcd")]
+use crate::catalog::MapStep;
 
 /// Ends the follower when dropped (with the client's last handle).
 pub(super) struct FollowerStop(#[allow(dead_code)] oneshot::Sender<()>);
@@ -38,16 +42,6 @@ pub(super) fn start(catalog: &Catalog, inner: Weak<Shared>, interval: Duration) 
         runtime.spawn(poll(inner, stopped, interval.max(Duration::from_millis(10))));
     }
     Some(FollowerStop(stop))
-}
-
-/// Loads the catalog's active map into the client, if it still exists. `false` once it is gone.
-#[cfg(feature = "etcd")]
-async fn reload(inner: &Weak<Shared>) -> bool {
-    let Some(inner) = inner.upgrade() else {
-        return false;
-    };
-    inner.load_active().await;
-    true
 }
 
 async fn poll(inner: Weak<Shared>, mut stopped: oneshot::Receiver<()>, interval: Duration) {
@@ -79,26 +73,37 @@ async fn watch(catalog: Catalog, inner: Weak<Shared>, mut stopped: oneshot::Rece
             opened = catalog.watch_maps() => opened,
         };
         match opened {
-            Ok(mut watch) => {
+            Ok((active, mut watch)) => {
                 backoff = Duration::from_millis(100);
                 // Changes made before the watch began (while disconnected) are read here.
-                if !reload(&inner).await {
+                let Some(strong) = inner.upgrade() else {
                     return;
-                }
+                };
+                strong.install_whole(active).await;
+                drop(strong);
                 loop {
                     let changed = tokio::select! {
                         _ = &mut stopped => return,
                         changed = watch.changed() => changed,
                     };
+                    let Some(strong) = inner.upgrade() else {
+                        return;
+                    };
                     match changed {
-                        Ok(()) if reload(&inner).await => {}
-                        Ok(()) => return,
+                        Ok(MapStep::Activated { version, changes }) => {
+                            if !strong.follow_changes(version, &changes).await {
+                                break;
+                            }
+                        }
+                        // A seed or a large change: the whole map is read again at once.
+                        Ok(MapStep::Reload) => break,
                         Err(err) => {
                             tracing::warn!(catalog = %catalog.location(), error = %err, "catalog watch ended; reconnecting");
                             break;
                         }
                     }
                 }
+                continue;
             }
             Err(err) => {
                 tracing::debug!(catalog = %catalog.location(), error = %err, "catalog watch could not open; retrying");

@@ -11,11 +11,12 @@ use arc_swap::Guard;
 use futures_util::future::{BoxFuture, join_all};
 
 use super::{Shared, remote};
-use crate::catalog::diff;
+use crate::catalog::{diff, diff_of_changes};
 use crate::client::LocalClient;
 use crate::data::DataClient;
 use crate::engine::EngineConfig;
 use crate::error::{Error, Result};
+use crate::map::records::RecordChange;
 use crate::map::{Shard, ShardMap, ShardTarget, resolve_data_source};
 use crate::routing::RouteContext;
 
@@ -250,35 +251,94 @@ impl Shared {
                 .is_ok()
     }
 
-    /// Loads and installs the catalog's active map when it is not the one served.
+    /// Loads and installs the catalog's active map when it is not the one served: from the
+    /// records written since the served version when the store gives them (a master file), else
+    /// the whole map.
     pub(super) async fn load_active(self: &Arc<Self>) -> Arc<Generation> {
         let Some(catalog) = &self.catalog else {
             return self.generation();
         };
         let _switching = self.switching.lock().await;
         let current = self.generation();
-        let next = match catalog.active_map().await {
-            Ok(next) if next.version() != current.map.version() => next,
-            _ => return current,
+        let Ok(Some(version)) = catalog.active_version().await else {
+            return current;
         };
-        let previous = current.map.clone();
-        if let Ok(affected) = self.switch_to(previous, next).await {
-            // Transactions of this process on the affected shards are drained as on the router
-            // that activated the map (SPEC section 6): a bounded time to finish, then rolled
-            // back. In the background, so that the call that noticed the map goes on.
-            let shared = Arc::clone(self);
-            match tokio::runtime::Handle::try_current() {
-                Ok(runtime) => {
-                    runtime.spawn(async move { shared.drain(&affected).await });
-                }
-                Err(_) => {
-                    for local in self.local_shards(&affected) {
-                        local.database().sessions().abort_sessions();
-                    }
+        if version == current.map.version() {
+            return current;
+        }
+        if let Ok(Some(changes)) = catalog.changes_between(current.map.version(), version).await
+            && let Ok(next) = current.map.follow_changes(&changes)
+            && next.version() == version
+        {
+            self.advance(current.map.clone(), next, Some(&changes)).await;
+            return self.generation();
+        }
+        match catalog.active_map().await {
+            Ok(next) if next.version() != current.map.version() => {
+                self.advance(current.map.clone(), next, None).await;
+            }
+            _ => {}
+        }
+        self.generation()
+    }
+
+    /// Installs the catalog's active map read whole (`None`: the catalog has none), unless it
+    /// is the one served.
+    #[cfg(feature = "etcd")]
+    pub(super) async fn install_whole(self: &Arc<Self>, active: Option<crate::map::ShardingOptions>) {
+        let _switching = self.switching.lock().await;
+        let current = self.generation();
+        let Some(active) = active else {
+            return;
+        };
+        if u64::try_from(active.map_version).ok() == Some(current.map.version()) {
+            return;
+        }
+        match ShardMap::new(active) {
+            Ok(next) => self.advance(current.map.clone(), next, None).await,
+            Err(err) => {
+                tracing::warn!(error = %err, "the catalog's active map does not validate; serving the last one")
+            }
+        }
+    }
+
+    /// Follows an activation of version `version`, given the records that changed since the
+    /// served map. `false` when they do not apply to it (the caller reads the whole map).
+    #[cfg(feature = "etcd")]
+    pub(super) async fn follow_changes(self: &Arc<Self>, version: u64, changes: &[RecordChange]) -> bool {
+        let _switching = self.switching.lock().await;
+        let current = self.generation();
+        if current.map.version() == version {
+            return true;
+        }
+        match current.map.follow_changes(changes) {
+            Ok(next) if next.version() == version => {
+                self.advance(current.map.clone(), next, Some(changes)).await;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Switches from `previous` to `next` (`changes`, when known, are the records between them)
+    /// and drains the transactions of this process on the shards whose ownership changed, as on
+    /// the router that activated the map (SPEC section 6): a bounded time to finish, then rolled
+    /// back. In the background, so that the call that noticed the map goes on.
+    async fn advance(self: &Arc<Self>, previous: ShardMap, next: ShardMap, changes: Option<&[RecordChange]>) {
+        let Ok(affected) = self.switch_with(previous, next, changes).await else {
+            return;
+        };
+        let shared = Arc::clone(self);
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move { shared.drain(&affected).await });
+            }
+            Err(_) => {
+                for local in self.local_shards(&affected) {
+                    local.database().sessions().abort_sessions();
                 }
             }
         }
-        self.generation()
     }
 
     fn refresh_ms(&self) -> u64 {
@@ -321,6 +381,21 @@ impl Shared {
     /// Swaps in `next` (whose predecessor is `previous`) unless this client already serves it.
     /// Returns the shards whose ownership changed.
     pub(super) async fn switch_to(&self, previous: ShardMap, next: ShardMap) -> Result<BTreeSet<String>> {
+        self.switch_with(previous, next, None).await
+    }
+
+    /// [`switch_to`](Self::switch_to), given the records between the two maps when known: the
+    /// shards a change of pins alone affects follow from the pins it changed.
+    async fn switch_with(
+        &self,
+        previous: ShardMap,
+        next: ShardMap,
+        records: Option<&[RecordChange]>,
+    ) -> Result<BTreeSet<String>> {
+        if let Some(affected) = records.and_then(|records| diff_of_changes(&previous, &next, records)) {
+            self.install(next, &affected.affected_shards()).await?;
+            return Ok(affected.affected_shards());
+        }
         let changes = if previous.keyspace().eq_ignore_ascii_case(next.keyspace())
             && previous.bucket_count() == next.bucket_count()
         {

@@ -264,6 +264,7 @@ mod tests {
             "ProcedureParameter",
             "TransactionInfo",
             "ShardMapSnapshot",
+            "MapSummary",
             "ShardSnapshot",
             "BucketRange",
             "ResolvedRoute",

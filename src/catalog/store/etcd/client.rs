@@ -174,9 +174,12 @@ impl EtcdClient {
     }
 
     /// Opens a watch of the keys from `key` up to `range_end`: a stream of JSON lines.
-    pub async fn watch(&self, key: &[u8], range_end: &[u8]) -> Result<reqwest::Response> {
-        let body =
-            json!({ "create_request": { "key": STANDARD.encode(key), "range_end": STANDARD.encode(range_end) } });
+    pub async fn watch(&self, key: &[u8], range_end: &[u8], start_revision: Option<i64>) -> Result<reqwest::Response> {
+        let mut request = json!({ "key": STANDARD.encode(key), "range_end": STANDARD.encode(range_end) });
+        if let Some(start) = start_revision {
+            request["start_revision"] = json!(start.to_string());
+        }
+        let body = json!({ "create_request": request });
         self.send("/v3/watch", &body, true).await
     }
 }
@@ -237,24 +240,57 @@ fn kv(value: &Json) -> Option<Kv> {
     })
 }
 
-/// The events of one watch answer line, as their keys' revisions; `Err` with the gateway's
-/// message when the line reports an error.
-pub(crate) fn watch_line(line: &[u8]) -> std::result::Result<Vec<i64>, String> {
+/// One event of a watch: a key put (with its new value) or deleted.
+#[derive(Debug, Clone)]
+pub(crate) struct WatchEvent {
+    pub kv: Kv,
+    pub deleted: bool,
+}
+
+/// One answer line of a watch: the store's revision when sent and the events it carries.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct WatchAnswer {
+    pub revision: i64,
+    pub events: Vec<WatchEvent>,
+}
+
+/// The events of one watch answer line; `Err` with the gateway's reason when the line reports an
+/// error or a canceled watch (for one started at a compacted revision, the reason says so).
+pub(crate) fn watch_line(line: &[u8]) -> std::result::Result<WatchAnswer, String> {
     let value: Json = serde_json::from_slice(line).map_err(|err| format!("an unreadable watch answer: {err}"))?;
     if let Some(error) = value.get("error") {
         return Err(error["message"].as_str().unwrap_or("the watch failed").to_owned());
     }
     let result = &value["result"];
     if result["canceled"].as_bool() == Some(true) {
+        if let Some(compacted) = int(&result["compact_revision"]).filter(|r| *r > 0) {
+            return Err(format!(
+                "the history it started from was compacted (up to revision {compacted})"
+            ));
+        }
         return Err(result["cancel_reason"]
             .as_str()
             .unwrap_or("the watch was canceled")
             .to_owned());
     }
-    Ok(result["events"]
+    let events = result["events"]
         .as_array()
-        .map(|events| events.iter().filter_map(|e| int(&e["kv"]["mod_revision"])).collect())
-        .unwrap_or_default())
+        .map(|events| {
+            events
+                .iter()
+                .filter_map(|event| {
+                    Some(WatchEvent {
+                        kv: kv(&event["kv"])?,
+                        deleted: event["type"].as_str() == Some("DELETE"),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(WatchAnswer {
+        revision: int(&result["header"]["revision"]).unwrap_or(0),
+        events,
+    })
 }
 
 fn gateway_error(text: &str) -> Option<String> {
@@ -288,9 +324,21 @@ mod tests {
 
     #[test]
     fn watch_lines_give_revisions_or_the_reason() {
-        let line = br#"{"result":{"header":{"revision":"3"},"events":[{"kv":{"key":"YQ==","mod_revision":"3"}}]}}"#;
-        assert_eq!(watch_line(line), Ok(vec![3]));
-        assert_eq!(watch_line(br#"{"result":{"created":true}}"#), Ok(vec![]));
+        let line = br#"{"result":{"header":{"revision":"4"},"events":[{"kv":{"key":"YQ==","value":"Yg==","mod_revision":"3"}},{"type":"DELETE","kv":{"key":"Yw==","mod_revision":"4"}}]}}"#;
+        let answer = watch_line(line).unwrap();
+        assert_eq!(answer.revision, 4);
+        let events: Vec<(&[u8], &[u8], i64, bool)> = answer
+            .events
+            .iter()
+            .map(|e| (e.kv.key.as_slice(), e.kv.value.as_slice(), e.kv.mod_revision, e.deleted))
+            .collect();
+        assert_eq!(
+            events,
+            vec![(&b"a"[..], &b"b"[..], 3, false), (&b"c"[..], &b""[..], 4, true)]
+        );
+        assert!(watch_line(br#"{"result":{"created":true}}"#).unwrap().events.is_empty());
+        let compacted = br#"{"result":{"canceled":true,"compact_revision":"9"}}"#;
+        assert!(watch_line(compacted).unwrap_err().contains("compacted"));
         assert!(
             watch_line(br#"{"error":{"message":"lost leader"}}"#)
                 .unwrap_err()

@@ -28,7 +28,6 @@ use serde_json::{Value as Json, json};
 use self::client::{EtcdClient, delete, modified_at, prefix_end, put};
 use self::lease::EtcdLease;
 use self::records::{Commit, RecordRow, VersionRecord};
-use self::watch::EtcdWatch;
 use super::{CatalogStore, HistoryRow, MapWatch, NewMap, ReshardRecord, RunnerClaim, StoredMap, StoredState};
 use crate::catalog::EtcdAddress;
 use crate::catalog::store::file::CATALOG_SCHEMA_VERSION;
@@ -398,13 +397,10 @@ impl CatalogStore for EtcdStore {
         Ok(())
     }
 
-    /// Watches the map records: every activation or pending write is an event.
-    async fn watch_maps(&self) -> Result<MapWatch> {
-        let start = self.key("map/");
-        let response = self.client.watch(&start, &prefix_end(&start)).await?;
-        Ok(MapWatch(Box::new(
-            EtcdWatch::open(response, self.address.clone()).await?,
-        )))
+    /// Reads the maps and watches the records of their generation from then on.
+    async fn watch_maps(&self) -> Result<(StoredState, MapWatch)> {
+        let (state, feed) = self.follow().await?;
+        Ok((state, MapWatch(Box::new(feed))))
     }
 
     fn active_version_blocking(&self) -> Result<Option<u64>> {

@@ -74,7 +74,7 @@ impl EtcdStore {
         self.key("map/version")
     }
 
-    fn records_prefix(&self, generation: &str) -> Vec<u8> {
+    pub(super) fn records_prefix(&self, generation: &str) -> Vec<u8> {
         self.key(&format!("records/{generation}/"))
     }
 
@@ -259,7 +259,7 @@ impl EtcdStore {
 }
 
 /// `(kind, key, version)` of a record key's part after the generation.
-fn parse_record_key(rest: &[u8]) -> Option<(RecordKind, String, u64)> {
+pub(super) fn parse_record_key(rest: &[u8]) -> Option<(RecordKind, String, u64)> {
     let rest = std::str::from_utf8(rest).ok()?;
     let (kind, rest) = rest.split_once('/')?;
     let (key, version) = rest.rsplit_once('/')?;

@@ -15,6 +15,8 @@ function owners(map) {
 
 /** What `next` changes against `active`: bucket runs and pins that change owner. */
 export function mapDiff(active, next) {
+  // A summarised map (a large one) lists what it can: its moves are in the validation.
+  if (active.summary || next.summary) return { movedBuckets: [], movedPins: [], summarised: true };
   const movedBuckets = [];
   if (active.virtualBucketCount === next.virtualBucketCount) {
     const before = owners(active);
@@ -36,8 +38,8 @@ export function mapDiff(active, next) {
   return { movedBuckets, movedPins };
 }
 
-function changeLines({ movedBuckets = [], movedPins = [], shardChanges = [] }) {
-  const lines = [];
+function changeLines({ movedBuckets = [], movedPins = [], shardChanges = [], summarised = false }) {
+  const lines = summarised ? ['the map is too large to compare here: validate a change to see what it moves'] : [];
   for (const [start, end, from, to] of movedBuckets) lines.push(`buckets [${start}, ${end}) move from ${from} to ${to}`);
   for (const [key, from, to] of movedPins) lines.push(`pin ${key} moves from ${from} to ${to}`);
   for (const change of shardChanges) lines.push(`shard ${change.shardId} is ${change.change}`);
@@ -47,6 +49,8 @@ function changeLines({ movedBuckets = [], movedPins = [], shardChanges = [] }) {
 
 /** A map snapshot as an editable map: the secrets are not in the snapshot and must be re-entered. */
 function editableMap(snapshot) {
+  // A summarised map cannot be edited whole: the editor holds a patch of it (RFC 7386).
+  if (snapshot.summary) return { mapVersion: snapshot.mapVersion + 1, exactKeyPins: {} };
   return {
     keyspace: snapshot.keyspace,
     mapVersion: snapshot.mapVersion + 1,
@@ -74,6 +78,14 @@ function editableMap(snapshot) {
 }
 
 function mapSummary(map, id) {
+  const counted = map.summary;
+  if (counted) {
+    return el('div', { id, 'data-summarised': 'true' },
+      table(['keyspace', 'version', 'buckets', 'shards', 'ranges', 'pins'], [[
+        map.keyspace, map.mapVersion, map.virtualBucketCount, String(counted.shardCount),
+        String(counted.bucketRangeCount), String(counted.pinCount),
+      ]]));
+  }
   return el('div', { id },
     table(['keyspace', 'version', 'buckets', 'shards', 'ranges', 'pins'], [[
       map.keyspace, map.mapVersion, map.virtualBucketCount, map.shards.map((s) => s.shardId).join(', '),
@@ -137,7 +149,9 @@ export const view = {
     } catch (error) {
       throw new ApiError(400, { errorCode: 'invalid_input', detail: `the proposed map is not valid JSON: ${error.message}` });
     }
-    const request = { map, allowOwnershipChange: this.ack.checked };
+    // A summarised map is changed by a patch (the editor holds one), never replaced by the part shown.
+    const summarised = this.state && this.state.activeMap.summary;
+    const request = summarised ? { patch: map, allowOwnershipChange: this.ack.checked } : { map, allowOwnershipChange: this.ack.checked };
     if (this.expected.value) request.expectedCurrentMapVersion = Number(this.expected.value);
     if (this.operator.value.trim()) request.operator = this.operator.value.trim();
     if (this.comment.value.trim()) request.comment = this.comment.value.trim();
@@ -160,7 +174,7 @@ export const view = {
     if (!validation || !validation.valid) return;
     const request = this.request();
     const confirmed = await confirmAction({
-      title: `Apply map version ${request.map.mapVersion} as the pending map?`,
+      title: `Apply map version ${(request.map || request.patch).mapVersion} as the pending map?`,
       lines: [`expected current version: ${request.expectedCurrentMapVersion ?? 'any'}`, ...changeLines(validation),
         'the active map does not change until the pending map is activated'],
       confirmLabel: 'Apply',

@@ -7,7 +7,7 @@ use crate::data::{
     ShardStatusSummary,
 };
 use crate::error::{Error, Result};
-use crate::map::{BucketRange, ReplicaInfo, ShardMapSnapshot, ShardRole, ShardSnapshot, Transport};
+use crate::map::{BucketRange, MapSummary, ReplicaInfo, ShardMapSnapshot, ShardRole, ShardSnapshot, Transport};
 use crate::routing::{ResolvedRoute, RouteSource};
 
 fn role_to_pb(role: ShardRole) -> i32 {
@@ -147,6 +147,13 @@ impl From<ShardMapSnapshot> for pb::ShardMapSnapshot {
             bucket_ranges: map.bucket_ranges.into_iter().map(Into::into).collect(),
             exact_key_pins: map.exact_key_pins.into_iter().collect(),
             directories: map.directories.into_iter().map(Into::into).collect(),
+            summary: map.summary.map(|summary| pb::MapSummary {
+                shard_count: summary.shard_count,
+                bucket_range_count: summary.bucket_range_count,
+                pin_count: summary.pin_count,
+                directory_entry_count: summary.directory_entry_count,
+                omitted: summary.omitted,
+            }),
         }
     }
 }
@@ -162,6 +169,13 @@ impl TryFrom<pb::ShardMapSnapshot> for ShardMapSnapshot {
             bucket_ranges: map.bucket_ranges.into_iter().map(Into::into).collect(),
             exact_key_pins: map.exact_key_pins.into_iter().collect(),
             directories: map.directories.into_iter().map(Into::into).collect(),
+            summary: map.summary.map(|summary| MapSummary {
+                shard_count: summary.shard_count,
+                bucket_range_count: summary.bucket_range_count,
+                pin_count: summary.pin_count,
+                directory_entry_count: summary.directory_entry_count,
+                omitted: summary.omitted,
+            }),
         })
     }
 }
