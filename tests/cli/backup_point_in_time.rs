@@ -1,12 +1,14 @@
 //! `serve --archive-dir` and `backup restore --to-time`: rows a daemon acknowledged up to a
 //! moment come back, rows written more than a second after it do not, and the restored files
-//! open in the system's older `sqlite3`.
+//! open in the system's older `sqlite3`; `shardlite_archive_lag_seconds` names each shard being
+//! written (checked by promtool).
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::cli::{seeded, shardlite, stderr};
+use crate::support::promtool::promtool_check;
 use crate::support::serve::ServeProcess;
 use crate::support::{old_sqlite, route, temp_dir};
 use shardlite::client::{DataClient, Params, ShardedClient, SqlData, Value};
@@ -93,7 +95,10 @@ async fn a_restore_to_a_time_holds_what_was_acknowledged_by_then_and_nothing_a_s
         master.to_str().unwrap(),
         "--archive-dir",
         archive.to_str().unwrap(),
+        "--metrics-listen",
+        "127.0.0.1:0",
     ]);
+    let metrics = daemon.wait_for_stdout("metrics on ");
     let clients = [
         remote(&daemon.base_url, TENANTS[0]).await,
         remote(&daemon.base_url, TENANTS[1]).await,
@@ -146,6 +151,21 @@ async fn a_restore_to_a_time_holds_what_was_acknowledged_by_then_and_nothing_a_s
     let end = now_rfc3339();
     // The archive reads a written file at most every 100 ms.
     tokio::time::sleep(Duration::from_millis(400)).await;
+    // Both shards were written within 2 s: the archive follows them, caught up.
+    let http = crate::support::daemon::http_client();
+    let text = http.get(metrics.trim()).send().await.unwrap().text().await.unwrap();
+    promtool_check(&text);
+    for shard in ["s0.db", "s1.db"] {
+        let series = format!("shardlite_archive_lag_seconds{{file=\"{shard}\"}} ");
+        let lag: f64 = text
+            .lines()
+            .find_map(|line| line.strip_prefix(&series))
+            .unwrap_or_else(|| panic!("no {series} in:\n{text}"))
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(lag < 1.0, "{series}{lag}");
+    }
 
     let restored = dir.path().join("restored");
     let out = restore(&place, &restored, &moment, &archive);

@@ -108,6 +108,11 @@ pub(crate) fn is_active() -> bool {
     ARCHIVE.get().is_some()
 }
 
+/// Whether this process runs a point-in-time archive ([`start_archive`]).
+pub fn is_archiving() -> bool {
+    is_active()
+}
+
 /// The archive's lag on each file it holds connections for (the files being written).
 pub fn archive_lag() -> Vec<ArchiveLag> {
     let Some(archive) = ARCHIVE.get() else {
