@@ -1,5 +1,5 @@
 //! `serve --archive-dir` and `backup restore --to-time`: rows a daemon acknowledged up to a
-//! moment come back, rows written more than a second after it do not, and the restored files
+//! moment come back with the map of that moment, rows written more than a second after it do not, and the restored files
 //! open in the system's older `sqlite3`; `shardlite_archive_lag_seconds` names each shard being
 //! written (checked by promtool).
 
@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::support::cli::{seeded, shardlite, stderr};
 use crate::support::promtool::promtool_check;
 use crate::support::serve::ServeProcess;
-use crate::support::{old_sqlite, route, temp_dir};
+use crate::support::{old_sqlite, route, temp_dir, with_third_shard};
 use shardlite::client::{DataClient, Params, ShardedClient, SqlData, Value};
 use shardlite::options::ConnectionOptions;
 
@@ -125,6 +125,26 @@ async fn a_restore_to_a_time_holds_what_was_acknowledged_by_then_and_nothing_a_s
         }
     };
     blobs(1).await;
+    // The map changes after the set: the catalog as at the moment comes from the archive.
+    let next = dir.path().join("next-map.json");
+    std::fs::write(&next, serde_json::to_vec(&with_third_shard(dir.path())).unwrap()).unwrap();
+    let remote = format!("Endpoint={};Transport=Http", daemon.base_url);
+    for args in [
+        vec![
+            "catalog",
+            "apply",
+            "-c",
+            &remote,
+            "--map",
+            next.to_str().unwrap(),
+            "--expected-version",
+            "1",
+        ],
+        vec!["catalog", "activate", "-c", &remote, "--expected-version", "2"],
+    ] {
+        let out = shardlite(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
     let folded = || std::fs::metadata(dir.path().join("s0.db")).unwrap().len();
     for _ in 0..50 {
         if folded() > 4_500_000 {
@@ -171,6 +191,8 @@ async fn a_restore_to_a_time_holds_what_was_acknowledged_by_then_and_nothing_a_s
     let out = restore(&place, &restored, &moment, &archive);
     assert!(out.status.success(), "{}", stderr(&out));
     let master_restored = restored.join("master.db");
+    let map = ShardedClient::open(&master_restored).await.unwrap().map();
+    assert_eq!((map.version(), map.shards().len()), (2, 3), "the map as at {moment}");
     for tenant in TENANTS {
         let expected: Vec<i64> = (1..=10).filter(|id| tenant_of(*id) == tenant).collect();
         assert_eq!(ids_in(&master_restored, tenant).await, expected, "{tenant} at {moment}");
