@@ -3,7 +3,7 @@
 //! WALs into the archive, which runs only while some file is being written.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -18,6 +18,9 @@ pub(crate) struct Archived {
     folder: PathBuf,
     catalog: bool,
     state: Mutex<State>,
+    /// Whether `state.engaged` is set: a commit on an engaged file never takes the lock, so it
+    /// never waits for the archive's reads.
+    engaged: AtomicBool,
     last_commit_ms: AtomicU64,
     /// When the oldest commit not yet read was seen (0: none).
     first_unread_ms: AtomicU64,
@@ -64,6 +67,7 @@ impl Archived {
             path,
             catalog,
             state: Mutex::new(State::default()),
+            engaged: AtomicBool::new(false),
             last_commit_ms: AtomicU64::new(0),
             first_unread_ms: AtomicU64::new(0),
         }
@@ -95,10 +99,15 @@ impl Archived {
     /// transaction's frames are written.
     pub(super) fn committed(self: &Arc<Self>, archive: &Arc<Archive>) {
         let now = now_ms();
-        self.last_commit_ms.store(now, Ordering::Release);
+        self.last_commit_ms.store(now, Ordering::SeqCst);
         let _ = self
             .first_unread_ms
             .compare_exchange(0, now, Ordering::AcqRel, Ordering::Acquire);
+        // Seen engaged after the commit time was stored: the tick letting go of the file sees
+        // the new time and keeps it (see `tick`).
+        if self.engaged.load(Ordering::SeqCst) {
+            return;
+        }
         let engaged = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             if state.engaged.is_some() {
@@ -129,6 +138,7 @@ impl Archived {
         let checkpointer = open(&self.path, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
         checkpointer.execute_batch("PRAGMA wal_autocheckpoint = 0;")?;
         state.engaged = Some(Engaged { pin, checkpointer });
+        self.engaged.store(true, Ordering::SeqCst);
         Ok(())
     }
 
@@ -189,14 +199,20 @@ impl Archived {
                 let _ = engaged.pin.execute_batch("COMMIT");
             }
         }
-        let quiet = now_ms().saturating_sub(self.last_commit_ms.load(Ordering::Acquire))
-            >= u64::try_from(QUIET_AFTER.as_millis()).unwrap_or(u64::MAX);
+        let last_commit = self.last_commit_ms.load(Ordering::SeqCst);
+        let quiet = now_ms().saturating_sub(last_commit) >= u64::try_from(QUIET_AFTER.as_millis()).unwrap_or(u64::MAX);
         match read {
             Err(err) => {
                 tracing::error!(file = %self.path.display(), error = %err, "the archive could not read this file's WAL");
                 true
             }
             Ok(0) if quiet && self.first_unread_ms.load(Ordering::Acquire) == 0 => {
+                self.engaged.store(false, Ordering::SeqCst);
+                // A commit that saw the file engaged stored its time first: keep the file.
+                if self.last_commit_ms.load(Ordering::SeqCst) != last_commit {
+                    self.engaged.store(true, Ordering::SeqCst);
+                    return true;
+                }
                 state.engaged = None;
                 state.log = None;
                 false
