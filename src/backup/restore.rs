@@ -85,7 +85,7 @@ pub async fn verify_backup(set: &Path) -> Result<VerifiedSet> {
         .map_err(|_| Error::Cancelled)?
 }
 
-fn verify_blocking(set: &Path) -> Result<(VerifiedSet, BackupManifest, CatalogExport)> {
+pub(super) fn verify_blocking(set: &Path) -> Result<(VerifiedSet, BackupManifest, CatalogExport)> {
     let (place, path) = locate_set(set)?;
     let manifest = BackupManifest::read(&path)?;
     let mut problems = Vec::new();
@@ -189,8 +189,20 @@ pub async fn restore_backup(set: &Path, target: &Path) -> Result<RestoredSet> {
     })
     .await
     .map_err(|_| Error::Cancelled)??;
+    let (master, recovery) = finish(target, &export).await?;
+    Ok(RestoredSet {
+        id: manifest.id,
+        master,
+        shards: manifest.shards.len(),
+        recovery,
+    })
+}
+
+/// Writes `master.db` in `target` holding `export` and runs atomic recovery over the restored
+/// keyspace; returns the master's path and what recovery finished.
+pub(super) async fn finish(target: &Path, export: &CatalogExport) -> Result<(String, AtomicResolution)> {
     let master = target.join("master.db");
-    Catalog::open(&master).await?.import(&export).await?;
+    Catalog::open(&master).await?.import(export).await?;
     // Nobody will come back to finish what was undecided at the cut: abort it now.
     let options = ShardedClientOptions::with_engine(EngineConfig {
         atomic_abandon_age: std::time::Duration::ZERO,
@@ -199,15 +211,10 @@ pub async fn restore_backup(set: &Path, target: &Path) -> Result<RestoredSet> {
     let restored = ShardedClient::open_with(&master, options).await?;
     let recovery = restored.atomic_recovery().resolve().await?;
     drop(restored);
-    Ok(RestoredSet {
-        id: manifest.id,
-        master: master.display().to_string(),
-        shards: manifest.shards.len(),
-        recovery,
-    })
+    Ok((master.display().to_string(), recovery))
 }
 
-fn refuse_non_empty(target: &Path) -> Result<()> {
+pub(super) fn refuse_non_empty(target: &Path) -> Result<()> {
     let first = match std::fs::read_dir(target) {
         Ok(mut entries) => entries.next(),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
@@ -247,6 +254,13 @@ fn write_files(
             .and_then(|_| std::fs::File::open(&to)?.sync_all())
             .map_err(io(to.display().to_string()))?;
     }
+    rename_files(&mut export, &names);
+    super::manifest::sync_dir(target)?;
+    Ok(export)
+}
+
+/// Points the maps of `export` at the restored files' `names`.
+pub(super) fn rename_files(export: &mut CatalogExport, names: &HashMap<String, String>) {
     let rename = |map: &mut ShardingOptions| {
         for shard in &mut map.shards {
             if shard.data_source.is_some() {
@@ -260,13 +274,11 @@ fn write_files(
     if let Some(map) = export.pending_map.as_mut() {
         rename(map);
     }
-    super::manifest::sync_dir(target)?;
-    Ok(export)
 }
 
 /// Each file shard's name in the restored folder: its original file name, or `ID.db` when two
 /// shards' files share a name.
-fn file_names(export: &CatalogExport) -> HashMap<String, String> {
+pub(super) fn file_names(export: &CatalogExport) -> HashMap<String, String> {
     let mut names = HashMap::new();
     let mut taken = HashSet::from(["master.db".to_owned()]);
     let maps = export.active_map.iter().chain(export.pending_map.iter());

@@ -9,7 +9,10 @@ use clap::{Args, Subcommand};
 
 use super::connection::ConnectionArgs;
 use super::data::{OutputArgs, print_json, table};
-use crate::backup::{BackupManifest, BackupStep, create_backup, list_sets, restore_backup, verify_backup};
+use crate::backup::{
+    BackupManifest, BackupStep, create_backup, list_sets, parse_moment, restore_backup, restore_backup_as_at,
+    verify_backup,
+};
 use crate::client::ShardedClient;
 use crate::error::{Error, Result};
 #[cfg(any(feature = "grpc", feature = "http"))]
@@ -84,6 +87,13 @@ pub struct RestoreArgs {
     /// An empty or new folder for the shard files and `master.db`.
     #[arg(long)]
     to: PathBuf,
+    /// Restore the keyspace as it was at this moment (RFC 3339, `2026-12-03T12:00:00Z`), from
+    /// the set (taken before it) and the point-in-time archive.
+    #[arg(long, value_name = "TIME", requires = "archive")]
+    to_time: Option<String>,
+    /// The point-in-time archive (`serve --archive-dir`) `--to-time` reads.
+    #[arg(long, value_name = "DIR", requires = "to_time")]
+    archive: Option<PathBuf>,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -237,7 +247,10 @@ async fn verify(args: &SetArgs) -> Result<()> {
 }
 
 async fn restore(args: &RestoreArgs) -> Result<()> {
-    let restored = restore_backup(&args.set, &args.to).await?;
+    let restored = match (&args.to_time, &args.archive) {
+        (Some(time), Some(archive)) => restore_backup_as_at(&args.set, archive, parse_moment(time)?, &args.to).await?,
+        _ => restore_backup(&args.set, &args.to).await?,
+    };
     if args.output.json {
         return print_json(&restored);
     }

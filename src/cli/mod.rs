@@ -250,3 +250,18 @@ pub fn main() -> ExitCode {
     };
     cli.run()
 }
+
+/// Logs to stderr at the level `RUST_LOG` names (`info` by default), unless a subscriber is
+/// installed already.
+pub(crate) fn init_logging() {
+    use std::io::IsTerminal;
+
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // A subscriber installed earlier (by an embedding program) wins.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}

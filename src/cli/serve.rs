@@ -157,6 +157,10 @@ pub struct ServeArgs {
     /// The backup place `POST /api/sharding/backups` writes sets into; without it, refused.
     #[arg(long, value_name = "DIR")]
     backup_dir: Option<PathBuf>,
+    /// Archive every written shard's and the master's transactions here, for `backup restore
+    /// --to-time`.
+    #[arg(long, value_name = "DIR")]
+    archive_dir: Option<PathBuf>,
     /// The flags given on the command line or by environment variable (argument ids), which
     /// win over `--config`.
     #[arg(skip)]
@@ -197,7 +201,7 @@ fn parse_api_key(text: &str) -> std::result::Result<Secret, String> {
 
 /// Runs the daemon until SIGINT or SIGTERM.
 pub async fn run(args: &ServeArgs) -> Result<()> {
-    init_logging();
+    super::init_logging();
     let merged;
     let args = match &args.config {
         Some(path) => {
@@ -221,6 +225,9 @@ pub async fn run(args: &ServeArgs) -> Result<()> {
     }
     raise_descriptor_limit(&config);
     config.engine_config().validate()?;
+    if let Some(dir) = &args.archive_dir {
+        crate::engine::archive::start_archive(dir)?;
+    }
     let state = match &served {
         Served::Master(master) => ServerState::open(master, config).await?,
         Served::ShardDir(dir) => ServerState::open_shard_dir(dir, config)?,
@@ -440,19 +447,6 @@ async fn check_master_exists(args: &ServeArgs, master: &std::path::Path) -> Resu
             master.display()
         ),
     ))
-}
-
-fn init_logging() {
-    use std::io::IsTerminal;
-
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    // A subscriber installed earlier (by an embedding program) wins.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
 }
 
 /// Completes on SIGINT (Ctrl-C) or, on Unix, SIGTERM.

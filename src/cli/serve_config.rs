@@ -161,6 +161,7 @@ merged_fields!(
     tls_key,
     tls_client_ca,
     backup_dir,
+    archive_dir,
 );
 
 #[cfg(test)]

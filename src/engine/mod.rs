@@ -41,6 +41,7 @@
 //!
 //! Everything but [`Database`], its parts and its settings is crate-private.
 
+pub mod archive;
 pub(crate) mod atomic;
 pub mod backup;
 mod config;

@@ -82,6 +82,7 @@ pub(super) fn open_writer(path: &Path, config: &EngineConfig, role: Role, create
             tracing::debug!(path = %path.display(), error = %err, "fence upkeep at open will be tried again");
         }
     }
+    super::archive::attach(&conn, path, role == Role::Catalog)?;
     // Worker threads run its jobs, each under the connection's allowances (`guard::arm_for`).
     guard::install_hooks(&conn, ConnectionKind::Shared, config.allow_attach)?;
     Ok(conn)
@@ -117,6 +118,7 @@ pub(super) fn open_session(path: &Path, config: &EngineConfig, scope: Connection
     .map_err(sql_error)?;
     configure(&conn, config)?;
     conn.execute_batch("PRAGMA synchronous = NORMAL;").map_err(sql_error)?;
+    super::archive::attach(&conn, path, false)?;
     guard::install(&conn, scope, config.allow_attach)?;
     Ok(conn)
 }

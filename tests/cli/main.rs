@@ -5,7 +5,9 @@
 pub mod support;
 
 mod backup;
+mod backup_archive_many;
 mod backup_many;
+mod backup_point_in_time;
 mod blocking_orders_example;
 mod catalog;
 mod data;

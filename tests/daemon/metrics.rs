@@ -3,8 +3,6 @@
 //! `.ci/run` installs it and sets `SHARDLITE_REQUIRE_PROMTOOL`, which makes a missing one fail).
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
-use std::process::{Command, Stdio};
 
 use crate::support::Fixture;
 use crate::support::daemon::{http_client, routed, start_metrics};
@@ -13,36 +11,7 @@ use serde_json::json;
 use shardlite::server::ServerConfig;
 use shardlite::transport::grpc::proto::{self as pb, shardlite_client::ShardliteClient};
 
-/// `promtool check metrics` on `text`; `None` when promtool is missing (a failure where
-/// `SHARDLITE_REQUIRE_PROMTOOL` is set).
-pub(crate) fn promtool_check(text: &str) -> Option<String> {
-    let child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match child {
-        Ok(child) => child,
-        Err(err) => {
-            assert!(
-                std::env::var_os("SHARDLITE_REQUIRE_PROMTOOL").is_none(),
-                "promtool is required here (apt-get install prometheus; .ci/run does): {err}"
-            );
-            eprintln!("skipped promtool: it is not installed (apt-get install prometheus)");
-            return None;
-        }
-    };
-    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "promtool check metrics failed:\n{}{}\n{text}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
-}
+pub(crate) use crate::support::promtool::promtool_check;
 
 /// Sample lines (`name{labels} value`) by their name and labels.
 fn samples(text: &str) -> BTreeMap<String, f64> {

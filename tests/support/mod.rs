@@ -27,6 +27,7 @@ pub mod large_catalog;
 pub mod many;
 pub mod migrate;
 pub mod old_sqlite;
+pub mod promtool;
 pub mod serve;
 #[cfg(feature = "server")]
 pub mod tls;

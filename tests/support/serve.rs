@@ -74,6 +74,11 @@ impl ServeProcess {
         }
     }
 
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `base_url` + `path`.
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base_url)

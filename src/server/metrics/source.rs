@@ -34,6 +34,9 @@ pub struct ScrapeValues {
     /// When the newest backup set in the daemon's backup place was published, in seconds since
     /// the Unix epoch (0 before the first; absent without `--backup-dir`).
     pub backup_last_success: Option<u64>,
+    /// The point-in-time archive's lag on each file being written, by file name, in
+    /// milliseconds (absent without `--archive-dir`).
+    pub archive_lag_ms: Option<Vec<(String, u64)>>,
 }
 
 /// Where a scrape reads the engine-dependent values from. [`ServerState`] implements it with
@@ -122,6 +125,16 @@ impl ScrapeSource for ServerState {
                 .and_then(|at| at.duration_since(std::time::UNIX_EPOCH).ok())
                 .map_or(0, |since| since.as_secs())
         });
+        let archive_lag_ms = crate::engine::archive::is_archiving().then(|| {
+            crate::engine::archive::archive_lag()
+                .into_iter()
+                .map(|lag| {
+                    let name = lag.path.file_name().map(|n| n.to_string_lossy().into_owned());
+                    let ms = u64::try_from(lag.lag.as_millis()).unwrap_or(u64::MAX);
+                    (name.unwrap_or_default(), ms)
+                })
+                .collect()
+        });
         ScrapeValues {
             open_shards,
             shards: by_shard
@@ -136,6 +149,7 @@ impl ScrapeSource for ServerState {
             migration_rows_copied,
             atomic_unresolved,
             backup_last_success,
+            archive_lag_ms,
         }
     }
 }

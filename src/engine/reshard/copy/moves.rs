@@ -54,8 +54,13 @@ impl<'db> Moves<'db> {
         });
         let writing = self.db.write(move |conn| {
             let pragma = |sql: &str| guard::trusted(|| conn.query_row(sql, [], |row| row.get::<_, i64>(0)));
+            // Under the point-in-time archive, checkpoints are the archive's (it reads every
+            // frame before one folds it): the copy leaves them alone.
+            let archived = crate::engine::archive::is_active();
             let autocheckpoint = pragma("PRAGMA wal_autocheckpoint").map_err(sql_error)?;
-            pragma(&format!("PRAGMA wal_autocheckpoint = {COPY_AUTOCHECKPOINT}")).map_err(sql_error)?;
+            if !archived {
+                pragma(&format!("PRAGMA wal_autocheckpoint = {COPY_AUTOCHECKPOINT}")).map_err(sql_error)?;
+            }
             let mut cursor = cursor;
             let outcome = guard::trusted(|| conn.execute_batch(COPY_CURSORS_SCHEMA))
                 .and_then(|()| {
@@ -72,7 +77,7 @@ impl<'db> Moves<'db> {
                             .map_err(sql_error);
                     copied.and(detached)
                 });
-            if outcome.is_ok() && cursor.finished {
+            if outcome.is_ok() && cursor.finished && !archived {
                 // The WAL the copy grew is checkpointed now, as part of the copy. A checkpoint
                 // that cannot finish (a reader still needs the WAL) is left to SQLite's next one.
                 let _ = pragma("PRAGMA wal_checkpoint(PASSIVE)");
