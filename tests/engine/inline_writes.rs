@@ -93,7 +93,10 @@ async fn a_write_meeting_a_transactions_lock_waits_for_its_commit() {
         tokio::spawn(async move { a.execute_sql(INSERT, Params::from(vec![2])).await })
     };
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(!waiting.is_finished(), "the write did not wait for the transaction's lock");
+    assert!(
+        !waiting.is_finished(),
+        "the write did not wait for the transaction's lock"
+    );
     transaction.commit().await.unwrap();
     let written = waiting.await.unwrap().unwrap();
     assert_eq!(written.rows_affected, 1);
