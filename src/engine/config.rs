@@ -49,7 +49,10 @@ pub struct EngineConfig {
     /// How long a read-only query of an async caller may run on the caller's own task before
     /// it is stopped and started again on a reader thread. Point queries finish well inside it
     /// and so never pay for a thread hop; a long query gives the task back after this much
-    /// SQLite work. `None` sends every query to a reader thread. Default 1 ms.
+    /// SQLite work. The same budget holds for a single statement that writes, which runs on
+    /// the caller's task when the writer's connection is free (and starts over on the writer's
+    /// thread past the budget, rolled back). `None` sends every query to a reader thread and
+    /// every write to the writer's thread. Default 1 ms.
     pub inline_read_budget: Option<Duration>,
     /// How long a moved record stays in a migration's source file once the new map is active:
     /// a writer still on the old map is refused for that long rather than writing where nobody

@@ -301,8 +301,10 @@ impl Database {
         .await
     }
 
-    /// Executes SQL with bound parameters. Queries run on a reader (a short one on the caller's
-    /// task, see [`EngineConfig::inline_read_budget`]); anything that writes on the writer.
+    /// Executes SQL with bound parameters. Queries run on a reader, anything that writes on the
+    /// writer's connection; a short query, or a short single statement that writes while the
+    /// writer's connection is free, runs on the caller's task (see
+    /// [`EngineConfig::inline_read_budget`]).
     pub async fn execute(&self, sql: &str, params: Params) -> Result<SqlResult> {
         match inline::execute_inline(self, sql, &params) {
             Here::Done(done) => done,

@@ -480,6 +480,14 @@ pub(crate) fn run_inline<T>(
     if over { Inline::OverBudget } else { Inline::Done(value) }
 }
 
+/// Called by the writer's connection as a transaction commits (its commit hook): from then on
+/// no budget stops the statement. SQLite checks for an interrupt once more after a statement's
+/// commit, and a write stopped there would be reported stopped though it committed, and so be
+/// run again elsewhere (see [`run_inline`]).
+pub(crate) fn committing() {
+    GUARD.with(|guard| guard.budget.set(None));
+}
+
 /// Starts the clock of one statement (called before each statement of a script).
 pub(crate) fn statement_started(is_vacuum: bool) {
     statement_started_at(is_vacuum, Instant::now());

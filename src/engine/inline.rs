@@ -1,5 +1,5 @@
-//! Running SQL on the caller's own thread: short reads of async callers, and every call of
-//! blocking callers.
+//! Running SQL on the caller's own thread: short reads and short single-statement writes of
+//! async callers, and every call of blocking callers.
 //!
 //! A thread hop to a reader thread and back costs more than a point query itself. So a read-only
 //! query of an async caller first runs on the caller's task, on a borrowed read-only connection,
@@ -10,6 +10,10 @@
 //! moves to a reader thread too. While such reads overlap, a [hold](super::hold) keeps the
 //! file's shared locks taken, so that the workers running them do not meet on SQLite's lock
 //! bookkeeping.
+//!
+//! A single statement that writes runs on the caller's task too, on the writer's connection,
+//! when that connection is free at that instant and no other connection holds the write lock
+//! (see [`write_inline`]); otherwise it is queued on the writer's thread.
 //!
 //! Blocking callers (the [`blocking`](crate::client::blocking) client) run reads on a borrowed
 //! connection of their own pool, and writes on the writer's connection, which they lock for the
@@ -125,15 +129,25 @@ pub(super) fn read_inline(db: &Database, sql: &str, params: &Params) -> Option<R
 }
 
 /// [`execute`](Database::execute) as far as the caller's task takes it: a query that runs to
-/// its result within the inline budget is [`Here::Done`]; one that turns out to write is
-/// [`Here::Writes`]; anything else (a statement that does not start like a query, or any
-/// reason [`read_inline`] gives) is [`Here::Elsewhere`]. The caller
-/// then awaits [`execute_elsewhere`](Database::execute_elsewhere), which starts it over.
+/// its result within the inline budget, or a statement that writes and runs to its end on the
+/// writer's connection here ([`write_inline`]), is [`Here::Done`]; a query that turns out to
+/// write and could not run here is [`Here::Writes`]; anything else (a script or a statement
+/// that could not run on the writer's connection here, or any reason [`read_inline`] gives) is
+/// [`Here::Elsewhere`]. The caller then awaits
+/// [`execute_elsewhere`](Database::execute_elsewhere), which starts it over.
 pub(super) fn execute_inline(db: &Database, sql: &str, params: &Params) -> Here<SqlResult> {
-    if !script::starts_like_query(sql) {
-        return Here::Elsewhere;
+    let query = script::starts_like_query(sql);
+    if query {
+        match Here::from(read_inline(db, sql, params)) {
+            Here::Writes => {}
+            other => return other,
+        }
     }
-    Here::from(read_inline(db, sql, params))
+    match write_inline(db, sql, params) {
+        Some(done) => Here::Done(done),
+        None if query => Here::Writes,
+        None => Here::Elsewhere,
+    }
 }
 
 /// Runs one query on the caller's task, lending each row to `each` in place, when it
@@ -181,12 +195,28 @@ fn write_here<T>(db: &Database, f: impl FnOnce(&Connection) -> Result<T>) -> Res
     let open = shared.opened().map_err(|err| db.storage_failure(err))?;
     open.check_file(shared)?;
     let conn = open.writer_conn.lock().unwrap_or_else(PoisonError::into_inner);
-    let outcome = guard::run_inline(
+    match on_writer(db, &conn, None, f) {
+        Inline::Done(result) => result.map_err(|err| db.storage_failure(err)),
+        // Only a budget stops a job with `OverBudget`, and writes run without one.
+        Inline::OverBudget => Err(Error::Cancelled),
+    }
+}
+
+/// Runs `f` on the writer's connection `conn` (locked by the caller) under the writer's rules
+/// and, when given, a `budget`.
+fn on_writer<T>(
+    db: &Database,
+    conn: &Connection,
+    budget: Option<Instant>,
+    f: impl FnOnce(&Connection) -> Result<T>,
+) -> Inline<Result<T>> {
+    let shared = &db.shared;
+    guard::run_inline(
         &shared.config.limits(),
         guard::allowances(ConnectionKind::Shared, shared.config.allow_attach),
-        None,
+        budget,
         || {
-            let mut result = f(&conn).map_err(|err| read_only_file(&conn, &shared.label, err));
+            let mut result = f(conn).map_err(|err| read_only_file(conn, &shared.label, err));
             if !conn.is_autocommit() {
                 let _ = guard::trusted(|| conn.execute_batch("ROLLBACK"));
                 if result.is_ok() {
@@ -195,18 +225,57 @@ fn write_here<T>(db: &Database, f: impl FnOnce(&Connection) -> Result<T>) -> Res
                     });
                 }
             }
-            if let Err(err) = guard::temp_left(&conn)
+            if let Err(err) = guard::temp_left(conn)
                 && result.is_ok()
             {
                 result = Err(err);
             }
             result
         },
-    );
+    )
+}
+
+/// Runs one statement that writes, for an async caller, on the caller's task, when that costs
+/// no wait: the file is open, the writer's connection is free this instant, no other
+/// connection holds the write lock, and the statement finishes within the inline budget
+/// ([`EngineConfig::inline_read_budget`]). A thread hop to the writer and back costs more than
+/// a single-row write itself.
+///
+/// `None` means it ran nothing that lasts and should run on the writer's thread: a script
+/// (several statements), a writer in use, a lock to wait for (the busy timeout is zero here,
+/// the writer's thread waits as configured) or a statement stopped by the budget. A single
+/// statement in autocommit mode that SQLite stops (busy, or interrupted before it commits) is
+/// rolled back whole, so starting it over on the writer's thread writes it once; once it
+/// commits, the budget no longer applies (the writer's commit hook,
+/// [`guard::committing`]). The file-identity check, the
+/// guard, the statement time limit and the checks after the job are those of the writer's
+/// thread.
+pub(super) fn write_inline(db: &Database, sql: &str, params: &Params) -> Option<Result<SqlResult>> {
+    let shared = &db.shared;
+    let budget = shared.config.inline_read_budget?;
+    if !sql::is_single_statement(sql) {
+        return None;
+    }
+    let started = Instant::now();
+    let open = shared.opened_if_open()?;
+    let conn = open.writer_conn.try_lock().ok()?;
+    if !conn.is_autocommit() {
+        return None;
+    }
+    if let Err(err) = open.check_file(shared) {
+        return Some(Err(err));
+    }
+    conn.busy_timeout(Duration::ZERO).ok()?;
+    let outcome = on_writer(db, &conn, started.checked_add(budget), |conn| {
+        script::execute_from(started, conn, sql, params, ScriptMode::ReadWrite)
+    });
+    if conn.busy_timeout(shared.config.busy_timeout).is_err() {
+        tracing::warn!(shard = %shared.label, "could not restore the writer's busy timeout");
+    }
     match outcome {
-        Inline::Done(result) => result.map_err(|err| db.storage_failure(err)),
-        // Only a budget stops a job with `OverBudget`, and writes run without one.
-        Inline::OverBudget => Err(Error::Cancelled),
+        Inline::Done(Err(err)) if is_busy_or_locked(&err) => None,
+        Inline::Done(result) => Some(result.map_err(|err| db.storage_failure(err))),
+        Inline::OverBudget => None,
     }
 }
 

@@ -85,6 +85,12 @@ pub(super) fn open_writer(path: &Path, config: &EngineConfig, role: Role, create
     super::archive::attach(&conn, path, role == Role::Catalog)?;
     // Worker threads run its jobs, each under the connection's allowances (`guard::arm_for`).
     guard::install_hooks(&conn, ConnectionKind::Shared, config.allow_attach)?;
+    // A write that runs on its caller's task under a budget is past stopping once it commits.
+    conn.commit_hook(Some(|| {
+        guard::committing();
+        false
+    }))
+    .map_err(sql_error)?;
     Ok(conn)
 }
 

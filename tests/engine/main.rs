@@ -20,6 +20,7 @@ mod connection_strings;
 mod cross_shard_queries;
 mod directories;
 mod directory_moves;
+mod inline_writes;
 mod lookup_connections;
 mod many_shards;
 mod map_validation;
