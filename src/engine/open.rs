@@ -82,12 +82,16 @@ pub(super) fn open_writer(path: &Path, config: &EngineConfig, role: Role, create
             tracing::debug!(path = %path.display(), error = %err, "fence upkeep at open will be tried again");
         }
     }
-    super::archive::attach(&conn, path, role == Role::Catalog)?;
+    let mut archived = super::archive::prepare(&conn, path, role == Role::Catalog)?;
     // Worker threads run its jobs, each under the connection's allowances (`guard::arm_for`).
     guard::install_hooks(&conn, ConnectionKind::Shared, config.allow_attach)?;
-    // A write that runs on its caller's task under a budget is past stopping once it commits.
-    conn.commit_hook(Some(|| {
+    // A write that runs on its caller's task under a budget is past stopping once it commits;
+    // the archive, when there is one, hears of every commit (one commit hook does both).
+    conn.commit_hook(Some(move || {
         guard::committing();
+        if let Some(committed) = archived.as_mut() {
+            committed();
+        }
         false
     }))
     .map_err(sql_error)?;

@@ -133,7 +133,21 @@ pub fn archive_lag() -> Vec<ArchiveLag> {
 /// Sets up a read-write connection to `path` for the archive, when there is one: SQLite's
 /// automatic checkpoints off (the archive takes them) and a commit hook that tells the archive.
 pub(crate) fn attach(conn: &Connection, path: &Path, catalog: bool) -> Result<()> {
-    let Some(archive) = ARCHIVE.get() else { return Ok(()) };
+    let Some(mut committed) = prepare(conn, path, catalog)? else {
+        return Ok(());
+    };
+    conn.commit_hook(Some(move || {
+        committed();
+        false
+    }))
+    .map_err(super::sqlite_error::sql_error)
+}
+
+/// [`attach`] without the commit hook, for a connection whose own commit hook calls what this
+/// returns at each commit (SQLite keeps one commit hook per connection): `None` when there is
+/// no archive.
+pub(crate) fn prepare(conn: &Connection, path: &Path, catalog: bool) -> Result<Option<impl FnMut() + Send + 'static>> {
+    let Some(archive) = ARCHIVE.get() else { return Ok(None) };
     let path = std::fs::canonicalize(path).map_err(|source| Error::Io {
         what: format!("{}", path.display()),
         source,
@@ -151,11 +165,7 @@ pub(crate) fn attach(conn: &Connection, path: &Path, catalog: bool) -> Result<()
     conn.execute_batch("PRAGMA wal_autocheckpoint = 0;")
         .map_err(super::sqlite_error::sql_error)?;
     let archive = Arc::clone(archive);
-    conn.commit_hook(Some(move || {
-        file.committed(&archive);
-        false
-    }))
-    .map_err(super::sqlite_error::sql_error)
+    Ok(Some(move || file.committed(&archive)))
 }
 
 /// The files the archive in `dir` holds, by their folder.
