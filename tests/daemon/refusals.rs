@@ -208,17 +208,47 @@ async fn ask(client: &reqwest::Client, base: &str, refusal: &Refusal, expect_h2:
 
 /// Holds the only request slot of `daemon` with an HTTP/1.1 request whose body never arrives;
 /// returns once the daemon answers others `busy`. Dropping the stream frees the slot.
+///
+/// A probe that the daemon is serving when the held request arrives makes the held request the
+/// one answered `busy` (it then holds nothing): so the probes leave the daemon a moment first,
+/// and the request is sent again until it holds the slot.
 async fn hold_the_slot(
     daemon: &Daemon,
     tls: Option<&TlsFixture>,
     client: &reqwest::Client,
 ) -> Box<dyn std::any::Any + Send> {
+    let base = daemon.base_url.replace("127.0.0.1", "localhost");
+    // Bounded, so that a daemon that never takes the slot fails the test instead of hanging it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the held request did not take the daemon's only slot within 60 s"
+        );
+        let held = send_a_head(daemon, tls).await;
+        for _ in 0..20 {
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+            let answer = client
+                .get(format!("{base}/api/info"))
+                .header(KEY_HEADER, READ_KEY)
+                .send()
+                .await
+                .expect("the daemon answers");
+            if answer.status() == StatusCode::SERVICE_UNAVAILABLE {
+                return held;
+            }
+        }
+    }
+}
+
+/// Sends the head of a request whose body never arrives; the open stream.
+async fn send_a_head(daemon: &Daemon, tls: Option<&TlsFixture>) -> Box<dyn std::any::Any + Send> {
     let tcp = tokio::net::TcpStream::connect(daemon.addr).await.unwrap();
     let head = format!(
         "POST /api/sql/execute HTTP/1.1\r\nhost: localhost\r\n{KEY_HEADER}: {WRITE_KEY}\r\n\
          content-type: application/json\r\ncontent-length: 100\r\n\r\n{{"
     );
-    let held: Box<dyn std::any::Any + Send> = match tls {
+    match tls {
         None => {
             let mut tcp = tcp;
             tcp.write_all(head.as_bytes()).await.unwrap();
@@ -240,26 +270,6 @@ async fn hold_the_slot(
             stream.flush().await.unwrap();
             Box::new(stream)
         }
-    };
-    // The slot is taken when the daemon has read the head: wait until others are refused.
-    let base = daemon.base_url.replace("127.0.0.1", "localhost");
-    // Bounded, so that a daemon that never takes the slot fails the test instead of hanging it.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the held request did not take the daemon's only slot within 60 s"
-        );
-        let answer = client
-            .get(format!("{base}/api/info"))
-            .header(KEY_HEADER, READ_KEY)
-            .send()
-            .await
-            .expect("the daemon answers");
-        if answer.status() == StatusCode::SERVICE_UNAVAILABLE {
-            return held;
-        }
-        tokio::task::yield_now().await;
     }
 }
 
