@@ -253,6 +253,7 @@ pub fn main() -> ExitCode {
 
 /// Logs to stderr at the level `RUST_LOG` names (`info` by default), unless a subscriber is
 /// installed already.
+#[cfg(feature = "server")]
 pub(crate) fn init_logging() {
     use std::io::IsTerminal;
 
