@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use common::{Subject, Target, header, measure, ratio_line, settings, time};
 use shardlite::client::ShardedClient;
-use shardlite::data::{Audit, DirectoryLookup, DirectoryMutation, DirectoryOperation};
+use shardlite::data::{DirectoryImport, DirectoryImportEntry, DirectoryLookup, DirectoryMutation, DirectoryOperation};
 use shardlite::map::{DirectoryDefinition, DirectoryEntry, EntryState, ShardMap, ShardingOptions};
 
 /// Shards of the map, and the route keys its entries point to.
@@ -46,11 +46,15 @@ fn base_map() -> ShardingOptions {
     map
 }
 
-/// `SO-{n}` → `tenant-{n % ROUTES}`, as upserts.
-fn upserts(count: usize, keyspace: &str) -> Vec<DirectoryMutation> {
+/// `SO-{n}` → `tenant-{n % ROUTES}`, as the entries of a bulk load.
+fn upserts(count: usize, keyspace: &str) -> Vec<DirectoryImportEntry> {
     (0..count)
-        .map(|n| {
-            DirectoryMutation::new("orders_by_id", format!("SO-{n}")).route(keyspace, format!("tenant-{}", n % ROUTES))
+        .map(|n| DirectoryImportEntry {
+            directory_name: "orders_by_id".to_owned(),
+            lookup_key: format!("SO-{n}"),
+            target_keyspace: keyspace.to_owned(),
+            route_key: format!("tenant-{}", n % ROUTES),
+            state: None,
         })
         .collect()
 }
@@ -134,12 +138,10 @@ async fn seed_and_import(dir: &Path, count: usize) -> (Duration, Duration, Shard
     let sharded = ShardedClient::open(&master).await.expect("open the master");
     let entries = upserts(count, sharded.map().keyspace());
     let started = Instant::now();
-    let outcome = sharded
-        .directories()
-        .import(&entries, None, Audit::default(), true)
-        .await
-        .expect("import");
-    assert!(outcome.refused.is_none(), "{outcome:?}");
+    let mut import = DirectoryImport::new(entries);
+    import.activate = true;
+    let outcome = sharded.directories().import(&import).await.expect("import");
+    assert!(outcome.succeeded(), "{outcome:?}");
     (seeded, started.elapsed(), sharded)
 }
 

@@ -1095,6 +1095,53 @@ pub struct ShardDirectoryMutationResult {
     #[prost(message, repeated, tag = "7")]
     pub issues: ::prost::alloc::vec::Vec<CatalogIssue>,
 }
+/// One entry of a bulk load: an upsert to the route target_keyspace/route_key, state default Active.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ShardDirectoryImportEntry {
+    #[prost(string, tag = "1")]
+    pub directory_name: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub lookup_key: ::prost::alloc::string::String,
+    #[prost(string, tag = "3")]
+    pub target_keyspace: ::prost::alloc::string::String,
+    #[prost(string, tag = "4")]
+    pub route_key: ::prost::alloc::string::String,
+    #[prost(string, optional, tag = "5")]
+    pub state: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ShardDirectoryImport {
+    #[prost(message, repeated, tag = "1")]
+    pub entries: ::prost::alloc::vec::Vec<ShardDirectoryImportEntry>,
+    /// The newest map version the catalog holds; a different one refuses the load.
+    #[prost(uint64, optional, tag = "2")]
+    pub expected_current_map_version: ::core::option::Option<u64>,
+    /// Activates the pending map the load writes, in the same call.
+    #[prost(bool, tag = "3")]
+    pub activate: bool,
+    /// Who makes the change, and why, for the history.
+    #[prost(string, optional, tag = "4")]
+    pub operator: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "5")]
+    pub comment: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ShardDirectoryImportOutcome {
+    /// How many entries ended with each status (Upserted, Repaired, AlreadyUpToDate).
+    #[prost(map = "string, uint64", tag = "1")]
+    pub statuses: ::std::collections::HashMap<::prost::alloc::string::String, u64>,
+    /// The pending map version written, if any entry changed.
+    #[prost(uint64, optional, tag = "2")]
+    pub pending_map_version: ::core::option::Option<u64>,
+    /// Whether that map was activated in the same call.
+    #[prost(bool, tag = "3")]
+    pub activated: bool,
+    /// The index (from 0) of the first entry refused, and why; nothing was written.
+    #[prost(uint64, optional, tag = "4")]
+    pub refused_entry: ::core::option::Option<u64>,
+    #[prost(message, optional, tag = "5")]
+    pub refusal: ::core::option::Option<ShardDirectoryMutationResult>,
+}
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ShardDirectoryEntriesRequest {
     #[prost(string, tag = "1")]
@@ -2230,6 +2277,38 @@ pub mod shardlite_client {
                 );
             self.inner.unary(req, path, codec).await
         }
+        /// Upserts many entries as one pending map (scope admin), compare-and-set on
+        /// `expected_current_map_version`, activated in the same call when `activate` is set. A refused
+        /// load is OK with `refused_entry` and `refusal` set, and nothing written.
+        pub async fn import_shard_directory_entries(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ShardDirectoryImport>,
+        ) -> std::result::Result<
+            tonic::Response<super::ShardDirectoryImportOutcome>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/shardlite.v1.Shardlite/ImportShardDirectoryEntries",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new(
+                        "shardlite.v1.Shardlite",
+                        "ImportShardDirectoryEntries",
+                    ),
+                );
+            self.inner.unary(req, path, codec).await
+        }
         /// One page of a directory's entries on the live map, by lookup key (scope read).
         pub async fn list_shard_directory_entries(
             &mut self,
@@ -3217,6 +3296,16 @@ pub mod shardlite_server {
             request: tonic::Request<super::ShardDirectoryMutation>,
         ) -> std::result::Result<
             tonic::Response<super::ShardDirectoryMutationResult>,
+            tonic::Status,
+        >;
+        /// Upserts many entries as one pending map (scope admin), compare-and-set on
+        /// `expected_current_map_version`, activated in the same call when `activate` is set. A refused
+        /// load is OK with `refused_entry` and `refusal` set, and nothing written.
+        async fn import_shard_directory_entries(
+            &self,
+            request: tonic::Request<super::ShardDirectoryImport>,
+        ) -> std::result::Result<
+            tonic::Response<super::ShardDirectoryImportOutcome>,
             tonic::Status,
         >;
         /// One page of a directory's entries on the live map, by lookup key (scope read).
@@ -4788,6 +4877,55 @@ pub mod shardlite_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = MarkShardDirectoryEntryStaleSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/shardlite.v1.Shardlite/ImportShardDirectoryEntries" => {
+                    #[allow(non_camel_case_types)]
+                    struct ImportShardDirectoryEntriesSvc<T: Shardlite>(pub Arc<T>);
+                    impl<
+                        T: Shardlite,
+                    > tonic::server::UnaryService<super::ShardDirectoryImport>
+                    for ImportShardDirectoryEntriesSvc<T> {
+                        type Response = super::ShardDirectoryImportOutcome;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ShardDirectoryImport>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Shardlite>::import_shard_directory_entries(
+                                        &inner,
+                                        request,
+                                    )
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ImportShardDirectoryEntriesSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

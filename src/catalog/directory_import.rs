@@ -3,28 +3,15 @@
 //! compare-and-set on that map's version, with one history entry. A refused entry refuses the
 //! whole load and writes nothing.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use super::Catalog;
-use crate::data::{Audit, CatalogUpdateRequest, DirectoryMutation, DirectoryMutationResult, DirectoryOperation};
+use crate::data::{
+    Audit, CatalogUpdateRequest, DirectoryImportOutcome, DirectoryMutation, DirectoryMutationResult, DirectoryOperation,
+};
 use crate::directory::{Plan, plan};
 use crate::error::{Error, Result};
 use crate::map::{DirectoryEntry, ShardMap};
-
-/// What a bulk load of directory entries did.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DirectoryImportOutcome {
-    /// How many entries ended with each status (`Upserted`, `Repaired`, `AlreadyUpToDate`);
-    /// nothing when the load was refused.
-    pub statuses: BTreeMap<String, u64>,
-    /// The pending map version written, if any entry changed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pending_map_version: Option<u64>,
-    /// The first entry refused (its index in the load, from 0) and why; nothing was written.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub refused: Option<(usize, DirectoryMutationResult)>,
-}
 
 impl Catalog {
     /// Upserts `entries` (each a [`DirectoryMutation`] naming its directory, lookup key and
@@ -120,7 +107,7 @@ impl Catalog {
                     )
                 },
             );
-            return Err(Error::Catalog { reason });
+            return Err(Error::invalid_argument("shard directory import", reason));
         }
         outcome.pending_map_version = applied.pending_map_version;
         Ok(outcome)
@@ -138,8 +125,5 @@ fn written_count(outcome: &DirectoryImportOutcome) -> u64 {
 }
 
 fn refused(index: usize, result: DirectoryMutationResult) -> DirectoryImportOutcome {
-    DirectoryImportOutcome {
-        refused: Some((index, result)),
-        ..DirectoryImportOutcome::default()
-    }
+    DirectoryImportOutcome::refused(index, result)
 }

@@ -22,7 +22,6 @@ mod reshard;
 mod runner;
 mod store;
 
-pub use directory_import::DirectoryImportOutcome;
 pub use export::{CatalogExport, EXPORT_FORMAT};
 pub use files::{check_shard_files, shard_file};
 pub use location::{CatalogLocation, EtcdAddress};

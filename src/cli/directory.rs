@@ -187,6 +187,11 @@ pub struct ImportArgs {
     /// The JSON lines file: one `{"lookupKey": "SO-1", "routeKey": "tenant-a", "state": "Active"}`
     /// per line (`state` optional, default Active; blank lines are skipped).
     pub(super) file: PathBuf,
+    /// Through a daemon, the entries sent per request, each written as one pending map (the
+    /// daemon's body limit, 8 MiB by default, takes about 80,000 entries); a master catalog
+    /// opened here takes the whole file as one.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(super) batch: u64,
     #[command(flatten)]
     pub(super) write: WriteArgs,
 }
@@ -211,8 +216,8 @@ pub async fn run(command: &DirectoryCommand) -> Result<()> {
 /// What the directory commands work with: the directories of the connection's target, its
 /// shard admin, and the map's keyspace.
 pub(super) struct Target {
-    /// The sharded client, when the connection opened a master catalog in this process.
-    pub(super) local: Option<crate::client::ShardedClient>,
+    /// Whether the connection opened a master catalog in this process (not a daemon).
+    pub(super) in_process: bool,
     pub(super) directories: Arc<dyn DirectoryAdmin>,
     pub(super) admin: Arc<dyn ShardAdmin>,
     pub(super) keyspace: String,
@@ -230,7 +235,7 @@ pub(super) async fn open(args: &ConnectionArgs) -> Result<Target> {
         )
     })?;
     Ok(Target {
-        local: opened.sharded.clone(),
+        in_process: opened.sharded.is_some(),
         directories,
         admin,
         keyspace,

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::{Audit, CatalogIssue};
+use super::{Audit, CatalogIssue, DirectoryImport, DirectoryImportOutcome};
 use crate::error::Result;
 use crate::map::{DirectoryEntry, EntryState};
 use crate::routing::ResolvedRoute;
@@ -346,4 +346,7 @@ pub trait DirectoryAdmin: Send + Sync {
     ) -> Result<DirectoryMutationResult>;
     /// One page of a directory's entries on the live map.
     async fn directory_entries(&self, directory: &str, query: &DirectoryEntryQuery) -> Result<DirectoryEntryPage>;
+    /// Upserts many entries as one pending map (compare-and-set), activating it when asked. A
+    /// refused load is an outcome naming the refused entry, with nothing written, not an error.
+    async fn import_directory_entries(&self, import: &DirectoryImport) -> Result<DirectoryImportOutcome>;
 }

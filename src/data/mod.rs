@@ -42,6 +42,7 @@ mod audit;
 mod backup;
 mod catalog;
 mod directory;
+mod directory_import;
 mod host;
 mod interface;
 #[cfg(feature = "server")]
@@ -66,6 +67,7 @@ pub use directory::{
     DirectoryAdmin, DirectoryEntryPage, DirectoryEntryQuery, DirectoryLookup, DirectoryMutation,
     DirectoryMutationResult, DirectoryOperation, DirectoryResolution, MAX_DIRECTORY_PAGE, MutationStatus,
 };
+pub use directory_import::{DirectoryImport, DirectoryImportEntry, DirectoryImportOutcome};
 pub use host::{HostAdmin, HostShardCreated, HostShardPage, HostShardQuery, MAX_HOST_SHARD_PAGE};
 pub use interface::{
     CatalogAdmin, DataClient, DocumentData, FanOut, RowData, SchemaAdmin, ShardAdmin, SqlData, StoredData, Topology,

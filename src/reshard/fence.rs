@@ -112,6 +112,14 @@ async fn install_in(tx: &Tx<'_>, fence: &Fence<'_>) -> Result<Option<String>> {
         .await?;
         return Ok(None);
     }
+    insert_fence_rows(tx, fence).await?;
+    refuse_intents(tx, fence).await?;
+    rebuild_triggers(tx).await?;
+    Ok(None)
+}
+
+/// Writes a new fence: its row, the pins a bucket range carries along, and its target tables.
+async fn insert_fence_rows(tx: &Tx<'_>, fence: &Fence<'_>) -> Result<()> {
     let (kind, key, count, start, end) = match fence.moving {
         MovingRows::Key(key) => ("key", Value::from(key.as_str()), Value::Null, Value::Null, Value::Null),
         MovingRows::Buckets {
@@ -170,9 +178,7 @@ async fn install_in(tx: &Tx<'_>, fence: &Fence<'_>) -> Result<Option<String>> {
         )
         .await?;
     }
-    refuse_intents(tx, fence).await?;
-    rebuild_triggers(tx).await?;
-    Ok(None)
+    Ok(())
 }
 
 /// Refuses the fence (and so the move, its transaction rolling back) while a prepared atomic

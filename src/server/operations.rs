@@ -117,6 +117,7 @@ pub const OPERATIONS: &[(&str, Needs)] = &[
     ("DisableShardDirectoryEntry", s(Admin)),
     ("DeleteShardDirectoryEntry", s(Admin)),
     ("MarkShardDirectoryEntryStale", s(Admin)),
+    ("ImportShardDirectoryEntries", s(Admin)),
     ("CreateBackup", s(Admin)),
     ("ListBackups", s(Admin)),
     // A data host's shard files.

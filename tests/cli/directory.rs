@@ -196,6 +196,61 @@ fn import_commands(conn: &str, dir: &Path) {
     );
 }
 
+/// Through a daemon: the file goes in one request as one change, or in `--batch` entries per
+/// request, each one change chained on the version the previous one wrote; a refused line stops
+/// the import, and the batches before its own stay written.
+fn import_in_batches(conn: &str, dir: &Path) {
+    let map_version = |conn: &str| {
+        let out = shardlite(&["catalog", "show", "-c", conn, "--json"]);
+        let shown = json_of(&out);
+        shown["pendingMap"]["mapVersion"]
+            .as_u64()
+            .or_else(|| shown["activeMap"]["mapVersion"].as_u64())
+            .unwrap_or_else(|| panic!("{shown}"))
+    };
+    let file = dir.join("batches.jsonl");
+    let lines = |keys: &[&str]| {
+        keys.iter()
+            .map(|key| format!("{{\"lookupKey\": \"{key}\", \"routeKey\": \"tenant-a\"}}\n"))
+            .collect::<String>()
+    };
+    let path = file.to_str().unwrap();
+    let before = map_version(conn);
+    std::fs::write(&file, lines(&["SO-30", "SO-31", "SO-32"])).unwrap();
+    let report = ok(conn, &["import", "-d", "orders_by_id", path]);
+    assert_eq!(
+        (&report["changes"], &report["lines"]),
+        (&json!(1), &json!(3)),
+        "{report}"
+    );
+    assert_eq!(map_version(conn), before + 1);
+
+    std::fs::write(&file, lines(&["SO-33", "SO-34", "SO-35"])).unwrap();
+    let report = ok(
+        conn,
+        &["import", "-d", "orders_by_id", path, "--batch", "2", "--activate"],
+    );
+    assert_eq!(
+        (&report["changes"], &report["activated"]),
+        (&json!(2), &json!(true)),
+        "{report}"
+    );
+    assert_eq!(map_version(conn), before + 3);
+
+    let mut text = lines(&["SO-36", "SO-37"]);
+    text.push_str("{\"lookupKey\": \"SO-38\", \"routeKey\": \"tenant-a\", \"state\": \"Gone\"}\n");
+    std::fs::write(&file, text).unwrap();
+    let refused = fails(conn, &["import", "-d", "orders_by_id", path, "--batch", "2"]);
+    assert!(
+        refused.contains("line 3") && refused.contains("invalid-state") && refused.contains("batches before it"),
+        "{refused}"
+    );
+    assert_eq!(map_version(conn), before + 4, "the first batch stays written");
+    let refused = fails(conn, &["import", "-d", "orders_by_id", path]);
+    assert!(refused.contains("nothing was written"), "{refused}");
+    assert_eq!(map_version(conn), before + 4);
+}
+
 #[test]
 fn directory_commands_work_on_a_local_master() {
     let dir = crate::support::temp_dir();
@@ -239,6 +294,7 @@ async fn directory_commands_work_through_a_daemon_over_grpc_and_rest() {
         tokio::task::spawn_blocking(move || {
             directory_commands(&conn);
             import_commands(&conn, &path);
+            import_in_batches(&conn, &path);
         })
         .await
         .unwrap();

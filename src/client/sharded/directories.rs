@@ -5,11 +5,11 @@
 use async_trait::async_trait;
 
 use super::ShardedClient;
-use crate::catalog::DirectoryImportOutcome;
 use crate::client::RoutedClient;
 use crate::data::{
-    ActivationRequest, Audit, DirectoryAdmin, DirectoryEntryPage, DirectoryEntryQuery, DirectoryLookup,
-    DirectoryMutation, DirectoryMutationResult, DirectoryOperation, DirectoryResolution,
+    ActivationRequest, Audit, DirectoryAdmin, DirectoryEntryPage, DirectoryEntryQuery, DirectoryImport,
+    DirectoryImportEntry, DirectoryImportOutcome, DirectoryLookup, DirectoryMutation, DirectoryMutationResult,
+    DirectoryOperation, DirectoryResolution,
 };
 use crate::error::{Error, Result};
 use crate::routing::RouteContext;
@@ -79,26 +79,27 @@ impl<'a> ShardedDirectories<'a> {
         Ok(result)
     }
 
-    /// Upserts `entries` in bulk as one pending map (see
+    /// Upserts the entries of `import` in bulk as one pending map (see
     /// [`Catalog::import_directory`](crate::catalog::Catalog::import_directory)), activated here
-    /// at once with `activate` when any entry changed.
-    pub async fn import(
-        self,
-        entries: &[DirectoryMutation],
-        expected: Option<u64>,
-        audit: Audit,
-        activate: bool,
-    ) -> Result<DirectoryImportOutcome> {
+    /// at once when `import.activate` is set and any entry changed.
+    pub async fn import(self, import: &DirectoryImport) -> Result<DirectoryImportOutcome> {
         let catalog = self.sharded.catalog().master().ok_or_else(|| Error::Catalog {
             reason: "directory changes need a client opened from a master catalog, not a map held in memory".to_owned(),
         })?;
-        let outcome = catalog.import_directory(entries, expected, audit.clone()).await?;
-        if activate && let Some(version) = outcome.pending_map_version {
+        let entries: Vec<DirectoryMutation> = import.entries.iter().map(DirectoryImportEntry::to_mutation).collect();
+        let audit = import.audit();
+        let mut outcome = catalog
+            .import_directory(&entries, import.expected_current_map_version, audit.clone())
+            .await?;
+        if import.activate
+            && let Some(version) = outcome.pending_map_version
+        {
             let audit = audit.or_because(|| "activated with shard directory import".to_owned());
             self.sharded
                 .catalog()
                 .activate(&ActivationRequest::new(version).audit(audit))
                 .await?;
+            outcome.activated = true;
         }
         Ok(outcome)
     }
@@ -124,5 +125,8 @@ impl DirectoryAdmin for ShardedClient {
     }
     async fn directory_entries(&self, directory: &str, query: &DirectoryEntryQuery) -> Result<DirectoryEntryPage> {
         self.directories().entries(directory, query).await
+    }
+    async fn import_directory_entries(&self, import: &DirectoryImport) -> Result<DirectoryImportOutcome> {
+        self.directories().import(import).await
     }
 }

@@ -2,7 +2,17 @@
 //! changes as pending maps. A refused change is an answer (`succeeded` false), as in process.
 
 use super::call::Call;
-use crate::data::{DirectoryMutation, DirectoryOperation};
+
+/// Short names for the shard directory messages, so each of their handlers fits a line.
+pub(super) mod names {
+    pub(in crate::server::grpc) use crate::wire::proto::{
+        ShardDirectoryEntriesRequest as EntriesRequest, ShardDirectoryEntryPage as Page,
+        ShardDirectoryImport as Import, ShardDirectoryImportOutcome as Outcome, ShardDirectoryLookup as Lookup,
+        ShardDirectoryMutation as Mutation, ShardDirectoryMutationResult as Result,
+        ShardDirectoryResolution as Resolution,
+    };
+}
+use crate::data::{DirectoryImport, DirectoryMutation, DirectoryOperation};
 use crate::error::Result;
 use crate::wire::proto as pb;
 
@@ -18,6 +28,12 @@ pub(super) async fn entries(
     let sharded = call.admin()?;
     let directory = request.directory_name.clone();
     Ok(sharded.directories().entries(&directory, &request.into()).await?.into())
+}
+
+pub(super) async fn import(call: Call, request: pb::ShardDirectoryImport) -> Result<pb::ShardDirectoryImportOutcome> {
+    let sharded = call.admin()?;
+    let import = DirectoryImport::from(request);
+    Ok(sharded.directories().import(&import).await?.into())
 }
 
 async fn mutate(

@@ -9,17 +9,9 @@ use crate::routing::RouteContext;
 use crate::transport::grpc::convert::{document_from_json, params_from_pb, required_value, row_from_pb, row_to_pb};
 use crate::wire::proto::{self as pb, shardlite_server::Shardlite};
 
+use super::backup;
 use super::call::{RpcResult, ShardliteService};
-use super::{backup, directory as dir};
-
-/// Short names for the shard directory messages, so each of their handlers fits a line.
-mod d {
-    pub(super) use crate::wire::proto::{
-        ShardDirectoryEntriesRequest as EntriesRequest, ShardDirectoryEntryPage as Page,
-        ShardDirectoryLookup as Lookup, ShardDirectoryMutation as Mutation, ShardDirectoryMutationResult as Result,
-        ShardDirectoryResolution as Resolution,
-    };
-}
+use super::directory::{self as dir, names as d};
 
 #[tonic::async_trait]
 impl Shardlite for ShardliteService {
@@ -595,5 +587,9 @@ impl Shardlite for ShardliteService {
 
     async fn mark_shard_directory_entry_stale(&self, request: Request<d::Mutation>) -> RpcResult<d::Result> {
         self.run("MarkShardDirectoryEntryStale", request, dir::mark_stale).await
+    }
+
+    async fn import_shard_directory_entries(&self, request: Request<d::Import>) -> RpcResult<d::Outcome> {
+        self.run("ImportShardDirectoryEntries", request, dir::import).await
     }
 }

@@ -3,8 +3,9 @@
 //! Resolving a lookup key and listing a directory's entries read the live map (scope `read`); the
 //! six mutations write a pending map (scope `admin`) and answer 200 with the result when it
 //! `succeeded`, or 400 with the result as the problem's member `mutation` when it was refused
-//! ([`DirectoryRefused`]). On a daemon serving an unsharded database each answers 404 with
-//! `errorCode` `not_sharded`.
+//! ([`DirectoryRefused`]); a bulk load (`import`, scope `admin`) upserts many entries as one
+//! pending map. On a daemon serving an unsharded database each answers 404 with `errorCode`
+//! `not_sharded`.
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -13,8 +14,8 @@ use super::error::{ApiError, DirectoryRefused, Problem};
 use super::extract::{Json, Path, Query};
 use crate::client::ShardedClient;
 use crate::data::{
-    DirectoryEntryPage, DirectoryEntryQuery, DirectoryLookup, DirectoryMutation, DirectoryMutationResult,
-    DirectoryOperation, DirectoryResolution,
+    DirectoryEntryPage, DirectoryEntryQuery, DirectoryImport, DirectoryImportOutcome, DirectoryLookup,
+    DirectoryMutation, DirectoryMutationResult, DirectoryOperation, DirectoryResolution,
 };
 use crate::error::Error;
 use crate::server::ServerState;
@@ -29,20 +30,24 @@ async fn mutate(
     operation: DirectoryOperation,
     mutation: &DirectoryMutation,
 ) -> Result<Response, ApiError> {
-    if let Some(version) = mutation.expected_current_map_version
-        && i64::try_from(version).is_err()
-    {
-        return Err(ApiError::invalid(
-            "expectedCurrentMapVersion",
-            format!("{version} is above the largest map version, {}", i64::MAX),
-        ));
-    }
+    check_version(mutation.expected_current_map_version)?;
     let result = sharded(state)?.directories().mutate(operation, mutation).await?;
     Ok(if result.succeeded {
         axum::Json(result).into_response()
     } else {
         DirectoryRefused::new(result).into_response()
     })
+}
+
+/// Refuses an expected map version no map can have.
+fn check_version(expected: Option<u64>) -> Result<(), ApiError> {
+    match expected {
+        Some(version) if i64::try_from(version).is_err() => Err(ApiError::invalid(
+            "expectedCurrentMapVersion",
+            format!("{version} is above the largest map version, {}", i64::MAX),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Resolves a lookup key on the live map: the entry and where its route resolves.
@@ -164,3 +169,33 @@ mutation_endpoint!(
     "markShardDirectoryEntryStale",
     "Marks an entry `Stale`."
 );
+
+/// Upserts many entries as one pending map (activated when `activate` is set): 200 with what
+/// the load did, or 400 naming the first refused entry, with nothing written.
+#[utoipa::path(
+    post,
+    path = "/api/sharding/directory/import",
+    tag = "sharding",
+    operation_id = "importShardDirectoryEntries",
+    request_body = DirectoryImport,
+    responses(
+        (status = 200, description = "The changed entries were written as one pending map (activated when \
+            `activate` is set), or none needed a change", body = DirectoryImportOutcome),
+        (status = 400, description = "An entry was refused and nothing was written (`invalid_input`, with \
+            `refusedEntry`, its index from 0, and `mutation`, its result), the entries make a map that does not \
+            validate, or a malformed body", body = DirectoryRefused, content_type = "application/problem+json"),
+        (status = 409, description = "`expectedCurrentMapVersion` is not the newest map version \
+            (`map_version_conflict`); nothing was written", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn import(
+    State(state): State<ServerState>,
+    Json(import): Json<DirectoryImport>,
+) -> Result<Response, ApiError> {
+    check_version(import.expected_current_map_version)?;
+    let outcome = sharded(&state)?.directories().import(&import).await?;
+    Ok(match (outcome.refused_entry, outcome.refusal) {
+        (Some(index), Some(refusal)) => DirectoryRefused::import(index, refusal).into_response(),
+        (_, refusal) => axum::Json(DirectoryImportOutcome { refusal, ..outcome }).into_response(),
+    })
+}

@@ -145,6 +145,9 @@ pub struct DirectoryRefused {
     /// The refused change's result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mutation: Option<DirectoryMutationResult>,
+    /// For a refused bulk load: the index (from 0) of the entry refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused_entry: Option<u64>,
 }
 
 impl DirectoryRefused {
@@ -155,6 +158,24 @@ impl DirectoryRefused {
         Self {
             problem,
             mutation: Some(mutation),
+            refused_entry: None,
+        }
+    }
+
+    /// The answer for a bulk load refused at entry `index` for `mutation`: nothing was written.
+    pub fn import(index: u64, mutation: DirectoryMutationResult) -> Self {
+        let lookup_key = mutation.entry.as_ref().map(|entry| entry.lookup_key.clone());
+        let entry = match lookup_key {
+            Some(key) => format!("entry {index} (lookup key '{key}')"),
+            None => format!("entry {index}"),
+        };
+        let detail = format!("{entry}: {}; nothing was written", mutation.message);
+        let refused = Error::invalid_argument("shard directory import", detail);
+        let (_, problem) = problem(&ApiError::Data(refused));
+        Self {
+            problem,
+            mutation: Some(mutation),
+            refused_entry: Some(index),
         }
     }
 }

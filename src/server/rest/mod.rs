@@ -182,6 +182,7 @@ fn api_routes() -> OpenApiRouter<ServerState> {
         .routes(routes!(directory::disable))
         .routes(routes!(directory::delete))
         .routes(routes!(directory::mark_stale))
+        .routes(routes!(directory::import))
         .routes(routes!(schema::schema_status))
         .routes(routes!(schema::migrate_schema))
         .routes(routes!(reshard::migrate_exact_route_key))

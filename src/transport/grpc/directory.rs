@@ -4,8 +4,8 @@ use async_trait::async_trait;
 
 use super::{GrpcClient, pb};
 use crate::data::{
-    DirectoryAdmin, DirectoryEntryPage, DirectoryEntryQuery, DirectoryLookup, DirectoryMutation,
-    DirectoryMutationResult, DirectoryOperation, DirectoryResolution,
+    DirectoryAdmin, DirectoryEntryPage, DirectoryEntryQuery, DirectoryImport, DirectoryImportOutcome, DirectoryLookup,
+    DirectoryMutation, DirectoryMutationResult, DirectoryOperation, DirectoryResolution,
 };
 use crate::error::Result;
 
@@ -41,5 +41,10 @@ impl DirectoryAdmin for GrpcClient {
             limit: query.limit,
         };
         rpc!(self, list_shard_directory_entries, request)?.try_into()
+    }
+
+    async fn import_directory_entries(&self, import: &DirectoryImport) -> Result<DirectoryImportOutcome> {
+        let request = pb::ShardDirectoryImport::from(import.clone());
+        rpc!(self, import_shard_directory_entries, request)?.try_into()
     }
 }

@@ -4,8 +4,8 @@ use async_trait::async_trait;
 
 use super::HttpClient;
 use crate::data::{
-    DirectoryAdmin, DirectoryEntryPage, DirectoryEntryQuery, DirectoryLookup, DirectoryMutation,
-    DirectoryMutationResult, DirectoryOperation, DirectoryResolution,
+    DirectoryAdmin, DirectoryEntryPage, DirectoryEntryQuery, DirectoryImport, DirectoryImportOutcome, DirectoryLookup,
+    DirectoryMutation, DirectoryMutationResult, DirectoryOperation, DirectoryResolution,
 };
 use crate::error::Result;
 
@@ -34,5 +34,15 @@ impl DirectoryAdmin for HttpClient {
         query.check()?;
         let request = self.get(&["sharding", "directory", directory, "entries"]).query(query);
         self.json(request).await
+    }
+
+    async fn import_directory_entries(&self, import: &DirectoryImport) -> Result<DirectoryImportOutcome> {
+        // A refused load is answered 400 with the refused entry's index and result; in process
+        // that is an outcome naming them, not an error.
+        let request = self.post(&["sharding", "directory", "import"]).json(import);
+        match self.call(request).await {
+            Ok(response) => self.read_json(response).await,
+            Err(failure) => failure.into_refused_import(),
+        }
     }
 }

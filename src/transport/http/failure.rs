@@ -7,7 +7,7 @@
 use reqwest::StatusCode;
 use serde::Deserialize;
 
-use crate::data::{CatalogValidation, DirectoryMutationResult, ReshardResult};
+use crate::data::{CatalogValidation, DirectoryImportOutcome, DirectoryMutationResult, ReshardResult};
 use crate::error::{Error, ErrorKind, RemoteFailure, TransportFailure};
 use crate::transport::tls::explain_failure as explain_tls_failure;
 
@@ -34,6 +34,9 @@ struct Problem {
     /// For a refused shard directory change: its result, read apart like `validation`.
     #[serde(default)]
     mutation: Option<serde_json::Value>,
+    /// For a refused bulk load of directory entries: the index of the entry refused.
+    #[serde(default)]
+    refused_entry: Option<u64>,
 }
 
 /// A failed call: the error, for `not_found` the kind of object that is missing, for a refused
@@ -45,6 +48,7 @@ pub(super) struct Failure {
     validation: Option<Box<CatalogValidation>>,
     migration: Option<Box<ReshardResult>>,
     mutation: Option<Box<DirectoryMutationResult>>,
+    refused_entry: Option<u64>,
 }
 
 impl Failure {
@@ -56,6 +60,7 @@ impl Failure {
             validation: None,
             migration: None,
             mutation: None,
+            refused_entry: None,
         }
     }
 
@@ -82,6 +87,7 @@ impl Failure {
                     .mutation
                     .and_then(|mutation| serde_json::from_value(mutation).ok())
                     .map(Box::new),
+                refused_entry: problem.refused_entry,
             },
             _ => Self {
                 error: Error::from(TransportFailure {
@@ -97,6 +103,7 @@ impl Failure {
                 validation: None,
                 migration: None,
                 mutation: None,
+                refused_entry: None,
             },
         }
     }
@@ -124,6 +131,21 @@ impl Failure {
     pub(super) fn into_refused_mutation(self) -> Result<DirectoryMutationResult, Error> {
         match self.mutation {
             Some(mutation) if self.error.kind() == ErrorKind::InvalidInput => Ok(*mutation),
+            _ => Err(self.error),
+        }
+    }
+
+    /// The outcome of a bulk load of directory entries the daemon refused (400 `invalid_input`
+    /// with `refusedEntry` and `mutation` members), or the error when the answer is anything else.
+    pub(super) fn into_refused_import(self) -> Result<DirectoryImportOutcome, Error> {
+        match (self.refused_entry, self.mutation) {
+            (Some(index), Some(mutation)) if self.error.kind() == ErrorKind::InvalidInput => {
+                Ok(DirectoryImportOutcome {
+                    refused_entry: Some(index),
+                    refusal: Some(*mutation),
+                    ..DirectoryImportOutcome::default()
+                })
+            }
             _ => Err(self.error),
         }
     }

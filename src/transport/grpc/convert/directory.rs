@@ -3,8 +3,8 @@
 
 use super::{missing, pb};
 use crate::data::{
-    DirectoryEntryPage, DirectoryEntryQuery, DirectoryLookup, DirectoryMutation, DirectoryMutationResult,
-    DirectoryResolution, MutationStatus,
+    DirectoryEntryPage, DirectoryEntryQuery, DirectoryImport, DirectoryImportEntry, DirectoryImportOutcome,
+    DirectoryLookup, DirectoryMutation, DirectoryMutationResult, DirectoryResolution, MutationStatus,
 };
 use crate::error::{Error, Result};
 use crate::map::{DirectoryEntry, DirectorySnapshot, EntryState};
@@ -138,6 +138,66 @@ impl TryFrom<pb::ShardDirectoryMutationResult> for DirectoryMutationResult {
                 .into_iter()
                 .map(TryInto::try_into)
                 .collect::<Result<_>>()?,
+        })
+    }
+}
+
+convert_both_ways!(
+    DirectoryImportEntry,
+    pb::ShardDirectoryImportEntry {
+        directory_name,
+        lookup_key,
+        target_keyspace,
+        route_key,
+        state,
+    }
+);
+
+impl From<DirectoryImport> for pb::ShardDirectoryImport {
+    fn from(import: DirectoryImport) -> Self {
+        Self {
+            entries: import.entries.into_iter().map(Into::into).collect(),
+            expected_current_map_version: import.expected_current_map_version,
+            activate: import.activate,
+            operator: import.operator,
+            comment: import.comment,
+        }
+    }
+}
+
+impl From<pb::ShardDirectoryImport> for DirectoryImport {
+    fn from(import: pb::ShardDirectoryImport) -> Self {
+        Self {
+            entries: import.entries.into_iter().map(Into::into).collect(),
+            expected_current_map_version: import.expected_current_map_version,
+            activate: import.activate,
+            operator: import.operator,
+            comment: import.comment,
+        }
+    }
+}
+
+impl From<DirectoryImportOutcome> for pb::ShardDirectoryImportOutcome {
+    fn from(outcome: DirectoryImportOutcome) -> Self {
+        Self {
+            statuses: outcome.statuses.into_iter().collect(),
+            pending_map_version: outcome.pending_map_version,
+            activated: outcome.activated,
+            refused_entry: outcome.refused_entry,
+            refusal: outcome.refusal.map(Into::into),
+        }
+    }
+}
+
+impl TryFrom<pb::ShardDirectoryImportOutcome> for DirectoryImportOutcome {
+    type Error = Error;
+    fn try_from(outcome: pb::ShardDirectoryImportOutcome) -> Result<Self> {
+        Ok(Self {
+            statuses: outcome.statuses.into_iter().collect(),
+            pending_map_version: outcome.pending_map_version,
+            activated: outcome.activated,
+            refused_entry: outcome.refused_entry,
+            refusal: outcome.refusal.map(TryInto::try_into).transpose()?,
         })
     }
 }
