@@ -153,29 +153,16 @@ convert_both_ways!(
     }
 );
 
-impl From<DirectoryImport> for pb::ShardDirectoryImport {
-    fn from(import: DirectoryImport) -> Self {
-        Self {
-            entries: import.entries.into_iter().map(Into::into).collect(),
-            expected_current_map_version: import.expected_current_map_version,
-            activate: import.activate,
-            operator: import.operator,
-            comment: import.comment,
-        }
+convert_both_ways!(
+    DirectoryImport,
+    pb::ShardDirectoryImport {
+        entries: list,
+        expected_current_map_version,
+        activate,
+        operator,
+        comment,
     }
-}
-
-impl From<pb::ShardDirectoryImport> for DirectoryImport {
-    fn from(import: pb::ShardDirectoryImport) -> Self {
-        Self {
-            entries: import.entries.into_iter().map(Into::into).collect(),
-            expected_current_map_version: import.expected_current_map_version,
-            activate: import.activate,
-            operator: import.operator,
-            comment: import.comment,
-        }
-    }
-}
+);
 
 impl From<DirectoryImportOutcome> for pb::ShardDirectoryImportOutcome {
     fn from(outcome: DirectoryImportOutcome) -> Self {
