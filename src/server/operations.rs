@@ -119,6 +119,7 @@ pub const OPERATIONS: &[(&str, Needs)] = &[
     ("MarkShardDirectoryEntryStale", s(Admin)),
     ("CreateBackup", s(Admin)),
     ("ListBackups", s(Admin)),
+    ("GetBackupOverview", s(Admin)),
     // A data host's shard files.
     ("CreateHostShard", s(Admin)),
     // Meta.
