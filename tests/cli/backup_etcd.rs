@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::support::cli::{json_of, seeded, shardlite, stderr};
 use crate::support::etcd::EtcdCluster;
-use crate::support::{route, temp_dir};
+use crate::support::{old_sqlite, route, temp_dir};
 use shardlite::client::{Params, ShardedClient, SqlData, Value};
 
 async fn ids_in(master: &str, tenant: &str) -> Vec<i64> {
@@ -144,6 +144,10 @@ async fn a_set_restores_its_catalog_into_an_empty_etcd_prefix_and_its_files_into
             shards_abs.display()
         );
         assert!(Path::new(file).is_file(), "{file}");
+        // Ordinary SQLite files, for an older SQLite (3.40) too.
+        old_sqlite::version();
+        let counted = old_sqlite::run(Path::new(file), "PRAGMA quick_check; SELECT count(*) FROM items").unwrap();
+        assert_eq!(counted, "ok\n10\n", "{file}");
     }
 
     // The prefix now holds the catalog: a second restore into it is refused.
