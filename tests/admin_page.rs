@@ -234,8 +234,135 @@ async fn the_workspace_works_in_a_real_browser() {
     catalog_actions(&browser, &daemon, &shots).await;
     migrations(&browser, &daemon, &shots).await;
     atomic_transactions(&browser, &daemon, &shots).await;
+    daemon.stop().await.unwrap();
+    backups(&browser, &shots).await;
 
     browser.close().await;
+}
+
+/// The backups view, on a daemon with a backup place and a point-in-time archive: no set at
+/// first; "Take a set now" lists the new set (id, map version, taken at, shards, bytes,
+/// complete); a shard being written shows the archive's lag under its shard id; a set whose
+/// copy went missing is shown incomplete, naming the shard.
+async fn backups(browser: &Browser, shots: &Path) {
+    let dir = crate::support::temp_dir();
+    // The archive is one per process: every file opened for writing from now on is archived.
+    shardlite::engine::archive::start_archive(&dir.path().join("archive")).expect("start the archive");
+    let place = dir.path().join("backups");
+    let master = crate::support::seed_master(dir.path(), crate::support::orders_options()).await;
+    let config = ServerConfig {
+        backup_dir: Some(place.clone()),
+        ..ServerConfig::default()
+    };
+    let daemon = start_daemon_on(&master, config).await;
+    post(
+        &daemon,
+        "/api/sharding/sql/execute-all",
+        None,
+        json!({ "sql": "CREATE TABLE orders (id INTEGER PRIMARY KEY, order_month TEXT NOT NULL)" }),
+    )
+    .await;
+    let sharded = daemon.state.sharded().expect("sharded").clone();
+    let shard_count = sharded.map().shards().len();
+    let map_version = sharded.map().version();
+    let written = sharded
+        .resolve_route(&crate::support::orders_route("2026-05"))
+        .expect("resolve")
+        .shard_id;
+
+    browser.goto(&daemon.url("/admin#backups")).await;
+    browser
+        .wait_until("no set yet", "return document.getElementById('backups-none') !== null;")
+        .await;
+    browser.click("#backups-take").await;
+    browser
+        .wait_until(
+            "the set taken",
+            "return document.getElementById('backups-taken') !== null;",
+        )
+        .await;
+    let rows = cells(browser, "#backups-table").await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let sets = shardlite::backup::list_sets(&place).expect("list the sets");
+    let manifest = &sets[0].1;
+    assert_eq!(rows[0][0], manifest.id, "{rows:?}");
+    assert_eq!(rows[0][1], map_version.to_string(), "{rows:?}");
+    assert_eq!(rows[0][2], manifest.taken_at, "{rows:?}");
+    assert_eq!(rows[0][3], format!("{shard_count} ({shard_count} copied)"), "{rows:?}");
+    assert!(rows[0][4].contains(" copied)"), "{rows:?}");
+    assert_eq!(rows[0][5], "complete", "{rows:?}");
+
+    // Writes to one shard, every 100 ms, until the page shows the archive following it.
+    let writer = {
+        let url = daemon.url("/api/sql/execute");
+        tokio::spawn(async move {
+            loop {
+                let response = http_client()
+                    .post(&url)
+                    .header("X-CSharpDB-Keyspace", KEYSPACE)
+                    .header("X-CSharpDB-Shard-Key", "2026-05")
+                    .json(&json!({
+                        "sql": "INSERT INTO orders (order_month) VALUES (?1)",
+                        "parameters": ["2026-05"],
+                    }))
+                    .send()
+                    .await
+                    .expect("insert");
+                assert!(response.status().is_success(), "{}", response.status());
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        })
+    };
+    // The shards the schema change wrote drop out once quiet for 2 s; the written one stays.
+    let shows_written = format!(
+        "const shards = [...document.querySelectorAll('#archive-table tbody tr')]\
+           .map((tr) => tr.cells[0].textContent).filter((shard) => shard !== '(master)'); \
+         return shards.length === 1 && shards[0] === {};",
+        json!(written)
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        browser.click("#backups-refresh").await;
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        if browser.run(&shows_written, vec![]).await == Value::Bool(true) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the page never showed {written}'s lag"
+        );
+    }
+    writer.abort();
+    let lags = cells(browser, "#archive-table").await;
+    let row = lags.iter().find(|row| row[0] == written).expect("the written shard");
+    assert!(row[1].ends_with(" s"), "{lags:?}");
+    assert!(
+        lags.iter().all(|row| row[0] == written || row[0] == "(master)"),
+        "{lags:?}"
+    );
+    assert!(shard_count > 1, "other shards to stay out of the list");
+    browser.screenshot(shots, "13-backups").await;
+
+    // A copy gone from the place: the set is no longer complete, and the page names the shards.
+    let lost = &manifest.shards[0];
+    std::fs::remove_file(place.join(&lost.file)).expect("remove a copy");
+    browser.click("#backups-refresh").await;
+    browser
+        .wait_until(
+            "the set incomplete",
+            "const cell = document.querySelector('#backups-table tbody tr td:last-child'); \
+             return cell !== null && cell.textContent.startsWith('missing');",
+        )
+        .await;
+    let rows = cells(browser, "#backups-table").await;
+    // Equal content is stored once: every shard whose copy was that object is named.
+    let sharing: Vec<&str> = manifest
+        .shards
+        .iter()
+        .filter(|copy| copy.file == lost.file)
+        .map(|copy| copy.shard_id.as_str())
+        .collect();
+    assert_eq!(rows[0][5], format!("missing: {}", sharing.join(", ")), "{rows:?}");
     daemon.stop().await.unwrap();
 }
 

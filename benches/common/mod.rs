@@ -53,6 +53,11 @@ impl Results {
         median(self.runs.iter().map(|run| value_in(run, name)).collect()).0
     }
 
+    /// The median over the processes of `name`'s value, with the lowest and the highest.
+    pub fn spread(&self, name: &str) -> (f64, f64, f64) {
+        median(self.runs.iter().map(|run| value_in(run, name)).collect())
+    }
+
     /// The median over the processes of `subject / baseline`, each process's ratio taken from its
     /// own measurements, with the lowest and the highest.
     pub fn ratio(&self, subject: &str, baseline: &str) -> (f64, f64, f64) {

@@ -4,7 +4,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-pub use crate::data::{BackupManifest, MANIFEST_FORMAT, ShardCopy, StoredFile};
+pub use crate::data::{BackupManifest, BackupSetSummary, MANIFEST_FORMAT, ShardCopy, StoredFile};
 use crate::error::{Error, Result};
 
 /// The folder of a backup place that holds the manifests, one file per set.
@@ -14,6 +14,33 @@ impl BackupManifest {
     /// Bytes this set copied (the copies it references from earlier sets left out).
     pub fn copied_bytes(&self) -> u64 {
         self.shards.iter().filter(|s| s.copied).map(|s| s.bytes).sum()
+    }
+
+    /// The set summed up, with whether every file it names is in `place` at its recorded size
+    /// (sizes only: [`verify_backup`](super::verify_backup) reads the checksums).
+    pub fn summary(&self, place: &Path) -> BackupSetSummary {
+        let present = |file: &str, bytes: u64| std::fs::metadata(place.join(file)).is_ok_and(|m| m.len() == bytes);
+        let mut missing: Vec<String> = self
+            .shards
+            .iter()
+            .filter(|copy| !present(&copy.file, copy.bytes))
+            .map(|copy| copy.shard_id.clone())
+            .collect();
+        if !present(&self.catalog.file, self.catalog.bytes) {
+            missing.push("catalog".to_owned());
+        }
+        let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        BackupSetSummary {
+            id: self.id.clone(),
+            map_version: self.map_version,
+            taken_at: self.taken_at.clone(),
+            shards: count(self.shards.len()),
+            copied: count(self.shards.iter().filter(|s| s.copied).count()),
+            bytes: self.shards.iter().map(|s| s.bytes).sum::<u64>() + self.catalog.bytes,
+            copied_bytes: self.copied_bytes(),
+            complete: missing.is_empty(),
+            missing,
+        }
     }
 
     /// Reads the manifest at `path`.

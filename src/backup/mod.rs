@@ -32,7 +32,11 @@ mod stamp;
 
 pub use batches::SNAPSHOTS_PER_FENCE;
 pub use create::{BackupStep, create_backup};
-pub use manifest::{BackupManifest, MANIFEST_FORMAT, ShardCopy, StoredFile, last_published, list_sets};
-pub use point_in_time::{parse_moment, restore_backup_as_at};
-pub use restore::{RestoredSet, VerifiedSet, locate_set, restore_backup, verify_backup};
+pub use manifest::{
+    BackupManifest, BackupSetSummary, MANIFEST_FORMAT, ShardCopy, StoredFile, last_published, list_sets,
+};
+pub use point_in_time::{parse_moment, restore_backup_as_at, restore_backup_as_at_into};
+pub use restore::{
+    RestoreTarget, RestoredSet, VerifiedSet, locate_set, restore_backup, restore_backup_into, verify_backup,
+};
 pub use stamp::FileStamp;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::manifest::BackupManifest;
-use super::restore::{RestoredSet, file_names, finish, locate_set, refuse_non_empty, rename_files, verify_blocking};
+use super::restore::{RestoreTarget, RestoredSet, file_names, finish, locate_set, rename_files, verify_blocking};
 use crate::catalog::{Catalog, CatalogExport};
 use crate::engine::archive::{archived_files, rebuild_as_at};
 use crate::error::{Error, Result};
@@ -32,8 +32,19 @@ pub fn parse_moment(text: &str) -> Result<u64> {
 /// comes from the set, having had no write since. Atomic recovery runs last, as after
 /// [`restore_backup`](super::restore_backup).
 pub async fn restore_backup_as_at(set: &Path, archive: &Path, at_ms: u64, target: &Path) -> Result<RestoredSet> {
-    refuse_non_empty(target)?;
-    let (set_path, archive_dir, target_path) = (set.to_owned(), archive.to_owned(), target.to_owned());
+    restore_backup_as_at_into(set, archive, at_ms, &RestoreTarget::folder(target)).await
+}
+
+/// [`restore_backup_as_at`] into any [`RestoreTarget`] (an etcd prefix for the catalog, say).
+pub async fn restore_backup_as_at_into(
+    set: &Path,
+    archive: &Path,
+    at_ms: u64,
+    target: &RestoreTarget,
+) -> Result<RestoredSet> {
+    target.refuse_non_empty().await?;
+    let (set_path, archive_dir) = (set.to_owned(), archive.to_owned());
+    let target_path = target.shard_dir().to_owned();
     let (manifest, export, files, master) = tokio::task::spawn_blocking(move || -> Result<_> {
         let (_, manifest, export) = verify_blocking(&set_path)?;
         let taken = parse_moment(&manifest.taken_at)?;
@@ -66,7 +77,7 @@ pub async fn restore_backup_as_at(set: &Path, archive: &Path, at_ms: u64, target
         None => export,
     };
     let place = locate_set(set)?.0;
-    let (target_path, archive_files) = (target.to_owned(), files);
+    let (restore, archive_files) = (target.clone(), files);
     let (export, shards) = tokio::task::spawn_blocking(move || {
         let written = write_shards(
             &place,
@@ -75,7 +86,7 @@ pub async fn restore_backup_as_at(set: &Path, archive: &Path, at_ms: u64, target
             master_path.as_deref(),
             at_ms,
             export,
-            &target_path,
+            &restore,
         )?;
         Ok::<_, Error>((written, manifest))
     })
@@ -124,8 +135,9 @@ fn write_shards(
     master: Option<&Path>,
     at_ms: u64,
     mut export: CatalogExport,
-    target: &Path,
+    restore: &RestoreTarget,
 ) -> Result<(CatalogExport, usize)> {
+    let target = restore.shard_dir();
     let by_path: HashMap<&str, &PathBuf> = files.iter().map(|(folder, f)| (f.path.as_str(), folder)).collect();
     let copies: HashMap<&str, _> = manifest.shards.iter().map(|c| (c.shard_id.as_str(), c)).collect();
     let names = file_names(&export);
@@ -167,7 +179,7 @@ fn write_shards(
             written += 1;
         }
     }
-    rename_files(&mut export, &names);
+    rename_files(&mut export, &restore.data_sources(&names)?);
     super::manifest::sync_dir(target)?;
     Ok((export, written))
 }

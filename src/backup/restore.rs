@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::manifest::{BackupManifest, SETS_DIR, list_sets};
 use super::objects::digest;
-use crate::catalog::{Catalog, CatalogExport};
+use crate::catalog::{Catalog, CatalogExport, CatalogLocation};
 use crate::client::{AtomicResolution, ShardedClient, ShardedClientOptions};
 use crate::engine::EngineConfig;
 use crate::engine::backup::check_copy;
@@ -37,12 +37,86 @@ pub struct VerifiedSet {
 pub struct RestoredSet {
     /// The set.
     pub id: String,
-    /// The master file written.
+    /// Where the catalog was written: the master file, or the etcd prefix's URL.
     pub master: String,
     /// Shard files written.
     pub shards: usize,
     /// What atomic recovery finished after the files were in place.
     pub recovery: AtomicResolution,
+}
+
+/// Where a restore puts a keyspace: its shard files in a folder, and its catalog either as
+/// `master.db` in that folder or imported into an empty etcd prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestoreTarget {
+    shard_dir: PathBuf,
+    catalog: Option<CatalogLocation>,
+}
+
+impl RestoreTarget {
+    /// Shard files and `master.db` in `dir`, an empty or missing folder.
+    pub fn folder(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            shard_dir: dir.into(),
+            catalog: None,
+        }
+    }
+
+    /// The catalog imported into `catalog`, an etcd prefix that must hold no key, and the shard
+    /// files in `shard_dir`, an empty or missing folder, which the restored maps name by their
+    /// absolute paths. A master file is refused here: that is [`folder`](Self::folder).
+    pub fn catalog(catalog: CatalogLocation, shard_dir: impl Into<PathBuf>) -> Result<Self> {
+        if let CatalogLocation::File(path) = &catalog {
+            return Err(Error::invalid_argument(
+                "restore target",
+                format!(
+                    "{} is a folder, not a catalog URL: restore into a folder alone, or name an etcd prefix \
+                     (etcd://HOST:PORT/PREFIX) and a folder for the shard files",
+                    path.display()
+                ),
+            ));
+        }
+        Ok(Self {
+            shard_dir: shard_dir.into(),
+            catalog: Some(catalog),
+        })
+    }
+
+    /// The folder the shard files go into.
+    pub fn shard_dir(&self) -> &Path {
+        &self.shard_dir
+    }
+
+    /// Refuses a target that is not empty: the shard folder, and the etcd prefix when there is
+    /// one (any key under it).
+    pub(super) async fn refuse_non_empty(&self) -> Result<()> {
+        refuse_non_empty(&self.shard_dir)?;
+        if let Some(location) = &self.catalog
+            && Catalog::open_location(location.clone()).await?.holds_anything().await?
+        {
+            return Err(Error::invalid_argument(
+                "restore target",
+                format!("{location} is not empty: restore into an etcd prefix that holds no key"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// What the restored maps name each shard's file by, from its file name in the shard
+    /// folder: the name itself beside `master.db`, the absolute path for a catalog elsewhere.
+    pub(super) fn data_sources(&self, names: &HashMap<String, String>) -> Result<HashMap<String, String>> {
+        if self.catalog.is_none() {
+            return Ok(names.clone());
+        }
+        let dir = std::fs::canonicalize(&self.shard_dir).map_err(|source| Error::Io {
+            what: format!("the folder {}", self.shard_dir.display()),
+            source,
+        })?;
+        Ok(names
+            .iter()
+            .map(|(id, name)| (id.clone(), dir.join(name).display().to_string()))
+            .collect())
+    }
 }
 
 /// The backup place and manifest `set` names: a manifest file, or a backup place (its newest
@@ -179,12 +253,18 @@ fn read_export(path: &Path, manifest: &BackupManifest, problems: &mut Vec<String
 /// decided are applied, those undecided aborted). The set is verified first and refused, with
 /// what is missing or damaged named, when it is not intact.
 pub async fn restore_backup(set: &Path, target: &Path) -> Result<RestoredSet> {
-    refuse_non_empty(target)?;
-    let (set_path, target_path) = (set.to_owned(), target.to_owned());
+    restore_backup_into(set, &RestoreTarget::folder(target)).await
+}
+
+/// [`restore_backup`] into any [`RestoreTarget`]: with an etcd prefix, the catalog is imported
+/// there (the prefix must hold no key) and the shard files written into the target's folder.
+pub async fn restore_backup_into(set: &Path, target: &RestoreTarget) -> Result<RestoredSet> {
+    target.refuse_non_empty().await?;
+    let (set_path, target_owned) = (set.to_owned(), target.clone());
     let (manifest, export) = tokio::task::spawn_blocking(move || -> Result<_> {
         let (_, manifest, export) = verify_blocking(&set_path)?;
         let (place, _) = locate_set(&set_path)?;
-        let export = write_files(&place, &manifest, export, &target_path)?;
+        let export = write_files(&place, &manifest, export, &target_owned)?;
         Ok((manifest, export))
     })
     .await
@@ -198,23 +278,28 @@ pub async fn restore_backup(set: &Path, target: &Path) -> Result<RestoredSet> {
     })
 }
 
-/// Writes `master.db` in `target` holding `export` and runs atomic recovery over the restored
-/// keyspace; returns the master's path and what recovery finished.
-pub(super) async fn finish(target: &Path, export: &CatalogExport) -> Result<(String, AtomicResolution)> {
-    let master = target.join("master.db");
-    Catalog::open(&master).await?.import(export).await?;
+/// Writes the catalog holding `export` where `target` says (`master.db` in its folder, or its
+/// etcd prefix) and runs atomic recovery over the restored keyspace; returns where the catalog
+/// is and what recovery finished.
+pub(super) async fn finish(target: &RestoreTarget, export: &CatalogExport) -> Result<(String, AtomicResolution)> {
+    let location = target
+        .catalog
+        .clone()
+        .unwrap_or_else(|| CatalogLocation::File(target.shard_dir.join("master.db")));
+    Catalog::open_location(location.clone()).await?.import(export).await?;
     // Nobody will come back to finish what was undecided at the cut: abort it now.
     let options = ShardedClientOptions::with_engine(EngineConfig {
         atomic_abandon_age: std::time::Duration::ZERO,
         ..EngineConfig::default()
     });
-    let restored = ShardedClient::open_with(&master, options).await?;
+    let master = location.to_string();
+    let restored = ShardedClient::open_with(Path::new(&master), options).await?;
     let recovery = restored.atomic_recovery().resolve().await?;
     drop(restored);
-    Ok((master.display().to_string(), recovery))
+    Ok((master, recovery))
 }
 
-pub(super) fn refuse_non_empty(target: &Path) -> Result<()> {
+fn refuse_non_empty(target: &Path) -> Result<()> {
     let first = match std::fs::read_dir(target) {
         Ok(mut entries) => entries.next(),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
@@ -234,13 +319,15 @@ pub(super) fn refuse_non_empty(target: &Path) -> Result<()> {
     }
 }
 
-/// Copies each shard file into `target` and returns the export with its maps naming them.
+/// Copies each shard file into `target`'s folder and returns the export with its maps naming
+/// them.
 fn write_files(
     place: &Path,
     manifest: &BackupManifest,
     mut export: CatalogExport,
-    target: &Path,
+    restore: &RestoreTarget,
 ) -> Result<CatalogExport> {
+    let target = restore.shard_dir();
     let io = |what: String| move |source| Error::Io { what, source };
     std::fs::create_dir_all(target).map_err(io(target.display().to_string()))?;
     let names = file_names(&export);
@@ -254,7 +341,7 @@ fn write_files(
             .and_then(|_| std::fs::File::open(&to)?.sync_all())
             .map_err(io(to.display().to_string()))?;
     }
-    rename_files(&mut export, &names);
+    rename_files(&mut export, &restore.data_sources(&names)?);
     super::manifest::sync_dir(target)?;
     Ok(export)
 }

@@ -125,6 +125,12 @@ impl Catalog {
         self.store.has_schema().await
     }
 
+    /// Whether the catalog's place holds anything: a seeded catalog, or for a catalog in etcd,
+    /// any key under its prefix.
+    pub(crate) async fn holds_anything(&self) -> Result<bool> {
+        self.store.holds_anything().await
+    }
+
     pub(crate) async fn ensure_schema(&self) -> Result<()> {
         self.store.ensure_schema().await
     }

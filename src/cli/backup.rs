@@ -10,9 +10,10 @@ use clap::{Args, Subcommand};
 use super::connection::ConnectionArgs;
 use super::data::{OutputArgs, print_json, table};
 use crate::backup::{
-    BackupManifest, BackupStep, create_backup, list_sets, parse_moment, restore_backup, restore_backup_as_at,
-    verify_backup,
+    BackupManifest, BackupStep, RestoreTarget, create_backup, list_sets, parse_moment, restore_backup_as_at_into,
+    restore_backup_into, verify_backup,
 };
+use crate::catalog::CatalogLocation;
 use crate::client::ShardedClient;
 use crate::error::{Error, Result};
 #[cfg(any(feature = "grpc", feature = "http"))]
@@ -41,9 +42,12 @@ pub enum BackupCommand {
     /// validates.
     #[command(after_help = "Example: shardlite backup verify backups/sets/20261203T120000000Z.json")]
     Verify(SetArgs),
-    /// Write a set's shard files and a master into an empty folder, then finish the atomic
-    /// transactions the set caught half done.
-    #[command(after_help = "Example: shardlite backup restore backups/sets/20261203T120000000Z.json --to restored")]
+    /// Write a set's shard files and a master into an empty folder (or its catalog into an empty
+    /// etcd prefix and its shard files into `--shard-dir`), then finish the atomic transactions
+    /// the set caught half done.
+    #[command(
+        after_help = "Example: shardlite backup restore backups/sets/20261203T120000000Z.json --to restored\nExample: shardlite backup restore backups --to etcd://127.0.0.1:2379/shop --shard-dir /srv/shards"
+    )]
     Restore(RestoreArgs),
 }
 
@@ -84,9 +88,15 @@ pub struct SetArgs {
 pub struct RestoreArgs {
     /// A set's manifest (`PLACE/sets/ID.json`), or a backup place for its newest set.
     set: PathBuf,
-    /// An empty or new folder for the shard files and `master.db`.
-    #[arg(long)]
+    /// An empty or new folder for the shard files and `master.db`; or an etcd prefix that holds
+    /// no key (`etcd://HOST:PORT[,HOST:PORT…]/PREFIX`) to import the catalog into, with the shard
+    /// files in `--shard-dir`.
+    #[arg(long, value_name = "DIR|URL")]
     to: PathBuf,
+    /// With `--to etcd://…`: the empty or new folder the shard files go into (the restored maps
+    /// name them by their absolute paths).
+    #[arg(long, value_name = "DIR")]
+    shard_dir: Option<PathBuf>,
     /// Restore the keyspace as it was at this moment (RFC 3339, `2026-12-03T12:00:00Z`), from
     /// the set (taken before it) and the point-in-time archive.
     #[arg(long, value_name = "TIME", requires = "archive")]
@@ -247,9 +257,12 @@ async fn verify(args: &SetArgs) -> Result<()> {
 }
 
 async fn restore(args: &RestoreArgs) -> Result<()> {
+    let target = restore_target(args)?;
     let restored = match (&args.to_time, &args.archive) {
-        (Some(time), Some(archive)) => restore_backup_as_at(&args.set, archive, parse_moment(time)?, &args.to).await?,
-        _ => restore_backup(&args.set, &args.to).await?,
+        (Some(time), Some(archive)) => {
+            restore_backup_as_at_into(&args.set, archive, parse_moment(time)?, &target).await?
+        }
+        _ => restore_backup_into(&args.set, &target).await?,
     };
     if args.output.json {
         return print_json(&restored);
@@ -259,4 +272,20 @@ async fn restore(args: &RestoreArgs) -> Result<()> {
         restored.id, restored.shards, restored.master, restored.recovery.committed, restored.recovery.aborted
     );
     Ok(())
+}
+
+/// `--to DIR` alone, or `--to etcd://…` with `--shard-dir DIR`.
+fn restore_target(args: &RestoreArgs) -> Result<RestoreTarget> {
+    match (CatalogLocation::of_path(&args.to)?, &args.shard_dir) {
+        (CatalogLocation::File(dir), None) => Ok(RestoreTarget::folder(dir)),
+        (CatalogLocation::File(_), Some(_)) => Err(Error::invalid_argument(
+            "--shard-dir",
+            "the shard files go into --to when it is a folder: leave out --shard-dir, or give --to an etcd prefix",
+        )),
+        (etcd, Some(dir)) => RestoreTarget::catalog(etcd, dir),
+        (etcd, None) => Err(Error::invalid_argument(
+            "--shard-dir",
+            format!("restoring the catalog into {etcd} needs a folder for the shard files: add --shard-dir DIR"),
+        )),
+    }
 }

@@ -90,3 +90,58 @@ pub struct FileStamp {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wal_index: Option<String>,
 }
+
+/// The daemon's backups as its admin page shows them: the sets in its backup place and the
+/// point-in-time archive's lag on each file being written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BackupOverview {
+    /// Whether the daemon has a backup place (`serve --backup-dir`).
+    pub backup_place: bool,
+    /// The complete sets in the backup place, oldest first (empty without one).
+    pub sets: Vec<BackupSetSummary>,
+    /// Whether the daemon keeps a point-in-time archive (`serve --archive-dir`).
+    pub archiving: bool,
+    /// The archive's lag on each file being written now, by shard (empty when nothing is being
+    /// written, or without an archive).
+    pub archive_lag: Vec<ArchiveLagEntry>,
+}
+
+/// One backup set, summed up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BackupSetSummary {
+    /// The set's name.
+    pub id: String,
+    /// The map version of its catalog.
+    pub map_version: u64,
+    /// When its cut was taken (RFC 3339, UTC).
+    pub taken_at: String,
+    /// The shards it holds a copy of.
+    pub shards: u64,
+    /// The shards it copied (the others reference an earlier set's copy).
+    pub copied: u64,
+    /// The size of every file it names: its shard copies and its catalog.
+    pub bytes: u64,
+    /// The bytes it copied itself.
+    pub copied_bytes: u64,
+    /// Whether every file it names is in the backup place at its recorded size (`backup verify`
+    /// also reads every checksum).
+    pub complete: bool,
+    /// What is missing or has another size: shard ids, and `catalog` for the catalog export.
+    pub missing: Vec<String>,
+}
+
+/// The point-in-time archive's lag on one file being written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ArchiveLagEntry {
+    /// The shard whose file it is, or `(master)` for the master catalog.
+    pub shard: String,
+    /// How long its oldest transaction not yet in the archive has waited, in seconds (0 when
+    /// the archive holds every one).
+    pub lag_seconds: f64,
+}

@@ -58,7 +58,10 @@ mod value;
 pub use admin::{CatalogHistoryEntry, CatalogState, ShardSqlResult, ShardStatus};
 pub use audit::Audit;
 pub(crate) use audit::now_utc;
-pub use backup::{BackupManifest, FileStamp, MANIFEST_FORMAT, ShardCopy, StoredFile};
+pub use backup::{
+    ArchiveLagEntry, BackupManifest, BackupOverview, BackupSetSummary, FileStamp, MANIFEST_FORMAT, ShardCopy,
+    StoredFile,
+};
 pub use catalog::{
     ActivationRequest, ActivationResult, CatalogApplyResult, CatalogIssue, CatalogUpdateRequest, CatalogValidation,
     IssueSeverity, MapProposal, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,

@@ -120,6 +120,7 @@ pub const OPERATIONS: &[(&str, Needs)] = &[
     ("ImportShardDirectoryEntries", s(Admin)),
     ("CreateBackup", s(Admin)),
     ("ListBackups", s(Admin)),
+    ("GetBackupOverview", s(Admin)),
     // A data host's shard files.
     ("CreateHostShard", s(Admin)),
     // Meta.

@@ -175,8 +175,10 @@ async fn a_restore_to_a_time_holds_what_was_acknowledged_by_then_and_nothing_a_s
     let http = crate::support::daemon::http_client();
     let text = http.get(metrics.trim()).send().await.unwrap().text().await.unwrap();
     promtool_check(&text);
-    for shard in ["s0.db", "s1.db"] {
-        let series = format!("shardlite_archive_lag_seconds{{file=\"{shard}\"}} ");
+    // Labelled by shard id, not by file.
+    assert!(!text.contains("shardlite_archive_lag_seconds{file="), "{text}");
+    for shard in ["s0", "s1"] {
+        let series = format!("shardlite_archive_lag_seconds{{shard=\"{shard}\"}} ");
         let lag: f64 = text
             .lines()
             .find_map(|line| line.strip_prefix(&series))

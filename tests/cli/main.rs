@@ -6,6 +6,7 @@ pub mod support;
 
 mod backup;
 mod backup_archive_many;
+mod backup_etcd;
 mod backup_many;
 mod backup_point_in_time;
 mod blocking_orders_example;

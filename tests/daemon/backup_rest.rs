@@ -2,8 +2,9 @@
 //! place (`--backup-dir`), `GET` lists the sets, `shardlite backup create -c http://…` asks the
 //! daemon for one through the HTTP client (and over gRPC, as the gRPC client does),
 //! `shardlite_backup_last_success_timestamp_seconds`
-//! follows them (checked by promtool), and a daemon without a backup place refuses with a 400
-//! naming the flag.
+//! follows them (checked by promtool), `GET /api/sharding/backups/overview` sums each set up (and
+//! names the shards whose copy went missing), and a daemon without a backup place refuses with a
+//! 400 naming the flag.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -104,6 +105,49 @@ async fn the_daemon_takes_and_lists_backup_sets_into_its_own_place() {
         .collect();
     assert_eq!(ids, [first["id"].as_str().unwrap(), second["id"].as_str().unwrap()]);
 
+    // The overview sums each set up; a copy gone from the place makes its set incomplete.
+    let overview_url = daemon.url("/api/sharding/backups/overview");
+    let overview: Value = http.get(&overview_url).send().await.unwrap().json().await.unwrap();
+    assert_eq!(overview["backupPlace"], true, "{overview:#}");
+    assert_eq!(overview["archiving"], false, "{overview:#}");
+    assert_eq!(overview["archiveLag"], json!([]), "{overview:#}");
+    let sets = overview["sets"].as_array().unwrap();
+    assert_eq!(sets.len(), 2, "{overview:#}");
+    let shard_bytes = |set: &Value| -> u64 {
+        set["shards"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["bytes"].as_u64().unwrap())
+            .sum()
+    };
+    for (summary, manifest) in sets.iter().zip([&first, &second]) {
+        assert_eq!(summary["id"], manifest["id"]);
+        assert_eq!(summary["mapVersion"], manifest["mapVersion"]);
+        assert_eq!(summary["takenAt"], manifest["takenAt"]);
+        assert_eq!(summary["shards"], 2);
+        assert_eq!(
+            summary["bytes"].as_u64().unwrap(),
+            shard_bytes(manifest) + manifest["catalog"]["bytes"].as_u64().unwrap()
+        );
+        assert_eq!((&summary["complete"], &summary["missing"]), (&json!(true), &json!([])));
+    }
+    assert_eq!((&sets[0]["copied"], &sets[1]["copied"]), (&json!(2), &json!(0)));
+    assert_eq!(sets[1]["copiedBytes"], 0);
+    let lost = &first["shards"][1];
+    let lost_file = place
+        .path()
+        .join("sets-of-the-daemon")
+        .join(lost["file"].as_str().unwrap());
+    let kept = std::fs::read(&lost_file).unwrap();
+    std::fs::remove_file(&lost_file).unwrap();
+    let overview: Value = http.get(&overview_url).send().await.unwrap().json().await.unwrap();
+    for set in overview["sets"].as_array().unwrap() {
+        assert_eq!(set["complete"], false, "{overview:#}");
+        assert_eq!(set["missing"], json!([lost["shardId"]]), "{overview:#}");
+    }
+    std::fs::write(&lost_file, kept).unwrap();
+
     // The daemon's set restores every row.
     let manifest = place
         .path()
@@ -125,8 +169,19 @@ async fn the_daemon_takes_and_lists_backup_sets_into_its_own_place() {
     assert_eq!(ids, [1, 2, 3]);
     daemon.stop().await.unwrap();
 
-    // Without a backup place, both are refused naming the flag, and the daemon serves on.
+    // Without a backup place, both are refused naming the flag, and the daemon serves on; the
+    // overview says it has none.
     let plain = fixture.start().await;
+    let overview: Value = http
+        .get(plain.url("/api/sharding/backups/overview"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(overview["backupPlace"], false, "{overview:#}");
+    assert_eq!(overview["sets"], json!([]), "{overview:#}");
     for request in [
         http.post(plain.url("/api/sharding/backups")),
         http.get(plain.url("/api/sharding/backups")),

@@ -1416,6 +1416,7 @@ async fn the_openapi_document_covers_every_endpoint() {
         ("get", "/api/sharding/directory/{name}/entries"),
         ("post", "/api/sharding/backups"),
         ("get", "/api/sharding/backups"),
+        ("get", "/api/sharding/backups/overview"),
         ("post", "/api/sharding/sql/execute-all"),
         ("post", "/api/sharding/sql/read-all"),
         ("get", "/api/sharding/catalog"),

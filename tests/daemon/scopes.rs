@@ -98,7 +98,8 @@ fn expected_scope(operation: &str) -> Option<Option<&'static str>> {
         | "MarkShardDirectoryEntryStale"
         | "CreateHostShard"
         | "CreateBackup"
-        | "ListBackups" => Some("admin"),
+        | "ListBackups"
+        | "GetBackupOverview" => Some("admin"),
         "GetOpenApiDocument" => None,
         _ => return None,
     };

@@ -125,6 +125,12 @@ pub(crate) trait CatalogStore: std::fmt::Debug + Send + Sync {
     /// Whether the catalog's records exist (a seeded catalog).
     async fn has_schema(&self) -> Result<bool>;
 
+    /// Whether the store holds anything at all: the catalog's records, or for a store shared
+    /// with others (an etcd prefix), any key under its prefix.
+    async fn holds_anything(&self) -> Result<bool> {
+        self.has_schema().await
+    }
+
     /// Creates the catalog's records if missing.
     async fn ensure_schema(&self) -> Result<()>;
 

@@ -401,6 +401,25 @@ impl ActiveMap {
             })
             .collect()
     }
+
+    /// The id of the in-process shard of this map whose file is `file` (an absolute, canonical
+    /// path, as the point-in-time archive names files); `None` when no enabled shard's is.
+    pub fn shard_of_file(&self, file: &Path) -> Option<String> {
+        self.0
+            .map
+            .shards()
+            .iter()
+            .zip(&self.0.shards)
+            .find_map(|(shard, slot)| match slot {
+                generation::ShardSlot::Ready { local: Some(local), .. } => {
+                    let path = local.database().path();
+                    let same = path.file_name() == file.file_name()
+                        && std::fs::canonicalize(path).is_ok_and(|path| path == file);
+                    same.then(|| shard.id.clone())
+                }
+                _ => None,
+            })
+    }
 }
 
 impl std::fmt::Debug for ActiveMap {

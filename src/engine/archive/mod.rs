@@ -67,6 +67,8 @@ pub struct ArchivedFile {
 pub struct ArchiveLag {
     /// The file.
     pub path: PathBuf,
+    /// Whether it is a master catalog.
+    pub catalog: bool,
     /// How long the oldest transaction not yet in the archive has been committed (zero when the
     /// archive holds every one).
     pub lag: Duration,
@@ -124,6 +126,7 @@ pub fn archive_lag() -> Vec<ArchiveLag> {
         .filter_map(|file| {
             file.lag().map(|lag| ArchiveLag {
                 path: file.path.clone(),
+                catalog: file.catalog,
                 lag,
             })
         })

@@ -16,7 +16,7 @@ use super::{Archive, ArchivedFile, CHECKPOINT_FRAMES, QUIET_AFTER, READ_EVERY, l
 pub(crate) struct Archived {
     pub(super) path: PathBuf,
     folder: PathBuf,
-    catalog: bool,
+    pub(super) catalog: bool,
     state: Mutex<State>,
     /// Whether `state.engaged` is set: a commit on an engaged file never takes the lock, so it
     /// never waits for the archive's reads.

@@ -65,6 +65,7 @@ static ASSETS: &[Asset] = assets! {
     "route.js" => "text/javascript; charset=utf-8",
     "diagnostics.js" => "text/javascript; charset=utf-8",
     "atomic.js" => "text/javascript; charset=utf-8",
+    "backups.js" => "text/javascript; charset=utf-8",
     "favicon.svg" => "image/svg+xml",
 };
 

@@ -196,14 +196,14 @@ impl Collector for Snapshot {
         if let Some(lags) = &self.values.archive_lag_ms {
             let mut family = encoder.encode_descriptor(
                 "shardlite_archive_lag_seconds",
-                "How long the oldest transaction of each written file not yet in the point-in-time archive has waited (0 when it holds every one)",
+                "How long the oldest transaction of each written shard not yet in the point-in-time archive has waited (0 when it holds every one; shard=\"(master)\" for the master catalog)",
                 None,
                 MetricType::Gauge,
             )?;
-            for (file, ms) in lags {
+            for (shard, ms) in lags {
                 #[allow(clippy::cast_precision_loss)]
                 let seconds = *ms as f64 / 1000.0;
-                ConstGauge::new(seconds).encode(family.encode_family(&[("file", file.as_str())])?)?;
+                ConstGauge::new(seconds).encode(family.encode_family(&[("shard", shard.as_str())])?)?;
             }
         }
         Ok(())

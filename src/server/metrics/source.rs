@@ -34,8 +34,8 @@ pub struct ScrapeValues {
     /// When the newest backup set in the daemon's backup place was published, in seconds since
     /// the Unix epoch (0 before the first; absent without `--backup-dir`).
     pub backup_last_success: Option<u64>,
-    /// The point-in-time archive's lag on each file being written, by file name, in
-    /// milliseconds (absent without `--archive-dir`).
+    /// The point-in-time archive's lag on each file being written, by shard id (`(master)` for
+    /// the master catalog), in milliseconds (absent without `--archive-dir`).
     pub archive_lag_ms: Option<Vec<(String, u64)>>,
 }
 
@@ -125,14 +125,9 @@ impl ScrapeSource for ServerState {
                 .and_then(|at| at.duration_since(std::time::UNIX_EPOCH).ok())
                 .map_or(0, |since| since.as_secs())
         });
-        let archive_lag_ms = crate::engine::archive::is_archiving().then(|| {
-            crate::engine::archive::archive_lag()
-                .into_iter()
-                .map(|lag| {
-                    let name = lag.path.file_name().map(|n| n.to_string_lossy().into_owned());
-                    let ms = u64::try_from(lag.lag.as_millis()).unwrap_or(u64::MAX);
-                    (name.unwrap_or_default(), ms)
-                })
+        let archive_lag_ms = crate::server::backups::archive_lags(self).map(|lags| {
+            lags.into_iter()
+                .map(|(shard, lag)| (shard, u64::try_from(lag.as_millis()).unwrap_or(u64::MAX)))
                 .collect()
         });
         ScrapeValues {

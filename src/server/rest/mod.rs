@@ -193,6 +193,7 @@ fn api_routes() -> OpenApiRouter<ServerState> {
         .routes(routes!(reshard::resume))
         .routes(routes!(reshard::abandon))
         .routes(routes!(backup::create, backup::list))
+        .routes(routes!(backup::get_overview))
         .routes(routes!(host::list_host_shards))
         .routes(routes!(host::create_host_shard))
 }

@@ -196,6 +196,12 @@ impl CatalogStore for EtcdStore {
         Ok(self.get("meta").await?.is_some())
     }
 
+    async fn holds_anything(&self) -> Result<bool> {
+        let start = self.key("");
+        let (first, _) = self.client.range_page(&start, &prefix_end(&start), 1).await?;
+        Ok(!first.is_empty())
+    }
+
     async fn ensure_schema(&self) -> Result<()> {
         let meta = self.key("meta");
         let value = json!({ "schemaVersion": CATALOG_SCHEMA_VERSION }).to_string();

@@ -9,6 +9,7 @@ import * as directories from './directories.js';
 import * as route from './route.js';
 import * as diagnostics from './diagnostics.js';
 import * as atomic from './atomic.js';
+import * as backups from './backups.js';
 
 const views = {
   shards: shards.shardsView,
@@ -20,6 +21,7 @@ const views = {
   query: route.tabsView,
   diagnostics: diagnostics.view,
   atomic: atomic.view,
+  backups: backups.view,
 };
 
 const $ = (id) => document.getElementById(id);
