@@ -294,6 +294,7 @@ bare_service! {
     disable_shard_directory_entry(ShardDirectoryMutation) -> ShardDirectoryMutationResult;
     delete_shard_directory_entry(ShardDirectoryMutation) -> ShardDirectoryMutationResult;
     mark_shard_directory_entry_stale(ShardDirectoryMutation) -> ShardDirectoryMutationResult;
+    import_shard_directory_entries(ShardDirectoryImport) -> ShardDirectoryImportOutcome;
     list_shard_directory_entries(ShardDirectoryEntriesRequest) -> ShardDirectoryEntryPage;
     create_backup(Empty) -> BackupSet;
     list_backups(Empty) -> BackupSetList;
