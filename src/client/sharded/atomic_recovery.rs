@@ -3,7 +3,7 @@
 //! [`ShardedClient::atomic_recovery`]), on demand (`shardlite tx resolve`) and by a background
 //! resolver every client runs over the shard files it has open.
 //!
-//! The background resolver paces itself (a tenth of its time working, see [`PACE_WORK`]), so a
+//! The background resolver paces itself (a thirteenth of its time working, see [`PACE_WORK`]), so a
 //! backlog costs the writes the process serves little; on-demand resolves run unpaced.
 //!
 //! For each decision record a shard holds: a pending one older than the abandon age is aborted
@@ -259,12 +259,14 @@ impl Round<'_> {
 /// How many finished decision records one local commit forgets.
 const FORGET_BATCH: usize = 64;
 
-/// How long the background resolver works before it rests, and how long it rests: a tenth of
-/// its time, so that a backlog (a thousand transactions a crashed coordinator left behind)
-/// is worked off without denting the throughput of the writes the process serves. On-demand
-/// resolves (`shardlite tx resolve`, a shard opening) run unpaced.
-const PACE_WORK: Duration = Duration::from_millis(4);
-const PACE_REST: Duration = Duration::from_millis(36);
+/// How long the background resolver works before it rests, and how much longer than it worked
+/// it then rests: a thirteenth of its time working, so that a backlog (a thousand transactions
+/// a crashed coordinator left behind) is worked off without denting the throughput of the writes
+/// the process serves. The rest is measured against the work actually done, so a step that ran
+/// long (a write waiting behind the load's) is paid for with a longer rest. On-demand resolves
+/// (`shardlite tx resolve`, a shard opening) run unpaced.
+const PACE_WORK: Duration = Duration::from_millis(3);
+const PACE_REST_FACTOR: u32 = 12;
 
 /// The background resolver's pacing (see [`PACE_WORK`]); does nothing when not `paced`.
 struct Pace {
@@ -280,10 +282,12 @@ impl Pace {
         }
     }
 
-    /// Rests when the resolver has worked [`PACE_WORK`] since it last rested.
+    /// Rests when the resolver has worked [`PACE_WORK`] since it last rested, for
+    /// [`PACE_REST_FACTOR`] times as long as it worked.
     async fn tick(&mut self) {
-        if self.paced && self.since.elapsed() >= PACE_WORK {
-            tokio::time::sleep(PACE_REST).await;
+        let worked = self.since.elapsed();
+        if self.paced && worked >= PACE_WORK {
+            tokio::time::sleep(worked * PACE_REST_FACTOR).await;
             self.since = Instant::now();
         }
     }
