@@ -554,7 +554,15 @@ fn run_session(
                 let result = match recorder.take() {
                     Some(recorder) => FileIdentity::check(file.identity, path, &file.label).and_then(|()| {
                         let (id, participants) = (transaction_id.as_str(), participants.as_slice());
-                        recorder.prepare(&conn, &Intent { id, participants, holds_decision, started_unix_ms })
+                        recorder.prepare(
+                            &conn,
+                            &Intent {
+                                id,
+                                participants,
+                                holds_decision,
+                                started_unix_ms,
+                            },
+                        )
                     }),
                     None => Err(Error::AtomicUnsupported {
                         what: "outside an atomic transaction (prepare needs a session begun as atomic)".into(),

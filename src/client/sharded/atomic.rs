@@ -343,7 +343,10 @@ async fn commit_protocol(
     let (hook, abandon_age) = options;
     let protocol = Protocol {
         id,
-        ids: std::iter::once(first).chain(others).map(|p| p.shard_id.clone()).collect(),
+        ids: std::iter::once(first)
+            .chain(others)
+            .map(|p| p.shard_id.clone())
+            .collect(),
         first,
         others,
         started_unix_ms: unix_ms_now(),

@@ -158,7 +158,9 @@ impl<'a> AtomicRecovery<'a> {
                     round.resolution.waiting += 1;
                     continue;
                 }
-                round.settle(&shard_id, &db, &d.transaction_id, &d.participants, None).await?;
+                round
+                    .settle(&shard_id, &db, &d.transaction_id, &d.participants, None)
+                    .await?;
             }
             for intent in db.atomic().intents().await? {
                 round.pace.tick().await;
@@ -182,7 +184,9 @@ impl<'a> AtomicRecovery<'a> {
                     round.resolution.waiting += 1;
                     continue;
                 }
-                round.settle(holder_id, &holder, id, &intent.participants, Some(at)).await?;
+                round
+                    .settle(holder_id, &holder, id, &intent.participants, Some(at))
+                    .await?;
             }
             round.flush_forgets().await?;
         }

@@ -168,7 +168,12 @@ fn unsupported() -> Error {
 
 type Image = (String, i64, Vec<String>, Option<Vec<Value>>);
 
-fn write_intent(conn: &Connection, intent: &Intent<'_>, columns: &[(String, Vec<String>)], images: &[Image]) -> Result<()> {
+fn write_intent(
+    conn: &Connection,
+    intent: &Intent<'_>,
+    columns: &[(String, Vec<String>)],
+    images: &[Image],
+) -> Result<()> {
     let id = intent.id;
     conn.execute_batch(SCHEMA).map_err(sql_error)?;
     for (table, _) in columns {

@@ -232,7 +232,10 @@ async fn a_tombstone_makes_the_first_participants_late_prepare_fail() {
     let before = balances(&db).await;
     let late = prepare_first(&db, "t1", &["UPDATE accounts SET balance = 0 WHERE id = 1"], now).await;
     assert!(matches!(late, Err(Error::AtomicDecided { .. })), "{late:?}");
-    assert!(atomic.intents().await.unwrap().is_empty(), "the late prepare left nothing");
+    assert!(
+        atomic.intents().await.unwrap().is_empty(),
+        "the late prepare left nothing"
+    );
     assert_eq!(balances(&db).await, before);
 
     // A record that exists wins over a tombstone.
