@@ -4,7 +4,8 @@
 //!
 //! The value names one step of [`AtomicStepHook`]'s steps: `after-decision-created` (the first
 //! participant prepared and holds the pending decision record), `after-prepares:K` (K more
-//! participants prepared), `after-decision` (the record says `commit`), `after-commits:K` (K
+//! participants prepared), `after-prepares-before-record:K` (K more participants prepared while
+//! the first one's prepare, which creates the record, had not finished), `after-decision` (the record says `commit`), `after-commits:K` (K
 //! participants applied). The first commit to reach the step writes
 //! `shardlite: atomic stop at STEP` to stderr and stops the whole process (`SIGSTOP`; it sleeps
 //! forever where there is no such signal), so nothing else runs until it is killed.
@@ -27,7 +28,7 @@ pub fn from_env() -> Result<Option<AtomicStepHook>> {
         Error::invalid_argument(
             STOP_AT_VAR,
             format!(
-                "'{value}' names no step: give after-decision-created, after-prepares:K, after-decision or after-commits:K"
+                "'{value}' names no step: give after-decision-created, after-prepares:K, after-prepares-before-record:K, after-decision or after-commits:K"
             ),
         )
     })?;
@@ -45,6 +46,7 @@ fn parse(value: &str) -> Option<AtomicStep> {
         None if value == "after-decision-created" => Some(AtomicStep::DecisionCreated),
         None if value == "after-decision" => Some(AtomicStep::Decided),
         Some(("after-prepares", k)) => count(k).map(AtomicStep::Prepared),
+        Some(("after-prepares-before-record", k)) => count(k).map(AtomicStep::PreparedBeforeRecord),
         Some(("after-commits", k)) => count(k).map(AtomicStep::Applied),
         _ => None,
     }
@@ -68,6 +70,10 @@ mod tests {
     fn every_step_has_a_name_and_other_names_are_refused() {
         assert_eq!(parse("after-decision-created"), Some(AtomicStep::DecisionCreated));
         assert_eq!(parse("after-prepares:2"), Some(AtomicStep::Prepared(2)));
+        assert_eq!(
+            parse("after-prepares-before-record:1"),
+            Some(AtomicStep::PreparedBeforeRecord(1))
+        );
         assert_eq!(parse("after-decision"), Some(AtomicStep::Decided));
         assert_eq!(parse("after-commits:1"), Some(AtomicStep::Applied(1)));
         for bad in ["", "after-prepares:0", "after-commits:x", "after-decision:1", "decided"] {

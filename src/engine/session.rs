@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 use rusqlite::Connection;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
-use super::atomic::Recorder;
+use super::atomic::{Intent, Recorder};
 use super::config::EngineConfig;
 use super::database::Database;
 use super::guard;
@@ -48,6 +48,7 @@ pub(super) enum SessionJob {
         transaction_id: String,
         participants: Vec<String>,
         holds_decision: bool,
+        started_unix_ms: i64,
         reply: oneshot::Sender<Result<usize>>,
     },
     Rollback(Option<oneshot::Sender<Result<()>>>),
@@ -326,6 +327,21 @@ impl<'db> Sessions<'db> {
     /// The first of `participants` holds the decision: when that is this file, the same commit
     /// creates the transaction's pending decision record.
     pub async fn session_prepare(self, id: &str, transaction_id: &str, participants: Vec<String>) -> Result<usize> {
+        self.session_prepare_at(id, transaction_id, participants, super::unix_ms_now())
+            .await
+    }
+
+    /// [`session_prepare`](Self::session_prepare) for a commit that began at `started_unix_ms`
+    /// (the coordinator's clock): the time the intent and the decision record carry, from which
+    /// recovery counts the abandon age and after which the decision's compare-and-set refuses
+    /// to commit (see [`Atomic::decide_commit`](super::Atomic::decide_commit)).
+    pub async fn session_prepare_at(
+        self,
+        id: &str,
+        transaction_id: &str,
+        participants: Vec<String>,
+        started_unix_ms: i64,
+    ) -> Result<usize> {
         let holds_decision = participants.first().is_some_and(|first| *first == self.db.shared.label);
         self.db.shared.atomic_state.store(true, Ordering::Release);
         let jobs = self.session_sender(id, true)?;
@@ -337,6 +353,7 @@ impl<'db> Sessions<'db> {
             transaction_id: transaction_id.to_owned(),
             participants,
             holds_decision,
+            started_unix_ms,
             reply,
         })
         .map_err(|_| gone())?;
@@ -531,11 +548,22 @@ fn run_session(
                 transaction_id,
                 participants,
                 holds_decision,
+                started_unix_ms,
                 reply,
             }) => {
                 let result = match recorder.take() {
-                    Some(recorder) => FileIdentity::check(file.identity, path, &file.label)
-                        .and_then(|()| recorder.prepare(&conn, &transaction_id, &participants, holds_decision)),
+                    Some(recorder) => FileIdentity::check(file.identity, path, &file.label).and_then(|()| {
+                        let (id, participants) = (transaction_id.as_str(), participants.as_slice());
+                        recorder.prepare(
+                            &conn,
+                            &Intent {
+                                id,
+                                participants,
+                                holds_decision,
+                                started_unix_ms,
+                            },
+                        )
+                    }),
                     None => Err(Error::AtomicUnsupported {
                         what: "outside an atomic transaction (prepare needs a session begun as atomic)".into(),
                     }),

@@ -316,6 +316,8 @@ async fn a_daemon_killed_at_every_step_of_atomic_commits_loses_nothing_and_leave
     let acknowledged = Arc::new(Mutex::new(Vec::new()));
     for step in [
         "after-decision-created",
+        "after-prepares-before-record:1",
+        "after-prepares-before-record:2",
         "after-prepares:1",
         "after-prepares:2",
         "after-decision",

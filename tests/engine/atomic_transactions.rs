@@ -220,6 +220,8 @@ async fn stop_and_recover(step: AtomicStep) -> bool {
 async fn recovery_finishes_a_coordinator_stopped_after_every_step() {
     for (step, lands) in [
         (AtomicStep::DecisionCreated, false),
+        (AtomicStep::PreparedBeforeRecord(1), false),
+        (AtomicStep::PreparedBeforeRecord(2), false),
         (AtomicStep::Prepared(1), false),
         (AtomicStep::Prepared(2), false),
         (AtomicStep::Decided, true),

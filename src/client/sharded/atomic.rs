@@ -4,27 +4,36 @@
 //! Each shard the transaction touches runs its statements in a session of its own (see
 //! [`engine::atomic`](crate::engine::Atomic)). With one participant, commit is that session's
 //! plain commit: today's path at today's cost. With several, commit is the protocol:
-//! 1. the first participant prepares, and the same local commit creates the transaction's
-//!    pending decision record there ([`AtomicStep::DecisionCreated`]);
-//! 2. the others prepare, each in one local commit ([`AtomicStep::Prepared`]);
-//! 3. one compare-and-set on the first participant moves the record to `commit`
-//!    ([`AtomicStep::Decided`]): the commit point;
-//! 4. each participant applies its values and releases its locks ([`AtomicStep::Applied`]), and
-//!    the record is forgotten.
+//! 1. every participant prepares at once, each in one local commit; the first participant's
+//!    also creates the transaction's pending decision record there
+//!    ([`AtomicStep::DecisionCreated`], [`AtomicStep::Prepared`]);
+//! 2. one compare-and-set on the first participant moves the record to `commit`
+//!    ([`AtomicStep::Decided`]): the commit point. It refuses (and aborts) once the commit is
+//!    half the abandon age old, since recovery may by then have aborted an intent whose record
+//!    had not come yet;
+//! 3. each participant applies its values and releases its locks, all at once
+//!    ([`AtomicStep::Applied`]), and the record is forgotten.
 //!
-//! A failure before step 3 aborts every prepared participant. A crash at any step is finished
+//! A failure before step 2 aborts every prepared participant. A crash at any step is finished
 //! by recovery ([`ShardedClient::resolve_atomic`], and the background resolver): a record still
 //! pending after [`atomic_abandon_age`](crate::engine::EngineConfig::atomic_abandon_age) is
-//! aborted. Participants must be shards this process serves from their files.
+//! aborted, and so is an intent that old whose record never came (a tombstone takes the
+//! record's place).
+//!
+//! Every time the protocol stores (the record's and the intents') is the time the coordinator
+//! began the commit, on its clock: the hosts' clocks must agree to well within half the
+//! abandon age (30 s by default). Participants must be shards this process serves from their
+//! files.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use futures_util::future::join_all;
 
 use super::ShardedClient;
 use crate::data::{Params, SqlResult};
-use crate::engine::{Database, DecisionState};
+use crate::engine::{Database, DecisionState, unix_ms_now};
 use crate::error::{Error, Result};
 use crate::routing::RouteContext;
 use crate::transaction::AtomicTransactionId;
@@ -35,8 +44,13 @@ use crate::transaction::AtomicTransactionId;
 pub enum AtomicStep {
     /// The first participant prepared and holds the pending decision record.
     DecisionCreated,
-    /// The first participant and this many others prepared.
+    /// This many participants besides the first prepared. As a stop of
+    /// [`AtomicTransaction::commit_until`], the first one prepared too.
     Prepared(usize),
+    /// This many participants besides the first prepared while the first one's prepare (which
+    /// creates the decision record) had not finished: intents without a record. As a stop of
+    /// [`AtomicTransaction::commit_until`], the first one never prepares.
+    PreparedBeforeRecord(usize),
     /// The decision record says `commit`.
     Decided,
     /// The decision was taken and this many participants applied their values.
@@ -46,7 +60,8 @@ pub enum AtomicStep {
 /// A test hook the coordinator calls after each step of the commit protocol of a transaction
 /// with several participants: after the first participant's prepare
 /// ([`AtomicStep::DecisionCreated`]), after each other prepare ([`AtomicStep::Prepared`], counting
-/// the others prepared so far), after the decision ([`AtomicStep::Decided`]) and after each
+/// the others prepared so far, and before it [`AtomicStep::PreparedBeforeRecord`] when the first
+/// participant's prepare had not finished then), after the decision ([`AtomicStep::Decided`]) and after each
 /// participant's commit step ([`AtomicStep::Applied`], counting). The daemon binary installs one
 /// only when `SHARDLITE_ATOMIC_STOP_AT` is set, to stop the process at a named step for crash
 /// tests; unset, nothing is called.
@@ -200,8 +215,9 @@ impl AtomicTransaction {
             [] => Ok(()),
             [only] => only.db.sessions().session_commit(&only.session).await,
             [first, others @ ..] => {
-                let hook = self.sharded.inner.options.atomic_step_hook.as_ref();
-                commit_protocol(&self.id.to_string(), first, others, stop, hook).await
+                let options = &self.sharded.inner.options;
+                let context = (options.atomic_step_hook.as_ref(), options.engine.atomic_abandon_age);
+                commit_protocol(&self.id.to_string(), first, others, stop, context).await
             }
         }
     }
@@ -241,71 +257,116 @@ impl Drop for AtomicTransaction {
     }
 }
 
+/// What the commit protocol works with: the transaction, its participants, when its commit
+/// began, and the test hook and stop.
+struct Protocol<'a> {
+    id: &'a str,
+    ids: Vec<String>,
+    first: &'a Participant,
+    others: &'a [Participant],
+    started_unix_ms: i64,
+    hook: Option<&'a AtomicStepHook>,
+}
+
+impl Protocol<'_> {
+    async fn prepare(&self, p: &Participant) -> Result<usize> {
+        p.db.sessions()
+            .session_prepare_at(&p.session, self.id, self.ids.clone(), self.started_unix_ms)
+            .await
+    }
+
+    /// Stops at `stop` if it is a step before the decision, leaving what a coordinator that died
+    /// there leaves; `true` when it stopped.
+    async fn stop_before_decision(&self, stop: Option<AtomicStep>) -> bool {
+        let (first, now) = match stop {
+            Some(AtomicStep::DecisionCreated) => (true, 0),
+            Some(AtomicStep::Prepared(k)) => (true, k),
+            Some(AtomicStep::PreparedBeforeRecord(k)) => (false, k),
+            _ => return false,
+        };
+        let (now, later) = self.others.split_at(now.min(self.others.len()));
+        let outcomes = join_all(now.iter().map(|p| self.prepare(p))).await;
+        let first = if first {
+            self.prepare(self.first).await.map(|_| ())
+        } else {
+            self.first.db.sessions().session_rollback(&self.first.session).await
+        };
+        for p in later {
+            let _ = p.db.sessions().session_rollback(&p.session).await;
+        }
+        if first.is_err() || outcomes.iter().any(Result::is_err) {
+            tracing::debug!(transaction = self.id, "a prepare failed while stopping early");
+        }
+        true
+    }
+
+    /// Prepares every participant at once; the first one's prepare also creates the pending
+    /// decision record. Returns the first failure, and whether the first participant prepared.
+    async fn prepare_all(&self) -> (Result<()>, bool) {
+        let (count, first_done) = (AtomicUsize::new(0), AtomicBool::new(false));
+        let first = async {
+            let prepared = self.prepare(self.first).await;
+            first_done.store(prepared.is_ok(), Ordering::SeqCst);
+            if prepared.is_ok() {
+                reached(self.hook, AtomicStep::DecisionCreated);
+            }
+            prepared
+        };
+        let others = join_all(self.others.iter().map(|p| async {
+            let prepared = self.prepare(p).await;
+            if prepared.is_ok() {
+                let n = count.fetch_add(1, Ordering::SeqCst) + 1;
+                if !first_done.load(Ordering::SeqCst) {
+                    reached(self.hook, AtomicStep::PreparedBeforeRecord(n));
+                }
+                reached(self.hook, AtomicStep::Prepared(n));
+            }
+            prepared
+        }));
+        let (first, others) = tokio::join!(first, others);
+        let first_ok = first.is_ok();
+        let outcome = std::iter::once(first)
+            .chain(others)
+            .find_map(Result::err)
+            .map_or(Ok(()), Err);
+        (outcome, first_ok)
+    }
+}
+
 async fn commit_protocol(
     id: &str,
     first: &Participant,
     others: &[Participant],
     stop: Option<AtomicStep>,
-    hook: Option<&AtomicStepHook>,
+    options: (Option<&AtomicStepHook>, Duration),
 ) -> Result<()> {
-    let ids: Vec<String> = std::iter::once(first)
-        .chain(others)
-        .map(|p| p.shard_id.clone())
-        .collect();
-    let rollback_others = || async {
-        for p in others {
-            let _ = p.db.sessions().session_rollback(&p.session).await;
-        }
+    let (hook, abandon_age) = options;
+    let protocol = Protocol {
+        id,
+        ids: std::iter::once(first)
+            .chain(others)
+            .map(|p| p.shard_id.clone())
+            .collect(),
+        first,
+        others,
+        started_unix_ms: unix_ms_now(),
+        hook,
     };
-    if let Err(err) = first
-        .db
-        .sessions()
-        .session_prepare(&first.session, id, ids.clone())
-        .await
-    {
-        rollback_others().await;
-        return Err(err);
-    }
-    reached(hook, AtomicStep::DecisionCreated);
-    if stop == Some(AtomicStep::DecisionCreated) {
-        rollback_others().await;
+    if protocol.stop_before_decision(stop).await {
         return Ok(());
     }
-    let prepared = match stop {
-        Some(AtomicStep::Prepared(k)) => {
-            let (now, later) = others.split_at(k.min(others.len()));
-            let results = join_all(
-                now.iter()
-                    .map(|p| p.db.sessions().session_prepare(&p.session, id, ids.clone())),
-            )
-            .await;
-            for p in later {
-                let _ = p.db.sessions().session_rollback(&p.session).await;
-            }
-            if results.iter().any(Result::is_err) {
-                tracing::debug!(transaction = id, "a prepare failed while stopping early");
-            }
-            return Ok(());
-        }
-        _ => {
-            let count = AtomicUsize::new(0);
-            join_all(others.iter().map(|p| async {
-                let prepared = p.db.sessions().session_prepare(&p.session, id, ids.clone()).await;
-                if prepared.is_ok() {
-                    reached(hook, AtomicStep::Prepared(count.fetch_add(1, Ordering::SeqCst) + 1));
-                }
-                prepared
-            }))
-            .await
-        }
-    };
-    if let Some(err) = prepared.into_iter().find_map(Result::err) {
+    let (prepared, first_prepared) = protocol.prepare_all().await;
+    if let Err(err) = prepared {
         // Nothing was decided: abort; a participant whose prepare failed prepared nothing.
-        let _ = first.db.atomic().decide(id, DecisionState::Abort).await;
+        if first_prepared {
+            let _ = first.db.atomic().decide(id, DecisionState::Abort).await;
+        }
         finish_everywhere(id, first, others, false, None).await;
         return Err(err);
     }
-    match first.db.atomic().decide(id, DecisionState::Commit).await? {
+    // Half the abandon age: recovery writes a tombstone for a record that is not there only
+    // once an intent is a whole abandon age old (see `engine::atomic`'s decision records).
+    match first.db.atomic().decide_commit(id, abandon_age / 2).await? {
         Some(DecisionState::Commit) => {}
         _ => {
             finish_everywhere(id, first, others, false, None).await;

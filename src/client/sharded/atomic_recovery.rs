@@ -3,16 +3,20 @@
 //! [`ShardedClient::atomic_recovery`]), on demand (`shardlite tx resolve`) and by a background
 //! resolver every client runs over the shard files it has open.
 //!
-//! The background resolver paces itself (a tenth of its time working, see [`PACE_WORK`]), so a
+//! The background resolver paces itself (a thirteenth of its time working, see [`PACE_WORK`]), so a
 //! backlog costs the writes the process serves little; on-demand resolves run unpaced.
 //!
 //! For each decision record a shard holds: a pending one older than the abandon age is aborted
 //! by compare-and-set (presumed abort); a decided one is finished on every participant, then
 //! forgotten. For each intent a shard holds: the decision is read on the transaction's first
-//! participant and followed; no record there means abort (a record is only forgotten once every
-//! participant finished, so an intent without one was never decided). Every step is safe to
-//! repeat and to race with a live coordinator: finishing twice is a no-op, and a decision is one
-//! compare-and-set.
+//! participant and followed. No record there means the first participant has not prepared yet
+//! (the participants prepare at once), or never will: once the intent is older than the abandon
+//! age, recovery writes an `abort` record in its place (a tombstone the first participant's late
+//! prepare fails on) and follows that. A record is only forgotten once every participant
+//! finished, and a coordinator never commits a record half the abandon age old, so an intent
+//! that old without a record was never committed. Every step is safe to repeat and to race with
+//! a live coordinator: finishing twice is a no-op, and a decision is one compare-and-set or one
+//! insert that an existing record wins.
 
 use std::sync::Weak;
 use std::time::{Duration, Instant};
@@ -138,71 +142,135 @@ impl<'a> AtomicRecovery<'a> {
     /// that has no atomic tables.
     pub(super) async fn resolve_shards(self, open_only: bool) -> Result<AtomicResolution> {
         let generation = self.sharded.inner.fresh().await;
-        let mut resolution = AtomicResolution::default();
-        let mut pace = Pace::new(open_only);
-        for (_, db) in local_shards(&generation, open_only) {
+        let abandon_ms = i64::try_from(self.abandon_age().as_millis()).unwrap_or(i64::MAX);
+        let mut round = Round {
+            generation: &generation,
+            abandon_ms,
+            resolution: AtomicResolution::default(),
+            pace: Pace::new(open_only),
+            forget: Vec::new(),
+        };
+        for (shard_id, db) in local_shards(&generation, open_only) {
             for d in db.atomic().decisions().await? {
-                pace.tick().await;
-                let state = match d.state {
-                    DecisionState::Pending if age_of(d.created_unix_ms) >= millis(self.abandon_age()) => db
-                        .atomic()
-                        .decide(&d.transaction_id, DecisionState::Abort)
-                        .await?
-                        .unwrap_or(DecisionState::Abort),
-                    other => other,
-                };
-                if state == DecisionState::Pending {
-                    resolution.waiting += 1;
+                round.pace.tick().await;
+                let young = d.state == DecisionState::Pending && !round.abandoned(d.created_unix_ms);
+                if young {
+                    round.resolution.waiting += 1;
                     continue;
                 }
-                let mut all = true;
-                for participant in &d.participants {
-                    match generation.local_of(participant) {
-                        Some(local) => finish(local.database(), &d.transaction_id, state, &mut resolution).await?,
-                        None => all = false,
-                    }
-                }
-                if all {
-                    db.atomic().forget_decision(&d.transaction_id).await?;
-                } else {
-                    resolution.waiting += 1;
-                }
+                round
+                    .settle(&shard_id, &db, &d.transaction_id, &d.participants, None)
+                    .await?;
             }
             for intent in db.atomic().intents().await? {
-                pace.tick().await;
-                let Some(holder) = intent.participants.first().and_then(|h| generation.local_of(h)) else {
-                    resolution.waiting += 1;
+                round.pace.tick().await;
+                let Some(holder_id) = intent.participants.first() else {
                     continue;
                 };
-                let holder = holder.database();
-                let state = match holder.atomic().decision(&intent.transaction_id).await? {
-                    None => DecisionState::Abort,
-                    Some(d) if d.state == DecisionState::Pending => {
-                        if age_of(d.created_unix_ms) < millis(self.abandon_age()) {
-                            resolution.waiting += 1;
-                            continue;
-                        }
-                        holder
-                            .atomic()
-                            .decide(&intent.transaction_id, DecisionState::Abort)
-                            .await?
-                            .unwrap_or(DecisionState::Abort)
-                    }
-                    Some(d) => d.state,
+                let Some(holder) = generation.local_of(holder_id) else {
+                    round.resolution.waiting += 1;
+                    continue;
                 };
-                finish(&db, &intent.transaction_id, state, &mut resolution).await?;
+                let holder = holder.database().clone();
+                let (id, at) = (&intent.transaction_id, intent.prepared_unix_ms);
+                let record = holder.atomic().decision(id).await?;
+                // No record yet: the first participant may not have prepared (prepares run at
+                // once); one pending: the coordinator may still decide. Both wait for the age.
+                let waits = match &record {
+                    None => !round.abandoned(at),
+                    Some(d) => d.state == DecisionState::Pending && !round.abandoned(d.created_unix_ms),
+                };
+                if waits {
+                    round.resolution.waiting += 1;
+                    continue;
+                }
+                round
+                    .settle(holder_id, &holder, id, &intent.participants, Some(at))
+                    .await?;
             }
+            round.flush_forgets().await?;
         }
-        Ok(resolution)
+        Ok(round.resolution)
     }
 }
 
-/// How long the background resolver works before it rests, and how long it rests: a tenth of
-/// its time, so that a backlog (a thousand transactions a crashed coordinator left behind)
-/// is worked off without denting the throughput of the writes the process serves. On-demand
-/// resolves (`shardlite tx resolve`, a shard opening) run unpaced.
-const PACE_WORK: Duration = Duration::from_millis(4);
-const PACE_REST: Duration = Duration::from_millis(36);
+/// One resolve over the shards: what it did, its pacing, and the decided records to forget.
+struct Round<'g> {
+    generation: &'g Generation,
+    abandon_ms: i64,
+    resolution: AtomicResolution,
+    pace: Pace,
+    /// Records every participant has finished: `(holder shard, holder, transaction)`.
+    forget: Vec<(String, Database, String)>,
+}
+
+impl Round<'_> {
+    fn abandoned(&self, unix_ms: i64) -> bool {
+        unix_ms_now().saturating_sub(unix_ms) >= self.abandon_ms
+    }
+
+    /// Decides (presumed abort, or a tombstone dated `tombstone` when there is no record) and
+    /// finishes the transaction `id` on its first participant `holder` in one local commit,
+    /// then on the other participants served here; the record is forgotten when all are.
+    async fn settle(
+        &mut self,
+        holder_id: &str,
+        holder: &Database,
+        id: &str,
+        participants: &[String],
+        tombstone: Option<i64>,
+    ) -> Result<()> {
+        let cutoff = unix_ms_now().saturating_sub(self.abandon_ms);
+        let (state, finished) = holder
+            .atomic()
+            .settle(id, participants.to_vec(), cutoff, tombstone)
+            .await?;
+        count(finished, &mut self.resolution);
+        let Some(state @ (DecisionState::Commit | DecisionState::Abort)) = state else {
+            self.resolution.waiting += 1;
+            return Ok(());
+        };
+        let mut all = true;
+        for participant in participants.iter().filter(|p| p.as_str() != holder_id) {
+            match self.generation.local_of(participant) {
+                Some(local) => finish(local.database(), id, state, &mut self.resolution).await?,
+                None => all = false,
+            }
+        }
+        if all {
+            self.forget.push((holder_id.to_owned(), holder.clone(), id.to_owned()));
+        } else {
+            self.resolution.waiting += 1;
+        }
+        Ok(())
+    }
+
+    /// Forgets the finished records, a bounded batch per local commit on each holder.
+    async fn flush_forgets(&mut self) -> Result<()> {
+        let mut forget = std::mem::take(&mut self.forget);
+        forget.sort_by(|a, b| a.0.cmp(&b.0));
+        for batch in forget.chunk_by(|a, b| a.0 == b.0) {
+            for chunk in batch.chunks(FORGET_BATCH) {
+                self.pace.tick().await;
+                let ids = chunk.iter().map(|(_, _, id)| id.clone()).collect();
+                chunk[0].1.atomic().forget_decisions(ids).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How many finished decision records one local commit forgets.
+const FORGET_BATCH: usize = 64;
+
+/// How long the background resolver works before it rests, and how much longer than it worked
+/// it then rests: a thirteenth of its time working, so that a backlog (a thousand transactions
+/// a crashed coordinator left behind) is worked off without denting the throughput of the writes
+/// the process serves. The rest is measured against the work actually done, so a step that ran
+/// long (a write waiting behind the load's) is paid for with a longer rest. On-demand resolves
+/// (`shardlite tx resolve`, a shard opening) run unpaced.
+const PACE_WORK: Duration = Duration::from_millis(3);
+const PACE_REST_FACTOR: u32 = 12;
 
 /// The background resolver's pacing (see [`PACE_WORK`]); does nothing when not `paced`.
 struct Pace {
@@ -218,17 +286,15 @@ impl Pace {
         }
     }
 
-    /// Rests when the resolver has worked [`PACE_WORK`] since it last rested.
+    /// Rests when the resolver has worked [`PACE_WORK`] since it last rested, for
+    /// [`PACE_REST_FACTOR`] times as long as it worked.
     async fn tick(&mut self) {
-        if self.paced && self.since.elapsed() >= PACE_WORK {
-            tokio::time::sleep(PACE_REST).await;
+        let worked = self.since.elapsed();
+        if self.paced && worked >= PACE_WORK {
+            tokio::time::sleep(worked * PACE_REST_FACTOR).await;
             self.since = Instant::now();
         }
     }
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 async fn finish(db: &Database, id: &str, state: DecisionState, resolution: &mut AtomicResolution) -> Result<()> {
@@ -237,12 +303,16 @@ async fn finish(db: &Database, id: &str, state: DecisionState, resolution: &mut 
     } else {
         db.atomic().abort_prepared(id).await?
     };
+    count(finished, resolution);
+    Ok(())
+}
+
+fn count(finished: Finished, resolution: &mut AtomicResolution) {
     match finished {
         Finished::Applied => resolution.committed += 1,
         Finished::Dropped => resolution.aborted += 1,
         Finished::NotPrepared => {}
     }
-    Ok(())
 }
 
 /// The shards of `generation` served from files here (only those open now, if `open_only`).

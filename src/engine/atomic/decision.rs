@@ -1,7 +1,15 @@
-//! Decision records, kept on an atomic transaction's first participant: created `pending`
-//! before any participant prepares, then moved by one compare-and-set to `commit` (the commit
-//! point) or `abort`. A pending record older than the abandon age is aborted by whoever looks
+//! Decision records, kept on an atomic transaction's first participant: created `pending` by
+//! that participant's prepare, then moved by one compare-and-set to `commit` (the commit point)
+//! or `abort`. A pending record older than the abandon age is aborted by whoever looks
 //! (presumed abort); a record is forgotten once every participant has finished.
+//!
+//! The participants prepare concurrently, so another participant's intent may exist before the
+//! record does. Recovery that finds such an intent without a record waits until the intent is
+//! older than the abandon age, then writes an `abort` record in the record's place (a
+//! tombstone, [`abort_unknown`]): the first participant's late prepare then fails on it, and the
+//! compare-and-set to `commit` ([`decide_commit`]) refuses a record older than half the abandon
+//! age, so a late prepare after the tombstone was forgotten cannot commit either. Ages count
+//! from the time the coordinator began the commit, which the record and every intent carry.
 
 use rusqlite::{Connection, OptionalExtension};
 
@@ -26,8 +34,9 @@ fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Decision> {
     })
 }
 
-/// Creates the pending record of `id`, inside the caller's write transaction.
-pub(super) fn create(conn: &Connection, id: &str, participants: &[String]) -> Result<()> {
+/// Creates the pending record of `id` for a commit begun at `created_unix_ms`, inside the
+/// caller's write transaction.
+pub(super) fn create(conn: &Connection, id: &str, participants: &[String], created_unix_ms: i64) -> Result<()> {
     guard::trusted(|| guard::internal_writes(|| conn.execute_batch(SCHEMA))).map_err(sql_error)?;
     let participants = serde_json::to_string(participants).unwrap_or_default();
     guard::internal_writes(|| {
@@ -36,7 +45,7 @@ pub(super) fn create(conn: &Connection, id: &str, participants: &[String]) -> Re
                 "INSERT INTO {ATOMIC_DECISIONS_TABLE} (transaction_id, state, participants, created_unix_ms) \
                  VALUES (?1, 'pending', ?2, ?3)"
             ),
-            rusqlite::params![id, participants, unix_ms_now()],
+            rusqlite::params![id, participants, created_unix_ms],
         )
     })
     .map_err(|err| match sql_error(err) {
@@ -66,6 +75,52 @@ pub(super) fn decide(conn: &Connection, id: &str, want: DecisionState) -> Result
     })
     .map_err(sql_error)?;
     Ok(get(conn, id)?.map(|d| d.state))
+}
+
+/// Moves a pending record to `commit` when it was created less than `max_age_ms` ago, and to
+/// `abort` otherwise (a coordinator that took this long may have lost to a tombstone recovery
+/// wrote and forgot); returns the state the record holds afterwards, or `None` without one.
+pub(super) fn decide_commit(conn: &Connection, id: &str, max_age_ms: i64) -> Result<Option<DecisionState>> {
+    if !has_tables(conn)? {
+        return Ok(None);
+    }
+    let now = unix_ms_now();
+    guard::internal_writes(|| {
+        conn.execute(
+            &format!(
+                "UPDATE {ATOMIC_DECISIONS_TABLE} \
+                 SET state = CASE WHEN created_unix_ms > ?2 THEN 'commit' ELSE 'abort' END, decided_unix_ms = ?3 \
+                 WHERE transaction_id = ?1 AND state = 'pending'"
+            ),
+            rusqlite::params![id, now.saturating_sub(max_age_ms), now],
+        )
+    })
+    .map_err(sql_error)?;
+    Ok(get(conn, id)?.map(|d| d.state))
+}
+
+/// Makes sure `id` has a record, writing an `abort` one (a tombstone, dated `created_unix_ms`)
+/// when it has none; returns the state the record holds afterwards.
+pub(super) fn abort_unknown(
+    conn: &Connection,
+    id: &str,
+    participants: &[String],
+    created_unix_ms: i64,
+) -> Result<DecisionState> {
+    guard::trusted(|| guard::internal_writes(|| conn.execute_batch(SCHEMA))).map_err(sql_error)?;
+    let participants = serde_json::to_string(participants).unwrap_or_default();
+    guard::internal_writes(|| {
+        conn.execute(
+            &format!(
+                "INSERT OR IGNORE INTO {ATOMIC_DECISIONS_TABLE} \
+                 (transaction_id, state, participants, created_unix_ms, decided_unix_ms) \
+                 VALUES (?1, 'abort', ?2, ?3, ?4)"
+            ),
+            rusqlite::params![id, participants, created_unix_ms, unix_ms_now()],
+        )
+    })
+    .map_err(sql_error)?;
+    Ok(get(conn, id)?.map_or(DecisionState::Abort, |d| d.state))
 }
 
 /// Aborts every pending record created at or before `cutoff_unix_ms`; returns their ids.

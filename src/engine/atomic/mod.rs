@@ -9,7 +9,9 @@
 //! committed values. *Commit* and *abort* apply or drop the stored values and release the locks
 //! in one local commit; both are safe to repeat ([`Finished::NotPrepared`] the second time).
 //! The transaction's decision record lives on its first participant (`decision`): `pending`
-//! from before the first prepare, then `commit` or `abort` by one compare-and-set.
+//! from that participant's prepare (the participants prepare at once), then `commit` or `abort`
+//! by one compare-and-set; recovery writes an `abort` record (a tombstone) for an intent older
+//! than the abandon age whose record never came.
 //!
 //! Everything written is ordinary SQLite that 3.31 parses: internal tables, `WITHOUT ROWID`
 //! keys, triggers raising string literals. Intents travel with the file (backups, copies).
@@ -24,7 +26,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub(crate) use participant::Recorder;
+pub(crate) use participant::{Intent, Recorder};
 
 use super::database::Database;
 use crate::error::Result;
@@ -192,7 +194,7 @@ impl<'db> Atomic<'db> {
             .atomic_state
             .store(true, std::sync::atomic::Ordering::Release);
         self.db
-            .write_atomic(move |conn| decision::create(conn, &id, &participants))
+            .write_atomic(move |conn| decision::create(conn, &id, &participants, super::unix_ms_now()))
             .await
     }
 
@@ -204,6 +206,96 @@ impl<'db> Atomic<'db> {
         let _pass = crate::engine::cut::pass().await;
         self.db
             .write_atomic(move |conn| decision::decide(conn, &id, want))
+            .await
+    }
+
+    /// The commit point: moves the pending record of `id` to `commit` by one compare-and-set,
+    /// unless the record is `max_age` old or older, which moves it to `abort` instead (see
+    /// `decision`: the coordinator decides within half the abandon age). Returns the state that
+    /// holds afterwards (an earlier decision wins), or `None` when there is no record.
+    pub async fn decide_commit(self, id: &str, max_age: Duration) -> Result<Option<DecisionState>> {
+        let id = id.to_owned();
+        let max_age_ms = i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX);
+        let _pass = crate::engine::cut::pass().await;
+        self.db
+            .write_atomic(move |conn| decision::decide_commit(conn, &id, max_age_ms))
+            .await
+    }
+
+    /// Makes sure the transaction `id` has a decision record here, writing an `abort` one dated
+    /// `created_unix_ms` when it has none (recovery, for an intent elsewhere older than the
+    /// abandon age whose record never came); returns the state the record holds.
+    pub async fn abort_unknown(
+        self,
+        id: &str,
+        participants: Vec<String>,
+        created_unix_ms: i64,
+    ) -> Result<DecisionState> {
+        let id = id.to_owned();
+        self.db
+            .shared
+            .atomic_state
+            .store(true, std::sync::atomic::Ordering::Release);
+        let _pass = crate::engine::cut::pass().await;
+        self.db
+            .write_atomic(move |conn| decision::abort_unknown(conn, &id, &participants, created_unix_ms))
+            .await
+    }
+
+    /// Recovery on the first participant, in one local commit: reads the decision of `id` and
+    /// moves a pending record created at or before `abandon_cutoff_unix_ms` to `abort`; with
+    /// no record, writes an `abort` one dated `tombstone_unix_ms` if that is given (see
+    /// [`abort_unknown`](Self::abort_unknown)); then, once decided, applies or drops this
+    /// participant's own intent. Returns the decision (`None` without a record) and what
+    /// finishing did here.
+    pub async fn settle(
+        self,
+        id: &str,
+        participants: Vec<String>,
+        abandon_cutoff_unix_ms: i64,
+        tombstone_unix_ms: Option<i64>,
+    ) -> Result<(Option<DecisionState>, Finished)> {
+        let id = id.to_owned();
+        if tombstone_unix_ms.is_some() {
+            self.db
+                .shared
+                .atomic_state
+                .store(true, std::sync::atomic::Ordering::Release);
+        }
+        let _pass = crate::engine::cut::pass().await;
+        self.db
+            .write_atomic(move |conn| {
+                let state = match decision::get(conn, &id)? {
+                    None => match tombstone_unix_ms {
+                        Some(at) => Some(decision::abort_unknown(conn, &id, &participants, at)?),
+                        None => None,
+                    },
+                    Some(d) if d.state == DecisionState::Pending && d.created_unix_ms <= abandon_cutoff_unix_ms => {
+                        decision::decide(conn, &id, DecisionState::Abort)?
+                    }
+                    Some(d) => Some(d.state),
+                };
+                let finished = match state {
+                    Some(DecisionState::Commit) => participant::finish(conn, &id, true)?,
+                    Some(DecisionState::Abort) => participant::finish(conn, &id, false)?,
+                    _ => Finished::NotPrepared,
+                };
+                Ok((state, finished))
+            })
+            .await
+    }
+
+    /// Removes the decided records of `ids` (pending ones stay) in one local commit; how many
+    /// were removed.
+    pub async fn forget_decisions(self, ids: Vec<String>) -> Result<usize> {
+        self.db
+            .write_atomic(move |conn| {
+                let mut removed = 0;
+                for id in &ids {
+                    removed += usize::from(decision::forget(conn, id)?);
+                }
+                Ok(removed)
+            })
             .await
     }
 

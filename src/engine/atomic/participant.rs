@@ -20,7 +20,6 @@ use super::{decision, locks};
 use crate::data::Value;
 use crate::engine::guard;
 use crate::engine::sqlite_error::sql_error;
-use crate::engine::unix_ms_now;
 use crate::error::{Error, Result};
 use crate::sql::{
     ATOMIC_INTENTS_TABLE, ATOMIC_LOCKS_TABLE, ATOMIC_ROWS_TABLE, ATOMIC_VALUES_TABLE, INTERNAL_PREFIX, quote_ident,
@@ -34,6 +33,20 @@ struct Touched {
     rows: Vec<(String, i64)>,
     seen: HashSet<(String, i64)>,
     reported: u64,
+}
+
+/// What a participant prepares: the transaction, its participants (the first holds the
+/// decision), whether that is this file, and when its commit began (the coordinator's clock),
+/// the time the intent and the decision record carry.
+pub(crate) struct Intent<'a> {
+    /// The atomic transaction's id.
+    pub(crate) id: &'a str,
+    /// Its participant shards.
+    pub(crate) participants: &'a [String],
+    /// Whether this file is the first participant, which holds the decision record.
+    pub(crate) holds_decision: bool,
+    /// When the coordinator began the commit (Unix milliseconds).
+    pub(crate) started_unix_ms: i64,
 }
 
 /// The rows an atomic session wrote, as SQLite reports them.
@@ -94,30 +107,22 @@ impl Recorder {
         Ok(())
     }
 
-    /// Prepares the transaction `id` on `conn` in one local commit: stores the new values of
-    /// every row the session wrote and locks those rows, with the session's own writes rolled
-    /// back. Returns how many rows it locked. The connection's transaction has ended either way.
-    pub(crate) fn prepare(
-        self,
-        conn: &Connection,
-        id: &str,
-        participants: &[String],
-        holds_decision: bool,
-    ) -> Result<usize> {
-        let outcome = self
-            .prepare_in(conn, id, participants, holds_decision)
-            .and_then(|rows| {
-                guard::trusted(|| conn.execute_batch("COMMIT"))
-                    .map_err(sql_error)
-                    .map(|()| rows)
-            });
+    /// Prepares `intent` on `conn` in one local commit: stores the new values of every row the
+    /// session wrote and locks those rows, with the session's own writes rolled back. Returns how
+    /// many rows it locked. The connection's transaction has ended either way.
+    pub(crate) fn prepare(self, conn: &Connection, intent: &Intent<'_>) -> Result<usize> {
+        let outcome = self.prepare_in(conn, intent).and_then(|rows| {
+            guard::trusted(|| conn.execute_batch("COMMIT"))
+                .map_err(sql_error)
+                .map(|()| rows)
+        });
         if outcome.is_err() && !conn.is_autocommit() {
             let _ = guard::trusted(|| conn.execute_batch("ROLLBACK"));
         }
         outcome
     }
 
-    fn prepare_in(self, conn: &Connection, id: &str, participants: &[String], holds_decision: bool) -> Result<usize> {
+    fn prepare_in(self, conn: &Connection, intent: &Intent<'_>) -> Result<usize> {
         conn.update_hook(None::<fn(rusqlite::hooks::Action, &str, &str, i64)>)
             .map_err(sql_error)?;
         if self.unsupported {
@@ -147,9 +152,9 @@ impl Recorder {
             ))
         })
         .map_err(sql_error)?;
-        guard::trusted(|| guard::internal_writes(|| write_intent(conn, id, participants, &columns, &images)))?;
-        if holds_decision {
-            guard::trusted(|| decision::create(conn, id, participants))?;
+        guard::trusted(|| guard::internal_writes(|| write_intent(conn, intent, &columns, &images)))?;
+        if intent.holds_decision {
+            guard::trusted(|| decision::create(conn, intent.id, intent.participants, intent.started_unix_ms))?;
         }
         Ok(images.len())
     }
@@ -165,21 +170,21 @@ type Image = (String, i64, Vec<String>, Option<Vec<Value>>);
 
 fn write_intent(
     conn: &Connection,
-    id: &str,
-    participants: &[String],
+    intent: &Intent<'_>,
     columns: &[(String, Vec<String>)],
     images: &[Image],
 ) -> Result<()> {
+    let id = intent.id;
     conn.execute_batch(SCHEMA).map_err(sql_error)?;
     for (table, _) in columns {
         locks::ensure_triggers(conn, table)?;
     }
-    let participants_json = serde_json::to_string(participants).unwrap_or_default();
+    let participants_json = serde_json::to_string(intent.participants).unwrap_or_default();
     conn.execute(
         &format!(
             "INSERT INTO {ATOMIC_INTENTS_TABLE} (transaction_id, participants, prepared_unix_ms) VALUES (?1, ?2, ?3)"
         ),
-        rusqlite::params![id, participants_json, unix_ms_now()],
+        rusqlite::params![id, participants_json, intent.started_unix_ms],
     )
     .map_err(sql_error)?;
     let mut insert_row = conn

@@ -206,3 +206,68 @@ async fn the_decision_is_one_compare_and_set() {
     assert!(atomic.forget_decision("d1").await.unwrap());
     assert_eq!(atomic.decisions().await.unwrap().len(), 1);
 }
+
+/// Runs `statements` in an atomic session and prepares it as `id` on the first participant
+/// `p` (which creates the decision record), for a commit begun at `started_unix_ms`.
+async fn prepare_first(db: &Database, id: &str, statements: &[&str], started_unix_ms: i64) -> crate::Result<usize> {
+    let session = db.sessions().begin_atomic().await?;
+    for sql in statements {
+        db.sessions().session_execute(&session.id, sql, Params::none()).await?;
+    }
+    db.sessions()
+        .session_prepare_at(&session.id, id, vec!["p".into(), "q".into()], started_unix_ms)
+        .await
+}
+
+#[tokio::test]
+async fn a_tombstone_makes_the_first_participants_late_prepare_fail() {
+    let (_dir, db) = open().await;
+    let atomic = db.atomic();
+    let now = crate::engine::unix_ms_now();
+    let participants = vec!["p".to_owned(), "q".to_owned()];
+    assert_eq!(
+        atomic.abort_unknown("t1", participants.clone(), now).await.unwrap(),
+        DecisionState::Abort
+    );
+    let before = balances(&db).await;
+    let late = prepare_first(&db, "t1", &["UPDATE accounts SET balance = 0 WHERE id = 1"], now).await;
+    assert!(matches!(late, Err(Error::AtomicDecided { .. })), "{late:?}");
+    assert!(
+        atomic.intents().await.unwrap().is_empty(),
+        "the late prepare left nothing"
+    );
+    assert_eq!(balances(&db).await, before);
+
+    // A record that exists wins over a tombstone.
+    prepare_first(&db, "t2", &["UPDATE accounts SET balance = 1 WHERE id = 2"], now)
+        .await
+        .unwrap();
+    assert_eq!(
+        atomic.abort_unknown("t2", participants, now).await.unwrap(),
+        DecisionState::Pending
+    );
+    assert_eq!(
+        atomic.decide_commit("t2", Duration::from_secs(60)).await.unwrap(),
+        Some(DecisionState::Commit)
+    );
+}
+
+#[tokio::test]
+async fn the_commit_point_refuses_a_commit_begun_half_an_abandon_age_ago() {
+    let (_dir, db) = open().await;
+    let atomic = db.atomic();
+    // The coordinator began this commit 20 s ago: its record came late (after a tombstone could
+    // have been written and forgotten), so the compare-and-set aborts rather than commits.
+    let started = crate::engine::unix_ms_now() - 20_000;
+    prepare_first(&db, "t3", &["UPDATE accounts SET balance = 0 WHERE id = 1"], started)
+        .await
+        .unwrap();
+    let record = atomic.decision("t3").await.unwrap().unwrap();
+    assert_eq!(record.created_unix_ms, started, "the record carries the commit's start");
+    assert_eq!(atomic.intents().await.unwrap()[0].prepared_unix_ms, started);
+    assert_eq!(
+        atomic.decide_commit("t3", Duration::from_secs(15)).await.unwrap(),
+        Some(DecisionState::Abort)
+    );
+    assert_eq!(atomic.decide_commit("t4", Duration::from_secs(15)).await.unwrap(), None);
+}
