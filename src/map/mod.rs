@@ -416,6 +416,53 @@ impl ShardMap {
         self.pin_changes.count(&self.options)
     }
 
+    /// The directory entries, in the order of the options (a change of pins keeps them).
+    pub(crate) fn directory_entries(&self) -> &[DirectoryEntry] {
+        &self.options.directory_entries
+    }
+
+    /// The map's header as options without shards, ranges, pins or entries: keyspace (as
+    /// written), version, bucket count and directories.
+    pub(crate) fn header_options(&self) -> ShardingOptions {
+        let mut header = ShardingOptions {
+            keyspace: self.options.keyspace.clone(),
+            map_version: self.options.map_version,
+            virtual_bucket_count: self.options.virtual_bucket_count,
+            shards: Vec::new(),
+            bucket_ranges: Vec::new(),
+            exact_key_pins: std::collections::BTreeMap::new(),
+            directories: self.options.directories.clone(),
+            directory_entries: Vec::new(),
+        };
+        self.pin_changes.header_into(&mut header);
+        header
+    }
+
+    /// The pin keys whose owner may differ between this map and `other`, when both were
+    /// built from the same options and differ only by the pins they followed; `None` when
+    /// they do not share their routing state (compare them whole).
+    pub(crate) fn changed_pins_since<'a>(&'a self, other: &'a ShardMap) -> Option<std::collections::BTreeSet<&'a str>> {
+        if !Arc::ptr_eq(&self.options, &other.options) {
+            return None;
+        }
+        Some(self.pin_changes.keys().chain(other.pin_changes.keys()).collect())
+    }
+
+    /// Whether this map and `other` have the same shards (cheaply when they share them).
+    pub(crate) fn same_shards(&self, other: &ShardMap) -> bool {
+        self.shares_shards(other) || self.shards == other.shards
+    }
+
+    /// Whether this map and `other` share their shards (one followed the other).
+    pub(crate) fn shares_shards(&self, other: &ShardMap) -> bool {
+        Arc::ptr_eq(&self.shards, &other.shards)
+    }
+
+    /// Whether this map and `other` share their bucket owners (one followed the other).
+    pub(crate) fn shares_bucket_owners(&self, other: &ShardMap) -> bool {
+        Arc::ptr_eq(&self.owners, &other.owners)
+    }
+
     fn build_ranges(&self) -> Vec<BucketRange> {
         let mut ranges: Vec<BucketRange> = Vec::new();
         for (bucket, owner) in self.owners.iter().enumerate() {

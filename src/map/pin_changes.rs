@@ -54,13 +54,23 @@ impl PinChanges {
         self.pins.insert(key.to_owned(), owner);
     }
 
-    /// The options of the map: `base` with the header and the pins changed.
-    pub(super) fn merged(&self, base: &ShardingOptions) -> ShardingOptions {
-        let mut options = base.clone();
+    /// The changed pins' keys.
+    pub(super) fn keys(&self) -> impl Iterator<Item = &str> {
+        self.pins.keys().map(String::as_str)
+    }
+
+    /// Writes the changed header, if any, into `options`.
+    pub(super) fn header_into(&self, options: &mut ShardingOptions) {
         if let Some((keyspace, map_version)) = &self.header {
             options.keyspace.clone_from(keyspace);
             options.map_version = *map_version;
         }
+    }
+
+    /// The options of the map: `base` with the header and the pins changed.
+    pub(super) fn merged(&self, base: &ShardingOptions) -> ShardingOptions {
+        let mut options = base.clone();
+        self.header_into(&mut options);
         for (key, owner) in &self.pins {
             match owner {
                 Some((shard, _)) => {

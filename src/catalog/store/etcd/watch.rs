@@ -330,6 +330,7 @@ mod tests {
             pending: Some(map(2, &[("t1", "s0"), ("t2", "s1")])),
             revision: 10,
             generation: "g".into(),
+            epoch: String::new(),
         };
         let mut followed = Followed::new(b"/p/map/version".to_vec(), b"/p/records/g/".to_vec(), &state, 10);
         // Version 2 becomes active: the records read with the pending map.
