@@ -26,7 +26,9 @@ pub(crate) struct Maps {
 impl Maps {
     /// The newest version: the pending map's, else the active map's.
     pub fn newest_version(&self) -> u64 {
-        self.pending.as_ref().map_or(self.active.version(), |(version, _)| *version)
+        self.pending
+            .as_ref()
+            .map_or(self.active.version(), |(version, _)| *version)
     }
 
     /// The newest map, when it validates.
@@ -49,9 +51,9 @@ impl Maps {
     }
 }
 
-/// A handle's maps as last read.
+/// A handle's maps as last read, and how many times it read them whole.
 #[derive(Debug, Default)]
-pub(crate) struct MapsCache(tokio::sync::Mutex<Option<Maps>>);
+pub(crate) struct MapsCache(tokio::sync::Mutex<Option<Maps>>, std::sync::atomic::AtomicU64);
 
 impl Catalog {
     /// The active and pending maps, read at most as far as they changed since this handle
@@ -83,8 +85,7 @@ impl Catalog {
             return Ok(None);
         };
         let from = held.newest_version();
-        if versions.epoch != held.versions.epoch || versions.generation != held.versions.generation || newest < from
-        {
+        if versions.epoch != held.versions.epoch || versions.generation != held.versions.generation || newest < from {
             return Ok(None);
         }
         let newest_map = if newest == from {
@@ -93,7 +94,7 @@ impl Catalog {
             let Some(base) = held.newest() else {
                 return Ok(None);
             };
-            let Some(changes) = self.store().changes_between(from, newest).await? else {
+            let Some(changes) = self.store().changes_since(&held.versions, &versions).await? else {
                 return Ok(None);
             };
             match base.with_changes(&changes) {
@@ -125,8 +126,16 @@ impl Catalog {
         }))
     }
 
+    /// How many times this handle (and its clones) read the maps whole for a catalog update
+    /// or activation, rather than following the records written since it last read them.
+    #[doc(hidden)]
+    pub fn maps_read_whole(&self) -> u64 {
+        self.maps.1.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The maps read whole.
     async fn read_maps(&self) -> Result<Maps> {
+        self.maps.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let state = self.stored().await?;
         let versions = state.versions();
         let active = state.active.ok_or(Error::NoMap)?;

@@ -12,8 +12,8 @@ use std::collections::HashMap;
 
 use super::directory::DirectoryEntry;
 use super::options::{BucketRange, ShardDefinition, ShardingOptions};
-use super::records::{Header, Placed, RecordChange, RecordKind, directory_entry_key, parse, range_key, shard_key};
 use super::pin_changes::MAX_PIN_CHANGES;
+use super::records::{Header, Placed, RecordChange, RecordKind, directory_entry_key, parse, range_key, shard_key};
 use super::{MapError, ShardMap, ShardRole};
 use crate::error::Result;
 

@@ -23,10 +23,10 @@
 
 pub(crate) mod delta;
 mod directory;
-mod pin_changes;
 mod files;
 mod options;
 mod patch;
+mod pin_changes;
 pub mod records;
 mod snapshot;
 mod validate;
@@ -320,7 +320,8 @@ impl ShardMap {
         if self.pin_changes.is_empty() {
             return &self.options;
         }
-        self.merged.get_or_init(|| Arc::new(self.pin_changes.merged(&self.options)))
+        self.merged
+            .get_or_init(|| Arc::new(self.pin_changes.merged(&self.options)))
     }
 
     /// The owner (index into [`shards`](Self::shards)) of a bucket.

@@ -204,7 +204,11 @@ impl ShardMap {
             map_version: self.version(),
             virtual_bucket_count: self.bucket_count(),
             shards,
-            bucket_ranges: if ranges.len() > limit { Vec::new() } else { ranges.to_vec() },
+            bucket_ranges: if ranges.len() > limit {
+                Vec::new()
+            } else {
+                ranges.to_vec()
+            },
             exact_key_pins,
             directories: self
                 .options()

@@ -171,11 +171,7 @@ impl FileStore {
     }
 
     /// Reads the version row and the record rows; `None` without a version row.
-    pub(super) async fn read_versions(
-        &self,
-        sql: &str,
-        params: Params,
-    ) -> Result<Option<ReadVersions>> {
+    pub(super) async fn read_versions(&self, sql: &str, params: Params) -> Result<Option<ReadVersions>> {
         let result = self.db.execute_read_only(sql, params).await?;
         let mut rows = result.rows.into_iter();
         let Some(first) = rows.next() else {

@@ -195,6 +195,16 @@ pub(crate) trait CatalogStore: std::fmt::Debug + Send + Sync {
         Ok(None)
     }
 
+    /// What turns the newest map of `held` into the newest map of `now` (the same catalog read
+    /// later): for each record written since, its newest value. `None` when the store cannot
+    /// say; the caller then reads the maps whole.
+    async fn changes_since(&self, held: &StoredVersions, now: &StoredVersions) -> Result<Option<Vec<RecordChange>>> {
+        match (held.newest(), now.newest()) {
+            (Some(from), Some(to)) => self.changes_between(from, to).await,
+            _ => Ok(None),
+        }
+    }
+
     /// Catalog history, newest first.
     async fn history(&self) -> Result<Vec<CatalogHistoryEntry>>;
 

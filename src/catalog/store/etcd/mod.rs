@@ -259,6 +259,15 @@ impl CatalogStore for EtcdStore {
         Ok(self.version_record().await?.map(|(record, _)| record.active_version))
     }
 
+    async fn changes_since(&self, held: &StoredVersions, now: &StoredVersions) -> Result<Option<Vec<RecordChange>>> {
+        match (held.newest(), now.newest()) {
+            (Some(from), Some(to)) if held.generation == now.generation => Ok(self
+                .replay(&now.generation, (held.revision, now.revision), (from, to))
+                .await),
+            _ => Ok(None),
+        }
+    }
+
     async fn seed(&self, map: &NewMap, history: &HistoryRow) -> Result<()> {
         self.ensure_schema().await?;
         let commit = Commit {
