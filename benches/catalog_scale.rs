@@ -11,7 +11,8 @@
 //!
 //! `cargo bench --all-features --bench catalog_scale` (`SHARDLITE_SCALE_SHARDS=10000` and
 //! `SHARDLITE_SCALE_PINS=100000` for a smaller run, `SHARDLITE_SCALE_CHANGES` for the growth
-//! run's length). Needs an `etcd` binary on the PATH for the etcd rows.
+//! run's length; `SHARDLITE_SCALE_NO_ROUTER=1` leaves out the resolve and the `serve` rows).
+//! Needs an `etcd` binary on the PATH for the etcd rows.
 
 #[path = "../tests/support/mod.rs"]
 pub mod support;
@@ -42,40 +43,42 @@ fn ms(duration: Duration) -> f64 {
 fn spread(mut values: Vec<f64>) -> String {
     values.sort_by(f64::total_cmp);
     let median = values[values.len() / 2];
-    format!(
-        "{median:.1} ms ({:.1} to {:.1})",
-        values[0],
-        values[values.len() - 1]
-    )
+    format!("{median:.1} ms ({:.1} to {:.1})", values[0], values[values.len() - 1])
 }
 
 /// The figures of one store and map.
 struct Figures {
     seed: Duration,
     pin: Vec<f64>,
+    pin_apply: Vec<f64>,
+    pin_validate: Vec<f64>,
     endpoint: Vec<f64>,
     follow: Vec<f64>,
 }
 
-/// Applies `patch` as version `version` and activates it; the time both took.
-async fn change(catalog: &Catalog, version: u64, patch: serde_json::Value) -> Duration {
+/// Applies `patch` as version `version` and activates it; the time both took, and apply's.
+async fn change(catalog: &Catalog, version: u64, patch: serde_json::Value) -> (Duration, Duration) {
     let patch = MapPatch::new(patch).expect("a patch");
     let started = Instant::now();
     let mut request = CatalogUpdateRequest::new(patch).expecting_version(version - 1);
     request.allow_ownership_change = true;
     let applied = catalog.apply_update(request).await.expect("apply");
     assert!(applied.applied, "{:?}", applied.validation.issues);
+    let apply = started.elapsed();
     catalog
         .activate_pending(&ActivationRequest::new(version))
         .await
         .expect("activate");
-    started.elapsed()
+    (started.elapsed(), apply)
 }
 
 /// Waits until `router` serves `version`; how long that took.
 async fn served(router: &ShardedClient, version: u64, since: Instant) -> Duration {
     while router.map().version() < version {
-        assert!(since.elapsed() < Duration::from_secs(30), "the second router never served {version}");
+        assert!(
+            since.elapsed() < Duration::from_secs(30),
+            "the second router never served {version}"
+        );
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     since.elapsed()
@@ -91,6 +94,8 @@ async fn measure(master: &str, shards: usize, pins: usize) -> Figures {
     let mut figures = Figures {
         seed,
         pin: Vec::new(),
+        pin_apply: Vec::new(),
+        pin_validate: Vec::new(),
         endpoint: Vec::new(),
         follow: Vec::new(),
     };
@@ -98,7 +103,12 @@ async fn measure(master: &str, shards: usize, pins: usize) -> Figures {
     let mut version = 1;
     for round in 0..4 {
         version += 1;
-        let took = change(
+        let patch = serde_json::json!({ "mapVersion": version, "exactKeyPins": { format!("bench-{round}"): "s1" } });
+        let started = Instant::now();
+        let request = CatalogUpdateRequest::new(MapPatch::new(patch).expect("a patch")).expecting_version(version - 1);
+        catalog.validate_update(&request).await.expect("validate");
+        let validate = started.elapsed();
+        let (took, apply) = change(
             &catalog,
             version,
             serde_json::json!({ "mapVersion": version, "exactKeyPins": { format!("bench-{round}"): "s1" } }),
@@ -108,14 +118,18 @@ async fn measure(master: &str, shards: usize, pins: usize) -> Figures {
         let follow = served(&router, version, since).await;
         version += 1;
         let endpoint = format!("http://127.0.0.1:{}", 30_000 + round);
-        let moved = change(
+        let (moved, _) = change(
             &catalog,
             version,
             serde_json::json!({ "mapVersion": version, "shards": { "s2": { "endpoint": endpoint } } }),
         )
         .await;
+        // The second router follows it before the next change is timed (it shares the cores).
+        served(&router, version, Instant::now()).await;
         if round > 0 {
             figures.pin.push(ms(took));
+            figures.pin_apply.push(ms(apply));
+            figures.pin_validate.push(ms(validate));
             figures.endpoint.push(ms(moved));
             figures.follow.push(ms(took) + ms(follow));
         }
@@ -123,14 +137,23 @@ async fn measure(master: &str, shards: usize, pins: usize) -> Figures {
     figures
 }
 
-/// The master file's size after `changes` more pin changes, each applied and activated.
+/// The pages the master file uses (its size less its free pages), its write-ahead log
+/// checkpointed first.
+fn used_bytes(path: &Path) -> u64 {
+    let db = rusqlite::Connection::open(path).expect("open the master");
+    let pragma = |name: &str| -> u64 {
+        db.query_row(&format!("PRAGMA {name}"), [], |row| row.get::<_, i64>(0))
+            .map_or(0, |v| u64::try_from(v).unwrap_or(0))
+    };
+    let _ = db.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+    (pragma("page_count") - pragma("freelist_count")) * pragma("page_size")
+}
+
+/// The master file's growth over `changes` more pin changes, each applied and activated.
 async fn growth(master: &Path, changes: usize) -> (u64, Duration) {
     let catalog = Catalog::open(master).await.expect("open");
     let mut version = catalog.active_version().await.expect("version").expect("a map");
-    let size = |path: &Path| {
-        let wal = path.with_extension("db-wal");
-        std::fs::metadata(path).map_or(0, |m| m.len()) + std::fs::metadata(wal).map_or(0, |m| m.len())
-    };
+    let size = used_bytes;
     let before = size(master);
     let started = Instant::now();
     for n in 0..changes {
@@ -204,8 +227,18 @@ fn row(name: &str, large: &Figures, small: &Figures) {
     );
     for (what, large, small) in [
         ("one pin added, then activated", &large.pin, &small.pin),
+        ("  of which apply", &large.pin_apply, &small.pin_apply),
+        (
+            "  validate alone (not included)",
+            &large.pin_validate,
+            &small.pin_validate,
+        ),
         ("one endpoint changed, then activated", &large.endpoint, &small.endpoint),
-        ("a second router serves the new pin (from apply)", &large.follow, &small.follow),
+        (
+            "a second router serves the new pin (from apply)",
+            &large.follow,
+            &small.follow,
+        ),
     ] {
         println!(
             "  {what}: {} / 4 shards {} = {:.2}x",
@@ -235,22 +268,25 @@ async fn main() {
         grown as f64 / (1024.0 * 1024.0),
         took.as_secs_f64()
     );
-    let (rss, started) = router_memory(&large_master);
-    println!(
-        "  `shardlite serve` on the large master: answers after {:.2} s, {rss} MiB resident",
-        started.as_secs_f64()
-    );
+    if let Some(cluster) = EtcdCluster::start(3) {
+        let large = measure(&cluster.url("large"), shards, pins).await;
+        let small = measure(&cluster.url("small"), 4, 0).await;
+        row("etcd, 3 members, default limits", &large, &small);
+    } else {
+        println!("etcd: skipped (no etcd binary)");
+    }
+
+    if std::env::var_os("SHARDLITE_SCALE_NO_ROUTER").is_some() {
+        return;
+    }
     let (pinned, unpinned) = resolve_cost(large_master.to_str().expect("utf-8")).await;
     let (small_pinned, small_unpinned) = resolve_cost(small_master.to_str().expect("utf-8")).await;
     println!(
-        "  a route resolve: {pinned:.0} ns pinned, {unpinned:.0} ns unpinned (4 shards: {small_pinned:.0} / {small_unpinned:.0} ns)"
+        "a route resolve: {pinned:.0} ns pinned, {unpinned:.0} ns unpinned (4 shards: {small_pinned:.0} / {small_unpinned:.0} ns)"
     );
-
-    let Some(cluster) = EtcdCluster::start(3) else {
-        println!("etcd: skipped (no etcd binary)");
-        return;
-    };
-    let large = measure(&cluster.url("large"), shards, pins).await;
-    let small = measure(&cluster.url("small"), 4, 0).await;
-    row("etcd, 3 members, default limits", &large, &small);
+    let (rss, started) = router_memory(&large_master);
+    println!(
+        "`shardlite serve` on the large master: answers after {:.2} s, {rss} MiB resident",
+        started.as_secs_f64()
+    );
 }

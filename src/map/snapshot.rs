@@ -210,8 +210,9 @@ impl ShardMap {
                 ranges.to_vec()
             },
             exact_key_pins,
+            // Shared with the maps that followed a change of pins (which keeps them).
             directories: self
-                .options()
+                .options
                 .directories
                 .iter()
                 .map(|directory| DirectorySnapshot {
