@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 
+use super::file_rows::new_epoch;
+pub(super) use super::file_rows::{ReadVersions, records_json};
 use super::{CatalogStore, HistoryRow, NewMap, ReshardRecord, RunnerClaim, StoredMap, StoredState, StoredVersions};
 use crate::data::now_utc;
 use crate::data::{Audit, CatalogHistoryEntry, Params, SqlResult, Value};
@@ -577,37 +579,6 @@ fn record_params(record: &ReshardRecord<'_>) -> Params {
         ("status", Value::from(record.status.as_str())),
         ("payload", Value::from(record.payload.as_str())),
     ])
-}
-
-/// A stored record row: kind, key, map version, value (`None`: deleted at that version).
-pub(super) type StoredRow = (RecordKind, String, u64, Option<String>);
-
-/// `changes` as the JSON array [`INSERT_RECORDS`] reads: `[[kind, key, value], ...]`.
-/// The versions row, read with the records after it.
-pub(super) struct ReadVersions {
-    pub(super) active: u64,
-    pub(super) pending: Option<u64>,
-    /// What the last seed or import wrote (empty before the first).
-    pub(super) epoch: String,
-    pub(super) records: Vec<StoredRow>,
-}
-
-/// A value no other seed or import writes: the time, the process and a counter.
-fn new_epoch() -> String {
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_nanos());
-    let count = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!("{nanos}-{}-{count}", std::process::id())
-}
-
-pub(super) fn records_json(changes: &[RecordChange]) -> String {
-    let rows: Vec<serde_json::Value> = changes
-        .iter()
-        .map(|change| serde_json::json!([change.kind.as_str(), change.key, change.value]))
-        .collect();
-    serde_json::Value::Array(rows).to_string()
 }
 
 pub(super) fn stored_int(version: u64) -> i64 {

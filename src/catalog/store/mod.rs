@@ -10,6 +10,7 @@
 
 pub(super) mod file;
 mod file_changes;
+mod file_rows;
 mod file_runner;
 mod file_upgrade;
 
