@@ -17,6 +17,7 @@ pub use update::{MapDiff, diff, validate};
 mod export;
 mod files;
 mod location;
+mod maps;
 mod new_files;
 mod reshard;
 mod runner;
@@ -60,6 +61,8 @@ pub struct Catalog {
     /// What relative shard paths resolve against: the master file, or for a catalog without a
     /// file, a name in the working directory.
     anchor: PathBuf,
+    /// The maps as this handle last read them (shared by its clones).
+    maps: Arc<maps::MapsCache>,
 }
 
 impl Catalog {
@@ -80,6 +83,7 @@ impl Catalog {
                     store: Arc::new(store),
                     anchor,
                     location,
+                    maps: Arc::default(),
                 })
             }
             #[cfg(feature = "etcd")]
@@ -89,6 +93,7 @@ impl Catalog {
                     store: Arc::new(store),
                     anchor,
                     location,
+                    maps: Arc::default(),
                 })
             }
             #[cfg(not(feature = "etcd"))]

@@ -9,14 +9,15 @@
 use std::collections::BTreeSet;
 
 use super::Catalog;
-use super::store::{HistoryRow, NewMap, StoredState};
+use super::maps::Maps;
+use super::store::HistoryRow;
 use crate::data::{
     ActivationRequest, CatalogApplyResult, CatalogIssue, CatalogUpdateRequest, CatalogValidation, IssueSeverity,
     MapProposal, MovedBuckets, MovedPin, ShardChange, ShardChangeKind,
 };
 use crate::error::{Error, Result};
-use crate::map::ShardMap;
-use crate::map::records::{RecordChange, RecordKind};
+use crate::map::records::{MapRecords, RecordChange, RecordKind};
+use crate::map::{ShardMap, ShardingOptions};
 use crate::routing::keyspace_eq;
 
 /// What changes between two maps of the same keyspace and bucket count.
@@ -64,7 +65,7 @@ impl MapDiff {
 pub(crate) fn diff_of_changes(current: &ShardMap, proposed: &ShardMap, records: &[RecordChange]) -> Option<MapDiff> {
     let same_routing = keyspace_eq(current.keyspace(), proposed.keyspace())
         && current.bucket_count() == proposed.bucket_count()
-        && current.shards() == proposed.shards();
+        && current.same_shards(proposed);
     let pins_only = records.iter().all(|record| {
         matches!(
             record.kind,
@@ -97,7 +98,12 @@ pub fn diff(current: &ShardMap, proposed: &ShardMap) -> MapDiff {
     let mut diff = MapDiff::default();
     let id = |map: &ShardMap, index: usize| map.shards().get(index).map_or_else(String::new, |s| s.id.clone());
     let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
-    for bucket in 0..current.bucket_count().min(proposed.bucket_count()) {
+    let buckets = if current.shares_bucket_owners(proposed) {
+        0
+    } else {
+        current.bucket_count().min(proposed.bucket_count())
+    };
+    for bucket in 0..buckets {
         let from = id(current, current.bucket_owner(bucket));
         let to = id(proposed, proposed.bucket_owner(bucket));
         if same(&from, &to) {
@@ -112,12 +118,16 @@ pub fn diff(current: &ShardMap, proposed: &ShardMap) -> MapDiff {
             _ => diff.moved_buckets.push(MovedBuckets(bucket, bucket + 1, from, to)),
         }
     }
-    let keys: BTreeSet<&String> = current
-        .options()
-        .exact_key_pins
-        .keys()
-        .chain(proposed.options().exact_key_pins.keys())
-        .collect();
+    let keys: BTreeSet<&str> = match proposed.changed_pins_since(current) {
+        Some(changed) => changed,
+        None => current
+            .options()
+            .exact_key_pins
+            .keys()
+            .chain(proposed.options().exact_key_pins.keys())
+            .map(String::as_str)
+            .collect(),
+    };
     for key in keys {
         let key = key.trim();
         let from = id(current, current.owner_of_key(key));
@@ -125,6 +135,9 @@ pub fn diff(current: &ShardMap, proposed: &ShardMap) -> MapDiff {
         if !same(&from, &to) {
             diff.moved_pins.push(MovedPin(key.to_owned(), from, to));
         }
+    }
+    if current.shares_shards(proposed) {
+        return diff;
     }
     for shard in current.shards() {
         match proposed.shard(&shard.id) {
@@ -189,7 +202,7 @@ pub(crate) fn validate_pins(
     let MapProposal::Patch(patch) = &request.map else {
         return None;
     };
-    let changes = patch.pin_changes(active.options())?;
+    let changes = patch.pin_changes(active)?;
     let keys: BTreeSet<&str> = changes
         .iter()
         .filter(|change| change.kind == RecordKind::Pin)
@@ -343,6 +356,33 @@ fn describe_moves(diff: &MapDiff) -> String {
 }
 
 impl Catalog {
+    /// `request` with a patch applied to the newest stored map (the pending map, else the
+    /// active one). A patch that does not apply stays a patch, which validation then applies to
+    /// the active map and reports as an invalid map.
+    async fn resolved(&self, request: &CatalogUpdateRequest, maps: &Maps) -> Result<CatalogUpdateRequest> {
+        let mut request = request.clone();
+        if let MapProposal::Patch(patch) = &request.map
+            && let Ok(map) = patch.apply(&self.newest_options(maps).await?)
+        {
+            request.map = MapProposal::Map(map);
+        }
+        Ok(request)
+    }
+
+    /// The newest stored map's options (the pending map, else the active one), read again when
+    /// the pending map does not validate.
+    async fn newest_options(&self, maps: &Maps) -> Result<ShardingOptions> {
+        if let Some(map) = maps.newest() {
+            return Ok(map.options().clone());
+        }
+        let state = self.stored().await?;
+        state
+            .pending
+            .or(state.active)
+            .map(|stored| stored.options)
+            .ok_or(Error::NoMap)
+    }
+
     /// Validates `request` against the stored active map and the newest stored version.
     /// Changes nothing.
     ///
@@ -360,16 +400,16 @@ impl Catalog {
     }
 
     async fn validate_update_with(&self, request: &CatalogUpdateRequest, full: bool) -> Result<CatalogValidation> {
-        let (active, state) = self.stored_state().await?;
-        let newest = newest(&state).unwrap_or(active.version());
+        let maps = self.maps().await?;
+        let newest = maps.newest_version();
         if !full
-            && state.pending.is_none()
-            && let Some((validation, _)) = validate_pins(&active, newest, request)
+            && maps.pending.is_none()
+            && let Some((validation, _)) = validate_pins(&maps.active, newest, request)
         {
             return Ok(validation);
         }
-        let request = resolved(request, &state);
-        let mut validation = validate(&active, newest, &request);
+        let request = self.resolved(request, &maps).await?;
+        let mut validation = validate(&maps.active, newest, &request);
         self.check_files(&request, &mut validation).await;
         Ok(validation)
     }
@@ -393,20 +433,9 @@ impl Catalog {
         }
     }
 
-    /// The active map and the stored maps, read together.
-    async fn stored_state(&self) -> Result<(ShardMap, StoredState)> {
-        let state = self.stored().await?;
-        let active = state
-            .active
-            .as_ref()
-            .map(|map| map.options.clone())
-            .ok_or(Error::NoMap)?;
-        Ok((ShardMap::new(active)?, state))
-    }
-
     /// The newest map version stored: the pending map's, else the active map's.
     pub async fn newest_version(&self) -> Result<Option<u64>> {
-        Ok(newest(&self.stored().await?))
+        Ok(self.store().versions().await?.and_then(|versions| versions.newest()))
     }
 
     /// The active map's version, read cheaply (no map parse), or `None` without a map.
@@ -429,8 +458,8 @@ impl Catalog {
     /// between validation and write, is [`Error::MapVersionConflict`].
     pub async fn apply_update(&self, request: CatalogUpdateRequest) -> Result<CatalogApplyResult> {
         self.ensure_schema().await?;
-        let (active, state) = self.stored_state().await?;
-        let newest = newest(&state).unwrap_or(active.version());
+        let maps = self.maps().await?;
+        let newest = maps.newest_version();
         if let Some(expected) = request.expected_current_map_version
             && expected != newest
         {
@@ -439,14 +468,29 @@ impl Catalog {
                 current: newest,
             });
         }
-        let incremental = validate_pins(&active, newest, &request).filter(|_| state.pending.is_none());
+        let incremental = validate_pins(&maps.active, newest, &request).filter(|_| maps.pending.is_none());
         let (validation, proposed) = match incremental {
-            Some((validation, proposed)) => (validation, proposed.map(|map| map.options().clone())),
+            Some((validation, proposed)) => {
+                let changes = match &request.map {
+                    MapProposal::Patch(patch) => patch.pin_changes(&maps.active),
+                    MapProposal::Map(_) => None,
+                };
+                let proposed = proposed.map(|map| (map.version(), map.keyspace().to_owned()));
+                (validation, proposed.zip(changes))
+            }
             None => {
-                let request = resolved(&request, &state);
-                let mut validation = validate(&active, newest, &request);
+                let request = self.resolved(&request, &maps).await?;
+                let mut validation = validate(&maps.active, newest, &request);
                 self.check_files(&request, &mut validation).await;
-                let proposed = request.map.as_map().filter(|_| validation.valid).cloned();
+                let proposed = match request.map.as_map().filter(|_| validation.valid) {
+                    Some(proposed) => {
+                        let base = MapRecords::of(&self.newest_options(&maps).await?);
+                        let changes = base.changes_to(&MapRecords::of(proposed));
+                        let version = u64::try_from(proposed.map_version).unwrap_or(0);
+                        Some(((version, proposed.keyspace.trim().to_owned()), changes))
+                    }
+                    None => None,
+                };
                 (validation, proposed)
             }
         };
@@ -457,8 +501,7 @@ impl Catalog {
                 validation,
             });
         };
-        let map = NewMap::of(&proposed);
-        let (version, keyspace) = (map.version, map.keyspace.clone());
+        let ((version, keyspace), changes) = proposed;
         let history = HistoryRow {
             keyspace,
             version,
@@ -468,7 +511,7 @@ impl Catalog {
                 .or_because(|| "applied as the pending map".to_owned()),
             metadata_only: validation.requires_data_migration && request.allow_ownership_change,
         };
-        if !self.store().write_pending(&state, &map, &history).await? {
+        if !self.store().write_pending(&maps.versions, &changes, &history).await? {
             let current = self.newest_version().await?.unwrap_or(newest);
             return Err(Error::MapVersionConflict {
                 expected: request.expected_current_map_version.unwrap_or(newest),
@@ -492,17 +535,17 @@ impl Catalog {
         if !self.has_schema().await? {
             return Err(no_pending(None));
         }
-        let (previous, state) = self.stored_state().await?;
-        let pending_version = state.pending.as_ref().map(|m| m.version);
+        let maps = self.maps().await?;
+        let previous = maps.active.clone();
+        let pending_version = maps.pending.as_ref().map(|(version, _)| *version);
         if pending_version != Some(expected) {
             return Err(no_pending(pending_version));
         }
-        let next = state
-            .pending
-            .as_ref()
-            .map(|map| map.options.clone())
-            .ok_or_else(|| no_pending(None))?;
-        let next = ShardMap::new(next)?;
+        let next = match maps.pending.as_ref().and_then(|(_, map)| map.clone()) {
+            Some(next) => next,
+            // It does not validate: say why.
+            None => ShardMap::new(self.newest_options(&maps).await?)?,
+        };
         let history = HistoryRow {
             keyspace: next.keyspace().to_owned(),
             version: expected,
@@ -514,7 +557,7 @@ impl Catalog {
         };
         // No activation inside a backup's cut (see `engine::cut`).
         let pass = crate::engine::cut::pass().await;
-        let activated = self.store().activate(&state, &history).await?;
+        let activated = self.store().activate(&maps.versions, &history).await?;
         drop(pass);
         if !activated {
             return Err(no_pending(
@@ -523,24 +566,6 @@ impl Catalog {
         }
         Ok((previous, next))
     }
-}
-
-/// `request` with a patch applied to the newest stored map (the pending map, else the active
-/// one). A patch that does not apply stays a patch, which validation then applies to the active
-/// map and reports as an invalid map.
-fn resolved(request: &CatalogUpdateRequest, state: &StoredState) -> CatalogUpdateRequest {
-    let mut request = request.clone();
-    if let Some(newest) = state.pending.as_ref().or(state.active.as_ref())
-        && let Ok(map) = request.map.resolve(&newest.options)
-    {
-        request.map = MapProposal::Map(map);
-    }
-    request
-}
-
-/// The newest version stored: the pending map's, else the active map's.
-fn newest(state: &StoredState) -> Option<u64> {
-    state.pending.as_ref().or(state.active.as_ref()).map(|m| m.version)
 }
 
 #[cfg(test)]

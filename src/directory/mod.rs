@@ -22,7 +22,7 @@ use crate::map::{DirectoryEntry, EntryState, ShardMap};
 /// Checks that every entry's route resolves, on `map`, to the shard the entry names (entries of
 /// every state: a `Deleted` entry pointing elsewhere makes the map invalid too).
 pub fn check_routes(map: &ShardMap) -> Result<(), MapError> {
-    for entry in &map.options().directory_entries {
+    for entry in map.directory_entries() {
         check_route(map, entry)?;
     }
     Ok(())
@@ -31,7 +31,7 @@ pub fn check_routes(map: &ShardMap) -> Result<(), MapError> {
 /// [`check_routes`] for the entries whose (trimmed) route key `touched` names: what a change of
 /// those keys' pins can break.
 pub(crate) fn check_routes_of(map: &ShardMap, touched: impl Fn(&str) -> bool) -> Result<(), MapError> {
-    for entry in &map.options().directory_entries {
+    for entry in map.directory_entries() {
         if touched(entry.route_key.trim()) {
             check_route(map, entry)?;
         }

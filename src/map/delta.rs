@@ -12,13 +12,13 @@ use std::collections::HashMap;
 
 use super::directory::DirectoryEntry;
 use super::options::{BucketRange, ShardDefinition, ShardingOptions};
+use super::pin_changes::MAX_PIN_CHANGES;
 use super::records::{Header, Placed, RecordChange, RecordKind, directory_entry_key, parse, range_key, shard_key};
 use super::{MapError, ShardMap, ShardRole};
 use crate::error::Result;
 
-/// The most pin changes patched into a map in place; more build it again (each patched pin
-/// shifts the pin index once).
-const MAX_PATCHED_PINS: usize = 64;
+/// The most pin changes of one change patched into a map in place; more build it again.
+const MAX_PATCHED_PINS: usize = 1024;
 
 /// Applies record `changes` to `options`, giving the map of the version that wrote them.
 /// [`Error::Catalog`](crate::Error::Catalog) when a record does not parse.
@@ -107,55 +107,69 @@ fn in_position_order<T>(mut placed: Vec<(usize, T)>) -> Vec<T> {
 
 impl ShardMap {
     /// The map of the version that wrote record `changes` on top of this one. A change of pins
-    /// alone patches this map's routing state, checking only the pins it touches; any other
-    /// change builds the map from the patched options (no record of the rest is parsed).
-    /// `token_of` computes a pinned key's route token under this map.
-    pub(crate) fn with_changes(&self, changes: &[RecordChange], token_of: impl Fn(&str) -> u64) -> Result<ShardMap> {
-        let mut options = self.options.clone();
+    /// alone patches this map's routing state, checking only the pins it touches and sharing
+    /// everything else with this map; any other change builds the map from the patched options
+    /// (no record of the rest is parsed).
+    pub(crate) fn with_changes(&self, changes: &[RecordChange]) -> Result<ShardMap> {
+        if let Some(next) = self.patched(changes)? {
+            return Ok(next);
+        }
+        let mut options = self.options().clone();
         apply_changes(&mut options, changes)?;
-        if !self.patchable(&options, changes) {
-            return Ok(ShardMap::new(options)?);
+        Ok(ShardMap::new(options)?)
+    }
+
+    /// This map with `changes` patched in, when they are pins alone (trimmed keys, few of them)
+    /// besides a header that keeps keyspace, bucket count and directories; `None` otherwise.
+    fn patched(&self, changes: &[RecordChange]) -> Result<Option<ShardMap>> {
+        let mut header: Option<Header> = None;
+        let mut pins = 0;
+        for change in changes {
+            match (change.kind, change.value.as_deref()) {
+                (RecordKind::Pin, _) if change.key.trim() == change.key => pins += 1,
+                (RecordKind::Header, Some(text)) => header = Some(parse(change.kind, &change.key, text)?),
+                _ => return Ok(None),
+            }
+        }
+        if pins > MAX_PATCHED_PINS || self.pin_changes.len() + pins > MAX_PIN_CHANGES {
+            return Ok(None);
         }
         let mut next = self.clone();
-        next.map_version = u64::try_from(options.map_version)
-            .ok()
-            .filter(|version| *version > 0)
-            .ok_or(MapError::InvalidMapVersion {
-                value: options.map_version,
-            })?;
-        for change in changes.iter().filter(|change| change.kind == RecordKind::Pin) {
-            let owner = options.exact_key_pins.get(&change.key);
-            next.patch_pin(&change.key, owner.map(String::as_str), &token_of)?;
-        }
-        next.options = options;
-        Ok(next)
-    }
-
-    /// Whether `changes` (already applied to `options`) can be patched in: pins only (trimmed
-    /// keys, few of them) besides a header that keeps keyspace, bucket count and directories.
-    fn patchable(&self, options: &ShardingOptions, changes: &[RecordChange]) -> bool {
-        let pins = changes.iter().filter(|change| change.kind == RecordKind::Pin);
-        changes
-            .iter()
-            .all(|change| matches!(change.kind, RecordKind::Header | RecordKind::Pin))
-            && pins.clone().count() <= MAX_PATCHED_PINS
-            && pins.clone().all(|change| change.key.trim() == change.key)
-            && options.keyspace.trim() == self.keyspace
-            && options.virtual_bucket_count == self.options.virtual_bucket_count
-            && options.directories == self.options.directories
-    }
-
-    /// Pins `key` to shard `owner` (unpins it for `None`), checking the pin as
-    /// [`ShardMap::new`] does.
-    fn patch_pin(&mut self, key: &str, owner: Option<&str>, token_of: &impl Fn(&str) -> u64) -> Result<(), MapError> {
-        let found = self.pins.binary_search_by(|(pinned, _)| pinned.as_str().cmp(key));
-        let Some(owner) = owner else {
-            if let Ok(at) = found {
-                self.pins.remove(at);
-                self.shift_pin_tokens(key, at, false, token_of);
+        next.merged = std::sync::OnceLock::new();
+        let mut pin_changes = (*self.pin_changes).clone();
+        if let Some(header) = header {
+            if header.keyspace.trim() != self.keyspace
+                || header.virtual_bucket_count != self.options.virtual_bucket_count
+                || header.directories != self.options.directories
+            {
+                return Ok(None);
             }
-            return Ok(());
-        };
+            next.map_version = u64::try_from(header.map_version)
+                .ok()
+                .filter(|version| *version > 0)
+                .ok_or(MapError::InvalidMapVersion {
+                    value: header.map_version,
+                })?;
+            pin_changes.set_header(header.keyspace, header.map_version);
+        }
+        for change in changes.iter().filter(|change| change.kind == RecordKind::Pin) {
+            let owner = match change.value.as_deref() {
+                Some(text) => {
+                    let owner: String = parse(change.kind, &change.key, text)?;
+                    let index = self.checked_pin(&change.key, &owner)?;
+                    Some((owner, index))
+                }
+                None => None,
+            };
+            pin_changes.set_pin(&change.key, owner);
+        }
+        next.pin_changes = std::sync::Arc::new(pin_changes);
+        Ok(Some(next))
+    }
+
+    /// The shard index pin `key` to shard `owner` gets, checking the pin as [`ShardMap::new`]
+    /// does.
+    fn checked_pin(&self, key: &str, owner: &str) -> Result<u32, MapError> {
         if key.is_empty() {
             return Err(MapError::BlankPinKey {
                 shard_id: owner.trim().to_owned(),
@@ -173,38 +187,7 @@ impl ShardMap {
                 shard_id: self.shards[index].id.clone(),
             });
         }
-        let index = u32::try_from(index).unwrap_or(u32::MAX);
-        match found {
-            Ok(at) => self.pins[at].1 = index,
-            Err(at) => {
-                self.pins.insert(at, (key.to_owned(), index));
-                self.shift_pin_tokens(key, at, true, token_of);
-            }
-        }
-        Ok(())
-    }
-
-    /// Keeps the pin-token index (when built) in step with pin `key` inserted at, or removed
-    /// from, position `at` of the pins.
-    fn shift_pin_tokens(&mut self, key: &str, at: usize, inserted: bool, token_of: &impl Fn(&str) -> u64) {
-        let Some(tokens) = self.pin_tokens.get_mut() else {
-            return;
-        };
-        let at = u32::try_from(at).unwrap_or(u32::MAX);
-        let token = token_of(key);
-        if !inserted && tokens.get(&token) == Some(&at) {
-            tokens.remove(&token);
-        }
-        for position in tokens.values_mut() {
-            if inserted && *position >= at {
-                *position += 1;
-            } else if !inserted && *position > at {
-                *position -= 1;
-            }
-        }
-        if inserted {
-            tokens.entry(token).or_insert(at);
-        }
+        Ok(u32::try_from(index).unwrap_or(u32::MAX))
     }
 }
 
@@ -240,16 +223,17 @@ mod tests {
         let map = ShardMap::new(before.clone()).unwrap();
         // With the pin-token index built, as on a router that has resolved a pin.
         let _ = map.pinned_shard_by_token("t1", token("t1"), token);
-        let next = map.with_changes(&changes, token).unwrap();
+        let next = map.with_changes(&changes).unwrap();
         let whole = ShardMap::new(after.clone()).unwrap();
         assert_eq!(MapRecords::of(next.options()), MapRecords::of(after));
         assert_eq!(next.version(), whole.version());
-        assert_eq!(next.pins, whole.pins);
+        assert_eq!(next.pin_count(), whole.pin_count());
         assert_eq!(next.owners, whole.owners);
-        for key in next
-            .pins
-            .iter()
-            .map(|(key, _)| key.as_str())
+        for key in before
+            .exact_key_pins
+            .keys()
+            .chain(after.exact_key_pins.keys())
+            .map(String::as_str)
             .chain(["t1", "t2", "t3", "zz"])
         {
             assert_eq!(
@@ -303,9 +287,33 @@ mod tests {
         for (owner, expected) in [("nowhere", "PinUnknownShard"), ("r", "PinOwnedByReplica")] {
             let after = options(&[("t1", "a"), ("t9", owner)], 2);
             let changes = MapRecords::of(before.options()).changes_to(&MapRecords::of(&after));
-            let patched = before.with_changes(&changes, token).unwrap_err().to_string();
+            let patched = before.with_changes(&changes).unwrap_err().to_string();
             let whole = ShardMap::new(after).unwrap_err();
             assert_eq!(patched, crate::Error::from(whole).to_string(), "{expected}");
         }
+    }
+
+    #[test]
+    fn a_followed_change_of_pins_shares_the_rest_of_the_map() {
+        let before = ShardMap::new(options(&[("t1", "a"), ("t2", "B")], 1)).unwrap();
+        let after = options(&[("t1", "B"), ("t3", "a")], 2);
+        let changes = MapRecords::of(before.options()).changes_to(&MapRecords::of(&after));
+        let next = before.with_changes(&changes).unwrap();
+        assert!(std::sync::Arc::ptr_eq(&next.options, &before.options));
+        assert!(std::sync::Arc::ptr_eq(&next.pins, &before.pins));
+        assert!(std::sync::Arc::ptr_eq(&next.shards, &before.shards));
+        assert!(std::sync::Arc::ptr_eq(&next.owners, &before.owners));
+        assert_eq!(next.pin_count(), 2);
+        assert_eq!(next.version(), 2);
+        // Its own options are built only when asked for, and match the map built whole.
+        assert_eq!(next.options(), &after);
+        // A second change follows the first without building the map again.
+        let later = options(&[("t3", "a")], 3);
+        let changes = MapRecords::of(&after).changes_to(&MapRecords::of(&later));
+        let last = next.with_changes(&changes).unwrap();
+        assert!(std::sync::Arc::ptr_eq(&last.pins, &before.pins));
+        assert_eq!(last.options(), &later);
+        assert_eq!(last.pinned_shard("t1"), None);
+        assert_eq!(last.pinned_shard("t3"), before.shard_index("a"));
     }
 }

@@ -26,6 +26,7 @@ mod directory;
 mod files;
 mod options;
 mod patch;
+mod pin_changes;
 pub mod records;
 mod snapshot;
 mod validate;
@@ -43,6 +44,8 @@ use validate::{
     ShardIdProblem, ShardLookup, assign_buckets, normalize_shard_id, validate_files, validate_pins,
     validate_replication, validate_shard,
 };
+
+use std::sync::{Arc, OnceLock};
 
 /// The largest `virtualBucketCount` accepted: one owner slot per bucket is allocated.
 pub const MAX_VIRTUAL_BUCKETS: u32 = 1 << 20;
@@ -158,28 +161,39 @@ pub struct Shard {
 /// ```
 #[derive(Debug, Clone)]
 pub struct ShardMap {
-    options: ShardingOptions,
+    /// The options the routing state was built from. A map that followed a change of pins
+    /// (see [`ShardMap::with_changes`]) shares them with the map it followed, and its own
+    /// options are built from them and `pin_changes` on first use (`merged`).
+    options: Arc<ShardingOptions>,
+    /// This map's own options, when `pin_changes` or the header differ from `options`.
+    merged: OnceLock<Arc<ShardingOptions>>,
     keyspace: String,
     map_version: u64,
     bucket_count: u32,
-    shards: Vec<Shard>,
+    /// The large, unchanging parts are shared between a map and the maps that follow it, so
+    /// that following a change of pins copies none of them.
+    shards: Arc<Vec<Shard>>,
     /// Each shard's position in `shards`, by its id in ASCII lower case: shard ids are ASCII
     /// and compared ignoring case, and a map may hold thousands of shards.
-    by_id: std::collections::HashMap<String, u32>,
+    by_id: Arc<std::collections::HashMap<String, u32>>,
     /// Index into `shards` of each bucket's owner.
-    owners: Vec<u32>,
-    /// Pinned route keys (trimmed, case-sensitive), sorted, with the index into `shards`.
-    /// A sorted vector: binary search over a few keys beats hashing the key on every resolve.
-    pins: Vec<(String, u32)>,
+    owners: Arc<Vec<u32>>,
+    /// The canonical bucket ranges, built from `owners` on first use.
+    ranges: Arc<OnceLock<Vec<BucketRange>>>,
+    /// Pinned route keys (trimmed, case-sensitive), sorted, with the index into `shards`: the
+    /// pins of `options`.
+    pins: Arc<Vec<(String, u32)>>,
+    /// The pins changed since `options` (see [`pin_changes`]), which win over `pins`.
+    pin_changes: Arc<pin_changes::PinChanges>,
     /// The start of every route's canonical text, `"{len}:{keyspace}|"`, built once.
     route_prefix: String,
     /// Each pin's route token with its index in `pins`: resolution, which hashes the key anyway,
     /// finds a pin with one probe of a hash table keyed by the token (a SHA-256 prefix, so it is
     /// its own hash), which stays flat with 100,000 pins where a binary search did not. Filled by
     /// the routing module on first use.
-    pin_tokens: std::sync::OnceLock<PinTokens>,
+    pin_tokens: Arc<OnceLock<PinTokens>>,
     /// The shard directories and their entries, indexed for lookups.
-    directories: directory::DirectoryIndex,
+    directories: Arc<directory::DirectoryIndex>,
 }
 
 impl ShardMap {
@@ -236,17 +250,20 @@ impl ShardMap {
             directory::validate_directories(&options.directories, &options.directory_entries, map_version)?;
 
         Ok(Self {
-            options,
+            options: Arc::new(options),
+            merged: OnceLock::new(),
             route_prefix: format!("{}:{keyspace}|", keyspace.encode_utf16().count()),
-            pin_tokens: std::sync::OnceLock::new(),
+            pin_tokens: Arc::default(),
             keyspace,
             map_version,
             bucket_count,
-            shards,
-            by_id,
-            owners,
-            pins,
-            directories,
+            shards: Arc::new(shards),
+            by_id: Arc::new(by_id),
+            owners: Arc::new(owners),
+            ranges: Arc::default(),
+            pins: Arc::new(pins),
+            pin_changes: Arc::default(),
+            directories: Arc::new(directories),
         })
     }
 
@@ -296,8 +313,15 @@ impl ShardMap {
     }
 
     /// The options this map was built from, as submitted (secrets included).
+    ///
+    /// A map that followed a change of pins builds them on first use (a copy of the map it
+    /// followed with the changed pins).
     pub fn options(&self) -> &ShardingOptions {
-        &self.options
+        if self.pin_changes.is_empty() {
+            return &self.options;
+        }
+        self.merged
+            .get_or_init(|| Arc::new(self.pin_changes.merged(&self.options)))
     }
 
     /// The owner (index into [`shards`](Self::shards)) of a bucket.
@@ -307,6 +331,9 @@ impl ShardMap {
 
     /// The pinned shard index of a (trimmed) route key, if pinned.
     pub(crate) fn pinned_shard(&self, key: &str) -> Option<usize> {
+        if let Some(changed) = self.pin_changes.owner(key) {
+            return changed;
+        }
         if self.pins.is_empty() {
             return None;
         }
@@ -320,6 +347,9 @@ impl ShardMap {
     /// The pinned shard index of a (trimmed) route key whose route token is `token`, if pinned.
     /// `token_of` computes a pinned key's token (once per map).
     pub(crate) fn pinned_shard_by_token(&self, key: &str, token: u64, token_of: impl Fn(&str) -> u64) -> Option<usize> {
+        if let Some(changed) = self.pin_changes.owner(key) {
+            return changed;
+        }
         if self.pins.is_empty() {
             return None;
         }
@@ -373,6 +403,68 @@ impl ShardMap {
     /// The bucket ranges in canonical form: ordered by start, adjacent buckets with the
     /// same owner coalesced, covering `[0, virtualBucketCount)`.
     pub fn canonical_ranges(&self) -> Vec<BucketRange> {
+        self.shared_ranges().to_vec()
+    }
+
+    /// [`canonical_ranges`](Self::canonical_ranges), built once and shared with the maps that
+    /// follow a change of pins.
+    pub(crate) fn shared_ranges(&self) -> &[BucketRange] {
+        self.ranges.get_or_init(|| self.build_ranges())
+    }
+
+    /// How many pins the map has.
+    pub fn pin_count(&self) -> usize {
+        self.pin_changes.count(&self.options)
+    }
+
+    /// The directory entries, in the order of the options (a change of pins keeps them).
+    pub(crate) fn directory_entries(&self) -> &[DirectoryEntry] {
+        &self.options.directory_entries
+    }
+
+    /// The map's header as options without shards, ranges, pins or entries: keyspace (as
+    /// written), version, bucket count and directories.
+    pub(crate) fn header_options(&self) -> ShardingOptions {
+        let mut header = ShardingOptions {
+            keyspace: self.options.keyspace.clone(),
+            map_version: self.options.map_version,
+            virtual_bucket_count: self.options.virtual_bucket_count,
+            shards: Vec::new(),
+            bucket_ranges: Vec::new(),
+            exact_key_pins: std::collections::BTreeMap::new(),
+            directories: self.options.directories.clone(),
+            directory_entries: Vec::new(),
+        };
+        self.pin_changes.header_into(&mut header);
+        header
+    }
+
+    /// The pin keys whose owner may differ between this map and `other`, when both were
+    /// built from the same options and differ only by the pins they followed; `None` when
+    /// they do not share their routing state (compare them whole).
+    pub(crate) fn changed_pins_since<'a>(&'a self, other: &'a ShardMap) -> Option<std::collections::BTreeSet<&'a str>> {
+        if !Arc::ptr_eq(&self.options, &other.options) {
+            return None;
+        }
+        Some(self.pin_changes.keys().chain(other.pin_changes.keys()).collect())
+    }
+
+    /// Whether this map and `other` have the same shards (cheaply when they share them).
+    pub(crate) fn same_shards(&self, other: &ShardMap) -> bool {
+        self.shares_shards(other) || self.shards == other.shards
+    }
+
+    /// Whether this map and `other` share their shards (one followed the other).
+    pub(crate) fn shares_shards(&self, other: &ShardMap) -> bool {
+        Arc::ptr_eq(&self.shards, &other.shards)
+    }
+
+    /// Whether this map and `other` share their bucket owners (one followed the other).
+    pub(crate) fn shares_bucket_owners(&self, other: &ShardMap) -> bool {
+        Arc::ptr_eq(&self.owners, &other.owners)
+    }
+
+    fn build_ranges(&self) -> Vec<BucketRange> {
         let mut ranges: Vec<BucketRange> = Vec::new();
         for (bucket, owner) in self.owners.iter().enumerate() {
             let bucket = i64::try_from(bucket).unwrap_or(i64::MAX);

@@ -91,7 +91,8 @@ impl MapPatch {
     /// The records this patch changes in `base` when it changes pins alone: members `mapVersion`
     /// (an integer) and `exactKeyPins` (shard ids, or `null` to unpin) and nothing else. `None`
     /// for any other patch, which is applied whole ([`apply`](Self::apply)).
-    pub(crate) fn pin_changes(&self, base: &ShardingOptions) -> Option<Vec<RecordChange>> {
+    pub(crate) fn pin_changes(&self, base: &super::ShardMap) -> Option<Vec<RecordChange>> {
+        let base = base.header_options();
         let object = self.0.as_object()?;
         if object
             .keys()

@@ -131,8 +131,8 @@ impl ShardMap {
     /// # Ok::<(), shardlite::Error>(())
     /// ```
     pub fn snapshot_within(&self, limit: usize) -> ShardMapSnapshot {
-        let ranges = self.canonical_ranges();
-        let pin_count = self.options().exact_key_pins.len();
+        let ranges = self.shared_ranges();
+        let pin_count = self.pin_count();
         let mut omitted = Vec::new();
         if self.shards().len() > limit {
             omitted.push("shards".to_owned());
@@ -148,7 +148,7 @@ impl ShardMap {
             shard_count: count(self.shards().len()),
             bucket_range_count: count(ranges.len()),
             pin_count: count(pin_count),
-            directory_entry_count: count(self.options().directory_entries.len()),
+            directory_entry_count: count(self.options.directory_entries.len()),
             omitted,
         });
         let shards = if self.shards().len() > limit {
@@ -204,10 +204,15 @@ impl ShardMap {
             map_version: self.version(),
             virtual_bucket_count: self.bucket_count(),
             shards,
-            bucket_ranges: if ranges.len() > limit { Vec::new() } else { ranges },
+            bucket_ranges: if ranges.len() > limit {
+                Vec::new()
+            } else {
+                ranges.to_vec()
+            },
             exact_key_pins,
+            // Shared with the maps that followed a change of pins (which keeps them).
             directories: self
-                .options()
+                .options
                 .directories
                 .iter()
                 .map(|directory| DirectorySnapshot {

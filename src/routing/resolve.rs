@@ -81,8 +81,7 @@ impl ShardMap {
     /// The map of the version that wrote record `changes` on top of this one (see
     /// [`ShardMap::with_changes`]): how a router follows a change without reading the whole map.
     pub(crate) fn follow_changes(&self, changes: &[crate::map::records::RecordChange]) -> Result<ShardMap> {
-        let prefix = self.route_prefix().as_bytes();
-        self.with_changes(changes, |pinned| token_with_prefix(prefix, pinned).0)
+        self.with_changes(changes)
     }
 
     /// The shard index that owns a (trimmed) route key, disabled or not: its pin, else its

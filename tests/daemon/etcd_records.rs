@@ -52,10 +52,10 @@ async fn a_large_map_passes_the_store_checks_in_etcd_with_its_default_limits() {
         return;
     };
     large_map_conformance(&cluster.url("big"), 2_000, 20_000).await;
-    // One generation of records: the seed's, the two changes' and nothing of the map copied.
+    // One generation of records: the seed's, the five changes' and nothing of the map copied.
     assert_eq!(
         count(&cluster.endpoint(1), "/big/records/").await,
-        1 + 2_000 + 2_000 + 20_000 + 2 + 2
+        1 + 2_000 + 2_000 + 20_000 + 2 + 2 + 3 + 2 + 2
     );
 }
 

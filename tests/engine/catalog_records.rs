@@ -176,3 +176,37 @@ async fn a_patch_of_a_large_map_writes_the_records_it_changes() {
         "the header, two pins and one shard"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handle_reads_again_a_map_another_seeded_at_the_same_version() {
+    let dir = temp_dir();
+    let master = dir.path().join("master.db");
+    let first = Catalog::open(&master).await.unwrap();
+    let map = large_options(8, 10);
+    first.seed(map.clone(), false).await.unwrap();
+    let checked = first
+        .validate_update(&acknowledged(CatalogUpdateRequest::new(with_one_more_pin(&map))))
+        .await
+        .unwrap();
+    assert!(checked.valid, "{:?}", checked.issues);
+    let read = first.maps_read_whole();
+    // Another handle seeds a map without pins, at the same version.
+    let mut reseeded = map.clone();
+    reseeded.exact_key_pins.clear();
+    Catalog::open(&master)
+        .await
+        .unwrap()
+        .seed(reseeded.clone(), true)
+        .await
+        .unwrap();
+    // The first handle compares with the map now stored, not the one it held: no pin moves.
+    let mut next = reseeded;
+    next.map_version = 2;
+    let checked = first
+        .validate_update(&acknowledged(CatalogUpdateRequest::new(next)))
+        .await
+        .unwrap();
+    assert!(checked.valid, "{:?}", checked.issues);
+    assert!(checked.moved_pins.is_empty(), "{:?}", checked.moved_pins);
+    assert_eq!(first.maps_read_whole(), read + 1);
+}

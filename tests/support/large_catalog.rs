@@ -49,7 +49,9 @@ pub fn with_one_more_pin(map: &ShardingOptions) -> ShardingOptions {
 }
 
 /// Checks the catalog at `master` (empty) with a map of `shards` shards and `pins` pins; returns
-/// the three versions written (seeded, one pin more, one endpoint changed and active).
+/// the three versions written (seeded, one pin more, one endpoint changed and active). Three
+/// changes of pins follow (versions 4 to 6: the header and one new pin each, and version 4
+/// unpins `tenant-1`).
 pub async fn large_map_conformance(master: &str, shards: usize, pins: usize) -> [ShardingOptions; 3] {
     let catalog = Catalog::open(master).await.unwrap();
     let v1 = large_options(shards, pins);
@@ -94,5 +96,63 @@ pub async fn large_map_conformance(master: &str, shards: usize, pins: usize) -> 
     // Another handle reads the same.
     let reopened = Catalog::open(master).await.unwrap();
     assert_eq!(reopened.active_options().await.unwrap().as_ref(), Some(&v3));
+    follows_changes_of_pins(&catalog, &reopened, &v3).await;
     [v1, v2, v3]
+}
+
+/// Changes of pins sent as patches, applied and activated by `catalog` after it read the maps
+/// once, are followed by the records they wrote: no handle reads the maps whole again, and
+/// `other` (another handle) follows them too.
+async fn follows_changes_of_pins(catalog: &Catalog, other: &Catalog, active: &ShardingOptions) {
+    let read = catalog.maps_read_whole();
+    assert!(read >= 1);
+    let other_read = other
+        .validate_update(&CatalogUpdateRequest::new(active.clone()))
+        .await
+        .map(|_| other.maps_read_whole())
+        .unwrap();
+    let mut expected = active.clone();
+    for version in 4..=6 {
+        let key = format!("tenant-follow-{version}");
+        let mut pins = serde_json::json!({ key.clone(): "s2" });
+        if version == 4 {
+            pins["tenant-1"] = serde_json::Value::Null;
+        }
+        let patch =
+            shardlite::map::MapPatch::new(serde_json::json!({ "mapVersion": version, "exactKeyPins": pins })).unwrap();
+        let request = CatalogUpdateRequest::new(patch).expecting_version(u64::try_from(version - 1).unwrap());
+        let applied = catalog.apply_update(acknowledged(request)).await.unwrap();
+        assert!(applied.applied, "{:?}", applied.validation.issues);
+        catalog
+            .activate_pending(&ActivationRequest::new(u64::try_from(version).unwrap()))
+            .await
+            .unwrap();
+        expected.map_version = version;
+        expected.exact_key_pins.insert(key, "s2".to_owned());
+        expected.exact_key_pins.remove("tenant-1");
+    }
+    assert_eq!(
+        catalog.maps_read_whole(),
+        read,
+        "the changes were followed, not read whole"
+    );
+    // The followed maps are the stored ones.
+    let validation = catalog
+        .validate_update(&CatalogUpdateRequest::new(expected.clone()))
+        .await
+        .unwrap();
+    assert_eq!(validation.current_map_version, 6);
+    assert!(
+        validation.moved_pins.is_empty() && validation.shard_changes.is_empty(),
+        "{validation:?}"
+    );
+    assert_eq!(catalog.active_options().await.unwrap().as_ref(), Some(&expected));
+    // Another handle follows what this one wrote.
+    let validation = other
+        .validate_update(&CatalogUpdateRequest::new(expected.clone()))
+        .await
+        .unwrap();
+    assert_eq!(validation.current_map_version, 6);
+    assert!(validation.moved_pins.is_empty(), "{validation:?}");
+    assert_eq!(other.maps_read_whole(), other_read);
 }

@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 
-use super::{CatalogStore, HistoryRow, NewMap, ReshardRecord, RunnerClaim, StoredMap, StoredState};
+use super::file_rows::new_epoch;
+pub(super) use super::file_rows::{ReadVersions, records_json};
+use super::{CatalogStore, HistoryRow, NewMap, ReshardRecord, RunnerClaim, StoredMap, StoredState, StoredVersions};
 use crate::data::now_utc;
 use crate::data::{Audit, CatalogHistoryEntry, Params, SqlResult, Value};
 use crate::engine::{Database, EngineConfig, Role};
@@ -34,10 +36,18 @@ const ACTIVE_VERSION_SQL: &str = "SELECT active_version FROM shardlite_map_versi
 /// The version row and every record row up to the newest version, in one statement (one
 /// snapshot): the first row carries the active and pending versions.
 const STATE_SQL: &str = "WITH v AS (SELECT active_version, pending_version FROM shardlite_map_versions WHERE slot = 1)
-    SELECT NULL, NULL, active_version, pending_version FROM v
+    SELECT NULL, (SELECT value FROM shardlite_catalog_meta WHERE key = 'epoch'), active_version, pending_version FROM v
     UNION ALL
     SELECT kind, key, map_version, value FROM shardlite_map_records
     WHERE map_version <= (SELECT max(active_version, coalesce(pending_version, 0)) FROM v)";
+
+/// The active and pending versions and the epoch, without the maps.
+const VERSIONS_SQL: &str = "SELECT NULL, (SELECT value FROM shardlite_catalog_meta WHERE key = 'epoch'),
+    active_version, pending_version FROM shardlite_map_versions WHERE slot = 1";
+
+/// Records a new epoch (`:epoch`): a seed or an import replaced the maps.
+const EPOCH_SQL: &str = "INSERT INTO shardlite_catalog_meta (key, value) VALUES ('epoch', :epoch)
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value";
 
 /// Inserts the records of `:records` (`[[kind, key, value], ...]`) under `:version`.
 pub(super) const INSERT_RECORDS: &str = "INSERT OR REPLACE INTO shardlite_map_records (kind, key, map_version, value)
@@ -163,11 +173,7 @@ impl FileStore {
     }
 
     /// Reads the version row and the record rows; `None` without a version row.
-    pub(super) async fn read_versions(
-        &self,
-        sql: &str,
-        params: Params,
-    ) -> Result<Option<(u64, Option<u64>, Vec<StoredRow>)>> {
+    pub(super) async fn read_versions(&self, sql: &str, params: Params) -> Result<Option<ReadVersions>> {
         let result = self.db.execute_read_only(sql, params).await?;
         let mut rows = result.rows.into_iter();
         let Some(first) = rows.next() else {
@@ -179,6 +185,7 @@ impl FileStore {
             .and_then(|v| u64::try_from(v).ok())
             .unwrap_or(0);
         let pending = first.get(3).and_then(Value::as_i64).and_then(|v| u64::try_from(v).ok());
+        let epoch = text(&first, 1).unwrap_or_default();
         let records = rows
             .filter_map(|row| {
                 let kind = RecordKind::parse(row.first()?.as_str()?)?;
@@ -186,7 +193,12 @@ impl FileStore {
                 Some((kind, text(&row, 1)?, version, text(&row, 3)))
             })
             .collect();
-        Ok(Some((active, pending, records)))
+        Ok(Some(ReadVersions {
+            active,
+            pending,
+            epoch,
+            records,
+        }))
     }
 
     async fn payloads(&self, sql: &str) -> Result<Vec<String>> {
@@ -222,7 +234,13 @@ impl CatalogStore for FileStore {
         if !self.has_schema().await? {
             return Ok(StoredState::default());
         }
-        let Some((active, pending, rows)) = self.read_versions(STATE_SQL, Params::none()).await? else {
+        let Some(ReadVersions {
+            active,
+            pending,
+            epoch,
+            records: rows,
+        }) = self.read_versions(STATE_SQL, Params::none()).await?
+        else {
             return Ok(StoredState::default());
         };
         let mut versions = vec![active];
@@ -249,7 +267,24 @@ impl CatalogStore for FileStore {
             },
             revision: 0,
             generation: String::new(),
+            epoch,
         })
+    }
+
+    async fn versions(&self) -> Result<Option<StoredVersions>> {
+        if !self.has_schema().await? {
+            return Ok(None);
+        }
+        let Some(read) = self.read_versions(VERSIONS_SQL, Params::none()).await? else {
+            return Ok(None);
+        };
+        Ok(Some(StoredVersions {
+            active: Some(read.active),
+            pending: read.pending,
+            revision: 0,
+            generation: String::new(),
+            epoch: read.epoch,
+        }))
     }
 
     async fn map_at(&self, version: u64) -> Result<Option<MapRecords>> {
@@ -259,7 +294,7 @@ impl CatalogStore for FileStore {
         let sql = "SELECT NULL, NULL, 0, NULL UNION ALL \
                    SELECT kind, key, map_version, value FROM shardlite_map_records WHERE map_version <= :version";
         let params = Params::named([("version", Value::Integer(stored_int(version)))]);
-        let Some((_, _, rows)) = self.read_versions(sql, params).await? else {
+        let Some(ReadVersions { records: rows, .. }) = self.read_versions(sql, params).await? else {
             return Ok(None);
         };
         if !rows.iter().any(|row| row.2 == version) {
@@ -310,9 +345,11 @@ impl CatalogStore for FileStore {
                              active_version = excluded.active_version, pending_version = NULL,
                              updated_utc = excluded.updated_utc;
                      INSERT INTO shardlite_catalog_history (applied_utc, keyspace, map_version, operator, comment)
-                         VALUES (:now, :keyspace, :history_version, :operator, :comment);"
+                         VALUES (:now, :keyspace, :history_version, :operator, :comment);
+                     {EPOCH_SQL};"
                 ),
                 Params::named([
+                    ("epoch", Value::Text(new_epoch())),
                     ("keyspace", Value::from(map.keyspace.as_str())),
                     ("version", Value::Integer(stored_int(map.version))),
                     ("history_version", Value::Integer(stored_int(history.version))),
@@ -329,9 +366,14 @@ impl CatalogStore for FileStore {
     /// Every statement is conditional on the version row still naming the versions of
     /// `expected`, checked inside the transaction; the last one moves the version row, so
     /// nothing is written when the condition fails.
-    async fn write_pending(&self, expected: &StoredState, map: &NewMap, history: &HistoryRow) -> Result<bool> {
+    async fn write_pending(
+        &self,
+        expected: &StoredVersions,
+        changes: &[RecordChange],
+        history: &HistoryRow,
+    ) -> Result<bool> {
         self.ensure_schema().await?;
-        let records = records_json(&expected.changes_to(map));
+        let records = records_json(changes);
         let unchanged = "(SELECT count(*) FROM shardlite_map_versions WHERE slot = 1 AND active_version = :active \
                          AND coalesce(pending_version, -1) = :pending) = 1";
         let written = self
@@ -346,18 +388,12 @@ impl CatalogStore for FileStore {
                          WHERE slot = 1 AND active_version = :active AND coalesce(pending_version, -1) = :pending;"
                 ),
                 Params::named([
-                    ("keyspace", Value::from(map.keyspace.as_str())),
-                    ("version", Value::Integer(stored_int(map.version))),
+                    ("keyspace", Value::from(history.keyspace.as_str())),
+                    ("version", Value::Integer(stored_int(history.version))),
                     ("records", Value::Text(records)),
                     ("now", Value::Text(now_utc())),
-                    (
-                        "active",
-                        Value::Integer(expected.active.as_ref().map_or(-1, |m| stored_int(m.version))),
-                    ),
-                    (
-                        "pending",
-                        Value::Integer(expected.pending.as_ref().map_or(-1, |m| stored_int(m.version))),
-                    ),
+                    ("active", Value::Integer(expected.active.map_or(-1, stored_int))),
+                    ("pending", Value::Integer(expected.pending.map_or(-1, stored_int))),
                     ("operator", Value::from(history.audit.operator.clone())),
                     ("comment", Value::from(history.audit.comment.clone())),
                     ("metadata_only", Value::from(history.metadata_only)),
@@ -367,8 +403,8 @@ impl CatalogStore for FileStore {
         Ok(written.rows_affected > 0)
     }
 
-    async fn activate(&self, expected: &StoredState, history: &HistoryRow) -> Result<bool> {
-        let (Some(pending), Some(active)) = (&expected.pending, &expected.active) else {
+    async fn activate(&self, expected: &StoredVersions, history: &HistoryRow) -> Result<bool> {
+        let (Some(pending), Some(active)) = (expected.pending, expected.active) else {
             return Ok(false);
         };
         let moved = self
@@ -382,8 +418,8 @@ impl CatalogStore for FileStore {
                      WHERE slot = 1 AND pending_version = :expected AND active_version = :active;",
                 Params::named([
                     ("now", Value::Text(now_utc())),
-                    ("expected", Value::Integer(stored_int(pending.version))),
-                    ("active", Value::Integer(stored_int(active.version))),
+                    ("expected", Value::Integer(stored_int(pending))),
+                    ("active", Value::Integer(stored_int(active))),
                     ("keyspace", Value::from(history.keyspace.as_str())),
                     ("operator", Value::from(history.audit.operator.clone())),
                     ("comment", Value::from(history.audit.comment.clone())),
@@ -543,18 +579,6 @@ fn record_params(record: &ReshardRecord<'_>) -> Params {
         ("status", Value::from(record.status.as_str())),
         ("payload", Value::from(record.payload.as_str())),
     ])
-}
-
-/// A stored record row: kind, key, map version, value (`None`: deleted at that version).
-pub(super) type StoredRow = (RecordKind, String, u64, Option<String>);
-
-/// `changes` as the JSON array [`INSERT_RECORDS`] reads: `[[kind, key, value], ...]`.
-pub(super) fn records_json(changes: &[RecordChange]) -> String {
-    let rows: Vec<serde_json::Value> = changes
-        .iter()
-        .map(|change| serde_json::json!([change.kind.as_str(), change.key, change.value]))
-        .collect();
-    serde_json::Value::Array(rows).to_string()
 }
 
 pub(super) fn stored_int(version: u64) -> i64 {

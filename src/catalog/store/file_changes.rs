@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 
 use super::CatalogStore as _;
-use super::file::{FileStore, stored_int};
+use super::file::{FileStore, ReadVersions, stored_int};
 use crate::data::{Params, Value};
 use crate::error::Result;
 use crate::map::records::{RecordChange, RecordKind};
@@ -27,7 +27,12 @@ pub(super) async fn changes_between(store: &FileStore, from: u64, to: u64) -> Re
         ("from", Value::Integer(stored_int(from))),
         ("to", Value::Integer(stored_int(to))),
     ]);
-    let Some((base, _, rows)) = store.read_versions(CHANGES_SQL, params).await? else {
+    let Some(ReadVersions {
+        active: base,
+        records: rows,
+        ..
+    }) = store.read_versions(CHANGES_SQL, params).await?
+    else {
         return Ok(None);
     };
     if base == 0 {

@@ -10,6 +10,7 @@
 
 pub(super) mod file;
 mod file_changes;
+mod file_rows;
 mod file_runner;
 mod file_upgrade;
 
@@ -48,19 +49,43 @@ pub(crate) struct StoredState {
     /// Where the records of these maps live (etcd's generation; empty in a file).
     #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     pub generation: String,
+    /// What a seed or an import wrote last (a file; empty in etcd, whose revision says it).
+    pub epoch: String,
 }
 
 impl StoredState {
-    /// The records a change to `map` writes: those that differ from the newest stored map
-    /// (the pending map, else the active one).
-    pub(crate) fn changes_to(&self, map: &NewMap) -> Vec<RecordChange> {
-        let base = self
-            .pending
-            .as_ref()
-            .or(self.active.as_ref())
-            .map(|stored| MapRecords::of(&stored.options))
-            .unwrap_or_default();
-        base.changes_to(&MapRecords::of(&map.options))
+    /// The versions these maps were read at.
+    pub(crate) fn versions(&self) -> StoredVersions {
+        StoredVersions {
+            active: self.active.as_ref().map(|map| map.version),
+            pending: self.pending.as_ref().map(|map| map.version),
+            revision: self.revision,
+            generation: self.generation.clone(),
+            epoch: self.epoch.clone(),
+        }
+    }
+}
+
+/// Which maps a store holds, read without them: equal versions hold equal maps, and a
+/// conditional write compares them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct StoredVersions {
+    /// The active map's version.
+    pub active: Option<u64>,
+    /// The pending map's version.
+    pub pending: Option<u64>,
+    /// The store's revision of the version record (etcd's `mod_revision`; 0 in a file).
+    pub revision: i64,
+    /// Where the records live (etcd's generation; empty in a file).
+    pub generation: String,
+    /// What the last seed or import wrote (a file; empty in etcd).
+    pub epoch: String,
+}
+
+impl StoredVersions {
+    /// The newest version: the pending map's, else the active map's.
+    pub(crate) fn newest(&self) -> Option<u64> {
+        self.pending.or(self.active)
     }
 }
 
@@ -140,6 +165,9 @@ pub(crate) trait CatalogStore: std::fmt::Debug + Send + Sync {
     /// The active map's version, read cheaply.
     async fn active_version(&self) -> Result<Option<u64>>;
 
+    /// The versions of the stored maps, read without the maps; `None` without a map.
+    async fn versions(&self) -> Result<Option<StoredVersions>>;
+
     /// [`active_version`](Self::active_version) on the calling thread, for blocking callers. A
     /// store whose changes reach clients through a watch answers `None`.
     fn active_version_blocking(&self) -> Result<Option<u64>>;
@@ -147,13 +175,19 @@ pub(crate) trait CatalogStore: std::fmt::Debug + Send + Sync {
     /// Stores `map` as the active map, drops any pending map and appends `history`.
     async fn seed(&self, map: &NewMap, history: &HistoryRow) -> Result<()>;
 
-    /// Writes `map` as the pending map and appends `history`, only if the stored maps are still
-    /// those of `expected`. `false` when they are not (nothing written).
-    async fn write_pending(&self, expected: &StoredState, map: &NewMap, history: &HistoryRow) -> Result<bool>;
+    /// Writes the pending map of version `history.version`, the newest map with `changes`, and
+    /// appends `history`, only if the stored maps are still those of `expected`. `false` when
+    /// they are not (nothing written).
+    async fn write_pending(
+        &self,
+        expected: &StoredVersions,
+        changes: &[RecordChange],
+        history: &HistoryRow,
+    ) -> Result<bool>;
 
     /// Makes the pending map of `expected` active, drops it as pending and appends `history`,
     /// only if the stored maps are still those of `expected`. `false` when they are not.
-    async fn activate(&self, expected: &StoredState, history: &HistoryRow) -> Result<bool>;
+    async fn activate(&self, expected: &StoredVersions, history: &HistoryRow) -> Result<bool>;
 
     /// The records of map version `version` as they were written (a stored version's map is
     /// rebuilt from the changes of each version up to it), or `None` when no record of it is
@@ -166,6 +200,16 @@ pub(crate) trait CatalogStore: std::fmt::Debug + Send + Sync {
     /// the caller then reads the whole map.
     async fn changes_between(&self, _from: u64, _to: u64) -> Result<Option<Vec<RecordChange>>> {
         Ok(None)
+    }
+
+    /// What turns the newest map of `held` into the newest map of `now` (the same catalog read
+    /// later): for each record written since, its newest value. `None` when the store cannot
+    /// say; the caller then reads the maps whole.
+    async fn changes_since(&self, held: &StoredVersions, now: &StoredVersions) -> Result<Option<Vec<RecordChange>>> {
+        match (held.newest(), now.newest()) {
+            (Some(from), Some(to)) => self.changes_between(from, to).await,
+            _ => Ok(None),
+        }
     }
 
     /// Catalog history, newest first.

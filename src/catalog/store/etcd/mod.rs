@@ -28,14 +28,16 @@ use serde_json::{Value as Json, json};
 use self::client::{EtcdClient, delete, modified_at, prefix_end, put};
 use self::lease::EtcdLease;
 use self::records::{Commit, RecordRow, VersionRecord};
-use super::{CatalogStore, HistoryRow, MapWatch, NewMap, ReshardRecord, RunnerClaim, StoredMap, StoredState};
+use super::{
+    CatalogStore, HistoryRow, MapWatch, NewMap, ReshardRecord, RunnerClaim, StoredMap, StoredState, StoredVersions,
+};
 use crate::catalog::EtcdAddress;
 use crate::catalog::store::file::CATALOG_SCHEMA_VERSION;
 use crate::data::CatalogHistoryEntry;
 use crate::data::now_utc;
 use crate::error::{Error, Result};
 use crate::map::ShardingOptions;
-use crate::map::records::MapRecords;
+use crate::map::records::{MapRecords, RecordChange};
 
 /// A catalog in etcd.
 #[derive(Debug, Clone)]
@@ -237,7 +239,18 @@ impl CatalogStore for EtcdStore {
             },
             revision,
             generation: version.generation,
+            epoch: String::new(),
         })
+    }
+
+    async fn versions(&self) -> Result<Option<StoredVersions>> {
+        Ok(self.version_record().await?.map(|(record, revision)| StoredVersions {
+            active: Some(record.active_version),
+            pending: record.pending_version,
+            revision,
+            generation: record.generation,
+            epoch: String::new(),
+        }))
     }
 
     async fn map_at(&self, version: u64) -> Result<Option<MapRecords>> {
@@ -252,12 +265,21 @@ impl CatalogStore for EtcdStore {
         Ok(self.version_record().await?.map(|(record, _)| record.active_version))
     }
 
+    async fn changes_since(&self, held: &StoredVersions, now: &StoredVersions) -> Result<Option<Vec<RecordChange>>> {
+        match (held.newest(), now.newest()) {
+            (Some(from), Some(to)) if held.generation == now.generation => Ok(self
+                .replay(&now.generation, (held.revision, now.revision), (from, to))
+                .await),
+            _ => Ok(None),
+        }
+    }
+
     async fn seed(&self, map: &NewMap, history: &HistoryRow) -> Result<()> {
         self.ensure_schema().await?;
         let commit = Commit {
             expected_revision: None,
             base_generation: None,
-            version: version_of(map, map.version, None),
+            version: version_of(&map.keyspace, map.version, None),
             compare: Vec::new(),
             operations: vec![self.history_put(history)],
         };
@@ -265,30 +287,34 @@ impl CatalogStore for EtcdStore {
         Ok(())
     }
 
-    async fn write_pending(&self, expected: &StoredState, map: &NewMap, history: &HistoryRow) -> Result<bool> {
-        let Some(active) = &expected.active else {
+    async fn write_pending(
+        &self,
+        expected: &StoredVersions,
+        changes: &[RecordChange],
+        history: &HistoryRow,
+    ) -> Result<bool> {
+        let Some(active) = expected.active else {
             return Ok(false);
         };
-        let rows = expected.changes_to(map).into_iter().map(|c| (map.version, c)).collect();
+        let rows = changes.iter().map(|c| (history.version, c.clone())).collect();
         let commit = Commit {
             expected_revision: Some(expected.revision),
             base_generation: Some(expected.generation.clone()),
-            version: version_of(map, active.version, Some(map.version)),
+            version: version_of(&history.keyspace, active, Some(history.version)),
             compare: Vec::new(),
             operations: vec![self.history_put(history)],
         };
         self.commit(rows, commit).await
     }
 
-    async fn activate(&self, expected: &StoredState, history: &HistoryRow) -> Result<bool> {
-        let Some(pending) = &expected.pending else {
+    async fn activate(&self, expected: &StoredVersions, history: &HistoryRow) -> Result<bool> {
+        let Some(pending) = expected.pending else {
             return Ok(false);
         };
-        let next = NewMap::of(&pending.options);
         let commit = Commit {
             expected_revision: Some(expected.revision),
             base_generation: Some(expected.generation.clone()),
-            version: version_of(&next, pending.version, None),
+            version: version_of(&history.keyspace, pending, None),
             compare: Vec::new(),
             operations: vec![self.history_put(history)],
         };
@@ -388,7 +414,7 @@ impl CatalogStore for EtcdStore {
         let commit = Commit {
             expected_revision: Some(0),
             base_generation: None,
-            version: version_of(active, active.version, pending.map(|p| p.version)),
+            version: version_of(&active.keyspace, active.version, pending.map(|p| p.version)),
             compare: Vec::new(),
             operations: vec![self.history_put(history)],
         };
@@ -432,10 +458,10 @@ pub(crate) fn put_leased(key: &[u8], value: &[u8], lease: i64) -> Json {
     put(key, value, Some(lease))
 }
 
-/// The version record naming `map`'s keyspace and the given versions.
-fn version_of(map: &NewMap, active: u64, pending: Option<u64>) -> VersionRecord {
+/// The version record naming `keyspace` and the given versions.
+fn version_of(keyspace: &str, active: u64, pending: Option<u64>) -> VersionRecord {
     VersionRecord {
-        keyspace: map.keyspace.clone(),
+        keyspace: keyspace.to_owned(),
         generation: String::new(),
         active_version: active,
         pending_version: pending,

@@ -133,6 +133,55 @@ impl EtcdStore {
         })
     }
 
+    /// The records of `generation` written by versions `from + 1 ..= to` (newest per record)
+    /// in revisions `after + 1 ..= upto`, replayed from etcd's history by a watch: what a
+    /// catalog handle follows instead of reading the maps whole. `None` when that history is
+    /// gone (compacted), the watch fails, or it takes longer than a second.
+    pub(super) async fn replay(
+        &self,
+        generation: &str,
+        (after, upto): (i64, i64),
+        (from, to): (u64, u64),
+    ) -> Option<Vec<RecordChange>> {
+        let prefix = self.records_prefix(generation);
+        let work = async {
+            let (mut watch, _) = self.open_watch(generation, Some(after + 1)).await?;
+            let mut newest: BTreeMap<RecordId, (u64, Option<String>)> = BTreeMap::new();
+            loop {
+                let answer = watch.answer().await?;
+                for event in &answer.events {
+                    if let Some(rest) = event.kv.key.strip_prefix(prefix.as_slice())
+                        && let Some((kind, key, version)) = parse_record_key(rest)
+                        && (from + 1..=to).contains(&version)
+                        && event.kv.mod_revision <= upto
+                        && !event.deleted
+                    {
+                        let value =
+                            (!event.kv.value.is_empty()).then(|| String::from_utf8_lossy(&event.kv.value).into_owned());
+                        let slot = newest.entry((kind, key)).or_insert((version, None));
+                        if version >= slot.0 {
+                            *slot = (version, value);
+                        }
+                    }
+                }
+                if answer.events.iter().any(|event| event.kv.mod_revision >= upto) {
+                    break;
+                }
+            }
+            Ok::<_, Error>(newest)
+        };
+        let newest = tokio::time::timeout(std::time::Duration::from_secs(1), work)
+            .await
+            .ok()?
+            .ok()?;
+        Some(
+            newest
+                .into_iter()
+                .map(|((kind, key), (_, value))| RecordChange { kind, key, value })
+                .collect(),
+        )
+    }
+
     async fn open_watch(&self, generation: &str, from: Option<i64>) -> Result<(EtcdWatch, i64)> {
         let start = self.version_key();
         let end = prefix_end(&self.records_prefix(generation));
@@ -330,6 +379,7 @@ mod tests {
             pending: Some(map(2, &[("t1", "s0"), ("t2", "s1")])),
             revision: 10,
             generation: "g".into(),
+            epoch: String::new(),
         };
         let mut followed = Followed::new(b"/p/map/version".to_vec(), b"/p/records/g/".to_vec(), &state, 10);
         // Version 2 becomes active: the records read with the pending map.
