@@ -1413,6 +1413,7 @@ async fn the_openapi_document_covers_every_endpoint() {
         ("post", "/api/sharding/directory/disable"),
         ("post", "/api/sharding/directory/delete"),
         ("post", "/api/sharding/directory/mark-stale"),
+        ("post", "/api/sharding/directory/import"),
         ("get", "/api/sharding/directory/{name}/entries"),
         ("post", "/api/sharding/backups"),
         ("get", "/api/sharding/backups"),
@@ -1457,7 +1458,8 @@ async fn the_openapi_document_covers_every_endpoint() {
             | "/api/sharding/directory/upsert"
             | "/api/sharding/directory/disable"
             | "/api/sharding/directory/delete"
-            | "/api/sharding/directory/mark-stale" => "#/components/schemas/DirectoryMutationRefused",
+            | "/api/sharding/directory/mark-stale"
+            | "/api/sharding/directory/import" => "#/components/schemas/DirectoryMutationRefused",
             _ => "#/components/schemas/Problem",
         };
         assert_eq!(bad_request, problem, "{method} {path}");

@@ -96,6 +96,7 @@ fn expected_scope(operation: &str) -> Option<Option<&'static str>> {
         | "DisableShardDirectoryEntry"
         | "DeleteShardDirectoryEntry"
         | "MarkShardDirectoryEntryStale"
+        | "ImportShardDirectoryEntries"
         | "CreateHostShard"
         | "CreateBackup"
         | "ListBackups"
