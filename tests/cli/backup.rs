@@ -18,7 +18,8 @@ async fn insert(sharded: &ShardedClient, tenant: &str, id: i64) {
         .unwrap();
 }
 
-async fn ids_in(master: &Path, tenant: &str) -> Vec<i64> {
+/// The ids of `tenant`'s rows in the keyspace of `master` (a file or an `etcd://` URL), in order.
+pub(crate) async fn ids_in(master: impl AsRef<Path>, tenant: &str) -> Vec<i64> {
     let sharded = ShardedClient::open(master).await.unwrap();
     let rows = sharded
         .for_route(route(tenant))

@@ -11,29 +11,11 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::json;
 
+use super::backup::ids_in;
 use crate::support::cli::{json_of, seeded, shardlite, stderr};
 use crate::support::etcd::EtcdCluster;
 use crate::support::{old_sqlite, route, temp_dir};
-use shardlite::client::{Params, ShardedClient, SqlData, Value};
-
-async fn ids_in(master: &str, tenant: &str) -> Vec<i64> {
-    let sharded = ShardedClient::open(master).await.unwrap();
-    let rows = sharded
-        .for_route(route(tenant))
-        .execute_read_only_sql(
-            &format!("SELECT id FROM items WHERE tenant = '{tenant}' ORDER BY id"),
-            Params::none(),
-        )
-        .await
-        .unwrap();
-    rows.rows
-        .iter()
-        .map(|r| match r[0] {
-            Value::Integer(i) => i,
-            ref other => panic!("{other:?}"),
-        })
-        .collect()
-}
+use shardlite::client::{Params, ShardedClient, SqlData};
 
 /// A backup place holding one set of the two-shard keyspace with 20 rows.
 async fn one_set(dir: &Path) -> std::path::PathBuf {
