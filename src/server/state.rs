@@ -249,6 +249,14 @@ impl ServerState {
     /// its route resolves to.
     fn transaction_client<'a>(&'a self, target: &'a Target, transaction_id: &'a str) -> Result<InTransaction<'a>> {
         if is_atomic_id(transaction_id) {
+            // An atomic transaction belongs to the daemon that routes it, never to a data
+            // host's shard: a shard header on one is refused, as on any other sharded call.
+            if target.shard.is_some() {
+                return Err(Error::invalid_argument(
+                    "shard header",
+                    format!("an atomic transaction takes no {} header", crate::wire::SHARD_HEADER),
+                ));
+            }
             let route = target.route.as_ref();
             return Ok(InTransaction::Atomic(&self.inner.atomic, route, transaction_id));
         }

@@ -162,6 +162,15 @@ async fn a_rest_transfer_commits_on_both_shards_and_bad_input_is_refused_with_no
         "not_found",
         unknown,
     );
+    // A data host's shard header names no atomic transaction's home: refused, whatever it says.
+    let response = http_client()
+        .post(tx_url(&daemon, unknown, "commit"))
+        .header("X-Shardlite-Shard", "9%X :S")
+        .send()
+        .await
+        .unwrap();
+    let answer = (response.status(), response.json().await.unwrap_or(Json::Null));
+    assert_problem(&answer, StatusCode::BAD_REQUEST, "invalid_input", "X-Shardlite-Shard");
     let malformed = execute(&daemon, "csdbatomic:xyz", 0, &debit(0, 1)).await;
     assert_problem(
         &malformed,
