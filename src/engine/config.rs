@@ -1,5 +1,6 @@
 //! The engine's settings: one [`EngineConfig`] per set of files that share limits.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::shelf::OpenShards;
@@ -86,6 +87,24 @@ pub struct EngineConfig {
     /// it, so every shard a client opens counts against one `max_open_shards`; each
     /// `EngineConfig::default()` starts a set of its own.
     pub open_shards: OpenShards,
+    /// Called when a data file opens holding atomic-transaction state (a prepared intent or a
+    /// decision record), with the file's label (the shard id). The sharded client sets one
+    /// that hands the shard to its resolver, so a transaction a coordinator left is finished
+    /// when the shard opens rather than on the resolver's next round. A file without the atomic
+    /// tables costs it nothing (the table check every open makes); one with the tables, two
+    /// probes. Default none.
+    pub atomic_open_hook: Option<AtomicOpenHook>,
+}
+
+/// What [`EngineConfig::atomic_open_hook`] calls: it runs on the thread that opened the file,
+/// after the file is open, and must return at once (queue the work, never do it there).
+#[derive(Clone)]
+pub struct AtomicOpenHook(pub Arc<dyn Fn(&str) + Send + Sync>);
+
+impl std::fmt::Debug for AtomicOpenHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AtomicOpenHook")
+    }
 }
 
 // The limits are the connection-string limits, so a parsed connection string always fits.
@@ -191,6 +210,7 @@ impl Default for EngineConfig {
             shard_idle_timeout: Some(Duration::from_secs(60)),
             worker_threads: default_worker_threads(),
             open_shards: OpenShards::default(),
+            atomic_open_hook: None,
         }
     }
 }

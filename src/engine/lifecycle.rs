@@ -71,15 +71,23 @@ pub(super) struct Open {
     /// Read-only connections that blocking callers borrow to run queries on their own thread.
     pub(super) blocking_readers: Borrowed,
     upkeep: Option<Arc<Mutex<Upkeep>>>,
+    /// Whether the file held an intent or a decision record when it opened (only read for a
+    /// data file whose configuration has an [`atomic_open_hook`](EngineConfig::atomic_open_hook)).
+    held_atomic_state: bool,
 }
 
 impl Open {
     fn new(shared: &Shared, create: bool) -> Result<Self> {
         let config = &shared.config;
         let writer = open_writer(&shared.path, config, shared.role, create)?;
-        if super::atomic::has_state(&writer) {
+        let has_tables = super::atomic::has_state(&writer);
+        if has_tables {
             shared.atomic_state.store(true, std::sync::atomic::Ordering::Release);
         }
+        let held_atomic_state = has_tables
+            && shared.role == Role::Data
+            && config.atomic_open_hook.is_some()
+            && super::atomic::holds_records(&writer);
         let writer_conn = Arc::new(Mutex::new(writer));
         let readers = (0..config.readers.max(1))
             .map(|_| open_reader(&shared.path, config))
@@ -94,6 +102,7 @@ impl Open {
             blocking_readers: Borrowed::new(config.busy_timeout),
             upkeep: (shared.role == Role::Data)
                 .then(|| Arc::new(Mutex::new(Upkeep::new(config.moved_record_grace, config.busy_timeout)))),
+            held_atomic_state,
         })
     }
 
@@ -277,6 +286,11 @@ impl Shared {
         self.touch();
         if let Some(place) = place {
             place.fill(self);
+        }
+        if open.held_atomic_state
+            && let Some(hook) = &self.config.atomic_open_hook
+        {
+            (hook.0)(&self.label);
         }
         Ok(open)
     }

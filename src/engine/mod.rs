@@ -43,6 +43,8 @@
 
 pub mod archive;
 pub(crate) mod atomic;
+#[cfg(test)]
+mod atomic_open_tests;
 pub mod backup;
 mod config;
 pub mod cut;
@@ -70,8 +72,8 @@ mod workers;
 
 pub use atomic::{Atomic, AtomicIntent, Decision, DecisionState, Finished};
 pub use config::{
-    DESCRIPTORS_PER_OPEN_SHARD, EngineConfig, MAX_INLINE_READ_BUDGET, default_max_open_shards, descriptor_limit,
-    raise_descriptor_limit,
+    AtomicOpenHook, DESCRIPTORS_PER_OPEN_SHARD, EngineConfig, MAX_INLINE_READ_BUDGET, default_max_open_shards,
+    descriptor_limit, raise_descriptor_limit,
 };
 pub use database::Database;
 pub use dedicated::{BeginMode, DedicatedConnection};

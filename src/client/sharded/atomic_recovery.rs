@@ -1,10 +1,12 @@
 //! Recovery of atomic transactions: finishing what a coordinator that died left behind, from the
 //! decision records and intents in the shard files ([`AtomicRecovery`], handed out by
-//! [`ShardedClient::atomic_recovery`]), on demand (`shardlite tx resolve`) and by a background
-//! resolver every client runs over the shard files it has open.
+//! [`ShardedClient::atomic_recovery`]), on demand (`shardlite tx resolve`), when a shard opens
+//! holding atomic state, and in rounds over the shard files a client has open (the resolver
+//! every client runs, see [`atomic_resolver`](super::atomic_resolver)).
 //!
-//! The background resolver paces itself (a thirteenth of its time working, see [`PACE_WORK`]), so a
-//! backlog costs the writes the process serves little; on-demand resolves run unpaced.
+//! The resolver's rounds pace themselves (a thirteenth of their time working, see
+//! [`PACE_WORK`]), so a backlog costs the writes the process serves little; on-demand resolves
+//! and the pass when a shard opens run unpaced.
 //!
 //! For each decision record a shard holds: a pending one older than the abandon age is aborted
 //! by compare-and-set (presumed abort); a decided one is finished on every participant, then
@@ -18,14 +20,12 @@
 //! a live coordinator: finishing twice is a no-op, and a decision is one compare-and-set or one
 //! insert that an existing record wins.
 
-use std::sync::Weak;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use tokio::sync::oneshot;
 
+use super::ShardedClient;
 use super::generation::Generation;
-use super::{ShardedClient, Shared};
 use crate::engine::{Database, DecisionState, Finished, unix_ms_now};
 use crate::error::Result;
 
@@ -105,7 +105,8 @@ impl<'a> AtomicRecovery<'a> {
     async fn unresolved_in(self, open_only: bool) -> Result<Vec<UnresolvedAtomic>> {
         let generation = self.sharded.inner.fresh().await;
         let mut found = Vec::new();
-        for (shard_id, db) in local_shards(&generation, open_only) {
+        let scope = if open_only { Scope::OpenFiles } else { Scope::Every };
+        for (shard_id, db) in local_shards(&generation, scope) {
             for d in db.atomic().decisions().await? {
                 found.push(UnresolvedAtomic {
                     transaction_id: d.transaction_id,
@@ -134,23 +135,41 @@ impl<'a> AtomicRecovery<'a> {
 
     /// Finishes what can be finished on every shard served from a file here (opening each).
     pub async fn resolve(self) -> Result<AtomicResolution> {
-        self.resolve_shards(false).await
+        self.resolve_in(Scope::Every).await
+    }
+
+    /// How many shards the resolver's open pass visited since the client started: shards that
+    /// opened holding an intent or a decision record, each counted once per opening (openings
+    /// that came while it was queued count with it). A shard without atomic state never counts.
+    pub fn open_passes(self) -> u64 {
+        self.sharded.inner.atomic_opened.passes()
     }
 
     /// [`resolve`](Self::resolve) over the shard files open now that may hold atomic state
-    /// only: the background resolver's round, which never opens a file and never reads one
-    /// that has no atomic tables.
-    pub(super) async fn resolve_shards(self, open_only: bool) -> Result<AtomicResolution> {
+    /// only: the background resolver's paced round, which never opens a file and never reads
+    /// one that has no atomic tables.
+    pub(super) async fn resolve_open_files(self) -> Result<AtomicResolution> {
+        self.resolve_in(Scope::OpenFiles).await
+    }
+
+    /// [`resolve`](Self::resolve) on the shard `shard_id` alone, unpaced, if its file is open:
+    /// the pass after it opened holding atomic state (a file closed again meanwhile is left to
+    /// its next opening). Its transactions' other participants are finished too.
+    pub(super) async fn resolve_opened(self, shard_id: &str) -> Result<AtomicResolution> {
+        self.resolve_in(Scope::Opened(shard_id)).await
+    }
+
+    async fn resolve_in(self, scope: Scope<'_>) -> Result<AtomicResolution> {
         let generation = self.sharded.inner.fresh().await;
         let abandon_ms = i64::try_from(self.abandon_age().as_millis()).unwrap_or(i64::MAX);
         let mut round = Round {
             generation: &generation,
             abandon_ms,
             resolution: AtomicResolution::default(),
-            pace: Pace::new(open_only),
+            pace: Pace::new(matches!(scope, Scope::OpenFiles)),
             forget: Vec::new(),
         };
-        for (shard_id, db) in local_shards(&generation, open_only) {
+        for (shard_id, db) in local_shards(&generation, scope) {
             for d in db.atomic().decisions().await? {
                 round.pace.tick().await;
                 let young = d.state == DecisionState::Pending && !round.abandoned(d.created_unix_ms);
@@ -315,43 +334,39 @@ fn count(finished: Finished, resolution: &mut AtomicResolution) {
     }
 }
 
-/// The shards of `generation` served from files here (only those open now, if `open_only`).
-fn local_shards(generation: &Generation, open_only: bool) -> Vec<(String, Database)> {
-    generation
-        .map
-        .shards()
-        .iter()
-        .filter_map(|shard| {
-            let local = generation.local_of(&shard.id)?;
-            let db = local.database().clone();
-            (!open_only || (db.is_open() && db.atomic().may_hold_state())).then_some((shard.id.clone(), db))
-        })
-        .collect()
+/// Which shards a resolve visits.
+#[derive(Debug, Clone, Copy)]
+enum Scope<'a> {
+    /// Every shard served from a file here, opening each.
+    Every,
+    /// The files open now that may hold atomic state (the resolver's rounds).
+    OpenFiles,
+    /// This shard, if its file is open now (the pass after it opened holding atomic state).
+    Opened(&'a str),
 }
 
-/// Ends the background resolver when dropped (with the client's last handle).
-pub(super) struct ResolverStop(#[allow(dead_code)] oneshot::Sender<()>);
-
-/// Starts the background resolver of the client whose state is `inner`: a round over the open
-/// shard files every quarter of the abandon age (between 50 ms and 5 s).
-pub(super) fn start(inner: Weak<Shared>, abandon_age: Duration) -> Option<ResolverStop> {
-    let runtime = tokio::runtime::Handle::try_current().ok()?;
-    let (stop, mut stopped) = oneshot::channel::<()>();
-    let period = (abandon_age / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
-    runtime.spawn(async move {
-        loop {
-            tokio::select! {
-                _ = &mut stopped => return,
-                () = tokio::time::sleep(period) => {}
-            }
-            let Some(strong) = inner.upgrade() else {
-                return;
+/// The shards of `generation` served from files here that `scope` visits.
+fn local_shards(generation: &Generation, scope: Scope<'_>) -> Vec<(String, Database)> {
+    let shards = generation.map.shards();
+    let chosen: Vec<&str> = match scope {
+        Scope::Opened(shard_id) => generation
+            .map
+            .shard_index(shard_id)
+            .map(|index| shards[index].id.as_str())
+            .into_iter()
+            .collect(),
+        Scope::Every | Scope::OpenFiles => shards.iter().map(|shard| shard.id.as_str()).collect(),
+    };
+    chosen
+        .into_iter()
+        .filter_map(|shard_id| {
+            let db = generation.local_of(shard_id)?.database().clone();
+            let visits = match scope {
+                Scope::Every => true,
+                Scope::OpenFiles => db.is_open() && db.atomic().may_hold_state(),
+                Scope::Opened(_) => db.is_open(),
             };
-            let client = ShardedClient { inner: strong };
-            if let Err(err) = client.atomic_recovery().resolve_shards(true).await {
-                tracing::debug!(error = %err, "atomic recovery will be tried again");
-            }
-        }
-    });
-    Some(ResolverStop(stop))
+            visits.then(|| (shard_id.to_owned(), db))
+        })
+        .collect()
 }

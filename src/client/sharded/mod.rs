@@ -13,7 +13,9 @@
 //!   ([`SchemaAdmin`]);
 //! - [`transactions`]: [`ShardedTransactions`], routed transactions and their RAII guard;
 //! - [`atomic`]: [`AtomicTransaction`], a transaction on several routes committed on all or none;
-//! - [`atomic_recovery`]: [`AtomicRecovery`], finishing what a coordinator that died left.
+//! - [`atomic_recovery`]: [`AtomicRecovery`], finishing what a coordinator that died left;
+//! - [`atomic_resolver`]: the resolver every client runs: a pass when a shard opens holding
+//!   atomic state, and paced rounds over the open shard files.
 //!
 //! Behind them, crate-private:
 //! - [`generation`]: the map served now and its shards' clients, swapped whole on activation;
@@ -29,6 +31,7 @@
 
 mod atomic;
 mod atomic_recovery;
+mod atomic_resolver;
 mod catalog;
 mod dedicated;
 mod directories;
@@ -84,7 +87,9 @@ pub(crate) struct Shared {
     /// Ends the task following the catalog when the client goes away.
     _follower: std::sync::OnceLock<follow::FollowerStop>,
     /// Ends the background resolver of atomic transactions when the client goes away.
-    _resolver: std::sync::OnceLock<atomic_recovery::ResolverStop>,
+    _resolver: std::sync::OnceLock<atomic_resolver::ResolverStop>,
+    /// The shards that opened holding atomic state, queued for the resolver's open pass.
+    atomic_opened: Arc<atomic_resolver::OpenedShards>,
     /// Routed calls by bucket and hottest key, decaying; it outlives map activations.
     heat: HeatRecorder,
     /// Queries across shards already read, by their text.
@@ -151,6 +156,10 @@ pub struct ShardedClientOptions {
     /// Called after each step of an atomic commit with several participants (a test hook; see
     /// [`AtomicStepHook`]). Default none.
     pub atomic_step_hook: Option<AtomicStepHook>,
+    /// How often the background resolver of atomic transactions visits the open shard files
+    /// that may hold atomic state. A shard that opens holding some is resolved at once, whatever
+    /// this is. Default none: a quarter of the abandon age, between 50 ms and 5 s.
+    pub atomic_resolver_period: Option<Duration>,
 }
 
 impl Default for ShardedClientOptions {
@@ -161,6 +170,7 @@ impl Default for ShardedClientOptions {
             drain_timeout: Duration::from_secs(5),
             heat_half_life: DEFAULT_HALF_LIFE,
             atomic_step_hook: None,
+            atomic_resolver_period: None,
         }
     }
 }
@@ -221,8 +231,13 @@ impl ShardedClient {
         Self::build(map, None, options).await
     }
 
-    async fn build(map: ShardMap, catalog: Option<Catalog>, options: ShardedClientOptions) -> Result<Self> {
+    async fn build(map: ShardMap, catalog: Option<Catalog>, mut options: ShardedClientOptions) -> Result<Self> {
         crate::directory::check_routes(&map)?;
+        let atomic_opened = Arc::<atomic_resolver::OpenedShards>::default();
+        // Outside a runtime no resolver runs, so nothing would take the queue.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            options.engine.atomic_open_hook = Some(atomic_resolver::hook(&atomic_opened));
+        }
         let master = catalog.as_ref().map(Catalog::path);
         let shards = open_slots(&map, master, &options.engine, None).await;
         let generation = Generation {
@@ -245,6 +260,7 @@ impl ShardedClient {
                 switching: tokio::sync::Mutex::new(()),
                 _follower: std::sync::OnceLock::new(),
                 _resolver: std::sync::OnceLock::new(),
+                atomic_opened,
                 heat,
                 plans: crate::query::PlanCache::default(),
             }),
@@ -254,10 +270,10 @@ impl ShardedClient {
         {
             let _ = client.inner._follower.set(stop);
         }
-        if let Some(stop) = atomic_recovery::start(
-            Arc::downgrade(&client.inner),
-            client.inner.options.engine.atomic_abandon_age,
-        ) {
+        let options = &client.inner.options;
+        let period = atomic_resolver::period(options.engine.atomic_abandon_age, options.atomic_resolver_period);
+        if let Some(stop) = atomic_resolver::start(&Arc::downgrade(&client.inner), period, &client.inner.atomic_opened)
+        {
             let _ = client.inner._resolver.set(stop);
         }
         Ok(client)

@@ -73,6 +73,14 @@ pub(super) fn has_state(conn: &rusqlite::Connection) -> bool {
     participant::has_tables(conn).unwrap_or(true)
 }
 
+/// Whether the file `conn` holds atomic state now, an intent or a decision record (read when a
+/// file that has the atomic tables opens, for [`EngineConfig::atomic_open_hook`]).
+///
+/// [`EngineConfig::atomic_open_hook`]: super::EngineConfig::atomic_open_hook
+pub(super) fn holds_records(conn: &rusqlite::Connection) -> bool {
+    participant::holds_records(conn).unwrap_or(true)
+}
+
 /// Where an atomic transaction's decision stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -22,7 +22,8 @@ use crate::engine::guard;
 use crate::engine::sqlite_error::sql_error;
 use crate::error::{Error, Result};
 use crate::sql::{
-    ATOMIC_INTENTS_TABLE, ATOMIC_LOCKS_TABLE, ATOMIC_ROWS_TABLE, ATOMIC_VALUES_TABLE, INTERNAL_PREFIX, quote_ident,
+    ATOMIC_DECISIONS_TABLE, ATOMIC_INTENTS_TABLE, ATOMIC_LOCKS_TABLE, ATOMIC_ROWS_TABLE, ATOMIC_VALUES_TABLE,
+    INTERNAL_PREFIX, quote_ident,
 };
 
 /// The savepoint an atomic session's statements run in, rolled back at prepare.
@@ -270,6 +271,19 @@ pub(super) fn has_tables(conn: &Connection) -> Result<bool> {
     )
     .optional()
     .map(|found| found.is_some())
+    .map_err(sql_error)
+}
+
+/// Whether the file holds an intent or a decision record (its tables being there): two probes
+/// of the first row of a table, read once when such a file opens.
+pub(super) fn holds_records(conn: &Connection) -> Result<bool> {
+    conn.query_row(
+        &format!(
+            "SELECT EXISTS (SELECT 1 FROM {ATOMIC_INTENTS_TABLE}) OR EXISTS (SELECT 1 FROM {ATOMIC_DECISIONS_TABLE})"
+        ),
+        [],
+        |row| row.get(0),
+    )
     .map_err(sql_error)
 }
 
