@@ -1,12 +1,13 @@
 //! `shardlite tx list|resolve`: atomic transactions not finished on every shard, and finishing
 //! them (see [`AtomicRecovery`](crate::client::AtomicRecovery)). Both open the master named by
-//! the connection string's `Data Source` and read the shard files themselves.
+//! the connection string's `Data Source` and read the shard files themselves, with no pass when
+//! a shard opens: the list shows what the files hold, and resolve counts all it finished.
 
 use clap::{Args, Subcommand};
 
 use super::connection::ConnectionArgs;
 use super::data::{OutputArgs, print_json, table};
-use crate::client::ShardedClient;
+use crate::client::{ShardedClient, ShardedClientOptions};
 use crate::error::{Error, Result};
 use crate::options::ConnectionOptions;
 
@@ -47,7 +48,13 @@ async fn open(args: &TxArgs) -> Result<ShardedClient> {
             "atomic transactions are listed and resolved from the master's shard files: give `Data Source=MASTER`",
         )
     })?;
-    ShardedClient::open(master).await
+    // Listing changes nothing, and resolving counts what it did itself: no pass when a shard
+    // opens.
+    let options = ShardedClientOptions {
+        atomic_resolve_on_open: false,
+        ..ShardedClientOptions::default()
+    };
+    ShardedClient::open_with(master, options).await
 }
 
 async fn list(args: &TxArgs) -> Result<()> {

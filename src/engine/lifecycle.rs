@@ -5,7 +5,8 @@
 //! callers borrow ([`Open`]); closed, it holds none of them, and no thread and no descriptor.
 //! Opening is serialised per file; a file is only closed when nothing uses it: no call holds
 //! its open state, no transaction is open, no dedicated connection, copy or fence installation
-//! has [pinned](Shared::pin) it.
+//! has [pinned](Shared::pin) it. A data file that opens holding atomic-transaction state is
+//! reported to its configuration's [`atomic_open_hook`](EngineConfig::atomic_open_hook).
 //!
 //! [`Shared`] is what every [`Database`](super::Database) handle of one file holds: its path,
 //! label and settings, its open state, and its [session table](SessionTable).

@@ -3,7 +3,8 @@
 //! bad input (execute after commit, commit twice, an unknown or malformed id, no route, a
 //! disabled shard, a participant the map disables before the commit) is a clear 4xx with nothing
 //! half-applied; an idle one expires and is rolled
-//! back; the `shardlite_atomic_unresolved` gauge counts what recovery has left to do.
+//! back; the `shardlite_atomic_unresolved` gauge counts what recovery has left to do; a shard
+//! that opens holding a decided intent is resolved at once.
 
 use std::path::Path;
 use std::time::Duration;
@@ -426,4 +427,55 @@ async fn execute_plain(daemon: &Daemon, account: usize, sql: &str) -> StatusCode
         .await
         .unwrap()
         .status()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_resolves_a_shard_that_opens_holding_a_committed_intent() {
+    use shardlite::client::AtomicStep;
+    use std::time::Instant;
+
+    let dir = temp_dir();
+    let map = pinned_tenants(2, |i| dir.path().join(format!("s{i}.db")).display().to_string());
+    let master = seed_master(dir.path(), map).await;
+    // A coordinator in another process stopped after its decision: both intents are left.
+    let coordinator = ShardedClient::open(&master).await.unwrap();
+    for i in 0..2 {
+        coordinator
+            .for_route(route(&format!("t{i}")))
+            .execute_sql(
+                &format!("CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL); INSERT INTO accounts VALUES ({i}, 100)"),
+                Params::none(),
+            )
+            .await
+            .unwrap();
+    }
+    let mut transfer = coordinator.begin_atomic();
+    transfer
+        .execute(&route("t0"), &debit(0, 30), Params::none())
+        .await
+        .unwrap();
+    transfer
+        .execute(&route("t1"), &credit(1, 30), Params::none())
+        .await
+        .unwrap();
+    transfer.commit_until(Some(AtomicStep::Decided)).await.unwrap();
+    drop((transfer, coordinator));
+
+    // The daemon's rounds come every 5 s (a quarter of the 30 s abandon age, at most 5 s): a
+    // write through it that opens s1 finds the row free well before, by the pass at open.
+    let daemon = start_daemon_on(&master, ServerConfig::default()).await;
+    let started = Instant::now();
+    while execute_plain(&daemon, 1, &credit(1, 0)).await != StatusCode::OK {
+        assert!(started.elapsed() < Duration::from_secs(2), "still locked");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let sharded = daemon.state.sharded().unwrap().clone();
+    assert!(sharded.atomic_recovery().open_passes() >= 1);
+    let result = sharded
+        .for_route(route("t1"))
+        .execute_sql("SELECT balance FROM accounts WHERE id = 1", Params::none())
+        .await
+        .unwrap();
+    assert_eq!(result.rows[0][0], Value::Integer(130), "the committed value");
+    assert_eq!(balances_enabled(&sharded).await, [70]);
 }

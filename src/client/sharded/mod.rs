@@ -160,6 +160,11 @@ pub struct ShardedClientOptions {
     /// that may hold atomic state. A shard that opens holding some is resolved at once, whatever
     /// this is. Default none: a quarter of the abandon age, between 50 ms and 5 s.
     pub atomic_resolver_period: Option<Duration>,
+    /// Whether a shard that opens holding atomic state (a prepared intent or a decision record)
+    /// is resolved at once, on the resolver's task (see [`AtomicRecovery`]). `shardlite tx
+    /// list` turns it off, so that listing changes nothing, and so does `tx resolve`, which
+    /// resolves every shard itself. Default true.
+    pub atomic_resolve_on_open: bool,
 }
 
 impl Default for ShardedClientOptions {
@@ -171,6 +176,7 @@ impl Default for ShardedClientOptions {
             heat_half_life: DEFAULT_HALF_LIFE,
             atomic_step_hook: None,
             atomic_resolver_period: None,
+            atomic_resolve_on_open: true,
         }
     }
 }
@@ -235,7 +241,7 @@ impl ShardedClient {
         crate::directory::check_routes(&map)?;
         let atomic_opened = Arc::<atomic_resolver::OpenedShards>::default();
         // Outside a runtime no resolver runs, so nothing would take the queue.
-        if tokio::runtime::Handle::try_current().is_ok() {
+        if options.atomic_resolve_on_open && tokio::runtime::Handle::try_current().is_ok() {
             options.engine.atomic_open_hook = Some(atomic_resolver::hook(&atomic_opened));
         }
         let master = catalog.as_ref().map(Catalog::path);
