@@ -1,6 +1,7 @@
 //! Recovery when a shard opens: a client that opens a shard holding an atomic transaction a
 //! coordinator left finishes it at once, without waiting for its resolver's rounds (set to an
-//! hour here, so only the pass at open can do it); a shard without atomic state costs nothing.
+//! hour here, so only the pass at open can do it; a client with the pass off shows the row
+//! locked until a resolve); a shard without atomic state costs nothing.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -168,4 +169,28 @@ async fn a_shard_without_atomic_state_opens_without_a_pass() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(sharded.atomic_recovery().open_passes(), 0);
     assert_eq!((balance(&sharded, 0).await, balance(&sharded, 1).await), (70, 130));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_pass_at_open_the_row_stays_locked_until_a_resolve() {
+    let dir = temp_dir();
+    let master = accounts(dir.path()).await;
+    stopped_transfer(&master, AtomicStep::Decided).await;
+    let options = ShardedClientOptions {
+        atomic_resolver_period: Some(Duration::from_secs(3600)),
+        atomic_resolve_on_open: false,
+        ..ShardedClientOptions::default()
+    };
+    let sharded = ShardedClient::open_with(&master, options).await.unwrap();
+    let s1 = sharded.for_route(route("t1"));
+    let sql = "UPDATE accounts SET balance = balance WHERE id = 1";
+    for _ in 0..2 {
+        let err = s1.execute_sql(sql, Params::none()).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::RowLocked, "{err}");
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    assert_eq!(sharded.atomic_recovery().open_passes(), 0);
+    let resolution = sharded.atomic_recovery().resolve().await.unwrap();
+    assert_eq!(resolution.committed, 2, "{resolution:?}");
+    s1.execute_sql(sql, Params::none()).await.unwrap();
 }
