@@ -13,11 +13,11 @@
 //!   ([`SchemaAdmin`]);
 //! - [`transactions`]: [`ShardedTransactions`], routed transactions and their RAII guard;
 //! - [`atomic`]: [`AtomicTransaction`], a transaction on several routes committed on all or none;
-//! - [`atomic_recovery`]: [`AtomicRecovery`], finishing what a coordinator that died left;
-//! - [`atomic_resolver`]: the resolver every client runs: a pass when a shard opens holding
-//!   atomic state, and paced rounds over the open shard files.
+//! - [`atomic_recovery`]: [`AtomicRecovery`], finishing what a coordinator that died left.
 //!
 //! Behind them, crate-private:
+//! - [`atomic_resolver`]: the resolver every client runs for its atomic transactions: a pass
+//!   when a shard opens holding atomic state, and paced rounds over the open shard files;
 //! - [`generation`]: the map served now and its shards' clients, swapped whole on activation;
 //! - [`follow`]: following the catalog, so that a map activated elsewhere is served here;
 //! - [`dedicated`]: connections of their own on a route's shard, for the sqlx driver;
