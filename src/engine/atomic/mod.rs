@@ -11,7 +11,10 @@
 //! The transaction's decision record lives on its first participant (`decision`): `pending`
 //! from that participant's prepare (the participants prepare at once), then `commit` or `abort`
 //! by one compare-and-set; recovery writes an `abort` record (a tombstone) for an intent older
-//! than the abandon age whose record never came.
+//! than the abandon age whose record never came. The coordinator's compare-and-set also applies
+//! the first participant's own intent in the same local commit
+//! ([`Atomic::decide_commit_and_apply`]), and a record every participant finished is queued
+//! ([`Atomic::forget_later`]) and deleted by that file's next decision, or by the resolver.
 //!
 //! Everything written is ordinary SQLite that 3.31 parses: internal tables, `WITHOUT ROWID`
 //! keys, triggers raising string literals. Intents travel with the file (backups, copies).
