@@ -13,8 +13,8 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
-use super::participant::{ensure_schema, has_tables};
-use super::{Decision, DecisionState};
+use super::participant::has_tables;
+use super::{Decision, DecisionState, SCHEMA};
 use crate::engine::guard;
 use crate::engine::sqlite_error::sql_error;
 use crate::engine::unix_ms_now;
@@ -37,14 +37,16 @@ fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Decision> {
 /// Creates the pending record of `id` for a commit begun at `created_unix_ms`, inside the
 /// caller's write transaction.
 pub(super) fn create(conn: &Connection, id: &str, participants: &[String], created_unix_ms: i64) -> Result<()> {
-    ensure_schema(conn)?;
+    guard::trusted(|| guard::internal_writes(|| conn.execute_batch(SCHEMA))).map_err(sql_error)?;
     let participants = serde_json::to_string(participants).unwrap_or_default();
     guard::internal_writes(|| {
-        conn.prepare_cached(&format!(
-            "INSERT INTO {ATOMIC_DECISIONS_TABLE} (transaction_id, state, participants, created_unix_ms) \
-             VALUES (?1, 'pending', ?2, ?3)"
-        ))
-        .and_then(|mut statement| statement.execute(rusqlite::params![id, participants, created_unix_ms]))
+        conn.execute(
+            &format!(
+                "INSERT INTO {ATOMIC_DECISIONS_TABLE} (transaction_id, state, participants, created_unix_ms) \
+                 VALUES (?1, 'pending', ?2, ?3)"
+            ),
+            rusqlite::params![id, participants, created_unix_ms],
+        )
     })
     .map_err(|err| match sql_error(err) {
         Error::Sql(failure) if failure.code & 0xff == rusqlite::ffi::SQLITE_CONSTRAINT => Error::AtomicDecided {
@@ -84,12 +86,14 @@ pub(super) fn decide_commit(conn: &Connection, id: &str, max_age_ms: i64) -> Res
     }
     let now = unix_ms_now();
     guard::internal_writes(|| {
-        conn.prepare_cached(&format!(
-            "UPDATE {ATOMIC_DECISIONS_TABLE} \
-             SET state = CASE WHEN created_unix_ms > ?2 THEN 'commit' ELSE 'abort' END, decided_unix_ms = ?3 \
-             WHERE transaction_id = ?1 AND state = 'pending'"
-        ))
-        .and_then(|mut statement| statement.execute(rusqlite::params![id, now.saturating_sub(max_age_ms), now]))
+        conn.execute(
+            &format!(
+                "UPDATE {ATOMIC_DECISIONS_TABLE} \
+                 SET state = CASE WHEN created_unix_ms > ?2 THEN 'commit' ELSE 'abort' END, decided_unix_ms = ?3 \
+                 WHERE transaction_id = ?1 AND state = 'pending'"
+            ),
+            rusqlite::params![id, now.saturating_sub(max_age_ms), now],
+        )
     })
     .map_err(sql_error)?;
     Ok(get(conn, id)?.map(|d| d.state))
@@ -103,7 +107,7 @@ pub(super) fn abort_unknown(
     participants: &[String],
     created_unix_ms: i64,
 ) -> Result<DecisionState> {
-    ensure_schema(conn)?;
+    guard::trusted(|| guard::internal_writes(|| conn.execute_batch(SCHEMA))).map_err(sql_error)?;
     let participants = serde_json::to_string(participants).unwrap_or_default();
     guard::internal_writes(|| {
         conn.execute(
@@ -145,10 +149,12 @@ pub(super) fn get(conn: &Connection, id: &str) -> Result<Option<Decision>> {
     if !has_tables(conn)? {
         return Ok(None);
     }
-    conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM {ATOMIC_DECISIONS_TABLE} WHERE transaction_id = ?1"
-    ))
-    .and_then(|mut statement| statement.query_row([id], from_row).optional())
+    conn.query_row(
+        &format!("SELECT {COLUMNS} FROM {ATOMIC_DECISIONS_TABLE} WHERE transaction_id = ?1"),
+        [id],
+        from_row,
+    )
+    .optional()
     .map_err(sql_error)
 }
 
@@ -176,10 +182,10 @@ pub(super) fn forget(conn: &Connection, id: &str) -> Result<bool> {
         return Ok(false);
     }
     let removed = guard::internal_writes(|| {
-        conn.prepare_cached(&format!(
-            "DELETE FROM {ATOMIC_DECISIONS_TABLE} WHERE transaction_id = ?1 AND state <> 'pending'"
-        ))
-        .and_then(|mut statement| statement.execute([id]))
+        conn.execute(
+            &format!("DELETE FROM {ATOMIC_DECISIONS_TABLE} WHERE transaction_id = ?1 AND state <> 'pending'"),
+            [id],
+        )
     })
     .map_err(sql_error)?;
     Ok(removed > 0)

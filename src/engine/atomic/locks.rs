@@ -39,15 +39,7 @@ pub(super) fn trigger_statements(table: &str) -> [(String, String); 3] {
 
 /// Creates the lock triggers of `table` that are missing, inside the caller's transaction.
 pub(super) fn ensure_triggers(conn: &Connection, table: &str) -> Result<()> {
-    let statements = trigger_statements(table);
-    let present: i64 = conn
-        .prepare_cached("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN (?1, ?2, ?3)")
-        .and_then(|mut s| s.query_row([&statements[0].0, &statements[1].0, &statements[2].0], |r| r.get(0)))
-        .map_err(sql_error)?;
-    if present == 3 {
-        return Ok(()); // The usual case: a table keeps its triggers once it has them.
-    }
-    for (name, statement) in statements {
+    for (name, statement) in trigger_statements(table) {
         let exists = conn
             .query_row(
                 "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?1",

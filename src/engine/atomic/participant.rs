@@ -22,8 +22,7 @@ use crate::engine::guard;
 use crate::engine::sqlite_error::sql_error;
 use crate::error::{Error, Result};
 use crate::sql::{
-    ATOMIC_DECISIONS_TABLE, ATOMIC_INTENTS_TABLE, ATOMIC_LOCKS_TABLE, ATOMIC_ROWS_TABLE, ATOMIC_VALUES_TABLE,
-    INTERNAL_PREFIX, quote_ident,
+    ATOMIC_INTENTS_TABLE, ATOMIC_LOCKS_TABLE, ATOMIC_ROWS_TABLE, ATOMIC_VALUES_TABLE, INTERNAL_PREFIX, quote_ident,
 };
 
 /// The savepoint an atomic session's statements run in, rolled back at prepare.
@@ -176,28 +175,30 @@ fn write_intent(
     images: &[Image],
 ) -> Result<()> {
     let id = intent.id;
-    ensure_schema(conn)?;
+    conn.execute_batch(SCHEMA).map_err(sql_error)?;
     for (table, _) in columns {
         locks::ensure_triggers(conn, table)?;
     }
     let participants_json = serde_json::to_string(intent.participants).unwrap_or_default();
-    conn.prepare_cached(&format!(
-        "INSERT INTO {ATOMIC_INTENTS_TABLE} (transaction_id, participants, prepared_unix_ms) VALUES (?1, ?2, ?3)"
-    ))
-    .and_then(|mut s| s.execute(rusqlite::params![id, participants_json, intent.started_unix_ms]))
+    conn.execute(
+        &format!(
+            "INSERT INTO {ATOMIC_INTENTS_TABLE} (transaction_id, participants, prepared_unix_ms) VALUES (?1, ?2, ?3)"
+        ),
+        rusqlite::params![id, participants_json, intent.started_unix_ms],
+    )
     .map_err(sql_error)?;
     let mut insert_row = conn
-        .prepare_cached(&format!(
+        .prepare(&format!(
             "INSERT INTO {ATOMIC_ROWS_TABLE} (transaction_id, seq, table_name, row_id, deleted) VALUES (?1, ?2, ?3, ?4, ?5)"
         ))
         .map_err(sql_error)?;
     let mut insert_value = conn
-        .prepare_cached(&format!(
+        .prepare(&format!(
             "INSERT INTO {ATOMIC_VALUES_TABLE} (transaction_id, seq, column_name, value) VALUES (?1, ?2, ?3, ?4)"
         ))
         .map_err(sql_error)?;
     let mut insert_lock = conn
-        .prepare_cached(&format!(
+        .prepare(&format!(
             "INSERT INTO {ATOMIC_LOCKS_TABLE} (table_name, row_id, transaction_id) VALUES (?1, ?2, ?3)"
         ))
         .map_err(sql_error)?;
@@ -231,7 +232,7 @@ fn write_intent(
 /// The columns of `table` a row image holds (generated columns are left out).
 fn table_columns(conn: &Connection, table: &str) -> Result<Vec<String>> {
     let mut statement = conn
-        .prepare_cached(&format!("PRAGMA table_info({})", quote_ident(table)))
+        .prepare(&format!("PRAGMA table_info({})", quote_ident(table)))
         .map_err(sql_error)?;
     let names = statement
         .query_map([], |row| row.get::<_, String>(1))
@@ -251,37 +252,25 @@ fn row_image(conn: &Connection, table: &str, rowid: i64, names: &[String]) -> Re
         column_list(names),
         quote_ident(table)
     );
-    conn.prepare_cached(&sql)
-        .and_then(|mut statement| {
-            statement
-                .query_row([rowid], |row| {
-                    (0..names.len())
-                        .map(|i| row.get::<_, Value>(i))
-                        .collect::<rusqlite::Result<Vec<_>>>()
-                })
-                .optional()
-        })
-        .map_err(sql_error)
+    conn.query_row(&sql, [rowid], |row| {
+        (0..names.len())
+            .map(|i| row.get::<_, Value>(i))
+            .collect::<rusqlite::Result<Vec<_>>>()
+    })
+    .optional()
+    .map_err(sql_error)
 }
 
 /// Whether the file has the atomic tables at all.
 pub(super) fn has_tables(conn: &Connection) -> Result<bool> {
-    conn.prepare_cached("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")
-        .and_then(|mut statement| statement.exists([ATOMIC_INTENTS_TABLE]))
-        .map_err(sql_error)
-}
-
-/// Creates the atomic tables unless the file has every one of them (they are created together,
-/// the decisions table last), inside the caller's write transaction.
-pub(super) fn ensure_schema(conn: &Connection) -> Result<()> {
-    let complete = conn
-        .prepare_cached("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")
-        .and_then(|mut statement| statement.exists([ATOMIC_DECISIONS_TABLE]))
-        .map_err(sql_error)?;
-    if !complete {
-        guard::trusted(|| guard::internal_writes(|| conn.execute_batch(SCHEMA))).map_err(sql_error)?;
-    }
-    Ok(())
+    conn.query_row(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [ATOMIC_INTENTS_TABLE],
+        |_| Ok(()),
+    )
+    .optional()
+    .map(|found| found.is_some())
+    .map_err(sql_error)
 }
 
 /// Applies (`commit`) or drops the prepared transaction `id` and releases its locks, inside the
@@ -291,25 +280,29 @@ pub(super) fn finish(conn: &Connection, id: &str, commit: bool) -> Result<Finish
         return Ok(Finished::NotPrepared);
     }
     let prepared = conn
-        .prepare_cached(&format!(
-            "SELECT 1 FROM {ATOMIC_INTENTS_TABLE} WHERE transaction_id = ?1"
-        ))
-        .and_then(|mut statement| statement.exists([id]))
-        .map_err(sql_error)?;
+        .query_row(
+            &format!("SELECT 1 FROM {ATOMIC_INTENTS_TABLE} WHERE transaction_id = ?1"),
+            [id],
+            |_| Ok(()),
+        )
+        .optional()
+        .map_err(sql_error)?
+        .is_some();
     if !prepared {
         return Ok(Finished::NotPrepared);
     }
     guard::internal_writes(|| -> Result<()> {
-        conn.prepare_cached(&format!("DELETE FROM {ATOMIC_LOCKS_TABLE} WHERE transaction_id = ?1"))
-            .and_then(|mut statement| statement.execute([id]))
-            .map_err(sql_error)?;
+        conn.execute(
+            &format!("DELETE FROM {ATOMIC_LOCKS_TABLE} WHERE transaction_id = ?1"),
+            [id],
+        )
+        .map_err(sql_error)?;
         if commit {
             guard::trusted(|| conn.execute_batch("PRAGMA defer_foreign_keys = ON")).map_err(sql_error)?;
             apply(conn, id)?;
         }
         for table in [ATOMIC_VALUES_TABLE, ATOMIC_ROWS_TABLE, ATOMIC_INTENTS_TABLE] {
-            conn.prepare_cached(&format!("DELETE FROM {table} WHERE transaction_id = ?1"))
-                .and_then(|mut statement| statement.execute([id]))
+            conn.execute(&format!("DELETE FROM {table} WHERE transaction_id = ?1"), [id])
                 .map_err(sql_error)?;
         }
         Ok(())
@@ -319,7 +312,7 @@ pub(super) fn finish(conn: &Connection, id: &str, commit: bool) -> Result<Finish
 
 fn apply(conn: &Connection, id: &str) -> Result<()> {
     let mut rows = conn
-        .prepare_cached(&format!(
+        .prepare(&format!(
             "SELECT seq, table_name, row_id, deleted FROM {ATOMIC_ROWS_TABLE} WHERE transaction_id = ?1 ORDER BY seq"
         ))
         .map_err(sql_error)?;
@@ -336,7 +329,7 @@ fn apply(conn: &Connection, id: &str) -> Result<()> {
         .collect::<rusqlite::Result<Vec<_>>>()
         .map_err(sql_error)?;
     let mut values = conn
-        .prepare_cached(&format!(
+        .prepare(&format!(
             "SELECT column_name, value FROM {ATOMIC_VALUES_TABLE} WHERE transaction_id = ?1 AND seq = ?2"
         ))
         .map_err(sql_error)?;
@@ -366,11 +359,10 @@ fn apply(conn: &Connection, id: &str) -> Result<()> {
         let updated = if names.is_empty() {
             0
         } else {
-            conn.prepare_cached(&format!(
-                "UPDATE {quoted} SET {sets} WHERE rowid = ?{}",
-                names.len() + 1
-            ))
-            .and_then(|mut statement| statement.execute(params_from_iter(bound.iter())))
+            conn.execute(
+                &format!("UPDATE {quoted} SET {sets} WHERE rowid = ?{}", names.len() + 1),
+                params_from_iter(bound.iter()),
+            )
             .map_err(sql_error)?
         };
         if updated == 0 {
