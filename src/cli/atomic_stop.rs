@@ -5,8 +5,10 @@
 //! The value names one step of [`AtomicStepHook`]'s steps: `after-decision-created` (the first
 //! participant prepared and holds the pending decision record), `after-prepares:K` (K more
 //! participants prepared), `after-prepares-before-record:K` (K more participants prepared while
-//! the first one's prepare, which creates the record, had not finished), `after-decision` (the record says `commit`), `after-commits:K` (K
-//! participants applied). The first commit to reach the step writes
+//! the first one's prepare, which creates the record, had not finished), `after-decision` (the
+//! record says `commit`, and the first participant applied in the same local commit),
+//! `after-commits:K` (K participants applied, the first included: `after-commits:1` leaves what
+//! `after-decision` leaves). The first commit to reach the step writes
 //! `shardlite: atomic stop at STEP` to stderr and stops the whole process (`SIGSTOP`; it sleeps
 //! forever where there is no such signal), so nothing else runs until it is killed.
 

@@ -54,6 +54,9 @@ pub(super) struct Shared {
     /// opened, or a prepare or decision was written since. Background recovery visits only
     /// such files, so a file without any costs it nothing.
     pub(super) atomic_state: AtomicBool,
+    /// Decided records this file holds whose participants have all finished, to be deleted by
+    /// the file's next atomic decision write (or by the resolver).
+    pub(super) atomic_forget: Mutex<Vec<String>>,
 }
 
 /// An open file's connections.
@@ -128,6 +131,7 @@ impl Shared {
             last_used: AtomicU64::new(0),
             pins: AtomicUsize::new(0),
             atomic_state: AtomicBool::new(false),
+            atomic_forget: Mutex::new(Vec::new()),
         }
     }
 

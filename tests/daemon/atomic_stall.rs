@@ -1,9 +1,10 @@
 //! An atomic commit stalled mid-protocol in a real daemon: the coordinator is held right after
 //! its decision (by the daemon's step hook, the same one `SHARDLITE_ATOMIC_STOP_AT` installs in
-//! the binary), with both participants prepared and their rows locked. Meanwhile writers of a
-//! locked row are refused with `row_locked` (409 over REST, the typed error over gRPC), writers
-//! of other rows on the same shard go through, and readers see the last committed values; once
-//! the coordinator goes on, the commit is acknowledged and applied everywhere. The same commit
+//! the binary), the first participant applied (in the decision's local commit) and the second
+//! prepared with its rows locked. Meanwhile writers of a locked row are refused with
+//! `row_locked` (409 over REST, the typed error over gRPC), writers of other rows on the same
+//! shard go through, and readers see the last committed values; once the coordinator goes on,
+//! the commit is acknowledged and applied everywhere. The same commit
 //! on a catalog in a 3-member etcd cluster, with the cluster's leader killed while it is
 //! stalled, completes the same way, and so does the next one.
 
@@ -125,9 +126,10 @@ async fn transfer(daemon: &Daemon) -> (String, tokio::task::JoinHandle<StatusCod
     let (status, info) = post(daemon.url("/api/transactions"), None, json!({ "atomic": true })).await;
     assert_eq!(status, StatusCode::OK, "{info}");
     let id = info["transactionId"].as_str().unwrap().to_owned();
+    // `tenant-b`'s shard is the first participant: it applies with the decision.
     for (tenant, sql) in [
-        ("tenant-a", "UPDATE accounts SET balance = balance - 10 WHERE id = 1"),
         ("tenant-b", "UPDATE accounts SET balance = balance + 10 WHERE id = 2"),
+        ("tenant-a", "UPDATE accounts SET balance = balance - 10 WHERE id = 1"),
     ] {
         let (status, body) = post(tx_url(daemon, &id, "execute"), Some(tenant), json!({ "sql": sql })).await;
         assert_eq!(status, StatusCode::OK, "{body}");
@@ -137,8 +139,9 @@ async fn transfer(daemon: &Daemon) -> (String, tokio::task::JoinHandle<StatusCod
     (id, commit)
 }
 
-/// While the commit is stalled: locked rows refuse writers over REST and gRPC with
-/// `row_locked`, another row of the same shard takes a write, readers see the old values.
+/// While the commit is stalled: the second participant's locked row refuses writers over REST
+/// and gRPC with `row_locked`, another row of the same shard takes a write, readers see its old
+/// value and the first participant's applied one.
 async fn check_while_stalled(daemon: &Daemon, sharded: &ShardedClient) {
     let sql_url = daemon.url("/api/sql/execute");
     let (status, problem) = post(
@@ -151,8 +154,8 @@ async fn check_while_stalled(daemon: &Daemon, sharded: &ShardedClient) {
     assert_eq!(problem["errorCode"], "row_locked", "{problem}");
     let grpc = GrpcClient::new(RemoteOptions::new(&daemon.base_url)).unwrap();
     let refused = grpc
-        .with_route(route("tenant-b"))
-        .execute_sql("UPDATE accounts SET balance = 0 WHERE id = 2", Params::none())
+        .with_route(route("tenant-a"))
+        .execute_sql("UPDATE accounts SET balance = 0 WHERE id = 1", Params::none())
         .await
         .unwrap_err();
     assert_eq!(refused.kind(), ErrorKind::RowLocked, "{refused}");
@@ -169,7 +172,7 @@ async fn check_while_stalled(daemon: &Daemon, sharded: &ShardedClient) {
     );
     assert_eq!(
         balances(sharded).await,
-        [100, 100, 51],
+        [100, 110, 51],
         "readers see the last committed values"
     );
 }

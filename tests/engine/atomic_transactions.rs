@@ -158,6 +158,11 @@ async fn a_stalled_commit_refuses_conflicting_writers_and_lets_others_through() 
         .await
         .expect("a row no transaction holds, on the same shard");
     assert_eq!(balance(&sharded, 1).await, 100, "readers see the last committed value");
+    assert_eq!(
+        balance(&sharded, 0).await,
+        70,
+        "the first participant applied with the decision"
+    );
 
     let unresolved = sharded.atomic_recovery().unresolved().await.unwrap();
     assert!(
@@ -167,7 +172,7 @@ async fn a_stalled_commit_refuses_conflicting_writers_and_lets_others_through() 
         "{unresolved:?}"
     );
     let resolution = sharded.atomic_recovery().resolve().await.unwrap();
-    assert_eq!(resolution.committed, 2, "{resolution:?}");
+    assert_eq!(resolution.committed, 1, "{resolution:?}");
     assert_eq!((balance(&sharded, 0).await, balance(&sharded, 1).await), (70, 130));
     assert!(sharded.atomic_recovery().unresolved().await.unwrap().is_empty());
     s1.execute_sql("UPDATE accounts SET balance = 131 WHERE id = 1", Params::none())
@@ -319,7 +324,12 @@ async fn a_data_move_refuses_a_key_with_a_prepared_transaction_until_it_is_finis
     fill(&sharded, &staying, 1, 5).await;
     let elsewhere = if source == "s0" { "tenant-b" } else { "tenant-a" };
     fill(&sharded, elsewhere, 1, 1).await;
+    // The moving key's shard is the second participant: the first applies with the decision,
+    // the second holds its locks until it is finished.
     let mut tx = sharded.begin_atomic();
+    tx.execute(&route(elsewhere), "UPDATE items SET n = n - 100", Params::none())
+        .await
+        .unwrap();
     tx.execute(
         &route(&moving),
         "UPDATE items SET n = n + 100 WHERE tenant = ?1",
@@ -327,9 +337,6 @@ async fn a_data_move_refuses_a_key_with_a_prepared_transaction_until_it_is_finis
     )
     .await
     .unwrap();
-    tx.execute(&route(elsewhere), "UPDATE items SET n = n - 100", Params::none())
-        .await
-        .unwrap();
     tx.commit_until(Some(AtomicStep::Decided)).await.unwrap();
 
     let refused = Resharder::new(sharded.clone())

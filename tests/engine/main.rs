@@ -6,6 +6,7 @@
 #[path = "../support/mod.rs"]
 pub mod support;
 
+mod atomic_forget;
 mod atomic_open;
 mod atomic_participant;
 mod atomic_transactions;

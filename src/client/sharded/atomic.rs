@@ -10,9 +10,12 @@
 //! 2. one compare-and-set on the first participant moves the record to `commit`
 //!    ([`AtomicStep::Decided`]): the commit point. It refuses (and aborts) once the commit is
 //!    half the abandon age old, since recovery may by then have aborted an intent whose record
-//!    had not come yet;
-//! 3. each participant applies its values and releases its locks, all at once
-//!    ([`AtomicStep::Applied`]), and the record is forgotten.
+//!    had not come yet. The same local commit applies the first participant's own values and
+//!    releases its locks (so [`AtomicStep::Decided`] is also [`AtomicStep::Applied`]`(1)`);
+//! 3. every other participant applies its values and releases its locks, all at once
+//!    ([`AtomicStep::Applied`]). The record is then queued to be forgotten: the first
+//!    participant's next decision deletes it in its own local commit (or the resolver does),
+//!    so forgetting costs the commit no local commit of its own.
 //!
 //! A failure before step 2 aborts every prepared participant. A crash at any step is finished
 //! by recovery ([`ShardedClient::resolve_atomic`], and the background resolver): a record still
@@ -51,9 +54,11 @@ pub enum AtomicStep {
     /// creates the decision record) had not finished: intents without a record. As a stop of
     /// [`AtomicTransaction::commit_until`], the first one never prepares.
     PreparedBeforeRecord(usize),
-    /// The decision record says `commit`.
+    /// The decision record says `commit`, and the first participant applied its values (in the
+    /// same local commit).
     Decided,
-    /// The decision was taken and this many participants applied their values.
+    /// The decision was taken and this many participants applied their values, the first one
+    /// included (`Applied(1)` leaves what [`Decided`](Self::Decided) leaves).
     Applied(usize),
 }
 
@@ -366,7 +371,8 @@ async fn commit_protocol(
     }
     // Half the abandon age: recovery writes a tombstone for a record that is not there only
     // once an intent is a whole abandon age old (see `engine::atomic`'s decision records).
-    match first.db.atomic().decide_commit(id, abandon_age / 2).await? {
+    // The first participant applies its own values in the decision's local commit.
+    match first.db.atomic().decide_commit_and_apply(id, abandon_age / 2).await? {
         Some(DecisionState::Commit) => {}
         _ => {
             finish_everywhere(id, first, others, false, None).await;
@@ -377,11 +383,12 @@ async fn commit_protocol(
         }
     }
     reached(hook, AtomicStep::Decided);
+    reached(hook, AtomicStep::Applied(1));
     if stop == Some(AtomicStep::Decided) {
         return Ok(());
     }
     if let Some(AtomicStep::Applied(k)) = stop {
-        for p in std::iter::once(first).chain(others).take(k) {
+        for p in others.iter().take(k.saturating_sub(1)) {
             p.db.atomic().commit_prepared(id).await?;
         }
         return Ok(());
@@ -390,8 +397,9 @@ async fn commit_protocol(
     Ok(())
 }
 
-/// Applies (`commit`) or drops the transaction on every participant, then forgets the decision
-/// once all finished. A participant that fails here is finished by recovery.
+/// Applies (`commit`, the first participant having applied with the decision) or drops the
+/// transaction on every participant, then queues the decision to be forgotten once all
+/// finished. A participant that fails here is finished by recovery.
 async fn finish_everywhere(
     id: &str,
     first: &Participant,
@@ -399,8 +407,12 @@ async fn finish_everywhere(
     commit: bool,
     hook: Option<&AtomicStepHook>,
 ) {
-    let all: Vec<&Participant> = std::iter::once(first).chain(others).collect();
-    let count = AtomicUsize::new(0);
+    let all: Vec<&Participant> = if commit {
+        others.iter().collect()
+    } else {
+        std::iter::once(first).chain(others).collect()
+    };
+    let count = AtomicUsize::new(1);
     let results = join_all(all.iter().map(|p| async {
         if commit {
             let applied = p.db.atomic().commit_prepared(id).await;
@@ -420,7 +432,7 @@ async fn finish_everywhere(
             tracing::warn!(transaction = id, shard = %p.shard_id, error = %err, "atomic transaction left for recovery");
         }
     }
-    if done && let Err(err) = first.db.atomic().forget_decision(id).await {
-        tracing::debug!(transaction = id, error = %err, "decision record left for recovery");
+    if done {
+        first.db.atomic().forget_later(id);
     }
 }

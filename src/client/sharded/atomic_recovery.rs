@@ -10,7 +10,9 @@
 //!
 //! For each decision record a shard holds: a pending one older than the abandon age is aborted
 //! by compare-and-set (presumed abort); a decided one is finished on every participant, then
-//! forgotten. For each intent a shard holds: the decision is read on the transaction's first
+//! forgotten; one the coordinator queued to forget (every participant finished, see
+//! [`Atomic::forget_later`](crate::engine::Atomic::forget_later)) is forgotten at once and not
+//! listed as unresolved. For each intent a shard holds: the decision is read on the transaction's first
 //! participant and followed. No record there means the first participant has not prepared yet
 //! (the participants prepare at once), or never will: once the intent is older than the abandon
 //! age, recovery writes an `abort` record in its place (a tombstone the first participant's late
@@ -108,6 +110,9 @@ impl<'a> AtomicRecovery<'a> {
         let scope = if open_only { Scope::OpenFiles } else { Scope::Every };
         for (shard_id, db) in local_shards(&generation, scope) {
             for d in db.atomic().decisions().await? {
+                if db.atomic().will_forget(&d.transaction_id) {
+                    continue; // Finished everywhere; only its deletion is pending.
+                }
                 found.push(UnresolvedAtomic {
                     transaction_id: d.transaction_id,
                     shard_id: shard_id.clone(),
@@ -172,6 +177,10 @@ impl<'a> AtomicRecovery<'a> {
         for (shard_id, db) in local_shards(&generation, scope) {
             for d in db.atomic().decisions().await? {
                 round.pace.tick().await;
+                if db.atomic().will_forget(&d.transaction_id) {
+                    round.forget.push((shard_id.clone(), db.clone(), d.transaction_id));
+                    continue;
+                }
                 let young = d.state == DecisionState::Pending && !round.abandoned(d.created_unix_ms);
                 if young {
                     round.resolution.waiting += 1;

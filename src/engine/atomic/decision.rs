@@ -190,3 +190,12 @@ pub(super) fn forget(conn: &Connection, id: &str) -> Result<bool> {
     .map_err(sql_error)?;
     Ok(removed > 0)
 }
+
+/// Removes the decided records of `ids` (pending ones stay); how many were removed.
+pub(super) fn forget_all(conn: &Connection, ids: &[String]) -> Result<usize> {
+    let mut removed = 0;
+    for id in ids {
+        removed += usize::from(forget(conn, id)?);
+    }
+    Ok(removed)
+}

@@ -11,7 +11,10 @@
 //! The transaction's decision record lives on its first participant (`decision`): `pending`
 //! from that participant's prepare (the participants prepare at once), then `commit` or `abort`
 //! by one compare-and-set; recovery writes an `abort` record (a tombstone) for an intent older
-//! than the abandon age whose record never came.
+//! than the abandon age whose record never came. The coordinator's compare-and-set also applies
+//! the first participant's own intent in the same local commit
+//! ([`Atomic::decide_commit_and_apply`]), and a record every participant finished is queued
+//! ([`Atomic::forget_later`]) and deleted by that file's next decision, or by the resolver.
 //!
 //! Everything written is ordinary SQLite that 3.31 parses: internal tables, `WITHOUT ROWID`
 //! keys, triggers raising string literals. Intents travel with the file (backups, copies).
@@ -30,6 +33,9 @@ pub(crate) use participant::{Intent, Recorder};
 
 use super::database::Database;
 use crate::error::Result;
+
+/// How many queued decided records one local commit deletes at most.
+const FORGET_BATCH: usize = 64;
 
 /// The tables of atomic transactions in a shard file, created at the first prepare or decision.
 pub(super) const SCHEMA: &str = "
@@ -230,6 +236,68 @@ impl<'db> Atomic<'db> {
             .await
     }
 
+    /// The commit point and this participant's own part of it, in one local commit: moves the
+    /// pending record of `id` as [`decide_commit`](Self::decide_commit) does, then applies this
+    /// participant's intent (or drops it, when the record says `abort`). The same commit deletes
+    /// the records queued by [`forget_later`](Self::forget_later). Returns the state that holds
+    /// afterwards, or `None` when there is no record; on an error nothing of it was written.
+    pub async fn decide_commit_and_apply(self, id: &str, max_age: Duration) -> Result<Option<DecisionState>> {
+        let id = id.to_owned();
+        let max_age_ms = i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX);
+        let forget = self.take_forgets();
+        let queued = forget.clone();
+        let _pass = crate::engine::cut::pass().await;
+        let outcome = self
+            .db
+            .write_atomic(move |conn| {
+                decision::forget_all(conn, &forget)?;
+                let state = decision::decide_commit(conn, &id, max_age_ms)?;
+                match state {
+                    Some(DecisionState::Commit) => participant::finish(conn, &id, true)?,
+                    Some(DecisionState::Abort) => participant::finish(conn, &id, false)?,
+                    _ => Finished::NotPrepared,
+                };
+                Ok(state)
+            })
+            .await;
+        if outcome.is_err() {
+            self.queue_forgets(queued);
+        }
+        outcome
+    }
+
+    /// Queues the decided record of `id`, which every participant has finished, to be deleted
+    /// by this file's next [`decide_commit_and_apply`](Self::decide_commit_and_apply) or by the
+    /// resolver ([`forget_decisions`](Self::forget_decisions)), off the commit's latency path.
+    /// A queued record counts as finished ([`will_forget`](Self::will_forget)); one a crash
+    /// leaves behind is a decided record recovery finishes (a no-op) and forgets.
+    pub fn forget_later(self, id: &str) {
+        self.queue_forgets(vec![id.to_owned()]);
+    }
+
+    /// Whether the decided record of `id` is queued to be forgotten (every participant finished).
+    pub fn will_forget(self, id: &str) -> bool {
+        self.forgets().iter().any(|queued| queued == id)
+    }
+
+    fn forgets(self) -> std::sync::MutexGuard<'db, Vec<String>> {
+        self.db
+            .shared
+            .atomic_forget
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn take_forgets(self) -> Vec<String> {
+        let mut queued = self.forgets();
+        let keep = queued.len().saturating_sub(FORGET_BATCH);
+        queued.split_off(keep)
+    }
+
+    fn queue_forgets(self, ids: Vec<String>) {
+        self.forgets().extend(ids);
+    }
+
     /// Makes sure the transaction `id` has a decision record here, writing an `abort` one dated
     /// `created_unix_ms` when it has none (recovery, for an intent elsewhere older than the
     /// abandon age whose record never came); returns the state the record holds.
@@ -296,15 +364,13 @@ impl<'db> Atomic<'db> {
     /// Removes the decided records of `ids` (pending ones stay) in one local commit; how many
     /// were removed.
     pub async fn forget_decisions(self, ids: Vec<String>) -> Result<usize> {
-        self.db
-            .write_atomic(move |conn| {
-                let mut removed = 0;
-                for id in &ids {
-                    removed += usize::from(decision::forget(conn, id)?);
-                }
-                Ok(removed)
-            })
-            .await
+        let done = ids.clone();
+        let removed = self
+            .db
+            .write_atomic(move |conn| decision::forget_all(conn, &ids))
+            .await?;
+        self.forgets().retain(|queued| !done.contains(queued));
+        Ok(removed)
     }
 
     /// Aborts every pending record older than `age` (presumed abort); returns their ids.

@@ -271,3 +271,60 @@ async fn the_commit_point_refuses_a_commit_begun_half_an_abandon_age_ago() {
     );
     assert_eq!(atomic.decide_commit("t4", Duration::from_secs(15)).await.unwrap(), None);
 }
+
+#[tokio::test]
+async fn decide_and_apply_is_one_commit_and_queued_records_go_with_the_next_one() {
+    let (_dir, db) = open().await;
+    let atomic = db.atomic();
+    let now = crate::engine::unix_ms_now();
+    prepare_first(&db, "t5", &["UPDATE accounts SET balance = 7 WHERE id = 1"], now)
+        .await
+        .unwrap();
+    assert_eq!(
+        atomic
+            .decide_commit_and_apply("t5", Duration::from_secs(15))
+            .await
+            .unwrap(),
+        Some(DecisionState::Commit)
+    );
+    assert_eq!(balances(&db).await[0][2], Value::Real(7.0), "applied with the decision");
+    assert!(atomic.intents().await.unwrap().is_empty(), "and its locks released");
+    assert_eq!(atomic.commit_prepared("t5").await.unwrap(), Finished::NotPrepared);
+
+    // Queued, the record stays until the next decision here deletes it in its own commit.
+    atomic.forget_later("t5");
+    assert!(atomic.will_forget("t5"));
+    assert_eq!(atomic.decisions().await.unwrap().len(), 1);
+    prepare_first(
+        &db,
+        "t6",
+        &["UPDATE accounts SET balance = 8 WHERE id = 2"],
+        now - 20_000,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        atomic
+            .decide_commit_and_apply("t6", Duration::from_secs(15))
+            .await
+            .unwrap(),
+        Some(DecisionState::Abort),
+        "a commit begun too long ago aborts, and drops its values in the same commit"
+    );
+    assert!(!atomic.will_forget("t5"));
+    let left: Vec<String> = atomic
+        .decisions()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| d.transaction_id)
+        .collect();
+    assert_eq!(left, ["t6"]);
+    assert_eq!(balances(&db).await[1][2], Value::Real(20.0));
+    assert!(atomic.intents().await.unwrap().is_empty());
+
+    // The resolver's batch forget takes queued records off the queue too.
+    atomic.forget_later("t6");
+    assert_eq!(atomic.forget_decisions(vec!["t6".into()]).await.unwrap(), 1);
+    assert!(!atomic.will_forget("t6"));
+}
