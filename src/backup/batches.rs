@@ -4,7 +4,8 @@
 //! A read snapshot holds about three descriptors (the file, its WAL and its WAL index) until its
 //! copy is stored. So the cut does not snapshot every shard in one fence: it fences, snapshots at
 //! most [`SNAPSHOTS_PER_FENCE`] shards (checking the stamps of unchanged ones on the way), lifts
-//! the fence, copies that batch from its snapshots (closing them), and fences again for the next.
+//! the fence, copies that batch from its snapshots (closing them; a few shards at once, one per
+//! core up to [`MAX_COPIES_AT_ONCE`]), and fences again for the next.
 //!
 //! Why that is as consistent as one fence: the first fence exports the catalog and reads how
 //! many activations and atomic-commit decisions the gate has let through
@@ -35,6 +36,9 @@ use crate::schema::DatabaseSchema;
 
 /// The most read snapshots a backup holds at once (about three descriptors each).
 pub const SNAPSHOTS_PER_FENCE: usize = 32;
+
+/// The most shards copied at once (each copy is a thread of the blocking pool).
+const MAX_COPIES_AT_ONCE: usize = 4;
 
 /// Attempts whose fence is lifted between batches before the fence is held across them.
 const OPTIMISTIC_ATTEMPTS: u32 = 3;
@@ -156,19 +160,7 @@ async fn attempt_cut(catalog: &Catalog, known: &mut Known<'_>, hold: bool) -> Re
             total: files.len(),
             fence_micros,
         });
-        for (shard_id, plan) in plans {
-            let fresh = matches!(plan, Plan::Copy(..));
-            let copy = copy_one(known, shard_id, plan).await?;
-            if fresh {
-                stored += 1;
-                (known.progress)(&BackupStep::Copied {
-                    shard_id: copy.shard_id.clone(),
-                    bytes: copy.bytes,
-                    copies: stored,
-                });
-            }
-            shards.push(copy);
-        }
+        shards.extend(copy_batch(known, plans, &mut stored).await?);
         if next >= files.len() {
             break;
         }
@@ -240,38 +232,80 @@ fn plan_batch(
     Ok((plans, consumed, copies))
 }
 
-/// Copies one shard from its snapshot (closing it) and stores the copy, or references the copy
-/// the plan names.
-async fn copy_one(known: &mut Known<'_>, shard_id: String, plan: Plan) -> Result<ShardCopy> {
-    let (snapshot, stamp) = match plan {
-        Plan::Reuse(mut copy) => {
-            copy.copied = known.copied_here.contains(&shard_id);
-            return Ok(copy);
+/// Copies a batch's shards from their snapshots (closing them), [`MAX_COPIES_AT_ONCE`] at a
+/// time, and references the copies its other plans name; returns the batch's copies in plan
+/// order, reporting each one stored (`stored` counts them over the attempt).
+async fn copy_batch(known: &mut Known<'_>, plans: Vec<(String, Plan)>, stored: &mut usize) -> Result<Vec<ShardCopy>> {
+    use futures_util::StreamExt as _;
+    let jobs: Vec<_> = plans
+        .into_iter()
+        .map(|(shard_id, plan)| {
+            let (place, id) = (known.place.to_owned(), known.id.to_owned());
+            let reused = known.copied_here.contains(&shard_id);
+            async move {
+                match plan {
+                    Plan::Reuse(mut copy) => {
+                        copy.copied = reused;
+                        Ok((copy, false))
+                    }
+                    Plan::Copy(snapshot, stamp) => tokio::task::spawn_blocking(move || {
+                        copy_one(&place, &id, shard_id, snapshot, stamp).map(|copy| (copy, true))
+                    })
+                    .await
+                    .map_err(|_| Error::Cancelled)?,
+                }
+            }
+        })
+        .collect();
+    let mut done = futures_util::stream::iter(jobs).buffered(copies_at_once());
+    let mut copies = Vec::new();
+    while let Some(outcome) = done.next().await {
+        let (copy, fresh) = outcome?;
+        if fresh {
+            if copy.source.is_some() {
+                known.copies.insert(copy.shard_id.clone(), copy.clone());
+            }
+            known.copied_here.insert(copy.shard_id.clone());
+            *stored += 1;
+            (known.progress)(&BackupStep::Copied {
+                shard_id: copy.shard_id.clone(),
+                bytes: copy.bytes,
+                copies: *stored,
+            });
         }
-        Plan::Copy(snapshot, stamp) => (snapshot, stamp),
-    };
-    let incoming = objects::incoming(known.place, &format!("{}.{shard_id}.db", known.id))?;
-    let place = known.place.to_owned();
-    let (stored, fingerprint) = tokio::task::spawn_blocking(move || -> Result<_> {
-        let rows = snapshot.schema_rows()?;
-        snapshot.copy_to(&incoming)?;
-        let fingerprint = DatabaseSchema::from_master_rows(rows).fingerprint();
-        Ok((objects::store(&place, &incoming)?, fingerprint))
-    })
-    .await
-    .map_err(|_| Error::Cancelled)??;
-    let copy = ShardCopy {
-        shard_id: shard_id.clone(),
+        copies.push(copy);
+    }
+    Ok(copies)
+}
+
+/// How many shards a backup copies at once: one per core, at most [`MAX_COPIES_AT_ONCE`].
+fn copies_at_once() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .clamp(1, MAX_COPIES_AT_ONCE)
+}
+
+/// Copies one shard from its snapshot (closing it) into the place's incoming folder and stores
+/// the copy under its content's name (blocking: file and SQLite work).
+fn copy_one(
+    place: &Path,
+    id: &str,
+    shard_id: String,
+    snapshot: ShardSnapshot,
+    stamp: Option<FileStamp>,
+) -> Result<ShardCopy> {
+    let incoming = objects::incoming(place, &format!("{id}.{shard_id}.db"))?;
+    let rows = snapshot.schema_rows()?;
+    snapshot.copy_to(&incoming)?;
+    let fingerprint = DatabaseSchema::from_master_rows(rows).fingerprint();
+    let stored = objects::store(place, &incoming)?;
+    Ok(ShardCopy {
+        shard_id,
         file: stored.file,
         bytes: stored.bytes,
         sha256: stored.sha256,
         schema_fingerprint: fingerprint,
         copied: true,
         source: stamp,
-    };
-    if copy.source.is_some() {
-        known.copies.insert(shard_id.clone(), copy.clone());
-    }
-    known.copied_here.insert(shard_id);
-    Ok(copy)
+    })
 }
