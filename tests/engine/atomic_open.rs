@@ -6,9 +6,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::atomic_transactions::balance;
 use crate::support::many::pinned_tenants;
 use crate::support::{route, seed_master, temp_dir};
-use shardlite::client::{AtomicStep, Params, ShardedClient, ShardedClientOptions, SqlData, Value};
+use shardlite::client::{AtomicStep, Params, ShardedClient, ShardedClientOptions, SqlData};
 use shardlite::engine::EngineConfig;
 use shardlite::{Error, ErrorKind};
 
@@ -65,18 +66,6 @@ async fn stopped_transfer(master: &Path, step: AtomicStep) {
         tx.execute(&route(&format!("t{i}")), sql, Params::none()).await.unwrap();
     }
     tx.commit_until(Some(step)).await.unwrap();
-}
-
-async fn balance(sharded: &ShardedClient, i: usize) -> i64 {
-    let result = sharded
-        .for_route(route(&format!("t{i}")))
-        .execute_sql(&format!("SELECT balance FROM accounts WHERE id = {i}"), Params::none())
-        .await
-        .unwrap();
-    match result.rows[0][0] {
-        Value::Integer(n) => n,
-        ref other => panic!("balance {other:?}"),
-    }
 }
 
 /// Writes account `i` until the write is no longer refused as locked; how long that took.

@@ -48,7 +48,8 @@ async fn accounts(dir: &Path, abandon_age: Duration) -> ShardedClient {
     sharded
 }
 
-async fn balance(sharded: &ShardedClient, i: usize) -> i64 {
+/// The balance of account `i`, read through its route `t{i}`.
+pub(crate) async fn balance(sharded: &ShardedClient, i: usize) -> i64 {
     let result = sharded
         .for_route(route(&format!("t{i}")))
         .execute_sql(&format!("SELECT balance FROM accounts WHERE id = {i}"), Params::none())
