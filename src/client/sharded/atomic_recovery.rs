@@ -22,6 +22,7 @@
 //! a live coordinator: finishing twice is a no-op, and a decision is one compare-and-set or one
 //! insert that an existing record wins.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -108,7 +109,9 @@ impl<'a> AtomicRecovery<'a> {
         let generation = self.sharded.inner.fresh().await;
         let mut found = Vec::new();
         let scope = if open_only { Scope::OpenFiles } else { Scope::Every };
-        for (shard_id, db) in local_shards(&generation, scope) {
+        let shards = local_shards(&generation, scope);
+        let scanned: HashSet<String> = shards.iter().map(|(id, _)| id.clone()).collect();
+        for (shard_id, db) in shards {
             for d in db.atomic().decisions().await? {
                 if db.atomic().will_forget(&d.transaction_id) {
                     continue; // Finished everywhere; only its deletion is pending.
@@ -135,7 +138,7 @@ impl<'a> AtomicRecovery<'a> {
                 });
             }
         }
-        Ok(found)
+        Ok(without_finished(found, &scanned))
     }
 
     /// Finishes what can be finished on every shard served from a file here (opening each).
@@ -220,6 +223,24 @@ impl<'a> AtomicRecovery<'a> {
         }
         Ok(round.resolution)
     }
+}
+
+/// Drops the decided records whose transaction every participant has finished: none of them
+/// holds an intent, and all of them were `scanned`. Only the record's deletion is left, which
+/// the holder's next decision or the resolver does (another process may have queued it).
+fn without_finished(found: Vec<UnresolvedAtomic>, scanned: &HashSet<String>) -> Vec<UnresolvedAtomic> {
+    let prepared: HashSet<String> = found
+        .iter()
+        .filter(|u| u.state == UnresolvedState::Prepared)
+        .map(|u| u.transaction_id.clone())
+        .collect();
+    found
+        .into_iter()
+        .filter(|u| {
+            let decided = matches!(u.state, UnresolvedState::Commit | UnresolvedState::Abort);
+            !decided || prepared.contains(&u.transaction_id) || !u.participants.iter().all(|p| scanned.contains(p))
+        })
+        .collect()
 }
 
 /// One resolve over the shards: what it did, its pacing, and the decided records to forget.
