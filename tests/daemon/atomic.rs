@@ -20,7 +20,7 @@ use shardlite::transport::grpc::GrpcClient;
 use shardlite::transport::http::HttpClient;
 
 use crate::support::daemon::{Daemon, http_client, routed, start_daemon_on, start_metrics, tx_url};
-use crate::support::many::pinned_tenants;
+use crate::support::many::{open_account, pinned_tenants};
 use crate::support::{route, seed_master, temp_dir};
 
 /// Accounts `0..8` on shards `s0..s7` (tenant `t{i}` on `s{i}`), 100 each; shard `s8` (tenant
@@ -34,14 +34,7 @@ async fn accounts_daemon(dir: &Path, config: ServerConfig) -> Daemon {
     let daemon = start_daemon_on(&master, config).await;
     let sharded = daemon.state.sharded().expect("sharded").clone();
     for i in 0..ACCOUNTS {
-        let routed = sharded.for_route(route(&format!("t{i}")));
-        routed
-            .execute_sql(
-                &format!("CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL); INSERT INTO accounts VALUES ({i}, 100)"),
-                Params::none(),
-            )
-            .await
-            .unwrap();
+        open_account(&sharded, i).await;
     }
     daemon
 }
@@ -440,14 +433,7 @@ async fn a_daemon_resolves_a_shard_that_opens_holding_a_committed_intent() {
     // A coordinator in another process stopped after its decision: both intents are left.
     let coordinator = ShardedClient::open(&master).await.unwrap();
     for i in 0..2 {
-        coordinator
-            .for_route(route(&format!("t{i}")))
-            .execute_sql(
-                &format!("CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL); INSERT INTO accounts VALUES ({i}, 100)"),
-                Params::none(),
-            )
-            .await
-            .unwrap();
+        open_account(&coordinator, i).await;
     }
     let mut transfer = coordinator.begin_atomic();
     transfer

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::support::many::pinned_tenants;
+use crate::support::many::{open_account, pinned_tenants};
 use crate::support::{route, seed_master, temp_dir};
 use shardlite::client::{
     AtomicResolution, Params, ShardedClient, ShardedClientOptions, SqlData, UnresolvedState, Value,
@@ -30,14 +30,7 @@ async fn accounts(dir: &Path, fresh: bool) -> ShardedClient {
     });
     let sharded = ShardedClient::open_with(&master, options).await.unwrap();
     for i in (0..3).filter(|_| fresh) {
-        let routed = sharded.for_route(route(&format!("t{i}")));
-        routed
-            .execute_sql(
-                &format!("CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL); INSERT INTO accounts VALUES ({i}, 100)"),
-                Params::none(),
-            )
-            .await
-            .unwrap();
+        open_account(&sharded, i).await;
     }
     sharded
 }

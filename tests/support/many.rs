@@ -54,3 +54,17 @@ pub fn pinned_tenants(count: usize, path: impl Fn(usize) -> String) -> ShardingO
         directory_entries: Vec::new(),
     }
 }
+
+/// Creates table `accounts` on tenant `t{i}`'s shard of a [`pinned_tenants`] map, holding
+/// account `i` with a balance of 100.
+pub async fn open_account(sharded: &shardlite::client::ShardedClient, i: usize) {
+    use shardlite::client::SqlData as _;
+    sharded
+        .for_route(super::route(&format!("t{i}")))
+        .execute_sql(
+            &format!("CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL); INSERT INTO accounts VALUES ({i}, 100)"),
+            shardlite::client::Params::none(),
+        )
+        .await
+        .unwrap();
+}
