@@ -633,6 +633,35 @@ async fn missing_or_unknown_routes_are_client_errors() {
     assert!(body["detail"].as_str().unwrap().contains(KEYSPACE_HEADER), "{body}");
     let begin = http.post(daemon.url("/api/transactions")).fetch().await;
     problem(begin, StatusCode::BAD_REQUEST, "route_required", &dir).await;
+    // The document says so: the route headers are required to execute SQL, and optional to
+    // begin a transaction, since an atomic one begins without a route.
+    let doc: serde_json::Value = http
+        .get(daemon.url("/openapi.json"))
+        .fetch()
+        .await
+        .json()
+        .await
+        .unwrap();
+    let required = |path: &str| -> bool {
+        let parameters = doc["paths"][path]["post"]["parameters"].as_array().expect("parameters");
+        let header = parameters
+            .iter()
+            .find(|p| {
+                p["name"]
+                    .as_str()
+                    .is_some_and(|name| name.eq_ignore_ascii_case(KEYSPACE_HEADER))
+            })
+            .expect("the keyspace header");
+        header["required"] == json!(true)
+    };
+    assert!(required("/api/sql/execute"));
+    assert!(!required("/api/transactions"));
+    let atomic = http
+        .post(daemon.url("/api/transactions"))
+        .json(&json!({ "atomic": true }))
+        .fetch()
+        .await;
+    assert_eq!(atomic.status(), StatusCode::OK);
     for (method, path) in [
         (Method::GET, "/api/tables"),
         (Method::GET, "/api/tables/items/rows/1"),

@@ -89,9 +89,11 @@ pub fn complete(mut doc: OpenApi, config: &ServerConfig, keyspace: Option<&str>)
     let authenticated = config.requires_key();
     for (path, item) in &mut doc.paths.paths {
         let area = Area::of(path);
-        // Operations on an open transaction route by its shard-prefixed id, not by headers, and
-        // the daemon's info answers for the whole map without a route.
-        let needs_route = !path.starts_with("/api/transactions/") && path != "/api/info";
+        // Operations on an open transaction route by its shard-prefixed id, not by headers; the
+        // daemon's info answers for the whole map without a route; and a transaction begins
+        // without one when it is atomic (each of its statements names its route), so there the
+        // headers stay optional (a plain transaction still answers 400 `route_required`).
+        let needs_route = !path.starts_with("/api/transactions") && path != "/api/info";
         for operation in operations(item) {
             if area == Area::Data {
                 add_route_headers(operation, keyspace.filter(|_| needs_route));
