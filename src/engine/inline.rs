@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
+use super::checkpoint;
 use super::config::EngineConfig;
 use super::database::Database;
 use super::guard::{self, ConnectionKind, Inline};
@@ -266,11 +267,17 @@ pub(super) fn write_inline(db: &Database, sql: &str, params: &Params) -> Option<
         return Some(Err(err));
     }
     conn.busy_timeout(Duration::ZERO).ok()?;
-    let outcome = on_writer(db, &conn, started.checked_add(budget), |conn| {
-        script::execute_from(started, conn, sql, params, ScriptMode::ReadWrite)
+    let (outcome, checkpoint_due) = checkpoint::deferred(|| {
+        on_writer(db, &conn, started.checked_add(budget), |conn| {
+            script::execute_from(started, conn, sql, params, ScriptMode::ReadWrite)
+        })
     });
     if conn.busy_timeout(shared.config.busy_timeout).is_err() {
         tracing::warn!(shard = %shared.label, "could not restore the writer's busy timeout");
+    }
+    drop(conn);
+    if checkpoint_due {
+        open.queue_checkpoint();
     }
     match outcome {
         Inline::Done(Err(err)) if is_busy_or_locked(&err) => None,

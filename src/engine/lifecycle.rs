@@ -78,6 +78,8 @@ pub(super) struct Open {
     /// Whether the file held an intent or a decision record when it opened (only read for a
     /// data file whose configuration has an [`atomic_open_hook`](EngineConfig::atomic_open_hook)).
     held_atomic_state: bool,
+    /// Whether a checkpoint is queued on the writer's lane (see [`Open::queue_checkpoint`]).
+    checkpoint_queued: Arc<AtomicBool>,
 }
 
 impl Open {
@@ -107,7 +109,25 @@ impl Open {
             upkeep: (shared.role == Role::Data)
                 .then(|| Arc::new(Mutex::new(Upkeep::new(config.moved_record_grace, config.busy_timeout)))),
             held_atomic_state,
+            checkpoint_queued: Arc::default(),
         })
+    }
+
+    /// Queues a passive checkpoint on the writer's thread, for a write that ran on its caller's
+    /// task and grew the WAL past its size (see [`checkpoint`](super::checkpoint)). One at a
+    /// time; a full queue skips it, and the next such write asks again.
+    pub(super) fn queue_checkpoint(&self) {
+        if self.checkpoint_queued.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let queued = Arc::clone(&self.checkpoint_queued);
+        let job = Box::new(move |conn: &mut Connection| {
+            queued.store(false, Ordering::Release);
+            super::checkpoint::run(conn);
+        });
+        if self.writer.submit(job).is_err() {
+            self.checkpoint_queued.store(false, Ordering::Release);
+        }
     }
 
     /// Fails when the path no longer names the file the writer opened (see [`FileIdentity`]).

@@ -46,6 +46,7 @@ pub(crate) mod atomic;
 #[cfg(test)]
 mod atomic_open_tests;
 pub mod backup;
+mod checkpoint;
 mod config;
 pub mod cut;
 mod database;

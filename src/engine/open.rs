@@ -83,6 +83,10 @@ pub(super) fn open_writer(path: &Path, config: &EngineConfig, role: Role, create
         }
     }
     let mut archived = super::archive::prepare(&conn, path, role == Role::Catalog)?;
+    if archived.is_none() {
+        // Checkpoints that async callers' writes would run go to the writer's thread.
+        super::checkpoint::install(&conn);
+    }
     // Worker threads run its jobs, each under the connection's allowances (`guard::arm_for`).
     guard::install_hooks(&conn, ConnectionKind::Shared, config.allow_attach)?;
     // A write that runs on its caller's task under a budget is past stopping once it commits;

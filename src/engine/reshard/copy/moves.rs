@@ -83,6 +83,10 @@ impl<'db> Moves<'db> {
                 let _ = pragma("PRAGMA wal_checkpoint(PASSIVE)");
             }
             pragma(&format!("PRAGMA wal_autocheckpoint = {autocheckpoint}")).map_err(sql_error)?;
+            if !archived {
+                // The setting read 0 under the writer's own checkpoint hook, which it put back.
+                crate::engine::checkpoint::install(conn);
+            }
             outcome?;
             Ok(cursor)
         });
