@@ -343,6 +343,21 @@ impl<'db> Sessions<'db> {
         started_unix_ms: i64,
     ) -> Result<usize> {
         let holds_decision = participants.first().is_some_and(|first| *first == self.db.shared.label);
+        self.session_prepare_as(id, transaction_id, participants, holds_decision, started_unix_ms)
+            .await
+    }
+
+    /// [`session_prepare_at`](Self::session_prepare_at) told whether this file holds the
+    /// decision rather than reading it from its label: a file another daemon's coordinator
+    /// names by that map's shard id (a plain database, or a data host's shard).
+    pub async fn session_prepare_as(
+        self,
+        id: &str,
+        transaction_id: &str,
+        participants: Vec<String>,
+        holds_decision: bool,
+        started_unix_ms: i64,
+    ) -> Result<usize> {
         self.db.shared.atomic_state.store(true, Ordering::Release);
         let jobs = self.session_sender(id, true)?;
         let (reply, rx) = oneshot::channel();

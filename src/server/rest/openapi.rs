@@ -46,6 +46,8 @@ use crate::wire::SHARD_HEADER;
     tags(
         (name = "data", description = "SQL and database information; read-only SQL is POST /api/sql/read-only"),
         (name = "transactions", description = "Remote transactions with an idle timeout"),
+        (name = "atomic participants", description = "Internal: the participant calls of atomic transactions \
+            that another daemon coordinates on this daemon's plain database or data-host shards"),
         (name = "tables", description = "Tables and rows by primary key"),
         (name = "collections", description = "JSON documents by key"),
         (name = "saved queries", description = "Named SQL texts, stored per shard"),
@@ -91,7 +93,9 @@ pub fn complete(mut doc: OpenApi, config: &ServerConfig, keyspace: Option<&str>)
         let area = Area::of(path);
         // Operations on an open transaction route by its shard-prefixed id, not by headers, and
         // the daemon's info answers for the whole map without a route.
-        let needs_route = !path.starts_with("/api/transactions/") && path != "/api/info";
+        // Atomic participant calls address a plain database or a data host's shard, never a route.
+        let needs_route =
+            !path.starts_with("/api/transactions/") && !path.starts_with("/api/atomic/") && path != "/api/info";
         for operation in operations(item) {
             if area == Area::Data {
                 add_route_headers(operation, keyspace.filter(|_| needs_route));
