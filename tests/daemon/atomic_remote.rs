@@ -14,7 +14,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value as Json, json};
 use shardlite::ErrorKind;
-use shardlite::client::{AtomicStep, Params, ShardedClient, ShardedClientOptions, SqlData, Value};
+use shardlite::client::{AtomicStep, Params, ShardedClient, ShardedClientOptions, SqlData, UnresolvedState, Value};
 use shardlite::engine::EngineConfig;
 use shardlite::server::{ServerConfig, ServerState};
 use shardlite::wire::SHARD_HEADER;
@@ -202,6 +202,13 @@ async fn a_conflicting_writer_on_the_remote_participant_gets_row_locked_while_th
         balances(sharded).await,
         (100, 100),
         "readers see the last committed values"
+    );
+    let unresolved = sharded.atomic_recovery().unresolved().await.unwrap();
+    assert!(
+        unresolved
+            .iter()
+            .any(|u| u.shard_id == "s1" && u.state == UnresolvedState::Prepared && u.participants == ["s0", "s1"]),
+        "the remote intent is listed: {unresolved:?}"
     );
     let recovered = ShardedClient::open_with(&setup.master(), client_options(Duration::ZERO))
         .await

@@ -10,6 +10,7 @@ mod api_contract;
 mod atomic;
 mod atomic_crash;
 mod atomic_remote;
+mod atomic_remote_crash;
 mod atomic_stall;
 mod backup;
 mod backup_rest;

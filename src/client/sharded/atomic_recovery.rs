@@ -100,7 +100,8 @@ impl<'a> AtomicRecovery<'a> {
         self.sharded.inner.options.engine.atomic_abandon_age
     }
 
-    /// Every unresolved intent and decision record on the shards served from files here.
+    /// Every unresolved intent and decision record on the shards served from files here, and on
+    /// the shards other daemons serve over http that answer.
     pub async fn unresolved(self) -> Result<Vec<UnresolvedAtomic>> {
         self.unresolved_in(false).await
     }
@@ -117,32 +118,30 @@ impl<'a> AtomicRecovery<'a> {
         let mut found = Vec::new();
         let scope = if open_only { Scope::OpenFiles } else { Scope::Every };
         let shards = local_shards(&generation, scope);
-        let scanned: HashSet<String> = shards.iter().map(|(id, _)| id.clone()).collect();
+        let mut scanned: HashSet<String> = shards.iter().map(|(id, _)| id.clone()).collect();
         for (shard_id, db) in shards {
-            for d in db.atomic().decisions().await? {
-                if db.atomic().will_forget(&d.transaction_id) {
-                    continue; // Finished everywhere; only its deletion is pending.
+            let mut decisions = db.atomic().decisions().await?;
+            // Finished everywhere; only its deletion is pending.
+            decisions.retain(|d| !db.atomic().will_forget(&d.transaction_id));
+            list_state(&shard_id, decisions, db.atomic().intents().await?, &mut found);
+        }
+        // A remote shard's state is one call (never made by a metrics scrape); one that does
+        // not answer is left out.
+        let remote = if open_only {
+            Vec::new()
+        } else {
+            remote_shards(&generation, scope)
+        };
+        for (shard_id, seat) in remote {
+            let Seat::Remote(participant) = seat else { continue };
+            match participant.atomic_state().await {
+                Ok(state) => {
+                    list_state(&shard_id, state.decisions, state.intents, &mut found);
+                    scanned.insert(shard_id);
                 }
-                found.push(UnresolvedAtomic {
-                    transaction_id: d.transaction_id,
-                    shard_id: shard_id.clone(),
-                    state: match d.state {
-                        DecisionState::Pending => UnresolvedState::Pending,
-                        DecisionState::Commit => UnresolvedState::Commit,
-                        DecisionState::Abort => UnresolvedState::Abort,
-                    },
-                    participants: d.participants,
-                    age_ms: age_of(d.created_unix_ms),
-                });
-            }
-            for intent in db.atomic().intents().await? {
-                found.push(UnresolvedAtomic {
-                    transaction_id: intent.transaction_id,
-                    shard_id: shard_id.clone(),
-                    state: UnresolvedState::Prepared,
-                    participants: intent.participants,
-                    age_ms: age_of(intent.prepared_unix_ms),
-                });
+                Err(err) => {
+                    tracing::debug!(shard = %shard_id, error = %err, "could not list a remote shard's atomic state")
+                }
             }
         }
         Ok(without_finished(found, &scanned))
@@ -226,6 +225,32 @@ impl<'a> AtomicRecovery<'a> {
             round.flush_forgets().await?;
         }
         Ok(round.resolution)
+    }
+}
+
+/// Lists the records and intents one shard holds as unresolved transactions.
+fn list_state(shard_id: &str, decisions: Vec<Decision>, intents: Vec<AtomicIntent>, found: &mut Vec<UnresolvedAtomic>) {
+    for d in decisions {
+        found.push(UnresolvedAtomic {
+            transaction_id: d.transaction_id,
+            shard_id: shard_id.to_owned(),
+            state: match d.state {
+                DecisionState::Pending => UnresolvedState::Pending,
+                DecisionState::Commit => UnresolvedState::Commit,
+                DecisionState::Abort => UnresolvedState::Abort,
+            },
+            participants: d.participants,
+            age_ms: age_of(d.created_unix_ms),
+        });
+    }
+    for intent in intents {
+        found.push(UnresolvedAtomic {
+            transaction_id: intent.transaction_id,
+            shard_id: shard_id.to_owned(),
+            state: UnresolvedState::Prepared,
+            participants: intent.participants,
+            age_ms: age_of(intent.prepared_unix_ms),
+        });
     }
 }
 

@@ -93,9 +93,10 @@ pub fn complete(mut doc: OpenApi, config: &ServerConfig, keyspace: Option<&str>)
         let area = Area::of(path);
         // Operations on an open transaction route by its shard-prefixed id, not by headers, and
         // the daemon's info answers for the whole map without a route.
-        // Atomic participant calls address a plain database or a data host's shard, never a route.
+        // Atomic participant calls address a plain database or a data host's shard, never a route,
+        // and an atomic transaction's begin takes none (an ordinary begin without one is 400).
         let needs_route =
-            !path.starts_with("/api/transactions/") && !path.starts_with("/api/atomic/") && path != "/api/info";
+            !path.starts_with("/api/transactions") && !path.starts_with("/api/atomic/") && path != "/api/info";
         for operation in operations(item) {
             if area == Area::Data {
                 add_route_headers(operation, keyspace.filter(|_| needs_route));
