@@ -4,7 +4,8 @@
 //! nothing; a conflicting writer on the remote participant gets `row_locked` while the commit is
 //! held, and a writer of another row there goes through; a coordinator stopped after every named
 //! step is finished by recovery (the total unchanged, no intent, record or lock left on either
-//! side); bad input (an unknown participant session, executing after prepare or commit, a
+//! side), and what it left on the host alone is found by the background resolver of a restarted
+//! client; bad input (an unknown participant session, executing after prepare or commit, a
 //! malformed id, a shard reached over gRPC, the participant session limit) is a clear 4xx.
 #![cfg(all(feature = "server", feature = "http", feature = "grpc"))]
 
@@ -264,6 +265,32 @@ async fn recovery_finishes_a_coordinator_stopped_after_every_step_with_a_data_ho
             assert_eq!(landed, lands, "{from}->{to} after {step:?}: ({a}, {b})");
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_background_resolver_finishes_what_a_crash_left_on_the_remote_shard_alone() {
+    let setup = setup().await;
+    let mut tx = transfer(&setup.sharded, 0, 1, 10).await;
+    // The host prepared; the local first participant never did: nothing here refers to it.
+    tx.commit_until(Some(AtomicStep::PreparedBeforeRecord(1)))
+        .await
+        .unwrap();
+    drop(tx);
+    assert_eq!(setup.remote_leftovers().await, 1, "an intent on the host alone");
+    let mut options = client_options(Duration::from_millis(300));
+    options.atomic_resolver_period = Some(Duration::from_millis(50));
+    let restarted = ShardedClient::open_with(&setup.master(), options).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while setup.remote_leftovers().await > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the resolver left the host's intent"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    both_writable(&restarted).await.unwrap();
+    assert_eq!(balances(&restarted).await, (100, 100), "presumed abort");
+    assert!(restarted.atomic_recovery().unresolved().await.unwrap().is_empty());
 }
 
 async fn post(host: &Daemon, path: &str, body: Json) -> (StatusCode, Json) {

@@ -180,6 +180,10 @@ impl AtomicTransaction {
             Some(position) => position,
             None => {
                 let seat = seat_of(&generation, resolution.shard_index).map_err(disabled)?;
+                if matches!(seat, Seat::Remote(_)) {
+                    // Whatever becomes of it, the resolver's next round visits the remote shards.
+                    self.sharded.inner.atomic_opened.want_remote_sweep();
+                }
                 let session = seat.begin().await?;
                 self.participants.push(Participant {
                     shard_id,
@@ -220,7 +224,12 @@ impl AtomicTransaction {
             Some((first, others)) => {
                 let options = &self.sharded.inner.options;
                 let context = (options.atomic_step_hook.as_ref(), options.engine.atomic_abandon_age);
-                commit_protocol(&self.id.to_string(), first, others, stop, context).await
+                let outcome = commit_protocol(&self.id.to_string(), first, others, stop, context).await;
+                if participants.iter().any(|p| !p.is_local()) {
+                    // A remote participant left behind (a failed step) is found by the next round.
+                    self.sharded.inner.atomic_opened.want_remote_sweep();
+                }
+                outcome
             }
         }
     }

@@ -23,7 +23,8 @@
 //! insert that an existing record wins.
 //!
 //! Shards another daemon serves over http (a plain database, or a data host's shard) are
-//! visited too, except by the pass at open: one call reads a remote shard's records and
+//! visited too, except by the pass at open (and by rounds, only when a sweep is due, see
+//! [`atomic_resolver`](super::atomic_resolver)): one call reads a remote shard's records and
 //! intents, and the same steps run there by call (see
 //! [`AtomicParticipant`](crate::data::AtomicParticipant)). A remote shard that does not answer
 //! counts as waiting, and the round goes on with the others.
@@ -187,11 +188,23 @@ impl<'a> AtomicRecovery<'a> {
             .into_iter()
             .map(|(id, db)| (id, Seat::Local(db)))
             .collect();
-        shards.extend(remote_shards(&generation, scope));
+        let remote_due = match scope {
+            Scope::Every => true,
+            Scope::OpenFiles => self.sharded.inner.atomic_opened.claim_remote_sweep(),
+            Scope::Opened(_) => false,
+        };
+        if remote_due {
+            shards.extend(remote_shards(&generation, scope));
+        }
         for (shard_id, seat) in shards {
             let Some((decisions, remote_intents)) = round.read_state(&shard_id, &seat).await? else {
+                self.sharded.inner.atomic_opened.want_remote_sweep();
                 continue;
             };
+            if matches!(seat, Seat::Remote(_)) && !(decisions.is_empty() && remote_intents.is_empty()) {
+                // What is left there now is looked at again by the next round.
+                self.sharded.inner.atomic_opened.want_remote_sweep();
+            }
             let mut settled = HashSet::new();
             for d in decisions {
                 round.pace.tick().await;
