@@ -1,6 +1,7 @@
 //! Atomic transactions whose participants include a data host's shard (`remoteShardId`, another
 //! daemon on 127.0.0.1:0, reached over REST): a transfer across a local shard and the host's
-//! commits on both, with either one first (holding the decision); rollback and drop leave
+//! commits on both, with either one first (holding the decision), in-process and through a
+//! daemon coordinating a REST atomic transaction; rollback and drop leave
 //! nothing; a conflicting writer on the remote participant gets `row_locked` while the commit is
 //! held, and a writer of another row there goes through; a coordinator stopped after every named
 //! step is finished by recovery (the total unchanged, no intent, record or lock left on either
@@ -20,7 +21,7 @@ use shardlite::engine::EngineConfig;
 use shardlite::server::{ServerConfig, ServerState};
 use shardlite::wire::SHARD_HEADER;
 
-use crate::support::daemon::{Daemon, http_client, remote_shard, start_daemon};
+use crate::support::daemon::{Daemon, http_client, remote_shard, routed, start_daemon, start_daemon_on, tx_url};
 use crate::support::many::{open_account, pinned_tenants};
 use crate::support::{route, seed_master, temp_dir};
 
@@ -167,6 +168,38 @@ async fn a_transfer_across_a_local_and_a_data_host_shard_commits_on_both() {
     assert!(setup.remote_db().atomic().intents().await.unwrap().is_empty());
     assert!(sharded.atomic_recovery().unresolved().await.unwrap().is_empty());
     both_writable(sharded).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_coordinates_a_rest_atomic_transaction_with_a_data_host_participant() {
+    let setup = setup().await;
+    let router = start_daemon_on(&setup.master(), ServerConfig::default()).await;
+    let begun: Json = http_client()
+        .post(router.url("/api/transactions"))
+        .json(&json!({ "atomic": true }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = begun["transactionId"].as_str().unwrap().to_owned();
+    for (tenant, sql) in [
+        ("t1", "UPDATE accounts SET balance = balance - 30 WHERE id = 1"),
+        ("t0", "UPDATE accounts SET balance = balance + 30 WHERE id = 0"),
+    ] {
+        let response = routed(http_client().post(tx_url(&router, &id, "execute")), tenant)
+            .json(&json!({ "sql": sql }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{}", response.text().await.unwrap());
+    }
+    let response = http_client().post(tx_url(&router, &id, "commit")).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    assert_eq!(balances(&setup.sharded).await, (130, 70));
+    assert_eq!(setup.remote_db().atomic().intents().await.unwrap().len(), 0);
+    router.stop().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
