@@ -23,7 +23,7 @@ impl Sessions<'_> {
     /// [`session_prepare`](Self::session_prepare) for a commit that began at `started_unix_ms`
     /// (the coordinator's clock): the time the intent and the decision record carry, from which
     /// recovery counts the abandon age and after which the decision's compare-and-set refuses
-    /// to commit (see [`Atomic::decide_commit`](super::Atomic::decide_commit)).
+    /// to commit (see [`Atomic::decide_commit`](crate::engine::Atomic::decide_commit)).
     pub async fn session_prepare_at(
         self,
         id: &str,
