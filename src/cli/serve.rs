@@ -119,6 +119,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = ServerConfig::default().max_open_transactions_per_key,
         value_parser = positive)]
     max_open_transactions_per_key: usize,
+    /// Participant sessions of atomic transactions that other daemons coordinate on this one's
+    /// databases, open at once; more are answered `busy`.
+    #[arg(long, value_name = "N", default_value_t = ServerConfig::default().max_atomic_participant_sessions,
+        value_parser = positive)]
+    max_atomic_participant_sessions: usize,
     /// Reader connections (threads) per shard.
     #[arg(long, value_name = "N", default_value_t = ServerConfig::default().readers, value_parser = positive)]
     readers: usize,
@@ -383,6 +388,7 @@ fn server_config(args: &ServeArgs) -> ServerConfig {
         max_concurrent_requests: args.max_concurrent_requests,
         max_open_transactions: args.max_open_transactions,
         max_open_transactions_per_key: args.max_open_transactions_per_key,
+        max_atomic_participant_sessions: args.max_atomic_participant_sessions,
         readers: args.readers,
         max_queued_jobs: args.max_queued_jobs,
         moved_record_grace: Duration::from_secs(args.moved_record_grace),

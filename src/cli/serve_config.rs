@@ -151,6 +151,7 @@ merged_fields!(
     max_concurrent_requests,
     max_open_transactions,
     max_open_transactions_per_key,
+    max_atomic_participant_sessions,
     readers,
     max_queued_jobs,
     max_open_shards,

@@ -263,6 +263,12 @@ pub trait TransactionData: Send + Sync {
     async fn commit_transaction(&self, transaction_id: &str) -> Result<()>;
     /// Rolls back a transaction.
     async fn rollback_transaction(&self, transaction_id: &str) -> Result<()>;
+    /// The participant calls of an atomic transaction on the database this client reaches
+    /// through another daemon, when its transport carries them (REST does); `None` otherwise
+    /// (in-process clients, whose coordinator works on the file itself, and gRPC).
+    fn atomic_participant(&self) -> Option<super::SharedParticipant> {
+        None
+    }
 }
 
 /// The whole data contract on one database (or one route's shard): [`SqlData`], [`RowData`],

@@ -38,6 +38,7 @@ macro_rules! schema_from_form {
 }
 
 mod admin;
+mod atomic;
 mod audit;
 mod backup;
 mod catalog;
@@ -56,6 +57,10 @@ mod status;
 mod value;
 
 pub use admin::{CatalogHistoryEntry, CatalogState, ShardSqlResult, ShardStatus};
+pub use atomic::{
+    AtomicDecisionFound, AtomicIntent, AtomicParticipant, AtomicPrepare, AtomicPrepared, AtomicState, AtomicStepKind,
+    AtomicStepOutcome, AtomicStepRequest, Decision, DecisionState, Finished, SharedParticipant,
+};
 pub use audit::Audit;
 pub(crate) use audit::now_utc;
 pub use backup::{

@@ -28,6 +28,8 @@ use super::workers::{CancelOnDrop, spawn_thread};
 use crate::data::{Params, SqlResult, TransactionOptions};
 use crate::error::{Error, Result};
 
+mod prepare;
+
 pub(super) enum SessionJob {
     Execute {
         sql: String,
@@ -317,48 +319,6 @@ impl<'db> Sessions<'db> {
             .map_err(|_| Error::TransactionExpired {
                 transaction_id: id.to_owned(),
             })?
-            .map_err(|err| self.db.storage_failure(err))
-    }
-
-    /// Prepares the atomic transaction `transaction_id` from an atomic session's writes and
-    /// closes the session: one local commit stores the new values of the rows it wrote and locks
-    /// them, leaving the rows themselves as they were. Returns how many rows it locked.
-    ///
-    /// The first of `participants` holds the decision: when that is this file, the same commit
-    /// creates the transaction's pending decision record.
-    pub async fn session_prepare(self, id: &str, transaction_id: &str, participants: Vec<String>) -> Result<usize> {
-        self.session_prepare_at(id, transaction_id, participants, super::unix_ms_now())
-            .await
-    }
-
-    /// [`session_prepare`](Self::session_prepare) for a commit that began at `started_unix_ms`
-    /// (the coordinator's clock): the time the intent and the decision record carry, from which
-    /// recovery counts the abandon age and after which the decision's compare-and-set refuses
-    /// to commit (see [`Atomic::decide_commit`](super::Atomic::decide_commit)).
-    pub async fn session_prepare_at(
-        self,
-        id: &str,
-        transaction_id: &str,
-        participants: Vec<String>,
-        started_unix_ms: i64,
-    ) -> Result<usize> {
-        let holds_decision = participants.first().is_some_and(|first| *first == self.db.shared.label);
-        self.db.shared.atomic_state.store(true, Ordering::Release);
-        let jobs = self.session_sender(id, true)?;
-        let (reply, rx) = oneshot::channel();
-        let gone = || Error::TransactionExpired {
-            transaction_id: id.to_owned(),
-        };
-        jobs.send(SessionJob::Prepare {
-            transaction_id: transaction_id.to_owned(),
-            participants,
-            holds_decision,
-            started_unix_ms,
-            reply,
-        })
-        .map_err(|_| gone())?;
-        rx.await
-            .map_err(|_| gone())?
             .map_err(|err| self.db.storage_failure(err))
     }
 

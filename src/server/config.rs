@@ -38,6 +38,10 @@ pub struct ServerConfig {
     /// Open remote transactions allowed per API key, across all shards (default 64); beyond it,
     /// begin answers `busy`. The daemon takes one key, so this is a daemon-wide total.
     pub max_open_transactions_per_key: usize,
+    /// Participant sessions of atomic transactions other daemons coordinate, open at once on
+    /// this daemon (default 64); beyond it, beginning one answers `busy`. One left idle past
+    /// [`transaction_idle_timeout`](Self::transaction_idle_timeout) is rolled back.
+    pub max_atomic_participant_sessions: usize,
     /// How long one statement may run before it is interrupted with `statement_timeout`
     /// (default 30 s); `None` never interrupts.
     pub statement_timeout: Option<Duration>,
@@ -95,6 +99,7 @@ impl Default for ServerConfig {
             transaction_idle_timeout: engine.busy_timeout,
             max_open_transactions: engine.max_open_transactions,
             max_open_transactions_per_key: 64,
+            max_atomic_participant_sessions: 64,
             statement_timeout: Some(Duration::from_secs(30)),
             max_result_rows: 100_000,
             max_result_bytes: 64 * 1024 * 1024,

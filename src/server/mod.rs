@@ -37,6 +37,7 @@
 //! ```
 
 pub mod admin;
+mod atomic_participants;
 mod atomic_transactions;
 mod backups;
 mod config;

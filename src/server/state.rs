@@ -7,6 +7,7 @@ use std::time::Duration;
 use arc_swap::ArcSwapOption;
 use futures_util::future::join_all;
 
+use super::atomic_participants::{self, AtomicParticipants};
 use super::atomic_transactions::{AtomicTransactions, is_atomic_id};
 use super::config::ServerConfig;
 use super::counters::{Outcome, RequestCounters, RequestCounts, Surface};
@@ -65,6 +66,8 @@ struct StateInner {
     transactions: RemoteTransactions,
     /// Atomic transactions across shards begun through this daemon.
     atomic: AtomicTransactions,
+    /// Participant sessions of atomic transactions other daemons coordinate here.
+    participants: AtomicParticipants,
     /// Requests served, by surface and outcome.
     counters: RequestCounters,
     /// The accepted keys (`None`: the daemon requires none); replaced by a reload.
@@ -121,6 +124,10 @@ impl ServerState {
                 atomic: AtomicTransactions::new(
                     config.transaction_idle_timeout,
                     config.max_open_transactions_per_key.max(1),
+                ),
+                participants: AtomicParticipants::new(
+                    config.transaction_idle_timeout,
+                    config.max_atomic_participant_sessions,
                 ),
                 config,
                 counters: RequestCounters::default(),
@@ -338,6 +345,72 @@ impl ServerState {
         self.inner.atomic.begin(sharded)
     }
 
+    /// The database a participant call of an atomic transaction that another daemon coordinates
+    /// runs on: the plain database, or the data host's shard the shard header names. A daemon
+    /// serving a shard map takes part only in its own atomic transactions.
+    fn participant_db(&self, target: &Target) -> Result<crate::engine::Database> {
+        match (&self.inner.backend, target.shard.as_deref()) {
+            (Backend::Host(host), Some(shard)) => Ok(host.client(shard)?.database().clone()),
+            (Backend::Host(_), None) => Err(host::shard_required()),
+            (_, Some(_)) => Err(host::not_a_host()),
+            (Backend::Plain(local), None) => Ok(local.database().clone()),
+            (Backend::Sharded(_), None) => Err(Error::invalid_argument(
+                "atomic participant",
+                "a daemon that serves a shard map coordinates its own atomic transactions; participant calls \
+                 go to a daemon serving a plain database or a data host",
+            )),
+        }
+    }
+
+    /// Begins a participant session of an atomic transaction another daemon coordinates, on
+    /// the target's database; `busy` past [`ServerConfig::max_atomic_participant_sessions`].
+    pub async fn begin_atomic_participant(&self, target: &Target) -> Result<TransactionInfo> {
+        let db = self.participant_db(target)?;
+        self.inner.participants.begin(db).await
+    }
+
+    /// Executes SQL in a participant session.
+    pub async fn execute_in_atomic_participant(&self, session: &str, sql: &str, params: Params) -> Result<SqlResult> {
+        self.inner.participants.execute(session, sql, params).await
+    }
+
+    /// Prepares a participant session (which ends it); how many rows it locked.
+    pub async fn prepare_atomic_participant(&self, session: &str, prepare: crate::data::AtomicPrepare) -> Result<u64> {
+        self.inner.participants.prepare(session, prepare).await
+    }
+
+    /// Rolls a participant session back.
+    pub async fn rollback_atomic_participant(&self, session: &str) -> Result<()> {
+        self.inner.participants.rollback(session).await
+    }
+
+    /// Runs one step of an atomic transaction on the target's database.
+    pub async fn atomic_step(
+        &self,
+        target: &Target,
+        transaction_id: &str,
+        request: crate::data::AtomicStepRequest,
+    ) -> Result<crate::data::AtomicStepOutcome> {
+        let db = self.participant_db(target)?;
+        let max_age = self.inner.config.atomic_abandon_age / 2;
+        atomic_participants::step(&db, transaction_id, request, max_age).await
+    }
+
+    /// The decision record of `transaction_id` on the target's database, if it holds one.
+    pub async fn atomic_decision(
+        &self,
+        target: &Target,
+        transaction_id: &str,
+    ) -> Result<Option<crate::data::Decision>> {
+        crate::transaction::AtomicTransactionId::parse(transaction_id)?;
+        self.participant_db(target)?.atomic().decision(transaction_id).await
+    }
+
+    /// The decision records and unfinished intents of the target's database.
+    pub async fn atomic_state(&self, target: &Target) -> Result<crate::data::AtomicState> {
+        atomic_participants::state(&self.participant_db(target)?).await
+    }
+
     /// Begins a transaction on the route's shard and remembers it until it ends. Answers
     /// [`Error::TooManyTransactions`] at once when the API key's limit is reached.
     pub async fn begin_transaction(&self, target: &Target, options: TransactionOptions) -> Result<TransactionInfo> {
@@ -401,6 +474,7 @@ impl ServerState {
     /// [`run`](super::run) after the last request finished.
     pub async fn close(&self) {
         self.inner.atomic.close().await;
+        self.inner.participants.close().await;
         let ids = self.inner.transactions.drain();
         if ids.is_empty() {
             return;

@@ -31,6 +31,7 @@ mod body;
 mod directory;
 mod failure;
 mod host;
+mod participant;
 mod reshard;
 
 use std::sync::{Arc, Once};
@@ -518,6 +519,11 @@ impl TransactionData for HttpClient {
     async fn rollback_transaction(&self, transaction_id: &str) -> Result<()> {
         self.no_content(self.post(&["transactions", transaction_id, "rollback"]))
             .await
+    }
+
+    fn atomic_participant(&self) -> Option<crate::data::SharedParticipant> {
+        // Participant calls address the database itself, never a route of a sharded daemon.
+        Some(Arc::new(self.without_route()))
     }
 }
 

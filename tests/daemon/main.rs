@@ -9,6 +9,8 @@ pub mod support;
 mod api_contract;
 mod atomic;
 mod atomic_crash;
+mod atomic_remote;
+mod atomic_remote_crash;
 mod atomic_stall;
 mod backup;
 mod backup_rest;

@@ -23,40 +23,68 @@ use crate::routing::RouteContext;
 #[derive(Debug)]
 pub struct AtomicTransaction {
     client: ShardedClient,
-    inner: crate::client::AtomicTransaction,
+    /// Taken by commit and rollback; dropped inside the client's runtime otherwise.
+    inner: Option<crate::client::AtomicTransaction>,
 }
 
 impl AtomicTransaction {
     pub(super) fn new(client: ShardedClient) -> Self {
         let inner = client.sharded.begin_atomic();
-        Self { client, inner }
+        Self {
+            client,
+            inner: Some(inner),
+        }
+    }
+
+    fn open(&self) -> &crate::client::AtomicTransaction {
+        self.inner
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("taken only by commit and rollback, which consume the handle"))
     }
 
     /// Its id (`csdbatomic:...`).
     pub fn id(&self) -> String {
-        self.inner.id()
+        self.open().id()
     }
 
     /// The shards it has touched; the first will hold the decision.
     pub fn participants(&self) -> Vec<String> {
-        self.inner.participants()
+        self.open().participants()
     }
 
     /// Executes SQL on the shard `route` resolves to, inside this transaction.
     pub fn execute(&mut self, route: &RouteContext, sql: &str, params: Params) -> Result<SqlResult> {
         let Self { client, inner } = self;
-        client.wait(inner.execute(route, sql, params))
+        match inner.as_mut() {
+            Some(inner) => client.wait(inner.execute(route, sql, params)),
+            None => unreachable!("taken only by commit and rollback, which consume the handle"),
+        }
     }
 
     /// Commits on every shard it wrote, or on none.
-    pub fn commit(self) -> Result<()> {
-        let Self { client, inner } = self;
-        client.wait(inner.commit())
+    pub fn commit(mut self) -> Result<()> {
+        match self.inner.take() {
+            Some(inner) => self.client.wait(inner.commit()),
+            None => Ok(()),
+        }
     }
 
     /// Rolls back on every shard it touched.
-    pub fn rollback(self) -> Result<()> {
-        let Self { client, inner } = self;
-        client.wait(inner.rollback())
+    pub fn rollback(mut self) -> Result<()> {
+        match self.inner.take() {
+            Some(inner) => self.client.wait(inner.rollback()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for AtomicTransaction {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.take() {
+            // The rollback of a participant on another daemon is a task on the current
+            // runtime: give it this client's.
+            let _entered = self.client.waiter.0.get().enter();
+            drop(inner);
+        }
     }
 }

@@ -25,8 +25,14 @@
 //!
 //! Every time the protocol stores (the record's and the intents') is the time the coordinator
 //! began the commit, on its clock: the hosts' clocks must agree to well within half the
-//! abandon age (30 s by default). Participants must be shards this process serves from their
-//! files.
+//! abandon age (30 s by default).
+//!
+//! A participant is a shard this process serves from its file, or one another daemon serves
+//! over HTTP (a plain database behind the map's `endpoint`, or a data host's shard named by
+//! `remoteShardId`): the same steps, one REST call each (see
+//! [`AtomicParticipant`](crate::data::AtomicParticipant)). A transaction whose one participant
+//! is local commits that session plainly; one whose only participant is remote runs the
+//! protocol with that one participant.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -35,8 +41,10 @@ use std::time::Duration;
 use futures_util::future::join_all;
 
 use super::ShardedClient;
+use super::atomic_participant::{Participant, Seat};
+use super::generation::Generation;
 use crate::data::{Params, SqlResult};
-use crate::engine::{Database, DecisionState, unix_ms_now};
+use crate::engine::{DecisionState, unix_ms_now};
 use crate::error::{Error, Result};
 use crate::routing::RouteContext;
 use crate::transaction::AtomicTransactionId;
@@ -83,12 +91,6 @@ fn reached(hook: Option<&AtomicStepHook>, step: AtomicStep) {
     if let Some(hook) = hook {
         (hook.0)(step);
     }
-}
-
-struct Participant {
-    shard_id: String,
-    db: Database,
-    session: String,
 }
 
 /// An atomic transaction across shards: statements on any route, committed on every shard they
@@ -152,7 +154,8 @@ impl AtomicTransaction {
 
     /// Executes SQL on the shard `route` resolves to, inside this transaction. The shard joins
     /// the transaction at its first statement; a shard that is disabled (`invalid_input`),
-    /// unavailable or reached through another daemon is refused and nothing runs.
+    /// unavailable, or reached through another daemon over gRPC (`invalid_input`) is refused and
+    /// nothing runs.
     pub async fn execute(&mut self, route: &RouteContext, sql: &str, params: Params) -> Result<SqlResult> {
         if self.finished {
             return Err(self.gone());
@@ -176,22 +179,21 @@ impl AtomicTransaction {
         let position = match self.participants.iter().position(|p| p.shard_id == shard_id) {
             Some(position) => position,
             None => {
-                generation.slot_client(resolution.shard_index).map_err(disabled)?;
-                let local = generation.local_of(&shard_id).ok_or_else(|| Error::AtomicUnsupported {
-                    what: format!("shard '{shard_id}', which this process reaches through another daemon").into(),
-                })?;
-                let db = local.database().clone();
-                let session = db.sessions().begin_atomic().await?.id;
-                self.participants.push(Participant { shard_id, db, session });
+                let seat = seat_of(&generation, resolution.shard_index).map_err(disabled)?;
+                if matches!(seat, Seat::Remote(_)) {
+                    // Whatever becomes of it, the resolver's next round visits the remote shards.
+                    self.sharded.inner.atomic_opened.want_remote_sweep();
+                }
+                let session = seat.begin().await?;
+                self.participants.push(Participant {
+                    shard_id,
+                    seat,
+                    session,
+                });
                 self.participants.len() - 1
             }
         };
-        let participant = &self.participants[position];
-        participant
-            .db
-            .sessions()
-            .session_execute(&participant.session, sql, params)
-            .await
+        self.participants[position].execute(sql, params).await
     }
 
     /// Commits on every shard it wrote, or on none. Once this returns `Ok` the commit is
@@ -212,17 +214,22 @@ impl AtomicTransaction {
         let participants = std::mem::take(&mut self.participants);
         if let Err(err) = self.still_enabled(&participants).await {
             for p in &participants {
-                let _ = p.db.sessions().session_rollback(&p.session).await;
+                let _ = p.rollback().await;
             }
             return Err(err);
         }
-        match participants.as_slice() {
-            [] => Ok(()),
-            [only] => only.db.sessions().session_commit(&only.session).await,
-            [first, others @ ..] => {
+        match participants.split_first() {
+            None => Ok(()),
+            Some((only, [])) if only.is_local() => only.commit_alone().await,
+            Some((first, others)) => {
                 let options = &self.sharded.inner.options;
                 let context = (options.atomic_step_hook.as_ref(), options.engine.atomic_abandon_age);
-                commit_protocol(&self.id.to_string(), first, others, stop, context).await
+                let outcome = commit_protocol(&self.id.to_string(), first, others, stop, context).await;
+                if participants.iter().any(|p| !p.is_local()) {
+                    // A remote participant left behind (a failed step) is found by the next round.
+                    self.sharded.inner.atomic_opened.want_remote_sweep();
+                }
+                outcome
             }
         }
     }
@@ -248,7 +255,7 @@ impl AtomicTransaction {
     pub async fn rollback(mut self) -> Result<()> {
         self.finished = true;
         for p in std::mem::take(&mut self.participants) {
-            p.db.sessions().session_rollback(&p.session).await?;
+            p.rollback().await?;
         }
         Ok(())
     }
@@ -257,7 +264,7 @@ impl AtomicTransaction {
 impl Drop for AtomicTransaction {
     fn drop(&mut self) {
         for p in &self.participants {
-            p.db.sessions().session_abandon(&p.session);
+            p.abandon();
         }
     }
 }
@@ -274,10 +281,9 @@ struct Protocol<'a> {
 }
 
 impl Protocol<'_> {
-    async fn prepare(&self, p: &Participant) -> Result<usize> {
-        p.db.sessions()
-            .session_prepare_at(&p.session, self.id, self.ids.clone(), self.started_unix_ms)
-            .await
+    async fn prepare(&self, p: &Participant) -> Result<u64> {
+        let first = std::ptr::eq(p, self.first);
+        p.prepare(self.id, self.ids.clone(), first, self.started_unix_ms).await
     }
 
     /// Stops at `stop` if it is a step before the decision, leaving what a coordinator that died
@@ -294,10 +300,10 @@ impl Protocol<'_> {
         let first = if first {
             self.prepare(self.first).await.map(|_| ())
         } else {
-            self.first.db.sessions().session_rollback(&self.first.session).await
+            self.first.rollback().await
         };
         for p in later {
-            let _ = p.db.sessions().session_rollback(&p.session).await;
+            let _ = p.rollback().await;
         }
         if first.is_err() || outcomes.iter().any(Result::is_err) {
             tracing::debug!(transaction = self.id, "a prepare failed while stopping early");
@@ -364,7 +370,7 @@ async fn commit_protocol(
     if let Err(err) = prepared {
         // Nothing was decided: abort; a participant whose prepare failed prepared nothing.
         if first_prepared {
-            let _ = first.db.atomic().decide(id, DecisionState::Abort).await;
+            let _ = first.seat.decide_abort(id).await;
         }
         finish_everywhere(id, first, others, false, None).await;
         return Err(err);
@@ -372,7 +378,7 @@ async fn commit_protocol(
     // Half the abandon age: recovery writes a tombstone for a record that is not there only
     // once an intent is a whole abandon age old (see `engine::atomic`'s decision records).
     // The first participant applies its own values in the decision's local commit.
-    match first.db.atomic().decide_commit_and_apply(id, abandon_age / 2).await? {
+    match first.seat.decide_commit_and_apply(id, abandon_age / 2).await? {
         Some(DecisionState::Commit) => {}
         _ => {
             finish_everywhere(id, first, others, false, None).await;
@@ -389,7 +395,7 @@ async fn commit_protocol(
     }
     if let Some(AtomicStep::Applied(k)) = stop {
         for p in others.iter().take(k.saturating_sub(1)) {
-            p.db.atomic().commit_prepared(id).await?;
+            p.seat.commit_prepared(id).await?;
         }
         return Ok(());
     }
@@ -415,13 +421,13 @@ async fn finish_everywhere(
     let count = AtomicUsize::new(1);
     let results = join_all(all.iter().map(|p| async {
         if commit {
-            let applied = p.db.atomic().commit_prepared(id).await;
+            let applied = p.seat.commit_prepared(id).await;
             if applied.is_ok() {
                 reached(hook, AtomicStep::Applied(count.fetch_add(1, Ordering::SeqCst) + 1));
             }
             applied
         } else {
-            p.db.atomic().abort_prepared(id).await
+            p.seat.abort_prepared(id).await
         }
     }))
     .await;
@@ -433,6 +439,38 @@ async fn finish_everywhere(
         }
     }
     if done {
-        first.db.atomic().forget_later(id);
+        first.seat.forget_later(id);
     }
+}
+
+/// How the shard at `index` takes part: its file, when this process serves it, or the participant
+/// calls of the daemon that serves it. A daemon reached over gRPC is refused: its transport
+/// carries no participant calls.
+fn seat_of(generation: &Generation, index: usize) -> Result<Seat> {
+    let client = generation.slot_client(index)?;
+    let shard = &generation.map.shards()[index];
+    if let Some(local) = generation.local_of(&shard.id) {
+        return Ok(Seat::Local(local.database().clone()));
+    }
+    client.atomic_participant().map(Seat::Remote).ok_or_else(|| {
+        let transport = match &shard.target {
+            crate::map::ShardTarget::Endpoint { transport, .. } => transport.as_str(),
+            _ => "a transport that carries no participant calls",
+        };
+        Error::AtomicUnsupported {
+            what: format!(
+                "shard '{}', which this process reaches through another daemon over {transport} (a participant on \
+                 another daemon must be reached over http)",
+                shard.id
+            )
+            .into(),
+        }
+    })
+}
+
+/// How the shard `shard_id` of `generation` takes part, when it can (it is enabled, available,
+/// and served here or by a daemon reached over http): what recovery finishes it through.
+pub(super) fn seat_by_id(generation: &Generation, shard_id: &str) -> Option<Seat> {
+    let index = generation.map.shard_index(shard_id)?;
+    seat_of(generation, index).ok()
 }

@@ -21,6 +21,13 @@
 //! that old without a record was never committed. Every step is safe to repeat and to race with
 //! a live coordinator: finishing twice is a no-op, and a decision is one compare-and-set or one
 //! insert that an existing record wins.
+//!
+//! Shards another daemon serves over http (a plain database, or a data host's shard) are
+//! visited too, except by the pass at open (and by rounds, only when a sweep is due, see
+//! [`atomic_resolver`](super::atomic_resolver)): one call reads a remote shard's records and
+//! intents, and the same steps run there by call (see
+//! [`AtomicParticipant`](crate::data::AtomicParticipant)). A remote shard that does not answer
+//! counts as waiting, and the round goes on with the others.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -28,8 +35,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::ShardedClient;
+use super::atomic_participant::Seat;
 use super::generation::Generation;
-use crate::engine::{Database, DecisionState, Finished, unix_ms_now};
+use crate::engine::{AtomicIntent, Database, Decision, DecisionState, Finished, unix_ms_now};
 use crate::error::Result;
 
 /// Where an unresolved atomic transaction stands on the shard that reports it.
@@ -93,7 +101,8 @@ impl<'a> AtomicRecovery<'a> {
         self.sharded.inner.options.engine.atomic_abandon_age
     }
 
-    /// Every unresolved intent and decision record on the shards served from files here.
+    /// Every unresolved intent and decision record on the shards served from files here, and on
+    /// the shards other daemons serve over http that answer.
     pub async fn unresolved(self) -> Result<Vec<UnresolvedAtomic>> {
         self.unresolved_in(false).await
     }
@@ -110,32 +119,30 @@ impl<'a> AtomicRecovery<'a> {
         let mut found = Vec::new();
         let scope = if open_only { Scope::OpenFiles } else { Scope::Every };
         let shards = local_shards(&generation, scope);
-        let scanned: HashSet<String> = shards.iter().map(|(id, _)| id.clone()).collect();
+        let mut scanned: HashSet<String> = shards.iter().map(|(id, _)| id.clone()).collect();
         for (shard_id, db) in shards {
-            for d in db.atomic().decisions().await? {
-                if db.atomic().will_forget(&d.transaction_id) {
-                    continue; // Finished everywhere; only its deletion is pending.
+            let mut decisions = db.atomic().decisions().await?;
+            // Finished everywhere; only its deletion is pending.
+            decisions.retain(|d| !db.atomic().will_forget(&d.transaction_id));
+            list_state(&shard_id, decisions, db.atomic().intents().await?, &mut found);
+        }
+        // A remote shard's state is one call (never made by a metrics scrape); one that does
+        // not answer is left out.
+        let remote = if open_only {
+            Vec::new()
+        } else {
+            remote_shards(&generation, scope)
+        };
+        for (shard_id, seat) in remote {
+            let Seat::Remote(participant) = seat else { continue };
+            match participant.atomic_state().await {
+                Ok(state) => {
+                    list_state(&shard_id, state.decisions, state.intents, &mut found);
+                    scanned.insert(shard_id);
                 }
-                found.push(UnresolvedAtomic {
-                    transaction_id: d.transaction_id,
-                    shard_id: shard_id.clone(),
-                    state: match d.state {
-                        DecisionState::Pending => UnresolvedState::Pending,
-                        DecisionState::Commit => UnresolvedState::Commit,
-                        DecisionState::Abort => UnresolvedState::Abort,
-                    },
-                    participants: d.participants,
-                    age_ms: age_of(d.created_unix_ms),
-                });
-            }
-            for intent in db.atomic().intents().await? {
-                found.push(UnresolvedAtomic {
-                    transaction_id: intent.transaction_id,
-                    shard_id: shard_id.clone(),
-                    state: UnresolvedState::Prepared,
-                    participants: intent.participants,
-                    age_ms: age_of(intent.prepared_unix_ms),
-                });
+                Err(err) => {
+                    tracing::debug!(shard = %shard_id, error = %err, "could not list a remote shard's atomic state")
+                }
             }
         }
         Ok(without_finished(found, &scanned))
@@ -177,11 +184,34 @@ impl<'a> AtomicRecovery<'a> {
             pace: Pace::new(matches!(scope, Scope::OpenFiles)),
             forget: Vec::new(),
         };
-        for (shard_id, db) in local_shards(&generation, scope) {
-            for d in db.atomic().decisions().await? {
+        let mut shards: Vec<(String, Seat)> = local_shards(&generation, scope)
+            .into_iter()
+            .map(|(id, db)| (id, Seat::Local(db)))
+            .collect();
+        let remote_due = match scope {
+            Scope::Every => true,
+            Scope::OpenFiles => self.sharded.inner.atomic_opened.claim_remote_sweep(),
+            Scope::Opened(_) => false,
+        };
+        if remote_due {
+            shards.extend(remote_shards(&generation, scope));
+        }
+        for (shard_id, seat) in shards {
+            let Some((decisions, remote_intents)) = round.read_state(&shard_id, &seat).await? else {
+                self.sharded.inner.atomic_opened.want_remote_sweep();
+                continue;
+            };
+            if matches!(seat, Seat::Remote(_)) && !(decisions.is_empty() && remote_intents.is_empty()) {
+                // What is left there now is looked at again by the next round.
+                self.sharded.inner.atomic_opened.want_remote_sweep();
+            }
+            let mut settled = HashSet::new();
+            for d in decisions {
                 round.pace.tick().await;
-                if db.atomic().will_forget(&d.transaction_id) {
-                    round.forget.push((shard_id.clone(), db.clone(), d.transaction_id));
+                if let Seat::Local(db) = &seat
+                    && db.atomic().will_forget(&d.transaction_id)
+                {
+                    round.forget.push((shard_id.clone(), seat.clone(), d.transaction_id));
                     continue;
                 }
                 let young = d.state == DecisionState::Pending && !round.abandoned(d.created_unix_ms);
@@ -190,38 +220,50 @@ impl<'a> AtomicRecovery<'a> {
                     continue;
                 }
                 round
-                    .settle(&shard_id, &db, &d.transaction_id, &d.participants, None)
+                    .settle(&shard_id, &seat, &d.transaction_id, &d.participants, None)
                     .await?;
+                settled.insert(d.transaction_id);
             }
-            for intent in db.atomic().intents().await? {
+            let intents = match (&seat, remote_intents) {
+                (Seat::Local(db), _) => db.atomic().intents().await?,
+                (Seat::Remote(_), intents) => intents
+                    .into_iter()
+                    .filter(|intent| !settled.contains(&intent.transaction_id))
+                    .collect(),
+            };
+            for intent in intents {
                 round.pace.tick().await;
-                let Some(holder_id) = intent.participants.first() else {
-                    continue;
-                };
-                let Some(holder) = generation.local_of(holder_id) else {
-                    round.resolution.waiting += 1;
-                    continue;
-                };
-                let holder = holder.database().clone();
-                let (id, at) = (&intent.transaction_id, intent.prepared_unix_ms);
-                let record = holder.atomic().decision(id).await?;
-                // No record yet: the first participant may not have prepared (prepares run at
-                // once); one pending: the coordinator may still decide. Both wait for the age.
-                let waits = match &record {
-                    None => !round.abandoned(at),
-                    Some(d) => d.state == DecisionState::Pending && !round.abandoned(d.created_unix_ms),
-                };
-                if waits {
-                    round.resolution.waiting += 1;
-                    continue;
-                }
-                round
-                    .settle(holder_id, &holder, id, &intent.participants, Some(at))
-                    .await?;
+                round.follow(&intent).await?;
             }
             round.flush_forgets().await?;
         }
         Ok(round.resolution)
+    }
+}
+
+/// Lists the records and intents one shard holds as unresolved transactions.
+fn list_state(shard_id: &str, decisions: Vec<Decision>, intents: Vec<AtomicIntent>, found: &mut Vec<UnresolvedAtomic>) {
+    for d in decisions {
+        found.push(UnresolvedAtomic {
+            transaction_id: d.transaction_id,
+            shard_id: shard_id.to_owned(),
+            state: match d.state {
+                DecisionState::Pending => UnresolvedState::Pending,
+                DecisionState::Commit => UnresolvedState::Commit,
+                DecisionState::Abort => UnresolvedState::Abort,
+            },
+            participants: d.participants,
+            age_ms: age_of(d.created_unix_ms),
+        });
+    }
+    for intent in intents {
+        found.push(UnresolvedAtomic {
+            transaction_id: intent.transaction_id,
+            shard_id: shard_id.to_owned(),
+            state: UnresolvedState::Prepared,
+            participants: intent.participants,
+            age_ms: age_of(intent.prepared_unix_ms),
+        });
     }
 }
 
@@ -250,12 +292,63 @@ struct Round<'g> {
     resolution: AtomicResolution,
     pace: Pace,
     /// Records every participant has finished: `(holder shard, holder, transaction)`.
-    forget: Vec<(String, Database, String)>,
+    forget: Vec<(String, Seat, String)>,
 }
 
 impl Round<'_> {
     fn abandoned(&self, unix_ms: i64) -> bool {
         unix_ms_now().saturating_sub(unix_ms) >= self.abandon_ms
+    }
+
+    /// The decision records a shard holds and, for a remote one, its intents too (read in the
+    /// same call; a local shard's are read after its records are settled). A remote shard that
+    /// does not answer counts as waiting (`None`): the others are resolved meanwhile.
+    async fn read_state(&mut self, shard_id: &str, seat: &Seat) -> Result<Option<(Vec<Decision>, Vec<AtomicIntent>)>> {
+        match seat {
+            Seat::Local(db) => Ok(Some((db.atomic().decisions().await?, Vec::new()))),
+            Seat::Remote(remote) => match remote.atomic_state().await {
+                Ok(state) => Ok(Some((state.decisions, state.intents))),
+                Err(err) => {
+                    tracing::debug!(shard = shard_id, error = %err, "atomic recovery could not read a remote shard");
+                    self.resolution.waiting += 1;
+                    Ok(None)
+                }
+            },
+        }
+    }
+
+    /// Follows the decision of the transaction `intent` is prepared for, on its first
+    /// participant (here or on another daemon); an undecided one waits for the abandon age.
+    async fn follow(&mut self, intent: &AtomicIntent) -> Result<()> {
+        let Some(holder_id) = intent.participants.first() else {
+            return Ok(());
+        };
+        let Some(holder) = super::atomic::seat_by_id(self.generation, holder_id) else {
+            self.resolution.waiting += 1;
+            return Ok(());
+        };
+        let (id, at) = (&intent.transaction_id, intent.prepared_unix_ms);
+        let record = match holder.decision(id).await {
+            Ok(record) => record,
+            Err(err) if matches!(holder, Seat::Remote(_)) => {
+                tracing::debug!(transaction = %id, error = %err, "atomic recovery could not read a remote decision");
+                self.resolution.waiting += 1;
+                return Ok(());
+            }
+            Err(err) => return Err(err),
+        };
+        // No record yet: the first participant may not have prepared (prepares run at
+        // once); one pending: the coordinator may still decide. Both wait for the age.
+        let waits = match &record {
+            None => !self.abandoned(at),
+            Some(d) => d.state == DecisionState::Pending && !self.abandoned(d.created_unix_ms),
+        };
+        if waits {
+            self.resolution.waiting += 1;
+            return Ok(());
+        }
+        self.settle(holder_id, &holder, id, &intent.participants, Some(at))
+            .await
     }
 
     /// Decides (presumed abort, or a tombstone dated `tombstone` when there is no record) and
@@ -264,16 +357,22 @@ impl Round<'_> {
     async fn settle(
         &mut self,
         holder_id: &str,
-        holder: &Database,
+        holder: &Seat,
         id: &str,
         participants: &[String],
         tombstone: Option<i64>,
     ) -> Result<()> {
         let cutoff = unix_ms_now().saturating_sub(self.abandon_ms);
-        let (state, finished) = holder
-            .atomic()
-            .settle(id, participants.to_vec(), cutoff, tombstone)
-            .await?;
+        let settled = holder.settle(id, participants.to_vec(), cutoff, tombstone).await;
+        let (state, finished) = match settled {
+            Ok(settled) => settled,
+            Err(err) if matches!(holder, Seat::Remote(_)) => {
+                tracing::debug!(transaction = id, error = %err, "atomic recovery could not settle on a remote shard");
+                self.resolution.waiting += 1;
+                return Ok(());
+            }
+            Err(err) => return Err(err),
+        };
         count(finished, &mut self.resolution);
         let Some(state @ (DecisionState::Commit | DecisionState::Abort)) = state else {
             // A listed record that is gone was finished and forgotten by another pass meanwhile
@@ -285,8 +384,14 @@ impl Round<'_> {
         };
         let mut all = true;
         for participant in participants.iter().filter(|p| p.as_str() != holder_id) {
-            match self.generation.local_of(participant) {
-                Some(local) => finish(local.database(), id, state, &mut self.resolution).await?,
+            match super::atomic::seat_by_id(self.generation, participant) {
+                Some(seat @ Seat::Local(_)) => finish(&seat, id, state, &mut self.resolution).await?,
+                Some(seat) => {
+                    if let Err(err) = finish(&seat, id, state, &mut self.resolution).await {
+                        tracing::debug!(transaction = id, error = %err, "atomic recovery could not finish on a remote shard");
+                        all = false;
+                    }
+                }
                 None => all = false,
             }
         }
@@ -305,8 +410,19 @@ impl Round<'_> {
         for batch in forget.chunk_by(|a, b| a.0 == b.0) {
             for chunk in batch.chunks(FORGET_BATCH) {
                 self.pace.tick().await;
-                let ids = chunk.iter().map(|(_, _, id)| id.clone()).collect();
-                chunk[0].1.atomic().forget_decisions(ids).await?;
+                let ids: Vec<String> = chunk.iter().map(|(_, _, id)| id.clone()).collect();
+                match &chunk[0].1 {
+                    Seat::Local(db) => {
+                        db.atomic().forget_decisions(ids).await?;
+                    }
+                    Seat::Remote(remote) => {
+                        let request = crate::data::AtomicStepRequest::new(crate::data::AtomicStepKind::Forget);
+                        for id in ids {
+                            // A record left behind is forgotten by a later round.
+                            let _ = remote.atomic_step(&id, &request).await;
+                        }
+                    }
+                }
             }
         }
         Ok(())
@@ -350,11 +466,11 @@ impl Pace {
     }
 }
 
-async fn finish(db: &Database, id: &str, state: DecisionState, resolution: &mut AtomicResolution) -> Result<()> {
+async fn finish(seat: &Seat, id: &str, state: DecisionState, resolution: &mut AtomicResolution) -> Result<()> {
     let finished = if state == DecisionState::Commit {
-        db.atomic().commit_prepared(id).await?
+        seat.commit_prepared(id).await?
     } else {
-        db.atomic().abort_prepared(id).await?
+        seat.abort_prepared(id).await?
     };
     count(finished, resolution);
     Ok(())
@@ -401,6 +517,25 @@ fn local_shards(generation: &Generation, scope: Scope<'_>) -> Vec<(String, Datab
                 Scope::Opened(_) => db.is_open(),
             };
             visits.then(|| (shard_id.to_owned(), db))
+        })
+        .collect()
+}
+
+/// The shards of `generation` another daemon serves over HTTP, which a resolve over every shard
+/// and the resolver's rounds visit (one call each for its records and intents); the pass after a
+/// shard opened visits none.
+fn remote_shards(generation: &Generation, scope: Scope<'_>) -> Vec<(String, Seat)> {
+    if matches!(scope, Scope::Opened(_)) {
+        return Vec::new();
+    }
+    generation
+        .map
+        .shards()
+        .iter()
+        .filter(|shard| generation.local_of(&shard.id).is_none())
+        .filter_map(|shard| {
+            let seat = super::atomic::seat_by_id(generation, &shard.id)?;
+            Some((shard.id.clone(), seat))
         })
         .collect()
 }

@@ -14,7 +14,11 @@
 //! - **Rounds**: every period (a quarter of the abandon age, between 50 ms and 5 s, unless
 //!   [`ShardedClientOptions::atomic_resolver_period`](super::ShardedClientOptions::atomic_resolver_period)
 //!   says otherwise), a paced round over the open files that may hold atomic state, for what
-//!   the open pass left waiting (an undecided transaction younger than the abandon age).
+//!   the open pass left waiting (an undecided transaction younger than the abandon age). A
+//!   round visits the shards other daemons serve (one call each) only when a sweep of them is
+//!   due: the first round, after this process began a participant on one, and while a sweep
+//!   left work waiting there; so a map of remote shards that takes no atomic transactions
+//!   costs them nothing after the first round.
 //!
 //! [`atomic_recovery`]: super::atomic_recovery
 
@@ -36,6 +40,10 @@ pub(super) struct OpenedShards {
     wake: Notify,
     /// Shards the open pass visited, for [`AtomicRecovery::open_passes`](super::AtomicRecovery::open_passes).
     passes: AtomicU64,
+    /// Whether the shards other daemons serve need no visit by the next round: false at start
+    /// (a first sweep finds what a crash left there), after this process began a participant on
+    /// one, and while a sweep left work waiting there.
+    remote_swept: std::sync::atomic::AtomicBool,
 }
 
 impl OpenedShards {
@@ -55,6 +63,16 @@ impl OpenedShards {
     /// Shards the open pass visited since the client started.
     pub(super) fn passes(&self) -> u64 {
         self.passes.load(Ordering::Relaxed)
+    }
+
+    /// Claims the visit of the remote shards a round makes: true when one is due.
+    pub(super) fn claim_remote_sweep(&self) -> bool {
+        !self.remote_swept.swap(true, Ordering::AcqRel)
+    }
+
+    /// Asks the next round to visit the remote shards.
+    pub(super) fn want_remote_sweep(&self) {
+        self.remote_swept.store(false, Ordering::Release);
     }
 }
 

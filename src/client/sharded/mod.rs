@@ -30,6 +30,7 @@
 //! [`DirectoryAdmin`]: crate::data::DirectoryAdmin
 
 mod atomic;
+mod atomic_participant;
 mod atomic_recovery;
 mod atomic_resolver;
 mod catalog;

@@ -27,8 +27,7 @@ mod tests;
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::data::{AtomicIntent, Decision, DecisionState, Finished};
 pub(crate) use participant::{Intent, Recorder};
 
 use super::database::Database;
@@ -85,79 +84,6 @@ pub(super) fn has_state(conn: &rusqlite::Connection) -> bool {
 /// [`EngineConfig::atomic_open_hook`]: super::EngineConfig::atomic_open_hook
 pub(super) fn holds_records(conn: &rusqlite::Connection) -> bool {
     participant::holds_records(conn).unwrap_or(true)
-}
-
-/// Where an atomic transaction's decision stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DecisionState {
-    /// Created; participants may be preparing. Aborted once older than the abandon age.
-    Pending,
-    /// Committed: every participant applies its changes.
-    Commit,
-    /// Aborted: every participant drops its changes.
-    Abort,
-}
-
-impl DecisionState {
-    fn stored(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::Commit => "commit",
-            Self::Abort => "abort",
-        }
-    }
-
-    fn from_stored(text: &str) -> Option<Self> {
-        [Self::Pending, Self::Commit, Self::Abort]
-            .into_iter()
-            .find(|s| s.stored() == text)
-    }
-}
-
-impl std::fmt::Display for DecisionState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.stored())
-    }
-}
-
-/// A decision record on a transaction's first participant.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Decision {
-    /// The atomic transaction's id.
-    pub transaction_id: String,
-    /// Where it stands.
-    pub state: DecisionState,
-    /// Its participant shards, the first being the one that holds this record.
-    pub participants: Vec<String>,
-    /// When the record was created (Unix milliseconds).
-    pub created_unix_ms: i64,
-    /// When it was decided, if it was.
-    pub decided_unix_ms: Option<i64>,
-}
-
-/// A transaction prepared on a participant and not yet finished there.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AtomicIntent {
-    /// The atomic transaction's id.
-    pub transaction_id: String,
-    /// Its participant shards; the first holds the decision.
-    pub participants: Vec<String>,
-    /// When it was prepared here (Unix milliseconds).
-    pub prepared_unix_ms: i64,
-    /// How many rows it locks here.
-    pub rows: usize,
-}
-
-/// What finishing a transaction on a participant did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Finished {
-    /// Its changes were applied and its locks released.
-    Applied,
-    /// Its changes were dropped and its locks released.
-    Dropped,
-    /// Nothing was prepared under that id here (never, or finished already).
-    NotPrepared,
 }
 
 /// The atomic-transaction part of a [`Database`]: a participant's commit and abort, its

@@ -11,7 +11,8 @@
 //! request's route.
 //!
 //! - `/api/info` and `/api/sql/...` live in [`data`], `/api/transactions/...` in
-//!   [`transactions`], rows in [`tables`], documents in [`collections`], saved queries and
+//!   [`transactions`], the participant calls of atomic transactions `/api/atomic/...` in
+//!   [`atomic`], rows in [`tables`], documents in [`collections`], saved queries and
 //!   procedures in [`procedures`], `/api/sharding/...` in [`admin`] (schema migrations and
 //!   schema status in [`schema`], shard directories in [`directory`]), `/api/host/...` (a data host's shard files) in [`host`],
 //!   and `/openapi.json`
@@ -24,6 +25,7 @@
 //! [`ServerConfig::body_limit`]: crate::server::ServerConfig::body_limit
 
 pub mod admin;
+pub mod atomic;
 mod backup;
 pub mod bodies;
 pub mod collections;
@@ -135,6 +137,13 @@ fn api_routes() -> OpenApiRouter<ServerState> {
         .routes(routes!(transactions::execute))
         .routes(routes!(transactions::commit))
         .routes(routes!(transactions::rollback))
+        .routes(routes!(atomic::begin))
+        .routes(routes!(atomic::execute))
+        .routes(routes!(atomic::prepare))
+        .routes(routes!(atomic::rollback))
+        .routes(routes!(atomic::step))
+        .routes(routes!(atomic::decision))
+        .routes(routes!(atomic::atomic_state))
         .routes(routes!(tables::list_tables))
         .routes(routes!(tables::table_schema))
         .routes(routes!(tables::count_rows))

@@ -46,6 +46,8 @@ use crate::wire::SHARD_HEADER;
     tags(
         (name = "data", description = "SQL and database information; read-only SQL is POST /api/sql/read-only"),
         (name = "transactions", description = "Remote transactions with an idle timeout"),
+        (name = "atomic participants", description = "Internal: the participant calls of atomic transactions \
+            that another daemon coordinates on this daemon's plain database or data-host shards"),
         (name = "tables", description = "Tables and rows by primary key"),
         (name = "collections", description = "JSON documents by key"),
         (name = "saved queries", description = "Named SQL texts, stored per shard"),
@@ -89,11 +91,12 @@ pub fn complete(mut doc: OpenApi, config: &ServerConfig, keyspace: Option<&str>)
     let authenticated = config.requires_key();
     for (path, item) in &mut doc.paths.paths {
         let area = Area::of(path);
-        // Operations on an open transaction route by its shard-prefixed id, not by headers; the
-        // daemon's info answers for the whole map without a route; and a transaction begins
-        // without one when it is atomic (each of its statements names its route), so there the
-        // headers stay optional (a plain transaction still answers 400 `route_required`).
-        let needs_route = !path.starts_with("/api/transactions") && path != "/api/info";
+        // Operations on an open transaction route by its shard-prefixed id, not by headers, and
+        // the daemon's info answers for the whole map without a route.
+        // Atomic participant calls address a plain database or a data host's shard, never a route,
+        // and an atomic transaction's begin takes none (an ordinary begin without one is 400).
+        let needs_route =
+            !path.starts_with("/api/transactions") && !path.starts_with("/api/atomic/") && path != "/api/info";
         for operation in operations(item) {
             if area == Area::Data {
                 add_route_headers(operation, keyspace.filter(|_| needs_route));

@@ -1,0 +1,413 @@
+//! Atomic transactions whose participants include a data host's shard (`remoteShardId`, another
+//! daemon on 127.0.0.1:0, reached over REST): a transfer across a local shard and the host's
+//! commits on both, with either one first (holding the decision), in-process and through a
+//! daemon coordinating a REST atomic transaction; rollback and drop leave
+//! nothing; a conflicting writer on the remote participant gets `row_locked` while the commit is
+//! held, and a writer of another row there goes through; a coordinator stopped after every named
+//! step is finished by recovery (the total unchanged, no intent, record or lock left on either
+//! side), and what it left on the host alone is found by the background resolver of a restarted
+//! client; bad input (an unknown participant session, executing after prepare or commit, a
+//! malformed id, a shard reached over gRPC, the participant session limit) is a clear 4xx.
+#![cfg(all(feature = "server", feature = "http", feature = "grpc"))]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value as Json, json};
+use shardlite::ErrorKind;
+use shardlite::client::{AtomicStep, Params, ShardedClient, ShardedClientOptions, SqlData, UnresolvedState, Value};
+use shardlite::engine::EngineConfig;
+use shardlite::server::{ServerConfig, ServerState};
+use shardlite::wire::SHARD_HEADER;
+
+use crate::support::daemon::{Daemon, http_client, remote_shard, routed, start_daemon, start_daemon_on, tx_url};
+use crate::support::many::{open_account, pinned_tenants};
+use crate::support::{route, seed_master, temp_dir};
+
+/// Account `i` lives on tenant `t{i}`: `t0` on the local shard `s0`, `t1` on the host's `h-1`
+/// (over http), `t2` on the host's `h-2` reached over gRPC.
+struct Setup {
+    dir: tempfile::TempDir,
+    host: Daemon,
+    sharded: ShardedClient,
+}
+
+async fn start_host(dir: &Path, config: ServerConfig) -> Daemon {
+    let folder = dir.join("host");
+    std::fs::create_dir_all(&folder).unwrap();
+    let state = ServerState::open_shard_dir(&folder, config).expect("a data host");
+    for shard in ["h-1", "h-2"] {
+        state.host().unwrap().create_shard(shard).await.unwrap();
+    }
+    start_daemon(state).await
+}
+
+fn client_options(abandon: Duration) -> ShardedClientOptions {
+    ShardedClientOptions::with_engine(EngineConfig {
+        atomic_abandon_age: abandon,
+        ..EngineConfig::default()
+    })
+}
+
+async fn setup_with(host_config: ServerConfig) -> Setup {
+    let dir = temp_dir();
+    let host = start_host(dir.path(), host_config).await;
+    let mut map = pinned_tenants(3, |i| dir.path().join(format!("s{i}.db")).display().to_string());
+    for (i, transport) in [(1, "http"), (2, "grpc")] {
+        let mut shard = remote_shard(&format!("s{i}"), &host, transport);
+        shard.remote_shard_id = Some(format!("h-{i}"));
+        map.shards[i] = shard;
+    }
+    let master = seed_master(dir.path(), map).await;
+    let sharded = ShardedClient::open_with(&master, client_options(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    for i in 0..3 {
+        open_account(&sharded, i).await;
+    }
+    Setup { dir, host, sharded }
+}
+
+async fn setup() -> Setup {
+    setup_with(ServerConfig::default()).await
+}
+
+impl Setup {
+    fn master(&self) -> PathBuf {
+        self.dir.path().join("master.db")
+    }
+
+    /// The host's shard `h-1`, read in its process.
+    fn remote_db(&self) -> shardlite::engine::Database {
+        let client = self.host.state.host().unwrap().client("h-1").unwrap();
+        client.database().clone()
+    }
+
+    /// The intents and decision records left on the host's `h-1`.
+    async fn remote_leftovers(&self) -> usize {
+        let db = self.remote_db();
+        db.atomic().intents().await.unwrap().len() + db.atomic().decisions().await.unwrap().len()
+    }
+}
+
+async fn balance(sharded: &ShardedClient, i: usize) -> i64 {
+    let result = sharded
+        .for_route(route(&format!("t{i}")))
+        .execute_sql(&format!("SELECT balance FROM accounts WHERE id = {i}"), Params::none())
+        .await
+        .unwrap();
+    match result.rows[0][0] {
+        Value::Integer(n) => n,
+        ref other => panic!("balance {other:?}"),
+    }
+}
+
+async fn balances(sharded: &ShardedClient) -> (i64, i64) {
+    (balance(sharded, 0).await, balance(sharded, 1).await)
+}
+
+/// An atomic transfer of `amount` from account `from` to `to`, executed but not committed.
+async fn transfer(
+    sharded: &ShardedClient,
+    from: usize,
+    to: usize,
+    amount: i64,
+) -> shardlite::client::AtomicTransaction {
+    let mut tx = sharded.begin_atomic();
+    for (i, delta) in [(from, -amount), (to, amount)] {
+        tx.execute(
+            &route(&format!("t{i}")),
+            &format!("UPDATE accounts SET balance = balance + ({delta}) WHERE id = {i}"),
+            Params::none(),
+        )
+        .await
+        .unwrap();
+    }
+    tx
+}
+
+/// Writes both accounts back to themselves: fails while a lock is held.
+async fn both_writable(sharded: &ShardedClient) -> shardlite::Result<()> {
+    for i in 0..2 {
+        sharded
+            .for_route(route(&format!("t{i}")))
+            .execute_sql(
+                &format!("UPDATE accounts SET balance = balance WHERE id = {i}"),
+                Params::none(),
+            )
+            .await?;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transfer_across_a_local_and_a_data_host_shard_commits_on_both() {
+    let setup = setup().await;
+    let sharded = &setup.sharded;
+    let tx = transfer(sharded, 0, 1, 10).await;
+    assert_eq!(tx.participants(), ["s0", "s1"]);
+    tx.commit().await.unwrap();
+    assert_eq!(balances(sharded).await, (90, 110));
+    // The host's shard first: it holds the decision.
+    let tx = transfer(sharded, 1, 0, 25).await;
+    assert_eq!(tx.participants(), ["s1", "s0"]);
+    tx.commit().await.unwrap();
+    assert_eq!(balances(sharded).await, (115, 85));
+    // One remote participant alone runs the protocol with that one.
+    let mut tx = sharded.begin_atomic();
+    tx.execute(
+        &route("t1"),
+        "UPDATE accounts SET balance = balance + 1 WHERE id = 1",
+        Params::none(),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(balances(sharded).await, (115, 86));
+    assert!(setup.remote_db().atomic().intents().await.unwrap().is_empty());
+    assert!(sharded.atomic_recovery().unresolved().await.unwrap().is_empty());
+    both_writable(sharded).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_coordinates_a_rest_atomic_transaction_with_a_data_host_participant() {
+    let setup = setup().await;
+    let router = start_daemon_on(&setup.master(), ServerConfig::default()).await;
+    let begun: Json = http_client()
+        .post(router.url("/api/transactions"))
+        .json(&json!({ "atomic": true }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = begun["transactionId"].as_str().unwrap().to_owned();
+    for (tenant, sql) in [
+        ("t1", "UPDATE accounts SET balance = balance - 30 WHERE id = 1"),
+        ("t0", "UPDATE accounts SET balance = balance + 30 WHERE id = 0"),
+    ] {
+        let response = routed(http_client().post(tx_url(&router, &id, "execute")), tenant)
+            .json(&json!({ "sql": sql }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{}", response.text().await.unwrap());
+    }
+    let response = http_client().post(tx_url(&router, &id, "commit")).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    assert_eq!(balances(&setup.sharded).await, (130, 70));
+    assert_eq!(setup.remote_db().atomic().intents().await.unwrap().len(), 0);
+    router.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_and_drop_leave_nothing_on_either_shard() {
+    let setup = setup().await;
+    let sharded = &setup.sharded;
+    transfer(sharded, 0, 1, 10).await.rollback().await.unwrap();
+    assert_eq!(balances(sharded).await, (100, 100));
+    drop(transfer(sharded, 1, 0, 10).await);
+    // The drop rolls the remote session back in the background; the writes below wait for it.
+    both_writable(sharded).await.unwrap();
+    assert_eq!(balances(sharded).await, (100, 100));
+    assert_eq!(setup.remote_leftovers().await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflicting_writer_on_the_remote_participant_gets_row_locked_while_the_commit_is_held() {
+    let setup = setup().await;
+    let sharded = &setup.sharded;
+    let mut tx = transfer(sharded, 0, 1, 10).await;
+    tx.commit_until(Some(AtomicStep::Prepared(1))).await.unwrap();
+    drop(tx);
+    let remote = sharded.for_route(route("t1"));
+    let err = remote
+        .execute_sql("UPDATE accounts SET balance = 0 WHERE id = 1", Params::none())
+        .await
+        .expect_err("the row is locked");
+    assert_eq!(err.kind(), ErrorKind::RowLocked, "{err:?}");
+    remote
+        .execute_sql("INSERT INTO accounts VALUES (101, 0)", Params::none())
+        .await
+        .expect("another row of the same shard is writable");
+    assert_eq!(
+        balances(sharded).await,
+        (100, 100),
+        "readers see the last committed values"
+    );
+    let unresolved = sharded.atomic_recovery().unresolved().await.unwrap();
+    assert!(
+        unresolved
+            .iter()
+            .any(|u| u.shard_id == "s1" && u.state == UnresolvedState::Prepared && u.participants == ["s0", "s1"]),
+        "the remote intent is listed: {unresolved:?}"
+    );
+    let recovered = ShardedClient::open_with(&setup.master(), client_options(Duration::ZERO))
+        .await
+        .unwrap();
+    recovered.atomic_recovery().resolve().await.unwrap();
+    assert_eq!(balances(&recovered).await, (100, 100), "presumed abort");
+    assert_eq!(setup.remote_leftovers().await, 0);
+    both_writable(&recovered).await.unwrap();
+}
+
+/// Stops a transfer from `from` to `to` (the first holds the decision) after `step`, then
+/// recovers with a client whose abandon age has passed; returns the balances.
+async fn stop_and_recover(from: usize, to: usize, step: AtomicStep) -> (i64, i64) {
+    let setup = setup().await;
+    let mut tx = transfer(&setup.sharded, from, to, 10).await;
+    tx.commit_until(Some(step)).await.unwrap();
+    drop(tx);
+    let recovered = ShardedClient::open_with(&setup.master(), client_options(Duration::ZERO))
+        .await
+        .unwrap();
+    recovered.atomic_recovery().resolve().await.unwrap();
+    let context = format!("{from}->{to} after {step:?}");
+    assert!(
+        recovered.atomic_recovery().unresolved().await.unwrap().is_empty(),
+        "{context}"
+    );
+    assert_eq!(setup.remote_leftovers().await, 0, "{context}");
+    both_writable(&recovered)
+        .await
+        .unwrap_or_else(|err| panic!("{context}: still locked: {err}"));
+    let (a, b) = balances(&recovered).await;
+    assert_eq!(a + b, 200, "{context}");
+    (a, b)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recovery_finishes_a_coordinator_stopped_after_every_step_with_a_data_host_participant() {
+    for (from, to) in [(0, 1), (1, 0)] {
+        for (step, lands) in [
+            (AtomicStep::DecisionCreated, false),
+            (AtomicStep::PreparedBeforeRecord(1), false),
+            (AtomicStep::Prepared(1), false),
+            (AtomicStep::Decided, true),
+            (AtomicStep::Applied(1), true),
+            (AtomicStep::Applied(2), true),
+        ] {
+            let (a, b) = stop_and_recover(from, to, step).await;
+            let landed = if from == 0 {
+                (a, b) == (90, 110)
+            } else {
+                (a, b) == (110, 90)
+            };
+            assert_eq!(landed, lands, "{from}->{to} after {step:?}: ({a}, {b})");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_background_resolver_finishes_what_a_crash_left_on_the_remote_shard_alone() {
+    let setup = setup().await;
+    let mut tx = transfer(&setup.sharded, 0, 1, 10).await;
+    // The host prepared; the local first participant never did: nothing here refers to it.
+    tx.commit_until(Some(AtomicStep::PreparedBeforeRecord(1)))
+        .await
+        .unwrap();
+    drop(tx);
+    assert_eq!(setup.remote_leftovers().await, 1, "an intent on the host alone");
+    let mut options = client_options(Duration::from_millis(300));
+    options.atomic_resolver_period = Some(Duration::from_millis(50));
+    let restarted = ShardedClient::open_with(&setup.master(), options).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while setup.remote_leftovers().await > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the resolver left the host's intent"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    both_writable(&restarted).await.unwrap();
+    assert_eq!(balances(&restarted).await, (100, 100), "presumed abort");
+    assert!(restarted.atomic_recovery().unresolved().await.unwrap().is_empty());
+}
+
+async fn post(host: &Daemon, path: &str, body: Json) -> (StatusCode, Json) {
+    let response = http_client()
+        .post(host.url(path))
+        .header(SHARD_HEADER, "h-1")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Json::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_a_clear_4xx_and_the_session_limit_answers_busy() {
+    let config = ServerConfig {
+        max_atomic_participant_sessions: 1,
+        ..ServerConfig::default()
+    };
+    let setup = setup_with(config).await;
+    let host = &setup.host;
+    let unknown = "0123456789abcdef0123456789abcdef";
+    let (status, body) = post(
+        host,
+        &format!("/api/atomic/sessions/{unknown}/execute"),
+        json!({"sql": "SELECT 1"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+
+    let (status, body) = post(host, "/api/atomic/sessions", json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let session = body["transactionId"].as_str().unwrap().to_owned();
+    let (status, body) = post(host, "/api/atomic/sessions", json!({})).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "past the limit: {body}");
+    assert_eq!(body["errorCode"], "busy", "{body}");
+
+    let execute = format!("/api/atomic/sessions/{session}/execute");
+    let (status, body) = post(
+        host,
+        &execute,
+        json!({"sql": "UPDATE accounts SET balance = 7 WHERE id = 1"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let prepare = format!("/api/atomic/sessions/{session}/prepare");
+    let bad = json!({"transactionId": "csdbatomic:nothex", "participants": ["s1"], "holdsDecision": true, "startedUnixMs": 0});
+    let (status, body) = post(host, &prepare, bad).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "a malformed transaction id: {body}");
+    let (status, body) = post(host, &format!("/api/atomic/sessions/{session}/rollback"), json!({})).await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    let (status, body) = post(host, &execute, json!({"sql": "SELECT 1"})).await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "executing after the session ended: {body}"
+    );
+    let (status, body) = post(
+        host,
+        "/api/atomic/transactions/csdbatomic:zz/steps",
+        json!({"step": "apply"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(balance(&setup.sharded, 1).await, 100, "nothing was applied");
+
+    // Through the coordinator: executing after commit, and a shard reached over gRPC.
+    let sharded = &setup.sharded;
+    let mut tx = transfer(sharded, 0, 1, 10).await;
+    tx.commit_until(None).await.unwrap();
+    let err = tx.execute(&route("t1"), "SELECT 1", Params::none()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound, "{err:?}");
+    drop(tx);
+    let mut tx = sharded.begin_atomic();
+    let err = tx
+        .execute(
+            &route("t2"),
+            "UPDATE accounts SET balance = 0 WHERE id = 2",
+            Params::none(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err:?}");
+    assert!(err.to_string().contains("grpc"), "{err}");
+    assert_eq!(balances(sharded).await, (90, 110));
+}
