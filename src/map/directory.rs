@@ -150,27 +150,36 @@ pub(crate) fn folded(text: &str) -> String {
     text.trim().to_lowercase()
 }
 
-/// The directories of a validated map, indexed: each directory by its folded name, and each entry
-/// by its directory's position and its folded lookup key (lookup keys are unique ignoring case,
-/// so the folded key finds the one entry a lookup may match exactly).
+/// [`folded`], borrowed when the text is already folded (lower-case ASCII, trimmed).
+pub(super) fn folded_ref(text: &str) -> std::borrow::Cow<'_, str> {
+    let text = text.trim();
+    if text.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        std::borrow::Cow::Owned(text.to_lowercase())
+    }
+}
+
+/// The directories of a validated map, indexed: each directory by its folded name, and each
+/// directory's entries by their folded lookup key (lookup keys are unique ignoring case, so the
+/// folded key finds the one entry a lookup may match exactly), with their position.
 #[derive(Debug, Clone, Default)]
 pub(super) struct DirectoryIndex {
     pub(super) directories: HashMap<String, usize>,
-    pub(super) entries: HashMap<(u32, String), u32>,
+    pub(super) entries: Vec<HashMap<String, u32>>,
     pub(super) counts: Vec<usize>,
 }
 
 impl DirectoryIndex {
     /// The position of directory `name` (ignoring case).
     pub(super) fn directory(&self, name: &str) -> Option<usize> {
-        self.directories.get(&folded(name)).copied()
+        self.directories.get(folded_ref(name).as_ref()).copied()
     }
 
     /// The position in the entries of the entry of directory `at` whose folded lookup key is
     /// `folded_key`.
-    pub(super) fn entry(&self, at: usize, folded_key: String) -> Option<usize> {
-        let at = u32::try_from(at).ok()?;
-        usize::try_from(*self.entries.get(&(at, folded_key))?).ok()
+    pub(super) fn entry(&self, at: usize, folded_key: &str) -> Option<usize> {
+        usize::try_from(*self.entries.get(at)?.get(folded_key)?).ok()
     }
 }
 
@@ -190,14 +199,15 @@ pub(super) fn validate_directories(
             return Err(MapError::DuplicateDirectory { name: name.to_owned() });
         }
         index.counts.push(0);
+        index.entries.push(HashMap::new());
     }
-    index.entries.reserve(entries.len());
+    if let [only] = index.entries.as_mut_slice() {
+        only.reserve(entries.len());
+    }
     for (at, entry) in entries.iter().enumerate() {
         let position = check_entry(directories, &index, entry, map_version)?;
-        let id = (u32::try_from(position).unwrap_or(u32::MAX), folded(&entry.lookup_key));
-        if index
-            .entries
-            .insert(id, u32::try_from(at).unwrap_or(u32::MAX))
+        if index.entries[position]
+            .insert(folded(&entry.lookup_key), u32::try_from(at).unwrap_or(u32::MAX))
             .is_some()
         {
             return Err(MapError::DuplicateDirectoryEntry { entry: entry.label() });

@@ -391,7 +391,7 @@ impl ShardMap {
     /// The entry of directory `name` (ignoring case) for `lookup_key` (trimmed, exact).
     pub fn directory_entry(&self, name: &str, lookup_key: &str) -> Option<&DirectoryEntry> {
         let key = lookup_key.trim();
-        let entry = self.entry_of(self.directories.directory(name)?, &directory::folded(key))?;
+        let entry = self.entry_of(self.directories.directory(name)?, &directory::folded_ref(key))?;
         (entry.lookup_key.trim() == key).then_some(entry)
     }
 
@@ -411,7 +411,7 @@ impl ShardMap {
         if let Some(changed) = changes.get(at, folded_key) {
             return changed.entry.as_ref();
         }
-        let position = self.directories.entry(at, folded_key.to_owned())?;
+        let position = self.directories.entry(at, folded_key)?;
         self.options.directory_entries.get(position)
     }
 
