@@ -26,8 +26,10 @@ pub(super) struct ChangedEntry {
 /// A map's directory entries where they differ from the options it shares.
 #[derive(Debug, Default, Clone)]
 pub(super) struct EntryChanges {
-    /// Each changed entry by its directory's position and its folded lookup key.
-    entries: BTreeMap<(usize, String), ChangedEntry>,
+    /// Each changed entry by its directory's position, then its folded lookup key.
+    entries: BTreeMap<usize, BTreeMap<String, ChangedEntry>>,
+    /// How many entries are changed, over all directories.
+    len: usize,
     /// How many entries each changed directory (by position) gained (or lost, below 0).
     deltas: BTreeMap<usize, isize>,
 }
@@ -40,7 +42,7 @@ impl EntryChanges {
 
     /// How many entries are changed.
     pub(super) fn len(&self) -> usize {
-        self.entries.len()
+        self.len
     }
 
     /// The change of the entry of directory `at` whose folded lookup key is `folded_key`, or
@@ -49,7 +51,7 @@ impl EntryChanges {
         if self.entries.is_empty() {
             return None;
         }
-        self.entries.get(&(at, folded_key.to_owned()))
+        self.entries.get(&at)?.get(folded_key)
     }
 
     /// Records the entry of directory `at` (whose record key is `record_key`) as `entry`, or
@@ -64,8 +66,16 @@ impl EntryChanges {
             _ => 0,
         };
         *self.deltas.entry(at).or_default() += delta;
-        self.entries
-            .insert((at, folded_key), ChangedEntry { record_key, entry });
+        let changed = ChangedEntry { record_key, entry };
+        if self
+            .entries
+            .entry(at)
+            .or_default()
+            .insert(folded_key, changed)
+            .is_none()
+        {
+            self.len += 1;
+        }
     }
 
     /// How many entries directory `at` holds, given `base` entries before the changes.
@@ -82,6 +92,7 @@ impl EntryChanges {
         let changes: Vec<RecordChange> = self
             .entries
             .values()
+            .flat_map(BTreeMap::values)
             .map(|changed| RecordChange {
                 kind: RecordKind::Directory,
                 key: changed.record_key.clone(),

@@ -1,6 +1,6 @@
 //! A second daemon on one catalog serves a changed directory entry within a second of its
-//! activation through the first, in etcd and in a master file: routers follow the changed
-//! entries, not the whole directory.
+//! activation through the first, in etcd and in a master file, and an in-process router on etcd
+//! applies the changed entries to the map it serves, not the whole directory.
 #![cfg(all(feature = "server", feature = "etcd"))]
 
 use std::path::Path;
@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use shardlite::catalog::Catalog;
+use shardlite::client::ShardedClient;
+use shardlite::data::{DirectoryLookup, DirectoryMutation, DirectoryOperation};
 use shardlite::map::{DirectoryDefinition, DirectoryEntry, EntryState, ShardMap, ShardingOptions};
 
 use crate::support::daemon::http_client;
@@ -115,4 +117,65 @@ async fn a_changed_directory_entry_reaches_a_second_daemon_within_a_second_on_et
     println!("the second daemon served the changed entry after {on_etcd:?} (etcd) and {on_file:?} (master file)");
     assert!(on_etcd < Duration::from_secs(1), "{on_etcd:?}");
     assert!(on_file < Duration::from_secs(1), "{on_file:?}");
+}
+
+/// Upserts and activates `key` through `writer`; the new map version.
+async fn upsert_activated(writer: &ShardedClient, key: &str) -> u64 {
+    let upsert = DirectoryMutation::new("orders_by_id", key)
+        .route("tenants", "tenant-7")
+        .activating();
+    let result = writer
+        .directories()
+        .mutate(DirectoryOperation::Upsert, &upsert)
+        .await
+        .unwrap();
+    assert!(result.succeeded, "{result:?}");
+    result.pending_map_version.unwrap()
+}
+
+/// Waits until `follower` serves map `version`.
+async fn served(follower: &ShardedClient, version: u64) {
+    let started = Instant::now();
+    while follower.map().version() != version {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the follower did not follow"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_in_process_router_on_etcd_applies_changed_entries_to_the_map_it_serves() {
+    let Some(cluster) = EtcdCluster::start(1) else {
+        return;
+    };
+    let dir = temp_dir();
+    let url = cluster.url("directory-router");
+    Catalog::open(&url)
+        .await
+        .unwrap()
+        .seed(directory_map(dir.path()), false)
+        .await
+        .unwrap();
+    let writer = ShardedClient::open(&url).await.unwrap();
+    let follower = ShardedClient::open(&url).await.unwrap();
+    // Once the follower serves the first change, its watch is open (it may have read that map
+    // whole, had the watch opened after the change).
+    served(&follower, upsert_activated(&writer, "NEW-1").await).await;
+    let followed_from = follower.map();
+    for n in 2..=4 {
+        served(&follower, upsert_activated(&writer, &format!("NEW-{n}")).await).await;
+    }
+    let found = follower
+        .directories()
+        .resolve(&DirectoryLookup::new("orders_by_id", "NEW-4"))
+        .await
+        .unwrap();
+    assert_eq!(found.entry.route_key, "tenant-7");
+    assert!(
+        follower.map().shares_directory_index(&followed_from),
+        "the follower read and indexed the directory again"
+    );
+    assert_eq!(follower.map().directory_entry_count("orders_by_id"), ENTRIES + 4);
 }
