@@ -55,6 +55,13 @@ impl Maps {
 #[derive(Debug, Default)]
 pub(crate) struct MapsCache(tokio::sync::Mutex<Option<Maps>>, std::sync::atomic::AtomicU64);
 
+impl MapsCache {
+    /// Counts one read of the stored maps whole.
+    pub(super) fn count_whole_read(&self) {
+        self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 impl Catalog {
     /// The active and pending maps, read at most as far as they changed since this handle
     /// last read them. [`Error::NoMap`] without an active map.
@@ -126,8 +133,9 @@ impl Catalog {
         }))
     }
 
-    /// How many times this handle (and its clones) read the maps whole for a catalog update
-    /// or activation, rather than following the records written since it last read them.
+    /// How many times this handle (and its clones) read the stored maps whole for a catalog
+    /// update, a directory change or an activation, rather than following the records written
+    /// since it last read them.
     #[doc(hidden)]
     pub fn maps_read_whole(&self) -> u64 {
         self.maps.1.load(std::sync::atomic::Ordering::Relaxed)
@@ -135,7 +143,6 @@ impl Catalog {
 
     /// The maps read whole.
     async fn read_maps(&self) -> Result<Maps> {
-        self.maps.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let state = self.stored().await?;
         let versions = state.versions();
         let active = state.active.ok_or(Error::NoMap)?;

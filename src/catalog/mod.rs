@@ -224,6 +224,7 @@ impl Catalog {
 
     /// The active and pending maps as stored, for a conditional write.
     pub(crate) async fn stored(&self) -> Result<StoredState> {
+        self.maps.count_whole_read();
         self.store.state().await
     }
 }

@@ -183,9 +183,14 @@ pub fn validate(active: &ShardMap, newest_version: u64, request: &CatalogUpdateR
         crate::directory::check_routes(&map)?;
         Ok(map)
     });
-    judge(active, newest_version, request, proposed, |proposed| {
-        diff(active, proposed)
-    })
+    let expected = request.expected_current_map_version;
+    judge(
+        active,
+        newest_version,
+        (expected, request.allow_ownership_change),
+        proposed,
+        |proposed| diff(active, proposed),
+    )
 }
 
 /// Validates a change of pins alone (a patch of `mapVersion` and `exactKeyPins`, made against
@@ -213,19 +218,20 @@ pub(crate) fn validate_pins(
         Ok(map)
     });
     let map = proposed.as_ref().ok().cloned();
-    let validation = judge(active, newest_version, request, proposed, |proposed| {
+    let asked = (request.expected_current_map_version, request.allow_ownership_change);
+    let validation = judge(active, newest_version, asked, proposed, |proposed| {
         diff_of_changes(active, proposed, &changes).unwrap_or_else(|| diff(active, proposed))
     });
     let map = map.filter(|_| validation.valid);
     Some((validation, map))
 }
 
-/// The issues of `proposed` (built from `request`) against the active map; `moves` says what
-/// changes owner.
-fn judge(
+/// The issues of `proposed` against the active map, given the version the caller expected and
+/// whether it acknowledged a change of ownership (`asked`); `moves` says what changes owner.
+pub(super) fn judge(
     active: &ShardMap,
     newest_version: u64,
-    request: &CatalogUpdateRequest,
+    asked: (Option<u64>, bool),
     proposed: Result<ShardMap>,
     moves: impl FnOnce(&ShardMap) -> MapDiff,
 ) -> CatalogValidation {
@@ -239,7 +245,8 @@ fn judge(
         moved_pins: Vec::new(),
         shard_changes: Vec::new(),
     };
-    if let Some(expected) = request.expected_current_map_version
+    let (expected, acknowledged) = asked;
+    if let Some(expected) = expected
         && expected != newest_version
     {
         result.issues.push(issue(
@@ -297,7 +304,7 @@ fn judge(
         result.requires_data_migration = changes.moves_data();
         if changes.moves_data() {
             let listed = describe_moves(&changes);
-            if request.allow_ownership_change {
+            if acknowledged {
                 result.issues.push(issue(
                     IssueSeverity::Warning,
                     "ownership-change-acknowledged",

@@ -39,7 +39,8 @@ pub(crate) fn check_routes_of(map: &ShardMap, touched: impl Fn(&str) -> bool) ->
     Ok(())
 }
 
-fn check_route(map: &ShardMap, entry: &DirectoryEntry) -> Result<(), MapError> {
+/// Checks that `entry`'s route resolves, on `map`, to the shard it names.
+pub(crate) fn check_route(map: &ShardMap, entry: &DirectoryEntry) -> Result<(), MapError> {
     let resolved =
         map.resolve(&entry.target_keyspace, &entry.route_key)
             .map_err(|err| MapError::EntryRouteUnresolved {

@@ -4,13 +4,14 @@
 //! [`apply_changes`] turns a map's options into the next version's by applying record changes
 //! (see [`records`](super::records)): a shard or range record carries its position, so the
 //! order a store reads back is kept. [`ShardMap::with_changes`] does the same to a validated map:
-//! a change of pins alone (the header moves with every change) patches the routing state in
-//! place of building it again, checking only the pins it touches; any other change builds the
-//! map from the patched options.
+//! a change of pins and directory entries alone (the header moves with every change) patches the
+//! routing state and the directory index in place of building them again, checking only the pins
+//! and entries it touches; any other change builds the map from the patched options.
 
 use std::collections::HashMap;
 
-use super::directory::DirectoryEntry;
+use super::directory::{DirectoryEntry, check_entry, folded};
+use super::entry_changes::{EntryChanges, MAX_ENTRY_CHANGES, directory_of, lookup_key_of};
 use super::options::{BucketRange, ShardDefinition, ShardingOptions};
 use super::pin_changes::MAX_PIN_CHANGES;
 use super::records::{Header, Placed, RecordChange, RecordKind, directory_entry_key, parse, range_key, shard_key};
@@ -107,9 +108,10 @@ fn in_position_order<T>(mut placed: Vec<(usize, T)>) -> Vec<T> {
 
 impl ShardMap {
     /// The map of the version that wrote record `changes` on top of this one. A change of pins
-    /// alone patches this map's routing state, checking only the pins it touches and sharing
-    /// everything else with this map; any other change builds the map from the patched options
-    /// (no record of the rest is parsed).
+    /// and directory entries alone patches this map's routing state and directory index,
+    /// checking only the pins and entries it touches and sharing everything else with this map;
+    /// any other change builds the map from the patched options (no record of the rest is
+    /// parsed).
     pub(crate) fn with_changes(&self, changes: &[RecordChange]) -> Result<ShardMap> {
         if let Some(next) = self.patched(changes)? {
             return Ok(next);
@@ -119,19 +121,25 @@ impl ShardMap {
         Ok(ShardMap::new(options)?)
     }
 
-    /// This map with `changes` patched in, when they are pins alone (trimmed keys, few of them)
-    /// besides a header that keeps keyspace, bucket count and directories; `None` otherwise.
+    /// This map with `changes` patched in, when they are pins and directory entries alone
+    /// (trimmed pin keys, few of them) besides a header that keeps keyspace, bucket count and
+    /// directories and does not lower the version; `None` otherwise.
     fn patched(&self, changes: &[RecordChange]) -> Result<Option<ShardMap>> {
         let mut header: Option<Header> = None;
-        let mut pins = 0;
+        let (mut pins, mut entries) = (0, 0);
         for change in changes {
             match (change.kind, change.value.as_deref()) {
                 (RecordKind::Pin, _) if change.key.trim() == change.key => pins += 1,
+                (RecordKind::Directory, _) => entries += 1,
                 (RecordKind::Header, Some(text)) => header = Some(parse(change.kind, &change.key, text)?),
                 _ => return Ok(None),
             }
         }
-        if pins > MAX_PATCHED_PINS || self.pin_changes.len() + pins > MAX_PIN_CHANGES {
+        if pins > MAX_PATCHED_PINS
+            || self.pin_changes.len() + pins > MAX_PIN_CHANGES
+            || entries > MAX_PATCHED_PINS
+            || self.entry_changes.len() + entries > MAX_ENTRY_CHANGES
+        {
             return Ok(None);
         }
         let mut next = self.clone();
@@ -150,6 +158,9 @@ impl ShardMap {
                 .ok_or(MapError::InvalidMapVersion {
                     value: header.map_version,
                 })?;
+            if next.map_version < self.map_version {
+                return Ok(None);
+            }
             pin_changes.set_header(header.keyspace, header.map_version);
         }
         for change in changes.iter().filter(|change| change.kind == RecordKind::Pin) {
@@ -164,7 +175,47 @@ impl ShardMap {
             pin_changes.set_pin(&change.key, owner);
         }
         next.pin_changes = std::sync::Arc::new(pin_changes);
+        if entries > 0 {
+            let Some(entry_changes) = self.patched_entries(changes, next.map_version)? else {
+                return Ok(None);
+            };
+            next.entry_changes = std::sync::Arc::new(entry_changes);
+        }
         Ok(Some(next))
+    }
+
+    /// This map's entry changes with the directory records of `changes` added, each entry
+    /// checked as [`ShardMap::new`] checks it against a map of version `map_version`; `None`
+    /// when a record is not one this map can patch in (the map is then built whole).
+    fn patched_entries(&self, changes: &[RecordChange], map_version: u64) -> Result<Option<EntryChanges>> {
+        let mut patched = (*self.entry_changes).clone();
+        let records = changes.iter().filter(|change| change.kind == RecordKind::Directory);
+        // Removals first, so that an entry replaced by one spelled in another case applies.
+        let (removals, writes): (Vec<_>, Vec<_>) = records.partition(|change| change.value.is_none());
+        for change in removals {
+            let Some(at) = directory_of(&change.key).and_then(|name| self.directories.directory(name)) else {
+                return Ok(None);
+            };
+            let folded_key = lookup_key_of(&change.key);
+            let held = self.held_entry(&patched, at, &folded_key);
+            if held.is_some_and(|entry| directory_entry_key(entry) == change.key) {
+                patched.set(at, change.key.clone(), None, true);
+            }
+        }
+        for change in writes {
+            let entry: DirectoryEntry = parse(change.kind, &change.key, change.value.as_deref().unwrap_or_default())?;
+            if directory_entry_key(&entry) != change.key {
+                return Ok(None);
+            }
+            let at = check_entry(&self.options.directories, &self.directories, &entry, map_version)?;
+            let existed = match self.held_entry(&patched, at, &folded(&entry.lookup_key)) {
+                Some(held) if held.lookup_key.trim() == entry.lookup_key.trim() => true,
+                Some(_) => return Err(MapError::DuplicateDirectoryEntry { entry: entry.label() }.into()),
+                None => false,
+            };
+            patched.set(at, change.key.clone(), Some(entry), existed);
+        }
+        Ok(Some(patched))
     }
 
     /// The shard index pin `key` to shard `owner` gets, checking the pin as [`ShardMap::new`]
@@ -315,5 +366,103 @@ mod tests {
         assert_eq!(last.options(), &later);
         assert_eq!(last.pinned_shard("t1"), None);
         assert_eq!(last.pinned_shard("t3"), before.shard_index("a"));
+    }
+
+    fn with_entries(count: usize) -> ShardingOptions {
+        use crate::map::{DirectoryDefinition, EntryState};
+        let mut options = options(&[("t1", "a")], 1);
+        options.directories = vec![DirectoryDefinition::writable("Orders", "k")];
+        options.directory_entries = (0..count)
+            .map(|n| DirectoryEntry {
+                directory_name: "Orders".to_owned(),
+                lookup_key: format!("SO-{n}"),
+                target_keyspace: "k".to_owned(),
+                route_key: "t1".to_owned(),
+                shard_id: "a".to_owned(),
+                map_version: 1,
+                state: EntryState::Active,
+            })
+            .collect();
+        options
+    }
+
+    #[test]
+    fn a_followed_change_of_entries_shares_the_rest_of_the_map() {
+        use crate::map::EntryState;
+        let before = with_entries(50);
+        let mut after = before.clone();
+        after.map_version = 2;
+        after.directory_entries[7].state = EntryState::Stale;
+        after.directory_entries[7].map_version = 2;
+        after.directory_entries.remove(3);
+        let mut added = after.directory_entries[0].clone();
+        added.lookup_key = "NEW-1".to_owned();
+        added.map_version = 2;
+        after.directory_entries.push(added);
+        let map = ShardMap::new(before.clone()).unwrap();
+        let changes = MapRecords::of(&before).changes_to(&MapRecords::of(&after));
+        let next = map.with_changes(&changes).unwrap();
+        // Nothing of the other 48 entries was copied, parsed or indexed again.
+        assert!(std::sync::Arc::ptr_eq(&next.options, &map.options));
+        assert!(std::sync::Arc::ptr_eq(&next.directories, &map.directories));
+        let whole = ShardMap::new(after.clone()).unwrap();
+        for key in ["SO-0", "SO-3", "SO-7", "NEW-1", "new-1", "SO-49", "SO-50"] {
+            assert_eq!(
+                next.directory_entry("orders", key),
+                whole.directory_entry("Orders", key),
+                "{key}"
+            );
+        }
+        assert_eq!(next.directory_entry_count("ORDERS"), 50);
+        assert_eq!(next.directory_entry_total(), 50);
+        assert_eq!(next.version(), 2);
+        // Its own options are built only when asked for, and say what the map built whole says.
+        assert_eq!(MapRecords::of(next.options()), MapRecords::of(&after));
+        // The map it followed is unchanged.
+        assert_eq!(
+            map.directory_entry("Orders", "SO-3").map(|e| e.state),
+            Some(EntryState::Active)
+        );
+        assert_eq!(map.directory_entry("Orders", "NEW-1"), None);
+        // A second change follows the first, and a removed key may come back in another case.
+        let mut later = after.clone();
+        later.map_version = 3;
+        later.directory_entries.retain(|entry| entry.lookup_key != "NEW-1");
+        let mut again = later.directory_entries[0].clone();
+        again.lookup_key = "new-1".to_owned();
+        later.directory_entries.push(again);
+        let changes = MapRecords::of(&after).changes_to(&MapRecords::of(&later));
+        let last = next.with_changes(&changes).unwrap();
+        assert!(std::sync::Arc::ptr_eq(&last.directories, &map.directories));
+        assert_eq!(last.directory_entry("Orders", "NEW-1"), None);
+        assert!(last.directory_entry("Orders", "new-1").is_some());
+        assert_eq!(last.directory_entry_count("Orders"), 50);
+        assert_eq!(MapRecords::of(last.options()), MapRecords::of(&later));
+    }
+
+    #[test]
+    fn a_patched_entry_is_checked_as_a_whole_map_would_be() {
+        let before = with_entries(5);
+        let map = ShardMap::new(before.clone()).unwrap();
+        type Spoil = fn(&mut DirectoryEntry);
+        let cases: [(&str, Spoil); 5] = [
+            ("duplicate ignoring case", |e| e.lookup_key = "so-1".to_owned()),
+            ("unknown directory", |e| e.directory_name = "Invoices".to_owned()),
+            ("keyspace", |e| e.target_keyspace = "other".to_owned()),
+            ("future version", |e| e.map_version = 9),
+            ("blank route key", |e| e.route_key = " ".to_owned()),
+        ];
+        for (problem, spoil) in cases {
+            let mut after = before.clone();
+            after.map_version = 2;
+            let mut entry = after.directory_entries[0].clone();
+            entry.lookup_key = "SO-new".to_owned();
+            spoil(&mut entry);
+            after.directory_entries.push(entry);
+            let changes = MapRecords::of(&before).changes_to(&MapRecords::of(&after));
+            let patched = map.with_changes(&changes).unwrap_err().to_string();
+            let whole = crate::Error::from(ShardMap::new(after).unwrap_err()).to_string();
+            assert_eq!(patched, whole, "{problem}");
+        }
     }
 }

@@ -150,13 +150,37 @@ pub(crate) fn folded(text: &str) -> String {
     text.trim().to_lowercase()
 }
 
-/// The directories of a validated map, indexed: each directory by its folded name, and each entry
-/// by its folded directory name and exact lookup key.
+/// [`folded`], borrowed when the text is already folded (lower-case ASCII, trimmed).
+pub(super) fn folded_ref(text: &str) -> std::borrow::Cow<'_, str> {
+    let text = text.trim();
+    if text.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        std::borrow::Cow::Owned(text.to_lowercase())
+    }
+}
+
+/// The directories of a validated map, indexed: each directory by its folded name, and each
+/// directory's entries by their folded lookup key (lookup keys are unique ignoring case, so the
+/// folded key finds the one entry a lookup may match exactly), with their position.
 #[derive(Debug, Clone, Default)]
 pub(super) struct DirectoryIndex {
     pub(super) directories: HashMap<String, usize>,
-    pub(super) entries: HashMap<(String, String), usize>,
+    pub(super) entries: Vec<HashMap<String, u32>>,
     pub(super) counts: Vec<usize>,
+}
+
+impl DirectoryIndex {
+    /// The position of directory `name` (ignoring case).
+    pub(super) fn directory(&self, name: &str) -> Option<usize> {
+        self.directories.get(folded_ref(name).as_ref()).copied()
+    }
+
+    /// The position in the entries of the entry of directory `at` whose folded lookup key is
+    /// `folded_key`.
+    pub(super) fn entry(&self, at: usize, folded_key: &str) -> Option<usize> {
+        usize::try_from(*self.entries.get(at)?.get(folded_key)?).ok()
+    }
 }
 
 /// The checks of the directories and their entries that need no routing, in the reference's
@@ -175,62 +199,73 @@ pub(super) fn validate_directories(
             return Err(MapError::DuplicateDirectory { name: name.to_owned() });
         }
         index.counts.push(0);
+        index.entries.push(HashMap::new());
     }
-    let mut folded_keys: HashMap<(String, String), ()> = HashMap::with_capacity(entries.len());
+    if let [only] = index.entries.as_mut_slice() {
+        only.reserve(entries.len());
+    }
     for (at, entry) in entries.iter().enumerate() {
-        let entry_label = entry.label();
-        let label = entry_label.as_str();
-        let directory_name = required("directoryName", &entry.directory_name, label)?;
-        let lookup_key = required("lookupKey", &entry.lookup_key, label)?;
-        required("targetKeyspace", &entry.target_keyspace, label)?;
-        required("routeKey", &entry.route_key, label)?;
-        normalize_shard_id(&entry.shard_id).map_err(|problem| match problem {
-            ShardIdProblem::Blank => MapError::BlankDirectoryField {
-                field: "shardId",
-                entry: label.to_owned(),
-            },
-            other => other.into_error(&entry.shard_id),
-        })?;
-        let Some(&position) = index.directories.get(&folded(directory_name)) else {
-            return Err(MapError::EntryUnknownDirectory {
-                entry: label.to_owned(),
-                directory: directory_name.to_owned(),
-            });
-        };
-        let directory = &directories[position];
-        if !text_eq(&entry.target_keyspace, &directory.target_keyspace) {
-            return Err(MapError::EntryKeyspaceMismatch {
-                entry: label.to_owned(),
-                keyspace: entry.target_keyspace.trim().to_owned(),
-                expected: directory.target_keyspace.trim().to_owned(),
-            });
-        }
-        if entry.map_version <= 0 {
-            return Err(MapError::EntryMapVersionNotPositive {
-                entry: label.to_owned(),
-                value: entry.map_version,
-            });
-        }
-        if u64::try_from(entry.map_version).unwrap_or(u64::MAX) > map_version {
-            return Err(MapError::EntryFutureMapVersion {
-                entry: label.to_owned(),
-                value: entry.map_version,
-                map_version,
-            });
-        }
-        let folded_dir = folded(directory_name);
-        if folded_keys
-            .insert((folded_dir.clone(), folded(lookup_key)), ())
+        let position = check_entry(directories, &index, entry, map_version)?;
+        if index.entries[position]
+            .insert(folded(&entry.lookup_key), u32::try_from(at).unwrap_or(u32::MAX))
             .is_some()
         {
-            return Err(MapError::DuplicateDirectoryEntry {
-                entry: label.to_owned(),
-            });
+            return Err(MapError::DuplicateDirectoryEntry { entry: entry.label() });
         }
-        index.entries.insert((folded_dir, lookup_key.to_owned()), at);
         index.counts[position] += 1;
     }
     Ok(index)
+}
+
+/// The checks of one entry that need no routing and no other entry, in the reference's order;
+/// the position of its directory.
+pub(super) fn check_entry(
+    directories: &[DirectoryDefinition],
+    index: &DirectoryIndex,
+    entry: &DirectoryEntry,
+    map_version: u64,
+) -> Result<usize, MapError> {
+    let entry_label = entry.label();
+    let label = entry_label.as_str();
+    let directory_name = required("directoryName", &entry.directory_name, label)?;
+    required("lookupKey", &entry.lookup_key, label)?;
+    required("targetKeyspace", &entry.target_keyspace, label)?;
+    required("routeKey", &entry.route_key, label)?;
+    normalize_shard_id(&entry.shard_id).map_err(|problem| match problem {
+        ShardIdProblem::Blank => MapError::BlankDirectoryField {
+            field: "shardId",
+            entry: label.to_owned(),
+        },
+        other => other.into_error(&entry.shard_id),
+    })?;
+    let Some(position) = index.directory(directory_name) else {
+        return Err(MapError::EntryUnknownDirectory {
+            entry: label.to_owned(),
+            directory: directory_name.to_owned(),
+        });
+    };
+    let directory = &directories[position];
+    if !text_eq(&entry.target_keyspace, &directory.target_keyspace) {
+        return Err(MapError::EntryKeyspaceMismatch {
+            entry: label.to_owned(),
+            keyspace: entry.target_keyspace.trim().to_owned(),
+            expected: directory.target_keyspace.trim().to_owned(),
+        });
+    }
+    if entry.map_version <= 0 {
+        return Err(MapError::EntryMapVersionNotPositive {
+            entry: label.to_owned(),
+            value: entry.map_version,
+        });
+    }
+    if u64::try_from(entry.map_version).unwrap_or(u64::MAX) > map_version {
+        return Err(MapError::EntryFutureMapVersion {
+            entry: label.to_owned(),
+            value: entry.map_version,
+            map_version,
+        });
+    }
+    Ok(position)
 }
 
 fn required<'a>(field: &'static str, value: &'a str, entry: &str) -> Result<&'a str, MapError> {

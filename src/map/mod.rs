@@ -23,6 +23,7 @@
 
 pub(crate) mod delta;
 mod directory;
+mod entry_changes;
 mod files;
 mod options;
 mod patch;
@@ -192,8 +193,11 @@ pub struct ShardMap {
     /// its own hash), which stays flat with 100,000 pins where a binary search did not. Filled by
     /// the routing module on first use.
     pin_tokens: Arc<OnceLock<PinTokens>>,
-    /// The shard directories and their entries, indexed for lookups.
+    /// The shard directories and the entries of `options`, indexed for lookups.
     directories: Arc<directory::DirectoryIndex>,
+    /// The directory entries changed since `options` (see [`entry_changes`]), which win over
+    /// the indexed ones.
+    entry_changes: Arc<entry_changes::EntryChanges>,
 }
 
 impl ShardMap {
@@ -264,6 +268,7 @@ impl ShardMap {
             pins: Arc::new(pins),
             pin_changes: Arc::default(),
             directories: Arc::new(directories),
+            entry_changes: Arc::default(),
         })
     }
 
@@ -317,11 +322,14 @@ impl ShardMap {
     /// A map that followed a change of pins builds them on first use (a copy of the map it
     /// followed with the changed pins).
     pub fn options(&self) -> &ShardingOptions {
-        if self.pin_changes.is_empty() {
+        if self.pin_changes.is_empty() && self.entry_changes.is_empty() {
             return &self.options;
         }
-        self.merged
-            .get_or_init(|| Arc::new(self.pin_changes.merged(&self.options)))
+        self.merged.get_or_init(|| {
+            let mut options = self.pin_changes.merged(&self.options);
+            self.entry_changes.merge_into(&mut options);
+            Arc::new(options)
+        })
     }
 
     /// The owner (index into [`shards`](Self::shards)) of a bucket.
@@ -377,27 +385,52 @@ impl ShardMap {
 
     /// The shard directory named `name` (ignoring case and surrounding white space).
     pub fn directory(&self, name: &str) -> Option<&DirectoryDefinition> {
-        let at = *self.directories.directories.get(&directory::folded(name))?;
-        self.options.directories.get(at)
+        self.options.directories.get(self.directories.directory(name)?)
     }
 
     /// The entry of directory `name` (ignoring case) for `lookup_key` (trimmed, exact).
     pub fn directory_entry(&self, name: &str, lookup_key: &str) -> Option<&DirectoryEntry> {
-        let at = *self
-            .directories
-            .entries
-            .get(&(directory::folded(name), lookup_key.trim().to_owned()))?;
-        self.options.directory_entries.get(at)
+        let key = lookup_key.trim();
+        let entry = self.entry_of(self.directories.directory(name)?, &directory::folded_ref(key))?;
+        (entry.lookup_key.trim() == key).then_some(entry)
+    }
+
+    /// The entry of directory `at` whose folded lookup key is `folded_key`, whatever the case
+    /// of its own key.
+    fn entry_of(&self, at: usize, folded_key: &str) -> Option<&DirectoryEntry> {
+        self.held_entry(&self.entry_changes, at, folded_key)
+    }
+
+    /// [`entry_of`](Self::entry_of) with `changes` in place of this map's entry changes.
+    fn held_entry<'a>(
+        &'a self,
+        changes: &'a entry_changes::EntryChanges,
+        at: usize,
+        folded_key: &str,
+    ) -> Option<&'a DirectoryEntry> {
+        if let Some(changed) = changes.get(at, folded_key) {
+            return changed.entry.as_ref();
+        }
+        let position = self.directories.entry(at, folded_key)?;
+        self.options.directory_entries.get(position)
     }
 
     /// How many entries directory `name` holds (0 for an unknown directory).
     pub fn directory_entry_count(&self, name: &str) -> usize {
-        self.directories
-            .directories
-            .get(&directory::folded(name))
-            .and_then(|at| self.directories.counts.get(*at))
-            .copied()
-            .unwrap_or(0)
+        self.directories.directory(name).map_or(0, |at| self.entry_count_at(at))
+    }
+
+    /// How many entries the directory at position `at` holds.
+    fn entry_count_at(&self, at: usize) -> usize {
+        let base = self.directories.counts.get(at).copied().unwrap_or(0);
+        self.entry_changes.count(at, base)
+    }
+
+    /// How many entries all directories hold.
+    pub(crate) fn directory_entry_total(&self) -> usize {
+        (0..self.directories.counts.len())
+            .map(|at| self.entry_count_at(at))
+            .sum()
     }
 
     /// The bucket ranges in canonical form: ordered by start, adjacent buckets with the
@@ -412,14 +445,26 @@ impl ShardMap {
         self.ranges.get_or_init(|| self.build_ranges())
     }
 
+    /// The map's pins (route key to shard id, as written), without building the rest of its
+    /// options.
+    pub(crate) fn pin_map(&self) -> std::borrow::Cow<'_, std::collections::BTreeMap<String, String>> {
+        if self.pin_changes.is_empty() {
+            return std::borrow::Cow::Borrowed(&self.options.exact_key_pins);
+        }
+        let mut pins = self.options.exact_key_pins.clone();
+        self.pin_changes.pins_into(&mut pins);
+        std::borrow::Cow::Owned(pins)
+    }
+
     /// How many pins the map has.
     pub fn pin_count(&self) -> usize {
         self.pin_changes.count(&self.options)
     }
 
-    /// The directory entries, in the order of the options (a change of pins keeps them).
+    /// The directory entries, in the order of the options (a change of pins keeps them; a
+    /// followed change of entries builds them on first use).
     pub(crate) fn directory_entries(&self) -> &[DirectoryEntry] {
-        &self.options.directory_entries
+        &self.options().directory_entries
     }
 
     /// The map's header as options without shards, ranges, pins or entries: keyspace (as
@@ -457,6 +502,13 @@ impl ShardMap {
     /// Whether this map and `other` share their shards (one followed the other).
     pub(crate) fn shares_shards(&self, other: &ShardMap) -> bool {
         Arc::ptr_eq(&self.shards, &other.shards)
+    }
+
+    /// Whether this map and `other` share their directory entries and their index: one followed
+    /// the other's changes of entries without reading or indexing the rest again.
+    #[doc(hidden)]
+    pub fn shares_directory_index(&self, other: &ShardMap) -> bool {
+        Arc::ptr_eq(&self.directories, &other.directories) && Arc::ptr_eq(&self.options, &other.options)
     }
 
     /// Whether this map and `other` share their bucket owners (one followed the other).

@@ -71,17 +71,22 @@ impl PinChanges {
     pub(super) fn merged(&self, base: &ShardingOptions) -> ShardingOptions {
         let mut options = base.clone();
         self.header_into(&mut options);
+        self.pins_into(&mut options.exact_key_pins);
+        options
+    }
+
+    /// Writes the changed pins into `pins`.
+    pub(super) fn pins_into(&self, pins: &mut BTreeMap<String, String>) {
         for (key, owner) in &self.pins {
             match owner {
                 Some((shard, _)) => {
-                    options.exact_key_pins.insert(key.clone(), shard.clone());
+                    pins.insert(key.clone(), shard.clone());
                 }
                 None => {
-                    options.exact_key_pins.remove(key);
+                    pins.remove(key);
                 }
             }
         }
-        options
     }
 
     /// How many pins the map has, given the pins of `base`.

@@ -148,7 +148,7 @@ impl ShardMap {
             shard_count: count(self.shards().len()),
             bucket_range_count: count(ranges.len()),
             pin_count: count(pin_count),
-            directory_entry_count: count(self.options.directory_entries.len()),
+            directory_entry_count: count(self.directory_entry_total()),
             omitted,
         });
         let shards = if self.shards().len() > limit {
@@ -185,13 +185,9 @@ impl ShardMap {
                 }
             })
             .collect();
-        let pins = if pin_count > limit {
-            None
-        } else {
-            Some(&self.options().exact_key_pins)
-        };
+        let pins = (pin_count <= limit).then(|| self.pin_map());
         let exact_key_pins = pins
-            .into_iter()
+            .iter()
             .flat_map(|pins| pins.keys())
             .filter_map(|key| {
                 let key = key.trim();

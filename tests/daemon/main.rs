@@ -21,6 +21,7 @@ mod catalog_summary;
 mod cross_shard_query_surfaces;
 mod data_host;
 mod directories;
+mod directory_follow;
 mod etcd_catalog;
 mod etcd_records;
 mod grpc;

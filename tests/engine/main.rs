@@ -22,6 +22,7 @@ mod connection_strings;
 mod cross_shard_queries;
 mod directories;
 mod directory_moves;
+mod directory_scale;
 mod inline_writes;
 mod lookup_connections;
 mod many_shards;

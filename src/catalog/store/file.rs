@@ -19,7 +19,7 @@ pub(super) use super::file_rows::{ReadVersions, records_json};
 use super::{CatalogStore, HistoryRow, NewMap, ReshardRecord, RunnerClaim, StoredMap, StoredState, StoredVersions};
 use crate::data::now_utc;
 use crate::data::{Audit, CatalogHistoryEntry, Params, SqlResult, Value};
-use crate::engine::{Database, EngineConfig, Role};
+use crate::engine::{Database, Role};
 use crate::error::{Error, Result};
 use crate::map::records::{MapAssembler, MapRecords, RecordChange, RecordKind};
 
@@ -116,10 +116,7 @@ impl FileStore {
     /// Opens the master file at `path` (creating an empty file and its folder if missing), and
     /// refuses one SQLite finds damaged or one written by a newer release.
     pub async fn open(path: &Path) -> Result<Self> {
-        let config = EngineConfig {
-            readers: 1,
-            ..EngineConfig::default()
-        };
+        let config = super::file_rows::catalog_config();
         let unreadable = |err: Error| crate::engine::catalog_unreadable(path, err);
         let db = Database::open_as(path, "master catalog".to_owned(), config, Role::Catalog)
             .await

@@ -1,7 +1,20 @@
 //! The rows a master file reads and writes: record rows, the versions row, and the epoch a
 //! seed or an import writes.
 
+use crate::engine::EngineConfig;
 use crate::map::records::{RecordChange, RecordKind};
+
+/// How a master file is opened: one reader, and no bound on the rows or bytes one read buffers,
+/// since reading a map whole (a directory of 1,000,000 entries is 1,000,000 records) is bounded
+/// by the catalog itself, not by what a client asked for.
+pub(in crate::catalog::store) fn catalog_config() -> EngineConfig {
+    EngineConfig {
+        readers: 1,
+        max_result_rows: usize::MAX,
+        max_result_bytes: usize::MAX,
+        ..EngineConfig::default()
+    }
+}
 
 /// A stored record row: kind, key, map version, value (`None`: deleted at that version).
 pub(in crate::catalog::store) type StoredRow = (RecordKind, String, u64, Option<String>);
