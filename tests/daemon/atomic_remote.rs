@@ -16,13 +16,13 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value as Json, json};
 use shardlite::ErrorKind;
-use shardlite::client::{AtomicStep, Params, ShardedClient, ShardedClientOptions, SqlData, UnresolvedState, Value};
+use shardlite::client::{AtomicStep, Params, ShardedClient, ShardedClientOptions, SqlData, UnresolvedState};
 use shardlite::engine::EngineConfig;
 use shardlite::server::{ServerConfig, ServerState};
 use shardlite::wire::SHARD_HEADER;
 
 use crate::support::daemon::{Daemon, http_client, remote_shard, routed, start_daemon, start_daemon_on, tx_url};
-use crate::support::many::{open_account, pinned_tenants};
+use crate::support::many::{balance, open_account, pinned_tenants};
 use crate::support::{route, seed_master, temp_dir};
 
 /// Account `i` lives on tenant `t{i}`: `t0` on the local shard `s0`, `t1` on the host's `h-1`
@@ -88,18 +88,6 @@ impl Setup {
     async fn remote_leftovers(&self) -> usize {
         let db = self.remote_db();
         db.atomic().intents().await.unwrap().len() + db.atomic().decisions().await.unwrap().len()
-    }
-}
-
-async fn balance(sharded: &ShardedClient, i: usize) -> i64 {
-    let result = sharded
-        .for_route(route(&format!("t{i}")))
-        .execute_sql(&format!("SELECT balance FROM accounts WHERE id = {i}"), Params::none())
-        .await
-        .unwrap();
-    match result.rows[0][0] {
-        Value::Integer(n) => n,
-        ref other => panic!("balance {other:?}"),
     }
 }
 

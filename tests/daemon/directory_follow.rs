@@ -11,36 +11,19 @@ use serde_json::{Value, json};
 use shardlite::catalog::Catalog;
 use shardlite::client::ShardedClient;
 use shardlite::data::{DirectoryLookup, DirectoryMutation, DirectoryOperation};
-use shardlite::map::{DirectoryDefinition, DirectoryEntry, EntryState, ShardMap, ShardingOptions};
+use shardlite::map::ShardingOptions;
 
 use crate::support::daemon::http_client;
 use crate::support::etcd::EtcdCluster;
 use crate::support::serve::ServeProcess;
-use crate::support::{path_str, temp_dir, tenants_options};
+use crate::support::{path_str, temp_dir, tenants_with_directory};
 
 /// Entries of the directory before the change.
 const ENTRIES: usize = 2_000;
 
 /// The reference fixture with the writable directory `orders_by_id` of [`ENTRIES`] entries.
 fn directory_map(dir: &Path) -> ShardingOptions {
-    let mut options = tenants_options(dir);
-    options.directories = vec![DirectoryDefinition::writable("orders_by_id", "tenants")];
-    let plain = ShardMap::new(options.clone()).unwrap();
-    options.directory_entries = (0..ENTRIES)
-        .map(|n| {
-            let route_key = format!("tenant-{}", n % 50);
-            DirectoryEntry {
-                directory_name: "orders_by_id".to_owned(),
-                lookup_key: format!("SO-{n}"),
-                target_keyspace: "tenants".to_owned(),
-                shard_id: plain.resolve("tenants", &route_key).unwrap().shard_id.to_owned(),
-                route_key,
-                map_version: 1,
-                state: EntryState::Active,
-            }
-        })
-        .collect();
-    options
+    tenants_with_directory(dir, ENTRIES, 50)
 }
 
 /// The status and body of `daemon`'s resolve of `key`.

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::atomic_transactions::balance;
+use crate::support::many::balance;
 use crate::support::many::pinned_tenants;
 use crate::support::{route, seed_master, temp_dir};
 use shardlite::client::{AtomicStep, Params, ShardedClient, ShardedClientOptions, SqlData};

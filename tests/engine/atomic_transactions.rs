@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::support::many::pinned_tenants;
+use crate::support::many::{balance, pinned_tenants};
 use crate::support::{route, seed_master, temp_dir};
 use shardlite::client::{AtomicStep, Params, ShardedClient, ShardedClientOptions, SqlData, UnresolvedState, Value};
 use shardlite::engine::EngineConfig;
@@ -46,19 +46,6 @@ async fn accounts(dir: &Path, abandon_age: Duration) -> ShardedClient {
             .unwrap();
     }
     sharded
-}
-
-/// The balance of account `i`, read through its route `t{i}`.
-pub(crate) async fn balance(sharded: &ShardedClient, i: usize) -> i64 {
-    let result = sharded
-        .for_route(route(&format!("t{i}")))
-        .execute_sql(&format!("SELECT balance FROM accounts WHERE id = {i}"), Params::none())
-        .await
-        .unwrap();
-    match result.rows[0][0] {
-        Value::Integer(n) => n,
-        ref other => panic!("balance {other:?}"),
-    }
 }
 
 async fn total(sharded: &ShardedClient) -> i64 {

@@ -5,33 +5,16 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::{seed_master, temp_dir, tenants_options};
+use crate::support::{seed_master, temp_dir, tenants_with_directory};
 use shardlite::client::{ShardedClient, ShardedClientOptions};
 use shardlite::data::{DirectoryLookup, DirectoryMutation, DirectoryOperation};
-use shardlite::map::{DirectoryDefinition, DirectoryEntry, EntryState, ShardMap, ShardingOptions};
+use shardlite::map::{EntryState, ShardingOptions};
 
 const ENTRIES: usize = 20_000;
 
 /// The reference fixture with the writable directory `orders_by_id` of `count` active entries.
 fn large_directory(dir: &std::path::Path, count: usize) -> ShardingOptions {
-    let mut options = tenants_options(dir);
-    options.directories = vec![DirectoryDefinition::writable("orders_by_id", "tenants")];
-    let plain = ShardMap::new(options.clone()).unwrap();
-    options.directory_entries = (0..count)
-        .map(|n| {
-            let route_key = format!("tenant-{}", n % 100);
-            DirectoryEntry {
-                directory_name: "orders_by_id".to_owned(),
-                lookup_key: format!("SO-{n}"),
-                target_keyspace: "tenants".to_owned(),
-                shard_id: plain.resolve("tenants", &route_key).unwrap().shard_id.to_owned(),
-                route_key,
-                map_version: 1,
-                state: EntryState::Active,
-            }
-        })
-        .collect();
-    options
+    tenants_with_directory(dir, count, 100)
 }
 
 fn records_of_version(master: &std::path::Path, version: u64) -> i64 {

@@ -68,3 +68,20 @@ pub async fn open_account(sharded: &shardlite::client::ShardedClient, i: usize) 
         .await
         .unwrap();
 }
+
+/// The balance of account `i` (see [`open_account`]), read through its route `t{i}`.
+pub async fn balance(sharded: &shardlite::client::ShardedClient, i: usize) -> i64 {
+    use shardlite::client::SqlData as _;
+    let result = sharded
+        .for_route(super::route(&format!("t{i}")))
+        .execute_sql(
+            &format!("SELECT balance FROM accounts WHERE id = {i}"),
+            shardlite::client::Params::none(),
+        )
+        .await
+        .unwrap();
+    match result.rows[0][0] {
+        shardlite::client::Value::Integer(n) => n,
+        ref other => panic!("balance {other:?}"),
+    }
+}

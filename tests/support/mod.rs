@@ -74,6 +74,35 @@ pub fn tenants_options(dir: &Path) -> ShardingOptions {
     }
 }
 
+/// [`tenants_options`] with the writable directory `orders_by_id` of `count` active entries,
+/// `SO-{n}` routed by `tenant-{n % routes}`.
+pub fn tenants_with_directory(dir: &Path, count: usize, routes: usize) -> ShardingOptions {
+    use shardlite::map::{DirectoryDefinition, DirectoryEntry, EntryState, ShardMap};
+
+    let mut options = tenants_options(dir);
+    options.directories = vec![DirectoryDefinition::writable("orders_by_id", "tenants")];
+    let plain = ShardMap::new(options.clone()).expect("the reference map");
+    options.directory_entries = (0..count)
+        .map(|n| {
+            let route_key = format!("tenant-{}", n % routes);
+            DirectoryEntry {
+                directory_name: "orders_by_id".to_owned(),
+                lookup_key: format!("SO-{n}"),
+                target_keyspace: "tenants".to_owned(),
+                shard_id: plain
+                    .resolve("tenants", &route_key)
+                    .expect("a route")
+                    .shard_id
+                    .to_owned(),
+                route_key,
+                map_version: 1,
+                state: EntryState::Active,
+            }
+        })
+        .collect();
+    options
+}
+
 /// Version 2 of [`tenants_options`]: a third shard `s2`, and nothing changes owner.
 pub fn with_third_shard(dir: &Path) -> ShardingOptions {
     let mut map = tenants_options(dir);
