@@ -12,10 +12,7 @@ dependencies its features enable; what no check here (or in the test build, with
 on) can see is a dependency's feature used without the shardlite feature that turns it on.
 
 A package `shardlite-features-full` (every feature) builds the documentation on the same
-checked dependencies, and keeps shardlite's binary, benchmarks and dev-dependencies so that
-clippy lints the benchmarks there in check mode: no code generation and no linking, against
-dependencies already checked, where building them in the tests' profile would compile and link
-a dozen binaries nothing runs.
+checked dependencies.
 
 Usage: feature_checks.py ROOT OUT. ROOT holds shardlite's Cargo.toml; OUT is created. Prints
 the packages to check, one per line.
@@ -34,9 +31,6 @@ TYPE_FEATURES = ["time", "chrono", "uuid", "json"]
 
 # Sections of the manifest a feature set keeps; the targets, dev-dependencies and profiles go.
 KEPT = re.compile(r"^\[(package|features|dependencies|target\..*\.dependencies|lints\..*)\]$")
-# What the package of every feature keeps besides: the binary (the benchmarks run it), the
-# benchmarks and their dev-dependencies.
-KEPT_BY_FULL = re.compile(r"^\[(\[bin\]|\[bench\]|dev-dependencies)\]$")
 
 
 def feature_sets(features: dict) -> dict:
@@ -51,15 +45,14 @@ def feature_sets(features: dict) -> dict:
     return sets
 
 
-def manifest(text: str, root: pathlib.Path, name: str, features: list, targets: bool) -> str:
-    """shardlite's manifest as the package `name` with `features` on by default; with `targets`,
-    its binary, benchmarks and dev-dependencies too, their paths made absolute."""
+def manifest(text: str, root: pathlib.Path, name: str, features: list) -> str:
+    """shardlite's manifest as the package `name` with `features` on by default."""
     out, keep, section = [], False, ""
     for line in text.splitlines():
         header = re.match(r"^\[\[?[^\]]+\]\]?$", line.strip())
         if header:
             section = line.strip()
-            keep = bool(KEPT.match(section)) or (targets and bool(KEPT_BY_FULL.match(section)))
+            keep = bool(KEPT.match(section))
             if keep:
                 out.append(line)
             if section == "[package]":
@@ -74,8 +67,6 @@ def manifest(text: str, root: pathlib.Path, name: str, features: list, targets: 
             continue
         if section == "[features]" and re.match(r"^default\s*=", line):
             line = f"default = {json.dumps(features)}"
-        if section in ("[[bin]]", "[[bench]]"):
-            line = absolute_target(line, root)
         out.append(line)
     out.append("")
     out.append("[lib]")
@@ -84,35 +75,16 @@ def manifest(text: str, root: pathlib.Path, name: str, features: list, targets: 
     return "\n".join(out) + "\n"
 
 
-def absolute_target(line: str, root: pathlib.Path) -> str:
-    """A target's `path` made absolute; a benchmark's `name` followed by the path cargo would
-    infer for it beside shardlite's manifest (`benches/NAME.rs`), which a target may not repeat."""
-    path = re.match(r'^path\s*=\s*"([^"]+)"', line)
-    if path:
-        return f"path = {json.dumps(str(root / path.group(1)))}"
-    return line
-
-
-def with_bench_paths(text: str) -> str:
-    """shardlite's manifest with an explicit `path` in every `[[bench]]` that has none."""
-    blocks = re.split(r"(?m)^(?=\[)", text)
-    for i, block in enumerate(blocks):
-        if block.startswith("[[bench]]") and not re.search(r"(?m)^path\s*=", block):
-            name = re.search(r'(?m)^name\s*=\s*"([^"]+)"', block).group(1)
-            blocks[i] = block.replace("[[bench]]\n", f'[[bench]]\npath = "benches/{name}.rs"\n', 1)
-    return "".join(blocks)
-
-
 def main() -> None:
     root = pathlib.Path(sys.argv[1]).resolve()
     out = pathlib.Path(sys.argv[2])
-    text = with_bench_paths((root / "Cargo.toml").read_text())
+    text = (root / "Cargo.toml").read_text()
     features = tomllib.loads(text)["features"]
     members = []
     for set_name, enabled in feature_sets(features).items():
         package = f"shardlite-features-{set_name}"
         (out / set_name).mkdir(parents=True, exist_ok=True)
-        (out / set_name / "Cargo.toml").write_text(manifest(text, root, package, enabled, set_name == "full"))
+        (out / set_name / "Cargo.toml").write_text(manifest(text, root, package, enabled))
         members.append(set_name)
         if set_name != "full":
             print(package)
@@ -124,8 +96,6 @@ def main() -> None:
         "debug = false\n"
     )
     shutil.copyfile(root / "Cargo.lock", out / "Cargo.lock")
-    # clippy's settings (unwrap allowed in tests, the error size threshold) for the benchmarks' lints.
-    shutil.copyfile(root / "clippy.toml", out / "clippy.toml")
 
 
 if __name__ == "__main__":
