@@ -305,20 +305,8 @@ mod tests {
 
     #[test]
     fn shards_ranges_and_directories_follow_in_stored_order() {
-        use crate::map::{DirectoryDefinition, EntryState};
-        let mut before = options(&[("t1", "a")], 1);
-        before.directories = vec![DirectoryDefinition::writable("Orders", "k")];
-        before.directory_entries = (0..5)
-            .map(|n| DirectoryEntry {
-                directory_name: "Orders".to_owned(),
-                lookup_key: format!("SO-{n}"),
-                target_keyspace: "k".to_owned(),
-                route_key: "t1".to_owned(),
-                shard_id: "a".to_owned(),
-                map_version: 1,
-                state: EntryState::Active,
-            })
-            .collect();
+        use crate::map::EntryState;
+        let before = with_entries(5);
         let mut after = before.clone();
         after.map_version = 2;
         after.shards.remove(0);

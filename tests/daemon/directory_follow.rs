@@ -79,19 +79,25 @@ async fn a_changed_entry_on_the_second_daemon(master: &str) -> Duration {
     }
 }
 
+/// The catalog URL of prefix `name` on `cluster`, seeded with [`directory_map`] of `dir`.
+async fn seeded_on_etcd(cluster: &EtcdCluster, name: &str, dir: &Path) -> String {
+    let url = cluster.url(name);
+    Catalog::open(&url)
+        .await
+        .unwrap()
+        .seed(directory_map(dir), false)
+        .await
+        .unwrap();
+    url
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_directory_entry_reaches_a_second_daemon_within_a_second_on_etcd_and_on_a_master_file() {
     let Some(cluster) = EtcdCluster::start(3) else {
         return;
     };
     let dir = temp_dir();
-    let url = cluster.url("directory-follow");
-    Catalog::open(&url)
-        .await
-        .unwrap()
-        .seed(directory_map(dir.path()), false)
-        .await
-        .unwrap();
+    let url = seeded_on_etcd(&cluster, "directory-follow", dir.path()).await;
     let on_etcd = a_changed_entry_on_the_second_daemon(&url).await;
 
     let file_dir = temp_dir();
@@ -134,13 +140,7 @@ async fn an_in_process_router_on_etcd_applies_changed_entries_to_the_map_it_serv
         return;
     };
     let dir = temp_dir();
-    let url = cluster.url("directory-router");
-    Catalog::open(&url)
-        .await
-        .unwrap()
-        .seed(directory_map(dir.path()), false)
-        .await
-        .unwrap();
+    let url = seeded_on_etcd(&cluster, "directory-router", dir.path()).await;
     let writer = ShardedClient::open(&url).await.unwrap();
     let follower = ShardedClient::open(&url).await.unwrap();
     // Once the follower serves the first change, its watch is open (it may have read that map
