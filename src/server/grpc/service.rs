@@ -12,6 +12,7 @@ use super::backup;
 use super::call::{RpcResult, ShardliteService};
 use super::directory::{self as dir, names as d};
 use super::participants;
+use super::reshard;
 use super::transactions as tx;
 
 #[tonic::async_trait]
@@ -178,57 +179,39 @@ impl Shardlite for ShardliteService {
         &self,
         request: Request<pb::ShardMigrationRequest>,
     ) -> RpcResult<pb::ShardMigrationResult> {
-        self.run("MigrateExactRouteKey", request, |call, req| async move {
-            super::reshard::migrate_key(call.admin()?, req).await
-        })
-        .await
+        self.run("MigrateExactRouteKey", request, reshard::migrate_key).await
     }
 
     async fn migrate_bucket_range(
         &self,
         request: Request<pb::ShardMigrationRequest>,
     ) -> RpcResult<pb::ShardMigrationResult> {
-        self.run("MigrateBucketRange", request, |call, req| async move {
-            super::reshard::migrate_buckets(call.admin()?, req).await
-        })
-        .await
+        self.run("MigrateBucketRange", request, reshard::migrate_buckets).await
     }
 
     async fn get_shard_migration_progress(
         &self,
         request: Request<pb::ShardMigrationProgressRequest>,
     ) -> RpcResult<pb::ShardMigrationList> {
-        self.run("GetShardMigrationProgress", request, |call, req| async move {
-            super::reshard::progress(call.admin()?, req).await
-        })
-        .await
+        self.run("GetShardMigrationProgress", request, reshard::progress).await
     }
 
     async fn get_shard_migration_history(&self, request: Request<pb::Empty>) -> RpcResult<pb::ShardMigrationList> {
-        self.run("GetShardMigrationHistory", request, |call, _| async move {
-            super::reshard::history(call.admin()?).await
-        })
-        .await
+        self.run("GetShardMigrationHistory", request, reshard::history).await
     }
 
     async fn resume_shard_migration(
         &self,
         request: Request<pb::ResumeShardMigrationRequest>,
     ) -> RpcResult<pb::ShardMigrationResult> {
-        self.run("ResumeShardMigration", request, |call, req| async move {
-            super::reshard::resume(call.admin()?, req).await
-        })
-        .await
+        self.run("ResumeShardMigration", request, reshard::resume).await
     }
 
     async fn abandon_shard_migration(
         &self,
         request: Request<pb::ShardMigrationProgressRequest>,
     ) -> RpcResult<pb::ShardMigrationResult> {
-        self.run("AbandonShardMigration", request, |call, req| async move {
-            super::reshard::abandon(call.admin()?, req).await
-        })
-        .await
+        self.run("AbandonShardMigration", request, reshard::abandon).await
     }
 
     async fn create_backup(&self, request: Request<pb::Empty>) -> RpcResult<pb::BackupSet> {
