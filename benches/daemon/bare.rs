@@ -330,6 +330,13 @@ bare_service! {
     put_procedure(ProcedureDefinition) -> ProcedureDefinition;
     delete_procedure(NameRequest) -> Existed;
     execute_procedure(ExecuteProcedureRequest) -> SqlResult;
+    begin_atomic_session(Empty) -> TransactionInfo;
+    execute_in_atomic_session(AtomicSessionSqlRequest) -> SqlResult;
+    prepare_atomic_session(PrepareAtomicSessionRequest) -> AtomicPrepared;
+    rollback_atomic_session(AtomicSessionRequest) -> Empty;
+    run_atomic_step(AtomicStepRequest) -> AtomicStepOutcome;
+    get_atomic_decision(AtomicDecisionRequest) -> AtomicDecisionFound;
+    get_atomic_state(Empty) -> AtomicParticipantState;
 }
 
 /// Serves the service on `127.0.0.1:0` with `tonic::transport::Server` (`TCP_NODELAY` on, as

@@ -126,6 +126,122 @@ pub struct TransactionRequest {
     #[prost(string, tag = "1")]
     pub transaction_id: ::prost::alloc::string::String,
 }
+/// A participant session (the `transaction_id` BeginAtomicSession answered).
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AtomicSessionRequest {
+    #[prost(string, tag = "1")]
+    pub session_id: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct AtomicSessionSqlRequest {
+    #[prost(string, tag = "1")]
+    pub session_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub sql: ::prost::alloc::string::String,
+    #[prost(message, optional, tag = "3")]
+    pub params: ::core::option::Option<Params>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PrepareAtomicSessionRequest {
+    #[prost(string, tag = "1")]
+    pub session_id: ::prost::alloc::string::String,
+    /// The atomic transaction's id, `csdbatomic:{32 lowercase hex digits}`.
+    #[prost(string, tag = "2")]
+    pub transaction_id: ::prost::alloc::string::String,
+    /// Its participant shards as the coordinator's map names them (at least one); the first holds
+    /// the decision.
+    #[prost(string, repeated, tag = "3")]
+    pub participants: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Whether this participant is the first, whose prepare also creates the pending decision record.
+    #[prost(bool, tag = "4")]
+    pub holds_decision: bool,
+    /// When the coordinator began the commit (Unix milliseconds, its clock).
+    #[prost(int64, tag = "5")]
+    pub started_unix_ms: i64,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AtomicPrepared {
+    /// The rows the prepare locked.
+    #[prost(uint64, tag = "1")]
+    pub rows: u64,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AtomicStepRequest {
+    /// The atomic transaction's id, `csdbatomic:{32 lowercase hex digits}`.
+    #[prost(string, tag = "1")]
+    pub transaction_id: ::prost::alloc::string::String,
+    #[prost(enumeration = "AtomicStepKind", tag = "2")]
+    pub step: i32,
+    /// DECIDE_COMMIT: the age (milliseconds) from which the record is aborted instead.
+    #[prost(uint64, optional, tag = "3")]
+    pub max_age_ms: ::core::option::Option<u64>,
+    /// SETTLE: the participants, for a tombstone record.
+    #[prost(string, repeated, tag = "4")]
+    pub participants: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// SETTLE (required): a pending record created at or before this time (Unix ms) is aborted.
+    #[prost(int64, optional, tag = "5")]
+    pub abandon_cutoff_unix_ms: ::core::option::Option<i64>,
+    /// SETTLE: with no record, write an `abort` one dated this time (Unix ms).
+    #[prost(int64, optional, tag = "6")]
+    pub tombstone_unix_ms: ::core::option::Option<i64>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AtomicStepOutcome {
+    /// The decision that holds afterwards; absent when there is no record or the step does not read it.
+    #[prost(enumeration = "AtomicDecisionState", optional, tag = "1")]
+    pub state: ::core::option::Option<i32>,
+    /// What finishing did here; absent when the step finishes nothing.
+    #[prost(enumeration = "AtomicFinished", optional, tag = "2")]
+    pub finished: ::core::option::Option<i32>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AtomicDecisionRequest {
+    #[prost(string, tag = "1")]
+    pub transaction_id: ::prost::alloc::string::String,
+}
+/// A decision record on a transaction's first participant.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AtomicDecision {
+    #[prost(string, tag = "1")]
+    pub transaction_id: ::prost::alloc::string::String,
+    #[prost(enumeration = "AtomicDecisionState", tag = "2")]
+    pub state: i32,
+    /// The first is the shard that holds this record.
+    #[prost(string, repeated, tag = "3")]
+    pub participants: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(int64, tag = "4")]
+    pub created_unix_ms: i64,
+    #[prost(int64, optional, tag = "5")]
+    pub decided_unix_ms: ::core::option::Option<i64>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AtomicDecisionFound {
+    /// Absent when the participant holds no record of the transaction.
+    #[prost(message, optional, tag = "1")]
+    pub decision: ::core::option::Option<AtomicDecision>,
+}
+/// A transaction prepared on a participant and not yet finished there.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AtomicIntent {
+    #[prost(string, tag = "1")]
+    pub transaction_id: ::prost::alloc::string::String,
+    #[prost(string, repeated, tag = "2")]
+    pub participants: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(int64, tag = "3")]
+    pub prepared_unix_ms: i64,
+    /// How many rows it locks here.
+    #[prost(uint64, tag = "4")]
+    pub rows: u64,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct AtomicParticipantState {
+    /// Oldest first.
+    #[prost(message, repeated, tag = "1")]
+    pub decisions: ::prost::alloc::vec::Vec<AtomicDecision>,
+    /// Oldest first.
+    #[prost(message, repeated, tag = "2")]
+    pub intents: ::prost::alloc::vec::Vec<AtomicIntent>,
+}
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct DatabaseInfo {
     #[prost(string, tag = "1")]
@@ -1165,6 +1281,131 @@ pub struct ShardDirectoryEntryPage {
     /// The `after` of the next page; absent on the last page.
     #[prost(string, optional, tag = "4")]
     pub next_after: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum AtomicStepKind {
+    /// refused by the daemon
+    Unspecified = 0,
+    /// The commit point, on the first participant: the pending record to `commit` by one
+    /// compare-and-set (to `abort` once it is `max_age_ms` old), applying this participant's own
+    /// values in the same local commit.
+    DecideCommit = 1,
+    /// The pending record to `abort` by one compare-and-set.
+    DecideAbort = 2,
+    /// Applies the prepared values and releases their locks.
+    Apply = 3,
+    /// Drops the prepared values and releases their locks.
+    Drop = 4,
+    /// Recovery on the first participant: aborts a pending record created at or before
+    /// `abandon_cutoff_unix_ms`, writes an `abort` record dated `tombstone_unix_ms` when there is
+    /// none (if set), then finishes this participant's own part.
+    Settle = 5,
+    /// Deletes the decided record, every participant having finished.
+    Forget = 6,
+    /// Queues the decided record to be deleted by the participant's next decision.
+    ForgetLater = 7,
+}
+impl AtomicStepKind {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "ATOMIC_STEP_KIND_UNSPECIFIED",
+            Self::DecideCommit => "ATOMIC_STEP_KIND_DECIDE_COMMIT",
+            Self::DecideAbort => "ATOMIC_STEP_KIND_DECIDE_ABORT",
+            Self::Apply => "ATOMIC_STEP_KIND_APPLY",
+            Self::Drop => "ATOMIC_STEP_KIND_DROP",
+            Self::Settle => "ATOMIC_STEP_KIND_SETTLE",
+            Self::Forget => "ATOMIC_STEP_KIND_FORGET",
+            Self::ForgetLater => "ATOMIC_STEP_KIND_FORGET_LATER",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "ATOMIC_STEP_KIND_UNSPECIFIED" => Some(Self::Unspecified),
+            "ATOMIC_STEP_KIND_DECIDE_COMMIT" => Some(Self::DecideCommit),
+            "ATOMIC_STEP_KIND_DECIDE_ABORT" => Some(Self::DecideAbort),
+            "ATOMIC_STEP_KIND_APPLY" => Some(Self::Apply),
+            "ATOMIC_STEP_KIND_DROP" => Some(Self::Drop),
+            "ATOMIC_STEP_KIND_SETTLE" => Some(Self::Settle),
+            "ATOMIC_STEP_KIND_FORGET" => Some(Self::Forget),
+            "ATOMIC_STEP_KIND_FORGET_LATER" => Some(Self::ForgetLater),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum AtomicDecisionState {
+    /// refused by the client
+    Unspecified = 0,
+    Pending = 1,
+    Commit = 2,
+    Abort = 3,
+}
+impl AtomicDecisionState {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "ATOMIC_DECISION_STATE_UNSPECIFIED",
+            Self::Pending => "ATOMIC_DECISION_STATE_PENDING",
+            Self::Commit => "ATOMIC_DECISION_STATE_COMMIT",
+            Self::Abort => "ATOMIC_DECISION_STATE_ABORT",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "ATOMIC_DECISION_STATE_UNSPECIFIED" => Some(Self::Unspecified),
+            "ATOMIC_DECISION_STATE_PENDING" => Some(Self::Pending),
+            "ATOMIC_DECISION_STATE_COMMIT" => Some(Self::Commit),
+            "ATOMIC_DECISION_STATE_ABORT" => Some(Self::Abort),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum AtomicFinished {
+    /// refused by the client
+    Unspecified = 0,
+    /// The changes were applied and the locks released.
+    Applied = 1,
+    /// The changes were dropped and the locks released.
+    Dropped = 2,
+    /// Nothing was prepared under that id here (never, or finished already).
+    NotPrepared = 3,
+}
+impl AtomicFinished {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "ATOMIC_FINISHED_UNSPECIFIED",
+            Self::Applied => "ATOMIC_FINISHED_APPLIED",
+            Self::Dropped => "ATOMIC_FINISHED_DROPPED",
+            Self::NotPrepared => "ATOMIC_FINISHED_NOT_PREPARED",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "ATOMIC_FINISHED_UNSPECIFIED" => Some(Self::Unspecified),
+            "ATOMIC_FINISHED_APPLIED" => Some(Self::Applied),
+            "ATOMIC_FINISHED_DROPPED" => Some(Self::Dropped),
+            "ATOMIC_FINISHED_NOT_PREPARED" => Some(Self::NotPrepared),
+            _ => None,
+        }
+    }
 }
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
@@ -3062,6 +3303,185 @@ pub mod shardlite_client {
                 .insert(GrpcMethod::new("shardlite.v1.Shardlite", "ExecuteProcedure"));
             self.inner.unary(req, path, codec).await
         }
+        /// Begins a participant session (its id is `transaction_id`), rolled back if left idle past the
+        /// transaction timeout. UNAVAILABLE / busy past the daemon's limit of open participant sessions
+        /// (`serve --max-atomic-participant-sessions`, shared with REST).
+        pub async fn begin_atomic_session(
+            &mut self,
+            request: impl tonic::IntoRequest<super::Empty>,
+        ) -> std::result::Result<
+            tonic::Response<super::TransactionInfo>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/shardlite.v1.Shardlite/BeginAtomicSession",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("shardlite.v1.Shardlite", "BeginAtomicSession"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Executes SQL in a participant session. NOT_FOUND for a session not open (never begun,
+        /// prepared, rolled back or expired); ABORTED / row_locked for a row another atomic transaction
+        /// holds.
+        pub async fn execute_in_atomic_session(
+            &mut self,
+            request: impl tonic::IntoRequest<super::AtomicSessionSqlRequest>,
+        ) -> std::result::Result<tonic::Response<super::SqlResult>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/shardlite.v1.Shardlite/ExecuteInAtomicSession",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new("shardlite.v1.Shardlite", "ExecuteInAtomicSession"),
+                );
+            self.inner.unary(req, path, codec).await
+        }
+        /// Prepares a participant session, which ends it: one local commit stores the new values of the
+        /// rows it wrote and locks them; the first participant's prepare also creates the pending
+        /// decision record. INVALID_ARGUMENT for a malformed transaction id; ABORTED / conflict when the
+        /// transaction was already decided here.
+        pub async fn prepare_atomic_session(
+            &mut self,
+            request: impl tonic::IntoRequest<super::PrepareAtomicSessionRequest>,
+        ) -> std::result::Result<tonic::Response<super::AtomicPrepared>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/shardlite.v1.Shardlite/PrepareAtomicSession",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new("shardlite.v1.Shardlite", "PrepareAtomicSession"),
+                );
+            self.inner.unary(req, path, codec).await
+        }
+        /// Rolls a participant session back; NOT_FOUND for a session not open.
+        pub async fn rollback_atomic_session(
+            &mut self,
+            request: impl tonic::IntoRequest<super::AtomicSessionRequest>,
+        ) -> std::result::Result<tonic::Response<super::Empty>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/shardlite.v1.Shardlite/RollbackAtomicSession",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new("shardlite.v1.Shardlite", "RollbackAtomicSession"),
+                );
+            self.inner.unary(req, path, codec).await
+        }
+        /// Runs one step of an atomic transaction here, by transaction id; every step is safe to repeat.
+        pub async fn run_atomic_step(
+            &mut self,
+            request: impl tonic::IntoRequest<super::AtomicStepRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::AtomicStepOutcome>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/shardlite.v1.Shardlite/RunAtomicStep",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("shardlite.v1.Shardlite", "RunAtomicStep"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// The decision record of an atomic transaction here; `decision` absent when there is none.
+        pub async fn get_atomic_decision(
+            &mut self,
+            request: impl tonic::IntoRequest<super::AtomicDecisionRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::AtomicDecisionFound>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/shardlite.v1.Shardlite/GetAtomicDecision",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("shardlite.v1.Shardlite", "GetAtomicDecision"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// The decision records held here and the transactions prepared here and not yet finished.
+        pub async fn get_atomic_state(
+            &mut self,
+            request: impl tonic::IntoRequest<super::Empty>,
+        ) -> std::result::Result<
+            tonic::Response<super::AtomicParticipantState>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/shardlite.v1.Shardlite/GetAtomicState",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("shardlite.v1.Shardlite", "GetAtomicState"));
+            self.inner.unary(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -3471,6 +3891,57 @@ pub mod shardlite_server {
             &self,
             request: tonic::Request<super::ExecuteProcedureRequest>,
         ) -> std::result::Result<tonic::Response<super::SqlResult>, tonic::Status>;
+        /// Begins a participant session (its id is `transaction_id`), rolled back if left idle past the
+        /// transaction timeout. UNAVAILABLE / busy past the daemon's limit of open participant sessions
+        /// (`serve --max-atomic-participant-sessions`, shared with REST).
+        async fn begin_atomic_session(
+            &self,
+            request: tonic::Request<super::Empty>,
+        ) -> std::result::Result<tonic::Response<super::TransactionInfo>, tonic::Status>;
+        /// Executes SQL in a participant session. NOT_FOUND for a session not open (never begun,
+        /// prepared, rolled back or expired); ABORTED / row_locked for a row another atomic transaction
+        /// holds.
+        async fn execute_in_atomic_session(
+            &self,
+            request: tonic::Request<super::AtomicSessionSqlRequest>,
+        ) -> std::result::Result<tonic::Response<super::SqlResult>, tonic::Status>;
+        /// Prepares a participant session, which ends it: one local commit stores the new values of the
+        /// rows it wrote and locks them; the first participant's prepare also creates the pending
+        /// decision record. INVALID_ARGUMENT for a malformed transaction id; ABORTED / conflict when the
+        /// transaction was already decided here.
+        async fn prepare_atomic_session(
+            &self,
+            request: tonic::Request<super::PrepareAtomicSessionRequest>,
+        ) -> std::result::Result<tonic::Response<super::AtomicPrepared>, tonic::Status>;
+        /// Rolls a participant session back; NOT_FOUND for a session not open.
+        async fn rollback_atomic_session(
+            &self,
+            request: tonic::Request<super::AtomicSessionRequest>,
+        ) -> std::result::Result<tonic::Response<super::Empty>, tonic::Status>;
+        /// Runs one step of an atomic transaction here, by transaction id; every step is safe to repeat.
+        async fn run_atomic_step(
+            &self,
+            request: tonic::Request<super::AtomicStepRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::AtomicStepOutcome>,
+            tonic::Status,
+        >;
+        /// The decision record of an atomic transaction here; `decision` absent when there is none.
+        async fn get_atomic_decision(
+            &self,
+            request: tonic::Request<super::AtomicDecisionRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::AtomicDecisionFound>,
+            tonic::Status,
+        >;
+        /// The decision records held here and the transactions prepared here and not yet finished.
+        async fn get_atomic_state(
+            &self,
+            request: tonic::Request<super::Empty>,
+        ) -> std::result::Result<
+            tonic::Response<super::AtomicParticipantState>,
+            tonic::Status,
+        >;
     }
     #[derive(Debug)]
     pub struct ShardliteServer<T> {
@@ -6427,6 +6898,321 @@ pub mod shardlite_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ExecuteProcedureSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/shardlite.v1.Shardlite/BeginAtomicSession" => {
+                    #[allow(non_camel_case_types)]
+                    struct BeginAtomicSessionSvc<T: Shardlite>(pub Arc<T>);
+                    impl<T: Shardlite> tonic::server::UnaryService<super::Empty>
+                    for BeginAtomicSessionSvc<T> {
+                        type Response = super::TransactionInfo;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::Empty>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Shardlite>::begin_atomic_session(&inner, request)
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = BeginAtomicSessionSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/shardlite.v1.Shardlite/ExecuteInAtomicSession" => {
+                    #[allow(non_camel_case_types)]
+                    struct ExecuteInAtomicSessionSvc<T: Shardlite>(pub Arc<T>);
+                    impl<
+                        T: Shardlite,
+                    > tonic::server::UnaryService<super::AtomicSessionSqlRequest>
+                    for ExecuteInAtomicSessionSvc<T> {
+                        type Response = super::SqlResult;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::AtomicSessionSqlRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Shardlite>::execute_in_atomic_session(&inner, request)
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ExecuteInAtomicSessionSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/shardlite.v1.Shardlite/PrepareAtomicSession" => {
+                    #[allow(non_camel_case_types)]
+                    struct PrepareAtomicSessionSvc<T: Shardlite>(pub Arc<T>);
+                    impl<
+                        T: Shardlite,
+                    > tonic::server::UnaryService<super::PrepareAtomicSessionRequest>
+                    for PrepareAtomicSessionSvc<T> {
+                        type Response = super::AtomicPrepared;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::PrepareAtomicSessionRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Shardlite>::prepare_atomic_session(&inner, request)
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = PrepareAtomicSessionSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/shardlite.v1.Shardlite/RollbackAtomicSession" => {
+                    #[allow(non_camel_case_types)]
+                    struct RollbackAtomicSessionSvc<T: Shardlite>(pub Arc<T>);
+                    impl<
+                        T: Shardlite,
+                    > tonic::server::UnaryService<super::AtomicSessionRequest>
+                    for RollbackAtomicSessionSvc<T> {
+                        type Response = super::Empty;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::AtomicSessionRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Shardlite>::rollback_atomic_session(&inner, request)
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = RollbackAtomicSessionSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/shardlite.v1.Shardlite/RunAtomicStep" => {
+                    #[allow(non_camel_case_types)]
+                    struct RunAtomicStepSvc<T: Shardlite>(pub Arc<T>);
+                    impl<
+                        T: Shardlite,
+                    > tonic::server::UnaryService<super::AtomicStepRequest>
+                    for RunAtomicStepSvc<T> {
+                        type Response = super::AtomicStepOutcome;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::AtomicStepRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Shardlite>::run_atomic_step(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = RunAtomicStepSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/shardlite.v1.Shardlite/GetAtomicDecision" => {
+                    #[allow(non_camel_case_types)]
+                    struct GetAtomicDecisionSvc<T: Shardlite>(pub Arc<T>);
+                    impl<
+                        T: Shardlite,
+                    > tonic::server::UnaryService<super::AtomicDecisionRequest>
+                    for GetAtomicDecisionSvc<T> {
+                        type Response = super::AtomicDecisionFound;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::AtomicDecisionRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Shardlite>::get_atomic_decision(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = GetAtomicDecisionSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/shardlite.v1.Shardlite/GetAtomicState" => {
+                    #[allow(non_camel_case_types)]
+                    struct GetAtomicStateSvc<T: Shardlite>(pub Arc<T>);
+                    impl<T: Shardlite> tonic::server::UnaryService<super::Empty>
+                    for GetAtomicStateSvc<T> {
+                        type Response = super::AtomicParticipantState;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::Empty>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Shardlite>::get_atomic_state(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = GetAtomicStateSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

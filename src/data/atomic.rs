@@ -217,8 +217,9 @@ pub struct AtomicDecisionFound {
 }
 
 /// The calls a coordinator makes on a participant shard served by another daemon (see the
-/// module documentation). Implemented by the REST client
-/// ([`HttpClient`](crate::transport::http::HttpClient)).
+/// module documentation). Implemented by the REST and gRPC clients
+/// ([`HttpClient`](crate::transport::http::HttpClient),
+/// [`GrpcClient`](crate::transport::grpc::GrpcClient)).
 #[async_trait]
 pub trait AtomicParticipant: Send + Sync {
     /// Begins a participant session; returns its id.

@@ -264,8 +264,8 @@ pub trait TransactionData: Send + Sync {
     /// Rolls back a transaction.
     async fn rollback_transaction(&self, transaction_id: &str) -> Result<()>;
     /// The participant calls of an atomic transaction on the database this client reaches
-    /// through another daemon, when its transport carries them (REST does); `None` otherwise
-    /// (in-process clients, whose coordinator works on the file itself, and gRPC).
+    /// through another daemon (REST and gRPC carry them); `None` for in-process clients, whose
+    /// coordinator works on the file itself.
     fn atomic_participant(&self) -> Option<super::SharedParticipant> {
         None
     }

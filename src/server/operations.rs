@@ -84,6 +84,8 @@ pub const OPERATIONS: &[(&str, Needs)] = &[
     ("ExecuteInTransaction", Needs::Sql),
     ("CommitTransaction", Needs::Sql),
     ("RollbackTransaction", Needs::Sql),
+    // The participant calls of atomic transactions another daemon coordinates (REST
+    // `/api/atomic/*` and the gRPC methods of the same names).
     ("BeginAtomicSession", s(Write)),
     ("ExecuteInAtomicSession", s(Write)),
     ("PrepareAtomicSession", s(Write)),

@@ -1,8 +1,10 @@
 //! The gRPC client: [`GrpcClient`] speaks `shardlite.v1.Shardlite` (`proto/shardlite.proto`) to a
 //! `shardlite serve` daemon and implements [`DataClient`](crate::data::DataClient) (all five of
-//! its parts), [`ShardAdmin`](crate::data::ShardAdmin) (all four of its parts) and
-//! [`DirectoryAdmin`](crate::data::DirectoryAdmin), so code written against those traits works
-//! unchanged over the network.
+//! its parts), [`ShardAdmin`](crate::data::ShardAdmin) (all four of its parts),
+//! [`DirectoryAdmin`](crate::data::DirectoryAdmin) and
+//! [`AtomicParticipant`](crate::data::AtomicParticipant), so code written against those traits
+//! works unchanged over the network (and a coordinator drives a participant shard reached over
+//! gRPC as it drives one reached over REST).
 //!
 //! - The route of a route-bound client ([`RemoteOptions::with_route`],
 //!   [`GrpcClient::with_route`]) travels as metadata on **every** call; a keyspace or key that is
@@ -514,6 +516,11 @@ impl TransactionData for GrpcClient {
         rpc!(self, rollback_transaction, transaction_request(transaction_id))?;
         Ok(())
     }
+
+    fn atomic_participant(&self) -> Option<crate::data::SharedParticipant> {
+        // Participant calls address the database itself, never a route of a sharded daemon.
+        Some(Arc::new(self.without_route()))
+    }
 }
 
 // The operator contract, migrations and data-host operations through the daemon (after `rpc!`, which
@@ -521,6 +528,7 @@ impl TransactionData for GrpcClient {
 mod admin;
 mod directory;
 mod host;
+mod participant;
 mod reshard;
 
 impl GrpcClient {

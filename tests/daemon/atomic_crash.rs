@@ -6,6 +6,9 @@
 //! daemon restarts on the same files and its resolver finishes what the dead one left; then the
 //! sum of balances is unchanged, every account holds exactly what the transfers on record moved,
 //! every acknowledged transfer is on record, and no lock, intent or decision is left.
+//!
+//! The accounts, transfers and checks are shared with the data-host fuzzer of
+//! [`atomic_crash_host`](crate::atomic_crash_host).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -21,15 +24,15 @@ use crate::support::many::pinned_tenants;
 use crate::support::serve::ServeProcess;
 use crate::support::{path_str, route, seed_master, temp_dir};
 
-const SHARDS: usize = 8;
+pub(crate) const SHARDS: usize = 8;
 /// Two accounts per shard: account `a` lives on shard `a % SHARDS` (tenant `t{a % SHARDS}`).
-const ACCOUNTS: usize = 2 * SHARDS;
-const START: i64 = 1_000;
-const WRITERS: usize = 4;
+pub(crate) const ACCOUNTS: usize = 2 * SHARDS;
+pub(crate) const START: i64 = 1_000;
+pub(crate) const WRITERS: usize = 4;
 
 /// A transfer as the ledger on its source shard records it: `amount` from `from` to each of `to`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Transfer {
+pub(crate) struct Transfer {
     id: String,
     from: usize,
     to: Vec<usize>,
@@ -37,10 +40,10 @@ struct Transfer {
 }
 
 /// A small xorshift generator: the test needs varied, reproducible choices, not good ones.
-struct Choices(u64);
+pub(crate) struct Choices(pub(crate) u64);
 
 impl Choices {
-    fn next(&mut self, below: usize) -> usize {
+    pub(crate) fn next(&mut self, below: usize) -> usize {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -49,7 +52,7 @@ impl Choices {
 
     /// A transfer from one account to accounts on one or two other shards (always two when
     /// `three_shards`).
-    fn transfer(&mut self, three_shards: bool) -> Transfer {
+    pub(crate) fn transfer(&mut self, three_shards: bool) -> Transfer {
         let from = self.next(ACCOUNTS);
         let mut shards = vec![from % SHARDS];
         let mut to = Vec::new();
@@ -70,12 +73,12 @@ impl Choices {
     }
 }
 
-fn seed() -> u64 {
+pub(crate) fn seed() -> u64 {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
     u64::try_from(nanos % u128::from(u64::MAX)).unwrap() | 1
 }
 
-fn tenant(account: usize) -> shardlite::RouteContext {
+pub(crate) fn tenant(account: usize) -> shardlite::RouteContext {
     route(&format!("t{}", account % SHARDS))
 }
 
@@ -86,7 +89,12 @@ async fn accounts_master(dir: &Path) -> PathBuf {
         pinned_tenants(SHARDS, |i| dir.join(format!("s{i}.db")).display().to_string()),
     )
     .await;
-    let sharded = ShardedClient::open(&master).await.unwrap();
+    open_accounts(&ShardedClient::open(&master).await.unwrap()).await;
+    master
+}
+
+/// Creates the accounts (each at [`START`]) and an empty ledger on every shard of the map.
+pub(crate) async fn open_accounts(sharded: &ShardedClient) {
     for shard in 0..SHARDS {
         let mut sql = "CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL);
             CREATE TABLE ledger (id TEXT PRIMARY KEY, source INTEGER NOT NULL, targets TEXT NOT NULL, amount INTEGER NOT NULL);"
@@ -100,7 +108,6 @@ async fn accounts_master(dir: &Path) -> PathBuf {
             .await
             .unwrap();
     }
-    master
 }
 
 fn start(master: &Path, stop_at: Option<&str>) -> ServeProcess {
@@ -119,9 +126,10 @@ fn start(master: &Path, stop_at: Option<&str>) -> ServeProcess {
     }
 }
 
-/// Runs `transfer` as one atomic transaction, its shards in ascending order (so concurrent
-/// transfers wait for each other's shard locks rather than deadlock). `Ok` once acknowledged.
-async fn run_transfer(client: &HttpClient, transfer: &Transfer) -> shardlite::Result<()> {
+/// The statements of `transfer` with the account each runs on, its shards in ascending order (so
+/// concurrent transfers wait for each other's shard locks rather than deadlock); the source's
+/// also writes the transfer to its shard's ledger.
+pub(crate) fn transfer_steps(transfer: &Transfer) -> Vec<(usize, String)> {
     let mut steps: Vec<(usize, String)> = vec![(
         transfer.from,
         format!(
@@ -145,8 +153,13 @@ async fn run_transfer(client: &HttpClient, transfer: &Transfer) -> shardlite::Re
         ));
     }
     steps.sort_by_key(|(account, _)| account % SHARDS);
+    steps
+}
+
+/// Runs `transfer` as one atomic transaction through the daemon. `Ok` once acknowledged.
+async fn run_transfer(client: &HttpClient, transfer: &Transfer) -> shardlite::Result<()> {
     let mut atomic = client.begin_atomic().await?;
-    for (account, sql) in &steps {
+    for (account, sql) in &transfer_steps(transfer) {
         atomic.execute(&tenant(*account), sql, Params::none()).await?;
     }
     atomic.commit().await
@@ -201,19 +214,20 @@ fn text(value: &Value) -> String {
     }
 }
 
-async fn query(client: &HttpClient, shard: usize, sql: &str) -> SqlResult {
-    client
-        .with_route(tenant(shard))
-        .execute_sql(sql, Params::none())
-        .await
-        .unwrap()
+async fn query<C: SqlData>(client: &C, sql: &str) -> SqlResult {
+    client.execute_sql(sql, Params::none()).await.unwrap()
 }
 
-/// Rows of the atomic tables still in the shard files (read with plain SQLite).
+/// Rows of the atomic tables still in the shard files `s{i}.db` of `dir`.
 fn atomic_rows(dir: &Path) -> BTreeMap<String, i64> {
+    atomic_rows_in((0..SHARDS).map(|shard| dir.join(format!("s{shard}.db"))))
+}
+
+/// Rows of the atomic tables (locks, intents, decision records) still in `files`, read with
+/// plain SQLite, by file and table.
+pub(crate) fn atomic_rows_in(files: impl IntoIterator<Item = PathBuf>) -> BTreeMap<String, i64> {
     let mut left = BTreeMap::new();
-    for shard in 0..SHARDS {
-        let file = dir.join(format!("s{shard}.db"));
+    for file in files {
         let db = rusqlite::Connection::open_with_flags(&file, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
         for table in ["locks", "intents", "decisions"] {
             let sql = format!("SELECT count(*) FROM _shardlite_atomic_{table}");
@@ -221,43 +235,29 @@ fn atomic_rows(dir: &Path) -> BTreeMap<String, i64> {
             if let Ok(count) = db.query_row(&sql, [], |row| row.get::<_, i64>(0))
                 && count > 0
             {
-                left.insert(format!("s{shard} {table}"), count);
+                left.insert(format!("{} {table}", file.display()), count);
             }
         }
     }
     left
 }
 
-/// Restarts the daemon on the files, lets its resolver finish what the killed one left, and
-/// checks the invariants; returns how many transfers are on record.
-async fn recover_and_check(dir: &Path, master: &Path, acknowledged: &[Transfer], what: &str) -> usize {
-    let daemon = start(master, None);
-    let client = HttpClient::new(RemoteOptions::new(&daemon.base_url)).unwrap();
-    // Reading every shard opens its file, which is when the daemon's recovery first sees it.
-    for shard in 0..SHARDS {
-        query(&client, shard, "SELECT count(*) FROM accounts").await;
-    }
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let left = atomic_rows(dir);
-        if left.is_empty() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: recovery left {left:?}\n{}",
-            daemon.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-
+/// Reads every shard's accounts and ledger through `reader` (a client of the shard of account
+/// `i`) and checks the books: the total is unchanged, every account holds what the transfers on
+/// record moved, and every acknowledged transfer is on record. Returns how many are on record.
+pub(crate) async fn check_books<C: SqlData>(
+    reader: impl Fn(usize) -> C,
+    acknowledged: &[Transfer],
+    what: &str,
+) -> usize {
     let mut balances = BTreeMap::new();
     let mut ledger = Vec::new();
     for shard in 0..SHARDS {
-        for row in query(&client, shard, "SELECT id, balance FROM accounts").await.rows {
+        let client = reader(shard);
+        for row in query(&client, "SELECT id, balance FROM accounts").await.rows {
             balances.insert(usize::try_from(integer(&row[0])).unwrap(), integer(&row[1]));
         }
-        for row in query(&client, shard, "SELECT id, source, targets, amount FROM ledger")
+        for row in query(&client, "SELECT id, source, targets, amount FROM ledger")
             .await
             .rows
         {
@@ -290,8 +290,35 @@ async fn recover_and_check(dir: &Path, master: &Path, acknowledged: &[Transfer],
     for t in acknowledged {
         assert!(on_record.contains(t.id.as_str()), "{what}: acknowledged {t:?} is lost");
     }
-    drop(daemon);
     ledger.len()
+}
+
+/// Restarts the daemon on the files, lets its resolver finish what the killed one left, and
+/// checks the invariants; returns how many transfers are on record.
+async fn recover_and_check(dir: &Path, master: &Path, acknowledged: &[Transfer], what: &str) -> usize {
+    let daemon = start(master, None);
+    let client = HttpClient::new(RemoteOptions::new(&daemon.base_url)).unwrap();
+    // Reading every shard opens its file, which is when the daemon's recovery first sees it.
+    for shard in 0..SHARDS {
+        query(&client.with_route(tenant(shard)), "SELECT count(*) FROM accounts").await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = atomic_rows(dir);
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: recovery left {left:?}\n{}",
+            daemon.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let on_record = check_books(|shard| client.with_route(tenant(shard)), acknowledged, what).await;
+    drop(daemon);
+    on_record
 }
 
 /// Drives transfers on a daemon started with `stop_at` until it stops there, kills it, and
@@ -331,15 +358,7 @@ async fn a_daemon_killed_at_every_step_of_atomic_commits_loses_nothing_and_leave
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_daemon_killed_at_random_moments_of_concurrent_transfers_loses_nothing() {
-    let rounds: usize = std::env::var("SHARDLITE_ATOMIC_FUZZ_ROUNDS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(2);
-    let seed = std::env::var("SHARDLITE_ATOMIC_FUZZ_SEED")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(seed);
-    println!("atomic fuzz: {rounds} rounds, SHARDLITE_ATOMIC_FUZZ_SEED={seed}");
+    let (rounds, seed) = fuzz_rounds_and_seed("atomic fuzz");
     let mut choices = Choices(seed);
     let dir = temp_dir();
     let master = accounts_master(dir.path()).await;
@@ -364,4 +383,19 @@ async fn a_daemon_killed_at_random_moments_of_concurrent_transfers_loses_nothing
         !acknowledged.lock().unwrap().is_empty(),
         "no transfer was acknowledged in {rounds} rounds"
     );
+}
+
+/// The rounds a fuzzer runs (`SHARDLITE_ATOMIC_FUZZ_ROUNDS`, 2 by default) and its seed
+/// (`SHARDLITE_ATOMIC_FUZZ_SEED`, to replay a run; the clock's otherwise), printed as `what`.
+pub(crate) fn fuzz_rounds_and_seed(what: &str) -> (usize, u64) {
+    let rounds: usize = std::env::var("SHARDLITE_ATOMIC_FUZZ_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(2);
+    let seed = std::env::var("SHARDLITE_ATOMIC_FUZZ_SEED")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(seed);
+    println!("{what}: {rounds} rounds, SHARDLITE_ATOMIC_FUZZ_SEED={seed}");
+    (rounds, seed)
 }

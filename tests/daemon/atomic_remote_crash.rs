@@ -1,5 +1,6 @@
-//! A data host that is an atomic transaction's participant, killed with SIGKILL mid-commit as a
-//! real `shardlite serve --shard-dir` process, then restarted on the same port and files: a
+//! A data host that is an atomic transaction's participant (reached over REST, and over gRPC),
+//! killed with SIGKILL mid-commit as a real `shardlite serve --shard-dir` process, then
+//! restarted on the same port and files: a
 //! commit acknowledged before the kill (the host died after the decision, before its commit
 //! step) is applied there by recovery; a commit whose decision lived on the host, killed before
 //! the decision, is aborted on both shards by presumed abort. Either way the total is unchanged
@@ -54,9 +55,9 @@ async fn client(master: &Path, abandon: Duration, hook: Option<AtomicStepHook>) 
 }
 
 /// Kills the host when a transfer of 10 from account `from` to `to` (the first holds the
-/// decision; `t0` is local, `t1` on the host) reaches `at`, restarts it and recovers; returns
-/// the balances and whether the commit was acknowledged.
-async fn killed_at(from: usize, to: usize, at: AtomicStep) -> ((i64, i64), bool) {
+/// decision; `t0` is local, `t1` on the host, reached over `transport`) reaches `at`, restarts
+/// it and recovers; returns the balances and whether the commit was acknowledged.
+async fn killed_at(transport: &str, from: usize, to: usize, at: AtomicStep) -> ((i64, i64), bool) {
     let dir = temp_dir();
     let folder = dir.path().join("host");
     std::fs::create_dir_all(&folder).unwrap();
@@ -71,7 +72,7 @@ async fn killed_at(from: usize, to: usize, at: AtomicStep) -> ((i64, i64), bool)
     let mut remote = ShardDefinition::local("s1", "");
     remote.data_source = None;
     remote.endpoint = Some(base_url.clone());
-    remote.transport = Some("http".into());
+    remote.transport = Some(transport.into());
     remote.remote_shard_id = Some("h-1".into());
     map.shards[1] = remote;
     let master = seed_master(dir.path(), map).await;
@@ -140,10 +141,9 @@ async fn killed_at(from: usize, to: usize, at: AtomicStep) -> ((i64, i64), bool)
     (balances, acknowledged)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_data_host_killed_mid_commit_loses_no_acknowledged_commit_and_leaves_no_lock() {
+async fn a_data_host_killed_mid_commit_loses_no_acknowledged_commit_and_leaves_no_lock(transport: &str) {
     // The local shard holds the decision; the host dies once it is taken, before its commit step.
-    let (balances, acknowledged) = killed_at(0, 1, AtomicStep::Decided).await;
+    let (balances, acknowledged) = killed_at(transport, 0, 1, AtomicStep::Decided).await;
     assert!(acknowledged, "the decision was taken before the host died");
     assert_eq!(
         balances,
@@ -151,11 +151,24 @@ async fn a_data_host_killed_mid_commit_loses_no_acknowledged_commit_and_leaves_n
         "recovery applied the acknowledged commit on the host"
     );
     // The host holds the decision and dies once it created it: the commit point is gone.
-    let (balances, acknowledged) = killed_at(1, 0, AtomicStep::DecisionCreated).await;
+    let (balances, acknowledged) = killed_at(transport, 1, 0, AtomicStep::DecisionCreated).await;
     assert!(!acknowledged, "no decision could be taken");
     assert_eq!(balances, (100, 100), "presumed abort on both shards");
     // Both prepared, the host holding the decision, killed before it.
-    let (balances, acknowledged) = killed_at(1, 0, AtomicStep::Prepared(1)).await;
+    let (balances, acknowledged) = killed_at(transport, 1, 0, AtomicStep::Prepared(1)).await;
     assert!(!acknowledged);
     assert_eq!(balances, (100, 100));
+}
+
+/// The host reached over REST (`::http`) and over gRPC (`::grpc`).
+mod a_data_host_killed_mid_commit_loses_no_acknowledged_commit_and_leaves_no_lock {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn http() {
+        super::a_data_host_killed_mid_commit_loses_no_acknowledged_commit_and_leaves_no_lock("http").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn grpc() {
+        super::a_data_host_killed_mid_commit_loses_no_acknowledged_commit_and_leaves_no_lock("grpc").await;
+    }
 }

@@ -9,6 +9,7 @@ pub mod support;
 mod api_contract;
 mod atomic;
 mod atomic_crash;
+mod atomic_crash_host;
 mod atomic_remote;
 mod atomic_remote_crash;
 mod atomic_stall;

@@ -1,8 +1,9 @@
 //! Keys with scopes: every REST operation (listed from the daemon's own `/openapi.json`) and
 //! every gRPC method (listed from the proto's descriptor) called with a `read`, a `write` and an
 //! `admin` key, against the table of SPEC section 17 written out here. An operation missing from
-//! that table fails the test, so a new endpoint needs a scope decision. Also: keyspace limits,
-//! and reloading the key file.
+//! that table fails the test, so a new endpoint needs a scope decision (an operation both
+//! surfaces serve, such as the atomic participant calls, has one name and one scope). Also:
+//! keyspace limits, and reloading the key file.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -28,8 +28,8 @@
 //! abandon age (30 s by default).
 //!
 //! A participant is a shard this process serves from its file, or one another daemon serves
-//! over HTTP (a plain database behind the map's `endpoint`, or a data host's shard named by
-//! `remoteShardId`): the same steps, one REST call each (see
+//! over REST or gRPC (a plain database behind the map's `endpoint`, or a data host's shard named
+//! by `remoteShardId`): the same steps, one call each (see
 //! [`AtomicParticipant`](crate::data::AtomicParticipant)). A transaction whose one participant
 //! is local commits that session plainly; one whose only participant is remote runs the
 //! protocol with that one participant.
@@ -153,9 +153,8 @@ impl AtomicTransaction {
     }
 
     /// Executes SQL on the shard `route` resolves to, inside this transaction. The shard joins
-    /// the transaction at its first statement; a shard that is disabled (`invalid_input`),
-    /// unavailable, or reached through another daemon over gRPC (`invalid_input`) is refused and
-    /// nothing runs.
+    /// the transaction at its first statement; a shard that is disabled (`invalid_input`) or
+    /// unavailable is refused and nothing runs.
     pub async fn execute(&mut self, route: &RouteContext, sql: &str, params: Params) -> Result<SqlResult> {
         if self.finished {
             return Err(self.gone());
@@ -444,32 +443,27 @@ async fn finish_everywhere(
 }
 
 /// How the shard at `index` takes part: its file, when this process serves it, or the participant
-/// calls of the daemon that serves it. A daemon reached over gRPC is refused: its transport
-/// carries no participant calls.
+/// calls of the daemon that serves it (over REST or gRPC).
 fn seat_of(generation: &Generation, index: usize) -> Result<Seat> {
     let client = generation.slot_client(index)?;
     let shard = &generation.map.shards()[index];
     if let Some(local) = generation.local_of(&shard.id) {
         return Ok(Seat::Local(local.database().clone()));
     }
-    client.atomic_participant().map(Seat::Remote).ok_or_else(|| {
-        let transport = match &shard.target {
-            crate::map::ShardTarget::Endpoint { transport, .. } => transport.as_str(),
-            _ => "a transport that carries no participant calls",
-        };
-        Error::AtomicUnsupported {
+    client
+        .atomic_participant()
+        .map(Seat::Remote)
+        .ok_or_else(|| Error::AtomicUnsupported {
             what: format!(
-                "shard '{}', which this process reaches through another daemon over {transport} (a participant on \
-                 another daemon must be reached over http)",
+                "shard '{}', which this process reaches through a client that carries no participant calls",
                 shard.id
             )
             .into(),
-        }
-    })
+        })
 }
 
 /// How the shard `shard_id` of `generation` takes part, when it can (it is enabled, available,
-/// and served here or by a daemon reached over http): what recovery finishes it through.
+/// and served here or by a daemon reached over REST or gRPC): what recovery finishes it through.
 pub(super) fn seat_by_id(generation: &Generation, shard_id: &str) -> Option<Seat> {
     let index = generation.map.shard_index(shard_id)?;
     seat_of(generation, index).ok()

@@ -22,7 +22,7 @@
 //! a live coordinator: finishing twice is a no-op, and a decision is one compare-and-set or one
 //! insert that an existing record wins.
 //!
-//! Shards another daemon serves over http (a plain database, or a data host's shard) are
+//! Shards another daemon serves over REST or gRPC (a plain database, or a data host's shard) are
 //! visited too, except by the pass at open (and by rounds, only when a sweep is due, see
 //! [`atomic_resolver`](super::atomic_resolver)): one call reads a remote shard's records and
 //! intents, and the same steps run there by call (see
@@ -102,7 +102,7 @@ impl<'a> AtomicRecovery<'a> {
     }
 
     /// Every unresolved intent and decision record on the shards served from files here, and on
-    /// the shards other daemons serve over http that answer.
+    /// the shards other daemons serve (over REST or gRPC) that answer.
     pub async fn unresolved(self) -> Result<Vec<UnresolvedAtomic>> {
         self.unresolved_in(false).await
     }
@@ -521,7 +521,7 @@ fn local_shards(generation: &Generation, scope: Scope<'_>) -> Vec<(String, Datab
         .collect()
 }
 
-/// The shards of `generation` another daemon serves over HTTP, which a resolve over every shard
+/// The shards of `generation` another daemon serves (REST or gRPC), which a resolve over every shard
 /// and the resolver's rounds visit (one call each for its records and intents); the pass after a
 /// shard opened visits none.
 fn remote_shards(generation: &Generation, scope: Scope<'_>) -> Vec<(String, Seat)> {

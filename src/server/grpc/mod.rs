@@ -14,17 +14,21 @@
 //! Data RPCs run on [`ServerState::data_client`] for that route (or, on a data host, that
 //! shard); shard-admin RPCs ignore the route and, on a daemon serving one plain database, fail
 //! with `FAILED_PRECONDITION` and error code `not_sharded`; `ListHostShards` and
-//! `CreateHostShard` answer `NOT_FOUND` on a daemon that is not a data host. Errors become statuses in one function, [`status_from_error`], whose table
-//! is in [`status`]. Each call is logged (RPC, keyspace, key, shard, error code, latency; never
-//! parameters, documents or keys) at `INFO`.
+//! `CreateHostShard` answer `NOT_FOUND` on a daemon that is not a data host; the participant
+//! RPCs of atomic transactions (`BeginAtomicSession` and the rest) answer `INVALID_ARGUMENT` on
+//! a daemon that serves a shard map, as REST does. Errors become statuses in one function,
+//! [`status_from_error`], whose table is in [`status`]. Each call is logged (RPC, keyspace,
+//! key, shard, error code, latency; never parameters, documents or keys) at `INFO`.
 
 mod backup;
 mod call;
 mod directory;
 mod gate;
+mod participants;
 mod reshard;
 mod service;
 pub mod status;
+mod transactions;
 
 pub use status::status_from_error;
 

@@ -1,7 +1,8 @@
-//! The resharding RPCs (data moves, named migrations on the wire): JSON bodies in, JSON results out, each migration on a task of its own so
-//! a caller that goes away does not stop it half-way.
+//! The resharding RPCs (data moves, named migrations on the wire): JSON bodies in, JSON results
+//! out, each migration on a task of its own so a caller that goes away does not stop it
+//! half-way. Each needs the sharded client (`not_sharded` on a daemon serving one database).
 
-use crate::client::ShardedClient;
+use super::call::Call;
 use crate::data::{BucketReshardBody, KeyReshardBody, ReshardResult, ResumeRequest};
 use crate::error::{Error, Result};
 use crate::reshard::Resharder;
@@ -32,41 +33,32 @@ where
     })
 }
 
-pub(super) async fn migrate_key(
-    sharded: ShardedClient,
-    request: pb::ShardMigrationRequest,
-) -> Result<pb::ShardMigrationResult> {
+pub(super) async fn migrate_key(call: Call, request: pb::ShardMigrationRequest) -> Result<pb::ShardMigrationResult> {
+    let migrator = Resharder::new(call.admin()?);
     let request: KeyReshardBody = decode(&request.request_json)?;
-    let migrator = Resharder::new(sharded);
     detached(async move { migrator.migrate(request.into()).await }).await
 }
 
 pub(super) async fn migrate_buckets(
-    sharded: ShardedClient,
+    call: Call,
     request: pb::ShardMigrationRequest,
 ) -> Result<pb::ShardMigrationResult> {
+    let migrator = Resharder::new(call.admin()?);
     let request: BucketReshardBody = decode(&request.request_json)?;
-    let migrator = Resharder::new(sharded);
     detached(async move { migrator.migrate(request.into()).await }).await
 }
 
-pub(super) async fn resume(
-    sharded: ShardedClient,
-    request: pb::ResumeShardMigrationRequest,
-) -> Result<pb::ShardMigrationResult> {
+pub(super) async fn resume(call: Call, request: pb::ResumeShardMigrationRequest) -> Result<pb::ShardMigrationResult> {
     let options = ResumeRequest {
         activate: request.activate,
         delete_source: request.delete_source,
     };
-    let migrator = Resharder::new(sharded);
+    let migrator = Resharder::new(call.admin()?);
     detached(async move { migrator.resume(&request.migration_id, options).await }).await
 }
 
-pub(super) async fn progress(
-    sharded: ShardedClient,
-    request: pb::ShardMigrationProgressRequest,
-) -> Result<pb::ShardMigrationList> {
-    let migrator = Resharder::new(sharded);
+pub(super) async fn progress(call: Call, request: pb::ShardMigrationProgressRequest) -> Result<pb::ShardMigrationList> {
+    let migrator = Resharder::new(call.admin()?);
     let results = if request.migration_id.trim().is_empty() {
         migrator.migrations().await?
     } else {
@@ -83,8 +75,8 @@ pub(super) async fn progress(
     list(&results)
 }
 
-pub(super) async fn history(sharded: ShardedClient) -> Result<pb::ShardMigrationList> {
-    list(&Resharder::new(sharded).history().await?)
+pub(super) async fn history(call: Call, _: pb::Empty) -> Result<pb::ShardMigrationList> {
+    list(&Resharder::new(call.admin()?).history().await?)
 }
 
 fn list(results: &[ReshardResult]) -> Result<pb::ShardMigrationList> {
@@ -94,9 +86,9 @@ fn list(results: &[ReshardResult]) -> Result<pb::ShardMigrationList> {
 }
 
 pub(super) async fn abandon(
-    sharded: ShardedClient,
+    call: Call,
     request: pb::ShardMigrationProgressRequest,
 ) -> Result<pb::ShardMigrationResult> {
-    let migrator = Resharder::new(sharded);
+    let migrator = Resharder::new(call.admin()?);
     detached(async move { migrator.abandon(&request.migration_id).await }).await
 }

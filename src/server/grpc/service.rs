@@ -3,7 +3,6 @@
 
 use tonic::Request;
 
-use crate::client::TransactionOptions;
 use crate::data::CatalogUpdateRequest;
 use crate::routing::RouteContext;
 use crate::transport::grpc::convert::{document_from_json, params_from_pb, required_value, row_from_pb, row_to_pb};
@@ -12,6 +11,9 @@ use crate::wire::proto::{self as pb, shardlite_server::Shardlite};
 use super::backup;
 use super::call::{RpcResult, ShardliteService};
 use super::directory::{self as dir, names as d};
+use super::participants;
+use super::reshard;
+use super::transactions as tx;
 
 #[tonic::async_trait]
 impl Shardlite for ShardliteService {
@@ -177,57 +179,39 @@ impl Shardlite for ShardliteService {
         &self,
         request: Request<pb::ShardMigrationRequest>,
     ) -> RpcResult<pb::ShardMigrationResult> {
-        self.run("MigrateExactRouteKey", request, |call, req| async move {
-            super::reshard::migrate_key(call.admin()?, req).await
-        })
-        .await
+        self.run("MigrateExactRouteKey", request, reshard::migrate_key).await
     }
 
     async fn migrate_bucket_range(
         &self,
         request: Request<pb::ShardMigrationRequest>,
     ) -> RpcResult<pb::ShardMigrationResult> {
-        self.run("MigrateBucketRange", request, |call, req| async move {
-            super::reshard::migrate_buckets(call.admin()?, req).await
-        })
-        .await
+        self.run("MigrateBucketRange", request, reshard::migrate_buckets).await
     }
 
     async fn get_shard_migration_progress(
         &self,
         request: Request<pb::ShardMigrationProgressRequest>,
     ) -> RpcResult<pb::ShardMigrationList> {
-        self.run("GetShardMigrationProgress", request, |call, req| async move {
-            super::reshard::progress(call.admin()?, req).await
-        })
-        .await
+        self.run("GetShardMigrationProgress", request, reshard::progress).await
     }
 
     async fn get_shard_migration_history(&self, request: Request<pb::Empty>) -> RpcResult<pb::ShardMigrationList> {
-        self.run("GetShardMigrationHistory", request, |call, _| async move {
-            super::reshard::history(call.admin()?).await
-        })
-        .await
+        self.run("GetShardMigrationHistory", request, reshard::history).await
     }
 
     async fn resume_shard_migration(
         &self,
         request: Request<pb::ResumeShardMigrationRequest>,
     ) -> RpcResult<pb::ShardMigrationResult> {
-        self.run("ResumeShardMigration", request, |call, req| async move {
-            super::reshard::resume(call.admin()?, req).await
-        })
-        .await
+        self.run("ResumeShardMigration", request, reshard::resume).await
     }
 
     async fn abandon_shard_migration(
         &self,
         request: Request<pb::ShardMigrationProgressRequest>,
     ) -> RpcResult<pb::ShardMigrationResult> {
-        self.run("AbandonShardMigration", request, |call, req| async move {
-            super::reshard::abandon(call.admin()?, req).await
-        })
-        .await
+        self.run("AbandonShardMigration", request, reshard::abandon).await
     }
 
     async fn create_backup(&self, request: Request<pb::Empty>) -> RpcResult<pb::BackupSet> {
@@ -257,58 +241,60 @@ impl Shardlite for ShardliteService {
     }
 
     // ---------------------------------------------------------------- transactions
-    // Through the state, which tracks open remote transactions so shutdown can roll them back.
 
     async fn begin_transaction(&self, request: Request<pb::BeginTransactionRequest>) -> RpcResult<pb::TransactionInfo> {
-        self.run("BeginTransaction", request, |call, req| async move {
-            if req.atomic {
-                let options = TransactionOptions {
-                    maintenance: req.maintenance,
-                    ..TransactionOptions::default()
-                };
-                call.sql_access.permit_atomic(options)?;
-                return Ok(call.state.begin_atomic_transaction().await?.into());
-            }
-            let options = TransactionOptions {
-                maintenance: req.maintenance,
-                ..TransactionOptions::default()
-            };
-            let options = call.sql_access.transaction_options(options);
-            Ok(call.state.begin_transaction(&call.target, options).await?.into())
-        })
-        .await
+        self.run("BeginTransaction", request, tx::begin).await
     }
 
     async fn execute_in_transaction(&self, request: Request<pb::TransactionSqlRequest>) -> RpcResult<pb::SqlResult> {
-        self.run("ExecuteInTransaction", request, |call, req| async move {
-            let params = params_from_pb(req.params)?;
-            let result = call
-                .sql_access
-                .execute_in_transaction(&call.state, &call.target, &req.transaction_id, &req.sql, params)
-                .await?;
-            Ok(result.into())
-        })
-        .await
+        self.run("ExecuteInTransaction", request, tx::execute).await
     }
 
     async fn commit_transaction(&self, request: Request<pb::TransactionRequest>) -> RpcResult<pb::Empty> {
-        self.run("CommitTransaction", request, |call, req| async move {
-            call.sql_access.permit_transaction(&call.state, &req.transaction_id)?;
-            call.state.commit_transaction(&call.target, &req.transaction_id).await?;
-            Ok(pb::Empty {})
-        })
-        .await
+        self.run("CommitTransaction", request, tx::commit).await
     }
 
     async fn rollback_transaction(&self, request: Request<pb::TransactionRequest>) -> RpcResult<pb::Empty> {
-        self.run("RollbackTransaction", request, |call, req| async move {
-            call.sql_access.permit_transaction(&call.state, &req.transaction_id)?;
-            call.state
-                .rollback_transaction(&call.target, &req.transaction_id)
-                .await?;
-            Ok(pb::Empty {})
-        })
-        .await
+        self.run("RollbackTransaction", request, tx::rollback).await
+    }
+
+    // ---------------------------------------------------------------- atomic participants
+
+    async fn begin_atomic_session(&self, request: Request<pb::Empty>) -> RpcResult<pb::TransactionInfo> {
+        self.run("BeginAtomicSession", request, participants::begin).await
+    }
+
+    async fn execute_in_atomic_session(
+        &self,
+        request: Request<pb::AtomicSessionSqlRequest>,
+    ) -> RpcResult<pb::SqlResult> {
+        self.run("ExecuteInAtomicSession", request, participants::execute).await
+    }
+
+    async fn prepare_atomic_session(
+        &self,
+        request: Request<pb::PrepareAtomicSessionRequest>,
+    ) -> RpcResult<pb::AtomicPrepared> {
+        self.run("PrepareAtomicSession", request, participants::prepare).await
+    }
+
+    async fn rollback_atomic_session(&self, request: Request<pb::AtomicSessionRequest>) -> RpcResult<pb::Empty> {
+        self.run("RollbackAtomicSession", request, participants::rollback).await
+    }
+
+    async fn run_atomic_step(&self, request: Request<pb::AtomicStepRequest>) -> RpcResult<pb::AtomicStepOutcome> {
+        self.run("RunAtomicStep", request, participants::step).await
+    }
+
+    async fn get_atomic_decision(
+        &self,
+        request: Request<pb::AtomicDecisionRequest>,
+    ) -> RpcResult<pb::AtomicDecisionFound> {
+        self.run("GetAtomicDecision", request, participants::decision).await
+    }
+
+    async fn get_atomic_state(&self, request: Request<pb::Empty>) -> RpcResult<pb::AtomicParticipantState> {
+        self.run("GetAtomicState", request, participants::state).await
     }
 
     // ---------------------------------------------------------------- info, tables and rows

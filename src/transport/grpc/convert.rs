@@ -6,7 +6,7 @@
 //! parameter without a name, an absent required field, an unknown enum value.
 //!
 //! Values, parameters and rows are here; [`data`] has the results of the data interface, [`admin`]
-//! the shard-administration types, [`heat`] the heat report, [`catalog`] the catalog updates, [`schema`] schema migrations across shards, [`directory`] shard directories. Messages that mirror a crate type field for field are declared
+//! the shard-administration types, [`heat`] the heat report, [`catalog`] the catalog updates, [`schema`] schema migrations across shards, [`directory`] shard directories, [`atomic`] the participant calls of atomic transactions. Messages that mirror a crate type field for field are declared
 //! with [`convert_both_ways!`], once for both directions.
 
 use std::collections::{BTreeMap, HashMap};
@@ -60,6 +60,7 @@ macro_rules! convert_field {
 }
 
 mod admin;
+pub(crate) mod atomic;
 mod catalog;
 mod data;
 mod directory;
