@@ -53,7 +53,7 @@ fn directory_map(dir: &Path) -> ShardingOptions {
         },
     ];
     let mut archived = entry("AR-1", "tenant-b", "s1");
-    archived.directory_name = "archive_by_id".to_owned();
+    archived.directory_name = "archive_by_id".into();
     options.directory_entries = vec![
         entry("SO-1", "tenant-a", "s0"),
         entry("SO-9", "tenant-b", "s1"),

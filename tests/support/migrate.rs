@@ -246,7 +246,7 @@ pub fn directory_entry(sharded: &ShardedClient, lookup: &str) -> (String, i64, S
         .directory_entry("orders_by_id", lookup)
         .unwrap_or_else(|| panic!("no entry {lookup}"));
     (
-        entry.shard_id.clone(),
+        entry.shard_id.to_string(),
         entry.map_version,
         entry.state.as_str().to_owned(),
     )
