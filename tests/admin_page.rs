@@ -1161,7 +1161,7 @@ fn orders_with_directories() -> ShardingOptions {
             .resolve(KEYSPACE, month)
             .expect("the month resolves")
             .shard_id
-            .to_string(),
+            .into(),
         map_version: 1,
         state: EntryState::Active,
     };
