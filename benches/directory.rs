@@ -69,14 +69,10 @@ fn map_with_entries(count: usize) -> ShardMap {
             let route_key = format!("tenant-{}", n % ROUTES);
             DirectoryEntry {
                 directory_name: "orders_by_id".into(),
-                lookup_key: format!("SO-{n}"),
-                target_keyspace: keyspace.clone(),
-                shard_id: plain
-                    .resolve(&keyspace, &route_key)
-                    .expect("resolves")
-                    .shard_id
-                    .to_owned(),
-                route_key,
+                lookup_key: format!("SO-{n}").into(),
+                target_keyspace: keyspace.as_str().into(),
+                shard_id: plain.resolve(&keyspace, &route_key).expect("resolves").shard_id.into(),
+                route_key: route_key.into(),
                 map_version: 1,
                 state: EntryState::Active,
             }

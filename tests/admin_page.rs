@@ -1153,15 +1153,15 @@ fn orders_with_directories() -> ShardingOptions {
     ];
     let resolved = ShardMap::new(map.clone()).expect("a valid map");
     let entry = |directory: &str, lookup_key: &str, month: &str| DirectoryEntry {
-        directory_name: directory.to_owned(),
-        lookup_key: lookup_key.to_owned(),
-        target_keyspace: KEYSPACE.to_owned(),
-        route_key: month.to_owned(),
+        directory_name: directory.into(),
+        lookup_key: lookup_key.into(),
+        target_keyspace: KEYSPACE.into(),
+        route_key: month.into(),
         shard_id: resolved
             .resolve(KEYSPACE, month)
             .expect("the month resolves")
             .shard_id
-            .to_string(),
+            .into(),
         map_version: 1,
         state: EntryState::Active,
     };

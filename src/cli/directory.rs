@@ -352,11 +352,11 @@ fn print_entries(entries: &[DirectoryEntry]) {
     let mut out = table(header.iter().map(|h| (*h).to_owned()).collect());
     for entry in entries {
         out.add_row(vec![
-            entry.lookup_key.clone(),
+            entry.lookup_key.to_string(),
             entry.state.to_string(),
-            entry.target_keyspace.clone(),
-            entry.route_key.clone(),
-            entry.shard_id.clone(),
+            entry.target_keyspace.to_string(),
+            entry.route_key.to_string(),
+            entry.shard_id.to_string(),
             entry.map_version.to_string(),
         ]);
     }

@@ -309,11 +309,11 @@ fn build_entry(
         directory_name: working
             .directory(directory)
             .map_or(directory, |d| d.directory_name.trim())
-            .to_owned(),
-        lookup_key: key.to_owned(),
-        target_keyspace: directory_keyspace.to_owned(),
-        route_key: route_key.to_owned(),
-        shard_id: resolved.shard_id.to_owned(),
+            .into(),
+        lookup_key: key.into(),
+        target_keyspace: directory_keyspace.into(),
+        route_key: route_key.into(),
+        shard_id: resolved.shard_id.into(),
         map_version: 1,
         state: EntryState::Reserved,
     })

@@ -384,6 +384,35 @@ impl Database {
             .await
     }
 
+    /// Runs one query that must not write on a reader connection and hands each row to `each`
+    /// in place, with `state`, which it returns: a read of many rows (a map's million directory
+    /// records) that never holds them all. Refused as
+    /// [`execute_read_only`](Self::execute_read_only) refuses a statement that writes.
+    pub(crate) async fn fold_read_only<T: Send + 'static>(
+        &self,
+        sql: &str,
+        params: Params,
+        state: T,
+        mut each: impl FnMut(&mut T, &RowRef<'_>) -> Result<()> + Send + 'static,
+    ) -> Result<T> {
+        let text = sql.to_owned();
+        self.read(move |conn| {
+            let mut state = state;
+            let kind = crate::sql::classify(&text);
+            script::query_with(
+                conn,
+                &text,
+                kind,
+                &params,
+                ScriptMode::ReadOnly,
+                Instant::now(),
+                &mut |row| each(&mut state, row).map(|()| ControlFlow::Continue(())),
+            )?;
+            Ok(state)
+        })
+        .await
+    }
+
     /// A cheap health probe: a read on a reader connection.
     pub async fn probe(&self) -> Result<()> {
         self.read(|conn| {

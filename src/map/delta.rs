@@ -362,11 +362,11 @@ mod tests {
         options.directories = vec![DirectoryDefinition::writable("Orders", "k")];
         options.directory_entries = (0..count)
             .map(|n| DirectoryEntry {
-                directory_name: "Orders".to_owned(),
-                lookup_key: format!("SO-{n}"),
-                target_keyspace: "k".to_owned(),
-                route_key: "t1".to_owned(),
-                shard_id: "a".to_owned(),
+                directory_name: "Orders".into(),
+                lookup_key: format!("SO-{n}").into(),
+                target_keyspace: "k".into(),
+                route_key: "t1".into(),
+                shard_id: "a".into(),
                 map_version: 1,
                 state: EntryState::Active,
             })
@@ -384,7 +384,7 @@ mod tests {
         after.directory_entries[7].map_version = 2;
         after.directory_entries.remove(3);
         let mut added = after.directory_entries[0].clone();
-        added.lookup_key = "NEW-1".to_owned();
+        added.lookup_key = "NEW-1".into();
         added.map_version = 2;
         after.directory_entries.push(added);
         let map = ShardMap::new(before.clone()).unwrap();
@@ -417,7 +417,7 @@ mod tests {
         later.map_version = 3;
         later.directory_entries.retain(|entry| entry.lookup_key != "NEW-1");
         let mut again = later.directory_entries[0].clone();
-        again.lookup_key = "new-1".to_owned();
+        again.lookup_key = "new-1".into();
         later.directory_entries.push(again);
         let changes = MapRecords::of(&after).changes_to(&MapRecords::of(&later));
         let last = next.with_changes(&changes).unwrap();
@@ -434,17 +434,17 @@ mod tests {
         let map = ShardMap::new(before.clone()).unwrap();
         type Spoil = fn(&mut DirectoryEntry);
         let cases: [(&str, Spoil); 5] = [
-            ("duplicate ignoring case", |e| e.lookup_key = "so-1".to_owned()),
-            ("unknown directory", |e| e.directory_name = "Invoices".to_owned()),
-            ("keyspace", |e| e.target_keyspace = "other".to_owned()),
+            ("duplicate ignoring case", |e| e.lookup_key = "so-1".into()),
+            ("unknown directory", |e| e.directory_name = "Invoices".into()),
+            ("keyspace", |e| e.target_keyspace = "other".into()),
             ("future version", |e| e.map_version = 9),
-            ("blank route key", |e| e.route_key = " ".to_owned()),
+            ("blank route key", |e| e.route_key = " ".into()),
         ];
         for (problem, spoil) in cases {
             let mut after = before.clone();
             after.map_version = 2;
             let mut entry = after.directory_entries[0].clone();
-            entry.lookup_key = "SO-new".to_owned();
+            entry.lookup_key = "SO-new".into();
             spoil(&mut entry);
             after.directory_entries.push(entry);
             let changes = MapRecords::of(&before).changes_to(&MapRecords::of(&after));

@@ -7,7 +7,9 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::BuildHasher;
 
+pub use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 
 use super::MapError;
@@ -102,20 +104,29 @@ impl fmt::Display for EntryState {
 }
 
 /// One entry of a shard directory: a lookup key and where its route lives.
+///
+/// Its text fields are [`CompactString`]s: up to 24 bytes are held inline, so an entry of
+/// usual names and keys is one block of memory (a map may hold a million of them). They
+/// serialise as plain strings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DirectoryEntry {
     /// The directory it belongs to (ignoring case).
-    pub directory_name: String,
+    #[cfg_attr(feature = "server", schema(value_type = String))]
+    pub directory_name: CompactString,
     /// The lookup key (an order number, say); looked up exactly, unique ignoring case.
-    pub lookup_key: String,
+    #[cfg_attr(feature = "server", schema(value_type = String))]
+    pub lookup_key: CompactString,
     /// The keyspace of the route (the directory's).
-    pub target_keyspace: String,
+    #[cfg_attr(feature = "server", schema(value_type = String))]
+    pub target_keyspace: CompactString,
     /// The route key the lookup key stands for.
-    pub route_key: String,
+    #[cfg_attr(feature = "server", schema(value_type = String))]
+    pub route_key: CompactString,
     /// The shard the route resolves to.
-    pub shard_id: String,
+    #[cfg_attr(feature = "server", schema(value_type = String))]
+    pub shard_id: CompactString,
     /// The map version that last wrote the entry.
     pub map_version: i64,
     /// Its state.
@@ -160,13 +171,42 @@ pub(super) fn folded_ref(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// The key of a lookup key in an index, [`folded`] without an allocation when it is ASCII and
+/// at most 24 bytes long (an order number).
+pub(super) fn fold_key(text: &str) -> CompactString {
+    let text = text.trim();
+    if !text.is_ascii() {
+        return CompactString::from(text.to_lowercase());
+    }
+    let mut key = CompactString::with_capacity(text.len());
+    key.extend(text.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+    key
+}
+
+/// Whether lookup key `key` folds to `folded_key` (a [`fold_key`]), without folding an ASCII key.
+fn folds_to(key: &str, folded_key: &str) -> bool {
+    let key = key.trim();
+    if key.is_ascii() {
+        return key.len() == folded_key.len()
+            && key
+                .bytes()
+                .zip(folded_key.bytes())
+                .all(|(a, b)| a.to_ascii_lowercase() == b);
+    }
+    key.to_lowercase() == folded_key
+}
+
 /// The directories of a validated map, indexed: each directory by its folded name, and each
 /// directory's entries by their folded lookup key (lookup keys are unique ignoring case, so the
-/// folded key finds the one entry a lookup may match exactly), with their position.
+/// folded key finds the one entry a lookup may match exactly).
+///
+/// An entry's index slot is its position in the entries alone (4 bytes), found by the hash of
+/// its folded lookup key and compared against the entry itself: the keys are not held twice.
 #[derive(Debug, Clone, Default)]
 pub(super) struct DirectoryIndex {
     pub(super) directories: HashMap<String, usize>,
-    pub(super) entries: Vec<HashMap<String, u32>>,
+    entries: Vec<hashbrown::HashTable<u32>>,
+    hasher: std::hash::RandomState,
     pub(super) counts: Vec<usize>,
 }
 
@@ -176,11 +216,43 @@ impl DirectoryIndex {
         self.directories.get(folded_ref(name).as_ref()).copied()
     }
 
-    /// The position in the entries of the entry of directory `at` whose folded lookup key is
-    /// `folded_key`.
-    pub(super) fn entry(&self, at: usize, folded_key: &str) -> Option<usize> {
-        usize::try_from(*self.entries.get(at)?.get(folded_key)?).ok()
+    /// The position in `entries` (the entries the index was built from) of the entry of
+    /// directory `at` whose folded lookup key is `folded_key`.
+    pub(super) fn entry(&self, at: usize, folded_key: &str, entries: &[DirectoryEntry]) -> Option<usize> {
+        let hash = self.hasher.hash_one(folded_key);
+        let found = self.entries.get(at)?.find(hash, |&position| {
+            position_of(position)
+                .and_then(|position| entries.get(position))
+                .is_some_and(|entry| folds_to(&entry.lookup_key, folded_key))
+        })?;
+        position_of(*found)
     }
+
+    /// Indexes the entry at `position` of `entries` in directory `at`; false when the directory
+    /// already holds its folded lookup key.
+    fn insert(&mut self, at: usize, position: usize, entries: &[DirectoryEntry]) -> bool {
+        let key = fold_key(&entries[position].lookup_key);
+        if self.entry(at, &key, entries).is_some() {
+            return false;
+        }
+        let hash = self.hasher.hash_one(key.as_str());
+        let hasher = &self.hasher;
+        let rehash = |&slot: &u32| {
+            let entry = position_of(slot).and_then(|slot| entries.get(slot));
+            hasher.hash_one(
+                entry
+                    .map(|entry| fold_key(&entry.lookup_key))
+                    .unwrap_or_default()
+                    .as_str(),
+            )
+        };
+        self.entries[at].insert_unique(hash, u32::try_from(position).unwrap_or(u32::MAX), rehash);
+        true
+    }
+}
+
+fn position_of(slot: u32) -> Option<usize> {
+    usize::try_from(slot).ok()
 }
 
 /// The checks of the directories and their entries that need no routing, in the reference's
@@ -199,17 +271,14 @@ pub(super) fn validate_directories(
             return Err(MapError::DuplicateDirectory { name: name.to_owned() });
         }
         index.counts.push(0);
-        index.entries.push(HashMap::new());
+        index.entries.push(hashbrown::HashTable::new());
     }
     if let [only] = index.entries.as_mut_slice() {
-        only.reserve(entries.len());
+        only.reserve(entries.len(), |_| 0);
     }
     for (at, entry) in entries.iter().enumerate() {
         let position = check_entry(directories, &index, entry, map_version)?;
-        if index.entries[position]
-            .insert(folded(&entry.lookup_key), u32::try_from(at).unwrap_or(u32::MAX))
-            .is_some()
-        {
+        if !index.insert(position, at, entries) {
             return Err(MapError::DuplicateDirectoryEntry { entry: entry.label() });
         }
         index.counts[position] += 1;
@@ -285,11 +354,11 @@ mod tests {
 
     fn entry(directory: &str, key: &str, version: i64) -> DirectoryEntry {
         DirectoryEntry {
-            directory_name: directory.to_owned(),
-            lookup_key: key.to_owned(),
-            target_keyspace: "tenants".to_owned(),
-            route_key: "tenant-a".to_owned(),
-            shard_id: "s0".to_owned(),
+            directory_name: directory.into(),
+            lookup_key: key.into(),
+            target_keyspace: "tenants".into(),
+            route_key: "tenant-a".into(),
+            shard_id: "s0".into(),
             map_version: version,
             state: EntryState::Active,
         }
@@ -301,7 +370,7 @@ mod tests {
         let check = |entries: Vec<DirectoryEntry>| validate_directories(&dirs, &entries, 2).unwrap_err().to_string();
         assert!(check(vec![entry("other", "SO-1", 1)]).contains("unknown directory 'other'"));
         let mut wrong_keyspace = entry("orders", "SO-1", 1);
-        wrong_keyspace.target_keyspace = "users".to_owned();
+        wrong_keyspace.target_keyspace = "users".into();
         assert!(check(vec![wrong_keyspace]).contains("does not match"));
         assert!(check(vec![entry("orders", "SO-1", 0)]).contains("greater than 0"));
         assert!(check(vec![entry("orders", "SO-1", 3)]).contains("future map version 3"));
@@ -312,6 +381,34 @@ mod tests {
             DirectoryDefinition::writable("Orders", "tenants"),
         ];
         assert!(validate_directories(&twice, &[], 1).is_err());
+    }
+
+    #[test]
+    fn the_index_finds_a_key_ignoring_case_without_holding_it_twice() {
+        let dirs = vec![DirectoryDefinition::writable("orders", "tenants")];
+        let entries = vec![
+            entry("orders", " SO-1 ", 1),
+            entry("orders", "Ärger-7", 1),
+            entry("orders", "\u{212A}elvin", 1),
+        ];
+        let index = validate_directories(&dirs, &entries, 1).unwrap();
+        let find = |key: &str| index.entry(0, &fold_key(key), &entries);
+        assert_eq!(find("so-1"), Some(0));
+        assert_eq!(find("  So-1"), Some(0));
+        assert_eq!(find("ärger-7"), Some(1));
+        assert_eq!(find("ÄRGER-7"), Some(1));
+        // The Kelvin sign folds to an ASCII `k`, as `str::to_lowercase` folds it.
+        assert_eq!(find("kelvin"), Some(2));
+        assert_eq!(find("SO-2"), None);
+        assert_eq!(fold_key("  Ab-1 ").as_str(), folded("  Ab-1 "));
+        assert_eq!(fold_key(" ÄB ").as_str(), folded(" ÄB "));
+        let twice = vec![entry("orders", "kelvin", 1), entry("orders", "\u{212A}ELVIN", 1)];
+        assert!(
+            validate_directories(&dirs, &twice, 1)
+                .unwrap_err()
+                .to_string()
+                .contains("more than once")
+        );
     }
 
     #[test]

@@ -28,13 +28,14 @@ mod files;
 mod options;
 mod patch;
 mod pin_changes;
+pub(crate) mod record_stream;
 pub mod records;
 mod snapshot;
 mod validate;
 
 pub use crate::error::MapError;
 pub(crate) use directory::text_eq as directory_name_eq;
-pub use directory::{DirectoryDefinition, DirectoryEntry, EntryState};
+pub use directory::{CompactString, DirectoryDefinition, DirectoryEntry, EntryState};
 pub use files::{normalize_path, resolve_data_source};
 pub use options::{BucketRange, ReplicaInfo, Secret, ShardDefinition, ShardingOptions};
 pub use patch::MapPatch;
@@ -391,7 +392,7 @@ impl ShardMap {
     /// The entry of directory `name` (ignoring case) for `lookup_key` (trimmed, exact).
     pub fn directory_entry(&self, name: &str, lookup_key: &str) -> Option<&DirectoryEntry> {
         let key = lookup_key.trim();
-        let entry = self.entry_of(self.directories.directory(name)?, &directory::folded_ref(key))?;
+        let entry = self.entry_of(self.directories.directory(name)?, &directory::fold_key(key))?;
         (entry.lookup_key.trim() == key).then_some(entry)
     }
 
@@ -411,8 +412,8 @@ impl ShardMap {
         if let Some(changed) = changes.get(at, folded_key) {
             return changed.entry.as_ref();
         }
-        let position = self.directories.entry(at, folded_key)?;
-        self.options.directory_entries.get(position)
+        let entries = &self.options.directory_entries;
+        entries.get(self.directories.entry(at, folded_key, entries)?)
     }
 
     /// How many entries directory `name` holds (0 for an unknown directory).

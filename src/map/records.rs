@@ -78,7 +78,7 @@ pub struct RecordChange {
 pub struct MapRecords(BTreeMap<RecordId, String>);
 
 /// The header record's value.
-#[derive(Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct Header {
     pub(super) keyspace: String,
@@ -89,7 +89,7 @@ pub(super) struct Header {
 }
 
 /// A shard or range record's value: the item and its position in the map.
-#[derive(Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Placed<T> {
     pub(super) position: usize,
     #[serde(flatten)]
@@ -244,7 +244,7 @@ pub(super) fn parse<T: for<'de> Deserialize<'de>>(kind: RecordKind, key: &str, v
     serde_json::from_str(value).map_err(|err| unreadable(kind.as_str(), key, &err.to_string()))
 }
 
-fn unreadable(kind: &str, key: &str, problem: &str) -> Error {
+pub(super) fn unreadable(kind: &str, key: &str, problem: &str) -> Error {
     Error::Catalog {
         reason: format!("the stored {kind} record '{key}' does not parse: {problem}"),
     }
@@ -380,11 +380,11 @@ mod tests {
     fn a_directory_change_writes_only_the_entries_it_changes() {
         use crate::map::{DirectoryDefinition, DirectoryEntry, EntryState};
         let entry = |key: &str, state: EntryState| DirectoryEntry {
-            directory_name: "Orders".to_owned(),
-            lookup_key: key.to_owned(),
-            target_keyspace: "k".to_owned(),
-            route_key: "t1".to_owned(),
-            shard_id: "a".to_owned(),
+            directory_name: "Orders".into(),
+            lookup_key: key.into(),
+            target_keyspace: "k".into(),
+            route_key: "t1".into(),
+            shard_id: "a".into(),
             map_version: 1,
             state,
         };

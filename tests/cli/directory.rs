@@ -20,11 +20,11 @@ fn directory_map(dir: &Path) -> ShardingOptions {
         },
     ];
     map.directory_entries = vec![DirectoryEntry {
-        directory_name: "orders_by_id".to_owned(),
-        lookup_key: "SO-1".to_owned(),
-        target_keyspace: "tenants".to_owned(),
-        route_key: "tenant-a".to_owned(),
-        shard_id: "s0".to_owned(),
+        directory_name: "orders_by_id".into(),
+        lookup_key: "SO-1".into(),
+        target_keyspace: "tenants".into(),
+        route_key: "tenant-a".into(),
+        shard_id: "s0".into(),
         map_version: 1,
         state: EntryState::Active,
     }];

@@ -31,11 +31,11 @@ const KEY_HEADER: &str = "X-CSharpDB-Api-Key";
 
 fn entry(key: &str, route_key: &str, shard: &str) -> DirectoryEntry {
     DirectoryEntry {
-        directory_name: "orders_by_id".to_owned(),
-        lookup_key: key.to_owned(),
-        target_keyspace: "tenants".to_owned(),
-        route_key: route_key.to_owned(),
-        shard_id: shard.to_owned(),
+        directory_name: "orders_by_id".into(),
+        lookup_key: key.into(),
+        target_keyspace: "tenants".into(),
+        route_key: route_key.into(),
+        shard_id: shard.into(),
         map_version: 1,
         state: EntryState::Active,
     }
@@ -53,7 +53,7 @@ fn directory_map(dir: &Path) -> ShardingOptions {
         },
     ];
     let mut archived = entry("AR-1", "tenant-b", "s1");
-    archived.directory_name = "archive_by_id".to_owned();
+    archived.directory_name = "archive_by_id".into();
     options.directory_entries = vec![
         entry("SO-1", "tenant-a", "s0"),
         entry("SO-9", "tenant-b", "s1"),

@@ -16,11 +16,11 @@ use shardlite::{ErrorKind, RouteContext};
 
 fn entry(key: &str, route_key: &str, shard: &str, version: i64, state: EntryState) -> DirectoryEntry {
     DirectoryEntry {
-        directory_name: "orders_by_id".to_owned(),
-        lookup_key: key.to_owned(),
-        target_keyspace: "tenants".to_owned(),
-        route_key: route_key.to_owned(),
-        shard_id: shard.to_owned(),
+        directory_name: "orders_by_id".into(),
+        lookup_key: key.into(),
+        target_keyspace: "tenants".into(),
+        route_key: route_key.into(),
+        shard_id: shard.into(),
         map_version: version,
         state,
     }
@@ -339,14 +339,14 @@ async fn every_map_rule_names_its_problem() {
     let cases: Vec<(DirectoryEntry, &str)> = vec![
         (
             DirectoryEntry {
-                directory_name: "customers".to_owned(),
+                directory_name: "customers".into(),
                 ..good()
             },
             "names unknown directory 'customers'",
         ),
         (
             DirectoryEntry {
-                target_keyspace: "users".to_owned(),
+                target_keyspace: "users".into(),
                 ..good()
             },
             "targets keyspace 'users', which does not match",
@@ -367,7 +367,7 @@ async fn every_map_rule_names_its_problem() {
         ),
         (
             DirectoryEntry {
-                lookup_key: "  ".to_owned(),
+                lookup_key: "  ".into(),
                 ..good()
             },
             "lookupKey is required",
@@ -383,8 +383,8 @@ async fn every_map_rule_names_its_problem() {
         vec![
             good(),
             DirectoryEntry {
-                lookup_key: "so-1".to_owned(),
-                directory_name: "ORDERS_BY_ID".to_owned(),
+                lookup_key: "so-1".into(),
+                directory_name: "ORDERS_BY_ID".into(),
                 ..good()
             },
         ],

@@ -220,10 +220,10 @@ pub async fn add_directory(sharded: &ShardedClient, keys: &[&str]) {
         ] {
             proposed.directory_entries.push(DirectoryEntry {
                 directory_name: "orders_by_id".into(),
-                lookup_key: lookup,
+                lookup_key: lookup.into(),
                 target_keyspace: "tenants".into(),
-                route_key: (*key).to_owned(),
-                shard_id: owner(sharded, key),
+                route_key: (*key).into(),
+                shard_id: owner(sharded, key).into(),
                 map_version: next,
                 state,
             });
@@ -246,7 +246,7 @@ pub fn directory_entry(sharded: &ShardedClient, lookup: &str) -> (String, i64, S
         .directory_entry("orders_by_id", lookup)
         .unwrap_or_else(|| panic!("no entry {lookup}"));
     (
-        entry.shard_id.clone(),
+        entry.shard_id.to_string(),
         entry.map_version,
         entry.state.as_str().to_owned(),
     )

@@ -86,15 +86,11 @@ pub fn tenants_with_directory(dir: &Path, count: usize, routes: usize) -> Shardi
         .map(|n| {
             let route_key = format!("tenant-{}", n % routes);
             DirectoryEntry {
-                directory_name: "orders_by_id".to_owned(),
-                lookup_key: format!("SO-{n}"),
-                target_keyspace: "tenants".to_owned(),
-                shard_id: plain
-                    .resolve("tenants", &route_key)
-                    .expect("a route")
-                    .shard_id
-                    .to_owned(),
-                route_key,
+                directory_name: "orders_by_id".into(),
+                lookup_key: format!("SO-{n}").into(),
+                target_keyspace: "tenants".into(),
+                shard_id: plain.resolve("tenants", &route_key).expect("a route").shard_id.into(),
+                route_key: route_key.into(),
                 map_version: 1,
                 state: EntryState::Active,
             }

@@ -16,7 +16,7 @@ use async_trait::async_trait;
 
 use super::file_rows::new_epoch;
 pub(super) use super::file_rows::{ReadVersions, records_json};
-use super::{CatalogStore, HistoryRow, NewMap, ReshardRecord, RunnerClaim, StoredMap, StoredState, StoredVersions};
+use super::{CatalogStore, HistoryRow, NewMap, ReshardRecord, RunnerClaim, StoredState, StoredVersions};
 use crate::data::now_utc;
 use crate::data::{Audit, CatalogHistoryEntry, Params, SqlResult, Value};
 use crate::engine::{Database, Role};
@@ -34,12 +34,14 @@ const HAS_SCHEMA_SQL: &str =
 const ACTIVE_VERSION_SQL: &str = "SELECT active_version FROM shardlite_map_versions WHERE slot = 1";
 
 /// The version row and every record row up to the newest version, in one statement (one
-/// snapshot): the first row carries the active and pending versions.
+/// snapshot): the first row carries the active and pending versions, the record rows follow
+/// in record order (the primary key's), so the maps are built one record at a time.
 const STATE_SQL: &str = "WITH v AS (SELECT active_version, pending_version FROM shardlite_map_versions WHERE slot = 1)
     SELECT NULL, (SELECT value FROM shardlite_catalog_meta WHERE key = 'epoch'), active_version, pending_version FROM v
     UNION ALL
     SELECT kind, key, map_version, value FROM shardlite_map_records
-    WHERE map_version <= (SELECT max(active_version, coalesce(pending_version, 0)) FROM v)";
+    WHERE map_version <= (SELECT max(active_version, coalesce(pending_version, 0)) FROM v)
+    ORDER BY 1, 2, 3";
 
 /// The active and pending versions and the epoch, without the maps.
 const VERSIONS_SQL: &str = "SELECT NULL, (SELECT value FROM shardlite_catalog_meta WHERE key = 'epoch'),
@@ -231,41 +233,7 @@ impl CatalogStore for FileStore {
         if !self.has_schema().await? {
             return Ok(StoredState::default());
         }
-        let Some(ReadVersions {
-            active,
-            pending,
-            epoch,
-            records: rows,
-        }) = self.read_versions(STATE_SQL, Params::none()).await?
-        else {
-            return Ok(StoredState::default());
-        };
-        let mut versions = vec![active];
-        versions.extend(pending);
-        let mut assembler = MapAssembler::new(versions);
-        for (kind, key, version, value) in rows {
-            assembler.add(kind, key, version, value);
-        }
-        let mut maps = assembler.finish().into_iter();
-        let stored = |records: Option<MapRecords>, version: u64| -> Result<Option<StoredMap>> {
-            let Some(records) = records else {
-                return Ok(None);
-            };
-            Ok(Some(StoredMap {
-                options: records.to_options()?,
-                version,
-            }))
-        };
-        Ok(StoredState {
-            active: stored(maps.next(), active)?,
-            pending: match pending {
-                Some(version) => stored(maps.next(), version)?,
-                None => None,
-            },
-            revision: 0,
-            generation: String::new(),
-            epoch,
-        })
+        super::file_rows::read_state(&self.db, STATE_SQL).await
     }
 
     async fn versions(&self) -> Result<Option<StoredVersions>> {

@@ -1,7 +1,11 @@
 //! The rows a master file reads and writes: record rows, the versions row, and the epoch a
 //! seed or an import writes.
 
-use crate::engine::EngineConfig;
+use super::{StoredMap, StoredState};
+use crate::data::{Params, RowRef, ValueRef};
+use crate::engine::{Database, EngineConfig};
+use crate::error::Result;
+use crate::map::record_stream::MapStream;
 use crate::map::records::{RecordChange, RecordKind};
 
 /// How a master file is opened: one reader, and no bound on the rows or bytes one read buffers,
@@ -45,4 +49,66 @@ pub(in crate::catalog::store) fn records_json(changes: &[RecordChange]) -> Strin
         .map(|change| serde_json::json!([change.kind.as_str(), change.key, change.value]))
         .collect();
     serde_json::Value::Array(rows).to_string()
+}
+
+/// The active and pending maps read by `sql` (the versions row first, then the record rows in
+/// record order), built while the rows are read: the read holds the maps and one record's
+/// stored text, never every row.
+pub(in crate::catalog::store) async fn read_state(db: &Database, sql: &str) -> Result<StoredState> {
+    let read = db
+        .fold_read_only(sql, Params::none(), StateRows::default(), StateRows::add)
+        .await?;
+    let (Some((active, pending, epoch)), Some(maps)) = (read.versions, read.maps) else {
+        return Ok(StoredState::default());
+    };
+    let mut maps = maps.finish()?.into_iter();
+    let mut stored = |version: u64| maps.next().map(|options| StoredMap { options, version });
+    Ok(StoredState {
+        active: stored(active),
+        pending: pending.and_then(&mut stored),
+        revision: 0,
+        generation: String::new(),
+        epoch,
+    })
+}
+
+/// The versions row and the maps of the versions it names, as the rows come.
+#[derive(Default)]
+struct StateRows {
+    versions: Option<(u64, Option<u64>, String)>,
+    maps: Option<MapStream>,
+}
+
+impl StateRows {
+    fn add(&mut self, row: &RowRef<'_>) -> Result<()> {
+        let Some(maps) = self.maps.as_mut() else {
+            let active = version_at(row, 2).unwrap_or(0);
+            let pending = version_at(row, 3);
+            let epoch = text_at(row, 1).unwrap_or_default().to_owned();
+            let mut versions = vec![active];
+            versions.extend(pending);
+            self.maps = Some(MapStream::new(versions));
+            self.versions = Some((active, pending, epoch));
+            return Ok(());
+        };
+        let kind = text_at(row, 0).and_then(RecordKind::parse);
+        let (Some(kind), Some(key), Some(version)) = (kind, text_at(row, 1), version_at(row, 2)) else {
+            return Ok(());
+        };
+        maps.add(kind, key, version, text_at(row, 3))
+    }
+}
+
+fn text_at<'a>(row: &RowRef<'a>, index: usize) -> Option<&'a str> {
+    match row.get_ref(index) {
+        Ok(ValueRef::Text(text)) => Some(text),
+        _ => None,
+    }
+}
+
+fn version_at(row: &RowRef<'_>, index: usize) -> Option<u64> {
+    match row.get_ref(index) {
+        Ok(ValueRef::Integer(value)) => u64::try_from(value).ok(),
+        _ => None,
+    }
 }

@@ -220,7 +220,7 @@ fn follow_entries(options: &mut ShardingOptions, destination: &str) {
                 .resolve(&entry.target_keyspace, &entry.route_key)
                 .is_ok_and(|to| to.shard_id.eq_ignore_ascii_case(destination));
             if moves && !entry.shard_id.trim().eq_ignore_ascii_case(destination) {
-                entry.shard_id = destination.to_owned();
+                entry.shard_id = destination.into();
                 if entry.state != EntryState::Deleted {
                     entry.map_version = options.map_version;
                 }

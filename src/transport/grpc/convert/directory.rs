@@ -48,11 +48,11 @@ convert_both_ways!(
 impl From<DirectoryEntry> for pb::ShardDirectoryEntry {
     fn from(entry: DirectoryEntry) -> Self {
         Self {
-            directory_name: entry.directory_name,
-            lookup_key: entry.lookup_key,
-            target_keyspace: entry.target_keyspace,
-            route_key: entry.route_key,
-            shard_id: entry.shard_id,
+            directory_name: entry.directory_name.into(),
+            lookup_key: entry.lookup_key.into(),
+            target_keyspace: entry.target_keyspace.into(),
+            route_key: entry.route_key.into(),
+            shard_id: entry.shard_id.into(),
             map_version: entry.map_version,
             state: entry.state.as_str().to_owned(),
         }
@@ -65,11 +65,11 @@ impl TryFrom<pb::ShardDirectoryEntry> for DirectoryEntry {
         let state = EntryState::parse(&entry.state)
             .ok_or_else(|| Error::invalid_argument("gRPC message", format!("unknown entry state '{}'", entry.state)))?;
         Ok(Self {
-            directory_name: entry.directory_name,
-            lookup_key: entry.lookup_key,
-            target_keyspace: entry.target_keyspace,
-            route_key: entry.route_key,
-            shard_id: entry.shard_id,
+            directory_name: entry.directory_name.into(),
+            lookup_key: entry.lookup_key.into(),
+            target_keyspace: entry.target_keyspace.into(),
+            route_key: entry.route_key.into(),
+            shard_id: entry.shard_id.into(),
             map_version: entry.map_version,
             state,
         })
@@ -233,11 +233,11 @@ mod tests {
             status: MutationStatus::AlreadyUpToDate,
             message: "up to date".to_owned(),
             entry: Some(DirectoryEntry {
-                directory_name: "orders_by_id".to_owned(),
-                lookup_key: "SO-1".to_owned(),
-                target_keyspace: "tenants".to_owned(),
-                route_key: "tenant-a".to_owned(),
-                shard_id: "s0".to_owned(),
+                directory_name: "orders_by_id".into(),
+                lookup_key: "SO-1".into(),
+                target_keyspace: "tenants".into(),
+                route_key: "tenant-a".into(),
+                shard_id: "s0".into(),
                 map_version: 3,
                 state: EntryState::Stale,
             }),
