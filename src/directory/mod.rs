@@ -18,6 +18,7 @@ pub use plan::{Plan, WriteEntry, plan, rejected};
 use crate::data::{DirectoryEntryPage, DirectoryEntryQuery, DirectoryLookup, DirectoryResolution, MAX_DIRECTORY_PAGE};
 use crate::error::{DirectoryProblem, Error, MapError, Result};
 use crate::map::{DirectoryEntry, EntryState, ShardMap};
+use crate::routing::ShardResolution;
 
 /// Checks that every entry's route resolves, on `map`, to the shard the entry names (entries of
 /// every state: a `Deleted` entry pointing elsewhere makes the map invalid too).
@@ -58,22 +59,56 @@ pub(crate) fn check_route(map: &ShardMap, entry: &DirectoryEntry) -> Result<(), 
     Ok(())
 }
 
-/// Resolves a lookup key on `map` (the live map).
-///
-/// Blank names are [`Error::InvalidArgument`]; the rest is [`Error::Directory`] naming the
-/// problem, or the route's own error (another keyspace, a disabled shard).
-pub fn resolve(map: &ShardMap, lookup: &DirectoryLookup) -> Result<DirectoryResolution> {
-    let (directory, key) = names(&lookup.directory_name, &lookup.lookup_key)?;
-    if map.directory(directory).is_none() {
-        return Err(DirectoryProblem::UnknownDirectory {
-            directory: directory.to_owned(),
+/// A lookup key found on a map, borrowing from it: what routing by a lookup key needs, without
+/// an allocation. [`resolve`] is its owned, serialisable form.
+#[derive(Debug, Clone, Copy)]
+pub struct Located<'m> {
+    /// The entry.
+    pub entry: &'m DirectoryEntry,
+    /// Its route, resolved on the map.
+    pub route: ShardResolution<'m>,
+}
+
+impl Located<'_> {
+    /// The owned resolution, as the REST and gRPC answers carry it.
+    pub fn to_resolution(&self) -> DirectoryResolution {
+        DirectoryResolution {
+            entry: self.entry.clone(),
+            route_resolution: self.route.to_resolved(),
         }
-        .into());
     }
+}
+
+/// Finds a lookup key on `map` (the live map) and resolves its entry's route, borrowing both
+/// from the map. The errors are [`resolve`]'s.
+///
+/// ```
+/// use shardlite::data::DirectoryLookup;
+/// use shardlite::map::{ShardMap, ShardingOptions};
+///
+/// let map = ShardMap::new(ShardingOptions::from_json(r#"{"keyspace": "orders_by_month", "mapVersion": 1,
+///     "virtualBucketCount": 4, "shards": [{"shardId": "s0", "dataSource": "s0.db"}],
+///     "bucketRanges": [{"startBucketInclusive": 0, "endBucketExclusive": 4, "shardId": "s0"}],
+///     "directories": [{"directoryName": "orders_by_id", "targetKeyspace": "orders_by_month"}],
+///     "directoryEntries": [{"directoryName": "orders_by_id", "lookupKey": "SO-1",
+///         "targetKeyspace": "orders_by_month", "routeKey": "2026-06", "shardId": "s0",
+///         "mapVersion": 1, "state": "Active"}]}"#)?)?;
+/// let found = shardlite::directory::locate(&map, &DirectoryLookup::new("orders_by_id", "SO-1"))?;
+/// assert_eq!((found.entry.route_key.as_str(), found.route.shard_id), ("2026-06", "s0"));
+/// # Ok::<(), shardlite::Error>(())
+/// ```
+pub fn locate<'m>(map: &'m ShardMap, lookup: &DirectoryLookup) -> Result<Located<'m>> {
+    let (directory, key) = names(&lookup.directory_name, &lookup.lookup_key)?;
     let label = || format!("{directory}:{key}");
-    let entry = map
-        .directory_entry(directory, key)
-        .ok_or_else(|| DirectoryProblem::EntryNotFound { entry: label() })?;
+    let Some(entry) = map.directory_entry(directory, key) else {
+        if map.directory(directory).is_none() {
+            return Err(DirectoryProblem::UnknownDirectory {
+                directory: directory.to_owned(),
+            }
+            .into());
+        }
+        return Err(DirectoryProblem::EntryNotFound { entry: label() }.into());
+    };
     if u64::try_from(entry.map_version).unwrap_or(u64::MAX) > map.version() {
         return Err(DirectoryProblem::FutureMapVersion {
             entry: label(),
@@ -89,20 +124,25 @@ pub fn resolve(map: &ShardMap, lookup: &DirectoryLookup) -> Result<DirectoryReso
         }
         .into());
     }
-    let resolved = map.resolve(&entry.target_keyspace, &entry.route_key)?;
-    if !resolved.shard_id.eq_ignore_ascii_case(entry.shard_id.trim()) {
+    let route = map.resolve(&entry.target_keyspace, &entry.route_key)?;
+    if !route.shard_id.eq_ignore_ascii_case(entry.shard_id.trim()) {
         return Err(DirectoryProblem::ShardMismatch {
             entry: label(),
             shard_id: entry.shard_id.trim().to_owned(),
             route_key: entry.route_key.trim().to_owned(),
-            resolved: resolved.shard_id.to_owned(),
+            resolved: route.shard_id.to_owned(),
         }
         .into());
     }
-    Ok(DirectoryResolution {
-        entry: entry.clone(),
-        route_resolution: resolved.to_resolved(),
-    })
+    Ok(Located { entry, route })
+}
+
+/// Resolves a lookup key on `map` (the live map): [`locate`], owned.
+///
+/// Blank names are [`Error::InvalidArgument`]; the rest is [`Error::Directory`] naming the
+/// problem, or the route's own error (another keyspace, a disabled shard).
+pub fn resolve(map: &ShardMap, lookup: &DirectoryLookup) -> Result<DirectoryResolution> {
+    locate(map, lookup).map(|found| found.to_resolution())
 }
 
 /// One page of directory `directory`'s entries on `map`, ordered by lookup key.

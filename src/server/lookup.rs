@@ -68,7 +68,8 @@ pub fn bind(
             reason: "this daemon serves no shard map, so it has no shard directories to look a key up in".into(),
         });
     };
-    let found = crate::directory::resolve(&sharded.map(), &lookup)?;
+    let map = sharded.map();
+    let found = crate::directory::locate(&map, &lookup)?;
     Ok(Some(RouteContext::new(
         &found.entry.target_keyspace,
         &found.entry.route_key,
