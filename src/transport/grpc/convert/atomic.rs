@@ -26,6 +26,7 @@ fn step_to_pb(step: AtomicStepKind) -> i32 {
     step as i32
 }
 
+#[cfg(feature = "server")]
 fn step_from_pb(step: i32) -> Result<AtomicStepKind> {
     match pb::AtomicStepKind::try_from(step) {
         Ok(pb::AtomicStepKind::DecideCommit) => Ok(AtomicStepKind::DecideCommit),
@@ -87,6 +88,7 @@ pub(crate) fn prepare_to_pb(session_id: &str, prepare: &AtomicPrepare) -> pb::Pr
 }
 
 /// A prepare's session id and what it prepares.
+#[cfg(feature = "server")]
 pub(crate) fn prepare_from_pb(request: pb::PrepareAtomicSessionRequest) -> (String, AtomicPrepare) {
     let prepare = AtomicPrepare {
         transaction_id: request.transaction_id,
@@ -110,6 +112,7 @@ pub(crate) fn step_request_to_pb(transaction_id: &str, step: &AtomicStepRequest)
 }
 
 /// A step request's transaction id and step; an unspecified step is refused.
+#[cfg(feature = "server")]
 pub(crate) fn step_request_from_pb(request: pb::AtomicStepRequest) -> Result<(String, AtomicStepRequest)> {
     let step = AtomicStepRequest {
         step: step_from_pb(request.step)?,
