@@ -17,7 +17,7 @@ pub use plan::{Plan, WriteEntry, plan, rejected};
 
 use crate::data::{DirectoryEntryPage, DirectoryEntryQuery, DirectoryLookup, DirectoryResolution, MAX_DIRECTORY_PAGE};
 use crate::error::{DirectoryProblem, Error, MapError, Result};
-use crate::map::{DirectoryEntry, EntryState, ShardMap};
+use crate::map::{DirectoryEntry, EntryState, ShardMap, trimmed};
 use crate::routing::ShardResolution;
 
 /// Checks that every entry's route resolves, on `map`, to the shard the entry names (entries of
@@ -125,7 +125,7 @@ pub fn locate<'m>(map: &'m ShardMap, lookup: &DirectoryLookup) -> Result<Located
         .into());
     }
     let route = map.resolve(&entry.target_keyspace, &entry.route_key)?;
-    if !route.shard_id.eq_ignore_ascii_case(entry.shard_id.trim()) {
+    if !route.shard_id.eq_ignore_ascii_case(trimmed(&entry.shard_id)) {
         return Err(DirectoryProblem::ShardMismatch {
             entry: label(),
             shard_id: entry.shard_id.trim().to_owned(),
@@ -183,7 +183,7 @@ pub fn entries(map: &ShardMap, directory: &str, query: &DirectoryEntryQuery) -> 
 
 /// The trimmed directory name and lookup key, or which one is blank.
 pub(crate) fn names<'a>(directory: &'a str, key: &'a str) -> Result<(&'a str, &'a str)> {
-    let (directory, key) = (directory.trim(), key.trim());
+    let (directory, key) = (trimmed(directory), trimmed(key));
     if directory.is_empty() {
         return Err(Error::invalid_argument("directoryName", "it is blank"));
     }

@@ -5,7 +5,6 @@
 //! unknown directories, keyspaces and duplicates. Whether each entry's route still resolves to its
 //! `shardId` is checked by the `directory` module, which can resolve routes.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::BuildHasher;
 
@@ -162,8 +161,8 @@ pub(crate) fn folded(text: &str) -> String {
 }
 
 /// [`folded`], borrowed when the text is already folded (lower-case ASCII, trimmed).
-pub(super) fn folded_ref(text: &str) -> std::borrow::Cow<'_, str> {
-    let text = text.trim();
+fn folded_ref(text: &str) -> std::borrow::Cow<'_, str> {
+    let text = trimmed(text);
     if text.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
         std::borrow::Cow::Borrowed(text)
     } else {
@@ -171,21 +170,58 @@ pub(super) fn folded_ref(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// The key of a lookup key in an index, [`folded`] without an allocation when it is ASCII and
-/// at most 24 bytes long (an order number).
-pub(super) fn fold_key(text: &str) -> CompactString {
-    let text = text.trim();
-    if !text.is_ascii() {
-        return CompactString::from(text.to_lowercase());
+/// [`str::trim`], with a fast answer for text that starts and ends with a visible ASCII
+/// character (names and keys nearly always do).
+pub(crate) fn trimmed(text: &str) -> &str {
+    match (text.as_bytes().first(), text.as_bytes().last()) {
+        (Some(first), Some(last)) if first.is_ascii_graphic() && last.is_ascii_graphic() => text,
+        _ => text.trim(),
     }
-    let mut key = CompactString::with_capacity(text.len());
-    key.extend(text.bytes().map(|b| char::from(b.to_ascii_lowercase())));
-    key
 }
 
-/// Whether lookup key `key` folds to `folded_key` (a [`fold_key`]), without folding an ASCII key.
+/// Up to how many directories a map's directory names are scanned rather than hashed.
+const SCANNED_NAMES: usize = 8;
+
+/// How long an ASCII lookup key may be to be folded on the stack.
+const INLINE_KEY: usize = 64;
+
+/// A lookup key folded for the index ([`folded`]): on the stack when it is ASCII and at most
+/// [`INLINE_KEY`] bytes long (an order number), so a lookup allocates nothing.
+pub(super) enum FoldedKey {
+    /// ASCII, lower case, in the first `len` bytes.
+    Inline { bytes: [u8; INLINE_KEY], len: usize },
+    /// Any other key.
+    Heap(String),
+}
+
+impl FoldedKey {
+    /// Folds `text`: trimmed, lower case.
+    pub(super) fn new(text: &str) -> Self {
+        let text = trimmed(text);
+        if text.len() > INLINE_KEY || !text.is_ascii() {
+            return Self::Heap(text.to_lowercase());
+        }
+        let mut bytes = [0; INLINE_KEY];
+        for (to, from) in bytes.iter_mut().zip(text.bytes()) {
+            *to = from.to_ascii_lowercase();
+        }
+        Self::Inline { bytes, len: text.len() }
+    }
+
+    /// The folded key.
+    pub(super) fn as_str(&self) -> &str {
+        match self {
+            // Lower-cased ASCII is ASCII, so this never falls back.
+            Self::Inline { bytes, len } => std::str::from_utf8(&bytes[..*len]).unwrap_or_default(),
+            Self::Heap(text) => text,
+        }
+    }
+}
+
+/// Whether `key` (a lookup key or a directory name) folds to `folded_key` (a [`FoldedKey`]),
+/// without folding an ASCII key.
 fn folds_to(key: &str, folded_key: &str) -> bool {
-    let key = key.trim();
+    let key = trimmed(key);
     if key.is_ascii() {
         return key.len() == folded_key.len()
             && key
@@ -204,16 +240,36 @@ fn folds_to(key: &str, folded_key: &str) -> bool {
 /// its folded lookup key and compared against the entry itself: the keys are not held twice.
 #[derive(Debug, Clone, Default)]
 pub(super) struct DirectoryIndex {
-    pub(super) directories: HashMap<String, usize>,
+    /// The folded directory names, in definition order: a map usually holds a handful, which a
+    /// scan finds faster than a hash.
+    names: Vec<String>,
+    /// The same names to their position, for a map with more than [`SCANNED_NAMES`].
+    by_name: hashbrown::HashMap<String, usize>,
     entries: Vec<hashbrown::HashTable<u32>>,
-    hasher: std::hash::RandomState,
+    /// Keyed per index, as std's is, and several times faster on short keys.
+    hasher: hashbrown::DefaultHashBuilder,
     pub(super) counts: Vec<usize>,
 }
 
 impl DirectoryIndex {
     /// The position of directory `name` (ignoring case).
     pub(super) fn directory(&self, name: &str) -> Option<usize> {
-        self.directories.get(folded_ref(name).as_ref()).copied()
+        if self.names.len() <= SCANNED_NAMES {
+            return self.names.iter().position(|folded_name| folds_to(name, folded_name));
+        }
+        self.by_name.get(folded_ref(name).as_ref()).copied()
+    }
+
+    /// Adds directory `name` at the next position; false when it is already there.
+    fn add_directory(&mut self, name: &str) -> bool {
+        if self.directory(name).is_some() {
+            return false;
+        }
+        self.by_name.insert(folded(name), self.names.len());
+        self.names.push(folded(name));
+        self.counts.push(0);
+        self.entries.push(hashbrown::HashTable::new());
+        true
     }
 
     /// The position in `entries` (the entries the index was built from) of the entry of
@@ -228,11 +284,29 @@ impl DirectoryIndex {
         position_of(*found)
     }
 
+    /// [`entry`](Self::entry) for a lookup, which matches its trimmed key exactly: the one entry
+    /// whose folded key is `folded_key`, when its key is `key`, without folding it again.
+    pub(super) fn exact_entry(
+        &self,
+        at: usize,
+        folded_key: &str,
+        key: &str,
+        entries: &[DirectoryEntry],
+    ) -> Option<usize> {
+        let hash = self.hasher.hash_one(folded_key);
+        let found = self.entries.get(at)?.find(hash, |&position| {
+            position_of(position)
+                .and_then(|position| entries.get(position))
+                .is_some_and(|entry| trimmed(&entry.lookup_key) == key)
+        })?;
+        position_of(*found)
+    }
+
     /// Indexes the entry at `position` of `entries` in directory `at`; false when the directory
     /// already holds its folded lookup key.
     fn insert(&mut self, at: usize, position: usize, entries: &[DirectoryEntry]) -> bool {
-        let key = fold_key(&entries[position].lookup_key);
-        if self.entry(at, &key, entries).is_some() {
+        let key = FoldedKey::new(&entries[position].lookup_key);
+        if self.entry(at, key.as_str(), entries).is_some() {
             return false;
         }
         let hash = self.hasher.hash_one(key.as_str());
@@ -241,8 +315,9 @@ impl DirectoryIndex {
             let entry = position_of(slot).and_then(|slot| entries.get(slot));
             hasher.hash_one(
                 entry
-                    .map(|entry| fold_key(&entry.lookup_key))
-                    .unwrap_or_default()
+                    .map_or(FoldedKey::Heap(String::new()), |entry| {
+                        FoldedKey::new(&entry.lookup_key)
+                    })
                     .as_str(),
             )
         };
@@ -266,12 +341,9 @@ pub(super) fn validate_directories(
     for directory in directories {
         let name = required("directoryName", &directory.directory_name, "")?;
         required("targetKeyspace", &directory.target_keyspace, name)?;
-        let at = index.counts.len();
-        if index.directories.insert(folded(name), at).is_some() {
+        if !index.add_directory(name) {
             return Err(MapError::DuplicateDirectory { name: name.to_owned() });
         }
-        index.counts.push(0);
-        index.entries.push(hashbrown::HashTable::new());
     }
     if let [only] = index.entries.as_mut_slice() {
         only.reserve(entries.len(), |_| 0);
@@ -392,7 +464,7 @@ mod tests {
             entry("orders", "\u{212A}elvin", 1),
         ];
         let index = validate_directories(&dirs, &entries, 1).unwrap();
-        let find = |key: &str| index.entry(0, &fold_key(key), &entries);
+        let find = |key: &str| index.entry(0, FoldedKey::new(key).as_str(), &entries);
         assert_eq!(find("so-1"), Some(0));
         assert_eq!(find("  So-1"), Some(0));
         assert_eq!(find("ärger-7"), Some(1));
@@ -400,8 +472,19 @@ mod tests {
         // The Kelvin sign folds to an ASCII `k`, as `str::to_lowercase` folds it.
         assert_eq!(find("kelvin"), Some(2));
         assert_eq!(find("SO-2"), None);
-        assert_eq!(fold_key("  Ab-1 ").as_str(), folded("  Ab-1 "));
-        assert_eq!(fold_key(" ÄB ").as_str(), folded(" ÄB "));
+        // A lookup matches the trimmed key exactly.
+        let exact = |key: &str| index.exact_entry(0, FoldedKey::new(key).as_str(), key, &entries);
+        assert_eq!(exact("SO-1"), Some(0));
+        assert_eq!(exact("so-1"), None);
+        assert_eq!(exact("Ärger-7"), Some(1));
+        assert_eq!(exact("ärger-7"), None);
+        assert_eq!(FoldedKey::new("  Ab-1 ").as_str(), folded("  Ab-1 "));
+        assert_eq!(FoldedKey::new(" ÄB ").as_str(), folded(" ÄB "));
+        let long = "K".repeat(INLINE_KEY + 1);
+        assert_eq!(FoldedKey::new(&long).as_str(), folded(&long));
+        assert_eq!(trimmed(" a "), "a");
+        assert_eq!(trimmed("a\u{a0}"), "a");
+        assert_eq!(trimmed(""), "");
         let twice = vec![entry("orders", "kelvin", 1), entry("orders", "\u{212A}ELVIN", 1)];
         assert!(
             validate_directories(&dirs, &twice, 1)
@@ -409,6 +492,26 @@ mod tests {
                 .to_string()
                 .contains("more than once")
         );
+    }
+
+    #[test]
+    fn many_directories_are_found_by_hash_as_a_few_are_by_scan() {
+        for count in [1, SCANNED_NAMES, SCANNED_NAMES + 1, 40] {
+            let dirs: Vec<_> = (0..count)
+                .map(|n| DirectoryDefinition::writable(format!("Dir-{n}"), "tenants"))
+                .collect();
+            let index = validate_directories(&dirs, &[entry(" DIR-0 ", "SO-1", 1)], 1).unwrap();
+            assert_eq!(
+                index.directory(&format!(" dir-{} ", count - 1)),
+                Some(count - 1),
+                "{count}"
+            );
+            assert_eq!(index.directory("dir-x"), None, "{count}");
+            assert_eq!(index.counts[0], 1, "{count}");
+            let mut twice = dirs.clone();
+            twice.push(DirectoryDefinition::writable(format!("DIR-{}", count - 1), "tenants"));
+            assert!(validate_directories(&twice, &[], 1).is_err(), "{count}");
+        }
     }
 
     #[test]

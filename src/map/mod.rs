@@ -35,6 +35,7 @@ mod validate;
 
 pub use crate::error::MapError;
 pub(crate) use directory::text_eq as directory_name_eq;
+pub(crate) use directory::trimmed;
 pub use directory::{CompactString, DirectoryDefinition, DirectoryEntry, EntryState};
 pub use files::{normalize_path, resolve_data_source};
 pub use options::{BucketRange, ReplicaInfo, Secret, ShardDefinition, ShardingOptions};
@@ -391,18 +392,19 @@ impl ShardMap {
 
     /// The entry of directory `name` (ignoring case) for `lookup_key` (trimmed, exact).
     pub fn directory_entry(&self, name: &str, lookup_key: &str) -> Option<&DirectoryEntry> {
-        let key = lookup_key.trim();
-        let entry = self.entry_of(self.directories.directory(name)?, &directory::fold_key(key))?;
-        (entry.lookup_key.trim() == key).then_some(entry)
+        let key = directory::trimmed(lookup_key);
+        let folded_key = directory::FoldedKey::new(key);
+        let at = self.directories.directory(name)?;
+        let is_key = |entry: &&DirectoryEntry| directory::trimmed(&entry.lookup_key) == key;
+        if let Some(changed) = self.entry_changes.get(at, folded_key.as_str()) {
+            return changed.entry.as_ref().filter(is_key);
+        }
+        let entries = &self.options.directory_entries;
+        entries.get(self.directories.exact_entry(at, folded_key.as_str(), key, entries)?)
     }
 
     /// The entry of directory `at` whose folded lookup key is `folded_key`, whatever the case
-    /// of its own key.
-    fn entry_of(&self, at: usize, folded_key: &str) -> Option<&DirectoryEntry> {
-        self.held_entry(&self.entry_changes, at, folded_key)
-    }
-
-    /// [`entry_of`](Self::entry_of) with `changes` in place of this map's entry changes.
+    /// of its own key, with `changes` in place of this map's entry changes.
     fn held_entry<'a>(
         &'a self,
         changes: &'a entry_changes::EntryChanges,
