@@ -53,7 +53,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let env = setup::Env::new(&runtime);
+    let env = setup::Env::new(&runtime, None);
 
     let results = writes::one_caller(&runtime, &env, rounds, ops);
     header("routed INSERT, 1 caller (latency)", "ns/op");

@@ -12,12 +12,24 @@ use serde::Deserialize;
 use serde_json::json;
 use shardlite::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER};
 use shardlite::transport::grpc::proto::{self as pb, shardlite_client::ShardliteClient};
-use shardlite::wire::{KEYSPACE_METADATA, SHARD_KEY_METADATA};
+use shardlite::wire::{DEFAULT_API_KEY_HEADER, KEYSPACE_METADATA, SHARD_KEY_METADATA};
 use tokio::runtime::Runtime;
 use tonic::metadata::AsciiMetadataValue;
 use tonic::transport::Channel;
 
 use super::{IN_FLIGHT, KEY, KEYSPACE, SQL, row_id};
+
+/// The API key every request carries when the daemon is run with one (the guard's
+/// `SHARDLITE_GUARD_OPERATOR`); the bare servers ignore it, so both sides receive the same bytes.
+pub static API_KEY: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// `request` with the API key header, when there is one.
+pub fn with_key(request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    match API_KEY.get() {
+        Some(key) => request.header(DEFAULT_API_KEY_HEADER, *key),
+        None => request,
+    }
+}
 
 /// Sends the request for one row id and checks its answer.
 pub type Send = Arc<dyn Fn(i64) -> Pin<Box<dyn Future<Output = ()> + std::marker::Send>> + std::marker::Send + Sync>;
@@ -55,11 +67,12 @@ pub fn rest_sender(http: &reqwest::Client, base_url: &str) -> Send {
     let http = http.clone();
     let url = format!("{base_url}/api/sql/execute");
     Arc::new(move |id| {
-        let request = http
-            .post(&url)
-            .header(KEYSPACE_HEADER, KEYSPACE)
-            .header(SHARD_KEY_HEADER, KEY)
-            .json(&json!({ "sql": SQL, "parameters": [id] }));
+        let request = with_key(
+            http.post(&url)
+                .header(KEYSPACE_HEADER, KEYSPACE)
+                .header(SHARD_KEY_HEADER, KEY)
+                .json(&json!({ "sql": SQL, "parameters": [id] })),
+        );
         Box::pin(async move {
             let response = request.send().await.expect("send");
             assert!(response.status().is_success(), "{}", response.status());
@@ -84,6 +97,10 @@ pub fn grpc_request(id: i64) -> tonic::Request<pb::SqlRequest> {
     let metadata = request.metadata_mut();
     metadata.insert(KEYSPACE_METADATA, AsciiMetadataValue::from_static(KEYSPACE));
     metadata.insert(SHARD_KEY_METADATA, AsciiMetadataValue::from_static(KEY));
+    if let Some(key) = API_KEY.get() {
+        let name = tonic::metadata::AsciiMetadataKey::from_static("x-csharpdb-api-key");
+        metadata.insert(name, AsciiMetadataValue::from_static(key));
+    }
     request
 }
 

@@ -8,7 +8,7 @@ use std::sync::Once;
 use shardlite::RouteContext;
 use shardlite::catalog::Catalog;
 use shardlite::client::{RoutedClient, ShardedClient};
-use shardlite::map::{BucketRange, ShardDefinition, ShardMap, ShardingOptions};
+use shardlite::map::{BucketRange, Secret, ShardDefinition, ShardMap, ShardingOptions};
 use shardlite::server::{ServerConfig, ServerState};
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
@@ -48,8 +48,22 @@ fn shard(dir: &Path, id: &str) -> ShardDefinition {
     ShardDefinition::local(id, dir.join(format!("{id}.db")).to_string_lossy())
 }
 
+/// The daemon's configuration: the defaults, or with `operator` an API key and the Prometheus
+/// metrics on, as an operator runs it (heat is always counted).
+fn server_config(operator: Option<&str>) -> ServerConfig {
+    match operator {
+        Some(key) => ServerConfig {
+            api_key: Some(Secret::new(key)),
+            metrics: true,
+            ..ServerConfig::default()
+        },
+        None => ServerConfig::default(),
+    }
+}
+
 impl Env {
-    pub fn new(runtime: &Runtime) -> Self {
+    /// The files and clients; `api_key` runs the daemon as [`server_config`] says.
+    pub fn new(runtime: &Runtime, api_key: Option<&str>) -> Self {
         let dir = std::env::temp_dir().join(format!("shardlite-perf-guard-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(dir.join("eight")).expect("temp dir");
         let dir = TempDir(dir);
@@ -86,9 +100,7 @@ impl Env {
                 .seed(two, false)
                 .await
                 .expect("seed");
-            let state = ServerState::open(&master, ServerConfig::default())
-                .await
-                .expect("state");
+            let state = ServerState::open(&master, server_config(api_key)).await.expect("state");
             let sharded = state.sharded().expect("sharded");
             let eight = ShardedClient::from_map(eight).await.expect("eight shards");
             for client in [sharded, &eight] {

@@ -59,11 +59,12 @@ fn rest_insert(http: &reqwest::Client, base_url: &str) -> load::Send {
     let http = http.clone();
     let url = format!("{base_url}/api/sql/execute");
     Arc::new(move |id| {
-        let request = http
-            .post(&url)
-            .header(KEYSPACE_HEADER, KEYSPACE)
-            .header(SHARD_KEY_HEADER, KEY)
-            .json(&json!({ "sql": INSERT, "parameters": [KEY, id] }));
+        let request = load::with_key(
+            http.post(&url)
+                .header(KEYSPACE_HEADER, KEYSPACE)
+                .header(SHARD_KEY_HEADER, KEY)
+                .json(&json!({ "sql": INSERT, "parameters": [KEY, id] })),
+        );
         Box::pin(async move {
             let response = request.send().await.expect("send");
             assert!(response.status().is_success(), "{}", response.status());
