@@ -75,8 +75,9 @@ fn main() {
         true,
     );
 
-    let (daemon, stop) = runtime.block_on(env.start_daemon());
-    let results = writes::rest(&runtime, &env, &daemon, rounds, ops);
+    let (daemon, stop) = runtime.block_on(env.start_daemon(None));
+    let axum_url = runtime.block_on(bare::serve_axum(writes::bare_insert_connections(&env)));
+    let results = writes::rest_against(&runtime, &daemon, &axum_url, &setup::http_client(), rounds, ops);
     header(
         &format!("daemon REST INSERT, {IN_FLIGHT} in flight (throughput)"),
         "ops/s",

@@ -182,9 +182,7 @@ async fn execute_json(
 /// Serves `POST /api/sql/execute` on `127.0.0.1:0` with `axum::serve`, `TCP_NODELAY` on as in
 /// the daemon and in tonic; returns the base URL.
 pub async fn serve_axum(connections: Arc<Connections>) -> String {
-    let app = axum::Router::new()
-        .route("/api/sql/execute", post(execute_json))
-        .with_state(connections);
+    let app = axum_app(connections);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind 127.0.0.1:0");
@@ -194,6 +192,13 @@ pub async fn serve_axum(connections: Arc<Connections>) -> String {
     });
     tokio::spawn(async move { axum::serve(listener, app).await });
     format!("http://{addr}")
+}
+
+/// The bare axum server's routes: `POST /api/sql/execute` alone.
+pub fn axum_app(connections: Arc<Connections>) -> axum::Router {
+    axum::Router::new()
+        .route("/api/sql/execute", post(execute_json))
+        .with_state(connections)
 }
 
 // ------------------------------------------------------------------------------------ tonic
@@ -342,12 +347,23 @@ bare_service! {
 /// Serves the service on `127.0.0.1:0` with `tonic::transport::Server` (`TCP_NODELAY` on, as
 /// tonic's own `serve` sets it); returns the base URL.
 pub fn serve_tonic(connections: Arc<Connections>) -> String {
+    serve_tonic_with(connections, None)
+}
+
+/// [`serve_tonic`], over TLS with `identity` when there is one (the URL is then `https://`).
+pub fn serve_tonic_with(connections: Arc<Connections>, identity: Option<tonic::transport::Identity>) -> String {
     let any_port: SocketAddr = "127.0.0.1:0".parse().expect("address");
     let incoming = tonic::transport::server::TcpIncoming::bind(any_port)
         .expect("bind 127.0.0.1:0")
         .with_nodelay(Some(true));
     let addr = incoming.local_addr().expect("bound address");
-    let server = tonic::transport::Server::builder().add_service(ShardliteServer::new(BareTonic { connections }));
+    let scheme = if identity.is_some() { "https" } else { "http" };
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(identity) = identity {
+        let tls = tonic::transport::ServerTlsConfig::new().identity(identity);
+        builder = builder.tls_config(tls).expect("server TLS configuration");
+    }
+    let server = builder.add_service(ShardliteServer::new(BareTonic { connections }));
     tokio::spawn(server.serve_with_incoming(incoming));
-    format!("http://{addr}")
+    format!("{scheme}://{addr}")
 }

@@ -24,7 +24,8 @@
 //! `SHARDLITE_BENCH_PROCESSES`, `SHARDLITE_BENCH_ROUNDS` and `SHARDLITE_BENCH_ONLY` work as in
 //! the other benchmarks. `SHARDLITE_GUARD_OPERATOR=1` runs the daemon as an operator would
 //! (an API key, which every request of both sides carries, and the Prometheus metrics on; heat
-//! is always counted) instead of with the defaults.
+//! is always counted) instead of with the defaults; `SHARDLITE_GUARD_TLS=1` serves the daemon
+//! and the bare servers over TLS (a certificate made here, which the clients trust).
 
 #[path = "../daemon/bare.rs"]
 mod bare;
@@ -33,6 +34,8 @@ mod common;
 #[path = "../daemon/load.rs"]
 mod load;
 mod setup;
+#[path = "../daemon/tls.rs"]
+mod tls;
 mod writes;
 
 use load::{grpc_client, grpc_sender, rest_sender, run_load};
@@ -108,6 +111,11 @@ const CHECKS: [Check; 7] = [
     },
 ];
 
+/// Whether environment variable `name` is set to something other than `0`.
+fn env_flag(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|value| value != "0")
+}
+
 fn row_id(i: u64) -> i64 {
     i64::try_from(i % ROWS.unsigned_abs()).unwrap_or(0) + 1
 }
@@ -121,14 +129,17 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .expect("runtime");
-    let operator = std::env::var_os("SHARDLITE_GUARD_OPERATOR").is_some_and(|value| value != "0");
+    let operator = env_flag("SHARDLITE_GUARD_OPERATOR");
     if operator {
         let _ = load::API_KEY.set(OPERATOR_KEY);
     }
     let env = setup::Env::new(&runtime, operator.then_some(OPERATOR_KEY));
 
+    let tls_dir = tempfile::tempdir().expect("a folder for the certificates");
+    let tls = env_flag("SHARDLITE_GUARD_TLS").then(|| tls::Certificates::new(tls_dir.path()));
+
     let mut results = in_process(&runtime, &env, rounds);
-    results.extend(daemon(&runtime, &env, rounds));
+    results.extend(daemon(&runtime, &env, rounds, tls.as_ref()));
 
     // A measuring child only hands its figures to the parent, which judges them.
     if common::is_child() {
@@ -140,6 +151,9 @@ fn main() -> ExitCode {
     header("performance guard (SPEC section 12)", "ns/op");
     if operator {
         println!("  (the daemon with an API key and metrics on)");
+    }
+    if tls.is_some() {
+        println!("  (the daemon and the bare servers over TLS)");
     }
     let mut failed = Vec::new();
     for check in &CHECKS {
@@ -235,17 +249,30 @@ fn in_process(runtime: &Runtime, env: &setup::Env, rounds: usize) -> Results {
     results
 }
 
-/// The REST and gRPC rows: the daemon against the bare servers on the file it routes to.
-fn daemon(runtime: &Runtime, env: &setup::Env, rounds: usize) -> Results {
-    let (daemon, stop) = runtime.block_on(env.start_daemon());
+/// The REST and gRPC rows: the daemon against the bare servers on the file it routes to, every
+/// server over TLS with `tls`.
+fn daemon(runtime: &Runtime, env: &setup::Env, rounds: usize, tls: Option<&tls::Certificates>) -> Results {
+    let (daemon, stop) = runtime.block_on(env.start_daemon(tls.map(tls::Certificates::server_tls)));
     let connections = bare::Connections::open(&env.routed_file, 4);
-    let http = setup::http_client();
-    let (axum_url, daemon_grpc, tonic_grpc) = runtime.block_on(async {
-        let axum_url = bare::serve_axum(Arc::clone(&connections)).await;
-        let tonic_url = bare::serve_tonic(Arc::clone(&connections));
-        let daemon_grpc = grpc_client(&daemon).await;
-        let tonic_grpc = grpc_client(&tonic_url).await;
-        (axum_url, daemon_grpc, tonic_grpc)
+    let http = tls.map_or_else(setup::http_client, tls::Certificates::http_client);
+    let (axum_url, daemon_grpc, tonic_grpc, insert_url) = runtime.block_on(async {
+        let inserts = writes::bare_insert_connections(env);
+        match tls {
+            Some(tls) => {
+                let axum_url = tls::serve_axum(bare::axum_app(Arc::clone(&connections)), tls).await;
+                let tonic_url = bare::serve_tonic_with(Arc::clone(&connections), Some(tls.identity()));
+                let insert_url = tls::serve_axum(bare::axum_app(inserts), tls).await;
+                let daemon_grpc = tls.grpc_client(&daemon).await;
+                (axum_url, daemon_grpc, tls.grpc_client(&tonic_url).await, insert_url)
+            }
+            None => {
+                let axum_url = bare::serve_axum(Arc::clone(&connections)).await;
+                let tonic_url = bare::serve_tonic(Arc::clone(&connections));
+                let insert_url = bare::serve_axum(inserts).await;
+                let daemon_grpc = grpc_client(&daemon).await;
+                (axum_url, daemon_grpc, grpc_client(&tonic_url).await, insert_url)
+            }
+        }
     });
     let sends = [
         rest_sender(&http, &daemon),
@@ -265,7 +292,14 @@ fn daemon(runtime: &Runtime, env: &setup::Env, rounds: usize) -> Results {
     ];
     results.extend(measure(rounds, 4_000, &mut subjects));
     drop(subjects);
-    results.extend(writes::rest(runtime, env, &daemon, rounds, 2_000));
+    results.extend(writes::rest_against(
+        runtime,
+        &daemon,
+        &insert_url,
+        &http,
+        rounds,
+        2_000,
+    ));
     let _ = stop.send(());
     results
 }

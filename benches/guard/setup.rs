@@ -9,7 +9,7 @@ use shardlite::RouteContext;
 use shardlite::catalog::Catalog;
 use shardlite::client::{RoutedClient, ShardedClient};
 use shardlite::map::{BucketRange, Secret, ShardDefinition, ShardMap, ShardingOptions};
-use shardlite::server::{ServerConfig, ServerState};
+use shardlite::server::{ServerConfig, ServerState, ServerTls};
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
@@ -149,17 +149,28 @@ impl Env {
             .collect()
     }
 
-    /// Starts the daemon on `127.0.0.1:0`; returns its base URL and what stops it.
-    pub async fn start_daemon(&self) -> (String, oneshot::Sender<()>) {
+    /// Starts the daemon on `127.0.0.1:0`, over TLS with `tls`; returns its base URL and what
+    /// stops it.
+    pub async fn start_daemon(&self, tls: Option<ServerTls>) -> (String, oneshot::Sender<()>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("bound address");
         let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(shardlite::server::run(listener, self.state.clone(), async move {
+        let stopped = async move {
             let _ = stopped.await;
-        }));
-        (format!("http://{addr}"), stop)
+        };
+        let state = self.state.clone();
+        match tls {
+            Some(tls) => {
+                tokio::spawn(shardlite::server::run_tls(listener, tls, state, stopped));
+                (format!("https://{addr}"), stop)
+            }
+            None => {
+                tokio::spawn(shardlite::server::run(listener, state, stopped));
+                (format!("http://{addr}"), stop)
+            }
+        }
     }
 }
 

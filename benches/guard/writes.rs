@@ -19,7 +19,7 @@ use shardlite::server::{KEYSPACE_HEADER, SHARD_KEY_HEADER};
 use tokio::runtime::Runtime;
 
 use super::common::{Results, Subject, measure, time, time_threads};
-use super::setup::{self, Env, KEY, KEYSPACE};
+use super::setup::{Env, KEY, KEYSPACE};
 use super::{bare, load};
 
 pub const INSERT: &str = "INSERT INTO events (tenant, amount) VALUES (?1, ?2)";
@@ -139,12 +139,23 @@ pub fn eight_callers(runtime: &Runtime, env: &Env, rounds: usize, ops: u64) -> R
     measure(rounds, ops, &mut subjects)
 }
 
-/// The REST row, against the daemon at `daemon_url`: `ops` requests per round.
-pub fn rest(runtime: &Runtime, env: &Env, daemon_url: &str, rounds: usize, ops: u64) -> Results {
-    let connections = bare::Connections::open(&env.routed_file, 1);
-    let axum_url = runtime.block_on(bare::serve_axum(Arc::clone(&connections)));
-    let http = setup::http_client();
-    let sends = [rest_insert(&http, daemon_url), rest_insert(&http, &axum_url)];
+/// The connections of the bare server of the REST row, which [`rest_against`] measures against.
+pub fn bare_insert_connections(env: &Env) -> Arc<bare::Connections> {
+    bare::Connections::open(&env.routed_file, 1)
+}
+
+/// The REST row: routed `INSERT`s through the daemon at `daemon_url` against the bare server
+/// at `axum_url` (on [`bare_insert_connections`]), both reached with `http`; `ops` requests per
+/// round.
+pub fn rest_against(
+    runtime: &Runtime,
+    daemon_url: &str,
+    axum_url: &str,
+    http: &reqwest::Client,
+    rounds: usize,
+    ops: u64,
+) -> Results {
+    let sends = [rest_insert(http, daemon_url), rest_insert(http, axum_url)];
     let mut subjects = vec![
         Subject::new("daemon REST insert x16", |ops| load::run_load(runtime, ops, &sends[0])),
         Subject::new("bare axum insert x16", |ops| load::run_load(runtime, ops, &sends[1])),

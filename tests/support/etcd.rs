@@ -26,8 +26,14 @@ pub struct EtcdCluster {
     members: Vec<Member>,
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// `count` distinct free loopback ports. Every listener is held until all are chosen: a port
+/// released at once can be handed out again by the next bind, and two members given the same
+/// peer port make etcd refuse the cluster ("has duplicate url").
+fn free_ports(count: usize) -> Vec<u16> {
+    let held: Vec<TcpListener> = (0..count).map(|_| TcpListener::bind("127.0.0.1:0").unwrap()).collect();
+    held.iter()
+        .map(|listener| listener.local_addr().unwrap().port())
+        .collect()
 }
 
 fn etcd_binary() -> Option<PathBuf> {
@@ -50,11 +56,12 @@ impl EtcdCluster {
             eprintln!("skipped: no `etcd` binary on the PATH (apt-get install etcd-server)");
             return None;
         }
+        let ports = free_ports(2 * size);
         let members: Vec<Member> = (0..size)
             .map(|index| Member {
                 name: format!("n{index}"),
-                client_port: free_port(),
-                peer_port: free_port(),
+                client_port: ports[2 * index],
+                peer_port: ports[2 * index + 1],
                 child: None,
             })
             .collect();
