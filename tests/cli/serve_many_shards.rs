@@ -139,7 +139,11 @@ async fn thousands_of_shards_under_a_descriptor_limit_of_1024() {
     println!(
         "{count} shards: seed {seed_time:?}; answering {ready:?} after start with {threads} threads, {descriptors} descriptors, {resident} MiB"
     );
-    assert!(ready < Duration::from_secs(2), "answered {ready:?} after start");
+    // SPEC 13's 2 s is a release build's figure at 10,000 shards, which `benches/many_shards.rs`
+    // measures (docs/scale.md). This debug build on a CI host shared with other tests gets the
+    // headroom the other timed steps get: what it proves is that the daemon answers without
+    // opening a shard first (a few threads and descriptors, asserted below).
+    assert!(ready < scaled(2.0), "answered {ready:?} after start");
     assert!(threads <= 64, "{threads} threads at start");
     assert!(resident <= 150, "{resident} MiB resident at start");
 
