@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use super::directory::DirectoryEntry;
 use super::options::{BucketRange, ShardDefinition, ShardingOptions};
-use super::records::{Header, Placed, RecordKind, parse, unreadable};
+use super::records::{Header, Placed, RecordKind, assemble, parse, unreadable};
 use crate::error::Result;
 
 /// Builds the maps of a few versions from stored rows `(kind, key, version, value)` that come
@@ -128,21 +128,10 @@ impl PartialMap {
         let header = self
             .header
             .ok_or_else(|| unreadable("header", "map", "the header record is missing"))?;
-        let (mut shards, mut ranges, mut entries) = (self.shards, self.ranges, self.entries);
-        shards.sort_by_key(|placed| placed.position);
-        ranges.sort_by_key(|placed| placed.position);
+        let mut entries = self.entries;
         // Grown by doubling while read: give back what it did not fill.
         entries.shrink_to_fit();
-        Ok(ShardingOptions {
-            keyspace: header.keyspace,
-            map_version: header.map_version,
-            virtual_bucket_count: header.virtual_bucket_count,
-            shards: shards.into_iter().map(|placed| placed.item).collect(),
-            bucket_ranges: ranges.into_iter().map(|placed| placed.item).collect(),
-            exact_key_pins: self.pins,
-            directories: header.directories,
-            directory_entries: entries,
-        })
+        Ok(assemble(header, self.shards, self.ranges, self.pins, entries))
     }
 }
 

@@ -205,18 +205,30 @@ impl MapRecords {
                 RecordKind::Header => {}
             }
         }
-        shards.sort_by_key(|placed| placed.position);
-        ranges.sort_by_key(|placed| placed.position);
-        Ok(ShardingOptions {
-            keyspace: header.keyspace,
-            map_version: header.map_version,
-            virtual_bucket_count: header.virtual_bucket_count,
-            shards: shards.into_iter().map(|placed| placed.item).collect(),
-            bucket_ranges: ranges.into_iter().map(|placed| placed.item).collect(),
-            exact_key_pins: pins,
-            directories: header.directories,
-            directory_entries: entries,
-        })
+        Ok(assemble(header, shards, ranges, pins, entries))
+    }
+}
+
+/// The map of `header` and the other records' items: shards and ranges in any order, each with
+/// its position in the map.
+pub(super) fn assemble(
+    header: Header,
+    mut shards: Vec<Placed<ShardDefinition>>,
+    mut ranges: Vec<Placed<BucketRange>>,
+    pins: BTreeMap<String, String>,
+    entries: Vec<DirectoryEntry>,
+) -> ShardingOptions {
+    shards.sort_by_key(|placed| placed.position);
+    ranges.sort_by_key(|placed| placed.position);
+    ShardingOptions {
+        keyspace: header.keyspace,
+        map_version: header.map_version,
+        virtual_bucket_count: header.virtual_bucket_count,
+        shards: shards.into_iter().map(|placed| placed.item).collect(),
+        bucket_ranges: ranges.into_iter().map(|placed| placed.item).collect(),
+        exact_key_pins: pins,
+        directories: header.directories,
+        directory_entries: entries,
     }
 }
 
